@@ -1,0 +1,30 @@
+// layers/add.h: elementwise sum of two or more inputs of one shape (residual connections).
+//   y = x0 + x1 + ...
+//   backward: dx_i (= or +=) dy for every i
+#pragma once
+
+#include <string>
+
+#include "layers/layer.h"
+
+namespace glassbox {
+
+class Add final : public Layer {
+ public:
+  explicit Add(std::string name) : Layer(std::move(name)) {}
+
+  std::string_view type() const override { return "Add"; }
+  std::string describe() const override;  // "2 inputs"
+  int min_inputs() const override { return 2; }
+  int max_inputs() const override { return 64; }
+  Shape infer(std::span<const Shape> inputs) const override;
+
+ private:
+  void prepare_cuda(Context& ctx, const PrepareOptions& options) override;
+  void forward_cpu(Context& ctx, const ForwardArgs& args) override;
+  void forward_cuda(Context& ctx, const ForwardArgs& args) override;
+  void backward_cpu(Context& ctx, const BackwardArgs& args) override;
+  void backward_cuda(Context& ctx, const BackwardArgs& args) override;
+};
+
+}  // namespace glassbox

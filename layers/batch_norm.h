@@ -1,0 +1,55 @@
+// layers/batch_norm.h: batch normalisation over (N, H, W) per channel (Ioffe & Szegedy, 2015).
+//   x:(N,C,H,W)  scale:(C)  shift:(C)  ->  y:(N,C,H,W)
+//   training:  mean[c] = E[x[:,c]],  var[c] = E[(x[:,c] - mean[c])^2]   (biased, over M = N*H*W)
+//              y = scale * (x - mean) / sqrt(var + eps) + shift
+//              running_mean = (1 - momentum) * running_mean + momentum * mean
+//              running_var  = (1 - momentum) * running_var  + momentum * var * M / (M - 1)   (unbiased)
+//   inference: y = scale * (x - running_mean) / sqrt(running_var + eps) + shift
+//   backward (training), with xhat = (x - mean) / sqrt(var + eps):
+//              dshift += sum dy;  dscale += sum dy * xhat
+//              dx (= or +=) scale / sqrt(var + eps) * (dy - mean(dy) - xhat * mean(dy * xhat))
+// Running statistics start at mean 0, variance 1 and are layer state, not
+// parameters (not trained, not in the gradient buffer). CUDA: cuDNN's spatial
+// batch norm (training, inference, backward).
+#pragma once
+
+#include <string>
+
+#include "layers/layer.h"
+
+namespace glassbox {
+
+class BatchNorm2d final : public Layer {
+ public:
+  struct Options {
+    float eps = 1e-5f;
+    float momentum = 0.1f;
+  };
+  BatchNorm2d(std::string name, Options options);
+
+  std::string_view type() const override { return "BatchNorm2d"; }
+  std::string describe() const override;  // "64 channels, eps 1e-05, momentum 0.1"
+  Shape infer(std::span<const Shape> inputs) const override;
+  std::vector<ParamSpec> param_specs() const override;  // scale: ones; shift: zeros
+  const Options& options() const { return options_; }
+
+  // Valid after prepare(): (C) float32 on the layer's device.
+  const Tensor& running_mean() const { return running_mean_; }
+  const Tensor& running_var() const { return running_var_; }
+
+ private:
+  void prepare_cpu(Context& ctx, const PrepareOptions& options) override;
+  void prepare_cuda(Context& ctx, const PrepareOptions& options) override;
+  void forward_cpu(Context& ctx, const ForwardArgs& args) override;
+  void forward_cuda(Context& ctx, const ForwardArgs& args) override;
+  void backward_cpu(Context& ctx, const BackwardArgs& args) override;
+  void backward_cuda(Context& ctx, const BackwardArgs& args) override;
+
+  Options options_;
+  Tensor running_mean_;
+  Tensor running_var_;
+  Tensor saved_mean_;     // batch mean of the last training forward, for backward
+  Tensor saved_inv_std_;  // 1 / sqrt(var + eps) of the last training forward
+};
+
+}  // namespace glassbox

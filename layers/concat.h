@@ -1,0 +1,33 @@
+// layers/concat.h: concatenation along channels (inception blocks).
+//   x_i:(N,C_i,H,W) -> y:(N, sum C_i, H, W),  y[:, offset_i : offset_i + C_i] = x_i
+//   backward: dx_i (= or +=) dy[:, offset_i : offset_i + C_i]
+// Each input is N blocks of C_i*H*W contiguous elements landing C*H*W apart:
+// on CUDA one strided 2-D copy per input (cudaMemcpy2DAsync), or a cuDNN
+// strided add for GradMode::kAdd.
+#pragma once
+
+#include <string>
+
+#include "layers/layer.h"
+
+namespace glassbox {
+
+class Concat final : public Layer {
+ public:
+  explicit Concat(std::string name) : Layer(std::move(name)) {}
+
+  std::string_view type() const override { return "Concat"; }
+  std::string describe() const override;  // "64 + 128 + 32 + 32 channels"
+  int min_inputs() const override { return 2; }
+  int max_inputs() const override { return 64; }
+  Shape infer(std::span<const Shape> inputs) const override;
+
+ private:
+  void prepare_cuda(Context& ctx, const PrepareOptions& options) override;
+  void forward_cpu(Context& ctx, const ForwardArgs& args) override;
+  void forward_cuda(Context& ctx, const ForwardArgs& args) override;
+  void backward_cpu(Context& ctx, const BackwardArgs& args) override;
+  void backward_cuda(Context& ctx, const BackwardArgs& args) override;
+};
+
+}  // namespace glassbox

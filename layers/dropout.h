@@ -1,0 +1,41 @@
+// layers/dropout.h: inverted dropout (Srivastava et al., 2014).
+//   training:  m ~ Bernoulli(1 - p) per element, drawn fresh every forward
+//              y = x * m / (1 - p)
+//   inference: y = x
+//   backward:  dx (= or +=) dy * m / (1 - p)
+// Seeded: the CPU draws m from the context's RNG; cuDNN's generator is seeded
+// from it once, at prepare time. The two backends draw different masks from
+// the same seed; each is reproducible on its own. CUDA: cudnnDropoutForward/Backward.
+#pragma once
+
+#include <string>
+
+#include "layers/layer.h"
+
+namespace glassbox {
+
+class Dropout final : public Layer {
+ public:
+  struct Options {
+    float p = 0.5f;  // probability of zeroing an element, in [0, 1)
+  };
+  Dropout(std::string name, Options options);
+
+  std::string_view type() const override { return "Dropout"; }
+  std::string describe() const override;  // "p 0.5"
+  Shape infer(std::span<const Shape> inputs) const override { return inputs[0]; }
+  const Options& options() const { return options_; }
+
+ private:
+  void prepare_cpu(Context& ctx, const PrepareOptions& options) override;
+  void prepare_cuda(Context& ctx, const PrepareOptions& options) override;
+  void forward_cpu(Context& ctx, const ForwardArgs& args) override;
+  void forward_cuda(Context& ctx, const ForwardArgs& args) override;
+  void backward_cpu(Context& ctx, const BackwardArgs& args) override;
+  void backward_cuda(Context& ctx, const BackwardArgs& args) override;
+
+  Options options_;
+  Tensor mask_;  // CPU: m / (1 - p) from the last training forward
+};
+
+}  // namespace glassbox

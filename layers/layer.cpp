@@ -1,0 +1,123 @@
+// layers/layer.cpp: the checks every layer call goes through, and dispatch.
+#include "layers/layer.h"
+
+namespace glassbox {
+
+void throw_not_built(std::string_view layer_type) {
+  throw NotBuiltError(cat(layer_type, ": Glassbox was built without CUDA (configure with -DGLASSBOX_CUDA=ON)"));
+}
+
+Layer::Layer(std::string name) : name_(std::move(name)) {}
+Layer::~Layer() = default;
+
+void Layer::fail(const std::string& message) const {
+  throw ShapeError(cat(name_, " (", type(), "): ", message));
+}
+
+void Layer::expect_rank(std::span<const Shape> inputs, int index, int rank,
+                        std::string_view layout) const {
+  const Shape& shape = inputs[static_cast<size_t>(index)];
+  if (shape.rank() != rank) {
+    fail(cat("input ", index, " must be ", layout, ", got shape ", shape.str()));
+  }
+}
+
+const Shape& Layer::bind(std::span<const Shape> inputs) {
+  const int count = static_cast<int>(inputs.size());
+  if (count < min_inputs() || count > max_inputs()) {
+    const std::string expected =
+        min_inputs() == max_inputs() ? cat(min_inputs()) : cat(min_inputs(), " to ", max_inputs());
+    fail(cat("takes ", expected, " input(s), got ", count));
+  }
+  output_shape_ = infer(inputs);
+  input_shapes_.assign(inputs.begin(), inputs.end());
+  bound_ = true;
+  param_shapes_.clear();
+  for (const ParamSpec& spec : param_specs()) param_shapes_.push_back(spec.shape);
+  prepared_ = false;
+  return output_shape_;
+}
+
+void Layer::prepare(Context& ctx, const PrepareOptions& options) {
+  if (!bound_) fail("prepare before its input shapes are known (bind first)");
+  workspace_bytes_ = 0;
+  backend_.reset();
+  if (ctx.is_cuda()) {
+    prepare_cuda(ctx, options);
+  } else {
+    prepare_cpu(ctx, options);
+  }
+  prepared_ = true;
+}
+
+void Layer::check_tensor(const Context& ctx, const Tensor& t, const Shape& shape, DType dtype,
+                         std::string_view role) const {
+  if (!t.defined()) fail(cat(role, " is missing"));
+  if (t.shape() != shape) fail(cat(role, " has shape ", t.shape().str(), ", expected ", shape.str()));
+  if (t.dtype() != dtype) {
+    fail(cat(role, " is ", name_of(t.dtype()), ", expected ", name_of(dtype)));
+  }
+  if (t.device() != ctx.device()) {
+    fail(cat(role, " is on ", t.device().str(), ", the context is ", ctx.device().str()));
+  }
+}
+
+void Layer::forward(Context& ctx, const ForwardArgs& args) {
+  if (!prepared_) fail("forward before prepare (compile the graph first)");
+  if (args.inputs.size() != input_shapes_.size()) {
+    fail(cat("forward with ", args.inputs.size(), " inputs, prepared for ", input_shapes_.size()));
+  }
+  for (size_t i = 0; i < args.inputs.size(); ++i) {
+    check_tensor(ctx, args.inputs[i], input_shapes_[i], input_dtype(static_cast<int>(i)),
+                 cat("input ", i));
+  }
+  check_tensor(ctx, args.output, output_shape_, DType::kFloat32, "output");
+  if (args.params.size() != param_shapes_.size()) {
+    fail(cat("forward with ", args.params.size(), " parameters, expected ", param_shapes_.size()));
+  }
+  for (size_t i = 0; i < args.params.size(); ++i) {
+    check_tensor(ctx, args.params[i], param_shapes_[i], DType::kFloat32, cat("parameter ", i));
+  }
+  if (ctx.is_cuda()) {
+    forward_cuda(ctx, args);
+  } else {
+    forward_cpu(ctx, args);
+  }
+}
+
+void Layer::backward(Context& ctx, const BackwardArgs& args) {
+  if (!prepared_) fail("backward before prepare (compile the graph first)");
+  if (args.inputs.size() != input_shapes_.size() || args.input_grads.size() != input_shapes_.size() ||
+      args.input_grad_modes.size() != input_shapes_.size()) {
+    fail(cat("backward needs ", input_shapes_.size(), " inputs, input gradients and grad modes; got ",
+             args.inputs.size(), ", ", args.input_grads.size(), " and ", args.input_grad_modes.size()));
+  }
+  for (size_t i = 0; i < args.inputs.size(); ++i) {
+    check_tensor(ctx, args.inputs[i], input_shapes_[i], input_dtype(static_cast<int>(i)),
+                 cat("input ", i));
+    if (args.input_grads[i].defined()) {
+      check_tensor(ctx, args.input_grads[i], input_shapes_[i], DType::kFloat32,
+                   cat("gradient of input ", i));
+    }
+  }
+  check_tensor(ctx, args.output, output_shape_, DType::kFloat32, "output");
+  if (args.output_grad.defined()) {
+    check_tensor(ctx, args.output_grad, output_shape_, DType::kFloat32, "output gradient");
+  }
+  if (args.params.size() != param_shapes_.size() || args.param_grads.size() != param_shapes_.size()) {
+    fail(cat("backward with ", args.params.size(), " parameters and ", args.param_grads.size(),
+             " parameter gradients, expected ", param_shapes_.size()));
+  }
+  for (size_t i = 0; i < args.params.size(); ++i) {
+    check_tensor(ctx, args.params[i], param_shapes_[i], DType::kFloat32, cat("parameter ", i));
+    check_tensor(ctx, args.param_grads[i], param_shapes_[i], DType::kFloat32,
+                 cat("gradient of parameter ", i));
+  }
+  if (ctx.is_cuda()) {
+    backward_cuda(ctx, args);
+  } else {
+    backward_cpu(ctx, args);
+  }
+}
+
+}  // namespace glassbox

@@ -1,0 +1,185 @@
+// layers/layer.h: what every layer is.
+//
+// A layer knows its maths and shapes (infer, param_specs, macs) and runs
+// forward and backward on the CPU (Eigen) or on a CUDA device (cuDNN/cuBLAS).
+// The public forward()/backward() are not virtual: they check the tensors
+// against the shapes fixed by bind() and dispatch to the private
+// forward_cpu/forward_cuda (and backward_*) that each layer implements in its
+// x.cpp and x_cuda.cpp. Layers never allocate inside forward or backward:
+// everything they keep is allocated in prepare(), at graph compile time.
+//
+// Gradients: parameter gradients always accumulate (+=); the step zeroes them.
+// Input gradients are written or added per GradMode, which the graph chooses
+// where a value fans out to several layers. That is cuDNN's and cuBLAS's
+// beta = 0 | 1, one to one.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tensor/context.h"
+#include "tensor/tensor.h"
+
+namespace glassbox {
+
+enum class GradMode { kWrite, kAdd };  // dx = ...  |  dx += ...
+enum class Phase { kTraining, kInference };  // batch statistics and dropout vs running statistics and identity
+
+// How a parameter is filled before training (graph/init.cpp implements them).
+enum class Init {
+  kHeNormal,      // N(0, 2 / fan_in): convolutions before a ReLU (He et al., 2015)
+  kFanInUniform,  // U(-1/sqrt(fan_in), 1/sqrt(fan_in)): linear layers and their biases (PyTorch's default)
+  kZeros,         // convolution biases, batch-norm shift
+  kOnes,          // batch-norm scale
+};
+
+// How layers make their choices at compile time.
+enum class AlgoSearch {
+  kHeuristic,  // cuDNN's ranked heuristics: fast to compile, usually good
+  kMeasured,   // time every candidate once and keep the fastest (glassbox --cudnn-search)
+};
+struct PrepareOptions {
+  AlgoSearch algo_search = AlgoSearch::kHeuristic;
+  size_t workspace_limit = size_t{4} << 30;  // most workspace one layer's algorithm may use
+};
+
+struct ParamSpec {
+  std::string name;  // "weight", "bias", "scale", "shift"
+  Shape shape;
+  Init init;
+  int64_t fan_in = 1;  // inputs feeding one output unit, for the scaled initialisers
+};
+
+// The tensors one forward call works on; the graph plans them at compile time.
+struct ForwardArgs {
+  std::span<const Tensor> inputs;  // x0, x1, ... as given to the builder
+  Tensor output;                   // y: every element is written
+  std::span<const Tensor> params;  // in param_specs() order; views into the flat parameter buffer
+  Phase phase = Phase::kTraining;
+};
+
+struct BackwardArgs {
+  std::span<const Tensor> inputs;       // as in forward
+  Tensor output;                        // y, as forward left it
+  Tensor output_grad;                   // dL/dy (undefined for a loss layer: its gradient is 1)
+  std::span<const Tensor> input_grads;  // dL/dx_i; undefined where no gradient is wanted
+  std::span<const GradMode> input_grad_modes;  // per input: write or add
+  std::span<const Tensor> params;
+  std::span<const Tensor> param_grads;  // accumulated: dW += ...
+};
+
+// What a layer's CUDA half keeps between calls (descriptors, algorithm
+// choices). Its concrete type is defined in the layer's x_cuda.cpp.
+struct BackendState {
+  virtual ~BackendState() = default;
+  // The algorithms chosen at compile time, for reports ("" if none).
+  virtual std::string algorithms() const { return ""; }
+};
+
+class Layer {
+ public:
+  explicit Layer(std::string name);
+  virtual ~Layer();
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  const std::string& name() const { return name_; }
+  virtual std::string_view type() const = 0;     // "Conv2d"
+  virtual std::string describe() const = 0;      // options in a few words: "3x3 s1 p1, 64 -> 128"
+
+  // How many inputs the layer takes: [min_inputs, max_inputs].
+  virtual int min_inputs() const { return 1; }
+  virtual int max_inputs() const { return 1; }
+  // The element type input i must have (labels are int32).
+  virtual DType input_dtype(int /*index*/) const { return DType::kFloat32; }
+  // A loss layer ends the graph: its output is the scalar loss, and its
+  // backward starts the chain (it takes no output gradient).
+  virtual bool is_loss() const { return false; }
+
+  // Output shape from input shapes. Throws ShapeError naming this layer and the
+  // expected and actual shapes. Depends on nothing but the shapes and options.
+  virtual Shape infer(std::span<const Shape> inputs) const = 0;
+
+  // Shape inference, done once when the layer joins a graph: checks the input
+  // count, infers and stores the shapes. The methods below read these shapes.
+  const Shape& bind(std::span<const Shape> inputs);
+  bool bound() const { return bound_; }
+  const std::vector<Shape>& input_shapes() const { return input_shapes_; }
+  const Shape& output_shape() const { return output_shape_; }
+
+  // Learnable parameters, in the order forward/backward receive them.
+  virtual std::vector<ParamSpec> param_specs() const { return {}; }
+  // Multiply-accumulates of one forward pass over the whole batch. Counted for
+  // convolutions and linear layers (forward FLOPs = 2 x MACs), zero for the
+  // memory-bound layers, as the reference tables count them.
+  virtual int64_t macs() const { return 0; }
+
+  // Makes everything the layer needs on ctx's device: saved state,
+  // descriptors, algorithm choices, its workspace size. Called once, at graph
+  // compile time, after bind().
+  void prepare(Context& ctx, const PrepareOptions& options = {});
+  bool prepared() const { return prepared_; }
+  // Bytes of shared workspace the layer needs (valid after prepare()).
+  size_t workspace_bytes() const { return workspace_bytes_; }
+  // Algorithms chosen for this device ("" on the CPU and for layers with no choice).
+  std::string algorithms() const { return backend_ ? backend_->algorithms() : ""; }
+
+  void forward(Context& ctx, const ForwardArgs& args);
+  void backward(Context& ctx, const BackwardArgs& args);
+
+ protected:
+  // Set by prepare_cpu/prepare_cuda: the workspace this layer will use.
+  void set_workspace_bytes(size_t bytes) { workspace_bytes_ = bytes; }
+  // Throws ShapeError "name (Type): <message>".
+  [[noreturn]] void fail(const std::string& message) const;
+  // Fails unless input `index` has `rank` dimensions ("(N, C, H, W)" names the layout).
+  void expect_rank(std::span<const Shape> inputs, int index, int rank, std::string_view layout) const;
+
+  std::unique_ptr<BackendState> backend_;  // the CUDA half's state, set by prepare_cuda
+
+ private:
+  // The backend halves: *_cpu in layers/x.cpp, *_cuda in layers/x_cuda.cpp.
+  virtual void prepare_cpu(Context& /*ctx*/, const PrepareOptions& /*options*/) {}
+  virtual void prepare_cuda(Context& ctx, const PrepareOptions& options) = 0;
+  virtual void forward_cpu(Context& ctx, const ForwardArgs& args) = 0;
+  virtual void forward_cuda(Context& ctx, const ForwardArgs& args) = 0;
+  virtual void backward_cpu(Context& ctx, const BackwardArgs& args) = 0;
+  virtual void backward_cuda(Context& ctx, const BackwardArgs& args) = 0;
+
+  void check_tensor(const Context& ctx, const Tensor& t, const Shape& shape, DType dtype,
+                    std::string_view role) const;
+
+  std::string name_;
+  bool bound_ = false;
+  bool prepared_ = false;
+  std::vector<Shape> input_shapes_;
+  Shape output_shape_;
+  std::vector<Shape> param_shapes_;
+  size_t workspace_bytes_ = 0;
+};
+
+}  // namespace glassbox
+
+// In a CPU-only build a layer's x_cuda.cpp is not compiled; its x.cpp ends with
+//   #if !GLASSBOX_WITH_CUDA
+//   GLASSBOX_LAYER_WITHOUT_CUDA(Conv2d)
+//   #endif
+// so that the CUDA entry points exist and throw NotBuiltError instead.
+#define GLASSBOX_LAYER_WITHOUT_CUDA(Type)                                                   \
+  void Type::prepare_cuda(::glassbox::Context&, const ::glassbox::PrepareOptions&) {         \
+    ::glassbox::throw_not_built(#Type);                                                     \
+  }                                                                                         \
+  void Type::forward_cuda(::glassbox::Context&, const ::glassbox::ForwardArgs&) {           \
+    ::glassbox::throw_not_built(#Type);                                                     \
+  }                                                                                         \
+  void Type::backward_cuda(::glassbox::Context&, const ::glassbox::BackwardArgs&) {         \
+    ::glassbox::throw_not_built(#Type);                                                     \
+  }
+
+namespace glassbox {
+[[noreturn]] void throw_not_built(std::string_view layer_type);
+}  // namespace glassbox

@@ -1,0 +1,37 @@
+// layers/linear.h: fully connected layer on (N, in) rows.
+//   x:(N,I)  w:(O,I)  b:(O)  ->  y:(N,O)
+//   y = x w^T + b
+//   backward: dx (= or +=) dy w;  dw += dy^T x;  db += sum_n dy[n,:]
+// Weights are (out, in) as in PyTorch, so parameter counts and initial values
+// line up with torchvision's.
+#pragma once
+
+#include "layers/layer.h"
+
+namespace glassbox {
+
+class Linear final : public Layer {
+ public:
+  struct Options {
+    int out_features = 0;
+    bool bias = true;
+  };
+  Linear(std::string name, Options options);
+
+  std::string_view type() const override { return "Linear"; }
+  std::string describe() const override;
+  Shape infer(std::span<const Shape> inputs) const override;
+  std::vector<ParamSpec> param_specs() const override;
+  int64_t macs() const override;
+
+ private:
+  void prepare_cuda(Context& ctx, const PrepareOptions& options) override;
+  void forward_cpu(Context& ctx, const ForwardArgs& args) override;
+  void forward_cuda(Context& ctx, const ForwardArgs& args) override;
+  void backward_cpu(Context& ctx, const BackwardArgs& args) override;
+  void backward_cuda(Context& ctx, const BackwardArgs& args) override;
+
+  Options options_;
+};
+
+}  // namespace glassbox

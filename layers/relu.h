@@ -1,0 +1,27 @@
+// layers/relu.h: rectified linear unit, elementwise, any shape.
+//   y = max(x, 0)
+//   backward: dx (= or +=) dy * [y > 0]
+// The mask is read from y, so forward's output is all backward needs.
+#pragma once
+
+#include "layers/layer.h"
+
+namespace glassbox {
+
+class ReLU final : public Layer {
+ public:
+  explicit ReLU(std::string name) : Layer(std::move(name)) {}
+
+  std::string_view type() const override { return "ReLU"; }
+  std::string describe() const override { return ""; }
+  Shape infer(std::span<const Shape> inputs) const override { return inputs[0]; }
+
+ private:
+  void prepare_cuda(Context& ctx, const PrepareOptions& options) override;
+  void forward_cpu(Context& ctx, const ForwardArgs& args) override;
+  void forward_cuda(Context& ctx, const ForwardArgs& args) override;
+  void backward_cpu(Context& ctx, const BackwardArgs& args) override;
+  void backward_cuda(Context& ctx, const BackwardArgs& args) override;
+};
+
+}  // namespace glassbox

@@ -1,0 +1,41 @@
+// layers/relu_cuda.cpp: ReLU with cuDNN activation forward/backward.
+#include "layers/relu.h"
+
+#include "layers/layer_cuda.h"
+
+namespace glassbox {
+namespace {
+
+struct ReLUState final : BackendState {
+  TensorDescriptor desc;  // x, y, dx and dy share one shape
+  ActivationDescriptor activation;
+};
+
+}  // namespace
+
+void ReLU::prepare_cuda(Context&, const PrepareOptions&) {
+  auto state = std::make_unique<ReLUState>();
+  state->desc = make_tensor_descriptor(output_shape());
+  state->activation = make_descriptor<ActivationDescriptor>(cudnnCreateActivationDescriptor);
+  CUDNN_CHECK(cudnnSetActivationDescriptor(state->activation.get(), CUDNN_ACTIVATION_RELU,
+                                           CUDNN_NOT_PROPAGATE_NAN, 0.0));
+  backend_ = std::move(state);
+}
+
+void ReLU::forward_cuda(Context& ctx, const ForwardArgs& args) {
+  auto& s = state_as<ReLUState>(backend_);
+  CUDNN_CHECK(cudnnActivationForward(cudnn_of(ctx), s.activation.get(), &kOne, s.desc.get(),
+                                     args.inputs[0].raw(), &kZero, s.desc.get(), args.output.raw()));
+}
+
+void ReLU::backward_cuda(Context& ctx, const BackwardArgs& args) {
+  if (!args.input_grads[0].defined()) return;
+  auto& s = state_as<ReLUState>(backend_);
+  CUDNN_CHECK(cudnnActivationBackward(cudnn_of(ctx), s.activation.get(), &kOne, s.desc.get(),
+                                      args.output.raw(), s.desc.get(), args.output_grad.raw(),
+                                      s.desc.get(), args.inputs[0].raw(),
+                                      beta_for(args.input_grad_modes[0]), s.desc.get(),
+                                      args.input_grads[0].raw()));
+}
+
+}  // namespace glassbox

@@ -1,0 +1,68 @@
+// tensor/context.cpp: contexts, the workspace and the math mode.
+#include "tensor/context.h"
+
+#include <limits>
+
+#include "tensor/cuda_entry.h"
+#include "tensor/error.h"
+
+namespace glassbox {
+
+std::string_view name_of(Precision precision) {
+  return precision == Precision::kFp32 ? "fp32 (TF32 off)" : "tf32";
+}
+
+CudaAvailability cuda_availability() { return cuda_entry::availability(); }
+
+Context::Context(Device device, uint64_t seed) : device_(device), seed_(seed), rng_(seed) {}
+Context::Context(Context&&) noexcept = default;
+Context& Context::operator=(Context&&) noexcept = default;
+Context::~Context() = default;
+
+Context Context::cpu(uint64_t seed) {
+  Context ctx(Device::cpu(), seed);
+  ctx.allocator_ = make_cpu_allocator();
+  return ctx;
+}
+
+Context Context::cuda(int index, uint64_t seed) {
+  Context ctx(Device::cuda(index), seed);
+  ctx.cuda_ = cuda_entry::create_resources(index);
+  ctx.allocator_ = cuda_entry::make_allocator(ctx.cuda_);
+  cuda_entry::set_precision(*ctx.cuda_, ctx.precision_);
+  return ctx;
+}
+
+Context Context::on(Device device, uint64_t seed) {
+  return device.is_cuda() ? cuda(device.index, seed) : cpu(seed);
+}
+
+Tensor Context::allocate(Shape shape, DType dtype, MemoryCategory category) {
+  const auto count = static_cast<uint64_t>(shape.numel());
+  if (count > std::numeric_limits<size_t>::max() / size_of(dtype)) {
+    throw Error(cat(device_.str(), ": ", name_of(dtype), " tensor ", shape.str(), " of ",
+                    name_of(category), " is larger than the address space"));
+  }
+  const size_t bytes = count * size_of(dtype);
+  return Tensor(std::make_shared<Buffer>(allocator_, bytes, category), 0, std::move(shape), dtype);
+}
+
+void Context::reserve_workspace(size_t bytes) {
+  if (bytes <= workspace_bytes()) return;
+  workspace_.reset();  // give the old block back before asking for the larger one
+  workspace_ = std::make_shared<Buffer>(allocator_, bytes, MemoryCategory::kWorkspace);
+}
+
+void* Context::workspace() const { return workspace_ ? workspace_->data() : nullptr; }
+size_t Context::workspace_bytes() const { return workspace_ ? workspace_->bytes() : 0; }
+
+void Context::set_precision(Precision precision) {
+  precision_ = precision;
+  if (cuda_) cuda_entry::set_precision(*cuda_, precision);
+}
+
+void Context::synchronize() const {
+  if (cuda_) cuda_entry::synchronize(*cuda_);
+}
+
+}  // namespace glassbox

@@ -1,0 +1,91 @@
+// tensor/context.h: everything one device needs to run layers, owned in one
+// place: its allocator, its stream, its cuDNN and cuBLAS handles (one each per
+// device, never per layer), the shared workspace, a seeded RNG and the math
+// mode. One process drives one device through one Context.
+//
+// This header is CUDA-free. The CUDA half (stream, handles, pool) is the
+// CudaResources struct of tensor/context_cuda.h, which only *_cuda.cpp and .cu
+// files include.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "tensor/allocator.h"
+#include "tensor/device.h"
+#include "tensor/tensor.h"
+
+namespace glassbox {
+
+struct CudaResources;  // tensor/context_cuda.h
+
+// Math mode for float32 data. kFp32 is the reference: plain FMA arithmetic,
+// TF32 tensor cores off (cuDNN CUDNN_FMA_MATH, cuBLAS default math). kTf32
+// lets cuDNN and cuBLAS round float32 inputs to TF32 on tensor cores.
+enum class Precision { kFp32, kTf32 };
+std::string_view name_of(Precision precision);
+
+// Whether a CUDA device can be used here, and why not if it cannot.
+struct CudaAvailability {
+  bool usable = false;
+  int device_count = 0;
+  std::string reason;  // why not: "built without CUDA", "cudaGetDeviceCount: no CUDA-capable device..."
+};
+CudaAvailability cuda_availability();
+
+class Context {
+ public:
+  static constexpr uint64_t kDefaultSeed = 2024;
+
+  static Context cpu(uint64_t seed = kDefaultSeed);
+  // Throws NotBuiltError in a CPU-only build, LibraryError if the device fails.
+  static Context cuda(int index = 0, uint64_t seed = kDefaultSeed);
+  static Context on(Device device, uint64_t seed = kDefaultSeed);
+
+  Context(Context&&) noexcept;
+  Context& operator=(Context&&) noexcept;
+  ~Context();
+
+  const Device& device() const { return device_; }
+  bool is_cuda() const { return device_.is_cuda(); }
+
+  Tensor allocate(Shape shape, DType dtype, MemoryCategory category);
+  Allocator& allocator() const { return *allocator_; }
+  MemoryStats memory() const { return allocator_->stats(); }
+
+  // The workspace is shared by layers in turn. The graph reserves the largest
+  // need at compile time; a step never allocates.
+  void reserve_workspace(size_t bytes);
+  void* workspace() const;
+  size_t workspace_bytes() const;
+
+  // Host RNG, seeded: parameter initialisation, CPU dropout masks, and the
+  // seeds of device-side generators.
+  std::mt19937_64& rng() { return rng_; }
+  uint64_t seed() const { return seed_; }
+
+  Precision precision() const { return precision_; }
+  // Sets the cuBLAS math mode now; convolutions read it when they are compiled.
+  void set_precision(Precision precision);
+
+  // Waits until all work queued on this context's stream is done (no-op on CPU).
+  void synchronize() const;
+
+  // The stream and handles; null for a CPU context. Used by *_cuda.cpp files.
+  CudaResources* cuda_state() const { return cuda_.get(); }
+
+ private:
+  Context(Device device, uint64_t seed);
+
+  Device device_;
+  uint64_t seed_;
+  std::mt19937_64 rng_;
+  Precision precision_ = Precision::kFp32;
+  std::shared_ptr<CudaResources> cuda_;  // shared with the CUDA allocator, which frees on its stream
+  std::shared_ptr<Allocator> allocator_;
+  std::shared_ptr<Buffer> workspace_;
+};
+
+}  // namespace glassbox

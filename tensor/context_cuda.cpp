@@ -1,0 +1,185 @@
+// tensor/context_cuda.cpp: CUDA resources, the pool allocator, copies, events
+// and version reporting: the definitions behind tensor/cuda_entry.h.
+#include "tensor/context_cuda.h"
+
+#include <nccl.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "tensor/cuda_entry.h"
+#include "tensor/runtime_info.h"
+
+namespace glassbox {
+
+CudaResources& cuda_resources(const Context& ctx) {
+  if (ctx.cuda_state() == nullptr) {
+    throw Error(cat("a CUDA call was made with a ", ctx.device().str(), " context"));
+  }
+  return *ctx.cuda_state();
+}
+
+TensorDescriptor make_nchw_descriptor(int n, int c, int h, int w) {
+  auto desc = make_descriptor<TensorDescriptor>(cudnnCreateTensorDescriptor);
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+  return desc;
+}
+
+namespace {
+
+// cudaMallocAsync from the device's default pool, in stream order. The pool's
+// release threshold is raised at context creation, so freed blocks stay cached
+// in the pool instead of going back to the driver: the pool is the caching
+// allocator.
+class CudaAllocator final : public Allocator {
+ public:
+  explicit CudaAllocator(std::shared_ptr<CudaResources> resources)
+      : resources_(std::move(resources)) {}
+  Device device() const override { return Device::cuda(resources_->device); }
+
+ private:
+  void* raw_allocate(size_t bytes) override {
+    void* ptr = nullptr;
+    const cudaError_t status = cudaMallocAsync(&ptr, bytes, resources_->stream.get());
+    if (status == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();  // clear it: out of memory is reported by Allocator::allocate
+      return nullptr;
+    }
+    CUDA_CHECK(status);
+    return ptr;
+  }
+  void raw_deallocate(void* ptr) noexcept override {
+    (void)cudaFreeAsync(ptr, resources_->stream.get());
+  }
+
+  std::shared_ptr<CudaResources> resources_;  // the stream outlives every block freed on it
+};
+
+std::string version_string(int major, int minor, int patch) {
+  return cat(major, ".", minor, ".", patch);
+}
+
+}  // namespace
+
+namespace cuda_entry {
+
+struct EventSet {
+  std::vector<CudaEvent> events;
+};
+
+CudaAvailability availability() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();
+    return {false, 0, cat("cudaGetDeviceCount: ", cudaGetErrorString(status))};
+  }
+  if (count == 0) return {false, 0, "no CUDA device found"};
+  return {true, count, ""};
+}
+
+std::shared_ptr<CudaResources> create_resources(int device_index) {
+  auto resources = std::make_shared<CudaResources>();
+  resources->device = device_index;
+  CUDA_CHECK(cudaSetDevice(device_index));
+
+  cudaStream_t stream = nullptr;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  resources->stream = CudaStream(stream);
+
+  cudnnHandle_t cudnn = nullptr;
+  CUDNN_CHECK(cudnnCreate(&cudnn));
+  resources->cudnn = CudnnHandle(cudnn);
+  CUDNN_CHECK(cudnnSetStream(cudnn, stream));
+
+  cublasHandle_t cublas = nullptr;
+  CUBLAS_CHECK(cublasCreate(&cublas));
+  resources->cublas = CublasHandle(cublas);
+  CUBLAS_CHECK(cublasSetStream(cublas, stream));
+
+  CUDA_CHECK(cudaDeviceGetDefaultMemPool(&resources->pool, device_index));
+  uint64_t keep_everything = UINT64_MAX;
+  CUDA_CHECK(cudaMemPoolSetAttribute(resources->pool, cudaMemPoolAttrReleaseThreshold,
+                                     &keep_everything));
+  return resources;
+}
+
+std::shared_ptr<Allocator> make_allocator(std::shared_ptr<CudaResources> resources) {
+  return std::make_shared<CudaAllocator>(std::move(resources));
+}
+
+void set_precision(CudaResources& resources, Precision precision) {
+  // Default math never uses TF32 for float32 GEMMs (unless the environment sets
+  // NVIDIA_TF32_OVERRIDE=1, which reports cannot see: do not set it).
+  CUBLAS_CHECK(cublasSetMathMode(resources.cublas.get(), precision == Precision::kTf32
+                                                             ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                             : CUBLAS_DEFAULT_MATH));
+}
+
+void synchronize(const CudaResources& resources) {
+  CUDA_CHECK(cudaStreamSynchronize(resources.stream.get()));
+}
+
+void copy(const CudaResources& resources, void* dst, const void* src, size_t bytes) {
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, resources.stream.get()));
+}
+
+void fill_zero(const CudaResources& resources, void* dst, size_t bytes) {
+  CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, resources.stream.get()));
+}
+
+std::shared_ptr<EventSet> create_events(const CudaResources& resources, int count) {
+  CUDA_CHECK(cudaSetDevice(resources.device));
+  auto set = std::make_shared<EventSet>();
+  for (int i = 0; i < count; ++i) {
+    cudaEvent_t event = nullptr;
+    CUDA_CHECK(cudaEventCreate(&event));
+    set->events.emplace_back(event);
+  }
+  return set;
+}
+
+void record_event(const CudaResources& resources, EventSet& events, int index) {
+  CUDA_CHECK(cudaEventRecord(events.events.at(static_cast<size_t>(index)).get(),
+                             resources.stream.get()));
+}
+
+float elapsed_ms(EventSet& events, int from, int to) {
+  cudaEvent_t end = events.events.at(static_cast<size_t>(to)).get();
+  CUDA_CHECK(cudaEventSynchronize(end));
+  float ms = 0.0f;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, events.events.at(static_cast<size_t>(from)).get(), end));
+  return ms;
+}
+
+void describe(const Context& ctx, RuntimeInfo& info) {
+  int runtime = 0;
+  if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) {
+    info.cuda_runtime = version_string(runtime / 1000, runtime % 1000 / 10, 0);
+  }
+  const size_t cudnn = cudnnGetVersion();
+  info.cudnn = version_string(static_cast<int>(cudnn / 10000), static_cast<int>(cudnn % 10000 / 100),
+                              static_cast<int>(cudnn % 100));
+  int major = 0, minor = 0, patch = 0;
+  if (cublasGetProperty(MAJOR_VERSION, &major) == CUBLAS_STATUS_SUCCESS &&
+      cublasGetProperty(MINOR_VERSION, &minor) == CUBLAS_STATUS_SUCCESS &&
+      cublasGetProperty(PATCH_LEVEL, &patch) == CUBLAS_STATUS_SUCCESS) {
+    info.cublas = version_string(major, minor, patch);
+  }
+  int nccl = 0;
+  if (ncclGetVersion(&nccl) == ncclSuccess) {
+    info.nccl = version_string(nccl / 10000, nccl % 10000 / 100, nccl % 100);
+  }
+  if (!ctx.is_cuda()) return;
+  int driver = 0;
+  CUDA_CHECK(cudaDriverGetVersion(&driver));
+  info.driver = version_string(driver / 1000, driver % 1000 / 10, 0);
+  cudaDeviceProp props{};
+  CUDA_CHECK(cudaGetDeviceProperties(&props, ctx.device().index));
+  info.device_name = cat(props.name, " (sm_", props.major, props.minor, ", ",
+                         props.multiProcessorCount, " SMs)");
+  info.gpu_memory = format_bytes(static_cast<int64_t>(props.totalGlobalMem));
+}
+
+}  // namespace cuda_entry
+}  // namespace glassbox

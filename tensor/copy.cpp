@@ -1,0 +1,71 @@
+// tensor/copy.cpp: host copies directly, anything touching a device through
+// the CUDA entry points (stream-ordered).
+#include "tensor/copy.h"
+
+#include <cstring>
+
+#include "tensor/cuda_entry.h"
+
+namespace glassbox {
+namespace {
+
+void check_same_device_or_host(const Context& ctx, const Tensor& t) {
+  if (t.device().is_cuda() && t.device() != ctx.device()) {
+    throw Error(cat("tensor ", t.str(), " is not on this context's device ", ctx.device().str()));
+  }
+}
+
+void copy_bytes(Context& ctx, void* dst, const void* src, size_t bytes, bool host_only) {
+  if (host_only) {
+    std::memcpy(dst, src, bytes);
+  } else {
+    cuda_entry::copy(*ctx.cuda_state(), dst, src, bytes);
+  }
+}
+
+}  // namespace
+
+void copy(Context& ctx, const Tensor& src, const Tensor& dst) {
+  if (src.dtype() != dst.dtype() || src.numel() != dst.numel()) {
+    throw ShapeError(cat("copy: source ", src.str(), " does not match destination ", dst.str()));
+  }
+  check_same_device_or_host(ctx, src);
+  check_same_device_or_host(ctx, dst);
+  const bool host_only = !src.device().is_cuda() && !dst.device().is_cuda();
+  copy_bytes(ctx, dst.raw(), src.raw(), src.bytes(), host_only);
+}
+
+void fill_zero(Context& ctx, const Tensor& dst) {
+  check_same_device_or_host(ctx, dst);
+  if (dst.device().is_cuda()) {
+    cuda_entry::fill_zero(*ctx.cuda_state(), dst.raw(), dst.bytes());
+  } else {
+    std::memset(dst.raw(), 0, dst.bytes());
+  }
+}
+
+template <typename T>
+std::vector<T> to_vector(Context& ctx, const Tensor& src) {
+  check_same_device_or_host(ctx, src);
+  std::vector<T> values(static_cast<size_t>(src.numel()));
+  copy_bytes(ctx, values.data(), src.template data<T>(), src.bytes(), !src.device().is_cuda());
+  ctx.synchronize();
+  return values;
+}
+
+template <typename T>
+void from_vector(Context& ctx, std::span<const T> values, const Tensor& dst) {
+  check_same_device_or_host(ctx, dst);
+  if (static_cast<int64_t>(values.size()) != dst.numel()) {
+    throw ShapeError(cat("from_vector: ", values.size(), " values for ", dst.str()));
+  }
+  copy_bytes(ctx, dst.template data<T>(), values.data(), dst.bytes(), !dst.device().is_cuda());
+  ctx.synchronize();  // `values` may go away as soon as we return
+}
+
+template std::vector<float> to_vector<float>(Context&, const Tensor&);
+template std::vector<int> to_vector<int>(Context&, const Tensor&);
+template void from_vector<float>(Context&, std::span<const float>, const Tensor&);
+template void from_vector<int>(Context&, std::span<const int>, const Tensor&);
+
+}  // namespace glassbox

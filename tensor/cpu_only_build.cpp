@@ -1,0 +1,34 @@
+// tensor/cpu_only_build.cpp: what a CPU-only build links in place of
+// tensor/*_cuda.cpp. Every CUDA entry point says so and throws; nothing falls
+// back to the CPU behind the caller's back.
+#include "tensor/cuda_entry.h"
+
+#if !GLASSBOX_WITH_CUDA
+
+#include "tensor/error.h"
+#include "tensor/runtime_info.h"
+
+namespace glassbox::cuda_entry {
+namespace {
+[[noreturn]] void not_built(const char* what) {
+  throw NotBuiltError(cat(what, ": Glassbox was built without CUDA (configure with -DGLASSBOX_CUDA=ON)"));
+}
+}  // namespace
+
+struct EventSet {};
+
+CudaAvailability availability() { return {false, 0, "built without CUDA"}; }
+std::shared_ptr<CudaResources> create_resources(int) { not_built("Context::cuda"); }
+std::shared_ptr<Allocator> make_allocator(std::shared_ptr<CudaResources>) { not_built("CUDA allocator"); }
+void set_precision(CudaResources&, Precision) { not_built("set_precision"); }
+void synchronize(const CudaResources&) { not_built("synchronize"); }
+void copy(const CudaResources&, void*, const void*, size_t) { not_built("copy"); }
+void fill_zero(const CudaResources&, void*, size_t) { not_built("fill_zero"); }
+std::shared_ptr<EventSet> create_events(const CudaResources&, int) { not_built("EventTimer"); }
+void record_event(const CudaResources&, EventSet&, int) { not_built("EventTimer"); }
+float elapsed_ms(EventSet&, int, int) { not_built("EventTimer"); }
+void describe(const Context&, RuntimeInfo&) {}  // a CPU-only build links no CUDA library
+
+}  // namespace glassbox::cuda_entry
+
+#endif  // !GLASSBOX_WITH_CUDA

@@ -1,0 +1,30 @@
+// tensor/cuda_entry.h: the CUDA half of tensor/, declared without CUDA types.
+// In a CUDA build these are defined in tensor/*_cuda.cpp; in a CPU-only build
+// tensor/cpu_only_build.cpp defines them to throw NotBuiltError. Nothing here
+// falls back to the CPU.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "tensor/allocator.h"
+#include "tensor/context.h"
+
+namespace glassbox::cuda_entry {
+
+CudaAvailability availability();
+std::shared_ptr<CudaResources> create_resources(int device_index);
+std::shared_ptr<Allocator> make_allocator(std::shared_ptr<CudaResources> resources);
+void set_precision(CudaResources& resources, Precision precision);
+void synchronize(const CudaResources& resources);
+// Stream-ordered copy between any two of host and device (unified addressing).
+void copy(const CudaResources& resources, void* dst, const void* src, size_t bytes);
+void fill_zero(const CudaResources& resources, void* dst, size_t bytes);
+
+// A set of CUDA events recorded on the resources' stream (tensor/event_timer.h).
+struct EventSet;
+std::shared_ptr<EventSet> create_events(const CudaResources& resources, int count);
+void record_event(const CudaResources& resources, EventSet& events, int index);
+float elapsed_ms(EventSet& events, int from, int to);  // waits for `to`
+
+}  // namespace glassbox::cuda_entry

@@ -1,0 +1,25 @@
+// tensor/device.h: where a tensor lives: the host ("cpu") or CUDA device n ("cuda:n").
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace glassbox {
+
+enum class DeviceKind { kCpu, kCuda };
+
+struct Device {
+  DeviceKind kind = DeviceKind::kCpu;
+  int index = 0;
+
+  static Device cpu() { return {DeviceKind::kCpu, 0}; }
+  static Device cuda(int index = 0) { return {DeviceKind::kCuda, index}; }
+  // "cpu", "cuda" (= cuda:0) or "cuda:N"; throws ConfigError naming the valid forms.
+  static Device parse(std::string_view text);
+
+  bool is_cuda() const { return kind == DeviceKind::kCuda; }
+  std::string str() const;
+  friend bool operator==(const Device&, const Device&) = default;
+};
+
+}  // namespace glassbox

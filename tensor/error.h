@@ -1,0 +1,81 @@
+// tensor/error.h: the exceptions Glassbox throws, and the one check-macro shape
+// that every library's status codes go through.
+//
+// User-facing errors name the thing that is wrong ("conv3_1 (Conv2d): input has
+// 128 channels, ..."); library errors carry the failed expression, file:line
+// and the library's own message. Nothing in Glassbox aborts or exits on error.
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace glassbox {
+
+// Base of every Glassbox error: catch this to report anything the library throws.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A tensor shape does not fit what a layer or the graph expects.
+class ShapeError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Bad configuration: an unknown name, an invalid option, an unconnected graph.
+class ConfigError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A CUDA path was asked for in a build made without CUDA.
+class NotBuiltError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A call into CUDA, cuDNN, cuBLAS or NCCL returned an error status.
+class LibraryError : public Error {
+ public:
+  LibraryError(std::string library, std::string expression, std::string location, int status,
+               std::string message);
+  const std::string& library() const { return library_; }
+  const std::string& expression() const { return expression_; }
+  int status() const { return status_; }
+
+ private:
+  std::string library_;
+  std::string expression_;
+  int status_;
+};
+
+// Concatenates anything printable into one string: cat("conv1: ", 3, " channels").
+template <typename... Parts>
+std::string cat(const Parts&... parts) {
+  std::ostringstream out;
+  (out << ... << parts);
+  return out.str();
+}
+
+[[noreturn]] void throw_library_error(std::string_view library, std::string_view expression,
+                                      std::string_view file, int line, int status,
+                                      std::string_view message);
+
+}  // namespace glassbox
+
+// Evaluates `expr` once; if it is not `ok`, throws LibraryError with the
+// expression text, file:line and the library's message (`to_string(status)`).
+// The per-library macros (CUDA_CHECK, CUDNN_CHECK, ...) live in
+// tensor/checks_cuda.h and are this macro with their arguments filled in.
+#define GLASSBOX_CHECK_STATUS(expr, ok, to_string, library)                                \
+  do {                                                                                     \
+    const auto glassbox_status_ = (expr);                                                  \
+    if (glassbox_status_ != (ok)) {                                                        \
+      ::glassbox::throw_library_error(library, #expr, __FILE__, __LINE__,                  \
+                                      static_cast<int>(glassbox_status_),                  \
+                                      to_string(glassbox_status_));                        \
+    }                                                                                      \
+  } while (0)

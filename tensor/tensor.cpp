@@ -1,0 +1,57 @@
+// tensor/tensor.cpp: buffers and views.
+#include "tensor/tensor.h"
+
+namespace glassbox {
+
+Buffer::Buffer(std::shared_ptr<Allocator> allocator, size_t bytes, MemoryCategory category)
+    : allocator_(std::move(allocator)),
+      bytes_(bytes),
+      category_(category),
+      data_(allocator_->allocate(bytes, category)) {}
+
+Buffer::~Buffer() { allocator_->deallocate(data_, bytes_, category_); }
+
+Tensor::Tensor(std::shared_ptr<Buffer> buffer, size_t byte_offset, Shape shape, DType dtype,
+               Layout layout)
+    : buffer_(std::move(buffer)),
+      offset_(byte_offset),
+      shape_(std::move(shape)),
+      dtype_(dtype),
+      layout_(layout) {
+  if (buffer_ && offset_ + bytes() > buffer_->bytes()) {
+    throw Error(cat("tensor ", str(), " at byte ", offset_, " does not fit its buffer of ",
+                    buffer_->bytes(), " bytes"));
+  }
+}
+
+Device Tensor::device() const { return buffer_ ? buffer_->device() : Device::cpu(); }
+
+void* Tensor::raw() const {
+  if (!buffer_) throw Error("access to an undefined tensor");
+  return static_cast<char*>(buffer_->data()) + offset_;
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  if (shape.numel() != numel()) {
+    throw ShapeError(cat("cannot view ", shape_.str(), " (", numel(), " elements) as ",
+                         shape.str(), " (", shape.numel(), " elements)"));
+  }
+  return Tensor(buffer_, offset_, std::move(shape), dtype_, layout_);
+}
+
+Tensor Tensor::view(size_t byte_offset, Shape shape, DType dtype) const {
+  return Tensor(buffer_, offset_ + byte_offset, std::move(shape), dtype, layout_);
+}
+
+std::string Tensor::str() const {
+  if (!buffer_) return "undefined tensor";
+  return cat(name_of(dtype_), " ", shape_.str(), " on ", device().str());
+}
+
+void Tensor::check_dtype(DType requested) const {
+  if (requested != dtype_) {
+    throw Error(cat("tensor ", str(), " accessed as ", name_of(requested)));
+  }
+}
+
+}  // namespace glassbox

@@ -1,0 +1,85 @@
+// tensor/tensor.h: a typed, shaped view into a Buffer on one device.
+//
+// A Tensor is a handle: copying it copies the view, never the data, and a
+// const Tensor still gives write access to its elements (as with a pointer).
+// Tensors are packed (contiguous) in their layout; the graph hands layers
+// views into a few large buffers planned at compile time. Copies between host
+// and device are explicit (tensor/copy.h), never implicit.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "tensor/allocator.h"
+#include "tensor/device.h"
+#include "tensor/dtype.h"
+#include "tensor/error.h"
+#include "tensor/shape.h"
+
+namespace glassbox {
+
+// Memory order of a rank-4 image tensor. NCHW now; NHWC is what tensor cores
+// prefer and arrives with mixed precision.
+enum class Layout { kNCHW, kNHWC };
+
+// One allocation, returned to its allocator when the last view of it goes.
+class Buffer {
+ public:
+  Buffer(std::shared_ptr<Allocator> allocator, size_t bytes, MemoryCategory category);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  Device device() const { return allocator_->device(); }
+  MemoryCategory category() const { return category_; }
+
+ private:
+  std::shared_ptr<Allocator> allocator_;  // kept alive by every buffer it made
+  size_t bytes_;
+  MemoryCategory category_;
+  void* data_;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;  // undefined: no storage (e.g. "no gradient wanted here")
+  Tensor(std::shared_ptr<Buffer> buffer, size_t byte_offset, Shape shape, DType dtype,
+         Layout layout = Layout::kNCHW);
+
+  bool defined() const { return buffer_ != nullptr; }
+  const Shape& shape() const { return shape_; }
+  DType dtype() const { return dtype_; }
+  Layout layout() const { return layout_; }
+  Device device() const;
+  int64_t numel() const { return shape_.numel(); }
+  size_t bytes() const { return static_cast<size_t>(numel()) * size_of(dtype_); }
+
+  void* raw() const;
+  // Typed element pointer; throws Error if T does not match the dtype.
+  template <typename T>
+  T* data() const {
+    check_dtype(dtype_of<T>());
+    return static_cast<T*>(raw());
+  }
+
+  // The same elements under another shape of equal element count.
+  Tensor reshaped(Shape shape) const;
+  // A packed sub-view starting `byte_offset` bytes into this tensor's storage.
+  Tensor view(size_t byte_offset, Shape shape, DType dtype) const;
+
+  std::string str() const;  // "float32 (8, 3, 224, 224) on cuda:0"
+
+ private:
+  void check_dtype(DType requested) const;
+
+  std::shared_ptr<Buffer> buffer_;
+  size_t offset_ = 0;  // bytes from the start of the buffer
+  Shape shape_;
+  DType dtype_ = DType::kFloat32;
+  Layout layout_ = Layout::kNCHW;
+};
+
+}  // namespace glassbox

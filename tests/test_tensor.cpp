@@ -1,0 +1,129 @@
+// tests/test_tensor.cpp: shapes, tensors, allocation accounting, copies, errors.
+#include <gtest/gtest.h>
+
+#include "tensor/context.h"
+#include "tensor/copy.h"
+#include "tests/support/devices.h"
+
+namespace glassbox {
+namespace {
+
+TEST(Shape, CountsAndPrints) {
+  const Shape s{8, 3, 224, 224};
+  EXPECT_EQ(s.rank(), 4);
+  EXPECT_EQ(s.numel(), 8 * 3 * 224 * 224);
+  EXPECT_EQ(s.numel_from(0), 3 * 224 * 224);
+  EXPECT_EQ(s.str(), "(8, 3, 224, 224)");
+  EXPECT_EQ(Shape{}.numel(), 1);
+}
+
+TEST(Shape, RejectsZeroAndNegativeSizes) {
+  try {
+    Shape bad{8, 0, 224};
+    FAIL() << "no error for a zero size";
+  } catch (const ShapeError& e) {
+    EXPECT_STREQ(e.what(), "shape (8, 0, 224): dimension 1 is 0; every size must be positive");
+  }
+  EXPECT_THROW((Shape{-1}), ShapeError);
+}
+
+TEST(Device, ParsesNamesAndRejectsOthers) {
+  EXPECT_EQ(Device::parse("cpu"), Device::cpu());
+  EXPECT_EQ(Device::parse("cuda"), Device::cuda(0));
+  EXPECT_EQ(Device::parse("cuda:3"), Device::cuda(3));
+  try {
+    Device::parse("gpu");
+    FAIL() << "no error for 'gpu'";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "unknown device 'gpu'; valid: cpu, cuda, cuda:N");
+  }
+}
+
+TEST(Tensor, ViewsShareStorageAndCheckBounds) {
+  Context ctx = Context::cpu();
+  Tensor t = ctx.allocate(Shape{2, 6}, DType::kFloat32, MemoryCategory::kActivations);
+  Tensor row = t.view(6 * sizeof(float), Shape{6}, DType::kFloat32);
+  row.data<float>()[0] = 5.0f;
+  EXPECT_EQ(t.data<float>()[6], 5.0f);
+  EXPECT_EQ(t.reshaped(Shape{3, 4}).data<float>(), t.data<float>());
+  EXPECT_THROW(t.reshaped(Shape{5}), ShapeError);
+  EXPECT_THROW(t.view(8 * sizeof(float), Shape{6}, DType::kFloat32), Error);
+  EXPECT_THROW(t.data<int>(), Error);
+  EXPECT_THROW(Tensor().raw(), Error);
+}
+
+TEST(Allocator, TracksCurrentAndPeakByCategory) {
+  Context ctx = Context::cpu();
+  {
+    Tensor a = ctx.allocate(Shape{1024}, DType::kFloat32, MemoryCategory::kParameters);
+    Tensor b = ctx.allocate(Shape{256}, DType::kFloat32, MemoryCategory::kActivations);
+    const MemoryStats s = ctx.memory();
+    EXPECT_EQ(s.current[static_cast<int>(MemoryCategory::kParameters)], 4096);
+    EXPECT_EQ(s.current[static_cast<int>(MemoryCategory::kActivations)], 1024);
+    EXPECT_EQ(s.current_total, 5120);
+  }
+  const MemoryStats s = ctx.memory();
+  EXPECT_EQ(s.current_total, 0);
+  EXPECT_EQ(s.peak_total, 5120);
+  EXPECT_EQ(s.peak[static_cast<int>(MemoryCategory::kParameters)], 4096);
+}
+
+TEST(Allocator, OutOfMemoryNamesDeviceSizeAndCategory) {
+  Context ctx = Context::cpu();
+  try {
+    ctx.allocate(Shape{int64_t{1} << 58}, DType::kFloat32, MemoryCategory::kActivations);
+    FAIL() << "allocated 1 EiB";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cpu: out of memory allocating"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("of activations"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Allocator, RejectsByteCountsThatOverflow) {
+  Context ctx = Context::cpu();
+  try {
+    ctx.allocate(Shape{int64_t{1} << 62}, DType::kFloat32, MemoryCategory::kActivations);
+    FAIL() << "2^62 floats (2^64 bytes) wrapped around and were allocated";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "cpu: float32 tensor (4611686018427387904) of activations is larger than the address space");
+  }
+}
+
+TEST(Context, WorkspaceGrowsOnly) {
+  Context ctx = Context::cpu();
+  ctx.reserve_workspace(1000);
+  void* first = ctx.workspace();
+  ctx.reserve_workspace(10);
+  EXPECT_EQ(ctx.workspace(), first);
+  EXPECT_EQ(ctx.workspace_bytes(), 1000u);
+  ctx.reserve_workspace(5000);
+  EXPECT_EQ(ctx.workspace_bytes(), 5000u);
+}
+
+TEST(Context, CudaWithoutAGpuSaysWhy) {
+  const CudaAvailability a = cuda_availability();
+  if (a.usable) GTEST_SKIP() << "a GPU is usable here; this checks the message without one";
+  EXPECT_FALSE(a.reason.empty());
+  EXPECT_THROW(Context::cuda(0), Error);
+}
+
+class CopyTest : public testing::DeviceTest {};
+
+TEST_P(CopyTest, RoundTripsThroughTheDevice) {
+  Context& c = ctx();
+  const std::vector<float> values = {1.5f, -2.0f, 3.25f, 4.0f, -5.5f, 6.0f};
+  Tensor host = Context::cpu().allocate(Shape{2, 3}, DType::kFloat32, MemoryCategory::kData);
+  Tensor dev = c.allocate(Shape{2, 3}, DType::kFloat32, MemoryCategory::kData);
+  from_vector<float>(c, values, dev);
+  EXPECT_EQ(to_vector<float>(c, dev), values);
+  fill_zero(c, dev);
+  EXPECT_EQ(to_vector<float>(c, dev), std::vector<float>(6, 0.0f));
+  Tensor wrong = c.allocate(Shape{7}, DType::kFloat32, MemoryCategory::kData);
+  EXPECT_THROW(copy(c, dev, wrong), ShapeError);
+  (void)host;
+}
+
+GLASSBOX_INSTANTIATE_ON_DEVICES(CopyTest);
+
+}  // namespace
+}  // namespace glassbox

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# tools/install_deps.sh: installs the Debian packages Glassbox builds with, if
+# any are missing. As root it runs apt-get; otherwise it prints the one
+# apt-get line to run and fails. The CUDA toolkit (with cuDNN and NCCL) is not
+# a Debian package: when nvcc is absent the build is CPU-only (CMake's
+# GLASSBOX_CUDA=AUTO).
+set -euo pipefail
+
+packages=(cmake make g++ git python3 libeigen3-dev libgtest-dev libbenchmark-dev)
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+line="apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "glassbox: missing Debian packages. Run as root:" >&2
+  echo "  apt-get update && $line" >&2
+  exit 1
+fi
+echo "glassbox: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+$line
