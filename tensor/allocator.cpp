@@ -41,7 +41,7 @@ void* Allocator::allocate(size_t bytes, MemoryCategory category) {
   void* ptr = raw_allocate(bytes);
   std::lock_guard lock(mutex_);
   if (ptr == nullptr) {
-    throw Error(cat(device().str(), ": out of memory allocating ", format_bytes(bytes), " of ",
+    throw OutOfMemoryError(cat(device().str(), ": out of memory allocating ", format_bytes(bytes), " of ",
                     name_of(category), " (", format_bytes(stats_.current_total),
                     " already in use by Glassbox)"));
   }

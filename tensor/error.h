@@ -31,6 +31,12 @@ class ConfigError : public Error {
   using Error::Error;
 };
 
+// An allocation failed: the message names the device, size, category and usage.
+class OutOfMemoryError : public Error {
+ public:
+  using Error::Error;
+};
+
 // A CUDA path was asked for in a build made without CUDA.
 class NotBuiltError : public Error {
  public:

@@ -73,7 +73,7 @@ TEST(Allocator, OutOfMemoryNamesDeviceSizeAndCategory) {
   try {
     ctx.allocate(Shape{int64_t{1} << 58}, DType::kFloat32, MemoryCategory::kActivations);
     FAIL() << "allocated 1 EiB";
-  } catch (const Error& e) {
+  } catch (const OutOfMemoryError& e) {
     EXPECT_NE(std::string(e.what()).find("cpu: out of memory allocating"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("of activations"), std::string::npos) << e.what();
   }
