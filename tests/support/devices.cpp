@@ -1,6 +1,8 @@
 // tests/support/devices.cpp
 #include "tests/support/devices.h"
 
+#include <cstdlib>
+
 namespace glassbox::testing {
 
 std::vector<Device> all_devices() { return {Device::cpu(), Device::cuda(0)}; }
@@ -13,6 +15,11 @@ std::string cuda_skip_reason() {
   static const CudaAvailability availability = cuda_availability();
   if (availability.usable) return "";
   return "no usable CUDA device (" + availability.reason + "): GPU test not run";
+}
+
+bool gpu_required() {
+  const char* value = std::getenv("GLASSBOX_REQUIRE_GPU");
+  return value != nullptr && std::string(value) == "1";
 }
 
 void DeviceTest::SetUp() {

@@ -27,6 +27,8 @@ std::vector<Device> all_devices();
 std::string device_label(const ::testing::TestParamInfo<Device>& info);
 // Empty if CUDA can run here; otherwise why not, for GTEST_SKIP.
 std::string cuda_skip_reason();
+// True when GLASSBOX_REQUIRE_GPU=1: GPU tests must run, not skip.
+bool gpu_required();
 
 class DeviceTest : public ::testing::TestWithParam<Device> {
  protected:
@@ -43,8 +45,13 @@ class DeviceTest : public ::testing::TestWithParam<Device> {
                            ::glassbox::testing::device_label)
 
 // Skips the current test, with the reason, unless a CUDA device can run here.
+// With GLASSBOX_REQUIRE_GPU=1 in the environment (tools/gpu_check.sh sets it)
+// the test fails instead: on a GPU machine a skipped GPU test is a bug.
 #define GLASSBOX_REQUIRE_CUDA()                                                          \
   do {                                                                                   \
     const std::string glassbox_reason_ = ::glassbox::testing::cuda_skip_reason();         \
-    if (!glassbox_reason_.empty()) GTEST_SKIP() << glassbox_reason_;                     \
+    if (!glassbox_reason_.empty()) {                                                     \
+      if (::glassbox::testing::gpu_required()) GTEST_FAIL() << glassbox_reason_;         \
+      GTEST_SKIP() << glassbox_reason_;                                                  \
+    }                                                                                    \
   } while (0)
