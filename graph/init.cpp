@@ -1,0 +1,37 @@
+// graph/init.cpp
+#include "graph/init.h"
+
+#include <cmath>
+#include <random>
+
+namespace glassbox {
+
+std::vector<float> initial_values(const ParamSpec& spec, uint64_t seed, int index) {
+  std::vector<float> values(static_cast<size_t>(spec.shape.numel()));
+  // One generator per parameter, so adding a layer does not shift the others' values.
+  std::seed_seq sequence{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
+                         static_cast<uint32_t>(index)};
+  std::mt19937_64 rng(sequence);
+  const double fan_in = static_cast<double>(std::max<int64_t>(spec.fan_in, 1));
+  switch (spec.init) {
+    case Init::kHeNormal: {
+      std::normal_distribution<float> normal(0.0f, static_cast<float>(std::sqrt(2.0 / fan_in)));
+      for (float& v : values) v = normal(rng);
+      break;
+    }
+    case Init::kFanInUniform: {
+      const auto bound = static_cast<float>(1.0 / std::sqrt(fan_in));
+      std::uniform_real_distribution<float> uniform(-bound, bound);
+      for (float& v : values) v = uniform(rng);
+      break;
+    }
+    case Init::kZeros:
+      break;
+    case Init::kOnes:
+      std::fill(values.begin(), values.end(), 1.0f);
+      break;
+  }
+  return values;
+}
+
+}  // namespace glassbox

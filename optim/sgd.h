@@ -1,0 +1,40 @@
+// optim/sgd.h: stochastic gradient descent with momentum and weight decay, one
+// pass over the flat parameter buffer (PyTorch's convention):
+//   v = momentum * v + (g + weight_decay * w)
+//   w = w - lr * v
+// Weight decay applies to every parameter, biases included (as PyTorch's
+// default). CPU: Eigen over thread-sized chunks; CUDA: one fused kernel (sgd.cu).
+#pragma once
+
+#include "tensor/context.h"
+#include "tensor/tensor.h"
+
+namespace glassbox {
+
+struct SgdOptions {
+  float lr = 0.01f;
+  float momentum = 0.9f;
+  float weight_decay = 5e-4f;
+};
+
+class Sgd {
+ public:
+  // params and grads: the graph's flat buffers (Graph::parameters(), gradients()).
+  // Allocates the velocity (optimizer state), zeroed.
+  Sgd(Context& ctx, Tensor params, Tensor grads, SgdOptions options);
+
+  void step(Context& ctx);
+  const SgdOptions& options() const { return options_; }
+  void set_lr(float lr) { options_.lr = lr; }
+
+ private:
+  void step_cpu();
+  void step_cuda(Context& ctx);
+
+  Tensor params_;
+  Tensor grads_;
+  Tensor velocity_;
+  SgdOptions options_;
+};
+
+}  // namespace glassbox
