@@ -1,0 +1,58 @@
+// bench/support/net_session.cpp
+#include "bench/support/net_session.h"
+
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "tensor/copy.h"
+
+namespace glassbox::bench {
+
+std::string_view name_of(StepMode mode) {
+  switch (mode) {
+    case StepMode::kForward: return "forward";
+    case StepMode::kForwardBackward: return "forward_backward";
+    case StepMode::kTrainStep: return "train_step";
+  }
+  return "?";
+}
+
+int flop_multiplier(StepMode mode) { return mode == StepMode::kForward ? 1 : 3; }
+
+NetSession::NetSession(const NetSpec& net, const SessionKey& key, const CompileOptions& options)
+    : key_(key), ctx_(Context::on(key.device)), graph_(net.build(key.batch)) {
+  graph_.compile(ctx_, options);
+  sgd_.emplace(ctx_, graph_.parameters(), graph_.gradients(), kBenchmarkSgd);
+
+  const Tensor& images = graph_.input("images");
+  std::mt19937_64 rng(42);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> pixels(static_cast<size_t>(images.numel()));
+  for (float& p : pixels) p = uniform(rng);
+  from_vector<float>(ctx_, pixels, images);
+  std::vector<int> labels(static_cast<size_t>(key.batch));
+  for (int n = 0; n < key.batch; ++n) labels[static_cast<size_t>(n)] = n % net.classes;
+  from_vector<int>(ctx_, labels, graph_.input("labels"));
+}
+
+void NetSession::step(StepMode mode) {
+  // forward_backward does not zero the gradients: they accumulate, which costs
+  // the same (beta = 1) and keeps the step to exactly forward + backward.
+  if (mode == StepMode::kTrainStep) graph_.zero_grad(ctx_);
+  graph_.forward(ctx_, Phase::kTraining);
+  if (mode == StepMode::kForward) return;
+  graph_.backward(ctx_);
+  if (mode == StepMode::kTrainStep) sgd_->step(ctx_);
+}
+
+NetSession& cached_session(const NetSpec& net, const SessionKey& key, const CompileOptions& options) {
+  static std::unique_ptr<NetSession> cached;
+  if (!cached || !(cached->key() == key)) {
+    cached.reset();  // free the old network before building the next
+    cached = std::make_unique<NetSession>(net, key, options);
+  }
+  return *cached;
+}
+
+}  // namespace glassbox::bench

@@ -1,0 +1,68 @@
+// bench/support/net_session.h: a compiled network with its optimizer and
+// inputs, ready to step.
+//
+// Google Benchmark 1.7.1 calls a benchmark's function again for every trial
+// and repetition. Building VGG16, initialising 138M parameters and choosing
+// cuDNN algorithms each time would dominate the run, so sessions are cached
+// and outlive the calls; only one is kept at a time, so running every network
+// never holds more than one in memory.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string_view>
+
+#include "graph/graph.h"
+#include "nets/registry.h"
+#include "optim/sgd.h"
+
+namespace glassbox::bench {
+
+// What one timed step does (DESIGN.md section 5).
+enum class StepMode {
+  kForward,          // training-mode forward, loss included
+  kForwardBackward,  // + backward, no update (convnet-benchmarks, `caffe time`)
+  kTrainStep,        // zero gradients + forward + backward + SGD update (tf_cnn_benchmarks)
+};
+std::string_view name_of(StepMode mode);
+// Analytic FLOPs of a step as a multiple of 2 x forward MACs: 1 forward, 3 with backward.
+int flop_multiplier(StepMode mode);
+
+struct SessionKey {
+  std::string net;
+  int batch = 0;
+  Device device;
+  Precision precision = Precision::kFp32;
+  friend bool operator==(const SessionKey&, const SessionKey&) = default;
+};
+
+class NetSession {
+ public:
+  // Builds and compiles the network, fills the inputs with seeded U(-1, 1)
+  // images (never zeros) and fixed labels (n % classes).
+  NetSession(const NetSpec& net, const SessionKey& key, const CompileOptions& options);
+
+  void step(StepMode mode);
+  Context& ctx() { return ctx_; }
+  Graph& graph() { return graph_; }
+  const SessionKey& key() const { return key_; }
+
+  // Warm-up runs once per mode and session, not once per Google Benchmark trial.
+  bool warmed_up(StepMode mode) const { return warmed_up_.contains(mode); }
+  void mark_warmed_up(StepMode mode) { warmed_up_.insert(mode); }
+
+ private:
+  SessionKey key_;
+  Context ctx_;
+  Graph graph_;
+  std::optional<Sgd> sgd_;
+  std::set<StepMode> warmed_up_;
+};
+
+// SGD settings of every benchmark train step (the PyTorch peer uses the same).
+inline constexpr SgdOptions kBenchmarkSgd{.lr = 0.01f, .momentum = 0.9f, .weight_decay = 5e-4f};
+
+// The cached session for `key`; a different key releases the previous session first.
+NetSession& cached_session(const NetSpec& net, const SessionKey& key, const CompileOptions& options);
+
+}  // namespace glassbox::bench

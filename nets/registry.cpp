@@ -1,0 +1,48 @@
+// nets/registry.cpp
+#include "nets/registry.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "nets/nets.h"
+
+namespace glassbox {
+
+const std::vector<NetSpec>& all_nets() {
+  static const std::vector<NetSpec> nets = [] {
+    std::vector<NetSpec> list = {
+        {"LeNet", "LeNet-5 (LeCun et al., 1998) for 28x28 grey images, ReLU and max pooling", Shape{1, 28, 28}, 10,
+         256, 64, lenet},
+        {"AlexNet", "AlexNet, torchvision's single-tower variant (Krizhevsky, 2014)", Shape{3, 224, 224}, 1000, 128,
+         16, alexnet},
+    };
+    const std::pair<int, const char*> vggs[] = {{11, "A"}, {13, "B"}, {16, "D"}, {19, "E"}};
+    for (const auto& [depth, configuration] : vggs) {
+      list.push_back({cat("VGG", depth),
+                      cat("VGG-", depth, ", configuration ", configuration, " (Simonyan & Zisserman, 2014), no batch norm"),
+                      Shape{3, 224, 224}, 1000, 64, 2, [depth](int batch) { return vgg(depth, batch); }});
+    }
+    return list;
+  }();
+  return nets;
+}
+
+std::string net_names() {
+  std::string names;
+  for (const NetSpec& net : all_nets()) names += (names.empty() ? "" : ", ") + net.name;
+  return names;
+}
+
+const NetSpec& find_net(std::string_view name) {
+  auto lower = [](std::string_view s) {
+    std::string out(s);
+    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+    return out;
+  };
+  for (const NetSpec& net : all_nets()) {
+    if (lower(net.name) == lower(name)) return net;
+  }
+  throw ConfigError(cat("unknown network '", name, "'; valid: ", net_names()));
+}
+
+}  // namespace glassbox

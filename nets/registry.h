@@ -1,0 +1,31 @@
+// nets/registry.h: every network by name, with its input and default batches.
+// Benchmarks, the CLI and tests look networks up here.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace glassbox {
+
+struct NetSpec {
+  std::string name;         // "VGG16": what benchmarks and the CLI call it
+  std::string description;  // one line: what it is and where it comes from
+  Shape sample;             // one input image: (C, H, W)
+  int classes = 0;
+  int gpu_batch = 0;        // default batches (DESIGN.md section 5); the CPU's
+  int cpu_batch = 0;        // are small enough for a 2-core machine
+  std::function<Graph(int batch)> build;
+
+  int default_batch(const Device& device) const { return device.is_cuda() ? gpu_batch : cpu_batch; }
+};
+
+const std::vector<NetSpec>& all_nets();
+// Case-insensitive ("vgg16" finds VGG16); throws ConfigError listing the names.
+const NetSpec& find_net(std::string_view name);
+std::string net_names();  // "LeNet, AlexNet, VGG11, ..."
+
+}  // namespace glassbox
