@@ -123,12 +123,10 @@ Settings parse_own_flags(int& argc, char** argv) {
       s.batch = std::atoi(v);
       if (s.batch <= 0) usage_error(cat("--batch must be a positive integer, got '", v, "'"));
     } else if (const char* v = value("--precision=")) {
-      if (std::string(v) == "fp32") {
-        s.precision = Precision::kFp32;
-      } else if (std::string(v) == "tf32") {
-        s.precision = Precision::kTf32;
-      } else {
-        usage_error(cat("unknown precision '", v, "'; valid: fp32, tf32"));
+      try {
+        s.precision = parse_precision(v);
+      } catch (const Error& e) {
+        usage_error(e.what());
       }
     } else if (arg == "--cudnn-search") {
       s.algo_search = AlgoSearch::kMeasured;

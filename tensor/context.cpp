@@ -12,6 +12,12 @@ std::string_view name_of(Precision precision) {
   return precision == Precision::kFp32 ? "fp32 (TF32 off)" : "tf32";
 }
 
+Precision parse_precision(std::string_view text) {
+  if (text == "fp32") return Precision::kFp32;
+  if (text == "tf32") return Precision::kTf32;
+  throw ConfigError(cat("unknown precision '", text, "'; valid: fp32, tf32"));
+}
+
 CudaAvailability cuda_availability() { return cuda_entry::availability(); }
 
 Context::Context(Device device, uint64_t seed) : device_(device), seed_(seed), rng_(seed) {}

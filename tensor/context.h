@@ -26,6 +26,8 @@ struct CudaResources;  // tensor/context_cuda.h
 // lets cuDNN and cuBLAS round float32 inputs to TF32 on tensor cores.
 enum class Precision { kFp32, kTf32 };
 std::string_view name_of(Precision precision);
+// "fp32" or "tf32"; throws ConfigError naming the valid choices.
+Precision parse_precision(std::string_view text);
 
 // Whether a CUDA device can be used here, and why not if it cannot.
 struct CudaAvailability {

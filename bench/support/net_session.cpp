@@ -2,10 +2,8 @@
 #include "bench/support/net_session.h"
 
 #include <memory>
-#include <random>
-#include <vector>
 
-#include "tensor/copy.h"
+#include "data/synthetic.h"
 
 namespace glassbox::bench {
 
@@ -25,15 +23,7 @@ NetSession::NetSession(const NetSpec& net, const SessionKey& key, const CompileO
   graph_.compile(ctx_, options);
   sgd_.emplace(ctx_, graph_.parameters(), graph_.gradients(), kBenchmarkSgd);
 
-  const Tensor& images = graph_.input("images");
-  std::mt19937_64 rng(42);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<float> pixels(static_cast<size_t>(images.numel()));
-  for (float& p : pixels) p = uniform(rng);
-  from_vector<float>(ctx_, pixels, images);
-  std::vector<int> labels(static_cast<size_t>(key.batch));
-  for (int n = 0; n < key.batch; ++n) labels[static_cast<size_t>(n)] = n % net.classes;
-  from_vector<int>(ctx_, labels, graph_.input("labels"));
+  fill_synthetic_batch(ctx_, graph_, net.classes);
 }
 
 void NetSession::step(StepMode mode) {

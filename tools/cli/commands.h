@@ -1,0 +1,13 @@
+// tools/cli/commands.h: the verbs of the glassbox tool. Each takes the words
+// after the verb and returns the exit code; usage errors throw ConfigError.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace glassbox::cli {
+
+int run_summary(const std::vector<std::string>& words);  // glassbox summary NET [--batch N]
+int run_time(const std::vector<std::string>& words);     // glassbox time NET [--batch N] [--device D] ...
+
+}  // namespace glassbox::cli

@@ -1,0 +1,52 @@
+// tools/cli/main.cpp: the glassbox command-line tool.
+//
+//   glassbox summary VGG16              per-layer shapes, parameters, FLOPs
+//   glassbox time VGG16 --batch 8       per-layer forward/backward times
+//
+// Usage errors (unknown verb, network, flag) print one line listing the valid
+// choices and exit 2; failures while running exit 1.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "nets/registry.h"
+#include "tools/cli/commands.h"
+
+namespace {
+
+void print_usage() {
+  std::printf(
+      "usage: glassbox <command> <network> [flags]\n\n"
+      "commands:\n"
+      "  summary NET [--batch N]      per-layer table: output shape, parameters, forward GFLOPs\n"
+      "  time NET [--batch N] [--device cpu|cuda|cuda:N] [--steps N] [--warmup N]\n"
+      "           [--precision fp32|tf32] [--cudnn-search]\n"
+      "                               per-layer forward and backward times, the cuDNN algorithms,\n"
+      "                               and the sum of the layers against the measured step\n\n"
+      "networks: %s\n",
+      glassbox::net_names().c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace glassbox;
+  const std::vector<std::string> words(argv + 1, argv + argc);
+  if (words.empty() || words[0] == "--help" || words[0] == "-h" || words[0] == "help") {
+    print_usage();
+    return words.empty() ? 2 : 0;
+  }
+  const std::string& verb = words[0];
+  const std::vector<std::string> rest(words.begin() + 1, words.end());
+  try {
+    if (verb == "summary") return cli::run_summary(rest);
+    if (verb == "time") return cli::run_time(rest);
+    throw ConfigError(cat("unknown command '", verb, "'; valid: summary, time"));
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "glassbox: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "glassbox: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,47 @@
+// tools/cli/summary.cpp: `glassbox summary NET`: the network as a table, one
+// row per node: output shape, learnable parameters, forward GFLOPs (2 x MACs,
+// counted for convolutions and linear layers), and the layer's options.
+#include <cstdio>
+
+#include "tools/cli/commands.h"
+#include "tools/cli/network_arg.h"
+#include "tools/cli/table.h"
+
+namespace glassbox::cli {
+
+int run_summary(const std::vector<std::string>& words) {
+  const Args args("summary", {{"--batch", "N", "batch size of the input (default 1)"}}, words);
+  const NetSpec& net = network_arg(args, "summary");
+  const int batch = args.positive_int("--batch", 1);
+  const Graph graph = net.build(batch);
+
+  using Align = Table::Align;
+  Table table({{"layer"}, {"type"}, {"output"}, {"params", Align::kRight}, {"GFLOPs", Align::kRight}, {"details"}});
+  for (const Node& node : graph.nodes()) {
+    if (node.is_input()) {
+      table.add_row({node.name, "input", node.shape.str(), "", "", std::string(name_of(node.dtype))});
+      continue;
+    }
+    int64_t params = 0;
+    for (const ParamSpec& spec : node.layer->param_specs()) params += spec.shape.numel();
+    const int64_t macs = node.layer->macs();
+    table.add_row({node.name, std::string(node.layer->type()), node.shape.str(), params ? with_commas(params) : "",
+                   macs ? fixed(2.0 * static_cast<double>(macs) / 1e9, 3) : "", node.layer->describe()});
+  }
+  const double gmacs = static_cast<double>(graph.macs()) / 1e9;
+  table.add_rule();
+  table.add_row({"total", "", "", with_commas(graph.parameter_count()), fixed(2.0 * gmacs, 3), ""});
+
+  std::printf("%s: %s\n", net.name.c_str(), net.description.c_str());
+  std::printf("batch %d, input %s\n\n", batch, graph.nodes().front().shape.str().c_str());
+  std::printf("%s\n", table.str().c_str());
+  std::printf("parameters: %s (%s as float32)\n", with_commas(graph.parameter_count()).c_str(),
+              format_bytes(graph.parameter_count() * 4).c_str());
+  std::printf("forward: %s GMAC = %s GFLOP for the batch of %d (%s GMAC per image)\n", fixed(gmacs, 3).c_str(),
+              fixed(2.0 * gmacs, 3).c_str(), batch, fixed(gmacs / batch, 3).c_str());
+  std::printf("a training step (forward + backward) is counted as 3x the forward: %s GFLOP\n",
+              fixed(6.0 * gmacs, 3).c_str());
+  return 0;
+}
+
+}  // namespace glassbox::cli

@@ -1,0 +1,143 @@
+// tools/cli/time.cpp: `glassbox time NET`: where a training step's time goes.
+//
+// Runs forward + backward (no update, like `caffe time`) with a mark recorded
+// between consecutive layers in stream order, reads the marks after each step
+// (no host synchronisation per layer), and prints each layer's mean forward
+// and backward time, its achieved FLOP rate, the cuDNN algorithms it chose,
+// and the sum of the layers against the separately measured step time.
+#include <cstdio>
+
+#include "data/synthetic.h"
+#include "tensor/event_timer.h"
+#include "tensor/runtime_info.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/network_arg.h"
+#include "tools/cli/table.h"
+
+namespace glassbox::cli {
+namespace {
+
+Device choose_device(const Args& args) {
+  const CudaAvailability cuda = cuda_availability();
+  if (!args.has("--device")) {
+    if (!cuda.usable) std::fprintf(stderr, "glassbox: no usable GPU (%s): timing on the CPU\n", cuda.reason.c_str());
+    return cuda.usable ? Device::cuda(0) : Device::cpu();
+  }
+  const Device device = Device::parse(args.get("--device", ""));
+  if (device.is_cuda() && !cuda.usable) {
+    throw ConfigError(cat("--device ", device.str(), ": no usable GPU (", cuda.reason, ")"));
+  }
+  return device;
+}
+
+std::string memory_line(const MemoryStats& memory) {
+  std::string line = cat("memory: peak ", format_bytes(memory.peak_total), " (");
+  for (int c = 0; c < kMemoryCategoryCount; ++c) {
+    if (memory.peak[static_cast<size_t>(c)] == 0) continue;
+    line += cat(line.back() == '(' ? "" : ", ", name_of(static_cast<MemoryCategory>(c)), " ",
+                format_bytes(memory.peak[static_cast<size_t>(c)]));
+  }
+  return line + ")";
+}
+
+}  // namespace
+
+int run_time(const std::vector<std::string>& words) {
+  const Args args("time",
+                  {{"--batch", "N", "batch size (default: the network's default for the device)"},
+                   {"--device", "D", "cpu, cuda or cuda:N (default: the GPU when one works)"},
+                   {"--steps", "N", "timed steps, averaged (default 5)"},
+                   {"--warmup", "N", "untimed steps first (default 2)"},
+                   {"--precision", "P", "fp32 (TF32 off, default) or tf32"},
+                   {"--cudnn-search", "", "time every cuDNN algorithm and keep the fastest"}},
+                  words);
+  const NetSpec& net = network_arg(args, "time");
+  const Precision precision = parse_precision(args.get("--precision", "fp32"));
+  const Device device = choose_device(args);
+  const int batch = args.positive_int("--batch", net.default_batch(device));
+  const int steps = args.positive_int("--steps", 5);
+  const int warmup = args.positive_int("--warmup", 2);
+
+  Context ctx = Context::on(device);
+  Graph graph = net.build(batch);
+  CompileOptions options;
+  options.precision = precision;
+  options.layer_timing = true;
+  options.layers.algo_search = args.has("--cudnn-search") ? AlgoSearch::kMeasured : AlgoSearch::kHeuristic;
+  graph.compile(ctx, options);
+  fill_synthetic_batch(ctx, graph, net.classes);
+
+  auto step = [&] {
+    graph.forward(ctx, Phase::kTraining);
+    graph.backward(ctx);
+  };
+  for (int i = 0; i < warmup; ++i) step();
+  ctx.synchronize();
+
+  EventTimer step_marks(ctx, 2);
+  double step_ms = 0.0;
+  std::vector<LayerTime> mean;
+  for (int s = 0; s < steps; ++s) {
+    step_marks.record(0);
+    step();
+    step_marks.record(1);
+    step_ms += step_marks.elapsed_ms(0, 1) / steps;
+    const std::vector<LayerTime> times = graph.layer_times();
+    if (mean.empty()) mean.assign(times.size(), LayerTime{});
+    for (size_t i = 0; i < times.size(); ++i) {
+      mean[i].node = times[i].node;
+      mean[i].forward_ms += times[i].forward_ms / steps;
+      mean[i].backward_ms += times[i].backward_ms / steps;
+    }
+  }
+
+  // Rates in TFLOP/s on a GPU, GFLOP/s on a CPU: numbers a person can read.
+  const bool gpu = device.is_cuda();
+  const double rate_scale = gpu ? 1e12 : 1e9;
+  const std::string unit = gpu ? "TFLOP/s" : "GFLOP/s";
+  using Align = Table::Align;
+  std::vector<Table::Column> columns = {{"layer"}, {"type"}, {"output"}, {"fwd ms", Align::kRight},
+                                        {"bwd ms", Align::kRight}, {"fwd " + unit, Align::kRight},
+                                        {"bwd " + unit, Align::kRight}};
+  if (gpu) columns.push_back({"cuDNN algorithms"});
+  Table table(columns);
+  double forward_sum = 0.0, backward_sum = 0.0;
+  for (const LayerTime& t : mean) {
+    const Node& node = graph.nodes()[static_cast<size_t>(t.node)];
+    const double macs = static_cast<double>(node.layer->macs());
+    // Backward does the input gradient (as much work as the forward) unless the
+    // input is the data, plus the weight gradient (as much again).
+    const bool needs_input_grad = !graph.nodes()[static_cast<size_t>(node.inputs[0])].is_input();
+    const double backward_flops = (needs_input_grad ? 2.0 : 1.0) * 2.0 * macs;
+    auto rate = [&](double flops, double ms) { return macs > 0 && ms > 0 ? fixed(flops / (ms / 1e3) / rate_scale, 2) : ""; };
+    std::vector<std::string> row = {node.name, std::string(node.layer->type()), node.shape.str(),
+                                    fixed(t.forward_ms, 3), fixed(t.backward_ms, 3), rate(2.0 * macs, t.forward_ms),
+                                    rate(backward_flops, t.backward_ms)};
+    if (gpu) row.push_back(node.layer->algorithms());
+    table.add_row(row);
+    forward_sum += t.forward_ms;
+    backward_sum += t.backward_ms;
+  }
+  table.add_rule();
+  table.add_row({"sum of layers", "", "", fixed(forward_sum, 3), fixed(backward_sum, 3)});
+
+  const RuntimeInfo info = runtime_info(ctx);
+  std::printf("%s on %s (%s), batch %d, %s, %s\n", net.name.c_str(), info.device.c_str(), info.device_name.c_str(),
+              batch, info.precision.c_str(),
+              options.layers.algo_search == AlgoSearch::kMeasured ? "cuDNN algorithms measured" : "cuDNN heuristics");
+  std::printf("%d warm-up, then %d timed forward+backward steps; times are means per step\n\n", warmup, steps);
+  std::printf("%s\n", table.str().c_str());
+  const double layers_ms = forward_sum + backward_sum;
+  std::printf("sum of layers: forward %s ms + backward %s ms = %s ms\n", fixed(forward_sum, 3).c_str(),
+              fixed(backward_sum, 3).c_str(), fixed(layers_ms, 3).c_str());
+  std::printf("measured step: %s ms; outside the layers: %s ms (%s%%)\n", fixed(step_ms, 3).c_str(),
+              fixed(step_ms - layers_ms, 3).c_str(), fixed(100.0 * (step_ms - layers_ms) / step_ms, 1).c_str());
+  const double step_flops = 3.0 * 2.0 * static_cast<double>(graph.macs());
+  std::printf("throughput: %s images/s, %s %s (analytic: 3 x 2 x %s GMAC per step)\n",
+              fixed(batch / (step_ms / 1e3), 1).c_str(), fixed(step_flops / (step_ms / 1e3) / rate_scale, 2).c_str(),
+              unit.c_str(), fixed(static_cast<double>(graph.macs()) / 1e9, 3).c_str());
+  std::printf("%s\n", memory_line(ctx.memory()).c_str());
+  return 0;
+}
+
+}  // namespace glassbox::cli
