@@ -1,0 +1,279 @@
+// tests/test_graph.cpp: the builder's checks, compile's memory plan and
+// wiring, and a graph-level finite-difference check through fan-out.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "graph/builder.h"
+#include "tensor/copy.h"
+#include "tests/support/devices.h"
+#include "tests/support/harness.h"
+
+namespace glassbox {
+namespace {
+
+// A small residual network: fc1's output fans out to fc2 and the skip add.
+//   images (4,6) -> fc1 (5) -> relu -> fc2 (5) -> add(relu, fc2) -> fc3 (3) -> loss
+Graph residual_net() {
+  GraphBuilder g;
+  const Value x = g.input("images", {4, 6});
+  const Value labels = g.input("labels", {4}, DType::kInt32);
+  const Value h = g.relu(g.linear(x, {.out_features = 5}, "fc1"));
+  const Value skip = g.add({h, g.linear(h, {.out_features = 5}, "fc2")}, "add");
+  const Value loss = g.softmax_cross_entropy(g.linear(skip, {.out_features = 3}, "fc3"), labels);
+  return std::move(g).build(loss);
+}
+
+void fill(Context& ctx, const Graph& graph) {
+  from_vector<float>(ctx, testing::random_values(24, 5), graph.input("images"));
+  from_vector<int>(ctx, std::vector<int>{0, 2, 1, 2}, graph.input("labels"));
+}
+
+TEST(GraphBuilder, NamesLayersByTypeUnlessGiven) {
+  GraphBuilder g;
+  Value x = g.input("images", {2, 8});
+  x = g.relu(g.linear(x, {.out_features = 4}));
+  x = g.relu(g.linear(x, {.out_features = 4}, "fc_named"));
+  const Value loss = g.softmax_cross_entropy(g.linear(x, {.out_features = 3}), g.input("labels", {2}, DType::kInt32));
+  const Graph graph = std::move(g).build(loss);
+  std::vector<std::string> names;
+  for (const Node& n : graph.nodes()) names.push_back(n.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"images", "fc1", "relu1", "fc_named", "relu2", "fc2", "labels", "loss"}));
+}
+
+TEST(GraphBuilder, ShapeErrorsNameTheLayerAndShapes) {
+  GraphBuilder g;
+  const Value x = g.input("images", {2, 3, 8, 8});
+  try {
+    g.linear(x, {.out_features = 10}, "fc6");
+    FAIL() << "a rank-4 input reached a linear layer";
+  } catch (const ShapeError& e) {
+    EXPECT_STREQ(e.what(), "fc6 (Linear): expects (N, features) input, got (2, 3, 8, 8); flatten it first");
+  }
+}
+
+TEST(GraphBuilder, RejectsAnUnconnectedInput) {
+  GraphBuilder g;
+  const Value x = g.input("images", {2, 4});
+  g.input("extra", {2, 4});
+  const Value loss = g.softmax_cross_entropy(g.linear(x, {.out_features = 3}), g.input("labels", {2}, DType::kInt32));
+  try {
+    std::move(g).build(loss);
+    FAIL() << "built a graph with an unconnected input";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "input 'extra' is not connected to any layer");
+  }
+}
+
+TEST(GraphBuilder, RejectsAnUnusedLayerOutput) {
+  GraphBuilder g;
+  const Value x = g.input("images", {2, 4});
+  g.relu(x, "dangling");
+  const Value loss = g.softmax_cross_entropy(g.linear(x, {.out_features = 3}), g.input("labels", {2}, DType::kInt32));
+  try {
+    std::move(g).build(loss);
+    FAIL() << "built a graph with a dangling layer";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "the output of 'dangling' (ReLU) is not used by any layer and is not the loss");
+  }
+}
+
+TEST(GraphBuilder, RejectsANonLossEnd) {
+  GraphBuilder g;
+  const Value logits = g.linear(g.input("images", {2, 4}), {.out_features = 3}, "fc8");
+  try {
+    std::move(g).build(logits);
+    FAIL() << "built a graph that ends in a linear layer";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "build: 'fc8' (Linear) is not a loss layer; end the graph with softmax_cross_entropy");
+  }
+}
+
+TEST(GraphBuilder, RejectsDuplicateNamesAndForeignValues) {
+  GraphBuilder g;
+  const Value x = g.input("images", {2, 4});
+  g.relu(x, "r");
+  EXPECT_THROW(g.relu(x, "r"), ConfigError);
+  GraphBuilder other;
+  const Value foreign = other.input("images", {2, 4});
+  try {
+    g.relu(foreign, "r2");
+    FAIL() << "accepted a value from another graph";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "r2 (ReLU) input 0: the value does not belong to this graph (node 0)");
+  }
+}
+
+TEST(GraphBuilder, RejectsLabelsOfTheWrongType) {
+  GraphBuilder g;
+  const Value logits = g.linear(g.input("images", {2, 4}), {.out_features = 3});
+  const Value labels = g.input("labels", {2});  // float32: a common slip
+  try {
+    g.softmax_cross_entropy(logits, labels);
+    FAIL() << "float labels accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "loss (SoftmaxCrossEntropy): input 1 ('labels') is float32, expected int32");
+  }
+}
+
+TEST(Graph, FanOutWritesOnceThenAdds) {
+  Context ctx = Context::cpu();
+  Graph graph = residual_net();
+  graph.compile(ctx);
+  // relu1's output feeds fc2 and add; backward reaches add first (it comes later), so add writes, fc2 adds.
+  const Node& add = graph.node("add");
+  const Node& fc2 = graph.node("fc2");
+  EXPECT_EQ(add.input_grad_modes[0], GradMode::kWrite);
+  EXPECT_EQ(fc2.input_grad_modes[0], GradMode::kAdd);
+  EXPECT_FALSE(graph.node("fc1").input_grads[0].defined()) << "the images need no gradient";
+}
+
+TEST(Graph, ParametersLiveInOneFlatBuffer) {
+  Context ctx = Context::cpu();
+  Graph graph = residual_net();
+  graph.compile(ctx);
+  EXPECT_EQ(graph.parameter_count(), (6 * 5 + 5) + (5 * 5 + 5) + (5 * 3 + 3));
+  const auto* begin = static_cast<const char*>(graph.parameters().raw());
+  const auto* end = begin + graph.parameters().bytes();
+  for (const Node& node : graph.nodes()) {
+    for (const Tensor& p : node.params) {
+      EXPECT_GE(static_cast<const char*>(p.raw()), begin);
+      EXPECT_LE(static_cast<const char*>(p.raw()) + p.bytes(), end);
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(p.raw()) % 256, 0u) << "parameters are 256-byte aligned";
+    }
+  }
+}
+
+TEST(Graph, InitialisationIsSeededAndReproducible) {
+  auto weights = [](uint64_t seed) {
+    Context ctx = Context::cpu();
+    Graph graph = residual_net();
+    graph.compile(ctx, {.seed = seed});
+    return to_vector<float>(ctx, graph.node("fc1").params[0]);
+  };
+  EXPECT_EQ(weights(3), weights(3));
+  EXPECT_NE(weights(3), weights(4));
+  // Linear weights: U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = 6.
+  for (float w : weights(3)) EXPECT_LE(std::fabs(w), 1.0f / std::sqrt(6.0f));
+}
+
+// The whole graph's backward (fan-out included) against central differences of
+// the whole graph's loss, for every parameter of every layer.
+TEST(Graph, BackwardMatchesFiniteDifferencesThroughFanOut) {
+  Context ctx = Context::cpu();
+  Graph graph = residual_net();
+  graph.compile(ctx);
+  fill(ctx, graph);
+  graph.zero_grad(ctx);
+  graph.forward(ctx);
+  graph.backward(ctx);
+  const std::vector<float> analytic = to_vector<float>(ctx, graph.gradients());
+  std::vector<float> params = to_vector<float>(ctx, graph.parameters());
+  const double eps = 1e-2;
+  int checked = 0;
+  for (const Node& node : graph.nodes()) {
+    for (const Tensor& p : node.params) {
+      const size_t first = (static_cast<const char*>(p.raw()) - static_cast<const char*>(graph.parameters().raw())) / 4;
+      for (int64_t i = 0; i < p.numel(); i += 3) {  // every third element of every parameter
+        const size_t k = first + static_cast<size_t>(i);
+        const float original = params[k];
+        params[k] = original + static_cast<float>(eps);
+        from_vector<float>(ctx, params, graph.parameters());
+        graph.forward(ctx);
+        const double up = graph.loss(ctx);
+        params[k] = original - static_cast<float>(eps);
+        from_vector<float>(ctx, params, graph.parameters());
+        graph.forward(ctx);
+        const double down = graph.loss(ctx);
+        params[k] = original;
+        const double numeric = (up - down) / (2 * eps);
+        EXPECT_NEAR(analytic[k], numeric, 1e-3 + 1e-2 * std::fabs(numeric)) << node.name << " parameter element " << i;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 20);
+}
+
+TEST(Graph, AStepAllocatesNothing) {
+  Context ctx = Context::cpu();
+  Graph graph = residual_net();
+  graph.compile(ctx);
+  fill(ctx, graph);
+  const MemoryStats before = ctx.memory();
+  graph.zero_grad(ctx);
+  graph.forward(ctx);
+  graph.backward(ctx);
+  const MemoryStats after = ctx.memory();
+  EXPECT_EQ(after.current_total, before.current_total);
+  EXPECT_EQ(after.peak_total, before.peak_total);
+  EXPECT_GT(before.current[static_cast<int>(MemoryCategory::kParameters)], 0);
+  EXPECT_GT(before.current[static_cast<int>(MemoryCategory::kActivations)], 0);
+  EXPECT_GT(before.current[static_cast<int>(MemoryCategory::kActivationGrads)], 0);
+}
+
+TEST(Graph, UseBeforeCompileAndWrongDeviceAreErrors) {
+  Context ctx = Context::cpu();
+  Graph graph = residual_net();
+  try {
+    graph.forward(ctx);
+    FAIL() << "forward ran before compile";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "forward: the graph is not compiled; call compile(ctx) first");
+  }
+  EXPECT_THROW(graph.input("images"), Error);
+  graph.compile(ctx);
+  try {
+    graph.input("pixels");
+    FAIL() << "found an input that does not exist";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "no input named 'pixels'; inputs: images, labels");
+  }
+  EXPECT_THROW(graph.layer_times(), Error) << "layer times without layer_timing";
+}
+
+TEST(Graph, LayerTimesCoverEveryLayer) {
+  Context ctx = Context::cpu();
+  Graph graph = residual_net();
+  graph.compile(ctx, {.layer_timing = true});
+  fill(ctx, graph);
+  graph.forward(ctx);
+  graph.backward(ctx);
+  const std::vector<LayerTime> times = graph.layer_times();
+  ASSERT_EQ(times.size(), 6u);  // fc1 relu1 fc2 add fc3 loss
+  for (const LayerTime& t : times) {
+    EXPECT_GE(t.forward_ms, 0.0);
+    EXPECT_GE(t.backward_ms, 0.0);
+    EXPECT_FALSE(graph.nodes()[static_cast<size_t>(t.node)].is_input());
+  }
+}
+
+class GraphDeviceTest : public testing::DeviceTest {};
+
+// CUDA and CPU compute the same loss and gradients for the same graph and seed.
+TEST_P(GraphDeviceTest, StepMatchesTheCpu) {
+  Context cpu = Context::cpu();
+  Graph reference = residual_net();
+  reference.compile(cpu);
+  fill(cpu, reference);
+  reference.zero_grad(cpu);
+  reference.forward(cpu);
+  reference.backward(cpu);
+
+  Graph graph = residual_net();
+  graph.compile(ctx());
+  fill(ctx(), graph);
+  graph.zero_grad(ctx());
+  graph.forward(ctx());
+  graph.backward(ctx());
+  EXPECT_NEAR(graph.loss(ctx()), reference.loss(cpu), 1e-5);
+  const std::vector<float> expected = to_vector<float>(cpu, reference.gradients());
+  const std::vector<float> actual = to_vector<float>(ctx(), graph.gradients());
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) EXPECT_NEAR(actual[i], expected[i], 1e-5) << "gradient element " << i;
+}
+
+GLASSBOX_INSTANTIATE_ON_DEVICES(GraphDeviceTest);
+
+}  // namespace
+}  // namespace glassbox

@@ -1,0 +1,125 @@
+// tests/test_nets.cpp: every network against REFERENCE.md (parameters,
+// multiply-accumulates), its shapes, and a few SGD steps that lower the loss
+// on a fixed batch, on each backend.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "data/synthetic.h"
+#include "nets/registry.h"
+#include "optim/sgd.h"
+#include "tests/support/devices.h"
+
+namespace glassbox {
+namespace {
+
+struct Expected {
+  const char* net;
+  int64_t params;          // REFERENCE.md (LeNet: counted from its layer table)
+  int64_t macs_per_image;  // conv + linear multiply-accumulates, batch 1
+  double reference_gmac;   // as REFERENCE.md prints it
+  double reference_step;   // the last printed digit's place
+  const char* last_pool;   // the last pooling layer and its output per image
+  Shape last_pool_shape;
+};
+
+const Expected kExpected[] = {
+    {"LeNet", 61'706, 416'520, 0.0, 0.0, "pool2", Shape{16, 5, 5}},
+    {"AlexNet", 61'100'840, 714'188'480, 0.714, 0.001, "pool5", Shape{256, 6, 6}},
+    {"VGG11", 132'863'336, 7'609'090'048, 7.609, 0.001, "pool5", Shape{512, 7, 7}},
+    {"VGG13", 133'047'848, 11'308'466'176, 11.31, 0.01, "pool5", Shape{512, 7, 7}},
+    {"VGG16", 138'357'544, 15'470'264'320, 15.470, 0.001, "pool5", Shape{512, 7, 7}},
+    {"VGG19", 143'667'240, 19'632'062'464, 19.632, 0.001, "pool5", Shape{512, 7, 7}},
+};
+
+class NetTest : public ::testing::TestWithParam<Expected> {};
+
+TEST_P(NetTest, ParametersAndMacsMatchTheReference) {
+  const Expected& e = GetParam();
+  const NetSpec& net = find_net(e.net);
+  const Graph graph = net.build(1);
+  EXPECT_EQ(graph.parameter_count(), e.params);
+  EXPECT_EQ(graph.macs(), e.macs_per_image);
+  if (e.reference_step > 0) {
+    EXPECT_NEAR(static_cast<double>(graph.macs()) / 1e9, e.reference_gmac, e.reference_step / 2)
+        << "GMAC rounds to REFERENCE.md's figure";
+  }
+  EXPECT_EQ(net.build(3).macs(), 3 * e.macs_per_image) << "MACs scale with the batch";
+}
+
+TEST_P(NetTest, ShapesFollowTheBatch) {
+  const Expected& e = GetParam();
+  const NetSpec& net = find_net(e.net);
+  const Graph graph = net.build(2);
+  std::vector<int64_t> pool = {2};
+  pool.insert(pool.end(), e.last_pool_shape.dims().begin(), e.last_pool_shape.dims().end());
+  EXPECT_EQ(graph.node(e.last_pool).shape, Shape(pool));
+  const Node& loss = graph.nodes()[static_cast<size_t>(graph.loss_node())];
+  const Node& logits = graph.nodes()[static_cast<size_t>(loss.inputs[0])];
+  EXPECT_EQ(logits.shape, (Shape{2, net.classes}));
+  EXPECT_EQ(graph.input("images").shape(), Shape({2, net.sample[0], net.sample[1], net.sample[2]}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Reference, NetTest, ::testing::ValuesIn(kExpected),
+                         [](const auto& info) { return std::string(info.param.net); });
+
+TEST(NetRegistry, FindsNamesIgnoringCaseAndListsThemOtherwise) {
+  EXPECT_EQ(find_net("vgg16").name, "VGG16");
+  EXPECT_EQ(find_net("ALEXNET").name, "AlexNet");
+  try {
+    find_net("vgg17");
+    FAIL() << "found vgg17";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "unknown network 'vgg17'; valid: LeNet, AlexNet, VGG11, VGG13, VGG16, VGG19");
+  }
+}
+
+// A few SGD steps on one fixed batch must lower the loss on that batch. The
+// loss is read in inference phase (dropout off) before and after, so dropout's
+// fresh masks do not blur the comparison.
+struct TrainCase {
+  Device device;
+  const char* net;
+};
+
+class TrainingTest : public ::testing::TestWithParam<TrainCase> {};
+
+TEST_P(TrainingTest, SgdStepsLowerTheLossOnAFixedBatch) {
+  const TrainCase& c = GetParam();
+  if (c.device.is_cuda()) GLASSBOX_REQUIRE_CUDA();
+  const NetSpec& net = find_net(c.net);
+  Context ctx = Context::on(c.device);
+  const int batch = net.name == "LeNet" ? 16 : 2;
+  Graph graph = net.build(batch);
+  graph.compile(ctx);
+  fill_synthetic_batch(ctx, graph, net.classes);
+  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 0.002f, .momentum = 0.9f, .weight_decay = 0.0f});
+
+  graph.forward(ctx, Phase::kInference);
+  const float before = graph.loss(ctx);
+  for (int step = 0; step < 4; ++step) {
+    graph.zero_grad(ctx);
+    graph.forward(ctx, Phase::kTraining);
+    graph.backward(ctx);
+    sgd.step(ctx);
+  }
+  graph.forward(ctx, Phase::kInference);
+  const float after = graph.loss(ctx);
+  EXPECT_TRUE(std::isfinite(before) && std::isfinite(after)) << before << " -> " << after;
+  EXPECT_LT(after, before * 0.98f) << net.name << " on " << c.device.str() << ": loss " << before << " -> " << after;
+}
+
+std::vector<TrainCase> training_cases() {
+  std::vector<TrainCase> cases;
+  for (const Device& device : testing::all_devices()) {
+    for (const NetSpec& net : all_nets()) cases.push_back({device, net.name.c_str()});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, TrainingTest, ::testing::ValuesIn(training_cases()), [](const auto& info) {
+  return std::string(info.param.net) + "_" + (info.param.device.is_cuda() ? "cuda" : "cpu");
+});
+
+}  // namespace
+}  // namespace glassbox

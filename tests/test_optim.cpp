@@ -1,0 +1,75 @@
+// tests/test_optim.cpp: the SGD update, its checks, and CUDA against CPU.
+#include <gtest/gtest.h>
+
+#include "optim/sgd.h"
+#include "tensor/copy.h"
+#include "tests/support/devices.h"
+#include "tests/support/harness.h"
+
+namespace glassbox {
+namespace {
+
+class SgdTest : public testing::DeviceTest {};
+
+TEST_P(SgdTest, FollowsMomentumAndWeightDecay) {
+  Context& c = ctx();
+  Tensor w = c.allocate(Shape{3}, DType::kFloat32, MemoryCategory::kParameters);
+  Tensor g = c.allocate(Shape{3}, DType::kFloat32, MemoryCategory::kGradients);
+  from_vector<float>(c, std::vector<float>{1.0f, -2.0f, 0.5f}, w);
+  from_vector<float>(c, std::vector<float>{0.1f, 0.2f, -0.3f}, g);
+  Sgd sgd(c, w, g, {.lr = 0.1f, .momentum = 0.9f, .weight_decay = 0.01f});
+  sgd.step(c);
+  // v1 = g + 0.01 w;  w1 = w - 0.1 v1
+  const std::vector<float> v1 = {0.1f + 0.01f, 0.2f - 0.02f, -0.3f + 0.005f};
+  std::vector<float> w1 = {1.0f - 0.1f * v1[0], -2.0f - 0.1f * v1[1], 0.5f - 0.1f * v1[2]};
+  std::vector<float> got = to_vector<float>(c, w);
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(got[i], w1[i], 1e-6) << "after step 1, element " << i;
+  sgd.step(c);
+  // v2 = 0.9 v1 + g + 0.01 w1;  w2 = w1 - 0.1 v2
+  const std::vector<float> g0 = {0.1f, 0.2f, -0.3f};
+  got = to_vector<float>(c, w);
+  for (int i = 0; i < 3; ++i) {
+    const float v2 = 0.9f * v1[i] + g0[i] + 0.01f * w1[i];
+    EXPECT_NEAR(got[i], w1[i] - 0.1f * v2, 1e-6) << "after step 2, element " << i;
+  }
+}
+
+TEST_P(SgdTest, MatchesTheCpuOnALargeBuffer) {
+  Context cpu = Context::cpu();
+  const Shape shape{100'003};  // not a multiple of any block or chunk size
+  const std::vector<float> w0 = testing::random_values(shape.numel(), 1), g0 = testing::random_values(shape.numel(), 2);
+  auto run = [&](Context& c) {
+    Tensor w = c.allocate(shape, DType::kFloat32, MemoryCategory::kParameters);
+    Tensor g = c.allocate(shape, DType::kFloat32, MemoryCategory::kGradients);
+    from_vector<float>(c, w0, w);
+    from_vector<float>(c, g0, g);
+    Sgd sgd(c, w, g, {});
+    for (int i = 0; i < 3; ++i) sgd.step(c);
+    return to_vector<float>(c, w);
+  };
+  const std::vector<float> expected = run(cpu), actual = run(ctx());
+  for (size_t i = 0; i < expected.size(); ++i) ASSERT_NEAR(actual[i], expected[i], 1e-6) << "element " << i;
+}
+
+GLASSBOX_INSTANTIATE_ON_DEVICES(SgdTest);
+
+TEST(Sgd, RejectsBadOptionsAndMismatchedBuffers) {
+  Context c = Context::cpu();
+  Tensor w = c.allocate(Shape{4}, DType::kFloat32, MemoryCategory::kParameters);
+  Tensor g = c.allocate(Shape{5}, DType::kFloat32, MemoryCategory::kGradients);
+  try {
+    Sgd(c, w, w, {.lr = 0.0f});
+    FAIL() << "accepted lr 0";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "Sgd: lr must be positive and momentum, weight_decay non-negative; got lr 0, momentum 0.9, weight_decay 0.0005");
+  }
+  try {
+    Sgd(c, w, g, {});
+    FAIL() << "accepted gradients of another shape";
+  } catch (const ShapeError& e) {
+    EXPECT_STREQ(e.what(), "Sgd: parameters float32 (4) on cpu and gradients float32 (5) on cpu must be float32 of one shape");
+  }
+}
+
+}  // namespace
+}  // namespace glassbox
