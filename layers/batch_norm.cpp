@@ -1,11 +1,11 @@
 // layers/batch_norm.cpp: options, shapes, state and the CPU path.
 //
 // CPU: channels in parallel. A channel's values are N runs of H*W contiguous
-// floats, C*H*W apart. Statistics are sums in double of values shifted by
-// the channel's first value (shifting keeps E[x^2] - E[x]^2 from cancelling
-// when the mean is large against the spread); then y = a * x + b with a, b
-// per channel, one fused multiply-add per element. Backward likewise: two
-// double sums per channel, then dx = k1 * dy + k2 * x + k3.
+// floats, C*H*W apart. Statistics are blocked sums (float lanes over short
+// runs, double beyond) of values shifted by the channel's first value
+// (shifting keeps E[x^2] - E[x]^2 from cancelling when the mean is large
+// against the spread); then y = a (x - mean) + shift, per channel a. Backward
+// likewise: two sums per channel, then dx = k1 dy + k2 (x - mean) + k3.
 #include "layers/batch_norm.h"
 
 #include <algorithm>
@@ -19,6 +19,43 @@ namespace glassbox {
 namespace {
 
 using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf>;
+
+// Sums of a and of a * b over n values, where a = u - u0 and b = v - v0.
+// Float lanes sum short runs (kLanes wide, vectorised), each chunk's lanes
+// are added in double and the chunks in double: blocked summation, so the
+// rounding error grows with the chunk (64 values a lane), not with n.
+struct Sums {
+  double a = 0.0, ab = 0.0;
+};
+Sums centred_sums(const float* u, float u0, const float* v, float v0, int64_t n) {
+  constexpr int kLanes = 16;
+  constexpr int64_t kChunk = 64 * kLanes;
+  Sums total;
+  for (int64_t start = 0; start < n; start += kChunk) {
+    const int64_t len = std::min(kChunk, n - start);
+    const float* pu = u + start;
+    const float* pv = v + start;
+    float sa[kLanes] = {}, sab[kLanes] = {};
+    int64_t i = 0;
+    for (; i + kLanes <= len; i += kLanes) {
+      for (int lane = 0; lane < kLanes; ++lane) {
+        const float a = pu[i + lane] - u0;
+        sa[lane] += a;
+        sab[lane] += a * (pv[i + lane] - v0);
+      }
+    }
+    for (int lane = 0; lane < kLanes; ++lane) {
+      total.a += sa[lane];
+      total.ab += sab[lane];
+    }
+    for (; i < len; ++i) {
+      const double a = static_cast<double>(pu[i]) - u0;
+      total.a += a;
+      total.ab += a * (static_cast<double>(pv[i]) - v0);
+    }
+  }
+  return total;
+}
 
 // The input as N runs per channel.
 struct ChannelRuns {
@@ -103,12 +140,13 @@ void BatchNorm2d::forward_cpu(Context&, const ForwardArgs& args) {
     for (int64_t c = begin; c < end; ++c) {
       double mean = 0.0, inv_std = 0.0;
       if (training) {
-        const double pivot = x[l.offset(0, c)];
+        const float pivot = x[l.offset(0, c)];
         double sum = 0.0, sum_squares = 0.0;  // of x - pivot
         for (int64_t n = 0; n < l.n; ++n) {
-          const auto d = ConstArrayMap(x + l.offset(n, c), l.hw).cast<double>() - pivot;
-          sum += d.sum();
-          sum_squares += d.square().sum();
+          const float* run = x + l.offset(n, c);
+          const Sums s = centred_sums(run, pivot, run, pivot, l.hw);
+          sum += s.a;
+          sum_squares += s.ab;
         }
         mean = pivot + sum / m;
         const double var = std::max(0.0, (sum_squares - sum * sum / m) / m);  // biased
@@ -152,9 +190,9 @@ void BatchNorm2d::backward_cpu(Context&, const BackwardArgs& args) {
       const double mean = saved_mean[c], inv_std = saved_inv_std[c];
       double sum_dy = 0.0, sum_dy_centred = 0.0;  // sum dy, sum dy * (x - mean)
       for (int64_t n = 0; n < l.n; ++n) {
-        const auto g = ConstArrayMap(dy + l.offset(n, c), l.hw).cast<double>();
-        sum_dy += g.sum();
-        sum_dy_centred += (g * (ConstArrayMap(x + l.offset(n, c), l.hw).cast<double>() - mean)).sum();
+        const Sums s = centred_sums(dy + l.offset(n, c), 0.0f, x + l.offset(n, c), saved_mean[c], l.hw);
+        sum_dy += s.a;
+        sum_dy_centred += s.ab;
       }
       const double sum_dy_xhat = sum_dy_centred * inv_std;
       dshift[c] += static_cast<float>(sum_dy);

@@ -12,6 +12,7 @@
 #include "layers/pool2d.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <utility>
 
@@ -84,31 +85,61 @@ void forward_plane_any_stride(const float* x, float* y, const Geometry& g, float
 }
 
 // dx (already zeroed or holding what kAdd adds onto) += dy routed to each
-// window's first maximum in scan order (row by row, left to right).
+// window's first maximum in scan order (row by row, left to right). The
+// argmax is recomputed from x like forward's max, over spans of an output
+// row at once: for each window position in scan order, a strict > keeps the
+// first maximum, written as selects so the loop over q vectorises.
+template <int kStride>
 void max_backward_plane(const float* x, const float* dy, float* dx, const Geometry& g) {
+  const int64_t sw = kStride > 0 ? kStride : g.sw;
+  constexpr int64_t kSpan = 256;
+  float best[kSpan];
+  int32_t arg[kSpan];  // index into the plane; infer() keeps planes below 2^31 elements
   for (int64_t p = 0; p < g.p; ++p) {
-    const int64_t r0 = std::max<int64_t>(0, p * g.sh - g.ph);
-    const int64_t r1 = std::min(g.h, p * g.sh - g.ph + g.kh);
-    for (int64_t q = 0; q < g.q; ++q) {
-      const int64_t c0 = std::max<int64_t>(0, q * g.sw - g.pw);
-      const int64_t c1 = std::min(g.w, q * g.sw - g.pw + g.kw);
-      int64_t best = r0 * g.w + c0;
-      float best_value = x[best];
-      for (int64_t r = r0; r < r1; ++r) {
-        for (int64_t c = c0; c < c1; ++c) {
-          if (x[r * g.w + c] > best_value) {  // strict: ties keep the first
-            best_value = x[r * g.w + c];
-            best = r * g.w + c;
+    for (int64_t q0 = 0; q0 < g.q; q0 += kSpan) {
+      const int64_t span = std::min(kSpan, g.q - q0);
+      std::fill(best, best + span, -std::numeric_limits<float>::infinity());
+      std::fill(arg, arg + span, -1);
+      for (int64_t i = 0; i < g.kh; ++i) {
+        const int64_t r = p * g.sh - g.ph + i;
+        if (r < 0 || r >= g.h) continue;
+        const float* x_row = x + r * g.w;
+        for (int64_t j = 0; j < g.kw; ++j) {
+          const int64_t offset = j - g.pw;
+          const auto [begin, end] = valid_range(offset, sw, g.w, g.q);
+          const int64_t b = std::max(begin, q0), e = std::min(end, q0 + span);
+          const auto at = static_cast<int32_t>(r * g.w + offset);
+          for (int64_t q = b; q < e; ++q) {
+            const float v = x_row[q * sw + offset];
+            const int64_t k = q - q0;
+            // arg < 0: the first element seen wins even if it is -inf or NaN.
+            const bool better = v > best[k] || arg[k] < 0;
+            best[k] = better ? v : best[k];
+            arg[k] = better ? at + static_cast<int32_t>(q * sw) : arg[k];
           }
         }
       }
-      dx[best] += dy[p * g.q + q];
+      const float* dy_row = dy + p * g.q + q0;
+      for (int64_t k = 0; k < span; ++k) dx[arg[k]] += dy_row[k];
     }
   }
 }
 
+void max_backward_plane_any_stride(const float* x, const float* dy, float* dx, const Geometry& g) {
+  if (g.sw == 1) {
+    max_backward_plane<1>(x, dy, dx, g);
+  } else if (g.sw == 2) {
+    max_backward_plane<2>(x, dy, dx, g);
+  } else {
+    max_backward_plane<0>(x, dy, dx, g);
+  }
+}
+
 // dx += dy / area over every window (padding positions receive nothing).
+// kStride as in forward_plane.
+template <int kStride>
 void average_backward_plane(const float* dy, float* dx, const Geometry& g, float inv_area) {
+  const int64_t sw = kStride > 0 ? kStride : g.sw;
   for (int64_t p = 0; p < g.p; ++p) {
     const float* dy_row = dy + p * g.q;
     for (int64_t i = 0; i < g.kh; ++i) {
@@ -117,10 +148,20 @@ void average_backward_plane(const float* dy, float* dx, const Geometry& g, float
       float* dx_row = dx + r * g.w;
       for (int64_t j = 0; j < g.kw; ++j) {
         const int64_t offset = j - g.pw;
-        const auto [begin, end] = valid_range(offset, g.sw, g.w, g.q);
-        for (int64_t q = begin; q < end; ++q) dx_row[q * g.sw + offset] += dy_row[q] * inv_area;
+        const auto [begin, end] = valid_range(offset, sw, g.w, g.q);
+        for (int64_t q = begin; q < end; ++q) dx_row[q * sw + offset] += dy_row[q] * inv_area;
       }
     }
+  }
+}
+
+void average_backward_plane_any_stride(const float* dy, float* dx, const Geometry& g, float inv_area) {
+  if (g.sw == 1) {
+    average_backward_plane<1>(dy, dx, g, inv_area);
+  } else if (g.sw == 2) {
+    average_backward_plane<2>(dy, dx, g, inv_area);
+  } else {
+    average_backward_plane<0>(dy, dx, g, inv_area);
   }
 }
 
@@ -155,7 +196,7 @@ std::string Pool2d::describe() const {
 Shape Pool2d::infer(std::span<const Shape> inputs) const {
   expect_rank(inputs, 0, 4, "(N, C, H, W)");
   const Shape& x = inputs[0];
-  if (x[2] > std::numeric_limits<int>::max() || x[3] > std::numeric_limits<int>::max()) {
+  if (x[2] * x[3] > std::numeric_limits<int32_t>::max()) {
     fail(cat("input plane ", by(x[2], x[3]), " is too large"));
   }
   const Window w = resolve(&x);
@@ -242,9 +283,9 @@ void Pool2d::backward_cpu(Context&, const BackwardArgs& args) {
       }
       if (!add) std::fill(dxp, dxp + size, 0.0f);
       if (max) {
-        max_backward_plane(xp, dyp, dxp, g);
+        max_backward_plane_any_stride(xp, dyp, dxp, g);
       } else {
-        average_backward_plane(dyp, dxp, g, inv_area);
+        average_backward_plane_any_stride(dyp, dxp, g, inv_area);
       }
     }
   });
