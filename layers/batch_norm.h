@@ -11,6 +11,11 @@
 // Running statistics start at mean 0, variance 1 and are layer state, not
 // parameters (not trained, not in the gradient buffer). CUDA: cuDNN's spatial
 // batch norm (training, inference, backward).
+// Backward is the training one: it needs the batch statistics of a training
+// forward just before it, and fails after an inference-phase forward (the
+// gradient of the inference formula, with fixed statistics, is not offered).
+// On CUDA, a backward that wants no input gradient uses y's memory as scratch
+// for cuDNN's dx (y is dead by then; Note [BatchNorm2d scratch dx]).
 #pragma once
 
 #include <string>
@@ -45,7 +50,19 @@ class BatchNorm2d final : public Layer {
   void backward_cpu(Context& ctx, const BackwardArgs& args) override;
   void backward_cuda(Context& ctx, const BackwardArgs& args) override;
 
+  // Shared by prepare_cpu and prepare_cuda: running statistics (mean 0,
+  // variance 1) and the saved batch statistics, on ctx's device.
+  void allocate_state(Context& ctx);
+  // Checks shared by both backends.
+  void check_training_batch() const;   // forward in training needs N*H*W > 1
+  void check_saved_statistics() const;  // backward needs a training forward before it
+
+  // cuDNN's smallest epsilon (CUDNN_BN_MIN_EPSILON in cudnn_ops.h, 0 in cuDNN 9),
+  // enforced on both backends; batch_norm_cuda.cpp checks it still agrees.
+  static constexpr double kMinEpsilon = 0.0;
+
   Options options_;
+  bool last_forward_trained_ = false;  // the saved statistics are the last forward's
   Tensor running_mean_;
   Tensor running_var_;
   Tensor saved_mean_;     // batch mean of the last training forward, for backward

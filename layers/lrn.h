@@ -37,6 +37,14 @@ class LocalResponseNorm final : public Layer {
   void backward_cpu(Context& ctx, const BackwardArgs& args) override;
   void backward_cuda(Context& ctx, const BackwardArgs& args) override;
 
+  // cuDNN's limits (cudnn_ops.h: CUDNN_LRN_MIN_N, _MAX_N, _MIN_K, _MIN_BETA),
+  // enforced on both backends so that a net runs on either; lrn_cuda.cpp
+  // checks they still agree with the cuDNN it is built against.
+  static constexpr int kMinSize = 1;
+  static constexpr int kMaxSize = 16;
+  static constexpr double kMinK = 1e-5;
+  static constexpr double kMinBeta = 0.01;
+
   Options options_;
   Tensor scale_;  // s from the last forward (CPU), kept for backward
 };

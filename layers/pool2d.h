@@ -41,6 +41,10 @@ class Pool2d final : public Layer {
   void backward_cpu(Context& ctx, const BackwardArgs& args) override;
   void backward_cuda(Context& ctx, const BackwardArgs& args) override;
 
+  // The window for this input: stride 0 resolved to the kernel; for global
+  // pooling the input plane (input null: before bind, the options as given).
+  Window resolve(const Shape* input) const;
+
   Mode mode_;
   Window window_;
 };

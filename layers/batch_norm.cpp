@@ -1,0 +1,227 @@
+// layers/batch_norm.cpp: options, shapes, state and the CPU path.
+//
+// CPU: channels in parallel. A channel's values are N runs of H*W contiguous
+// floats, C*H*W apart. Statistics are blocked sums (float lanes over short
+// runs, double beyond) of values shifted by the channel's first value
+// (shifting keeps E[x^2] - E[x]^2 from cancelling when the mean is large
+// against the spread); then y = a (x - mean) + shift, per channel a. Backward
+// likewise: two sums per channel, then dx = k1 dy + k2 (x - mean) + k3.
+#include "layers/batch_norm.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "layers/eigen_maps.h"
+#include "layers/parallel_for.h"
+#include "tensor/copy.h"
+
+namespace glassbox {
+namespace {
+
+using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf>;
+
+// Sums of a and of a * b over n values, where a = u - u0 and b = v - v0.
+// Float lanes sum short runs (kLanes wide, vectorised), each chunk's lanes
+// are added in double and the chunks in double: blocked summation, so the
+// rounding error grows with the chunk (64 values a lane), not with n.
+struct Sums {
+  double a = 0.0, ab = 0.0;
+};
+Sums centred_sums(const float* u, float u0, const float* v, float v0, int64_t n) {
+  constexpr int kLanes = 16;
+  constexpr int64_t kChunk = 64 * kLanes;
+  Sums total;
+  for (int64_t start = 0; start < n; start += kChunk) {
+    const int64_t len = std::min(kChunk, n - start);
+    const float* pu = u + start;
+    const float* pv = v + start;
+    float sa[kLanes] = {}, sab[kLanes] = {};
+    int64_t i = 0;
+    for (; i + kLanes <= len; i += kLanes) {
+      for (int lane = 0; lane < kLanes; ++lane) {
+        const float a = pu[i + lane] - u0;
+        sa[lane] += a;
+        sab[lane] += a * (pv[i + lane] - v0);
+      }
+    }
+    for (int lane = 0; lane < kLanes; ++lane) {
+      total.a += sa[lane];
+      total.ab += sab[lane];
+    }
+    for (; i < len; ++i) {
+      const double a = static_cast<double>(pu[i]) - u0;
+      total.a += a;
+      total.ab += a * (static_cast<double>(pv[i]) - v0);
+    }
+  }
+  return total;
+}
+
+// The input as N runs per channel.
+struct ChannelRuns {
+  int64_t n, c, hw;
+  explicit ChannelRuns(const Shape& x) : n(x[0]), c(x[1]), hw(x[2] * x[3]) {}
+  int64_t m() const { return n * hw; }  // values per channel
+  int64_t offset(int64_t batch, int64_t channel) const { return (batch * c + channel) * hw; }
+  int64_t grain() const { return std::max<int64_t>(1, kElementwiseGrain / m()); }
+};
+
+}  // namespace
+
+BatchNorm2d::BatchNorm2d(std::string name, Options options) : Layer(std::move(name)), options_(options) {
+  if (!(static_cast<double>(options_.eps) >= kMinEpsilon) || !std::isfinite(options_.eps)) {
+    fail(cat("eps must be at least ", kMinEpsilon, " (cuDNN's minimum) and finite, got ", options_.eps));
+  }
+  if (!(options_.momentum >= 0.0f && options_.momentum <= 1.0f)) {
+    fail(cat("momentum must be in [0, 1], got ", options_.momentum));
+  }
+}
+
+std::string BatchNorm2d::describe() const {
+  const std::string channels = bound() ? cat(input_shapes()[0][1], " channels, ") : "";
+  return cat(channels, "eps ", options_.eps, ", momentum ", options_.momentum);
+}
+
+Shape BatchNorm2d::infer(std::span<const Shape> inputs) const {
+  expect_rank(inputs, 0, 4, "(N, C, H, W)");
+  return inputs[0];
+}
+
+std::vector<ParamSpec> BatchNorm2d::param_specs() const {
+  const int64_t channels = input_shapes().at(0)[1];
+  return {{"scale", Shape{channels}, Init::kOnes}, {"shift", Shape{channels}, Init::kZeros}};
+}
+
+void BatchNorm2d::allocate_state(Context& ctx) {
+  const Shape per_channel{input_shapes()[0][1]};
+  auto make = [&] { return ctx.allocate(per_channel, DType::kFloat32, MemoryCategory::kLayerState); };
+  running_mean_ = make();
+  running_var_ = make();
+  saved_mean_ = make();
+  saved_inv_std_ = make();
+  fill_zero(ctx, running_mean_);
+  from_vector<float>(ctx, std::vector<float>(static_cast<size_t>(per_channel[0]), 1.0f), running_var_);
+  fill_zero(ctx, saved_mean_);
+  fill_zero(ctx, saved_inv_std_);
+  last_forward_trained_ = false;
+}
+
+void BatchNorm2d::check_training_batch() const {
+  const Shape& x = input_shapes()[0];
+  if (x[0] * x[2] * x[3] < 2) {
+    fail(cat("training needs more than one value per channel (N*H*W > 1), got input ", x.str()));
+  }
+}
+
+void BatchNorm2d::check_saved_statistics() const {
+  if (!last_forward_trained_) {
+    fail("backward needs the batch statistics of a training-phase forward just before it; "
+         "the last forward was in inference phase (or there was none)");
+  }
+}
+
+void BatchNorm2d::prepare_cpu(Context& ctx, const PrepareOptions&) { allocate_state(ctx); }
+
+void BatchNorm2d::forward_cpu(Context&, const ForwardArgs& args) {
+  const ChannelRuns l(input_shapes()[0]);
+  const bool training = args.phase == Phase::kTraining;
+  if (training) check_training_batch();
+  const double eps = options_.eps, momentum = options_.momentum;
+  const double m = static_cast<double>(l.m());
+  const float* x = args.inputs[0].data<float>();
+  float* y = args.output.data<float>();
+  const float* scale = args.params[0].data<float>();
+  const float* shift = args.params[1].data<float>();
+  float* running_mean = running_mean_.data<float>();
+  float* running_var = running_var_.data<float>();
+  float* saved_mean = saved_mean_.data<float>();
+  float* saved_inv_std = saved_inv_std_.data<float>();
+  parallel_for(l.c, l.grain(), [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      double mean = 0.0, inv_std = 0.0;
+      if (training) {
+        const float pivot = x[l.offset(0, c)];
+        double sum = 0.0, sum_squares = 0.0;  // of x - pivot
+        for (int64_t n = 0; n < l.n; ++n) {
+          const float* run = x + l.offset(n, c);
+          const Sums s = centred_sums(run, pivot, run, pivot, l.hw);
+          sum += s.a;
+          sum_squares += s.ab;
+        }
+        mean = pivot + sum / m;
+        const double var = std::max(0.0, (sum_squares - sum * sum / m) / m);  // biased
+        inv_std = 1.0 / std::sqrt(var + eps);
+        saved_mean[c] = static_cast<float>(mean);
+        saved_inv_std[c] = static_cast<float>(inv_std);
+        running_mean[c] = static_cast<float>((1.0 - momentum) * running_mean[c] + momentum * mean);
+        running_var[c] = static_cast<float>((1.0 - momentum) * running_var[c] + momentum * var * m / (m - 1.0));
+      } else {
+        mean = running_mean[c];
+        inv_std = 1.0 / std::sqrt(static_cast<double>(running_var[c]) + eps);
+      }
+      // y = a (x - mean) + shift: centring first keeps a large mean from
+      // cancelling in float, as a x + (shift - a mean) would.
+      const float a = static_cast<float>(scale[c] * inv_std);
+      const float centre = static_cast<float>(mean), b = shift[c];
+      for (int64_t n = 0; n < l.n; ++n) {
+        as_array(y + l.offset(n, c), l.hw) = (ConstArrayMap(x + l.offset(n, c), l.hw) - centre) * a + b;
+      }
+    }
+  });
+  last_forward_trained_ = training;
+}
+
+void BatchNorm2d::backward_cpu(Context&, const BackwardArgs& args) {
+  check_saved_statistics();
+  const ChannelRuns l(input_shapes()[0]);
+  const Tensor& dx_tensor = args.input_grads[0];
+  const bool add = args.input_grad_modes[0] == GradMode::kAdd;
+  const double m = static_cast<double>(l.m());
+  const float* x = args.inputs[0].data<float>();
+  const float* dy = args.output_grad.data<float>();
+  float* dx = dx_tensor.defined() ? dx_tensor.data<float>() : nullptr;
+  const float* scale = args.params[0].data<float>();
+  float* dscale = args.param_grads[0].data<float>();
+  float* dshift = args.param_grads[1].data<float>();
+  const float* saved_mean = saved_mean_.data<float>();
+  const float* saved_inv_std = saved_inv_std_.data<float>();
+  parallel_for(l.c, l.grain(), [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      const double mean = saved_mean[c], inv_std = saved_inv_std[c];
+      double sum_dy = 0.0, sum_dy_centred = 0.0;  // sum dy, sum dy * (x - mean)
+      for (int64_t n = 0; n < l.n; ++n) {
+        const Sums s = centred_sums(dy + l.offset(n, c), 0.0f, x + l.offset(n, c), saved_mean[c], l.hw);
+        sum_dy += s.a;
+        sum_dy_centred += s.ab;
+      }
+      const double sum_dy_xhat = sum_dy_centred * inv_std;
+      dshift[c] += static_cast<float>(sum_dy);
+      dscale[c] += static_cast<float>(sum_dy_xhat);
+      if (dx == nullptr) continue;
+      // dx = scale inv_std (dy - sum_dy / m - xhat sum_dy_xhat / m), xhat = (x - mean) inv_std
+      //    = k1 dy + k2 (x - mean) + k3
+      const double k1 = scale[c] * inv_std;
+      const float f1 = static_cast<float>(k1);
+      const float f2 = static_cast<float>(-k1 * inv_std * sum_dy_xhat / m);
+      const float f3 = static_cast<float>(-k1 * sum_dy / m);
+      const float centre = static_cast<float>(mean);
+      for (int64_t n = 0; n < l.n; ++n) {
+        const ConstArrayMap g(dy + l.offset(n, c), l.hw), v(x + l.offset(n, c), l.hw);
+        auto grad = g * f1 + (v - centre) * f2 + f3;
+        if (add) {
+          as_array(dx + l.offset(n, c), l.hw) += grad;
+        } else {
+          as_array(dx + l.offset(n, c), l.hw) = grad;
+        }
+      }
+    }
+  });
+}
+
+}  // namespace glassbox
+
+#if !GLASSBOX_WITH_CUDA
+namespace glassbox {
+GLASSBOX_LAYER_WITHOUT_CUDA(BatchNorm2d)
+}  // namespace glassbox
+#endif

@@ -1,0 +1,300 @@
+// layers/pool2d.cpp: window checks, shapes and the CPU path.
+//
+// The CPU path works plane by plane, (n, c) planes in parallel. Forward
+// treats each output row as its own accumulator: for every input row r and
+// kernel column j of the window,
+//   y[p, q] = max(y[p, q], x[r, q * stride + j - pad])     (or +=, for average)
+// over the output columns q whose input column lies inside the plane. The
+// border clipping is worked out once per (r, j), so the loop over q is a
+// branch-free strided loop that the compiler vectorises (contiguous for
+// stride 1). Max-pool backward recomputes each window's argmax from x, so
+// forward keeps no indices.
+#include "layers/pool2d.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <utility>
+
+#include "layers/eigen_maps.h"
+#include "layers/parallel_for.h"
+
+namespace glassbox {
+namespace {
+
+std::string by(int64_t h, int64_t w) { return cat(h, "x", w); }
+
+// The sizes of one (n, c) plane and its window; every plane is the same.
+struct Geometry {
+  int64_t h, w;  // input plane
+  int64_t p, q;  // output plane
+  int64_t kh, kw, sh, sw, ph, pw;
+  bool whole_plane() const { return p == 1 && q == 1 && kh == h && kw == w && ph == 0 && pw == 0; }
+};
+
+// The output indices [begin, end) (of `count`) whose input index
+// i * stride + offset lies in [0, size). Rounds the right way for negative
+// offsets (integer division truncates toward zero).
+std::pair<int64_t, int64_t> valid_range(int64_t offset, int64_t stride, int64_t size, int64_t count) {
+  const int64_t begin = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  const int64_t last = size - 1 - offset;  // largest i * stride allowed
+  const int64_t end = last < 0 ? 0 : std::min(count, last / stride + 1);
+  return {begin, std::max(begin, end)};
+}
+
+// kStride > 0 fixes the column stride at compile time (the common 1 and 2),
+// so the inner loop is contiguous or a fixed-stride gather; 0 reads g.sw.
+template <bool kMax, int kStride>
+void forward_plane(const float* x, float* y, const Geometry& g, float inv_area) {
+  const int64_t sw = kStride > 0 ? kStride : g.sw;
+  for (int64_t p = 0; p < g.p; ++p) {
+    float* y_row = y + p * g.q;
+    std::fill(y_row, y_row + g.q, kMax ? -std::numeric_limits<float>::infinity() : 0.0f);
+    for (int64_t i = 0; i < g.kh; ++i) {
+      const int64_t r = p * g.sh - g.ph + i;
+      if (r < 0 || r >= g.h) continue;  // padding rows: never win, add nothing
+      const float* x_row = x + r * g.w;
+      for (int64_t j = 0; j < g.kw; ++j) {
+        const int64_t offset = j - g.pw;
+        const auto [begin, end] = valid_range(offset, sw, g.w, g.q);
+        for (int64_t q = begin; q < end; ++q) {
+          const float v = x_row[q * sw + offset];
+          if constexpr (kMax) {
+            y_row[q] = y_row[q] < v ? v : y_row[q];
+          } else {
+            y_row[q] += v;
+          }
+        }
+      }
+    }
+    if constexpr (!kMax) {
+      for (int64_t q = 0; q < g.q; ++q) y_row[q] *= inv_area;
+    }
+  }
+}
+
+template <bool kMax>
+void forward_plane_any_stride(const float* x, float* y, const Geometry& g, float inv_area) {
+  if (g.sw == 1) {
+    forward_plane<kMax, 1>(x, y, g, inv_area);
+  } else if (g.sw == 2) {
+    forward_plane<kMax, 2>(x, y, g, inv_area);
+  } else {
+    forward_plane<kMax, 0>(x, y, g, inv_area);
+  }
+}
+
+// dx (already zeroed or holding what kAdd adds onto) += dy routed to each
+// window's first maximum in scan order (row by row, left to right). The
+// argmax is recomputed from x like forward's max, over spans of an output
+// row at once: for each window position in scan order, a strict > keeps the
+// first maximum, written as selects so the loop over q vectorises.
+template <int kStride>
+void max_backward_plane(const float* x, const float* dy, float* dx, const Geometry& g) {
+  const int64_t sw = kStride > 0 ? kStride : g.sw;
+  constexpr int64_t kSpan = 256;
+  float best[kSpan];
+  int32_t arg[kSpan];  // index into the plane; infer() keeps planes below 2^31 elements
+  for (int64_t p = 0; p < g.p; ++p) {
+    for (int64_t q0 = 0; q0 < g.q; q0 += kSpan) {
+      const int64_t span = std::min(kSpan, g.q - q0);
+      std::fill(best, best + span, -std::numeric_limits<float>::infinity());
+      std::fill(arg, arg + span, -1);
+      for (int64_t i = 0; i < g.kh; ++i) {
+        const int64_t r = p * g.sh - g.ph + i;
+        if (r < 0 || r >= g.h) continue;
+        const float* x_row = x + r * g.w;
+        for (int64_t j = 0; j < g.kw; ++j) {
+          const int64_t offset = j - g.pw;
+          const auto [begin, end] = valid_range(offset, sw, g.w, g.q);
+          const int64_t b = std::max(begin, q0), e = std::min(end, q0 + span);
+          const auto at = static_cast<int32_t>(r * g.w + offset);
+          for (int64_t q = b; q < e; ++q) {
+            const float v = x_row[q * sw + offset];
+            const int64_t k = q - q0;
+            // arg < 0: the first element seen wins even if it is -inf or NaN.
+            const bool better = v > best[k] || arg[k] < 0;
+            best[k] = better ? v : best[k];
+            arg[k] = better ? at + static_cast<int32_t>(q * sw) : arg[k];
+          }
+        }
+      }
+      const float* dy_row = dy + p * g.q + q0;
+      for (int64_t k = 0; k < span; ++k) dx[arg[k]] += dy_row[k];
+    }
+  }
+}
+
+void max_backward_plane_any_stride(const float* x, const float* dy, float* dx, const Geometry& g) {
+  if (g.sw == 1) {
+    max_backward_plane<1>(x, dy, dx, g);
+  } else if (g.sw == 2) {
+    max_backward_plane<2>(x, dy, dx, g);
+  } else {
+    max_backward_plane<0>(x, dy, dx, g);
+  }
+}
+
+// dx += dy / area over every window (padding positions receive nothing).
+// kStride as in forward_plane.
+template <int kStride>
+void average_backward_plane(const float* dy, float* dx, const Geometry& g, float inv_area) {
+  const int64_t sw = kStride > 0 ? kStride : g.sw;
+  for (int64_t p = 0; p < g.p; ++p) {
+    const float* dy_row = dy + p * g.q;
+    for (int64_t i = 0; i < g.kh; ++i) {
+      const int64_t r = p * g.sh - g.ph + i;
+      if (r < 0 || r >= g.h) continue;
+      float* dx_row = dx + r * g.w;
+      for (int64_t j = 0; j < g.kw; ++j) {
+        const int64_t offset = j - g.pw;
+        const auto [begin, end] = valid_range(offset, sw, g.w, g.q);
+        for (int64_t q = begin; q < end; ++q) dx_row[q * sw + offset] += dy_row[q] * inv_area;
+      }
+    }
+  }
+}
+
+void average_backward_plane_any_stride(const float* dy, float* dx, const Geometry& g, float inv_area) {
+  if (g.sw == 1) {
+    average_backward_plane<1>(dy, dx, g, inv_area);
+  } else if (g.sw == 2) {
+    average_backward_plane<2>(dy, dx, g, inv_area);
+  } else {
+    average_backward_plane<0>(dy, dx, g, inv_area);
+  }
+}
+
+}  // namespace
+
+Pool2d::Pool2d(std::string name, Mode mode, Window window)
+    : Layer(std::move(name)), mode_(mode), window_(window) {}
+
+Pool2d::Window Pool2d::resolve(const Shape* input) const {
+  Window w = window_;
+  if (w.global) {
+    w.stride = 1;
+    w.pad = 0;
+    if (input != nullptr) w.kernel = Size2(static_cast<int>((*input)[2]), static_cast<int>((*input)[3]));
+  } else {
+    if (w.stride.h == 0) w.stride.h = w.kernel.h;
+    if (w.stride.w == 0) w.stride.w = w.kernel.w;
+  }
+  return w;
+}
+
+Pool2d::Window Pool2d::window() const { return resolve(bound() ? &input_shapes()[0] : nullptr); }
+
+std::string Pool2d::describe() const {
+  if (window_.global) return "global";
+  const Window w = resolve(nullptr);
+  std::string text = cat(by(w.kernel.h, w.kernel.w), " s", w.stride.str());
+  if (w.pad != Size2(0)) text += cat(" p", w.pad.str());
+  return text;
+}
+
+Shape Pool2d::infer(std::span<const Shape> inputs) const {
+  expect_rank(inputs, 0, 4, "(N, C, H, W)");
+  const Shape& x = inputs[0];
+  if (x[2] * x[3] > std::numeric_limits<int32_t>::max()) {
+    fail(cat("input plane ", by(x[2], x[3]), " is too large"));
+  }
+  const Window w = resolve(&x);
+  if (!window_.global) {
+    const Size2& k = w.kernel;
+    if (k.h <= 0 || k.w <= 0) fail(cat("kernel must be positive, got ", by(k.h, k.w)));
+    if (w.stride.h <= 0 || w.stride.w <= 0) {
+      fail(cat("stride must be positive (0: the kernel size), got ", by(window_.stride.h, window_.stride.w)));
+    }
+    if (w.pad.h < 0 || w.pad.w < 0) fail(cat("padding must not be negative, got ", by(w.pad.h, w.pad.w)));
+    if (2 * w.pad.h > k.h || 2 * w.pad.w > k.w) {
+      fail(cat("padding ", by(w.pad.h, w.pad.w), " is more than half the ", by(k.h, k.w), " kernel"));
+    }
+    if (x[2] + 2 * w.pad.h < k.h || x[3] + 2 * w.pad.w < k.w) {
+      fail(cat("the ", by(k.h, k.w), " window does not fit the ", by(x[2], x[3]), " input plane padded by ",
+               by(w.pad.h, w.pad.w)));
+    }
+  }
+  const int64_t p = (x[2] + 2 * w.pad.h - w.kernel.h) / w.stride.h + 1;
+  const int64_t q = (x[3] + 2 * w.pad.w - w.kernel.w) / w.stride.w + 1;
+  return Shape{x[0], x[1], p, q};
+}
+
+namespace {
+
+Geometry geometry_of(const Shape& input, const Shape& output, const Pool2d::Window& w) {
+  return {.h = input[2], .w = input[3], .p = output[2], .q = output[3], .kh = w.kernel.h, .kw = w.kernel.w,
+          .sh = w.stride.h, .sw = w.stride.w, .ph = w.pad.h, .pw = w.pad.w};
+}
+
+// Planes per work item: enough elements to amortise a thread hand-off.
+int64_t plane_grain(const Geometry& g) { return std::max<int64_t>(1, kElementwiseGrain / (g.h * g.w)); }
+
+}  // namespace
+
+void Pool2d::forward_cpu(Context&, const ForwardArgs& args) {
+  const Geometry g = geometry_of(input_shapes()[0], output_shape(), window());
+  const int64_t planes = output_shape()[0] * output_shape()[1];
+  const float inv_area = 1.0f / static_cast<float>(g.kh * g.kw);
+  const bool max = mode_ == Mode::kMax;
+  const float* x = args.inputs[0].data<float>();
+  float* y = args.output.data<float>();
+  parallel_for(planes, plane_grain(g), [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const float* xp = x + plane * g.h * g.w;
+      float* yp = y + plane * g.p * g.q;
+      if (g.whole_plane()) {
+        const auto values = Eigen::Map<const Eigen::ArrayXf>(xp, g.h * g.w);
+        *yp = max ? values.maxCoeff() : values.sum() * inv_area;
+      } else if (max) {
+        forward_plane_any_stride<true>(xp, yp, g, inv_area);
+      } else {
+        forward_plane_any_stride<false>(xp, yp, g, inv_area);
+      }
+    }
+  });
+}
+
+void Pool2d::backward_cpu(Context&, const BackwardArgs& args) {
+  const Tensor& dx_tensor = args.input_grads[0];
+  if (!dx_tensor.defined()) return;
+  const Geometry g = geometry_of(input_shapes()[0], output_shape(), window());
+  const int64_t planes = output_shape()[0] * output_shape()[1];
+  const float inv_area = 1.0f / static_cast<float>(g.kh * g.kw);
+  const bool max = mode_ == Mode::kMax;
+  const bool add = args.input_grad_modes[0] == GradMode::kAdd;
+  const float* x = args.inputs[0].data<float>();
+  const float* dy = args.output_grad.data<float>();
+  float* dx = dx_tensor.data<float>();
+  parallel_for(planes, plane_grain(g), [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const int64_t size = g.h * g.w;
+      const float* xp = x + plane * size;
+      const float* dyp = dy + plane * g.p * g.q;
+      float* dxp = dx + plane * size;
+      if (g.whole_plane() && !max) {
+        const float share = *dyp * inv_area;
+        if (add) {
+          as_array(dxp, size) += share;
+        } else {
+          as_array(dxp, size).setConstant(share);
+        }
+        continue;
+      }
+      if (!add) std::fill(dxp, dxp + size, 0.0f);
+      if (max) {
+        max_backward_plane_any_stride(xp, dyp, dxp, g);
+      } else {
+        average_backward_plane_any_stride(dyp, dxp, g, inv_area);
+      }
+    }
+  });
+}
+
+}  // namespace glassbox
+
+#if !GLASSBOX_WITH_CUDA
+namespace glassbox {
+GLASSBOX_LAYER_WITHOUT_CUDA(Pool2d)
+}  // namespace glassbox
+#endif

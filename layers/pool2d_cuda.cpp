@@ -1,0 +1,57 @@
+// layers/pool2d_cuda.cpp: Pool2d with cuDNN pooling forward/backward.
+#include "layers/pool2d.h"
+
+#include "layers/layer_cuda.h"
+
+namespace glassbox {
+namespace {
+
+struct Pool2dState final : BackendState {
+  TensorDescriptor input;   // x and dx: (N, C, H, W)
+  TensorDescriptor output;  // y and dy: (N, C, P, Q)
+  PoolingDescriptor pooling;
+};
+
+}  // namespace
+
+void Pool2d::prepare_cuda(Context&, const PrepareOptions&) {
+  const Window w = window();
+  auto state = std::make_unique<Pool2dState>();
+  state->input = make_tensor_descriptor(input_shapes()[0]);
+  state->output = make_tensor_descriptor(output_shape());
+  state->pooling = make_descriptor<PoolingDescriptor>(cudnnCreatePoolingDescriptor);
+  // Max pooling uses the deterministic variant: its backward gives the same
+  // dx on every run (plain CUDNN_POOLING_MAX need not), so training is
+  // reproducible. Average counts padding in the divisor, as the header says.
+  const cudnnPoolingMode_t mode =
+      mode_ == Mode::kMax ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
+  CUDNN_CHECK(cudnnSetPooling2dDescriptor(state->pooling.get(), mode, CUDNN_NOT_PROPAGATE_NAN, w.kernel.h,
+                                          w.kernel.w, w.pad.h, w.pad.w, w.stride.h, w.stride.w));
+  // cuDNN sizes the output itself; it must agree with infer(), or forward
+  // would read and write past the tensors the graph planned.
+  int n = 0, c = 0, h = 0, width = 0;
+  CUDNN_CHECK(cudnnGetPooling2dForwardOutputDim(state->pooling.get(), state->input.get(), &n, &c, &h, &width));
+  const Shape& expected = output_shape();
+  if (n != expected[0] || c != expected[1] || h != expected[2] || width != expected[3]) {
+    fail(cat("cuDNN computes output (", n, ", ", c, ", ", h, ", ", width, "), shape inference ",
+             expected.str()));
+  }
+  backend_ = std::move(state);
+}
+
+void Pool2d::forward_cuda(Context& ctx, const ForwardArgs& args) {
+  auto& s = state_as<Pool2dState>(backend_);
+  CUDNN_CHECK(cudnnPoolingForward(cudnn_of(ctx), s.pooling.get(), &kOne, s.input.get(), args.inputs[0].raw(),
+                                  &kZero, s.output.get(), args.output.raw()));
+}
+
+void Pool2d::backward_cuda(Context& ctx, const BackwardArgs& args) {
+  if (!args.input_grads[0].defined()) return;
+  auto& s = state_as<Pool2dState>(backend_);
+  CUDNN_CHECK(cudnnPoolingBackward(cudnn_of(ctx), s.pooling.get(), &kOne, s.output.get(), args.output.raw(),
+                                   s.output.get(), args.output_grad.raw(), s.input.get(),
+                                   args.inputs[0].raw(), beta_for(args.input_grad_modes[0]), s.input.get(),
+                                   args.input_grads[0].raw()));
+}
+
+}  // namespace glassbox

@@ -1,0 +1,196 @@
+// tests/test_pool2d.cpp
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include "layers/pool2d.h"
+#include "tests/support/checks.h"
+
+namespace glassbox {
+namespace {
+
+using Mode = Pool2d::Mode;
+using Window = Pool2d::Window;
+
+std::function<std::unique_ptr<Layer>()> make_pool(Mode mode, Window window) {
+  return [=] { return std::make_unique<Pool2d>("pool", mode, window); };
+}
+
+// Distinct inputs 0.05 apart (a seeded permutation), so a finite difference of
+// 1e-2 never changes which element of a window is the maximum.
+void distinct_inputs(testing::LayerHarness& h) {
+  std::vector<float> x(static_cast<size_t>(h.inputs[0].numel()));
+  std::iota(x.begin(), x.end(), 0.0f);
+  std::shuffle(x.begin(), x.end(), std::mt19937_64(99));
+  for (float& v : x) v = (v - static_cast<float>(x.size()) / 2) * 0.05f;
+  h.write(h.inputs[0], x);
+}
+
+std::string bind_error(Mode mode, Window window, Shape input) {
+  Pool2d pool("pool1", mode, window);
+  try {
+    pool.bind(std::vector<Shape>{input});
+  } catch (const ShapeError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Pool2d, MaxWithTiesAndPadding) {
+  Context ctx = Context::cpu();
+  Pool2d pool("pool", Mode::kMax, {.kernel = 2, .stride = 2, .pad = 1});
+  testing::LayerHarness h(ctx, pool, {Shape{1, 1, 3, 3}});
+  ASSERT_EQ(h.output.shape(), (Shape{1, 1, 2, 2}));
+  h.write(h.inputs[0], {-1.0f, 5.0f, 5.0f,    //
+                        2.0f, 0.0f, 3.0f,     //
+                        4.0f, 4.0f, -1.0f});  //
+  h.forward();
+  // Windows: {-1} (padding, counted as -inf, never wins), {5, 5}, {2, 4}, {0, 3, 4, -1}.
+  EXPECT_EQ(h.read(h.output), (std::vector<float>{-1.0f, 5.0f, 4.0f, 4.0f}));
+  h.write(h.output_grad, {1.0f, 2.0f, 3.0f, 4.0f});
+  h.backward();
+  // Each gradient goes to its window's first maximum in scan order: the tie
+  // 5, 5 sends it to the left one.
+  EXPECT_EQ(h.read(h.input_grads[0]), (std::vector<float>{1.0f, 2.0f, 0.0f,  //
+                                                          0.0f, 0.0f, 0.0f,  //
+                                                          3.0f, 4.0f, 0.0f}));
+}
+
+TEST(Pool2d, MaxOverlappingWindowsAddTheirGradients) {
+  Context ctx = Context::cpu();
+  Pool2d pool("pool", Mode::kMax, {.kernel = 3, .stride = 1});
+  testing::LayerHarness h(ctx, pool, {Shape{1, 1, 3, 4}});
+  h.write(h.inputs[0], {0.0f, 1.0f, 2.0f, 0.5f,  //
+                        0.0f, 9.0f, 3.0f, 0.5f,  //
+                        0.0f, 1.0f, 2.0f, 0.5f});
+  h.forward();
+  EXPECT_EQ(h.read(h.output), (std::vector<float>{9.0f, 9.0f}));
+  h.write(h.output_grad, {1.0f, 10.0f});
+  h.backward();
+  EXPECT_EQ(h.read(h.input_grads[0]), (std::vector<float>{0, 0, 0, 0, 0, 11, 0, 0, 0, 0, 0, 0}));
+}
+
+TEST(Pool2d, AverageCountsPadding) {
+  Context ctx = Context::cpu();
+  Pool2d pool("pool", Mode::kAverage, {.kernel = 2, .stride = 1, .pad = 1});
+  testing::LayerHarness h(ctx, pool, {Shape{1, 1, 2, 2}});
+  ASSERT_EQ(h.output.shape(), (Shape{1, 1, 3, 3}));
+  h.write(h.inputs[0], {1.0f, 2.0f, 3.0f, 4.0f});
+  h.forward();
+  // Every window divides by 4, however much of it is padding.
+  testing::expect_close(h.read(h.output), {0.25f, 0.75f, 0.5f, 1.0f, 2.5f, 1.5f, 0.75f, 1.75f, 1.0f}, 1e-7,
+                        "average forward");
+  h.write(h.output_grad, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  h.backward();
+  // x[0,0] lies in windows (0,0), (0,1), (1,0), (1,1): (1 + 2 + 4 + 5) / 4, and so on.
+  testing::expect_close(h.read(h.input_grads[0]), {3.0f, 4.0f, 6.0f, 7.0f}, 1e-7, "average backward");
+}
+
+TEST(Pool2d, GlobalAverageAndMax) {
+  Context ctx = Context::cpu();
+  Pool2d avg("gap", Mode::kAverage, {.global = true});
+  testing::LayerHarness h(ctx, avg, {Shape{1, 2, 2, 3}});
+  ASSERT_EQ(h.output.shape(), (Shape{1, 2, 1, 1}));
+  h.write(h.inputs[0], {1, 2, 3, 4, 5, 6, -1, -2, -3, -4, -5, -6});
+  h.forward();
+  testing::expect_close(h.read(h.output), {3.5f, -3.5f}, 1e-7, "global average forward");
+  h.write(h.output_grad, {3.0f, -6.0f});
+  h.backward();
+  testing::expect_close(h.read(h.input_grads[0]), {0.5f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f, -1, -1, -1, -1, -1, -1},
+                        1e-7, "global average backward");
+  EXPECT_EQ(avg.window().kernel, Size2(2, 3));
+
+  Pool2d max("gmp", Mode::kMax, {.global = true});
+  testing::LayerHarness m(ctx, max, {Shape{1, 2, 2, 3}});
+  m.write(m.inputs[0], {1, 7, 3, 7, 5, 6, -1, -2, -3, -4, -5, -6});
+  m.forward();
+  EXPECT_EQ(m.read(m.output), (std::vector<float>{7.0f, -1.0f}));
+  m.write(m.output_grad, {3.0f, -6.0f});
+  m.backward();
+  EXPECT_EQ(m.read(m.input_grads[0]), (std::vector<float>{0, 3, 0, 0, 0, 0, -6, 0, 0, 0, 0, 0}));
+}
+
+TEST(Pool2d, ShapesOfTheClassicNets) {
+  auto out = [](Window w, Shape x) {
+    Pool2d pool("pool", Mode::kMax, w);
+    return pool.bind(std::vector<Shape>{x});
+  };
+  EXPECT_EQ(out({.kernel = 3, .stride = 2}, Shape{8, 96, 55, 55}), (Shape{8, 96, 27, 27}));        // AlexNet
+  EXPECT_EQ(out({.kernel = 2}, Shape{8, 64, 224, 224}), (Shape{8, 64, 112, 112}));                // VGG
+  EXPECT_EQ(out({.kernel = 3, .stride = 2, .pad = 1}, Shape{8, 64, 112, 112}), (Shape{8, 64, 56, 56}));  // ResNet
+  EXPECT_EQ(out({.global = true}, Shape{8, 2048, 7, 7}), (Shape{8, 2048, 1, 1}));
+  EXPECT_EQ(out({.kernel = {1, 3}, .stride = {1, 2}}, Shape{1, 1, 4, 9}), (Shape{1, 1, 4, 4}));
+}
+
+TEST(Pool2d, Describes) {
+  EXPECT_EQ(Pool2d("p", Mode::kMax, {.kernel = 3, .stride = 2}).describe(), "3x3 s2");
+  EXPECT_EQ(Pool2d("p", Mode::kAverage, {.kernel = 2, .stride = 2, .pad = 1}).describe(), "2x2 s2 p1");
+  EXPECT_EQ(Pool2d("p", Mode::kMax, {.kernel = 2}).describe(), "2x2 s2");
+  EXPECT_EQ(Pool2d("p", Mode::kMax, {.kernel = {1, 3}, .stride = {1, 2}, .pad = {0, 1}}).describe(),
+            "1x3 s1x2 p0x1");
+  EXPECT_EQ(Pool2d("p", Mode::kAverage, {.global = true}).describe(), "global");
+  EXPECT_EQ(Pool2d("p", Mode::kAverage, {}).type(), "AvgPool2d");
+  EXPECT_EQ(Pool2d("p", Mode::kMax, {}).type(), "MaxPool2d");
+}
+
+TEST(Pool2d, RejectsBadWindowsAndInputs) {
+  EXPECT_EQ(bind_error(Mode::kMax, {.kernel = 2}, Shape{2, 3}),
+            "pool1 (MaxPool2d): input 0 must be (N, C, H, W), got shape (2, 3)");
+  EXPECT_EQ(bind_error(Mode::kMax, {.kernel = {0, 2}}, Shape{1, 1, 4, 4}),
+            "pool1 (MaxPool2d): kernel must be positive, got 0x2");
+  EXPECT_EQ(bind_error(Mode::kAverage, {.kernel = 2, .stride = {1, -1}}, Shape{1, 1, 4, 4}),
+            "pool1 (AvgPool2d): stride must be positive (0: the kernel size), got 1x-1");
+  EXPECT_EQ(bind_error(Mode::kMax, {.kernel = 3, .pad = {-1, 0}}, Shape{1, 1, 4, 4}),
+            "pool1 (MaxPool2d): padding must not be negative, got -1x0");
+  EXPECT_EQ(bind_error(Mode::kMax, {.kernel = 3, .pad = 2}, Shape{1, 1, 4, 4}),
+            "pool1 (MaxPool2d): padding 2x2 is more than half the 3x3 kernel");
+  EXPECT_EQ(bind_error(Mode::kMax, {.kernel = 5}, Shape{1, 1, 3, 8}),
+            "pool1 (MaxPool2d): the 5x5 window does not fit the 3x8 input plane padded by 0x0");
+  EXPECT_EQ(bind_error(Mode::kMax, {.kernel = {2, 6}, .pad = {0, 1}}, Shape{1, 1, 3, 3}),
+            "pool1 (MaxPool2d): the 2x6 window does not fit the 3x3 input plane padded by 0x1");
+}
+
+// The window configurations every gradient and parity test runs over.
+struct Case {
+  const char* what;
+  Window window;
+  Shape input;
+};
+const Case kCases[] = {
+    {"3x3 s2 (overlapping)", {.kernel = 3, .stride = 2}, Shape{2, 2, 7, 7}},
+    {"2x2 s2", {.kernel = 2}, Shape{2, 3, 6, 6}},
+    {"3x3 s2 p1", {.kernel = 3, .stride = 2, .pad = 1}, Shape{1, 2, 7, 8}},
+    {"2x3 s1x2 p1", {.kernel = {2, 3}, .stride = {1, 2}, .pad = 1}, Shape{2, 2, 5, 7}},
+    {"3x3 s3 p1 (stride above 2)", {.kernel = 3, .stride = 3, .pad = 1}, Shape{1, 2, 8, 9}},
+    {"global", {.global = true}, Shape{2, 3, 4, 5}},
+};
+
+TEST(Pool2d, MaxGradientsMatchFiniteDifferences) {
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(c.what);
+    testing::check_gradients(make_pool(Mode::kMax, c.window), {c.input}, {.fill = distinct_inputs});
+  }
+}
+
+TEST(Pool2d, AverageGradientsMatchFiniteDifferences) {
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(c.what);
+    testing::check_gradients(make_pool(Mode::kAverage, c.window), {c.input});
+  }
+}
+
+TEST(Pool2d, CudaMatchesCpu) {
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(c.what);
+    testing::check_cpu_cuda_parity(make_pool(Mode::kMax, c.window), {c.input}, {.fill = distinct_inputs});
+    testing::check_cpu_cuda_parity(make_pool(Mode::kAverage, c.window), {c.input});
+  }
+  testing::check_cpu_cuda_parity(make_pool(Mode::kMax, {.kernel = 3, .stride = 2, .pad = 1}),
+                                 {Shape{4, 16, 56, 56}});
+  testing::check_cpu_cuda_parity(make_pool(Mode::kAverage, {.global = true}), {Shape{4, 64, 7, 7}});
+}
+
+}  // namespace
+}  // namespace glassbox
