@@ -29,6 +29,22 @@ inline uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
+// Pairs [begin, end), elements 2j and 2j + 1: the mask and y in one pass.
+// Everything by value, so the compiler knows the stores cannot change the
+// loop's inputs, and vectorises.
+void draw_and_apply(const float* x, float* m, float* y, int64_t begin, int64_t end, uint64_t key,
+                    uint64_t threshold, float scale) {
+  for (int64_t j = begin; j < end; ++j) {
+    const uint64_t bits = mix64(key + static_cast<uint64_t>(j + 1) * kGolden);
+    const float m0 = (bits & 0xFFFFFFFFull) >= threshold ? scale : 0.0f;
+    const float m1 = (bits >> 32) >= threshold ? scale : 0.0f;
+    m[2 * j] = m0;
+    m[2 * j + 1] = m1;
+    y[2 * j] = x[2 * j] * m0;
+    y[2 * j + 1] = x[2 * j + 1] * m1;
+  }
+}
+
 }  // namespace
 
 Dropout::Dropout(std::string name, Options options) : Layer(std::move(name)), options_(options) {
@@ -62,18 +78,12 @@ void Dropout::forward_cpu(Context& ctx, const ForwardArgs& args) {
   float* m = mask_.data<float>();
   const int64_t pairs = (count + 1) / 2, full_pairs = count / 2;
   parallel_for(pairs, kElementwiseGrain / 2, [&](int64_t begin, int64_t end) {
-    const int64_t full_end = std::min(end, full_pairs);
-    for (int64_t j = begin; j < full_end; ++j) {
-      const uint64_t bits = mix64(key + static_cast<uint64_t>(j + 1) * kGolden);
-      m[2 * j] = (bits & 0xFFFFFFFFull) >= threshold ? scale : 0.0f;
-      m[2 * j + 1] = (bits >> 32) >= threshold ? scale : 0.0f;
-    }
-    if (end > full_pairs) {  // the odd last element
+    draw_and_apply(x, m, y, begin, std::min(end, full_pairs), key, threshold, scale);
+    if (end > full_pairs) {  // the odd last element: the low half of its pair's bits
       const uint64_t bits = mix64(key + static_cast<uint64_t>(full_pairs + 1) * kGolden);
       m[count - 1] = (bits & 0xFFFFFFFFull) >= threshold ? scale : 0.0f;
+      y[count - 1] = x[count - 1] * m[count - 1];
     }
-    const int64_t first = 2 * begin, n = std::min(2 * end, count) - first;
-    as_array(y + first, n) = as_array(x + first, n) * as_array(m + first, n);
   });
 }
 
