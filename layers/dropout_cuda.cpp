@@ -20,11 +20,12 @@ namespace glassbox {
 namespace {
 
 struct DropoutState final : BackendState {
+  // The buffers first, so that the descriptor that points at them goes before they do.
+  Tensor states;   // cuDNN's generator states, opaque bytes
+  Tensor reserve;  // the mask of the last training forward, opaque bytes
+  size_t reserve_bytes = 0;
   TensorDescriptor desc;  // x, y, dx, dy and the kAdd scratch share one shape
   DropoutDescriptor dropout;
-  Tensor states;          // cuDNN's generator states, opaque bytes
-  Tensor reserve;         // the mask of the last training forward, opaque bytes
-  size_t reserve_bytes = 0;
 };
 
 // An opaque device buffer of at least `bytes` bytes, held as float32 words.

@@ -173,6 +173,12 @@ TEST(Dropout, CudaKeepsAboutOneMinusPAndBackwardUsesTheMask) {
   EXPECT_NE(h.read(h.output), first);
 }
 
+// In inference both backends are the identity, so they can be compared.
+TEST(Dropout, CudaMatchesCpuInInference) {
+  testing::check_cpu_cuda_parity([] { return std::make_unique<Dropout>("drop", Dropout::Options{.p = 0.5f}); },
+                                 {Shape{8, 300}}, {.tolerance = 0.0, .phase = Phase::kInference});
+}
+
 TEST(Dropout, CudaInferenceIsTheIdentity) {
   GLASSBOX_REQUIRE_CUDA();
   Context ctx = Context::cuda(0);
