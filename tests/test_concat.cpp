@@ -11,8 +11,8 @@ namespace {
 std::unique_ptr<Layer> make_concat() { return std::make_unique<Concat>("mixed"); }
 
 // y[:, offset_i : offset_i + C_i] = x_i, computed the plain way.
-std::vector<float> reference_concat(const std::vector<std::vector<float>>& xs, const std::vector<int64_t>& channels,
-                                    int64_t n, int64_t hw) {
+std::vector<float> reference_concat(const std::vector<std::vector<float>>& xs,
+                                    const std::vector<int64_t>& channels, int64_t n, int64_t hw) {
   int64_t total = 0;
   for (int64_t c : channels) total += c;
   std::vector<float> y(static_cast<size_t>(n * total * hw));
@@ -20,7 +20,8 @@ std::vector<float> reference_concat(const std::vector<std::vector<float>>& xs, c
     int64_t offset = 0;
     for (size_t i = 0; i < xs.size(); ++i) {
       for (int64_t e = 0; e < channels[i] * hw; ++e) {
-        y[static_cast<size_t>(s * total * hw + offset * hw + e)] = xs[i][static_cast<size_t>(s * channels[i] * hw + e)];
+        const auto from = static_cast<size_t>(s * channels[i] * hw + e);
+        y[static_cast<size_t>(s * total * hw + offset * hw + e)] = xs[i][from];
       }
       offset += channels[i];
     }

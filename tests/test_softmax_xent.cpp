@@ -106,7 +106,8 @@ TEST(SoftmaxCrossEntropy, Describes) {
 TEST(SoftmaxCrossEntropy, RejectsBadShapes) {
   SoftmaxCrossEntropy xent("loss");
   const std::pair<std::vector<Shape>, const char*> cases[] = {
-      {{Shape{2, 3, 4}, Shape{2}}, "loss (SoftmaxCrossEntropy): input 0 must be (N, K) logits, got shape (2, 3, 4)"},
+      {{Shape{2, 3, 4}, Shape{2}},
+       "loss (SoftmaxCrossEntropy): input 0 must be (N, K) logits, got shape (2, 3, 4)"},
       {{Shape{2, 3}, Shape{3}},
        "loss (SoftmaxCrossEntropy): input 1 must be (N) labels, one per row of the logits (2, 3), so (2); got "
        "shape (3)"},
@@ -136,7 +137,8 @@ void spread_labels(testing::LayerHarness& h) {
 TEST(SoftmaxCrossEntropy, CudaMatchesCpu) {
   testing::check_cpu_cuda_parity(make_xent, {Shape{6, 10}, Shape{6}}, {.fill = spread_labels});
   // ImageNet-sized: gradients are about 1e-5 here, so the tolerance is tight.
-  testing::check_cpu_cuda_parity(make_xent, {Shape{64, 1000}, Shape{64}}, {.tolerance = 5e-6, .fill = spread_labels});
+  testing::check_cpu_cuda_parity(make_xent, {Shape{64, 1000}, Shape{64}},
+                                 {.tolerance = 5e-6, .fill = spread_labels});
 }
 
 // The kernel cannot throw: a bad label makes the loss and that row's gradient NaN.
