@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "layers/layer.h"
 
@@ -23,11 +24,18 @@ class Concat final : public Layer {
   Shape infer(std::span<const Shape> inputs) const override;
 
  private:
+  void prepare_cpu(Context& ctx, const PrepareOptions& options) override;
   void prepare_cuda(Context& ctx, const PrepareOptions& options) override;
   void forward_cpu(Context& ctx, const ForwardArgs& args) override;
   void forward_cuda(Context& ctx, const ForwardArgs& args) override;
   void backward_cpu(Context& ctx, const BackwardArgs& args) override;
   void backward_cuda(Context& ctx, const BackwardArgs& args) override;
+
+  // Fills offsets_ from the bound input shapes (both backends' prepare).
+  void compute_offsets();
+
+  // offsets_[i]: the first channel of input i in y; offsets_.back() = C, the total.
+  std::vector<int64_t> offsets_;
 };
 
 }  // namespace glassbox

@@ -36,6 +36,9 @@ class Dropout final : public Layer {
 
   Options options_;
   Tensor mask_;  // CPU: m / (1 - p) from the last training forward
+  // Backward follows the last forward: through the mask after a training
+  // forward, straight through after an inference one.
+  Phase last_phase_ = Phase::kInference;
 };
 
 }  // namespace glassbox

@@ -37,6 +37,9 @@ class SoftmaxCrossEntropy final : public Layer {
   void backward_cpu(Context& ctx, const BackwardArgs& args) override;
   void backward_cuda(Context& ctx, const BackwardArgs& args) override;
 
+  // Throws Error naming the first sample whose label is outside [0, K).
+  void check_labels(const Tensor& labels) const;
+
   Tensor log_probs_;  // logp from the last forward, (N, K)
 };
 

@@ -1,0 +1,57 @@
+// layers/add_cuda.cpp: Add with cuDNN. Forward: y = x0 + x1 in one
+// cudnnOpTensor, then y += x_i (cudnnAddTensor) for the rest. Backward: per
+// input, in slot order, a device copy of dy (kWrite) or dx += dy (kAdd).
+#include "layers/add.h"
+
+#include "layers/layer_cuda.h"
+
+namespace glassbox {
+namespace {
+
+using OpTensorDescriptor = UniqueHandle<cudnnOpTensorDescriptor_t, cudnnDestroyOpTensorDescriptor>;
+
+struct AddState final : BackendState {
+  TensorDescriptor desc;  // every input, y, dy and every dx share one shape
+  OpTensorDescriptor add;
+};
+
+}  // namespace
+
+void Add::prepare_cuda(Context&, const PrepareOptions&) {
+  auto state = std::make_unique<AddState>();
+  state->desc = make_tensor_descriptor(output_shape());
+  state->add = make_descriptor<OpTensorDescriptor>(cudnnCreateOpTensorDescriptor);
+  CUDNN_CHECK(cudnnSetOpTensorDescriptor(state->add.get(), CUDNN_OP_TENSOR_ADD, CUDNN_DATA_FLOAT,
+                                         CUDNN_PROPAGATE_NAN));
+  backend_ = std::move(state);
+}
+
+void Add::forward_cuda(Context& ctx, const ForwardArgs& args) {
+  auto& s = state_as<AddState>(backend_);
+  // beta = 0: y is not read, so whatever it held (NaN included) cannot leak in.
+  CUDNN_CHECK(cudnnOpTensor(cudnn_of(ctx), s.add.get(), &kOne, s.desc.get(), args.inputs[0].raw(), &kOne,
+                            s.desc.get(), args.inputs[1].raw(), &kZero, s.desc.get(), args.output.raw()));
+  for (size_t i = 2; i < args.inputs.size(); ++i) {
+    CUDNN_CHECK(cudnnAddTensor(cudnn_of(ctx), &kOne, s.desc.get(), args.inputs[i].raw(), &kOne,
+                               s.desc.get(), args.output.raw()));
+  }
+}
+
+void Add::backward_cuda(Context& ctx, const BackwardArgs& args) {
+  auto& s = state_as<AddState>(backend_);
+  // In slot order, all on the context's stream (the cuDNN handle is bound to
+  // it), so Add(x, x)'s kWrite-then-kAdd on one tensor is applied in order.
+  for (size_t i = 0; i < args.input_grads.size(); ++i) {
+    const Tensor& dx = args.input_grads[i];
+    if (!dx.defined()) continue;
+    if (args.input_grad_modes[i] == GradMode::kWrite) {
+      CUDA_CHECK(cudaMemcpyAsync(dx.raw(), args.output_grad.raw(), dx.bytes(), cudaMemcpyDeviceToDevice,
+                                 stream_of(ctx)));
+    } else {
+      CUDNN_CHECK(cudnnAddTensor(cudnn_of(ctx), &kOne, s.desc.get(), args.output_grad.raw(), &kOne,
+                                 s.desc.get(), dx.raw()));
+    }
+  }
+}
+
+}  // namespace glassbox

@@ -1,0 +1,122 @@
+// layers/dropout.cpp: options, and the CPU path.
+//
+// Note [Dropout mask bits]: a mask element needs one Bernoulli(1 - p) draw,
+// and one std::mt19937_64 call per element would cost more than the memory
+// traffic. Each forward takes a single 64-bit key from the context's RNG;
+// element pair j then gets its 64 bits from a counter-based hash, SplitMix64's
+// output function applied to key + (j + 1) * golden-ratio increment, and each
+// element of the pair keeps one 32-bit half: kept iff half >= p * 2^32. The
+// bits of an element depend only on the key and its index, so the mask is
+// the same for a given seed whatever the thread count or chunking, and the
+// loop has no carried state, so it vectorises.
+#include "layers/dropout.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "layers/eigen_maps.h"
+#include "layers/parallel_for.h"
+
+namespace glassbox {
+namespace {
+
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
+
+inline uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Pairs [begin, end), elements 2j and 2j + 1: the mask and y in one pass.
+// Everything by value, so the compiler knows the stores cannot change the
+// loop's inputs, and vectorises.
+void draw_and_apply(const float* x, float* m, float* y, int64_t begin, int64_t end, uint64_t key,
+                    uint64_t threshold, float scale) {
+  for (int64_t j = begin; j < end; ++j) {
+    const uint64_t bits = mix64(key + static_cast<uint64_t>(j + 1) * kGolden);
+    const float m0 = (bits & 0xFFFFFFFFull) >= threshold ? scale : 0.0f;
+    const float m1 = (bits >> 32) >= threshold ? scale : 0.0f;
+    m[2 * j] = m0;
+    m[2 * j + 1] = m1;
+    y[2 * j] = x[2 * j] * m0;
+    y[2 * j + 1] = x[2 * j + 1] * m1;
+  }
+}
+
+}  // namespace
+
+Dropout::Dropout(std::string name, Options options) : Layer(std::move(name)), options_(options) {
+  if (!(options_.p >= 0.0f && options_.p < 1.0f)) {  // also rejects NaN
+    throw ConfigError(cat(this->name(), " (Dropout): p must be in [0, 1), got ", options_.p));
+  }
+}
+
+std::string Dropout::describe() const { return cat("p ", options_.p); }
+
+void Dropout::prepare_cpu(Context& ctx, const PrepareOptions&) {
+  mask_ = ctx.allocate(output_shape(), DType::kFloat32, MemoryCategory::kLayerState);
+  last_phase_ = Phase::kInference;
+}
+
+void Dropout::forward_cpu(Context& ctx, const ForwardArgs& args) {
+  last_phase_ = args.phase;
+  float* x = args.inputs[0].data<float>();
+  float* y = args.output.data<float>();
+  const int64_t count = args.output.numel();
+  if (args.phase == Phase::kInference) {
+    parallel_for(count, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      std::memcpy(y + begin, x + begin, static_cast<size_t>(end - begin) * sizeof(float));
+    });
+    return;
+  }
+  // See Note [Dropout mask bits].
+  const uint64_t key = ctx.rng()();
+  const auto threshold = static_cast<uint64_t>(std::llround(static_cast<double>(options_.p) * 4294967296.0));
+  const float scale = 1.0f / (1.0f - options_.p);
+  float* m = mask_.data<float>();
+  const int64_t pairs = (count + 1) / 2, full_pairs = count / 2;
+  parallel_for(pairs, kElementwiseGrain / 2, [&](int64_t begin, int64_t end) {
+    draw_and_apply(x, m, y, begin, std::min(end, full_pairs), key, threshold, scale);
+    if (end > full_pairs) {  // the odd last element: the low half of its pair's bits
+      const uint64_t bits = mix64(key + static_cast<uint64_t>(full_pairs + 1) * kGolden);
+      m[count - 1] = (bits & 0xFFFFFFFFull) >= threshold ? scale : 0.0f;
+      y[count - 1] = x[count - 1] * m[count - 1];
+    }
+  });
+}
+
+void Dropout::backward_cpu(Context&, const BackwardArgs& args) {
+  const Tensor& dx_tensor = args.input_grads[0];
+  if (!dx_tensor.defined()) return;
+  const bool add = args.input_grad_modes[0] == GradMode::kAdd;
+  const bool through_mask = last_phase_ == Phase::kTraining;
+  float* dy = args.output_grad.data<float>();
+  float* dx = dx_tensor.data<float>();
+  float* m = mask_.data<float>();
+  parallel_for(args.output.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    const int64_t n = end - begin;
+    auto out = as_array(dx + begin, n);
+    auto in = as_array(dy + begin, n);
+    if (through_mask) {
+      if (add) {
+        out += in * as_array(m + begin, n);
+      } else {
+        out = in * as_array(m + begin, n);
+      }
+    } else if (add) {
+      out += in;
+    } else {
+      std::memcpy(dx + begin, dy + begin, static_cast<size_t>(n) * sizeof(float));
+    }
+  });
+}
+
+}  // namespace glassbox
+
+#if !GLASSBOX_WITH_CUDA
+namespace glassbox {
+GLASSBOX_LAYER_WITHOUT_CUDA(Dropout)
+}  // namespace glassbox
+#endif

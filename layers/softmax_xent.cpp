@@ -1,0 +1,93 @@
+// layers/softmax_xent.cpp: shapes and the CPU path. Rows are independent:
+// log-softmax row by row in parallel (Eigen, vectorised), then the loss as a
+// serial sum over N in double (N is small; the order is fixed, so the loss is
+// the same whatever the thread count).
+#include "layers/softmax_xent.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "layers/eigen_maps.h"
+#include "layers/parallel_for.h"
+
+namespace glassbox {
+
+std::string SoftmaxCrossEntropy::describe() const {
+  return cat(input_shapes().at(0)[1], " classes, mean over ", input_shapes().at(0)[0]);
+}
+
+Shape SoftmaxCrossEntropy::infer(std::span<const Shape> inputs) const {
+  expect_rank(inputs, 0, 2, "(N, K) logits");
+  const Shape& labels = inputs[1];
+  if (labels.rank() != 1 || labels[0] != inputs[0][0]) {
+    fail(cat("input 1 must be (N) labels, one per row of the logits ", inputs[0].str(), ", so (", inputs[0][0],
+             "); got shape ", labels.str()));
+  }
+  return Shape{1};
+}
+
+void SoftmaxCrossEntropy::check_labels(const Tensor& labels) const {
+  const int64_t n = input_shapes()[0][0], k = input_shapes()[0][1];
+  const int* label = labels.data<int>();
+  for (int64_t i = 0; i < n; ++i) {
+    if (label[i] < 0 || label[i] >= k) {
+      throw Error(cat(name(), " (SoftmaxCrossEntropy): sample ", i, " has label ", label[i], ", outside [0, ", k,
+                      ")"));
+    }
+  }
+}
+
+void SoftmaxCrossEntropy::prepare_cpu(Context& ctx, const PrepareOptions&) {
+  log_probs_ = ctx.allocate(input_shapes()[0], DType::kFloat32, MemoryCategory::kLayerState);
+}
+
+void SoftmaxCrossEntropy::forward_cpu(Context&, const ForwardArgs& args) {
+  const int64_t n = input_shapes()[0][0], k = input_shapes()[0][1];
+  check_labels(args.inputs[1]);  // before any work, and outside the parallel region
+  const float* logits = args.inputs[0].data<float>();
+  float* logp = log_probs_.data<float>();
+  parallel_for(n, std::max<int64_t>(1, kElementwiseGrain / k), [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const Eigen::Map<const Eigen::ArrayXf> x(logits + row * k, k);
+      const float max = x.maxCoeff();
+      const float log_sum = std::log((x - max).exp().sum());
+      as_array(logp + row * k, k) = (x - max) - log_sum;
+    }
+  });
+  const int* labels = args.inputs[1].data<int>();
+  double sum = 0.0;
+  for (int64_t row = 0; row < n; ++row) sum += logp[row * k + labels[row]];
+  args.output.data<float>()[0] = static_cast<float>(-sum / static_cast<double>(n));
+}
+
+void SoftmaxCrossEntropy::backward_cpu(Context&, const BackwardArgs& args) {
+  const Tensor& dx_tensor = args.input_grads[0];
+  if (!dx_tensor.defined()) return;
+  const int64_t n = input_shapes()[0][0], k = input_shapes()[0][1];
+  check_labels(args.inputs[1]);  // the one-hot index below must be in range
+  const bool add = args.input_grad_modes[0] == GradMode::kAdd;
+  const float inv_n = 1.0f / static_cast<float>(n);
+  const int* labels = args.inputs[1].data<int>();
+  float* logp = log_probs_.data<float>();
+  float* dx = dx_tensor.data<float>();
+  parallel_for(n, std::max<int64_t>(1, kElementwiseGrain / k), [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      auto grad = as_array(dx + row * k, k);
+      auto probs = as_array(logp + row * k, k).exp() * inv_n;
+      if (add) {
+        grad += probs;
+      } else {
+        grad = probs;
+      }
+      grad[labels[row]] -= inv_n;
+    }
+  });
+}
+
+}  // namespace glassbox
+
+#if !GLASSBOX_WITH_CUDA
+namespace glassbox {
+GLASSBOX_LAYER_WITHOUT_CUDA(SoftmaxCrossEntropy)
+}  // namespace glassbox
+#endif

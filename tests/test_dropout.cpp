@@ -1,0 +1,197 @@
+// tests/test_dropout.cpp
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <utility>
+
+#include "layers/dropout.h"
+#include "tests/support/checks.h"
+#include "tests/support/devices.h"
+
+namespace glassbox {
+namespace {
+
+// What every dropout forward must satisfy, on either backend: each y is 0 or
+// x / (1 - p), and about 1 - p of them are kept. Returns the kept fraction.
+double expect_dropout_structure(const std::vector<float>& x, const std::vector<float>& y, float p) {
+  const float scale = 1.0f / (1.0f - p);
+  size_t kept = 0, bad = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (y[i] == 0.0f) continue;
+    ++kept;
+    if (std::fabs(y[i] - x[i] * scale) > 1e-6f * (1.0f + std::fabs(x[i] * scale))) ++bad;
+  }
+  EXPECT_EQ(bad, 0u) << "elements neither 0 nor x / (1 - p)";
+  return static_cast<double>(kept) / static_cast<double>(x.size());
+}
+
+// dx must be dy * y / x: the mask forward used (x is never exactly 0 here).
+void expect_backward_uses_forward_mask(const testing::LayerHarness& h) {
+  const std::vector<float> x = h.read(h.inputs[0]), y = h.read(h.output);
+  const std::vector<float> dy = h.read(h.output_grad), dx = h.read(h.input_grads[0]);
+  std::vector<float> expected(x.size());
+  for (size_t i = 0; i < x.size(); ++i) expected[i] = x[i] != 0.0f ? dy[i] * (y[i] / x[i]) : dx[i];
+  testing::expect_close(dx, expected, 1e-5, "dx against dy * y / x");
+}
+
+TEST(Dropout, RejectsPOutsideZeroToOne) {
+  const std::pair<float, const char*> cases[] = {
+      {1.0f, "drop6 (Dropout): p must be in [0, 1), got 1"},
+      {-0.25f, "drop6 (Dropout): p must be in [0, 1), got -0.25"},
+      {std::nanf(""), "drop6 (Dropout): p must be in [0, 1), got nan"},
+  };
+  for (const auto& [p, message] : cases) {
+    try {
+      Dropout drop("drop6", {.p = p});
+      ADD_FAILURE() << "accepted p = " << p;
+    } catch (const ConfigError& e) {
+      EXPECT_STREQ(e.what(), message);
+    }
+  }
+  EXPECT_NO_THROW(Dropout("drop", {.p = 0.0f}));
+  EXPECT_NO_THROW(Dropout("drop", {.p = 0.999f}));
+}
+
+TEST(Dropout, Describes) {
+  EXPECT_EQ(Dropout("drop", {}).describe(), "p 0.5");
+  EXPECT_EQ(Dropout("drop", {.p = 0.25f}).describe(), "p 0.25");
+}
+
+TEST(Dropout, KeepsAboutOneMinusPAndScalesTheKept) {
+  Context ctx = Context::cpu(11);
+  Dropout drop("drop", {.p = 0.3f});
+  testing::LayerHarness h(ctx, drop, {Shape{64, 1001}});  // odd count: the last element has no pair
+  h.randomize(1);
+  h.poison(h.output);
+  h.forward();
+  const double kept = expect_dropout_structure(h.read(h.inputs[0]), h.read(h.output), 0.3f);
+  EXPECT_NEAR(kept, 0.7, 0.01);  // sd is 0.0018 for 64064 draws
+}
+
+TEST(Dropout, SameSeedSameMaskAndFreshMaskEveryForward) {
+  auto run = [](uint64_t seed, int forwards) {
+    Context ctx = Context::cpu(seed);
+    Dropout drop("drop", {.p = 0.5f});
+    testing::LayerHarness h(ctx, drop, {Shape{8, 4099}});
+    h.randomize(1);
+    for (int i = 0; i < forwards; ++i) h.forward();
+    return h.read(h.output);
+  };
+  EXPECT_EQ(run(5, 1), run(5, 1));
+  EXPECT_NE(run(5, 1), run(6, 1));
+  EXPECT_NE(run(5, 1), run(5, 2));
+}
+
+TEST(Dropout, MaskDoesNotDependOnThreadCount) {
+  const int threads = omp_get_max_threads();
+  auto run = [](int thread_count) {
+    omp_set_num_threads(thread_count);
+    Context ctx = Context::cpu(3);
+    Dropout drop("drop", {.p = 0.6f});
+    testing::LayerHarness h(ctx, drop, {Shape{16, 12345}});
+    h.randomize(2);
+    h.forward();
+    return h.read(h.output);
+  };
+  const std::vector<float> one = run(1), three = run(3), eight = run(8);
+  omp_set_num_threads(threads);
+  EXPECT_EQ(one, three);
+  EXPECT_EQ(one, eight);
+}
+
+TEST(Dropout, BackwardUsesTheForwardMask) {
+  Context ctx = Context::cpu();
+  Dropout drop("drop", {.p = 0.4f});
+  testing::LayerHarness h(ctx, drop, {Shape{32, 3001}});
+  h.randomize(4);
+  h.forward();
+  h.poison(h.input_grads[0]);
+  h.backward();
+  expect_backward_uses_forward_mask(h);
+}
+
+TEST(Dropout, InferenceIsTheIdentity) {
+  Context ctx = Context::cpu();
+  Dropout drop("drop", {.p = 0.5f});
+  testing::LayerHarness h(ctx, drop, {Shape{4, 70000}});
+  h.randomize(7);
+  h.poison(h.output);
+  h.forward(Phase::kInference);
+  EXPECT_EQ(h.read(h.output), h.read(h.inputs[0]));
+  h.poison(h.input_grads[0]);
+  h.backward();
+  const std::vector<float> dy = h.read(h.output_grad);
+  EXPECT_EQ(h.read(h.input_grads[0]), dy);
+  h.backward({GradMode::kAdd});
+  std::vector<float> twice = dy;
+  for (float& v : twice) v *= 2.0f;
+  EXPECT_EQ(h.read(h.input_grads[0]), twice);
+}
+
+TEST(Dropout, PZeroKeepsEverything) {
+  Context ctx = Context::cpu();
+  Dropout drop("drop", {.p = 0.0f});
+  testing::LayerHarness h(ctx, drop, {Shape{3, 1000}});
+  h.randomize(8);
+  h.forward();
+  EXPECT_EQ(h.read(h.output), h.read(h.inputs[0]));
+}
+
+// The gradient check reseeds the context's RNG before every forward, so
+// every forward draws the same mask.
+TEST(Dropout, GradientsMatchFiniteDifferences) {
+  testing::check_gradients([] { return std::make_unique<Dropout>("drop", Dropout::Options{.p = 0.4f}); },
+                           {Shape{3, 17}});
+}
+
+// The backends draw different masks, so CUDA is checked for structure, not parity.
+TEST(Dropout, CudaKeepsAboutOneMinusPAndBackwardUsesTheMask) {
+  GLASSBOX_REQUIRE_CUDA();
+  Context ctx = Context::cuda(0, 11);
+  Dropout drop("drop", {.p = 0.3f});
+  testing::LayerHarness h(ctx, drop, {Shape{64, 1001}});
+  h.randomize(1);
+  h.poison(h.output);
+  h.forward();
+  const std::vector<float> first = h.read(h.output);
+  const double kept = expect_dropout_structure(h.read(h.inputs[0]), first, 0.3f);
+  EXPECT_NEAR(kept, 0.7, 0.01);
+  h.poison(h.input_grads[0]);
+  h.backward();
+  expect_backward_uses_forward_mask(h);
+  // kAdd: onto what is there, with the same mask.
+  const std::vector<float> written = h.read(h.input_grads[0]);
+  const std::vector<float> start = testing::random_values(h.input_grads[0].numel(), 99);
+  h.write(h.input_grads[0], start);
+  h.backward({GradMode::kAdd});
+  std::vector<float> expected(start.size());
+  for (size_t i = 0; i < start.size(); ++i) expected[i] = start[i] + written[i];
+  testing::expect_close(h.read(h.input_grads[0]), expected, 1e-6, "dx with GradMode::kAdd");
+  // A fresh mask every forward.
+  h.forward();
+  EXPECT_NE(h.read(h.output), first);
+}
+
+// In inference both backends are the identity, so they can be compared.
+TEST(Dropout, CudaMatchesCpuInInference) {
+  testing::check_cpu_cuda_parity([] { return std::make_unique<Dropout>("drop", Dropout::Options{.p = 0.5f}); },
+                                 {Shape{8, 300}}, {.tolerance = 0.0, .phase = Phase::kInference});
+}
+
+TEST(Dropout, CudaInferenceIsTheIdentity) {
+  GLASSBOX_REQUIRE_CUDA();
+  Context ctx = Context::cuda(0);
+  Dropout drop("drop", {.p = 0.5f});
+  testing::LayerHarness h(ctx, drop, {Shape{4, 3000}});
+  h.randomize(7);
+  h.poison(h.output);
+  h.forward(Phase::kInference);
+  EXPECT_EQ(h.read(h.output), h.read(h.inputs[0]));
+  h.poison(h.input_grads[0]);
+  h.backward();
+  EXPECT_EQ(h.read(h.input_grads[0]), h.read(h.output_grad));
+}
+
+}  // namespace
+}  // namespace glassbox
