@@ -1,0 +1,396 @@
+#!/usr/bin/env bash
+# tools/gpu_check.sh: the GPU suite (DESIGN.md section 6), run from the repo
+# root on a GPU machine, typically one without a package manager (section 7):
+#
+#   1 system     nvidia-smi, tool and library versions
+#   2 libraries  pip's NVIDIA roots (cuDNN, NCCL, cuBLAS) and the staged
+#                Google Benchmark on LD_LIBRARY_PATH for the loader
+#   3 build      CMake (Ninja, CUDA on, sm_90, -DGLASSBOX_STAGED_DEPS=third_party/staged)
+#                into build-gpu with every core; or --prebuilt DIR
+#   4 tests      every tests/test_* binary with GLASSBOX_REQUIRE_GPU=1 (a GPU
+#                test that skips is a failure)
+#   5 memcheck   compute-sanitizer --tool memcheck over the layer tests (all
+#                but test_nets, test_graph, test_optim)
+#   6 bench      build-gpu/bench_nets --device=cuda and the PyTorch peer for
+#                LeNet, AlexNet, VGG16 at the default GPU batches, then
+#                bench/compare.py -> bench/results/<YYYY-MM-DD>-<gpu>.json
+#
+# Every step runs even when an earlier one failed (a step that needs the build
+# is reported as failed when there is none); the exit status is 1 if any step
+# failed, 2 for bad usage. Logs go to build-gpu-check/ and, when $OUT is set
+# (the device tool), are copied there as each step ends, so a run cut short
+# by a time limit still returns what it did (at most 8 files).
+#
+# Usage: bash tools/gpu_check.sh [--prebuilt DIR] [--skip STEPS] [--only STEPS]
+#                                [--bench-filter REGEX] [--dry-run]
+#   --prebuilt DIR   use binaries built elsewhere for sm_90: DIR/tests/test_*
+#                    and DIR/bench_nets (skips configure and build)
+#   --skip / --only  comma-separated steps among build,tests,memcheck,bench
+#                    (system and libraries always run)
+#   --bench-filter   default '^(LeNet|AlexNet|VGG16)/'
+#   --dry-run        detect and print what would run, run nothing
+#
+# Environment: GPU_CHECK_TEST_TIMEOUT (seconds per test binary, default 600),
+# GPU_CHECK_JOBS (parallel test binaries and build jobs, default nproc),
+# GPU_CHECK_CUBLAS=pip (take cuBLAS from pip's nvidia/cu13 even where the
+# toolkit has one; it does so anyway where the toolkit has none).
+#
+# Not `set -e`: a failed step must not end the run. Each step runs in a
+# subshell with `set -e` of its own; failures are collected.
+# The step_* functions are called by name through run_step, which shellcheck
+# cannot follow (SC2317: "command appears to be unreachable").
+# shellcheck disable=SC2317
+set -uo pipefail
+
+usage() { sed -n '/^# Usage:/,/^# toolkit has one/p' "$0" | sed 's/^# \{0,1\}//'; }
+die() { echo "gpu_check: $*" >&2; exit 2; }
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo" || die "cannot enter $repo"
+
+prebuilt=""
+dry_run=0
+skip=""
+only=""
+bench_filter='^(LeNet|AlexNet|VGG16)/'
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --prebuilt) [ $# -ge 2 ] || die "--prebuilt needs a directory"; prebuilt=$2; shift 2 ;;
+    --prebuilt=*) prebuilt=${1#*=}; shift ;;
+    --skip) [ $# -ge 2 ] || die "--skip needs steps"; skip=$2; shift 2 ;;
+    --skip=*) skip=${1#*=}; shift ;;
+    --only) [ $# -ge 2 ] || die "--only needs steps"; only=$2; shift 2 ;;
+    --only=*) only=${1#*=}; shift ;;
+    --bench-filter) [ $# -ge 2 ] || die "--bench-filter needs a regex"; bench_filter=$2; shift 2 ;;
+    --bench-filter=*) bench_filter=${1#*=}; shift ;;
+    --dry-run) dry_run=1; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+  esac
+done
+for step in ${skip//,/ } ${only//,/ }; do
+  case "$step" in build|tests|memcheck|bench) ;; *) die "unknown step '$step' (steps: build,tests,memcheck,bench)" ;; esac
+done
+if [ -n "$prebuilt" ]; then
+  [ -d "$prebuilt" ] || die "--prebuilt $prebuilt: no such directory"
+  prebuilt=$(cd "$prebuilt" && pwd)
+fi
+
+wanted() {  # wanted STEP: not skipped, and in --only when given
+  case ",$skip," in *",$1,"*) return 1 ;; esac
+  [ -z "$only" ] && return 0
+  case ",$only," in *",$1,"*) return 0 ;; esac
+  return 1
+}
+
+jobs=${GPU_CHECK_JOBS:-$(nproc)}
+test_timeout=${GPU_CHECK_TEST_TIMEOUT:-600}
+logs="$repo/build-gpu-check"
+build=${prebuilt:-"$repo/build-gpu"}
+staged="$repo/third_party/staged"
+python=$(command -v python3 || true)
+mkdir -p "$logs"
+rm -f "$logs"/*.log "$logs"/*.json "$logs"/summary.txt
+
+declare -a summary=()
+failed=0
+record() {  # record STEP STATUS DETAIL
+  summary+=("$(printf '%-10s %-7s %s' "$1" "$2" "$3")")
+  [ "$2" = "FAILED" ] && failed=1
+  return 0
+}
+
+to_out() {  # copies files to $OUT (the device tool brings back at most 8 files)
+  [ -n "${OUT:-}" ] || return 0
+  mkdir -p "$OUT" || return 0
+  cp -f "$@" "$OUT/" 2>/dev/null || echo "gpu_check: could not copy $* to \$OUT"
+}
+
+banner() { printf '\n==== %s ====\n' "$*"; }
+
+show() {  # prints a command as it will run; runs it unless --dry-run
+  printf '+'; printf ' %q' "$@"; printf '\n'
+  [ "$dry_run" -eq 1 ] && return 0
+  "$@"
+}
+
+# run_step NAME LOG FUNCTION: runs FUNCTION in a subshell with set -e, output
+# to the console and LOG; returns its status.
+run_step() {
+  local name=$1 log=$2 fn=$3 rc
+  banner "$name"
+  ( set -e; "$fn" ) 2>&1 | tee -a "$log"
+  rc=${PIPESTATUS[0]}
+  to_out "$log"
+  return "$rc"
+}
+
+# ---- 1 system -------------------------------------------------------------------------------
+step_system() {
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)   host: $(hostname)   cores: $(nproc)"
+  echo "repo: $repo   commit: $(git -C "$repo" rev-parse --short=12 HEAD 2>/dev/null || echo 'unknown (no .git)')"
+  local ok=1
+  if command -v nvidia-smi >/dev/null; then
+    nvidia-smi || ok=0
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv || ok=0
+  else
+    echo "nvidia-smi: not found"; ok=0
+  fi
+  for tool in nvcc cmake ninja; do
+    if command -v "$tool" >/dev/null; then "$tool" --version | sed -n '1,4p'; else echo "$tool: not found"; ok=0; fi
+  done
+  if [ -n "$sanitizer" ]; then "$sanitizer" --version | tail -n 2; else echo "compute-sanitizer: not found"; fi
+  if [ -n "$python" ]; then
+    "$python" -c 'import sys, torch, torchvision
+print("python", sys.version.split()[0], sys.executable)
+print("torch", torch.__version__, "torchvision", torchvision.__version__, "CUDA", torch.version.cuda,
+      "cuDNN", torch.backends.cudnn.version(), "GPU available:", torch.cuda.is_available())' || ok=0
+  else
+    echo "python3: not found"; ok=0
+  fi
+  if [ -f "$staged/STAGED" ]; then echo "staged dependencies ($staged):"; sed 's/^/  /' "$staged/STAGED"
+  else echo "staged dependencies: $staged/STAGED missing (run tools/stage_deps.sh on the CPU machine and carry third_party/staged)"; fi
+  [ "$ok" -eq 1 ] || { echo "system: something essential is missing (above)"; return 1; }
+}
+
+# ---- 2 libraries (in this shell: it exports LD_LIBRARY_PATH) ----------------------------------------
+# Sets: pip_roots (array), cmake_extra (array), LD_LIBRARY_PATH.
+declare -a pip_roots=() cmake_extra=()
+find_libraries() {
+  local nvcc_path cuda_home base lib_dirs="" ok=1
+  nvcc_path=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  cuda_home=$(cd "$(dirname "$(readlink -f "$nvcc_path")")/.." 2>/dev/null && pwd || echo /usr/local/cuda)
+  echo "CUDA toolkit: $cuda_home"
+  if [ -n "$python" ]; then
+    mapfile -t pip_roots < <("$python" -c 'import nvidia
+for p in list(nvidia.__path__): print(p)' 2>/dev/null)
+  fi
+  if [ ${#pip_roots[@]} -eq 0 ]; then
+    echo "pip NVIDIA packages: none found (python3 -c 'import nvidia' failed); relying on the toolkit"
+  fi
+  for base in "${pip_roots[@]}"; do
+    echo "pip NVIDIA root: $base"
+    for dir in "$base"/*/lib; do
+      [ -d "$dir" ] && lib_dirs="$lib_dirs:$dir"
+    done
+  done
+  [ -d "$staged/benchmark/lib" ] && lib_dirs="$lib_dirs:$staged/benchmark/lib"
+  for dir in "$cuda_home/lib64" "$cuda_home/lib"; do [ -d "$dir" ] && lib_dirs="$lib_dirs:$dir"; done
+  export LD_LIBRARY_PATH="${lib_dirs#:}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+
+  local name found
+  for name in libcudnn.so.9 libnccl.so.2 libcublas.so.13 libcudart.so.13; do
+    found=$(IFS=:; for d in $LD_LIBRARY_PATH; do [ -e "$d/$name" ] && { echo "$d/$name"; break; }; done)
+    if [ -n "$found" ]; then echo "  $name: $found"; else echo "  $name: NOT FOUND"; ok=0; fi
+  done
+
+  # Debian's libbenchmark needs a libstdc++ at least as new as GCC 12's.
+  local bench_so
+  for bench_so in "$staged"/benchmark/lib/libbenchmark.so.*; do
+    [ -f "$bench_so" ] || continue
+    if ldd "$bench_so" 2>&1 | grep -q 'not found'; then
+      echo "  $(basename "$bench_so"): cannot load here:"; ldd "$bench_so" 2>&1 | grep 'not found' | sed 's/^/    /'; ok=0
+    else
+      echo "  $(basename "$bench_so"): loads ($staged/benchmark/lib)"
+    fi
+  done
+
+  # cuBLAS: CMake's FindCUDAToolkit looks only beside the toolkit and only for
+  # the unversioned name; where the toolkit has none, point it at pip's.
+  if [ "${GPU_CHECK_CUBLAS:-}" = pip ] || { ! compgen -G "$cuda_home/lib64/libcublas.so*" >/dev/null \
+       && ! compgen -G "$cuda_home/targets/*/lib/libcublas.so*" >/dev/null; }; then
+    local cu13="" root
+    for root in "${pip_roots[@]}"; do
+      for dir in "$root"/cu*; do [ -f "$dir/include/cublas_v2.h" ] && cu13=$dir; done
+    done
+    if [ -n "$cu13" ]; then
+      local cublas cublaslt
+      cublas=$(compgen -G "$cu13/lib/libcublas.so.*" | head -n 1)
+      cublaslt=$(compgen -G "$cu13/lib/libcublasLt.so.*" | head -n 1)
+      echo "cuBLAS: using pip's $cu13 ($cublas)${GPU_CHECK_CUBLAS:+ (GPU_CHECK_CUBLAS=$GPU_CHECK_CUBLAS)}"
+      cmake_extra+=("-DCUDA_cublas_LIBRARY=$cublas" "-DCUDA_cublasLt_LIBRARY=$cublaslt"
+                    "-DCMAKE_CXX_STANDARD_INCLUDE_DIRECTORIES=$cu13/include"
+                    "-DCMAKE_CUDA_STANDARD_INCLUDE_DIRECTORIES=$cu13/include")
+    else
+      echo "cuBLAS: neither in the toolkit nor in pip's NVIDIA packages"; ok=0
+    fi
+  fi
+  [ "$ok" -eq 1 ]
+}
+
+# ---- 3 build -------------------------------------------------------------------------------------
+step_build() {
+  if [ ! -f "$staged/STAGED" ]; then
+    echo "build: third_party/staged is missing: run tools/stage_deps.sh on the CPU machine and carry third_party/staged"
+    return 1
+  fi
+  show cmake -S "$repo" -B "$repo/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DGLASSBOX_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DGLASSBOX_STAGED_DEPS="$staged" \
+    ${python:+-DGLASSBOX_PYTHON="$python"} "${cmake_extra[@]}"
+  show cmake --build "$repo/build-gpu" -j "$jobs"
+}
+
+have_build() {
+  [ "$dry_run" -eq 1 ] && return 0
+  compgen -G "$build/tests/test_*" >/dev/null || compgen -G "$build/bench_nets" >/dev/null
+}
+
+test_binaries() {  # test_binaries [layer]: the test executables, sorted
+  local t name
+  for t in "$build"/tests/test_*; do
+    if [ ! -f "$t" ] || [ ! -x "$t" ]; then continue; fi
+    name=$(basename "$t")
+    if [ "${1:-}" = layer ]; then
+      case "$name" in test_nets|test_graph|test_optim) continue ;; esac
+    fi
+    echo "$t"
+  done
+}
+
+# ---- 4 tests ---------------------------------------------------------------------------------------
+step_tests() {
+  local t name code skips status rc=0 results="$logs/tests.d"
+  local -a list
+  mapfile -t list < <(test_binaries)
+  [ ${#list[@]} -gt 0 ] || [ "$dry_run" -eq 0 ] || list=("$build/tests/test_*")
+  [ ${#list[@]} -gt 0 ] || { echo "tests: no test binaries in $build/tests"; return 1; }
+  export GLASSBOX_REQUIRE_GPU=1
+  echo "GLASSBOX_REQUIRE_GPU=1; ${#list[@]} binaries, $jobs at a time, ${test_timeout} s each"
+  if [ "$dry_run" -eq 1 ]; then printf '+ %s --gtest_color=no\n' "${list[@]}"; return 0; fi
+  rm -rf "$results" && mkdir -p "$results"
+  # One log per binary, run in parallel; printed in order afterwards.
+  # shellcheck disable=SC2016  # expanded by the inner bash
+  printf '%s\0' "${list[@]}" | xargs -0 -P "$jobs" -I{} bash -c \
+    'log="$2/$(basename "$1").log"; timeout "$3" "$1" --gtest_color=no >"$log" 2>&1; echo $? >"$log.rc"' \
+    _ {} "$results" "$test_timeout"
+  for t in "${list[@]}"; do
+    name=$(basename "$t")
+    echo "---- $name (exit $(cat "$results/$name.log.rc"))"
+    cat "$results/$name.log"
+  done
+  echo "---- summary (GLASSBOX_REQUIRE_GPU=1)"
+  for t in "${list[@]}"; do
+    name=$(basename "$t")
+    code=$(cat "$results/$name.log.rc")
+    skips=$(sed -n 's/^\[  SKIPPED \] \([^ ]*\.[^ ]*\).*/\1/p' "$results/$name.log" | sort -u | wc -l)
+    case "$code" in 0) status=passed ;; 124) status="TIMED OUT after ${test_timeout} s" ;; *) status="FAILED (exit $code)" ;; esac
+    [ "$skips" -eq 0 ] || status="$status, $skips skipped"
+    printf '  %-28s %s\n' "$name" "$status"
+    [ "$code" -eq 0 ] || rc=1
+  done
+  if grep -q '^\[  SKIPPED \] [^ ]*\.' "$results"/*.log; then
+    echo "WARNING: tests skipped although GLASSBOX_REQUIRE_GPU=1 (see '[  SKIPPED ]' lines above): on a GPU machine"
+    echo "         a GPU test must run; the test support turns GPU skips into failures under that variable"
+  fi
+  return "$rc"
+}
+
+# ---- 5 memcheck -----------------------------------------------------------------------------------
+step_memcheck() {
+  [ -n "$sanitizer" ] || { echo "memcheck: compute-sanitizer not found"; return 1; }
+  local t rc=0 code
+  local -a list
+  mapfile -t list < <(test_binaries layer)
+  [ ${#list[@]} -gt 0 ] || [ "$dry_run" -eq 0 ] || list=("$build/tests/test_* (but test_nets, test_graph, test_optim)")
+  [ ${#list[@]} -gt 0 ] || { echo "memcheck: no layer test binaries in $build/tests"; return 1; }
+  export GLASSBOX_REQUIRE_GPU=1
+  for t in "${list[@]}"; do
+    echo "---- $(basename "$t")"
+    code=0
+    show timeout "$test_timeout" "$sanitizer" --tool memcheck --error-exitcode 99 --print-limit 50 \
+      "$t" --gtest_color=no --gtest_brief=1 || code=$?
+    case "$code" in
+      0) echo "memcheck $(basename "$t"): clean" ;;
+      99) echo "memcheck $(basename "$t"): MEMORY ERRORS (above)"; rc=1 ;;
+      124) echo "memcheck $(basename "$t"): TIMED OUT after ${test_timeout} s"; rc=1 ;;
+      *) echo "memcheck $(basename "$t"): test FAILED under the sanitizer (exit $code)"; rc=1 ;;
+    esac
+  done
+  return "$rc"
+}
+
+# ---- 6 bench ----------------------------------------------------------------------------------------
+gpu_slug() {
+  local name
+  name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
+  name=$(echo "${name:-unknown-gpu}" | tr '[:upper:]' '[:lower:]' | sed -e 's/[^a-z0-9]\{1,\}/-/g' -e 's/^-//' -e 's/-$//')
+  echo "${name:-unknown-gpu}"
+}
+
+step_bench() {
+  local rc=0 gb_json="$logs/bench_nets.json" pt_json="$logs/pytorch_nets.json"
+  [ "$dry_run" -eq 1 ] || rm -f "$results_file"  # never pass off an earlier run's file as this one's
+  echo "---- Glassbox: $build/bench_nets"
+  if [ "$dry_run" -eq 1 ] || [ -x "$build/bench_nets" ]; then
+    if show "$build/bench_nets" --device=cuda --benchmark_filter="$bench_filter" \
+         --benchmark_out="$gb_json" --benchmark_out_format=json; then
+      if [ "$dry_run" -eq 0 ] && ! "$python" -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1]))["benchmarks"] else 1)' "$gb_json"; then
+        echo "bench_nets: no benchmark ran (filter '$bench_filter')"; rc=1
+      fi
+    else
+      echo "bench_nets: FAILED"; rc=1
+    fi
+  else
+    echo "bench_nets: not built ($build/bench_nets missing)"; rc=1
+  fi
+  echo "---- PyTorch: bench/peers/pytorch_nets.py"
+  show "$python" bench/peers/pytorch_nets.py --device cuda --filter "$bench_filter" --json "$pt_json" \
+    || { echo "pytorch_nets: FAILED"; rc=1; }
+  echo "---- comparison"
+  if [ "$dry_run" -eq 1 ] || { [ -s "$gb_json" ] && [ -s "$pt_json" ]; }; then
+    show "$python" bench/compare.py "$gb_json" "$pt_json" --out "$results_file" || { echo "compare: FAILED"; rc=1; }
+  else
+    echo "compare: skipped (needs both $gb_json and $pt_json)"; rc=1
+  fi
+  return "$rc"
+}
+
+# ---- main -------------------------------------------------------------------------------------------
+sanitizer=$(command -v compute-sanitizer || true)
+for candidate in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
+  [ -z "$sanitizer" ] && [ -x "$candidate" ] && sanitizer=$candidate
+done
+[ "$dry_run" -eq 1 ] && echo "gpu_check: dry run: detecting, printing commands, running nothing"
+
+if run_step "1 system" "$logs/system.log" step_system; then record system ok ""; else record system FAILED "see system.log"; fi
+
+banner "2 libraries"
+# In this shell (not a pipeline) so that its exports stay.
+if find_libraries >"$logs/libraries.out" 2>&1; then record libraries ok ""
+else record libraries FAILED "a library is missing (system.log)"; fi
+tee -a "$logs/system.log" <"$logs/libraries.out" && rm -f "$logs/libraries.out"
+to_out "$logs/system.log"
+results_file="bench/results/$(date -u +%F)-$(gpu_slug).json"
+
+if [ -n "$prebuilt" ]; then
+  record build ok "prebuilt: $prebuilt"
+elif wanted build; then
+  if run_step "3 build" "$logs/build.log" step_build; then record build ok "build-gpu"; else record build FAILED "see build.log"; fi
+else
+  record build skipped ""
+fi
+
+for step in tests memcheck bench; do
+  case "$step" in tests) n=4 ;; memcheck) n=5 ;; bench) n=6 ;; esac
+  if ! wanted "$step"; then record "$step" skipped ""; continue; fi
+  if [ "$step" != bench ] && ! have_build; then
+    banner "$n $step"; echo "$step: no build in $build"; record "$step" FAILED "no build"; continue
+  fi
+  if run_step "$n $step" "$logs/$step.log" "step_$step"; then record "$step" ok ""; else record "$step" FAILED "see $step.log"; fi
+done
+
+if [ "$dry_run" -eq 0 ] && wanted bench; then
+  if [ -f "$results_file" ]; then to_out "$results_file"
+  else for f in "$logs/bench_nets.json" "$logs/pytorch_nets.json"; do [ -f "$f" ] && to_out "$f"; done; fi
+fi
+
+banner "summary"
+{
+  printf '%s\n' "${summary[@]}"
+  if [ -f "$results_file" ]; then echo "results: $results_file"; fi
+  echo "logs: $logs${OUT:+ (copied to \$OUT)}"
+  if [ "$failed" -eq 0 ]; then echo "gpu_check: all steps passed"; else echo "gpu_check: FAILED (see above)"; fi
+} | tee "$logs/summary.txt"
+to_out "$logs/summary.txt"
+exit "$failed"

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# tools/stage_deps.sh: stages into third_party/staged/ what a GPU machine
+# without a package manager lacks for the build (DESIGN.md section 7), taken
+# from this (Debian) machine's packages:
+#   eigen3/      Eigen headers                (libeigen3-dev, /usr/include/eigen3)
+#   googletest/  GoogleTest + GoogleMock sources, built from source there
+#                                             (googletest, /usr/src/googletest)
+#   benchmark/   Google Benchmark 1.7.1 headers and shared library
+#                                             (libbenchmark-dev, libbenchmark1debian)
+# cmake/StagedDeps.cmake turns the folder into the build's targets when CMake
+# is given -DGLASSBOX_STAGED_DEPS=third_party/staged.
+#
+# The folder travels to the GPU machine as a `carry` path, where a symbolic
+# link arrives only as a link: every file staged here is a real file, and the
+# shared library is staged under both names it is needed by (the linker's
+# libbenchmark.so and the loader's SONAME).
+#
+# Usage: tools/stage_deps.sh [DEST]    (default: third_party/staged in the repo)
+set -euo pipefail
+
+die() { echo "stage_deps: $*" >&2; exit 1; }
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+dest=${1:-"$repo/third_party/staged"}
+[ $# -le 1 ] || die "usage: tools/stage_deps.sh [DEST]"
+limit_mib=64  # the device tool's carry limit, all carried paths together
+
+eigen_src=/usr/include/eigen3
+gtest_src=/usr/src/googletest
+bench_include=/usr/include/benchmark
+bench_lib_dir=/usr/lib/x86_64-linux-gnu
+bench_version=1.7.1
+bench_lib="$bench_lib_dir/libbenchmark.so.$bench_version"
+
+missing=()
+[ -f "$eigen_src/Eigen/Core" ] || missing+=(libeigen3-dev)
+[ -f "$gtest_src/googletest/src/gtest-all.cc" ] || missing+=(googletest)
+[ -f "$bench_include/benchmark.h" ] || missing+=(libbenchmark-dev)
+[ -f "$bench_lib" ] || missing+=(libbenchmark1debian)
+if [ ${#missing[@]} -gt 0 ]; then
+  die "missing Debian packages: ${missing[*]} (apt-get install -y ${missing[*]})"
+fi
+command -v objdump >/dev/null || die "objdump not found (apt-get install -y binutils)"
+
+soname=$(objdump -p "$bench_lib" | awk '$1 == "SONAME" { print $2 }')
+[ -n "$soname" ] || die "no SONAME in $bench_lib"
+
+# Start from an empty folder so nothing stale travels.
+if [ -e "$dest" ] && [ -n "$(ls -A "$dest")" ] && [ ! -f "$dest/STAGED" ]; then
+  die "$dest is not empty and was not made by this script; refusing to replace it"
+fi
+rm -rf "$dest"
+mkdir -p "$dest"
+
+# -L: copy what links point to, so the folder holds real files only.
+echo "stage_deps: Eigen from $eigen_src"
+mkdir -p "$dest/eigen3"
+cp -RL "$eigen_src/Eigen" "$eigen_src/unsupported" "$dest/eigen3/"
+[ -f "$eigen_src/signature_of_eigen3_matrix_library" ] \
+  && cp -L "$eigen_src/signature_of_eigen3_matrix_library" "$dest/eigen3/"
+
+echo "stage_deps: GoogleTest sources from $gtest_src"
+for part in googletest googlemock; do
+  mkdir -p "$dest/googletest/$part"
+  cp -RL "$gtest_src/$part/include" "$gtest_src/$part/src" "$dest/googletest/$part/"
+done
+
+echo "stage_deps: Google Benchmark $bench_version from $bench_lib (SONAME $soname)"
+mkdir -p "$dest/benchmark/include" "$dest/benchmark/lib"
+cp -RL "$bench_include" "$dest/benchmark/include/"
+cp -L "$bench_lib" "$dest/benchmark/lib/$soname"          # what the loader looks for
+cp -L "$bench_lib" "$dest/benchmark/lib/libbenchmark.so"  # what -lbenchmark looks for
+
+mkdir -p "$dest/licenses"
+for package in libeigen3-dev googletest libbenchmark-dev; do
+  [ -f "/usr/share/doc/$package/copyright" ] && cp -L "/usr/share/doc/$package/copyright" "$dest/licenses/$package"
+done
+
+eigen_version=$(awk '/#define EIGEN_(WORLD|MAJOR|MINOR)_VERSION/ { v = v (v ? "." : "") $3 } END { print v }' \
+                "$dest/eigen3/Eigen/src/Core/util/Macros.h")
+gtest_version=$(dpkg-query -W -f='${Version}' googletest 2>/dev/null || echo unknown)
+cat > "$dest/STAGED" <<EOF
+Staged by tools/stage_deps.sh on $(date -u +%Y-%m-%dT%H:%M:%SZ) from $(sed -n 's/^PRETTY_NAME="\(.*\)"$/\1/p' /etc/os-release).
+eigen $eigen_version
+googletest $gtest_version
+benchmark $bench_version soname $soname
+benchmark library needs: $(objdump -p "$bench_lib" | awk '$1 == "NEEDED" { printf "%s ", $2 }')
+benchmark symbol versions: $(objdump -T "$bench_lib" | grep -oE '(GLIBC|GLIBCXX|CXXABI)_[0-9.]+' | sort -uV | tr '\n' ' ')
+EOF
+
+links=$(find "$dest" -type l | wc -l)
+[ "$links" -eq 0 ] || die "$links symbolic links staged; expected real files only"
+bytes=$(du -sb "$dest" | cut -f1)
+mib=$(( (bytes + 1048575) / 1048576 ))
+echo "stage_deps: staged $dest: $(find "$dest" -type f | wc -l) files, ${mib} MiB (carry limit ${limit_mib} MiB for all paths)"
+[ "$mib" -lt $(( limit_mib / 2 )) ] || die "staged folder is ${mib} MiB, too close to the ${limit_mib} MiB carry limit"
