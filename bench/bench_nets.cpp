@@ -17,7 +17,10 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "bench/support/net_session.h"
+#include "bench/support/plain_names.h"
 #include "bench/support/sgemm_reference.h"
 #include "tensor/event_timer.h"
 #include "tensor/runtime_info.h"
@@ -29,6 +32,9 @@ constexpr int kWarmupSteps = 10;
 
 struct Settings {
   Device device;
+  std::string display_format = "console";  // Google Benchmark's --benchmark_format
+  std::string file_format = "json";        // --benchmark_out_format
+  bool writes_file = false;                // --benchmark_out given
   int batch = 0;  // 0: each network's default for the device
   Precision precision = Precision::kFp32;
   AlgoSearch algo_search = AlgoSearch::kHeuristic;
@@ -130,6 +136,15 @@ Settings parse_own_flags(int& argc, char** argv) {
       }
     } else if (arg == "--cudnn-search") {
       s.algo_search = AlgoSearch::kMeasured;
+    } else if (const char* v = value("--benchmark_format=")) {
+      s.display_format = v;  // read here, and left for Google Benchmark too
+      argv[kept++] = argv[i];
+    } else if (const char* v = value("--benchmark_out_format=")) {
+      s.file_format = v;
+      argv[kept++] = argv[i];
+    } else if (value("--benchmark_out=")) {
+      s.writes_file = true;
+      argv[kept++] = argv[i];
     } else if (arg == "--help") {
       std::printf(
           "bench_nets [--device=cpu|cuda|cuda:N] [--batch=N] [--precision=fp32|tf32] [--cudnn-search]\n"
@@ -186,7 +201,15 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  const size_t ran = benchmark::RunSpecifiedBenchmarks();
+  std::unique_ptr<benchmark::BenchmarkReporter> display, file;
+  try {
+    display = bench::make_plain_name_reporter(settings.display_format, isatty(fileno(stdout)) != 0);
+    if (settings.writes_file) file = bench::make_plain_name_reporter(settings.file_format, false);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "bench_nets: %s\n", e.what());
+    return 2;
+  }
+  const size_t ran = benchmark::RunSpecifiedBenchmarks(display.get(), file.get());
   benchmark::Shutdown();
   if (ran == 0) {
     std::fprintf(stderr, "bench_nets: no benchmark matches --benchmark_filter='%s'; networks: %s; modes: "

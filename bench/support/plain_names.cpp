@@ -1,0 +1,36 @@
+// bench/support/plain_names.cpp
+#include "bench/support/plain_names.h"
+
+#include "tensor/error.h"
+
+namespace glassbox::bench {
+
+bool PlainNameReporter::ReportContext(const Context& context) {
+  // Google Benchmark points this wrapper at the console or the --benchmark_out
+  // file before the first report: pass the streams on.
+  inner_->SetOutputStream(&GetOutputStream());
+  inner_->SetErrorStream(&GetErrorStream());
+  return inner_->ReportContext(context);
+}
+
+void PlainNameReporter::ReportRuns(const std::vector<Run>& runs) {
+  std::vector<Run> renamed = runs;
+  for (Run& run : renamed) run.run_name.time_type.clear();
+  inner_->ReportRuns(renamed);
+}
+
+std::unique_ptr<benchmark::BenchmarkReporter> make_plain_name_reporter(std::string_view format, bool color) {
+  std::unique_ptr<benchmark::BenchmarkReporter> inner;
+  if (format == "console") {
+    inner = std::make_unique<benchmark::ConsoleReporter>(color ? benchmark::ConsoleReporter::OO_ColorTabular
+                                                               : benchmark::ConsoleReporter::OO_Tabular);
+  } else if (format == "json") {
+    inner = std::make_unique<benchmark::JSONReporter>();
+  } else {
+    // Google Benchmark's CSV reporter is deprecated in 1.7.1 and left out.
+    throw ConfigError(cat("unknown output format '", format, "'; valid: console, json"));
+  }
+  return std::make_unique<PlainNameReporter>(std::move(inner));
+}
+
+}  // namespace glassbox::bench

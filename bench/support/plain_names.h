@@ -1,0 +1,34 @@
+// bench/support/plain_names.h: result names as DESIGN.md gives them.
+//
+// Google Benchmark 1.7.1 appends "/manual_time" to the name of every manually
+// timed benchmark, with no switch to turn it off. Our benchmarks are all
+// manually timed (CUDA events), and their names are <Net>/<mode>/batch:<N>, so
+// bench_nets prints and writes results through this wrapper, which clears that
+// one field and hands the runs to Google Benchmark's own reporter.
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+namespace glassbox::bench {
+
+class PlainNameReporter final : public benchmark::BenchmarkReporter {
+ public:
+  explicit PlainNameReporter(std::unique_ptr<benchmark::BenchmarkReporter> inner) : inner_(std::move(inner)) {}
+
+  bool ReportContext(const Context& context) override;
+  void ReportRuns(const std::vector<Run>& runs) override;
+  void Finalize() override { inner_->Finalize(); }
+
+ private:
+  std::unique_ptr<benchmark::BenchmarkReporter> inner_;
+};
+
+// Google Benchmark's reporter for "console" or "json", wrapped; throws
+// ConfigError for another format name.
+std::unique_ptr<benchmark::BenchmarkReporter> make_plain_name_reporter(std::string_view format, bool color);
+
+}  // namespace glassbox::bench
