@@ -8,7 +8,7 @@
 // does not hide, so the work is cut into items small enough for a core's cache:
 //   forward          item (n, g, tile of output pixels): unfold the tile, y_tile = W_g * col_tile
 //   backward-filter  item (g, n, tile): unfold again, dW_g += dy_tile * col_tile^T, into a
-//                    per-thread partial (thread 0 writes the real gradient) reduced afterwards
+//                    per-thread partial (thread 0 adds to the real gradient) reduced afterwards
 //   backward-data    item (n, g, block of input channels): for each tile, dcol = W_block^T * dy_tile,
 //                    then fold back ("col2im") into the block's own dx, so no two threads
 //                    write the same element
@@ -28,14 +28,19 @@
 namespace glassbox {
 namespace {
 
-// Output pixels per work item. Measured on VGG16's layers (2-core AVX-512):
-// 512 beat 256 and 1024; 768 and above fell out of cache. Tiles are balanced
-// (an image's pixels split evenly), so each is at most this.
+// Output pixels per work item. Measured (GEMMs alone, VGG16's layers, 2-core
+// AVX-512) before this layer was written: 512 beat 256 and 1024; 768 and above
+// fell out of cache. Tiles are balanced (an image's pixels split evenly), so
+// each is at most this.
 constexpr int64_t kTargetTile = 512;
-// Backward-data items should be enough to keep every thread busy.
-constexpr int64_t kDataItemsPerThread = 2;
+// Work items per thread, at least, where shapes allow: a little slack for
+// dynamic scheduling to balance threads.
+constexpr int64_t kItemsPerThread = 2;
+constexpr int64_t kMinTile = 64;  // pixels; smaller tiles make thin products
+// Backward-data items: more of them, as they are cheap to cut finer.
+constexpr int64_t kDataItemsPerThread = 4;
 // ... but not so small that the product W_block^T * dy_tile has too few rows.
-constexpr int64_t kMinDataRows = 64;
+constexpr int64_t kMinDataRows = 128;
 
 using ConstMatrixMap = Eigen::Map<const RowMatrix>;
 using ConstStridedMap = Eigen::Map<const RowMatrix, Eigen::Unaligned, Eigen::OuterStride<>>;
@@ -218,11 +223,21 @@ void Conv2d::prepare_cpu(Context&, const PrepareOptions&) {
   pl.groups = o.groups, pl.cg = pl.c / o.groups, pl.kg = pl.k / o.groups;
   pl.r = o.kernel.h, pl.s = o.kernel.w;
   pl.crs = pl.cg * pl.r * pl.s;
-  const int64_t pixels = pl.p * pl.q;
-  pl.tiles = ceil_div(pixels, kTargetTile);
-  pl.tile = ceil_div(pixels, pl.tiles);
   pl.pointwise = o.kernel == Size2(1) && o.stride == Size2(1) && o.pad == Size2(0);
   pl.threads = std::max(1, omp_get_max_threads());
+  // Tiles of at most kTargetTile pixels; smaller ones where the batch is too
+  // small to give every thread items (VGG's 14x14 layers at batch 1 or 2).
+  // Backward-filter's products sum over a tile's pixels into all of dW_g, so
+  // they want long tiles: it asks only for one item per thread.
+  const int64_t pixels = pl.p * pl.q;
+  auto tiles_for = [&](int64_t items_per_thread) {
+    const int64_t for_threads = ceil_div(int64_t{pl.threads} * items_per_thread, pl.n * pl.groups);
+    return std::max({ceil_div(pixels, kTargetTile), std::min(for_threads, pixels / kMinTile), int64_t{1}});
+  };
+  pl.tiles = tiles_for(kItemsPerThread);
+  pl.tile = ceil_div(pixels, pl.tiles);
+  pl.filter_tiles = tiles_for(1);
+  pl.filter_tile = ceil_div(pixels, pl.filter_tiles);
   // Backward-data items: (image, group, channel block); split channels only as
   // far as needed to give every thread work.
   const int64_t wanted = ceil_div(int64_t{pl.threads} * kDataItemsPerThread, pl.n * pl.groups);
@@ -230,9 +245,10 @@ void Conv2d::prepare_cpu(Context&, const PrepareOptions&) {
   pl.channel_blocks = std::clamp<int64_t>(wanted, 1, std::min(most, pl.cg));
   // Rounded to 16 floats so every thread's slice starts on a 64-byte line.
   auto lines = [](int64_t floats) { return ceil_div(floats, 16) * 16; };
-  pl.col_floats = pl.pointwise ? 0 : lines(pl.crs * pl.tile);
+  pl.col_floats = pl.pointwise ? 0 : lines(pl.crs * std::max(pl.tile, pl.filter_tile));
   pl.partial_floats = lines(pl.k * pl.crs);
-  const int64_t floats = pl.threads * pl.col_floats + (pl.threads - 1) * pl.partial_floats;
+  const int64_t flag_floats = lines(ceil_div(pl.threads * pl.groups, int64_t{sizeof(float)}));  // touched groups
+  const int64_t floats = pl.threads * pl.col_floats + (pl.threads - 1) * pl.partial_floats + flag_floats;
   set_workspace_bytes(static_cast<size_t>(floats) * sizeof(float));
 }
 
@@ -356,36 +372,35 @@ void Conv2d::backward_filter_cpu(const BackwardArgs& args, float* workspace) con
   float* dw = args.param_grads[0].data<float>();
   const Unfold u = unfold_of(options_, pl.h, pl.w, pl.q);
   const int64_t hw = pl.h * pl.w, pq = pl.p * pl.q, group_floats = pl.kg * pl.crs;
-  // Items in (group, image, tile) order, a contiguous range per thread, so a
-  // thread's partial gradient covers a contiguous range of groups.
-  const int64_t per_group = pl.n * pl.tiles, items = pl.groups * per_group;
-  float* partials = workspace + pl.threads * pl.col_floats;  // threads 1.. : (K, C/G*R*S) each
-  auto range_of = [&](int thread, int team, int64_t& begin, int64_t& end) {
-    begin = items * thread / team;
-    end = items * (thread + 1) / team;
-  };
+  const int64_t tiles = pl.filter_tiles, tile = pl.filter_tile;
+  const int64_t items = pl.groups * pl.n * tiles;
+  // Threads 1.. accumulate into partial gradients, (K, C/G*R*S) each, and flag
+  // the groups they touched: the first product for a group overwrites, so a
+  // partial is never zeroed, and only touched groups are reduced.
+  float* partials = workspace + pl.threads * pl.col_floats;
+  auto* touched = reinterpret_cast<unsigned char*>(partials + (pl.threads - 1) * pl.partial_floats);
+  std::fill_n(touched, pl.threads * pl.groups, static_cast<unsigned char>(0));
   int team = 1;
 
 #pragma omp parallel num_threads(pl.threads)
   {
     const int thread = omp_get_thread_num();
-#pragma omp single
-    team = omp_get_num_threads();  // the implicit barrier publishes it
+    if (thread == 0) team = omp_get_num_threads();
     float* col = workspace + thread * pl.col_floats;
-    // Thread 0 accumulates straight into dW; the others into their partial.
+    // Thread 0 accumulates straight into dW.
     float* target = thread == 0 ? dw : partials + (thread - 1) * pl.partial_floats;
-    int64_t begin, end;
-    range_of(thread, team, begin, end);
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t g = item / per_group, n = item % per_group / pl.tiles;
-      const int64_t j0 = item % pl.tiles * pl.tile, len = std::min(pl.tile, pq - j0);
+#pragma omp for schedule(dynamic)
+    for (int64_t item = 0; item < items; ++item) {
+      const int64_t g = item / (pl.n * tiles), n = item / tiles % pl.n;
+      const int64_t j0 = item % tiles * tile, len = std::min(tile, pq - j0);
       const float* xg = x + (n * pl.c + g * pl.cg) * hw;
       ConstStridedMap dy_tile(dy + (n * pl.k + g * pl.kg) * pq + j0, pl.kg, len, Eigen::OuterStride<>(pq));
       MatrixMap dw_g(target + g * group_floats, pl.kg, pl.crs);
-      // A partial's first product for a group overwrites, so it needs no zeroing.
-      const bool first = thread != 0 && (item == begin || item % per_group == 0);
+      unsigned char& seen = touched[thread * pl.groups + g];
+      const bool overwrite = thread != 0 && !seen;
+      seen = 1;
       auto accumulate = [&](const auto& col_tile) {
-        if (first) {
+        if (overwrite) {
           dw_g.noalias() = dy_tile * col_tile.transpose();
         } else {
           dw_g.noalias() += dy_tile * col_tile.transpose();
@@ -398,19 +413,20 @@ void Conv2d::backward_filter_cpu(const BackwardArgs& args, float* workspace) con
         accumulate(ConstMatrixMap(col, pl.crs, len));
       }
     }
-  }
+  }  // the region's end publishes `team`, the partials and the flags
 
-  // dW += the partials, over the groups each one touched.
-  for (int thread = 1; thread < team; ++thread) {
-    int64_t begin, end;
-    range_of(thread, team, begin, end);
-    if (begin >= end) continue;
-    const int64_t first = begin / per_group * group_floats, last = ((end - 1) / per_group + 1) * group_floats;
-    const float* partial = partials + (thread - 1) * pl.partial_floats;
-    parallel_for(last - first, kElementwiseGrain, [&](int64_t b, int64_t e) {
-      as_array(dw + first + b, e - b) += Eigen::Map<const Eigen::ArrayXf>(partial + first + b, e - b);
-    });
-  }
+  if (team == 1) return;
+  parallel_for(pl.groups * group_floats, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t at = begin; at < end;) {  // group by group within [begin, end)
+      const int64_t g = at / group_floats, stop = std::min(end, (g + 1) * group_floats);
+      for (int thread = 1; thread < team; ++thread) {
+        if (!touched[thread * pl.groups + g]) continue;
+        const float* partial = partials + (thread - 1) * pl.partial_floats;
+        as_array(dw + at, stop - at) += Eigen::Map<const Eigen::ArrayXf>(partial + at, stop - at);
+      }
+      at = stop;
+    }
+  });
 }
 
 }  // namespace glassbox

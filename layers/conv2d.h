@@ -82,7 +82,8 @@ class Conv2d final : public Layer {
     int64_t n = 0, c = 0, h = 0, w = 0, k = 0, p = 0, q = 0;
     int64_t groups = 1, cg = 0, kg = 0, r = 0, s = 0;
     int64_t crs = 0;                // rows of a group's unfolded input: (C/G) * R * S
-    int64_t tile = 0, tiles = 0;    // output pixels per tile, tiles per image
+    int64_t tile = 0, tiles = 0;    // output pixels per tile, tiles per image (forward, backward-data)
+    int64_t filter_tile = 0, filter_tiles = 0;  // the same for backward-filter
     int64_t channel_blocks = 1;     // backward-data work items per (image, group)
     bool pointwise = false;         // 1x1, stride 1, no padding: x is its own unfolding
     int threads = 1;

@@ -14,7 +14,8 @@
 // the math type each result was obtained with. So each pass gets its own
 // convolution descriptor carrying its chosen result's math type (kTf32). In the
 // reference precision (kFp32) every descriptor stays CUDNN_FMA_MATH, and a
-// result that reports tensor-op math is skipped.
+// result that reports tensor-op math is skipped; in either precision a result
+// that would down-convert float data (TENSOR_OP_MATH_ALLOW_CONVERSION) is.
 #include <algorithm>
 #include <cstdio>
 #include <optional>
@@ -264,12 +265,13 @@ void Conv2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
 
   const std::array<int, 3> pins = {pins_.forward, pins_.backward_data, pins_.backward_filter};
   const bool measured = options.algo_search == AlgoSearch::kMeasured;
-  const std::string how = measured ? "measured" : "heuristic";
+  const bool all_pinned = std::count(pins.begin(), pins.end(), kChoose) == 0;
+  const std::string how = all_pinned ? "pinned" : measured ? "measured" : "heuristic";
 
   // The measured search runs on scratch tensors, with as much workspace as the
   // largest candidate wants within the limit (less if that cannot be had).
   Scratch scratch;
-  if (measured && std::count(pins.begin(), pins.end(), kChoose) > 0) {
+  if (measured && !all_pinned) {
     size_t wanted = 0;
     for (Pass pass : kPasses) {
       if (pins[index_of(pass)] != kChoose) continue;
@@ -337,6 +339,8 @@ void Conv2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
         c.verdict = cudnnGetErrorString(perf.status);
       } else if (!tf32 && is_tensor_op(perf.math)) {
         c.verdict = "uses tensor-op math, TF32 is off";
+      } else if (perf.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
+        c.verdict = "would down-convert float data";
       } else if (perf.memory > options.workspace_limit) {
         c.verdict = cat("needs ", bytes_str(perf.memory), ", limit ", bytes_str(options.workspace_limit));
       } else {
