@@ -105,9 +105,16 @@ const std::vector<Case> kCases = {
     {"pointwise", {.out_channels = 4, .kernel = 1}, Shape{2, 6, 5, 7}},
     {"k1_stride2", {.out_channels = 4, .kernel = 1, .stride = 2}, Shape{2, 3, 5, 7}},
     {"k2_pad2_stride3", {.out_channels = 3, .kernel = 2, .stride = 3, .pad = 2}, Shape{1, 2, 7, 8}},
+    {"mixed",  // everything rectangular and non-trivial at once
+     {.out_channels = 4, .kernel = {3, 2}, .stride = {2, 1}, .pad = {2, 1}, .dilation = {2, 3}, .groups = 2},
+     Shape{2, 4, 9, 10}},
     {"tiles", {.out_channels = 3, .kernel = 3, .pad = 1}, Shape{3, 2, 31, 37}},
     {"tiles_stride2", {.out_channels = 3, .kernel = 3, .stride = 2, .pad = 1}, Shape{3, 2, 61, 59}},
 };
+
+const Case& case_named(std::string_view name) {
+  return *std::find_if(kCases.begin(), kCases.end(), [&](const Case& c) { return c.name == name; });
+}
 
 class Conv2dCases : public ::testing::TestWithParam<Case> {};
 
@@ -149,7 +156,8 @@ Results run_cpu(const Options& options, const Shape& input, int threads, bool wa
 TEST(Conv2d, ThreadCountDoesNotChangeResults) {
   // Three threads on uneven work: partial weight gradients over group ranges,
   // channel blocks in backward-data.
-  for (const Case& c : {kCases[3], kCases[4], kCases[8], kCases[12]}) {
+  for (std::string_view name : {"groups2", "depthwise", "pointwise", "mixed", "tiles_stride2"}) {
+    const Case& c = case_named(name);
     const Results one = run_cpu(c.options, c.input, 1);
     const Results three = run_cpu(c.options, c.input, 3);
     testing::expect_close(three.y, one.y, 1e-5, c.name + ": output");
@@ -160,7 +168,7 @@ TEST(Conv2d, ThreadCountDoesNotChangeResults) {
 }
 
 TEST(Conv2d, SkipsInputGradientWhenNotWanted) {
-  const Case& c = kCases[0];
+  const Case& c = case_named("k3_stride2_pad1");
   const Results full = run_cpu(c.options, c.input, 2);
   const Results no_dx = run_cpu(c.options, c.input, 2, /*want_dx=*/false);
   testing::expect_close(no_dx.dw, full.dw, 1e-6, "dw without dx");
@@ -330,7 +338,8 @@ TEST(Conv2dCuda, RejectsAnUnknownPinnedAlgorithm) {
 TEST(Conv2dCuda, EveryAlgorithmAgreesWithTheDefault) {
   GLASSBOX_REQUIRE_CUDA();
   Context ctx = Context::cuda();
-  for (const Case& c : {kCases[0], kCases[1], kCases[3]}) {
+  for (std::string_view name : {"k3_pad1", "k3_stride2_pad1", "groups2", "mixed"}) {
+    const Case& c = case_named(name);
     Conv2d reference("conv", c.options);
     testing::LayerHarness ref(ctx, reference, {c.input});
     ref.randomize(11);
