@@ -14,7 +14,9 @@
 // or does not fit. Every choice is recorded for reports.
 #pragma once
 
+#include <array>
 #include <string>
+#include <vector>
 
 #include "layers/layer.h"
 #include "layers/size2.h"
@@ -41,7 +43,58 @@ class Conv2d final : public Layer {
   int64_t macs() const override;                        // N*K*P*Q * (C/G)*R*S
   const Options& options() const { return options_; }
 
+  // ---- cuDNN algorithms (CUDA devices only; the CPU path has no choice) ----
+  // The three passes, each with its own cuDNN algorithm.
+  enum class Pass { kForward, kBackwardData, kBackwardFilter };
+  static constexpr int kPassCount = 3;
+  // What prepare() saw of one algorithm for one pass.
+  struct AlgorithmCandidate {
+    int algo = 0;                // the cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t value
+    std::string name;            // "IMPLICIT_PRECOMP_GEMM", "ALGO_1", ...
+    bool supported = false;      // cuDNN reported success for these shapes and math mode
+    size_t workspace_bytes = 0;  // as cuDNN reported it
+    float time_ms = -1.0f;       // measured search only; -1 otherwise
+    std::string verdict;         // "chosen", "not tried", or why it was skipped
+  };
+  // Pins algorithms by number for the next prepare() on a CUDA device, e.g.
+  //   conv.pin_algorithms({.backward_data = 1});   // CUDNN_CONVOLUTION_BWD_DATA_ALGO_1
+  // kChoose leaves a pass to the usual choice (heuristics or measured search).
+  // prepare() throws ConfigError if a pinned algorithm does not support these
+  // shapes, needs more than the workspace limit or its workspace cannot be had.
+  static constexpr int kChoose = -1;
+  struct AlgorithmPins {
+    int forward = kChoose;
+    int backward_data = kChoose;
+    int backward_filter = kChoose;
+  };
+  void pin_algorithms(AlgorithmPins pins) { pins_ = pins; }
+  const AlgorithmPins& pinned_algorithms() const { return pins_; }
+  // Every algorithm cuDNN listed for `pass` at the last CUDA prepare(), in its
+  // order (heuristic rank, or measured time), with the verdict on each. Empty
+  // before a CUDA prepare() and after a CPU one. A pinned pass lists only the pin.
+  const std::vector<AlgorithmCandidate>& algorithm_candidates(Pass pass) const {
+    return candidates_[static_cast<size_t>(pass)];
+  }
+
  private:
+  // The CPU path's fixed sizes, set by prepare_cpu (see conv2d.cpp).
+  struct CpuPlan {
+    int64_t n = 0, c = 0, h = 0, w = 0, k = 0, p = 0, q = 0;
+    int64_t groups = 1, cg = 0, kg = 0, r = 0, s = 0;
+    int64_t crs = 0;                // rows of a group's unfolded input: (C/G) * R * S
+    int64_t tile = 0, tiles = 0;    // output pixels per tile, tiles per image (forward, backward-data)
+    int64_t filter_tile = 0, filter_tiles = 0;  // the same for backward-filter
+    int64_t channel_blocks = 1;     // backward-data work items per (image, group)
+    bool pointwise = false;         // 1x1, stride 1, no padding: x is its own unfolding
+    int threads = 1;
+    int64_t col_floats = 0;         // per-thread unfolded tile
+    int64_t partial_floats = 0;     // per-thread (but thread 0) partial weight gradient
+  };
+  void check_options() const;
+  float* cpu_workspace(const Context& ctx) const;
+  void backward_data_cpu(const BackwardArgs& args, float* workspace) const;
+  void backward_filter_cpu(const BackwardArgs& args, float* workspace) const;
+
   void prepare_cpu(Context& ctx, const PrepareOptions& options) override;
   void prepare_cuda(Context& ctx, const PrepareOptions& options) override;
   void forward_cpu(Context& ctx, const ForwardArgs& args) override;
@@ -50,6 +103,9 @@ class Conv2d final : public Layer {
   void backward_cuda(Context& ctx, const BackwardArgs& args) override;
 
   Options options_;
+  CpuPlan plan_;
+  AlgorithmPins pins_;
+  std::array<std::vector<AlgorithmCandidate>, kPassCount> candidates_;
 };
 
 }  // namespace glassbox
