@@ -79,8 +79,10 @@ class CpuAllocator final : public Allocator {
   Device device() const override { return Device::cpu(); }
 
  private:
-  // 64-byte alignment: a cache line, and what AVX-512 loads like.
-  static constexpr size_t kAlignment = 64;
+  // 256-byte alignment, as cudaMallocAsync gives: a tensor the graph places at
+  // a 256-byte offset is then 256-byte aligned on either device (and a whole
+  // number of cache lines and AVX-512 vectors).
+  static constexpr size_t kAlignment = 256;
   void* raw_allocate(size_t bytes) override {
     return ::operator new(bytes, std::align_val_t{kAlignment}, std::nothrow);
   }

@@ -8,13 +8,13 @@
 
 namespace {
 
-struct Run {
+struct Outcome {
   int exit_code = -1;
   std::string output;  // stdout and stderr together
 };
 
-Run run(const std::string& command) {
-  Run result;
+Outcome run(const std::string& command) {
+  Outcome result;
   FILE* pipe = popen((command + " 2>&1").c_str(), "r");
   if (pipe == nullptr) return result;
   char buffer[4096];
@@ -47,14 +47,14 @@ TEST(Cli, UsageErrorsListTheChoicesAndExitTwo) {
       {"time LeNet --precision fp16", "glassbox: unknown precision 'fp16'; valid: fp32, tf32"},
   };
   for (const auto& c : cases) {
-    const Run r = run(kCli + " " + c.args);
+    const Outcome r = run(kCli + " " + c.args);
     EXPECT_EQ(r.exit_code, 2) << "glassbox " << c.args << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, c.message)) << "glassbox " << c.args << " printed:\n" << r.output;
   }
 }
 
 TEST(Cli, SummaryPrintsTheLayerTableAndTotals) {
-  const Run r = run(kCli + " summary VGG16");
+  const Outcome r = run(kCli + " summary VGG16");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* expected : {"conv5_3", "Conv2d", "(1, 512, 14, 14)", "3x3 s1 p1, 512 -> 512", "2,359,808",
                                "138,357,544", "15.470 GMAC", "30.941 GFLOP"}) {
@@ -63,7 +63,7 @@ TEST(Cli, SummaryPrintsTheLayerTableAndTotals) {
 }
 
 TEST(Cli, TimePrintsLayersAgainstTheMeasuredStep) {
-  const Run r = run(kCli + " time LeNet --device cpu --batch 8 --steps 2 --warmup 1");
+  const Outcome r = run(kCli + " time LeNet --device cpu --batch 8 --steps 2 --warmup 1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* expected : {"LeNet on cpu", "conv1", "fwd ms", "bwd ms", "sum of layers: forward",
                                "measured step:", "images/s", "memory: peak"}) {
@@ -75,7 +75,7 @@ TEST(Cli, TimePrintsLayersAgainstTheMeasuredStep) {
 const std::string kBench = BENCH_NETS_PATH;
 
 TEST(BenchNets, RunsAFilteredBenchmarkWithCountersAndContext) {
-  const Run r = run(kBench + " --device=cpu --benchmark_filter='^LeNet/forward/' --benchmark_min_time=0.01 "
+  const Outcome r = run(kBench + " --device=cpu --benchmark_filter='^LeNet/forward/' --benchmark_min_time=0.01 "
                              "--benchmark_format=json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* expected : {"\"name\": \"LeNet/forward/batch:64\"", "\"images/s\"", "\"TFLOP/s\"",
@@ -86,13 +86,13 @@ TEST(BenchNets, RunsAFilteredBenchmarkWithCountersAndContext) {
 }
 
 TEST(BenchNets, AFilterThatMatchesNothingIsAnError) {
-  const Run r = run(kBench + " --device=cpu --benchmark_filter=NoSuchNet");
+  const Outcome r = run(kBench + " --device=cpu --benchmark_filter=NoSuchNet");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "bench_nets: no benchmark matches --benchmark_filter='NoSuchNet'")) << r.output;
 }
 
 TEST(BenchNets, BadFlagsAreErrors) {
-  Run r = run(kBench + " --device=gpu");
+  Outcome r = run(kBench + " --device=gpu");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "bench_nets: unknown device 'gpu'; valid: cpu, cuda, cuda:N")) << r.output;
   r = run(kBench + " --batch=-3");

@@ -34,7 +34,8 @@ TEST(GraphBuilder, NamesLayersByTypeUnlessGiven) {
   Value x = g.input("images", {2, 8});
   x = g.relu(g.linear(x, {.out_features = 4}));
   x = g.relu(g.linear(x, {.out_features = 4}, "fc_named"));
-  const Value loss = g.softmax_cross_entropy(g.linear(x, {.out_features = 3}), g.input("labels", {2}, DType::kInt32));
+  const Value logits = g.linear(x, {.out_features = 3});
+  const Value loss = g.softmax_cross_entropy(logits, g.input("labels", {2}, DType::kInt32));
   const Graph graph = std::move(g).build(loss);
   std::vector<std::string> names;
   for (const Node& n : graph.nodes()) names.push_back(n.name);

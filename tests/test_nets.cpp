@@ -8,6 +8,7 @@
 #include "data/synthetic.h"
 #include "nets/registry.h"
 #include "optim/sgd.h"
+#include "tensor/copy.h"
 #include "tests/support/devices.h"
 
 namespace glassbox {
@@ -57,7 +58,7 @@ TEST_P(NetTest, ShapesFollowTheBatch) {
   const Node& loss = graph.nodes()[static_cast<size_t>(graph.loss_node())];
   const Node& logits = graph.nodes()[static_cast<size_t>(loss.inputs[0])];
   EXPECT_EQ(logits.shape, (Shape{2, net.classes}));
-  EXPECT_EQ(graph.input("images").shape(), Shape({2, net.sample[0], net.sample[1], net.sample[2]}));
+  EXPECT_EQ(graph.node("images").shape, Shape({2, net.sample[0], net.sample[1], net.sample[2]}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Reference, NetTest, ::testing::ValuesIn(kExpected),
@@ -74,9 +75,55 @@ TEST(NetRegistry, FindsNamesIgnoringCaseAndListsThemOtherwise) {
   }
 }
 
+// The whole network's gradient against the loss itself: along the unit
+// gradient direction d, (L(w + eps d) - L(w - eps d)) / (2 eps) must approach
+// |dL/dw| as eps shrinks. ReLU kinks make the convergence first order, so the
+// check asks for a shrinking error that ends within 2.5%; a layer whose
+// gradient were wrong or missing would stay far off.
+class WholeNetGradientTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(WholeNetGradientTest, MatchesDirectionalDifferencesOfTheLoss) {
+  const NetSpec& net = find_net(GetParam());
+  Context ctx = Context::cpu();
+  Graph graph = net.build(2);
+  graph.compile(ctx);
+  fill_synthetic_batch(ctx, graph, net.classes);
+  graph.zero_grad(ctx);
+  graph.forward(ctx, Phase::kInference);  // dropout off: the loss is a fixed function of w
+  graph.backward(ctx);
+  const std::vector<float> grad = to_vector<float>(ctx, graph.gradients());
+  const std::vector<float> w = to_vector<float>(ctx, graph.parameters());
+  double norm = 0.0;
+  for (float g : grad) norm += static_cast<double>(g) * g;
+  norm = std::sqrt(norm);
+  ASSERT_GT(norm, 0.0);
+
+  auto loss_at = [&](double step) {
+    std::vector<float> moved(w.size());
+    for (size_t i = 0; i < w.size(); ++i) moved[i] = w[i] + static_cast<float>(step * grad[i] / norm);
+    from_vector<float>(ctx, moved, graph.parameters());
+    graph.forward(ctx, Phase::kInference);
+    return static_cast<double>(graph.loss(ctx));
+  };
+  std::vector<double> errors;
+  for (double eps : {1e-2, 5e-3, 2.5e-3}) {
+    const double numeric = (loss_at(eps) - loss_at(-eps)) / (2 * eps);
+    errors.push_back(std::fabs(numeric - norm) / norm);
+  }
+  EXPECT_LT(errors[2], errors[0]) << "the difference does not converge to the gradient";
+  EXPECT_LT(errors[2], 0.025) << net.name << ": |dL/dw| = " << norm << ", relative errors " << errors[0] << ", "
+                              << errors[1] << ", " << errors[2];
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpu, WholeNetGradientTest, ::testing::Values("LeNet", "AlexNet", "VGG11"),
+                         [](const auto& info) { return std::string(info.param); });
+
 // A few SGD steps on one fixed batch must lower the loss on that batch. The
 // loss is read in inference phase (dropout off) before and after, so dropout's
-// fresh masks do not blur the comparison.
+// fresh masks do not blur the comparison. The ImageNet networks without batch
+// norm have steep losses at initialisation (VGG-11: |dL/dw| = 45 at batch 2,
+// checked against central differences along the gradient); with momentum 0.9
+// they oscillate from lr 1e-3 and diverge at 2e-3, so they take 3e-4.
 struct TrainCase {
   Device device;
   const char* net;
@@ -93,7 +140,8 @@ TEST_P(TrainingTest, SgdStepsLowerTheLossOnAFixedBatch) {
   Graph graph = net.build(batch);
   graph.compile(ctx);
   fill_synthetic_batch(ctx, graph, net.classes);
-  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 0.002f, .momentum = 0.9f, .weight_decay = 0.0f});
+  const float lr = net.name == "LeNet" ? 1e-2f : 3e-4f;
+  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = lr, .momentum = 0.9f, .weight_decay = 0.0f});
 
   graph.forward(ctx, Phase::kInference);
   const float before = graph.loss(ctx);
