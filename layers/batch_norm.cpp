@@ -70,10 +70,10 @@ struct ChannelRuns {
 
 BatchNorm2d::BatchNorm2d(std::string name, Options options) : Layer(std::move(name)), options_(options) {
   if (!(static_cast<double>(options_.eps) >= kMinEpsilon) || !std::isfinite(options_.eps)) {
-    fail(cat("eps must be at least ", kMinEpsilon, " (cuDNN's minimum) and finite, got ", options_.eps));
+    fail_option(cat("eps must be at least ", kMinEpsilon, " (cuDNN's minimum) and finite, got ", options_.eps));
   }
   if (!(options_.momentum >= 0.0f && options_.momentum <= 1.0f)) {
-    fail(cat("momentum must be in [0, 1], got ", options_.momentum));
+    fail_option(cat("momentum must be in [0, 1], got ", options_.momentum));
   }
 }
 

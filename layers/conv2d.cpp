@@ -148,16 +148,16 @@ Conv2d::Conv2d(std::string name, Options options) : Layer(std::move(name)), opti
 void Conv2d::check_options() const {
   const Options& o = options_;
   auto dims = [](Size2 v) { return cat(v.h, "x", v.w); };
-  if (o.out_channels <= 0) fail(cat("out_channels must be positive, got ", o.out_channels));
-  if (o.groups <= 0) fail(cat("groups must be positive, got ", o.groups));
-  if (o.kernel.h <= 0 || o.kernel.w <= 0) fail(cat("kernel must be positive, got ", dims(o.kernel)));
-  if (o.stride.h <= 0 || o.stride.w <= 0) fail(cat("stride must be positive, got ", dims(o.stride)));
+  if (o.out_channels <= 0) fail_option(cat("out_channels must be positive, got ", o.out_channels));
+  if (o.groups <= 0) fail_option(cat("groups must be positive, got ", o.groups));
+  if (o.kernel.h <= 0 || o.kernel.w <= 0) fail_option(cat("kernel must be positive, got ", dims(o.kernel)));
+  if (o.stride.h <= 0 || o.stride.w <= 0) fail_option(cat("stride must be positive, got ", dims(o.stride)));
   if (o.dilation.h <= 0 || o.dilation.w <= 0) {
-    fail(cat("dilation must be positive, got ", dims(o.dilation)));
+    fail_option(cat("dilation must be positive, got ", dims(o.dilation)));
   }
-  if (o.pad.h < 0 || o.pad.w < 0) fail(cat("pad must not be negative, got ", dims(o.pad)));
+  if (o.pad.h < 0 || o.pad.w < 0) fail_option(cat("pad must not be negative, got ", dims(o.pad)));
   if (o.out_channels % o.groups != 0) {
-    fail(cat("out_channels ", o.out_channels, " is not divisible by groups ", o.groups));
+    fail_option(cat("out_channels ", o.out_channels, " is not divisible by groups ", o.groups));
   }
 }
 

@@ -49,7 +49,7 @@ void draw_and_apply(const float* x, float* m, float* y, int64_t begin, int64_t e
 
 Dropout::Dropout(std::string name, Options options) : Layer(std::move(name)), options_(options) {
   if (!(options_.p >= 0.0f && options_.p < 1.0f)) {  // also rejects NaN
-    throw ConfigError(cat(this->name(), " (Dropout): p must be in [0, 1), got ", options_.p));
+    fail_option(cat("p must be in [0, 1), got ", options_.p));
   }
 }
 

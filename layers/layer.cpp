@@ -14,6 +14,10 @@ void Layer::fail(const std::string& message) const {
   throw ShapeError(cat(name_, " (", type(), "): ", message));
 }
 
+void Layer::fail_option(const std::string& message) const {
+  throw ConfigError(cat(name_, " (", type(), "): ", message));
+}
+
 void Layer::expect_rank(std::span<const Shape> inputs, int index, int rank,
                         std::string_view layout) const {
   const Shape& shape = inputs[static_cast<size_t>(index)];

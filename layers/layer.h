@@ -134,8 +134,10 @@ class Layer {
  protected:
   // Set by prepare_cpu/prepare_cuda: the workspace this layer will use.
   void set_workspace_bytes(size_t bytes) { workspace_bytes_ = bytes; }
-  // Throws ShapeError "name (Type): <message>".
+  // Throws ShapeError "name (Type): <message>": shapes that do not fit.
   [[noreturn]] void fail(const std::string& message) const;
+  // Throws ConfigError "name (Type): <message>": an invalid option.
+  [[noreturn]] void fail_option(const std::string& message) const;
   // Fails unless input `index` has `rank` dimensions ("(N, C, H, W)" names the layout).
   void expect_rank(std::span<const Shape> inputs, int index, int rank, std::string_view layout) const;
 

@@ -6,7 +6,7 @@
 namespace glassbox {
 
 Linear::Linear(std::string name, Options options) : Layer(std::move(name)), options_(options) {
-  if (options_.out_features <= 0) fail(cat("out_features must be positive, got ", options_.out_features));
+  if (options_.out_features <= 0) fail_option(cat("out_features must be positive, got ", options_.out_features));
 }
 
 std::string Linear::describe() const {

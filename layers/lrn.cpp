@@ -69,18 +69,18 @@ LocalResponseNorm::LocalResponseNorm(std::string name, Options options)
     : Layer(std::move(name)), options_(options) {
   const Options& o = options_;
   if (o.size < kMinSize || o.size > kMaxSize) {
-    fail(cat("size must be between ", kMinSize, " and ", kMaxSize, " (cuDNN's limits), got ", o.size));
+    fail_option(cat("size must be between ", kMinSize, " and ", kMaxSize, " (cuDNN's limits), got ", o.size));
   }
-  if (o.size % 2 == 0) fail(cat("size must be odd (a centred window), got ", o.size));
+  if (o.size % 2 == 0) fail_option(cat("size must be odd (a centred window), got ", o.size));
   if (!(o.alpha >= 0.0f) || !std::isfinite(o.alpha)) {
-    fail(cat("alpha must be finite and not negative, got ", o.alpha));
+    fail_option(cat("alpha must be finite and not negative, got ", o.alpha));
   }
   // Compared as the doubles cuDNN receives.
   if (!(static_cast<double>(o.beta) >= kMinBeta) || !std::isfinite(o.beta)) {
-    fail(cat("beta must be at least ", kMinBeta, " (cuDNN's minimum) and finite, got ", o.beta));
+    fail_option(cat("beta must be at least ", kMinBeta, " (cuDNN's minimum) and finite, got ", o.beta));
   }
   if (!(static_cast<double>(o.k) >= kMinK) || !std::isfinite(o.k)) {
-    fail(cat("k must be at least ", kMinK, " (cuDNN's minimum) and finite, got ", o.k));
+    fail_option(cat("k must be at least ", kMinK, " (cuDNN's minimum) and finite, got ", o.k));
   }
 }
 

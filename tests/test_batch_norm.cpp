@@ -155,7 +155,7 @@ TEST(BatchNorm2d, RejectsBadOptionsAndInputs) {
   auto construct_error = [](Options o) -> std::string {
     try {
       BatchNorm2d bn("bn1", o);
-    } catch (const ShapeError& e) {
+    } catch (const ConfigError& e) {
       return e.what();
     }
     return "(no error)";

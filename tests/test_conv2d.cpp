@@ -221,7 +221,7 @@ TEST(Conv2d, RejectsBadOptions) {
   auto error = [](Options options) {
     try {
       Conv2d conv("conv3_1", options);
-    } catch (const ShapeError& e) {
+    } catch (const ConfigError& e) {
       return std::string(e.what());
     }
     return std::string("no error");

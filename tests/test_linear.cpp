@@ -41,7 +41,7 @@ TEST(Linear, RejectsUnflattenedInput) {
 }
 
 TEST(Linear, RejectsNonPositiveWidth) {
-  EXPECT_THROW(Linear("fc", {.out_features = 0}), ShapeError);
+  EXPECT_THROW(Linear("fc", {.out_features = 0}), ConfigError);
 }
 
 TEST(Linear, GradientsMatchFiniteDifferences) {

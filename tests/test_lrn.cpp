@@ -40,7 +40,7 @@ std::vector<float> reference(const std::vector<float>& x, const Shape& shape, co
 std::string construct_error(Options options) {
   try {
     LocalResponseNorm lrn("norm1", options);
-  } catch (const ShapeError& e) {
+  } catch (const ConfigError& e) {
     return e.what();
   }
   return "(no error)";

@@ -11,7 +11,7 @@
 #                test that skips is a failure)
 #   5 memcheck   compute-sanitizer --tool memcheck over the layer tests (all
 #                but test_nets, test_graph, test_optim)
-#   6 bench      build-gpu/bench_nets --device=cuda and the PyTorch peer for
+#   6 bench      build-gpu/bench_nets --device=cuda --cudnn-search and the PyTorch peer for
 #                LeNet, AlexNet, VGG16 at the default GPU batches, then
 #                bench/compare.py -> bench/results/<YYYY-MM-DD>-<gpu>.json
 #
@@ -323,7 +323,9 @@ step_bench() {
   [ "$dry_run" -eq 1 ] || rm -f "$results_file"  # never pass off an earlier run's file as this one's
   echo "---- Glassbox: $build/bench_nets"
   if [ "$dry_run" -eq 1 ] || [ -x "$build/bench_nets" ]; then
-    if show "$build/bench_nets" --device=cuda --benchmark_filter="$bench_filter" \
+    # --cudnn-search: the PyTorch peer runs with cudnn.benchmark = True (measured
+    # algorithm choice), so Glassbox measures its choices too: like for like.
+    if show "$build/bench_nets" --device=cuda --cudnn-search --benchmark_filter="$bench_filter" \
          --benchmark_out="$gb_json" --benchmark_out_format=json; then
       if [ "$dry_run" -eq 0 ] && ! "$python" -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1]))["benchmarks"] else 1)' "$gb_json"; then
         echo "bench_nets: no benchmark ran (filter '$bench_filter')"; rc=1

@@ -122,9 +122,11 @@ int run_time(const std::vector<std::string>& words) {
   table.add_row({"sum of layers", "", "", fixed(forward_sum, 3), fixed(backward_sum, 3)});
 
   const RuntimeInfo info = runtime_info(ctx);
+  const char* how = !gpu ? "CPU path: Eigen + OpenMP"
+                    : options.layers.algo_search == AlgoSearch::kMeasured ? "cuDNN algorithms measured"
+                                                                          : "cuDNN heuristics";
   std::printf("%s on %s (%s), batch %d, %s, %s\n", net.name.c_str(), info.device.c_str(), info.device_name.c_str(),
-              batch, info.precision.c_str(),
-              options.layers.algo_search == AlgoSearch::kMeasured ? "cuDNN algorithms measured" : "cuDNN heuristics");
+              batch, info.precision.c_str(), how);
   std::printf("%d warm-up, then %d timed forward+backward steps; times are means per step\n\n", warmup, steps);
   std::printf("%s\n", table.str().c_str());
   const double layers_ms = forward_sum + backward_sum;
