@@ -210,6 +210,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const size_t ran = benchmark::RunSpecifiedBenchmarks(display.get(), file.get());
+  bench::release_cached_session();
   benchmark::Shutdown();
   if (ran == 0) {
     std::fprintf(stderr, "bench_nets: no benchmark matches --benchmark_filter='%s'; networks: %s; modes: "

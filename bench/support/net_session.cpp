@@ -36,8 +36,13 @@ void NetSession::step(StepMode mode) {
   if (mode == StepMode::kTrainStep) sgd_->step(ctx_);
 }
 
+namespace {
+std::unique_ptr<NetSession> cached;
+}  // namespace
+
+void release_cached_session() { cached.reset(); }
+
 NetSession& cached_session(const NetSpec& net, const SessionKey& key, const CompileOptions& options) {
-  static std::unique_ptr<NetSession> cached;
   if (!cached || !(cached->key() == key)) {
     cached.reset();  // free the old network before building the next
     cached = std::make_unique<NetSession>(net, key, options);

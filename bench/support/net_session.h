@@ -64,5 +64,9 @@ inline constexpr SgdOptions kBenchmarkSgd{.lr = 0.01f, .momentum = 0.9f, .weight
 
 // The cached session for `key`; a different key releases the previous session first.
 NetSession& cached_session(const NetSpec& net, const SessionKey& key, const CompileOptions& options);
+// Frees the cached session. Call before main returns, so device memory, cuDNN
+// and cuBLAS handles go while the CUDA runtime is still up (not during static
+// destruction, whose order relative to the runtime's teardown is unspecified).
+void release_cached_session();
 
 }  // namespace glassbox::bench
