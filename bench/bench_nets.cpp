@@ -29,12 +29,19 @@ namespace glassbox::bench {
 namespace {
 
 constexpr int kWarmupSteps = 10;
+// Each benchmark keeps timing steps for at least this long, unless the user
+// passes --benchmark_min_time: Google Benchmark's 0.5 s would time a single
+// 1.4 s VGG16 step on the CPU, and one step on a shared machine is noise.
+// Given as a flag, not per benchmark, since Google Benchmark would add
+// "/min_time:2.000" to the names.
+constexpr const char* kDefaultMinTime = "--benchmark_min_time=2";
 
 struct Settings {
   Device device;
   std::string display_format = "console";  // Google Benchmark's --benchmark_format
   std::string file_format = "json";        // --benchmark_out_format
   bool writes_file = false;                // --benchmark_out given
+  bool user_min_time = false;              // --benchmark_min_time given: it wins
   int batch = 0;  // 0: each network's default for the device
   Precision precision = Precision::kFp32;
   AlgoSearch algo_search = AlgoSearch::kHeuristic;
@@ -142,6 +149,9 @@ Settings parse_own_flags(int& argc, char** argv) {
     } else if (const char* v = value("--benchmark_out_format=")) {
       s.file_format = v;
       argv[kept++] = argv[i];
+    } else if (value("--benchmark_min_time=")) {
+      s.user_min_time = true;
+      argv[kept++] = argv[i];
     } else if (value("--benchmark_out=")) {
       s.writes_file = true;
       argv[kept++] = argv[i];
@@ -183,8 +193,12 @@ Settings parse_own_flags(int& argc, char** argv) {
 int main(int argc, char** argv) {
   using namespace glassbox;
   const bench::Settings settings = bench::parse_own_flags(argc, argv);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  std::vector<char*> args(argv, argv + argc);
+  std::string min_time = bench::kDefaultMinTime;
+  if (!settings.user_min_time) args.insert(args.begin() + 1, min_time.data());
+  int count = static_cast<int>(args.size());
+  benchmark::Initialize(&count, args.data());
+  if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 2;
 
   try {
     Context ctx = Context::on(settings.device);
@@ -194,7 +208,8 @@ int main(int argc, char** argv) {
                  info.precision.c_str());
     for (const auto& [key, value] : info.fields()) benchmark::AddCustomContext(key, value);
     benchmark::AddCustomContext("protocol", "10 warm-up steps per mode, then each step timed (CUDA events on "
-                                            "the GPU, steady clock on the CPU); counters from the mean step");
+                                            "the GPU, steady clock on the CPU) for at least 2 s unless "
+                                            "--benchmark_min_time says otherwise; counters from the mean step");
     bench::register_benchmarks(settings);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_nets: %s\n", e.what());

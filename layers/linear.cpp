@@ -1,5 +1,7 @@
-// layers/linear.cpp: shapes and the CPU path (Eigen GEMMs, Eigen's threading).
+// layers/linear.cpp: shapes and the CPU path (blocked Eigen products).
 #include "layers/linear.h"
+
+#include <algorithm>
 
 #include "layers/eigen_maps.h"
 
@@ -32,13 +34,36 @@ int64_t Linear::macs() const {
   return input_shapes().at(0)[0] * input_shapes().at(0)[1] * options_.out_features;
 }
 
+// Note [Blocked linear products]: at the small batches of CPU training a
+// linear layer streams its whole weight matrix once per pass. Eigen's threaded
+// GEMM reads VGG16's fc6 weights (411 MB) at batch 2 in 80 ms, a third of the
+// machine's read bandwidth; splitting the weights into row (or column) blocks,
+// one per work item, with a single-threaded Eigen product each, takes 22 ms
+// for the forward and a quarter of the time for dx (2-core AVX-512 Xeon).
+// Small blocks stream best: 64 weight rows per block took 24 ms for fc6's
+// forward against 37 ms with 512, and 384 columns per block 36 ms for dx
+// against 46 ms with 3072. Every block of the output has one writer.
+constexpr int64_t kRowsPerBlock = 64;
+constexpr int64_t kColumnsPerBlock = 384;
+
+// body(begin, end) for consecutive blocks of `block` features, over the threads.
+template <typename Body>
+void for_each_block(int64_t count, int64_t block, const Body& body) {
+  const int64_t blocks = (count + block - 1) / block;
+#pragma omp parallel for schedule(static) if (blocks > 1)
+  for (int64_t b = 0; b < blocks; ++b) body(b * block, std::min(count, (b + 1) * block));
+}
+
 void Linear::forward_cpu(Context&, const ForwardArgs& args) {
   const int64_t n = input_shapes()[0][0], in = input_shapes()[0][1], out = options_.out_features;
   auto x = as_matrix(args.inputs[0], n, in);
   auto w = as_matrix(args.params[0], out, in);
   auto y = as_matrix(args.output, n, out);
-  y.noalias() = x * w.transpose();
-  if (options_.bias) y.rowwise() += as_matrix(args.params[1], 1, out).row(0);
+  for_each_block(out, kRowsPerBlock, [&](int64_t begin, int64_t end) {  // blocks of output features
+    auto block = y.middleCols(begin, end - begin);
+    block.noalias() = x * w.middleRows(begin, end - begin).transpose();
+    if (options_.bias) block.rowwise() += as_matrix(args.params[1], 1, out).row(0).segment(begin, end - begin);
+  });
 }
 
 void Linear::backward_cpu(Context&, const BackwardArgs& args) {
@@ -48,13 +73,20 @@ void Linear::backward_cpu(Context&, const BackwardArgs& args) {
   auto dy = as_matrix(args.output_grad, n, out);
   if (args.input_grads[0].defined()) {
     auto dx = as_matrix(args.input_grads[0], n, in);
-    if (args.input_grad_modes[0] == GradMode::kAdd) {
-      dx.noalias() += dy * w;
-    } else {
-      dx.noalias() = dy * w;
-    }
+    const bool add = args.input_grad_modes[0] == GradMode::kAdd;
+    for_each_block(in, kColumnsPerBlock, [&](int64_t begin, int64_t end) {  // blocks of input features
+      auto block = dx.middleCols(begin, end - begin);
+      if (add) {
+        block.noalias() += dy * w.middleCols(begin, end - begin);
+      } else {
+        block.noalias() = dy * w.middleCols(begin, end - begin);
+      }
+    });
   }
-  as_matrix(args.param_grads[0], out, in).noalias() += dy.transpose() * x;
+  auto dw = as_matrix(args.param_grads[0], out, in);
+  for_each_block(out, kRowsPerBlock, [&](int64_t begin, int64_t end) {  // blocks of dw rows
+    dw.middleRows(begin, end - begin).noalias() += dy.middleCols(begin, end - begin).transpose() * x;
+  });
   if (options_.bias) as_matrix(args.param_grads[1], 1, out).row(0) += dy.colwise().sum();
 }
 

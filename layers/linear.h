@@ -3,7 +3,8 @@
 //   y = x w^T + b
 //   backward: dx (= or +=) dy w;  dw += dy^T x;  db += sum_n dy[n,:]
 // Weights are (out, in) as in PyTorch, so parameter counts and initial values
-// line up with torchvision's.
+// line up with torchvision's. CPU: Eigen products over blocks of features, one
+// block per OpenMP work item (Note [Blocked linear products]); CUDA: cuBLAS.
 #pragma once
 
 #include "layers/layer.h"

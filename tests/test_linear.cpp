@@ -55,6 +55,12 @@ TEST(Linear, GradientsWithoutBias) {
       {Shape{2, 6}});
 }
 
+// Wide enough that forward, dx and dw are split into several feature blocks.
+TEST(Linear, GradientsAcrossFeatureBlocks) {
+  testing::check_gradients(
+      [] { return std::make_unique<Linear>("fc6", Linear::Options{.out_features = 150}); }, {Shape{3, 900}});
+}
+
 TEST(Linear, CudaMatchesCpu) {
   testing::check_cpu_cuda_parity(
       [] { return std::make_unique<Linear>("fc", Linear::Options{.out_features = 33}); }, {Shape{16, 70}});
