@@ -123,7 +123,8 @@ INSTANTIATE_TEST_SUITE_P(Cpu, WholeNetGradientTest, ::testing::Values("LeNet", "
 // fresh masks do not blur the comparison. The ImageNet networks without batch
 // norm have steep losses at initialisation (VGG-11: |dL/dw| = 45 at batch 2,
 // checked against central differences along the gradient); with momentum 0.9
-// they oscillate from lr 1e-3 and diverge at 2e-3, so they take 3e-4.
+// they oscillate from lr 1e-3 and diverge at 2e-3, so they take 3e-4; LeNet
+// (2.34 -> 2.21 in four steps at 5e-2) takes 5e-2.
 struct TrainCase {
   Device device;
   const char* net;
@@ -140,7 +141,7 @@ TEST_P(TrainingTest, SgdStepsLowerTheLossOnAFixedBatch) {
   Graph graph = net.build(batch);
   graph.compile(ctx);
   fill_synthetic_batch(ctx, graph, net.classes);
-  const float lr = net.name == "LeNet" ? 1e-2f : 3e-4f;
+  const float lr = net.name == "LeNet" ? 5e-2f : 3e-4f;  // LeNet at 1e-2 moved only 2.3%
   Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = lr, .momentum = 0.9f, .weight_decay = 0.0f});
 
   graph.forward(ctx, Phase::kInference);
