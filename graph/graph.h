@@ -75,7 +75,6 @@ class Graph {
 
   void compile(Context& ctx, const CompileOptions& options = {});
   bool compiled() const { return compiled_; }
-  const CompileOptions& compile_options() const { return options_; }
 
   // The tensor of a graph input, to fill before forward(). Throws ConfigError
   // naming the inputs if there is none of that name.

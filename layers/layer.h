@@ -122,7 +122,6 @@ class Layer {
   // descriptors, algorithm choices, its workspace size. Called once, at graph
   // compile time, after bind().
   void prepare(Context& ctx, const PrepareOptions& options = {});
-  bool prepared() const { return prepared_; }
   // Bytes of shared workspace the layer needs (valid after prepare()).
   size_t workspace_bytes() const { return workspace_bytes_; }
   // Algorithms chosen for this device ("" on the CPU and for layers with no choice).

@@ -20,7 +20,6 @@ class EventTimer {
  public:
   EventTimer(const Context& ctx, int marks);
 
-  int marks() const { return marks_; }
   void record(int mark);
   // Milliseconds between two recorded marks; on a GPU this waits for `to`.
   double elapsed_ms(int from, int to) const;
