@@ -9,21 +9,26 @@
 // runs 10 warm-up steps; then every step is timed on its own (CUDA events on
 // the GPU, the steady clock on the CPU) and fed to Google Benchmark as manual
 // time. Counters: images/s and TFLOP/s (analytic: 2 x MACs forward, 3x that
-// with backward) from the mean step time, and peak device memory.
+// with backward) from the mean step time, peak device memory, and the loss of
+// the first and last timed step. Every step's loss is checked: one that is not
+// finite ends that benchmark with an error naming the step, and the exit code is 1.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
-#include <cstring>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <unistd.h>
 
+#include "bench/support/bench_flags.h"
 #include "bench/support/net_session.h"
 #include "bench/support/plain_names.h"
 #include "bench/support/sgemm_reference.h"
+#include "tensor/atomic_file.h"
 #include "tensor/event_timer.h"
 #include "tensor/runtime_info.h"
+#include "tools/entry_point.h"
 
 namespace glassbox::bench {
 namespace {
@@ -36,12 +41,9 @@ constexpr int kWarmupSteps = 10;
 // "/min_time:2.000" to the names.
 constexpr const char* kDefaultMinTime = "--benchmark_min_time=2";
 
+// What the benchmarks run with, from the flags (bench/support/bench_flags.h).
 struct Settings {
   Device device;
-  std::string display_format = "console";  // Google Benchmark's --benchmark_format
-  std::string file_format = "json";        // --benchmark_out_format
-  bool writes_file = false;                // --benchmark_out given
-  bool user_min_time = false;              // --benchmark_min_time given: it wins
   int batch = 0;  // 0: each network's default for the device
   Precision precision = Precision::kFp32;
   AlgoSearch algo_search = AlgoSearch::kHeuristic;
@@ -57,12 +59,16 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
     options.layers.algo_search = settings.algo_search;
     NetSession& session = cached_session(net, key, options);
     if (!session.warmed_up(mode)) {
-      for (int i = 0; i < kWarmupSteps; ++i) session.step(mode);
-      session.ctx().synchronize();
+      for (int i = 0; i < kWarmupSteps; ++i) {
+        session.step(mode);
+        session.checked_loss(mode);  // a step whose loss is not finite ends the benchmark, named
+      }
       session.mark_warmed_up(mode);
     }
     EventTimer timer(session.ctx(), 2);
     double seconds = 0.0;
+    float first_loss = 0.0f, last_loss = 0.0f;
+    bool first = true;
     for (auto _ : state) {
       timer.record(0);
       session.step(mode);
@@ -70,11 +76,17 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
       const double elapsed = timer.elapsed_ms(0, 1) / 1e3;  // waits for this step only
       state.SetIterationTime(elapsed);
       seconds += elapsed;
+      last_loss = session.checked_loss(mode);
+      if (first) first_loss = last_loss;
+      first = false;
     }
     const double mean = seconds / static_cast<double>(state.iterations());
     const double flops = flop_multiplier(mode) * 2.0 * static_cast<double>(session.graph().macs());
     state.counters["images/s"] = key.batch / mean;
     state.counters["TFLOP/s"] = flops / mean / 1e12;
+    // So that two runs can be checked to have computed the same thing.
+    state.counters["first_loss"] = first_loss;
+    state.counters["last_loss"] = last_loss;
     state.counters["peak_memory"] = benchmark::Counter(static_cast<double>(session.ctx().memory().peak_total),
                                                        benchmark::Counter::kDefaults, benchmark::Counter::OneK::kIs1024);
   } catch (const std::exception& e) {
@@ -114,124 +126,85 @@ void register_benchmarks(const Settings& s) {
   }
 }
 
-[[noreturn]] void usage_error(const std::string& message) {
-  std::fprintf(stderr, "bench_nets: %s\n", message.c_str());
-  std::exit(2);
+// Note [Writing --benchmark_out ourselves]: Google Benchmark 1.7.1 opens the
+// --benchmark_out file itself, exits 1 with only "invalid file name" when it
+// cannot, and ignores write errors, so a full disk leaves a truncated JSON
+// file. bench_nets checks the path before anything runs, hands Google
+// Benchmark /dev/null as the file (it insists on one when given a file
+// reporter), has that reporter write into memory, and writes the file whole
+// at the end (tensor/atomic_file.h).
+constexpr const char* kDiscardedOut = "--benchmark_out=/dev/null";
+
+void print_help() {
+  std::printf(
+      "bench_nets [--device=cpu|cuda|cuda:N] [--batch=N] [--precision=fp32|tf32] [--cudnn-search]\n"
+      "           [Google Benchmark flags: --benchmark_filter=REGEX --benchmark_out=FILE ...]\n"
+      "Networks: %s. Modes: forward, forward_backward, train_step.\n"
+      "Default device: the GPU when one works, else the CPU (with smaller batches).\n\n",
+      net_names().c_str());
 }
 
-// Takes Glassbox's own flags out of argv, leaving Google Benchmark's.
-Settings parse_own_flags(int& argc, char** argv) {
-  Settings s;
-  std::string device;
-  int kept = 1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&](const char* flag) -> const char* {
-      const size_t length = std::strlen(flag);
-      return arg.compare(0, length, flag) == 0 ? argv[i] + length : nullptr;
-    };
-    if (const char* v = value("--device=")) {
-      device = v;
-    } else if (const char* v = value("--batch=")) {
-      s.batch = std::atoi(v);
-      if (s.batch <= 0) usage_error(cat("--batch must be a positive integer, got '", v, "'"));
-    } else if (const char* v = value("--precision=")) {
-      try {
-        s.precision = parse_precision(v);
-      } catch (const Error& e) {
-        usage_error(e.what());
-      }
-    } else if (arg == "--cudnn-search") {
-      s.algo_search = AlgoSearch::kMeasured;
-    } else if (const char* v = value("--benchmark_format=")) {
-      s.display_format = v;  // read here, and left for Google Benchmark too
-      argv[kept++] = argv[i];
-    } else if (const char* v = value("--benchmark_out_format=")) {
-      s.file_format = v;
-      argv[kept++] = argv[i];
-    } else if (value("--benchmark_min_time=")) {
-      s.user_min_time = true;
-      argv[kept++] = argv[i];
-    } else if (value("--benchmark_out=")) {
-      s.writes_file = true;
-      argv[kept++] = argv[i];
-    } else if (arg == "--help") {
-      std::printf(
-          "bench_nets [--device=cpu|cuda|cuda:N] [--batch=N] [--precision=fp32|tf32] [--cudnn-search]\n"
-          "           [Google Benchmark flags: --benchmark_filter=REGEX --benchmark_out=FILE ...]\n"
-          "Networks: %s. Modes: forward, forward_backward, train_step.\n"
-          "Default device: the GPU when one works, else the CPU (with smaller batches).\n\n",
-          net_names().c_str());
-      argv[kept++] = argv[i];  // Google Benchmark prints its flags too
-    } else {
-      argv[kept++] = argv[i];
-    }
-  }
-  argc = kept;
+int run(int argc, char** argv) {
+  const BenchFlags flags = parse_bench_flags(std::vector<std::string>(argv + 1, argv + argc));
+  if (flags.help) print_help();
 
-  const CudaAvailability cuda = cuda_availability();
-  if (device.empty()) {
-    s.device = cuda.usable ? Device::cuda(0) : Device::cpu();
-    if (!cuda.usable) {
-      std::fprintf(stderr, "bench_nets: no usable GPU (%s): running on the CPU with CPU batch sizes\n",
-                   cuda.reason.c_str());
-    }
-  } else {
+  // Google Benchmark's command line: program name, bench_nets' default minimum
+  // time unless the user gave one, the user's flags, and the discarded file.
+  std::vector<std::string> words = {argv[0]};
+  if (!flags.user_min_time) words.push_back(kDefaultMinTime);
+  words.insert(words.end(), flags.passed_on.begin(), flags.passed_on.end());
+  if (!flags.out_path.empty()) words.push_back(kDiscardedOut);
+  std::vector<char*> pointers;
+  for (std::string& word : words) pointers.push_back(word.data());
+  int count = static_cast<int>(pointers.size());
+  benchmark::Initialize(&count, pointers.data());  // prints its help and exits on --help
+  if (benchmark::ReportUnrecognizedArguments(count, pointers.data())) return kExitUsage;
+  if (!flags.out_path.empty()) {
     try {
-      s.device = Device::parse(device);
+      check_writable(flags.out_path);
     } catch (const Error& e) {
-      usage_error(e.what());
+      throw ConfigError(cat("--benchmark_out: ", e.what()));
     }
-    if (s.device.is_cuda() && !cuda.usable) usage_error(cat("--device=", device, ": no usable GPU (", cuda.reason, ")"));
   }
-  return s;
+
+  Settings settings{.batch = flags.batch, .precision = flags.precision, .algo_search = flags.algo_search};
+  const DeviceChoice choice = choose_device(flags.device, "--device");
+  settings.device = choice.device;
+  if (!choice.note.empty()) std::fprintf(stderr, "bench_nets: %s with CPU batch sizes\n", choice.note.c_str());
+  if (flags.algo_search == AlgoSearch::kMeasured && !settings.device.is_cuda()) {
+    std::fprintf(stderr, "bench_nets: --cudnn-search chooses cuDNN algorithms; it has no effect on the CPU\n");
+  }
+
+  Context ctx = Context::on(settings.device);
+  ctx.set_precision(settings.precision);
+  const RuntimeInfo info = runtime_info(ctx);
+  std::fprintf(stderr, "bench_nets: device %s (%s), %s\n", info.device.c_str(), info.device_name.c_str(),
+               info.precision.c_str());
+  for (const auto& [key, value] : info.fields()) benchmark::AddCustomContext(key, value);
+  benchmark::AddCustomContext("protocol", "10 warm-up steps per mode, then each step timed (CUDA events on "
+                                          "the GPU, steady clock on the CPU) for at least 2 s unless "
+                                          "--benchmark_min_time says otherwise; counters from the mean step; "
+                                          "every step's loss checked to be finite");
+  register_benchmarks(settings);
+
+  std::ostringstream file_contents;
+  const auto display = make_plain_name_reporter(flags.display_format, isatty(fileno(stdout)) != 0);
+  const auto file = flags.out_path.empty() ? nullptr
+                                           : make_plain_name_reporter(flags.file_format, false, &file_contents);
+  const size_t ran = benchmark::RunSpecifiedBenchmarks(display.get(), file.get());
+  release_cached_session();
+  benchmark::Shutdown();
+  if (ran == 0) {
+    throw ConfigError(cat("no benchmark matches --benchmark_filter='", benchmark::GetBenchmarkFilter(),
+                          "'; networks: ", net_names(), "; modes: forward, forward_backward, train_step"));
+  }
+  if (!flags.out_path.empty()) write_file_atomically(flags.out_path, file_contents.str());
+  return g_any_benchmark_failed ? kExitFailure : 0;
 }
 
 }  // namespace
 }  // namespace glassbox::bench
 
 int main(int argc, char** argv) {
-  using namespace glassbox;
-  const bench::Settings settings = bench::parse_own_flags(argc, argv);
-  std::vector<char*> args(argv, argv + argc);
-  std::string min_time = bench::kDefaultMinTime;
-  if (!settings.user_min_time) args.insert(args.begin() + 1, min_time.data());
-  int count = static_cast<int>(args.size());
-  benchmark::Initialize(&count, args.data());
-  if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 2;
-
-  try {
-    Context ctx = Context::on(settings.device);
-    ctx.set_precision(settings.precision);
-    const RuntimeInfo info = runtime_info(ctx);
-    std::fprintf(stderr, "bench_nets: device %s (%s), %s\n", info.device.c_str(), info.device_name.c_str(),
-                 info.precision.c_str());
-    for (const auto& [key, value] : info.fields()) benchmark::AddCustomContext(key, value);
-    benchmark::AddCustomContext("protocol", "10 warm-up steps per mode, then each step timed (CUDA events on "
-                                            "the GPU, steady clock on the CPU) for at least 2 s unless "
-                                            "--benchmark_min_time says otherwise; counters from the mean step");
-    bench::register_benchmarks(settings);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bench_nets: %s\n", e.what());
-    return 1;
-  }
-
-  std::unique_ptr<benchmark::BenchmarkReporter> display, file;
-  try {
-    display = bench::make_plain_name_reporter(settings.display_format, isatty(fileno(stdout)) != 0);
-    if (settings.writes_file) file = bench::make_plain_name_reporter(settings.file_format, false);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "bench_nets: %s\n", e.what());
-    return 2;
-  }
-  const size_t ran = benchmark::RunSpecifiedBenchmarks(display.get(), file.get());
-  bench::release_cached_session();
-  benchmark::Shutdown();
-  if (ran == 0) {
-    std::fprintf(stderr, "bench_nets: no benchmark matches --benchmark_filter='%s'; networks: %s; modes: "
-                 "forward, forward_backward, train_step\n", benchmark::GetBenchmarkFilter().c_str(),
-                 net_names().c_str());
-    return 2;
-  }
-  return bench::g_any_benchmark_failed ? 1 : 0;
+  return glassbox::run_program("bench_nets", [&] { return glassbox::bench::run(argc, argv); });
 }

@@ -68,6 +68,16 @@ Value GraphBuilder::append(std::unique_ptr<Layer> layer, std::vector<Value> inpu
   }
   Node node;
   node.shape = layer->bind(shapes);  // shape inference: throws naming the layer
+  // Running totals, checked here so that Graph::macs() and parameter_count(),
+  // which add the same numbers in the same order, cannot overflow.
+  try {
+    total_macs_ = checked_add(total_macs_, layer->macs(), "the network's multiply-accumulates");
+    for (const ParamSpec& spec : layer->param_specs()) {
+      total_params_ = checked_add(total_params_, spec.shape.numel(), "the network's parameters");
+    }
+  } catch (const SizeError& e) {
+    throw SizeError(cat(layer->name(), " (", layer->type(), "): ", e.what()));
+  }
   claim(layer->name());
   node.name = layer->name();
   node.inputs = std::move(producers);

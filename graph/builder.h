@@ -66,6 +66,8 @@ class GraphBuilder {
   std::vector<Node> nodes_;
   std::map<std::string, int, std::less<>> counters_;  // numbered default names per prefix
   std::map<std::string, int, std::less<>> names_;     // every name in use
+  int64_t total_macs_ = 0;                            // checked sums so far (graph/graph.h's totals)
+  int64_t total_params_ = 0;
 };
 
 }  // namespace glassbox

@@ -206,7 +206,10 @@ std::vector<ParamSpec> Conv2d::param_specs() const {
 int64_t Conv2d::macs() const {
   const Shape& x = input_shapes().at(0);
   const Shape& y = output_shape();
-  return y.numel() * (x[1] / options_.groups) * options_.kernel.h * options_.kernel.w;
+  // Checked: the kernel is as large as the options say, not bounded by a shape.
+  const char* what = "multiply-accumulates";
+  const int64_t window = checked_multiply(options_.kernel.h, options_.kernel.w, what);
+  return checked_multiply(y.numel(), checked_multiply(x[1] / options_.groups, window, what), what);
 }
 
 // ---- CPU ---------------------------------------------------------------------------------

@@ -33,11 +33,19 @@ const Shape& Layer::bind(std::span<const Shape> inputs) {
         min_inputs() == max_inputs() ? cat(min_inputs()) : cat(min_inputs(), " to ", max_inputs());
     fail(cat("takes ", expected, " input(s), got ", count));
   }
-  output_shape_ = infer(inputs);
-  input_shapes_.assign(inputs.begin(), inputs.end());
-  bound_ = true;
-  param_shapes_.clear();
-  for (const ParamSpec& spec : param_specs()) param_shapes_.push_back(spec.shape);
+  try {
+    output_shape_ = infer(inputs);
+    input_shapes_.assign(inputs.begin(), inputs.end());
+    bound_ = true;
+    param_shapes_.clear();
+    for (const ParamSpec& spec : param_specs()) param_shapes_.push_back(spec.shape);
+    // Costs are computed here once, so that one too large to count fails now,
+    // naming this layer, and never later as a wrapped number in a report.
+    (void)macs();
+  } catch (const SizeError& e) {
+    bound_ = false;
+    throw SizeError(cat(name_, " (", type(), "): ", e.what()));
+  }
   prepared_ = false;
   return output_shape_;
 }

@@ -31,7 +31,8 @@ std::vector<ParamSpec> Linear::param_specs() const {
 }
 
 int64_t Linear::macs() const {
-  return input_shapes().at(0)[0] * input_shapes().at(0)[1] * options_.out_features;
+  const Shape& x = input_shapes().at(0);
+  return checked_multiply(x.numel(), options_.out_features, "multiply-accumulates");
 }
 
 // Note [Blocked linear products]: at the small batches of CPU training a

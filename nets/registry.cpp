@@ -45,4 +45,12 @@ const NetSpec& find_net(std::string_view name) {
   throw ConfigError(cat("unknown network '", name, "'; valid: ", net_names()));
 }
 
+Graph build_net(const NetSpec& net, int batch) {
+  try {
+    return net.build(batch);
+  } catch (const SizeError& e) {
+    throw ConfigError(cat(net.name, " at batch ", batch, " is too large: ", e.what()));
+  }
+}
+
 }  // namespace glassbox

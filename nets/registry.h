@@ -28,4 +28,9 @@ const std::vector<NetSpec>& all_nets();
 const NetSpec& find_net(std::string_view name);
 std::string net_names();  // "LeNet, AlexNet, VGG11, ..."
 
+// net.build(batch) for a batch a user asked for: a batch too large for the
+// network's shapes (SizeError) becomes a ConfigError that says so, naming the
+// network, the batch and the first layer that does not fit.
+Graph build_net(const NetSpec& net, int batch);
+
 }  // namespace glassbox

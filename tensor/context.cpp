@@ -1,8 +1,6 @@
 // tensor/context.cpp: contexts, the workspace and the math mode.
 #include "tensor/context.h"
 
-#include <limits>
-
 #include "tensor/cuda_entry.h"
 #include "tensor/error.h"
 
@@ -20,6 +18,22 @@ Precision parse_precision(std::string_view text) {
 
 CudaAvailability cuda_availability() { return cuda_entry::availability(); }
 
+DeviceChoice choose_device(std::string_view requested, std::string_view flag) {
+  const CudaAvailability cuda = cuda_availability();
+  if (requested.empty()) {
+    if (cuda.usable) return {Device::cuda(0), ""};
+    return {Device::cpu(), cat("no usable GPU (", cuda.reason, "): running on the CPU")};
+  }
+  const Device device = Device::parse(requested, flag);
+  if (!device.is_cuda()) return {device, ""};
+  if (!cuda.usable) throw ConfigError(cat(flag, " ", requested, ": no usable GPU (", cuda.reason, ")"));
+  if (device.index >= cuda.device_count) {
+    throw ConfigError(cat(flag, " ", requested, ": no such GPU; this machine has ", cuda.device_count,
+                          cuda.device_count == 1 ? " (cuda:0)" : cat(" (cuda:0 to cuda:", cuda.device_count - 1, ")")));
+  }
+  return {device, ""};
+}
+
 Context::Context(Device device, uint64_t seed) : device_(device), seed_(seed), rng_(seed) {}
 Context::Context(Context&&) noexcept = default;
 Context& Context::operator=(Context&&) noexcept = default;
@@ -32,6 +46,10 @@ Context Context::cpu(uint64_t seed) {
 }
 
 Context Context::cuda(int index, uint64_t seed) {
+  const CudaAvailability cuda = cuda_entry::availability();
+  if (cuda.usable && (index < 0 || index >= cuda.device_count)) {
+    throw ConfigError(cat("cuda:", index, ": no such GPU; this machine has ", cuda.device_count));
+  }
   Context ctx(Device::cuda(index), seed);
   ctx.cuda_ = cuda_entry::create_resources(index);
   ctx.allocator_ = cuda_entry::make_allocator(ctx.cuda_);
@@ -44,12 +62,8 @@ Context Context::on(Device device, uint64_t seed) {
 }
 
 Tensor Context::allocate(Shape shape, DType dtype, MemoryCategory category) {
-  const auto count = static_cast<uint64_t>(shape.numel());
-  if (count > std::numeric_limits<size_t>::max() / size_of(dtype)) {
-    throw Error(cat(device_.str(), ": ", name_of(dtype), " tensor ", shape.str(), " of ",
-                    name_of(category), " is larger than the address space"));
-  }
-  const size_t bytes = count * size_of(dtype);
+  // At most kMaxElements (2^48) of at most 8 bytes: the byte count fits.
+  const size_t bytes = static_cast<size_t>(shape.numel()) * size_of(dtype);
   return Tensor(std::make_shared<Buffer>(allocator_, bytes, category), 0, std::move(shape), dtype);
 }
 

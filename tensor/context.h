@@ -12,6 +12,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 
 #include "tensor/allocator.h"
 #include "tensor/device.h"
@@ -36,6 +37,17 @@ struct CudaAvailability {
   std::string reason;  // why not: "built without CUDA", "cudaGetDeviceCount: no CUDA-capable device..."
 };
 CudaAvailability cuda_availability();
+
+// The device a program runs on, from its --device flag. `requested` empty:
+// the first GPU when one is usable, else the CPU, with `note` saying why (for
+// the program to print). Otherwise the named device, which must exist: throws
+// ConfigError naming `flag` for an unknown name, an unusable GPU or an index
+// past the last GPU.
+struct DeviceChoice {
+  Device device;
+  std::string note;  // "" unless the default fell back to the CPU
+};
+DeviceChoice choose_device(std::string_view requested, std::string_view flag);
 
 class Context {
  public:

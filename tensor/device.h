@@ -14,8 +14,10 @@ struct Device {
 
   static Device cpu() { return {DeviceKind::kCpu, 0}; }
   static Device cuda(int index = 0) { return {DeviceKind::kCuda, index}; }
-  // "cpu", "cuda" (= cuda:0) or "cuda:N"; throws ConfigError naming the valid forms.
-  static Device parse(std::string_view text);
+  // "cpu", "cuda" (= cuda:0) or "cuda:N"; throws ConfigError naming `what`
+  // (the flag: "--device") and the valid forms. Whether device N exists is
+  // for the caller to check (choose_device in tensor/context.h).
+  static Device parse(std::string_view text, std::string_view what = "device");
 
   bool is_cuda() const { return kind == DeviceKind::kCuda; }
   std::string str() const;

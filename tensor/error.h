@@ -25,8 +25,24 @@ class ShapeError : public Error {
   using Error::Error;
 };
 
+// A shape, or a cost computed from shapes, too large to represent: more
+// elements than a tensor may have (kMaxElements, tensor/shape.h) or a count
+// past 64 bits. Layers name themselves in it; programs report it as a batch
+// that is too large.
+class SizeError : public ShapeError {
+ public:
+  using ShapeError::ShapeError;
+};
+
 // Bad configuration: an unknown name, an invalid option, an unconnected graph.
+// Programs report it as a usage error (exit code 2).
 class ConfigError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A step produced a loss that is not a finite number (graph/finite_check.h).
+class NumericalError : public Error {
  public:
   using Error::Error;
 };

@@ -3,17 +3,40 @@
 
 #include "tensor/device.h"
 #include "tensor/error.h"
+#include "tensor/parse.h"
 
 namespace glassbox {
 
 Shape::Shape(std::initializer_list<int64_t> dims) : Shape(std::vector<int64_t>(dims)) {}
 
+int64_t checked_multiply(int64_t a, int64_t b, std::string_view what) {
+  int64_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product)) {
+    throw SizeError(cat(what, ": ", a, " x ", b, " does not fit in 64 bits"));
+  }
+  return product;
+}
+
+int64_t checked_add(int64_t a, int64_t b, std::string_view what) {
+  int64_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum)) throw SizeError(cat(what, ": ", a, " + ", b, " does not fit in 64 bits"));
+  return sum;
+}
+
 Shape::Shape(std::vector<int64_t> dims) : dims_(std::move(dims)) {
+  int64_t elements = 1;
   for (size_t i = 0; i < dims_.size(); ++i) {
     if (dims_[i] <= 0) {
       throw ShapeError(cat("shape ", str(), ": dimension ", i, " is ", dims_[i],
                            "; every size must be positive"));
     }
+    // Sizes are at most kMaxElements from here on, so the product cannot wrap
+    // before it is compared.
+    if (dims_[i] > kMaxElements || elements > kMaxElements / dims_[i]) {
+      throw SizeError(cat("shape ", str(), " has more than 2^48 = ", kMaxElements,
+                          " elements, the most a tensor may have"));
+    }
+    elements *= dims_[i];
   }
 }
 
@@ -31,16 +54,13 @@ std::string Shape::str() const {
   return s + ")";
 }
 
-Device Device::parse(std::string_view text) {
+Device Device::parse(std::string_view text, std::string_view what) {
   if (text == "cpu") return cpu();
   if (text == "cuda") return cuda(0);
   if (text.starts_with("cuda:")) {
-    const std::string index(text.substr(5));
-    if (!index.empty() && index.find_first_not_of("0123456789") == std::string::npos) {
-      return cuda(std::stoi(index));
-    }
+    return cuda(static_cast<int>(parse_int(cat(what, " index in '", text, "'"), text.substr(5), 0, kMaxInt)));
   }
-  throw ConfigError(cat("unknown device '", text, "'; valid: cpu, cuda, cuda:N"));
+  throw ConfigError(cat(what, ": unknown device '", text, "'; valid: cpu, cuda, cuda:N"));
 }
 
 std::string Device::str() const {

@@ -6,14 +6,26 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace glassbox {
 
+// Most elements one tensor may have: 2^48, over a petabyte of float32, far
+// past any device, and small enough that byte counts and the costs computed
+// from shapes (layers' multiply-accumulates) stay well inside 64 bits.
+inline constexpr int64_t kMaxElements = int64_t{1} << 48;
+
+// a * b, or SizeError naming `what` when the product does not fit in 64 bits.
+int64_t checked_multiply(int64_t a, int64_t b, std::string_view what);
+// a + b, likewise.
+int64_t checked_add(int64_t a, int64_t b, std::string_view what);
+
 class Shape {
  public:
   Shape() = default;
-  // Throws ShapeError if a size is zero or negative.
+  // Throws ShapeError if a size is zero or negative, SizeError if the shape
+  // has more than kMaxElements elements.
   Shape(std::initializer_list<int64_t> dims);
   explicit Shape(std::vector<int64_t> dims);
 

@@ -41,9 +41,9 @@ TEST(Cli, UsageErrorsListTheChoicesAndExitTwo) {
       {"summary vgg17", "glassbox: unknown network 'vgg17'; valid: LeNet, AlexNet, VGG11, VGG13, VGG16, VGG19"},
       {"summary", "glassbox: summary takes one network name (got 0); valid: LeNet, AlexNet"},
       {"summary VGG16 --bogus", "glassbox: unknown flag '--bogus' for 'summary'; valid: --batch"},
-      {"time LeNet --batch 0", "glassbox: --batch must be a positive integer, got '0'"},
+      {"time LeNet --batch 0", "glassbox: --batch must be an integer from 1 to 2147483647, got '0'"},
       {"time LeNet --steps", "glassbox: --steps needs a value (--steps N)"},
-      {"time LeNet --device gpu", "glassbox: unknown device 'gpu'; valid: cpu, cuda, cuda:N"},
+      {"time LeNet --device gpu", "glassbox: --device: unknown device 'gpu'; valid: cpu, cuda, cuda:N"},
       {"time LeNet --precision fp16", "glassbox: unknown precision 'fp16'; valid: fp32, tf32"},
   };
   for (const auto& c : cases) {
@@ -94,10 +94,10 @@ TEST(BenchNets, AFilterThatMatchesNothingIsAnError) {
 TEST(BenchNets, BadFlagsAreErrors) {
   Outcome r = run(kBench + " --device=gpu");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_TRUE(contains(r.output, "bench_nets: unknown device 'gpu'; valid: cpu, cuda, cuda:N")) << r.output;
+  EXPECT_TRUE(contains(r.output, "bench_nets: --device: unknown device 'gpu'; valid: cpu, cuda, cuda:N")) << r.output;
   r = run(kBench + " --batch=-3");
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_TRUE(contains(r.output, "bench_nets: --batch must be a positive integer, got '-3'")) << r.output;
+  EXPECT_TRUE(contains(r.output, "bench_nets: --batch must be an integer from 1 to 2147483647, got '-3'")) << r.output;
   r = run(kBench + " --bogus");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "--bogus")) << r.output;

@@ -1,6 +1,8 @@
 // tests/test_tensor.cpp: shapes, tensors, allocation accounting, copies, errors.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "tensor/context.h"
 #include "tensor/copy.h"
 #include "tests/support/devices.h"
@@ -35,7 +37,7 @@ TEST(Device, ParsesNamesAndRejectsOthers) {
     Device::parse("gpu");
     FAIL() << "no error for 'gpu'";
   } catch (const ConfigError& e) {
-    EXPECT_STREQ(e.what(), "unknown device 'gpu'; valid: cpu, cuda, cuda:N");
+    EXPECT_STREQ(e.what(), "device: unknown device 'gpu'; valid: cpu, cuda, cuda:N");
   }
 }
 
@@ -71,21 +73,41 @@ TEST(Allocator, TracksCurrentAndPeakByCategory) {
 TEST(Allocator, OutOfMemoryNamesDeviceSizeAndCategory) {
   Context ctx = Context::cpu();
   try {
-    ctx.allocate(Shape{int64_t{1} << 58}, DType::kFloat32, MemoryCategory::kActivations);
-    FAIL() << "allocated 1 EiB";
+    ctx.allocate(Shape{int64_t{1} << 47}, DType::kFloat32, MemoryCategory::kActivations);
+    FAIL() << "allocated 512 TiB";
   } catch (const OutOfMemoryError& e) {
     EXPECT_NE(std::string(e.what()).find("cpu: out of memory allocating"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("of activations"), std::string::npos) << e.what();
   }
 }
 
-TEST(Allocator, RejectsByteCountsThatOverflow) {
-  Context ctx = Context::cpu();
+TEST(Shape, RejectsMoreElementsThanATensorMayHave) {
   try {
-    ctx.allocate(Shape{int64_t{1} << 62}, DType::kFloat32, MemoryCategory::kActivations);
-    FAIL() << "2^62 floats (2^64 bytes) wrapped around and were allocated";
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "cpu: float32 tensor (4611686018427387904) of activations is larger than the address space");
+    Shape{int64_t{1} << 62};
+    FAIL() << "a shape of 2^62 elements was accepted";
+  } catch (const SizeError& e) {
+    EXPECT_STREQ(e.what(), "shape (4611686018427387904) has more than 2^48 = 281474976710656 elements, the most a "
+                           "tensor may have");
+  }
+  // The product is what counts, and it is checked before it can wrap.
+  EXPECT_THROW((Shape{int64_t{1} << 32, int64_t{1} << 32}), SizeError);
+  EXPECT_THROW((Shape{3, int64_t{1} << 62, int64_t{1} << 62}), SizeError);
+  EXPECT_EQ((Shape{int64_t{1} << 24, int64_t{1} << 24}).numel(), kMaxElements);
+}
+
+TEST(Shape, CheckedArithmeticNamesWhatOverflowed) {
+  EXPECT_EQ(checked_multiply(int64_t{1} << 31, int64_t{1} << 31, "macs"), int64_t{1} << 62);
+  try {
+    checked_multiply(int64_t{1} << 32, int64_t{1} << 31, "multiply-accumulates");
+    FAIL() << "2^63 fitted in int64";
+  } catch (const SizeError& e) {
+    EXPECT_STREQ(e.what(), "multiply-accumulates: 4294967296 x 2147483648 does not fit in 64 bits");
+  }
+  try {
+    checked_add(std::numeric_limits<int64_t>::max(), 1, "the network's parameters");
+    FAIL() << "INT64_MAX + 1 fitted";
+  } catch (const SizeError& e) {
+    EXPECT_STREQ(e.what(), "the network's parameters: 9223372036854775807 + 1 does not fit in 64 bits");
   }
 }
 

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "data/synthetic.h"
+#include "graph/finite_check.h"
 
 namespace glassbox::bench {
 
@@ -19,7 +20,7 @@ std::string_view name_of(StepMode mode) {
 int flop_multiplier(StepMode mode) { return mode == StepMode::kForward ? 1 : 3; }
 
 NetSession::NetSession(const NetSpec& net, const SessionKey& key, const CompileOptions& options)
-    : key_(key), ctx_(Context::on(key.device)), graph_(net.build(key.batch)) {
+    : key_(key), ctx_(Context::on(key.device)), graph_(build_net(net, key.batch)) {
   graph_.compile(ctx_, options);
   sgd_.emplace(ctx_, graph_.parameters(), graph_.gradients(), kBenchmarkSgd);
 
@@ -35,6 +36,8 @@ void NetSession::step(StepMode mode) {
   graph_.backward(ctx_);
   if (mode == StepMode::kTrainStep) sgd_->step(ctx_);
 }
+
+float NetSession::checked_loss(StepMode mode) { return glassbox::checked_loss(ctx_, graph_, ++steps_[mode]); }
 
 namespace {
 std::unique_ptr<NetSession> cached;

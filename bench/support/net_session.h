@@ -8,6 +8,7 @@
 // never holds more than one in memory.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -43,6 +44,11 @@ class NetSession {
   NetSession(const NetSpec& net, const SessionKey& key, const CompileOptions& options);
 
   void step(StepMode mode);
+  // The loss of the step just run, checked: throws NumericalError
+  // (graph/finite_check.h) naming the step of this mode, counted from the
+  // first warm-up step, if it is not finite. Reading it waits for the device:
+  // call it after the step's end mark, outside the timed interval.
+  float checked_loss(StepMode mode);
   Context& ctx() { return ctx_; }
   Graph& graph() { return graph_; }
   const SessionKey& key() const { return key_; }
@@ -57,6 +63,7 @@ class NetSession {
   Graph graph_;
   std::optional<Sgd> sgd_;
   std::set<StepMode> warmed_up_;
+  std::map<StepMode, int64_t> steps_;  // steps checked so far, per mode
 };
 
 // SGD settings of every benchmark train step (the PyTorch peer uses the same).

@@ -7,9 +7,9 @@ namespace glassbox::bench {
 
 bool PlainNameReporter::ReportContext(const Context& context) {
   // Google Benchmark points this wrapper at the console or the --benchmark_out
-  // file before the first report: pass the streams on.
-  inner_->SetOutputStream(&GetOutputStream());
-  inner_->SetErrorStream(&GetErrorStream());
+  // file before the first report: pass the streams on, unless we have our own.
+  inner_->SetOutputStream(stream_ ? stream_ : &GetOutputStream());
+  inner_->SetErrorStream(stream_ ? stream_ : &GetErrorStream());
   return inner_->ReportContext(context);
 }
 
@@ -19,7 +19,8 @@ void PlainNameReporter::ReportRuns(const std::vector<Run>& runs) {
   inner_->ReportRuns(renamed);
 }
 
-std::unique_ptr<benchmark::BenchmarkReporter> make_plain_name_reporter(std::string_view format, bool color) {
+std::unique_ptr<benchmark::BenchmarkReporter> make_plain_name_reporter(std::string_view format, bool color,
+                                                                       std::ostream* stream) {
   std::unique_ptr<benchmark::BenchmarkReporter> inner;
   if (format == "console") {
     inner = std::make_unique<benchmark::ConsoleReporter>(color ? benchmark::ConsoleReporter::OO_ColorTabular
@@ -30,7 +31,7 @@ std::unique_ptr<benchmark::BenchmarkReporter> make_plain_name_reporter(std::stri
     // Google Benchmark's CSV reporter is deprecated in 1.7.1 and left out.
     throw ConfigError(cat("unknown output format '", format, "'; valid: console, json"));
   }
-  return std::make_unique<PlainNameReporter>(std::move(inner));
+  return std::make_unique<PlainNameReporter>(std::move(inner), stream);
 }
 
 }  // namespace glassbox::bench

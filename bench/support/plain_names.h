@@ -10,6 +10,7 @@
 #include <benchmark/benchmark.h>
 
 #include <memory>
+#include <ostream>
 #include <string_view>
 #include <vector>
 
@@ -17,7 +18,10 @@ namespace glassbox::bench {
 
 class PlainNameReporter final : public benchmark::BenchmarkReporter {
  public:
-  explicit PlainNameReporter(std::unique_ptr<benchmark::BenchmarkReporter> inner) : inner_(std::move(inner)) {}
+  // With `stream`, the inner reporter writes there, whatever stream Google
+  // Benchmark hands this one (Note [Writing --benchmark_out ourselves]).
+  explicit PlainNameReporter(std::unique_ptr<benchmark::BenchmarkReporter> inner, std::ostream* stream = nullptr)
+      : inner_(std::move(inner)), stream_(stream) {}
 
   bool ReportContext(const Context& context) override;
   void ReportRuns(const std::vector<Run>& runs) override;
@@ -25,10 +29,12 @@ class PlainNameReporter final : public benchmark::BenchmarkReporter {
 
  private:
   std::unique_ptr<benchmark::BenchmarkReporter> inner_;
+  std::ostream* stream_;
 };
 
-// Google Benchmark's reporter for "console" or "json", wrapped; throws
-// ConfigError for another format name.
-std::unique_ptr<benchmark::BenchmarkReporter> make_plain_name_reporter(std::string_view format, bool color);
+// Google Benchmark's reporter for "console" or "json", wrapped (writing to
+// `stream` if given); throws ConfigError for another format name.
+std::unique_ptr<benchmark::BenchmarkReporter> make_plain_name_reporter(std::string_view format, bool color,
+                                                                       std::ostream* stream = nullptr);
 
 }  // namespace glassbox::bench

@@ -2,6 +2,7 @@
 #include "tools/cli/args.h"
 
 #include "tensor/error.h"
+#include "tensor/parse.h"
 
 namespace glassbox::cli {
 
@@ -9,11 +10,11 @@ Args::Args(const std::string& verb, const std::vector<FlagSpec>& flags, const st
   auto valid = [&] {
     std::string names;
     for (const FlagSpec& f : flags) names += (names.empty() ? "" : ", ") + f.name;
-    return names;
+    return names.empty() ? std::string("none") : names;
   };
   for (size_t i = 0; i < words.size(); ++i) {
     const std::string& word = words[i];
-    if (!word.starts_with("--")) {
+    if (word.size() < 2 || word[0] != '-') {  // "-" alone is a positional, as in Unix tools
       positionals_.push_back(word);
       continue;
     }
@@ -24,15 +25,24 @@ Args::Args(const std::string& verb, const std::vector<FlagSpec>& flags, const st
       if (f.name == name) spec = &f;
     }
     if (spec == nullptr) throw ConfigError(cat("unknown flag '", name, "' for '", verb, "'; valid: ", valid()));
+    std::string value;
     if (spec->value_name.empty()) {
       if (equals != std::string::npos) throw ConfigError(cat(name, " takes no value"));
-      values_[name] = "";
     } else if (equals != std::string::npos) {
-      values_[name] = word.substr(equals + 1);
+      value = word.substr(equals + 1);
     } else if (i + 1 < words.size()) {
-      values_[name] = words[++i];
+      value = words[++i];
     } else {
       throw ConfigError(cat(name, " needs a value (", name, " ", spec->value_name, ")"));
+    }
+    if (!spec->value_name.empty() && value.empty()) {
+      throw ConfigError(cat(name, " needs a value (", name, " ", spec->value_name, "), got an empty one"));
+    }
+    const auto [at, inserted] = values_.emplace(name, value);
+    if (!inserted) {
+      throw ConfigError(spec->value_name.empty()
+                            ? cat(name, " is given twice")
+                            : cat(name, " is given twice ('", at->second, "' and '", value, "'); give it once"));
     }
   }
 }
@@ -42,14 +52,10 @@ std::string Args::get(const std::string& flag, const std::string& fallback) cons
   return it == values_.end() ? fallback : it->second;
 }
 
-int Args::positive_int(const std::string& flag, int fallback) const {
+int Args::int_in(const std::string& flag, int fallback, int min, int max) const {
   const auto it = values_.find(flag);
   if (it == values_.end()) return fallback;
-  const std::string& text = it->second;
-  if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos || std::stoi(text) <= 0) {
-    throw ConfigError(cat(flag, " must be a positive integer, got '", text, "'"));
-  }
-  return std::stoi(text);
+  return static_cast<int>(parse_int(flag, it->second, min, max));
 }
 
 }  // namespace glassbox::cli

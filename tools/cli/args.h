@@ -1,7 +1,10 @@
 // tools/cli/args.h: command-line arguments of one verb: positionals and the
-// flags it declares. Anything else is a usage error naming the valid choices.
+// flags it declares. Anything else is a usage error (ConfigError) naming the
+// flag and the valid choices: an unknown flag, a flag given twice, a missing
+// or empty value, a number that is not one or out of range.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -16,14 +19,15 @@ struct FlagSpec {
 
 class Args {
  public:
-  // Throws ConfigError for an unknown flag or a missing value.
+  // Accepts "--flag value", "--flag=value" and switches. Throws ConfigError.
   Args(const std::string& verb, const std::vector<FlagSpec>& flags, const std::vector<std::string>& words);
 
   const std::vector<std::string>& positionals() const { return positionals_; }
   bool has(const std::string& flag) const { return values_.contains(flag); }
   std::string get(const std::string& flag, const std::string& fallback) const;
-  // A positive integer, or `fallback` when absent; throws ConfigError otherwise.
-  int positive_int(const std::string& flag, int fallback) const;
+  // An integer in [min, max], or `fallback` when the flag is absent; throws
+  // ConfigError naming the flag, the range and the value otherwise.
+  int int_in(const std::string& flag, int fallback, int min, int max) const;
 
  private:
   std::map<std::string, std::string> values_;

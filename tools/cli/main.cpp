@@ -3,14 +3,16 @@
 //   glassbox summary VGG16              per-layer shapes, parameters, FLOPs
 //   glassbox time VGG16 --batch 8       per-layer forward/backward times
 //
-// Usage errors (unknown verb, network, flag) print one line listing the valid
-// choices and exit 2; failures while running exit 1.
+// Usage errors (unknown verb, network, flag, a bad value) print one line
+// naming the problem and the valid choices and exit 2; failures while running
+// exit 1 (tools/entry_point.h).
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "nets/registry.h"
 #include "tools/cli/commands.h"
+#include "tools/entry_point.h"
 
 namespace {
 
@@ -31,22 +33,16 @@ void print_usage() {
 
 int main(int argc, char** argv) {
   using namespace glassbox;
-  const std::vector<std::string> words(argv + 1, argv + argc);
-  if (words.empty() || words[0] == "--help" || words[0] == "-h" || words[0] == "help") {
-    print_usage();
-    return words.empty() ? 2 : 0;
-  }
-  const std::string& verb = words[0];
-  const std::vector<std::string> rest(words.begin() + 1, words.end());
-  try {
+  return run_program("glassbox", [&] {
+    const std::vector<std::string> words(argv + 1, argv + argc);
+    if (words.empty() || words[0] == "--help" || words[0] == "-h" || words[0] == "help") {
+      print_usage();
+      return words.empty() ? kExitUsage : 0;
+    }
+    const std::string& verb = words[0];
+    const std::vector<std::string> rest(words.begin() + 1, words.end());
     if (verb == "summary") return cli::run_summary(rest);
     if (verb == "time") return cli::run_time(rest);
     throw ConfigError(cat("unknown command '", verb, "'; valid: summary, time"));
-  } catch (const ConfigError& e) {
-    std::fprintf(stderr, "glassbox: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "glassbox: %s\n", e.what());
-    return 1;
-  }
+  });
 }

@@ -3,6 +3,7 @@
 // counted for convolutions and linear layers), and the layer's options.
 #include <cstdio>
 
+#include "tensor/parse.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/network_arg.h"
 #include "tools/cli/table.h"
@@ -12,8 +13,8 @@ namespace glassbox::cli {
 int run_summary(const std::vector<std::string>& words) {
   const Args args("summary", {{"--batch", "N", "batch size of the input (default 1)"}}, words);
   const NetSpec& net = network_arg(args, "summary");
-  const int batch = args.positive_int("--batch", 1);
-  const Graph graph = net.build(batch);
+  const int batch = args.int_in("--batch", 1, 1, kMaxInt);
+  const Graph graph = build_net(net, batch);
 
   using Align = Table::Align;
   Table table({{"layer"}, {"type"}, {"output"}, {"params", Align::kRight}, {"GFLOPs", Align::kRight}, {"details"}});

@@ -8,7 +8,9 @@
 #include <cstdio>
 
 #include "data/synthetic.h"
+#include "graph/finite_check.h"
 #include "tensor/event_timer.h"
+#include "tensor/parse.h"
 #include "tensor/runtime_info.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/network_arg.h"
@@ -17,18 +19,7 @@
 namespace glassbox::cli {
 namespace {
 
-Device choose_device(const Args& args) {
-  const CudaAvailability cuda = cuda_availability();
-  if (!args.has("--device")) {
-    if (!cuda.usable) std::fprintf(stderr, "glassbox: no usable GPU (%s): timing on the CPU\n", cuda.reason.c_str());
-    return cuda.usable ? Device::cuda(0) : Device::cpu();
-  }
-  const Device device = Device::parse(args.get("--device", ""));
-  if (device.is_cuda() && !cuda.usable) {
-    throw ConfigError(cat("--device ", device.str(), ": no usable GPU (", cuda.reason, ")"));
-  }
-  return device;
-}
+constexpr int kMaxSteps = 1'000'000;
 
 std::string memory_line(const MemoryStats& memory) {
   std::string line = cat("memory: peak ", format_bytes(memory.peak_total), " (");
@@ -53,13 +44,18 @@ int run_time(const std::vector<std::string>& words) {
                   words);
   const NetSpec& net = network_arg(args, "time");
   const Precision precision = parse_precision(args.get("--precision", "fp32"));
-  const Device device = choose_device(args);
-  const int batch = args.positive_int("--batch", net.default_batch(device));
-  const int steps = args.positive_int("--steps", 5);
-  const int warmup = args.positive_int("--warmup", 2);
+  const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
+  const Device device = choice.device;
+  if (!choice.note.empty()) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
+  if (args.has("--cudnn-search") && !device.is_cuda()) {
+    std::fprintf(stderr, "glassbox: --cudnn-search chooses cuDNN algorithms; it has no effect on the CPU\n");
+  }
+  const int batch = args.int_in("--batch", net.default_batch(device), 1, kMaxInt);
+  const int steps = args.int_in("--steps", 5, 1, kMaxSteps);
+  const int warmup = args.int_in("--warmup", 2, 0, kMaxSteps);
 
   Context ctx = Context::on(device);
-  Graph graph = net.build(batch);
+  Graph graph = build_net(net, batch);
   CompileOptions options;
   options.precision = precision;
   options.layer_timing = true;
@@ -67,21 +63,29 @@ int run_time(const std::vector<std::string>& words) {
   graph.compile(ctx, options);
   fill_synthetic_batch(ctx, graph, net.classes);
 
+  // Every step's loss is read and checked: a run that went to NaN stops,
+  // naming the step, instead of timing garbage.
   auto step = [&] {
     graph.forward(ctx, Phase::kTraining);
     graph.backward(ctx);
   };
-  for (int i = 0; i < warmup; ++i) step();
-  ctx.synchronize();
+  int64_t step_number = 0;
+  for (int i = 0; i < warmup; ++i) {
+    step();
+    checked_loss(ctx, graph, ++step_number);
+  }
 
   EventTimer step_marks(ctx, 2);
   double step_ms = 0.0;
+  float first_loss = 0.0f, last_loss = 0.0f;
   std::vector<LayerTime> mean;
   for (int s = 0; s < steps; ++s) {
     step_marks.record(0);
     step();
     step_marks.record(1);
     step_ms += step_marks.elapsed_ms(0, 1) / steps;
+    last_loss = checked_loss(ctx, graph, ++step_number);
+    if (s == 0) first_loss = last_loss;
     const std::vector<LayerTime> times = graph.layer_times();
     if (mean.empty()) mean.assign(times.size(), LayerTime{});
     for (size_t i = 0; i < times.size(); ++i) {
@@ -138,6 +142,8 @@ int run_time(const std::vector<std::string>& words) {
   std::printf("throughput: %s images/s, %s %s (analytic: 3 x 2 x %s GMAC per step)\n",
               fixed(batch / (step_ms / 1e3), 1).c_str(), fixed(step_flops / (step_ms / 1e3) / rate_scale, 2).c_str(),
               unit.c_str(), fixed(static_cast<double>(graph.macs()) / 1e9, 3).c_str());
+  std::printf("loss: %s at the first timed step, %s at the last\n", fixed(first_loss, 6).c_str(),
+              fixed(last_loss, 6).c_str());
   std::printf("%s\n", memory_line(ctx.memory()).c_str());
   return 0;
 }

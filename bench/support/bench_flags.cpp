@@ -1,0 +1,80 @@
+// bench/support/bench_flags.cpp
+#include "bench/support/bench_flags.h"
+
+#include <algorithm>
+#include <set>
+#include <string_view>
+
+#include "tensor/parse.h"
+
+namespace glassbox::bench {
+namespace {
+
+constexpr std::string_view kOwnFlags[] = {"--device", "--batch", "--precision"};  // each takes =VALUE
+
+// Google Benchmark's output formats that bench_nets offers (its CSV reporter
+// is deprecated in 1.7.1 and left out).
+void check_format(std::string_view flag, std::string_view value) {
+  if (value != "console" && value != "json") {
+    throw ConfigError(cat(flag, ": unknown format '", value, "'; valid: console, json"));
+  }
+}
+
+}  // namespace
+
+BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
+  BenchFlags flags;
+  std::set<std::string, std::less<>> seen;
+  for (const std::string& arg : args) {
+    if (!arg.starts_with("--")) {
+      throw ConfigError(cat("unexpected argument '", arg, "': bench_nets takes only flags; choose networks with "
+                                                         "--benchmark_filter=REGEX (e.g. --benchmark_filter=VGG16)"));
+    }
+    const size_t equals = arg.find('=');
+    const std::string name = arg.substr(0, equals);
+    const std::string_view value = equals == std::string::npos ? std::string_view() : std::string_view(arg).substr(equals + 1);
+    if (!seen.insert(name).second) throw ConfigError(cat(name, " is given twice; give it once"));
+
+    const bool own = std::find(std::begin(kOwnFlags), std::end(kOwnFlags), name) != std::end(kOwnFlags);
+    if (own && equals == std::string::npos) {
+      throw ConfigError(cat(name, " needs a value: ", name, "=VALUE (bench_nets' flags are written --flag=value)"));
+    }
+    if (own && value.empty()) throw ConfigError(cat(name, "= needs a value, got an empty one"));
+
+    if (name == "--device") {
+      flags.device = value;
+    } else if (name == "--batch") {
+      flags.batch = static_cast<int>(parse_int("--batch", value, 1, kMaxInt));
+    } else if (name == "--precision") {
+      flags.precision = parse_precision(value);
+    } else if (name == "--cudnn-search") {
+      if (equals != std::string::npos) throw ConfigError("--cudnn-search takes no value");
+      flags.algo_search = AlgoSearch::kMeasured;
+    } else if (name == "--help") {
+      flags.help = true;
+      flags.passed_on.push_back(arg);  // Google Benchmark prints its flags too
+    } else if (name == "--benchmark_out") {
+      if (value.empty()) throw ConfigError("--benchmark_out= needs a file name");
+      flags.out_path = value;
+    } else {
+      if (name == "--benchmark_format") {
+        check_format(name, value);
+        flags.display_format = value;
+      } else if (name == "--benchmark_out_format") {
+        check_format(name, value);
+        flags.file_format = value;
+      } else if (name == "--benchmark_min_time" || name == "--benchmark_min_warmup_time") {
+        parse_number(name, value, 0.0, 1e6);  // seconds
+        flags.user_min_time = flags.user_min_time || name == "--benchmark_min_time";
+      } else if (name == "--benchmark_repetitions") {
+        parse_int(name, value, 1, 1'000'000);
+      } else if (name == "--benchmark_time_unit" && value != "ns" && value != "us" && value != "ms" && value != "s") {
+        throw ConfigError(cat(name, ": unknown unit '", value, "'; valid: ns, us, ms, s"));
+      }
+      flags.passed_on.push_back(arg);  // Google Benchmark's own, or unknown: it reports those
+    }
+  }
+  return flags;
+}
+
+}  // namespace glassbox::bench

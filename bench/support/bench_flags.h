@@ -1,0 +1,39 @@
+// bench/support/bench_flags.h: bench_nets' command line, checked before
+// anything runs.
+//
+// Glassbox's own flags (--device=, --batch=, --precision=, --cudnn-search)
+// are taken out and parsed; Google Benchmark's are passed on, after checking
+// the ones Google Benchmark 1.7.1 would mishandle: a bad --benchmark_format
+// prints its usage and exits 0, a bad number is reported as an "unrecognized
+// flag", and a duplicate flag silently wins. Every problem is a ConfigError
+// naming the flag and the value.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "layers/layer.h"
+#include "tensor/context.h"
+
+namespace glassbox::bench {
+
+struct BenchFlags {
+  std::string device;  // --device= as given; "" for the default (tensor/context.h choose_device)
+  int batch = 0;       // --batch=; 0: each network's default for the device
+  Precision precision = Precision::kFp32;
+  AlgoSearch algo_search = AlgoSearch::kHeuristic;
+  bool help = false;
+
+  std::string display_format = "console";  // --benchmark_format
+  std::string file_format = "json";        // --benchmark_out_format
+  std::string out_path;                    // --benchmark_out; "" when absent (bench_nets writes it itself)
+  bool user_min_time = false;              // --benchmark_min_time given: it wins over bench_nets' default
+
+  // For Google Benchmark, in the order given: its flags, less --benchmark_out.
+  std::vector<std::string> passed_on;
+};
+
+// Parses the arguments after the program name. Throws ConfigError.
+BenchFlags parse_bench_flags(const std::vector<std::string>& args);
+
+}  // namespace glassbox::bench

@@ -1,0 +1,56 @@
+// graph/finite_check.cpp
+#include "graph/finite_check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "tensor/copy.h"
+
+namespace glassbox {
+namespace {
+
+bool all_finite(Context& ctx, const Tensor& t) {
+  if (!t.defined() || t.dtype() != DType::kFloat32) return true;
+  const std::vector<float> values = to_vector<float>(ctx, t);
+  return std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); });
+}
+
+}  // namespace
+
+std::string describe_non_finite(Context& ctx, const Graph& graph) {
+  constexpr size_t kNamedParameters = 5;
+  std::string first_output;
+  std::vector<std::string> parameters;
+  for (const Node& node : graph.nodes()) {
+    // Forward order: the first node whose value is not finite is where the
+    // trouble starts (an input is the data itself).
+    if (first_output.empty() && !all_finite(ctx, node.value)) {
+      first_output = node.is_input() ? cat("input '", node.name, "'") : cat(node.name, " (", node.layer->type(), ")");
+    }
+    if (node.is_input()) continue;
+    const std::vector<ParamSpec> specs = node.layer->param_specs();
+    for (size_t i = 0; i < node.params.size() && i < specs.size(); ++i) {
+      if (!all_finite(ctx, node.params[i])) parameters.push_back(cat(node.name, ".", specs[i].name));
+    }
+  }
+  std::string text;
+  if (!first_output.empty()) text = cat("first non-finite output: ", first_output);
+  if (!parameters.empty()) {
+    text += cat(text.empty() ? "" : "; ", "non-finite parameters: ");
+    for (size_t i = 0; i < std::min(parameters.size(), kNamedParameters); ++i) {
+      text += cat(i ? ", " : "", parameters[i]);
+    }
+    if (parameters.size() > kNamedParameters) text += cat(" and ", parameters.size() - kNamedParameters, " more");
+  }
+  return text;
+}
+
+float checked_loss(Context& ctx, const Graph& graph, int64_t step) {
+  const float loss = graph.loss(ctx);
+  if (std::isfinite(loss)) return loss;
+  const std::string where = describe_non_finite(ctx, graph);
+  throw NumericalError(cat("step ", step, ": the loss is ", loss, where.empty() ? "" : "; ", where));
+}
+
+}  // namespace glassbox

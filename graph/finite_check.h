@@ -1,0 +1,26 @@
+// graph/finite_check.h: a step whose loss is not a finite number stops whoever
+// runs steps, saying which step and where the first non-finite value appeared.
+//
+//   for (int64_t step = 1; ...; ++step) {
+//     ... forward, backward, update ...
+//     const float loss = checked_loss(ctx, graph, step);   // throws NumericalError
+//   }
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "graph/graph.h"
+
+namespace glassbox {
+
+// The loss of the last forward (waits for the device). If it is NaN or
+// infinite, throws NumericalError: "step 12: the loss is nan; first non-finite
+// output: conv3 (Conv2d); non-finite parameters: fc6.weight, ...".
+float checked_loss(Context& ctx, const Graph& graph, int64_t step);
+
+// Where non-finite values are in the graph now, in words (copies every tensor
+// to the host: for diagnosis after a failure, never inside a step). "" if none.
+std::string describe_non_finite(Context& ctx, const Graph& graph);
+
+}  // namespace glassbox

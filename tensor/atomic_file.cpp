@@ -1,0 +1,75 @@
+// tensor/atomic_file.cpp: POSIX: mkstemp beside the target, write, fsync,
+// rename (atomic within one file system, which "beside" guarantees).
+#include "tensor/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "tensor/error.h"
+
+namespace glassbox {
+namespace {
+
+// An open temporary file "<path>.tmp.XXXXXX", removed unless kept.
+class TemporaryFile {
+ public:
+  explicit TemporaryFile(const std::string& path) : name_(path + ".tmp.XXXXXX") {
+    std::vector<char> pattern(name_.begin(), name_.end());
+    pattern.push_back('\0');
+    fd_ = ::mkstemp(pattern.data());
+    if (fd_ < 0) throw Error(cat("cannot write '", path, "': ", std::strerror(errno)));
+    name_ = pattern.data();
+  }
+  ~TemporaryFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!kept_) ::unlink(name_.c_str());
+  }
+  TemporaryFile(const TemporaryFile&) = delete;
+  TemporaryFile& operator=(const TemporaryFile&) = delete;
+
+  int fd() const { return fd_; }
+  // Closes the file and reports close's own errors (NFS reports late).
+  bool close() {
+    const int status = ::close(fd_);
+    fd_ = -1;
+    return status == 0;
+  }
+  const std::string& name() const { return name_; }
+  void keep() { kept_ = true; }
+
+ private:
+  std::string name_;
+  int fd_ = -1;
+  bool kept_ = false;
+};
+
+}  // namespace
+
+void check_writable(const std::string& path) { TemporaryFile probe(path); }
+
+void write_file_atomically(const std::string& path, std::string_view contents) {
+  TemporaryFile file(path);
+  auto fail = [&](const char* step) { throw Error(cat("writing '", path, "' failed (", step, "): ", std::strerror(errno))); };
+  // mkstemp makes the file 0600; give it the permissions a new file normally gets.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  if (::fchmod(file.fd(), 0666 & ~mask) != 0) fail("fchmod");
+  for (size_t written = 0; written < contents.size();) {
+    const ssize_t n = ::write(file.fd(), contents.data() + written, contents.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail("write");
+    written += static_cast<size_t>(n);
+  }
+  if (::fsync(file.fd()) != 0) fail("fsync");
+  if (!file.close()) fail("close");
+  if (::rename(file.name().c_str(), path.c_str()) != 0) fail("rename");
+  file.keep();
+}
+
+}  // namespace glassbox

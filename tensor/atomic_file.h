@@ -1,0 +1,22 @@
+// tensor/atomic_file.h: files written whole or not at all. A reader (or a
+// later run) sees either what the path held before or all of the new contents,
+// never a half-written file, even if the disk fills up or the program is
+// killed while writing.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace glassbox {
+
+// Throws Error naming the path and the system's reason if a file cannot be
+// created at `path` (a missing directory, no permission). Leaves nothing
+// behind. For checking a destination before hours of work, not after.
+void check_writable(const std::string& path);
+
+// Writes `contents` to a temporary file beside `path`, flushes it to disk and
+// renames it over `path`. Throws Error naming the path and the reason; on
+// failure the temporary file is removed and `path` is untouched.
+void write_file_atomically(const std::string& path, std::string_view contents);
+
+}  // namespace glassbox

@@ -1,0 +1,54 @@
+// tensor/parse.cpp: checked parsing with std::from_chars, which reads only
+// what it understands and reports both where it stopped and overflow.
+#include "tensor/parse.h"
+
+#include <charconv>
+#include <cmath>
+#include <string>
+#include <system_error>
+
+#include "tensor/error.h"
+
+namespace glassbox {
+namespace {
+
+// The value as the user typed it, shortened so that a pasted file does not
+// become a page-long error message.
+std::string quoted(std::string_view text) {
+  constexpr size_t kShown = 64;
+  if (text.size() <= kShown) return cat("'", text, "'");
+  return cat("'", text.substr(0, kShown), "...' (", text.size(), " characters)");
+}
+
+// Shortest round-trip form of a bound: "100", "0.5", "1e+30".
+std::string shortest(double value) {
+  char text[32];
+  const auto [end, error] = std::to_chars(text, text + sizeof text, value);
+  return error == std::errc() ? std::string(text, end) : std::to_string(value);
+}
+
+}  // namespace
+
+int64_t parse_int(std::string_view what, std::string_view text, int64_t min, int64_t max) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (text.empty() || error != std::errc() || stop != end || value < min || value > max) {
+    throw ConfigError(cat(what, " must be an integer from ", min, " to ", max, ", got ", quoted(text)));
+  }
+  return value;
+}
+
+double parse_number(std::string_view what, std::string_view text, double min, double max) {
+  double value = 0.0;
+  const char* end = text.data() + text.size();
+  // from_chars reads "inf" and "nan" too: the isfinite check turns them away.
+  const auto [stop, error] = std::from_chars(text.data(), end, value, std::chars_format::general);
+  if (text.empty() || error != std::errc() || stop != end || !std::isfinite(value) || value < min || value > max) {
+    throw ConfigError(
+        cat(what, " must be a number from ", shortest(min), " to ", shortest(max), ", got ", quoted(text)));
+  }
+  return value;
+}
+
+}  // namespace glassbox

@@ -1,0 +1,27 @@
+// tensor/parse.h: numbers typed by a user (flag values, device indices),
+// checked in full. "8abc", "1e3", " 8", "" and values out of range are errors
+// that name the flag and the value; nothing is truncated, wrapped or guessed
+// (atoi and stoi do all three, or throw std::out_of_range).
+//
+//   const int batch = parse_int("--batch", text, 1, kMaxInt);   // "--batch must be an integer from 1 to ..."
+//   const double lr = parse_number("--lr", text, 0.0, 100.0);    // finite, in range
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string_view>
+
+namespace glassbox {
+
+inline constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+
+// All of `text` as a base-10 integer (digits, an optional leading '-') in
+// [min, max]. Throws ConfigError:
+//   "<what> must be an integer from <min> to <max>, got '<text>'".
+int64_t parse_int(std::string_view what, std::string_view text, int64_t min, int64_t max);
+
+// All of `text` as a finite decimal number ("0.01", "5e-4") in [min, max].
+// Throws ConfigError: "<what> must be a number from <min> to <max>, got '<text>'".
+double parse_number(std::string_view what, std::string_view text, double min, double max);
+
+}  // namespace glassbox
