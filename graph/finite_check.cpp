@@ -50,7 +50,8 @@ float checked_loss(Context& ctx, const Graph& graph, int64_t step) {
   const float loss = graph.loss(ctx);
   if (std::isfinite(loss)) return loss;
   const std::string where = describe_non_finite(ctx, graph);
-  throw NumericalError(cat("step ", step, ": the loss is ", loss, where.empty() ? "" : "; ", where));
+  const char* value = std::isnan(loss) ? "nan" : loss > 0 ? "inf" : "-inf";  // printf's "-nan" says nothing more
+  throw NumericalError(cat("step ", step, ": the loss is ", value, where.empty() ? "" : "; ", where));
 }
 
 }  // namespace glassbox

@@ -24,6 +24,7 @@ class ArenaPlan {
     total_ += aligned(bytes);
     return offset;
   }
+  size_t total() const { return total_; }
   Tensor allocate(Context& ctx, MemoryCategory category) const {
     return ctx.allocate(Shape{static_cast<int64_t>(std::max<size_t>(total_, kAlignment) / sizeof(float))},
                         DType::kFloat32, category);
@@ -34,6 +35,23 @@ class ArenaPlan {
 };
 
 size_t bytes_of(const Shape& shape, DType dtype) { return static_cast<size_t>(shape.numel()) * size_of(dtype); }
+
+// Fails, before any of it is allocated, if the plan's total is more than the
+// device has available: separately, each arena may fit while their sum does
+// not, and on the CPU the kernel would not say so until a step first wrote
+// the pages (Note [First touch] in tensor/allocator.cpp).
+void check_plan_fits(const Context& ctx, std::initializer_list<std::pair<MemoryCategory, size_t>> plan) {
+  size_t total = 0;
+  std::string parts;
+  for (const auto& [category, bytes] : plan) {
+    total += bytes;
+    parts += cat(parts.empty() ? "" : ", ", name_of(category), " ", format_bytes(static_cast<int64_t>(bytes)));
+  }
+  if (static_cast<int64_t>(total) > ctx.allocator().available().available) {
+    throw OutOfMemoryError(ctx.allocator().out_of_memory_message(
+        cat("for the graph's memory plan: ", format_bytes(static_cast<int64_t>(total)), " (", parts, ")")));
+  }
+}
 
 }  // namespace
 
@@ -106,6 +124,23 @@ void Graph::plan_memory(Context& ctx) {
       parameter_offsets[static_cast<size_t>(i)].push_back(parameter_plan.reserve(bytes_of(spec.shape, DType::kFloat32)));
     }
   }
+  // Inputs, activations and activation gradients: one arena each. Every layer
+  // output keeps its own slot (no reuse yet), so any tensor can be inspected
+  // after a step.
+  ArenaPlan input_plan, value_plan, grad_plan;
+  std::vector<size_t> value_offset(nodes_.size()), grad_offset(nodes_.size(), SIZE_MAX);
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& node = nodes_[i];
+    const size_t bytes = bytes_of(node.shape, node.dtype);
+    value_offset[i] = node.is_input() ? input_plan.reserve(bytes) : value_plan.reserve(bytes);
+    if (!node.is_input() && static_cast<int>(i) != loss_) grad_offset[i] = grad_plan.reserve(bytes);
+  }
+  check_plan_fits(ctx, {{MemoryCategory::kParameters, parameter_plan.total()},
+                        {MemoryCategory::kGradients, parameter_plan.total()},
+                        {MemoryCategory::kData, input_plan.total()},
+                        {MemoryCategory::kActivations, value_plan.total()},
+                        {MemoryCategory::kActivationGrads, grad_plan.total()}});
+
   parameters_ = parameter_plan.allocate(ctx, MemoryCategory::kParameters);
   gradients_ = parameter_plan.allocate(ctx, MemoryCategory::kGradients);
   fill_zero(ctx, parameters_);  // the alignment gaps too, so the optimizer sees only zeros there
@@ -118,32 +153,28 @@ void Graph::plan_memory(Context& ctx) {
     node.param_grads.clear();
     for (size_t j = 0; j < specs.size(); ++j) {
       const size_t offset = parameter_offsets[static_cast<size_t>(i)][j];
-      node.params.push_back(parameters_.view(offset, specs[j].shape, DType::kFloat32));
-      node.param_grads.push_back(gradients_.view(offset, specs[j].shape, DType::kFloat32));
+      const std::string name = cat(node.name, ".", specs[j].name);
+      node.params.push_back(parameters_.view(offset, specs[j].shape, DType::kFloat32).named(name));
+      node.param_grads.push_back(gradients_.view(offset, specs[j].shape, DType::kFloat32).named(name + " gradient"));
       const std::vector<float> values = initial_values(specs[j], options_.seed, parameter_index++);
       from_vector<float>(ctx, values, node.params.back());
     }
   }
 
-  // Inputs, activations and activation gradients: one arena each. Every layer
-  // output keeps its own slot (no reuse yet), so any tensor can be inspected
-  // after a step.
-  ArenaPlan input_plan, value_plan, grad_plan;
-  std::vector<size_t> value_offset(nodes_.size()), grad_offset(nodes_.size(), SIZE_MAX);
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    const Node& node = nodes_[i];
-    const size_t bytes = bytes_of(node.shape, node.dtype);
-    value_offset[i] = node.is_input() ? input_plan.reserve(bytes) : value_plan.reserve(bytes);
-    if (!node.is_input() && static_cast<int>(i) != loss_) grad_offset[i] = grad_plan.reserve(bytes);
-  }
   const Tensor inputs = input_plan.allocate(ctx, MemoryCategory::kData);
   const Tensor values = value_plan.allocate(ctx, MemoryCategory::kActivations);
   const Tensor grads = grad_plan.allocate(ctx, MemoryCategory::kActivationGrads);
   arenas_ = {inputs, values, grads};
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& node = nodes_[i];
-    node.value = (node.is_input() ? inputs : values).view(value_offset[i], node.shape, node.dtype);
-    node.grad = grad_offset[i] == SIZE_MAX ? Tensor() : grads.view(grad_offset[i], node.shape, DType::kFloat32);
+    node.value = (node.is_input() ? inputs : values).view(value_offset[i], node.shape, node.dtype).named(node.name);
+    if (grad_offset[i] != SIZE_MAX) {
+      node.grad = grads.view(grad_offset[i], node.shape, DType::kFloat32).named(node.name + " gradient");
+    } else {
+      node.grad = Tensor().named(cat("gradient of '", node.name, "' (none: ",
+                                     node.is_input() ? "graph inputs get no gradient"
+                                                     : "the loss starts backward with 1", ")"));
+    }
   }
 
   // Wiring: each layer's inputs and input gradients. Walking backward order,

@@ -168,7 +168,19 @@ void average_backward_plane_any_stride(const float* dy, float* dx, const Geometr
 }  // namespace
 
 Pool2d::Pool2d(std::string name, Mode mode, Window window)
-    : Layer(std::move(name)), mode_(mode), window_(window) {}
+    : Layer(std::move(name)), mode_(mode), window_(window) {
+  if (window_.global) return;  // the input's plane, known at bind
+  const Window w = resolve(nullptr);
+  const Size2& k = w.kernel;
+  if (k.h <= 0 || k.w <= 0) fail_option(cat("kernel must be positive, got ", by(k.h, k.w)));
+  if (w.stride.h <= 0 || w.stride.w <= 0) {
+    fail_option(cat("stride must be positive (0: the kernel size), got ", by(window_.stride.h, window_.stride.w)));
+  }
+  if (w.pad.h < 0 || w.pad.w < 0) fail_option(cat("padding must not be negative, got ", by(w.pad.h, w.pad.w)));
+  if (2 * int64_t{w.pad.h} > k.h || 2 * int64_t{w.pad.w} > k.w) {
+    fail_option(cat("padding ", by(w.pad.h, w.pad.w), " is more than half the ", by(k.h, k.w), " kernel"));
+  }
+}
 
 Pool2d::Window Pool2d::resolve(const Shape* input) const {
   Window w = window_;
@@ -200,16 +212,8 @@ Shape Pool2d::infer(std::span<const Shape> inputs) const {
     fail(cat("input plane ", by(x[2], x[3]), " is too large"));
   }
   const Window w = resolve(&x);
-  if (!window_.global) {
+  if (!window_.global) {  // the options themselves were checked by the constructor
     const Size2& k = w.kernel;
-    if (k.h <= 0 || k.w <= 0) fail(cat("kernel must be positive, got ", by(k.h, k.w)));
-    if (w.stride.h <= 0 || w.stride.w <= 0) {
-      fail(cat("stride must be positive (0: the kernel size), got ", by(window_.stride.h, window_.stride.w)));
-    }
-    if (w.pad.h < 0 || w.pad.w < 0) fail(cat("padding must not be negative, got ", by(w.pad.h, w.pad.w)));
-    if (2 * w.pad.h > k.h || 2 * w.pad.w > k.w) {
-      fail(cat("padding ", by(w.pad.h, w.pad.w), " is more than half the ", by(k.h, k.w), " kernel"));
-    }
     if (x[2] + 2 * w.pad.h < k.h || x[3] + 2 * w.pad.w < k.w) {
       fail(cat("the ", by(k.h, k.w), " window does not fit the ", by(x[2], x[3]), " input plane padded by ",
                by(w.pad.h, w.pad.w)));

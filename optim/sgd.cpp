@@ -1,6 +1,8 @@
 // optim/sgd.cpp: checks and the CPU step.
 #include "optim/sgd.h"
 
+#include <cmath>
+
 #include "layers/eigen_maps.h"
 #include "layers/parallel_for.h"
 #include "tensor/copy.h"
@@ -13,12 +15,25 @@ Sgd::Sgd(Context& ctx, Tensor params, Tensor grads, SgdOptions options)
     throw ShapeError(cat("Sgd: parameters ", params_.str(), " and gradients ", grads_.str(),
                          " must be float32 of one shape"));
   }
-  if (!(options_.lr > 0.0f) || options_.momentum < 0.0f || options_.weight_decay < 0.0f) {
-    throw ConfigError(cat("Sgd: lr must be positive and momentum, weight_decay non-negative; got lr ",
-                          options_.lr, ", momentum ", options_.momentum, ", weight_decay ", options_.weight_decay));
+  check_lr(options_.lr);
+  // Written so that NaN fails every comparison and so every check.
+  if (!(options_.momentum >= 0.0f && options_.momentum <= 1.0f)) {
+    throw ConfigError(cat("Sgd: momentum must be in [0, 1], got ", options_.momentum));
+  }
+  if (!(options_.weight_decay >= 0.0f && std::isfinite(options_.weight_decay))) {
+    throw ConfigError(cat("Sgd: weight_decay must be finite and not negative, got ", options_.weight_decay));
   }
   velocity_ = ctx.allocate(params_.shape(), DType::kFloat32, MemoryCategory::kOptimizerState);
   fill_zero(ctx, velocity_);
+}
+
+void Sgd::check_lr(float lr) {
+  if (!(lr > 0.0f && std::isfinite(lr))) throw ConfigError(cat("Sgd: lr must be positive and finite, got ", lr));
+}
+
+void Sgd::set_lr(float lr) {
+  check_lr(lr);
+  options_.lr = lr;
 }
 
 void Sgd::step(Context& ctx) {

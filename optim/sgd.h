@@ -20,14 +20,17 @@ struct SgdOptions {
 class Sgd {
  public:
   // params and grads: the graph's flat buffers (Graph::parameters(), gradients()).
-  // Allocates the velocity (optimizer state), zeroed.
+  // Allocates the velocity (optimizer state), zeroed. Throws ConfigError unless
+  // lr is positive and finite, momentum in [0, 1] and weight_decay finite and
+  // not negative (NaN is none of these).
   Sgd(Context& ctx, Tensor params, Tensor grads, SgdOptions options);
 
   void step(Context& ctx);
   const SgdOptions& options() const { return options_; }
-  void set_lr(float lr) { options_.lr = lr; }
+  void set_lr(float lr);  // checked as in the constructor
 
  private:
+  static void check_lr(float lr);
   void step_cpu();
   void step_cuda(Context& ctx);
 

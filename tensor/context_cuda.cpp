@@ -51,6 +51,17 @@ class CudaAllocator final : public Allocator {
   void raw_deallocate(void* ptr) noexcept override {
     (void)cudaFreeAsync(ptr, resources_->stream.get());
   }
+  DeviceMemory device_memory() const override {
+    CUDA_CHECK(cudaSetDevice(resources_->device));
+    size_t free = 0, total = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    // Blocks the pool keeps for reuse are free to Glassbox, but cudaMemGetInfo
+    // counts them as taken.
+    uint64_t reserved = 0, used = 0;
+    CUDA_CHECK(cudaMemPoolGetAttribute(resources_->pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+    CUDA_CHECK(cudaMemPoolGetAttribute(resources_->pool, cudaMemPoolAttrUsedMemCurrent, &used));
+    return {static_cast<int64_t>(free + (reserved - used)), "cudaMemGetInfo and the pool's unused blocks"};
+  }
 
   std::shared_ptr<CudaResources> resources_;  // the stream outlives every block freed on it
 };

@@ -20,8 +20,9 @@ std::string quoted(std::string_view text) {
   return cat("'", text.substr(0, kShown), "...' (", text.size(), " characters)");
 }
 
-// Shortest round-trip form of a bound: "100", "0.5", "1e+30".
+// A bound as people write it: "1000000", "0.5", "1e-08".
 std::string shortest(double value) {
+  if (std::abs(value) < 1e15 && value == std::floor(value)) return std::to_string(static_cast<int64_t>(value));
   char text[32];
   const auto [end, error] = std::to_chars(text, text + sizeof text, value);
   return error == std::errc() ? std::string(text, end) : std::to_string(value);

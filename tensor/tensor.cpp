@@ -24,10 +24,21 @@ Tensor::Tensor(std::shared_ptr<Buffer> buffer, size_t byte_offset, Shape shape, 
   }
 }
 
+Tensor Tensor::named(std::string name) const {
+  Tensor copy = *this;
+  copy.name_ = std::make_shared<const std::string>(std::move(name));
+  return copy;
+}
+
+std::string Tensor::described() const { return name_ ? cat("'", *name_, "' ", str()) : str(); }
+
 Device Tensor::device() const { return buffer_ ? buffer_->device() : Device::cpu(); }
 
 void* Tensor::raw() const {
-  if (!buffer_) throw Error("access to an undefined tensor");
+  if (!buffer_) {
+    throw Error(name_ ? cat("access to an undefined tensor: ", *name_)
+                      : std::string("access to an undefined tensor (default-constructed, never given storage)"));
+  }
   return static_cast<char*>(buffer_->data()) + offset_;
 }
 
@@ -36,7 +47,9 @@ Tensor Tensor::reshaped(Shape shape) const {
     throw ShapeError(cat("cannot view ", shape_.str(), " (", numel(), " elements) as ",
                          shape.str(), " (", shape.numel(), " elements)"));
   }
-  return Tensor(buffer_, offset_, std::move(shape), dtype_, layout_);
+  Tensor same = Tensor(buffer_, offset_, std::move(shape), dtype_, layout_);
+  same.name_ = name_;  // the same elements, so the same name
+  return same;
 }
 
 Tensor Tensor::view(size_t byte_offset, Shape shape, DType dtype) const {
@@ -50,7 +63,7 @@ std::string Tensor::str() const {
 
 void Tensor::check_dtype(DType requested) const {
   if (requested != dtype_) {
-    throw Error(cat("tensor ", str(), " accessed as ", name_of(requested)));
+    throw Error(cat("tensor ", described(), " accessed as ", name_of(requested)));
   }
 }
 

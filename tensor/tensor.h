@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "tensor/allocator.h"
 #include "tensor/device.h"
@@ -65,21 +66,30 @@ class Tensor {
     return static_cast<T*>(raw());
   }
 
-  // The same elements under another shape of equal element count.
+  // The same elements (and name) under another shape of equal element count.
   Tensor reshaped(Shape shape) const;
-  // A packed sub-view starting `byte_offset` bytes into this tensor's storage.
+  // A packed sub-view starting `byte_offset` bytes into this tensor's storage
+  // (unnamed: a part is not the whole).
   Tensor view(size_t byte_offset, Shape shape, DType dtype) const;
 
   std::string str() const;  // "float32 (8, 3, 224, 224) on cuda:0"
 
+  // A name for error messages ("conv1_1.weight"); the graph names every
+  // tensor it plans, and every undefined one with why there is none. Shared,
+  // so copying a tensor never allocates.
+  Tensor named(std::string name) const;
+  std::string_view name() const { return name_ ? std::string_view(*name_) : std::string_view(); }
+
  private:
   void check_dtype(DType requested) const;
+  std::string described() const;  // "'conv1_1.weight' float32 (64, 3, 3, 3) on cpu"
 
   std::shared_ptr<Buffer> buffer_;
   size_t offset_ = 0;  // bytes from the start of the buffer
   Shape shape_;
   DType dtype_ = DType::kFloat32;
   Layout layout_ = Layout::kNCHW;
+  std::shared_ptr<const std::string> name_;
 };
 
 }  // namespace glassbox

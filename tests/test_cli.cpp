@@ -1,9 +1,11 @@
 // tests/test_cli.cpp: the glassbox tool and bench_nets, run as a user runs
 // them: exit codes and what they print.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <regex>
 #include <string>
 
 namespace {
@@ -45,6 +47,24 @@ TEST(Cli, UsageErrorsListTheChoicesAndExitTwo) {
       {"time LeNet --steps", "glassbox: --steps needs a value (--steps N)"},
       {"time LeNet --device gpu", "glassbox: --device: unknown device 'gpu'; valid: cpu, cuda, cuda:N"},
       {"time LeNet --precision fp16", "glassbox: unknown precision 'fp16'; valid: fp32, tf32"},
+      // Numbers are read whole and range-checked (tensor/parse.h), never bent by atoi or thrown by stoi.
+      {"time LeNet --device cuda:99999999999",
+       "glassbox: --device index in 'cuda:99999999999' must be an integer from 0 to 2147483647, got '99999999999'"},
+      {"summary VGG16 --batch 1e3", "glassbox: --batch must be an integer from 1 to 2147483647, got '1e3'"},
+      {"summary VGG16 --batch 8abc", "glassbox: --batch must be an integer from 1 to 2147483647, got '8abc'"},
+      {"summary VGG16 --batch 2147483648",
+       "glassbox: --batch must be an integer from 1 to 2147483647, got '2147483648'"},
+      {"time LeNet --steps 0", "glassbox: --steps must be an integer from 1 to 1000000, got '0'"},
+      {"time LeNet --warmup -1", "glassbox: --warmup must be an integer from 0 to 1000000, got '-1'"},
+      {"summary VGG16 --batch 2 --batch 3", "glassbox: --batch is given twice ('2' and '3'); give it once"},
+      {"time LeNet --device=", "glassbox: --device needs a value (--device D), got an empty one"},
+      {"time LeNet --cudnn-search=1", "glassbox: --cudnn-search takes no value"},
+      {"summary VGG16 VGG19", "glassbox: summary takes one network name (got 2)"},
+      {"summary VGG16 -b 2", "glassbox: unknown flag '-b' for 'summary'; valid: --batch"},
+      // A batch whose tensors cannot be represented is refused at the builder, naming the layer.
+      {"summary VGG16 --batch 999999999",
+       "glassbox: VGG16 at batch 999999999 is too large: conv1_1 (Conv2d): shape (999999999, 64, 224, 224) has "
+       "more than 2^48 = 281474976710656 elements, the most a tensor may have"},
   };
   for (const auto& c : cases) {
     const Outcome r = run(kCli + " " + c.args);
@@ -71,6 +91,41 @@ TEST(Cli, TimePrintsLayersAgainstTheMeasuredStep) {
   }
 }
 
+TEST(Cli, TimePrintsTheLossOfTheFirstAndLastTimedStep) {
+  const Outcome r = run(kCli + " time LeNet --device cpu --batch 4 --steps 2 --warmup 0");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, " at the first timed step, ")) << r.output;
+}
+
+TEST(Cli, SaysOnceThatCudnnSearchDoesNothingOnTheCpu) {
+  const Outcome r = run(kCli + " time LeNet --device cpu --batch 2 --steps 1 --warmup 0 --cudnn-search");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string note = "glassbox: --cudnn-search chooses cuDNN algorithms; it has no effect on the CPU";
+  ASSERT_TRUE(contains(r.output, note)) << r.output;
+  EXPECT_EQ(r.output.find(note), r.output.rfind(note)) << "said more than once:\n" << r.output;
+}
+
+TEST(Cli, AMemoryPlanLargerThanTheMachineFailsBeforeAllocating) {
+  // LeNet at the largest batch: every shape fits (summary prints it), but its
+  // activations (about 240 TiB) do not fit any machine.
+  const Outcome summary = run(kCli + " summary LeNet --batch 2147483647");
+  ASSERT_EQ(summary.exit_code, 0) << summary.output;
+  EXPECT_FALSE(std::regex_search(summary.output, std::regex("[ (]-[0-9]"))) << "a negative count:\n"
+                                                                           << summary.output;
+  const Outcome r = run(kCli + " time LeNet --device cpu --batch 2147483647");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  for (const char* expected : {"glassbox: cpu: out of memory for the graph's memory plan: ", "(parameters ",
+                               "activations ", "activation gradients ", " available (", "Glassbox holds 0 B"}) {
+    EXPECT_TRUE(contains(r.output, expected)) << "missing '" << expected << "' in:\n" << r.output;
+  }
+}
+
+TEST(Cli, OutputThatCannotBeWrittenIsAFailure) {
+  const Outcome r = run("{ " + kCli + " summary VGG16 > /dev/full; }");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: standard output is incomplete: writing it failed")) << r.output;
+}
+
 #ifdef BENCH_NETS_PATH
 const std::string kBench = BENCH_NETS_PATH;
 
@@ -89,6 +144,71 @@ TEST(BenchNets, AFilterThatMatchesNothingIsAnError) {
   const Outcome r = run(kBench + " --device=cpu --benchmark_filter=NoSuchNet");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "bench_nets: no benchmark matches --benchmark_filter='NoSuchNet'")) << r.output;
+}
+
+TEST(BenchNets, EveryBadFlagIsAUsageErrorNamingIt) {
+  const struct {
+    std::string args;
+    std::string message;
+  } cases[] = {
+      {"--device=cuda:99999999999",
+       "bench_nets: --device index in 'cuda:99999999999' must be an integer from 0 to 2147483647, got '99999999999'"},
+      {"--batch=1e3", "bench_nets: --batch must be an integer from 1 to 2147483647, got '1e3'"},
+      {"--batch=8abc", "bench_nets: --batch must be an integer from 1 to 2147483647, got '8abc'"},
+      {"--batch=99999999999", "bench_nets: --batch must be an integer from 1 to 2147483647, got '99999999999'"},
+      {"--batch=", "bench_nets: --batch= needs a value, got an empty one"},
+      {"--device=", "bench_nets: --device= needs a value, got an empty one"},
+      {"--device cpu", "bench_nets: --device needs a value: --device=VALUE (bench_nets' flags are written --flag=value)"},
+      {"--device=cpu --device=cpu", "bench_nets: --device is given twice; give it once"},
+      {"--benchmark_filter=a --benchmark_filter=b", "bench_nets: --benchmark_filter is given twice; give it once"},
+      {"--benchmark_format=xml", "bench_nets: --benchmark_format: unknown format 'xml'; valid: console, json"},
+      {"--benchmark_out_format=csv", "bench_nets: --benchmark_out_format: unknown format 'csv'; valid: console, json"},
+      {"--benchmark_min_time=abc", "bench_nets: --benchmark_min_time must be a number from 0 to 1000000, got 'abc'"},
+      {"--benchmark_repetitions=0", "bench_nets: --benchmark_repetitions must be an integer from 1 to 1000000, got '0'"},
+      {"--benchmark_time_unit=h", "bench_nets: --benchmark_time_unit: unknown unit 'h'; valid: ns, us, ms, s"},
+      {"--cudnn-search=yes", "bench_nets: --cudnn-search takes no value"},
+      {"VGG16", "bench_nets: unexpected argument 'VGG16': bench_nets takes only flags; choose networks with "
+                "--benchmark_filter=REGEX (e.g. --benchmark_filter=VGG16)"},
+      {"--device=cpu --benchmark_out=/nonexistent-dir/r.json --benchmark_filter=LeNet",
+       "bench_nets: --benchmark_out: cannot write '/nonexistent-dir/r.json': No such file or directory"},
+  };
+  for (const auto& c : cases) {
+    const Outcome r = run(kBench + " " + c.args);
+    EXPECT_EQ(r.exit_code, 2) << "bench_nets " << c.args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, c.message)) << "bench_nets " << c.args << " printed:\n" << r.output;
+  }
+}
+
+TEST(BenchNets, WritesTheOutputFileWholeWithTheLossesAndNothingElse) {
+  char folder[] = "/tmp/glassbox-bench-out-XXXXXX";
+  ASSERT_NE(mkdtemp(folder), nullptr);
+  const std::string path = std::string(folder) + "/r.json";
+  const Outcome r = run(kBench + " --device=cpu --benchmark_filter='^LeNet/forward/' --benchmark_min_time=0.01 "
+                                 "--cudnn-search --benchmark_out=" + path);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "bench_nets: --cudnn-search chooses cuDNN algorithms; it has no effect on the CPU"))
+      << r.output;
+  std::FILE* file = std::fopen(path.c_str(), "r");
+  ASSERT_NE(file, nullptr) << path << " was not written";
+  std::string json;
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, file)) > 0;) json.append(buffer, n);
+  std::fclose(file);
+  for (const char* expected : {"\"name\": \"LeNet/forward/batch:64\"", "\"first_loss\"", "\"last_loss\"",
+                               "\"images/s\"", "\"protocol\""}) {
+    EXPECT_TRUE(contains(json, expected)) << "missing " << expected << " in:\n" << json;
+  }
+  EXPECT_TRUE(json.ends_with("  ]\n}\n")) << "the JSON is not complete:\n" << json;
+  const Outcome listing = run(std::string("ls -A ") + folder);
+  EXPECT_EQ(listing.output, "r.json\n") << "temporary files left behind";
+  run(std::string("rm -rf ") + folder);
+}
+
+TEST(BenchNets, OutputThatCannotBeWrittenIsAFailure) {
+  const Outcome r = run("{ " + kBench + " --device=cpu --benchmark_filter='^LeNet/forward/' "
+                                        "--benchmark_min_time=0.01 > /dev/full; }");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "bench_nets: standard output is incomplete: writing it failed")) << r.output;
 }
 
 TEST(BenchNets, BadFlagsAreErrors) {

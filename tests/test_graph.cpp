@@ -233,6 +233,23 @@ TEST(Graph, UseBeforeCompileAndWrongDeviceAreErrors) {
   EXPECT_THROW(graph.layer_times(), Error) << "layer times without layer_timing";
 }
 
+TEST(Graph, NamesEveryPlannedTensorAndWhyAGradientIsMissing) {
+  Context ctx = Context::cpu();
+  Graph graph = residual_net();
+  graph.compile(ctx);
+  EXPECT_EQ(graph.node("fc2").value.name(), "fc2");
+  EXPECT_EQ(graph.node("fc2").grad.name(), "fc2 gradient");
+  EXPECT_EQ(graph.node("fc2").params[1].name(), "fc2.bias");
+  EXPECT_EQ(graph.node("fc2").param_grads[0].name(), "fc2.weight gradient");
+  try {
+    graph.node("images").grad.data<float>();
+    FAIL() << "a graph input has a gradient";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "access to an undefined tensor: gradient of 'images' (none: graph inputs get no gradient)");
+  }
+  EXPECT_EQ(graph.node("loss").grad.name(), "gradient of 'loss' (none: the loss starts backward with 1)");
+}
+
 TEST(Graph, LayerTimesCoverEveryLayer) {
   Context ctx = Context::cpu();
   Graph graph = residual_net();

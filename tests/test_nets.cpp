@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "data/synthetic.h"
 #include "nets/registry.h"
@@ -46,6 +47,33 @@ TEST_P(NetTest, ParametersAndMacsMatchTheReference) {
         << "GMAC rounds to REFERENCE.md's figure";
   }
   EXPECT_EQ(net.build(3).macs(), 3 * e.macs_per_image) << "MACs scale with the batch";
+}
+
+// Any batch a user can type: the network is built and its counts are exact
+// (no wrapped, negative or truncated MACs), or it is refused with a usage
+// error naming the network, the batch and the first layer that does not fit.
+TEST_P(NetTest, AnyBatchIsCountedExactlyOrRefusedByName) {
+  const Expected& e = GetParam();
+  const NetSpec& net = find_net(e.net);
+  int built = 0, refused = 0;
+  for (const int batch : {1, 977, 1 << 16, 1 << 20, 1 << 24, 999'999'999, std::numeric_limits<int>::max()}) {
+    try {
+      const Graph graph = build_net(net, batch);
+      const __int128 expected = static_cast<__int128>(batch) * e.macs_per_image;
+      EXPECT_TRUE(graph.macs() == expected) << e.net << " at batch " << batch << ": " << graph.macs();
+      EXPECT_EQ(graph.parameter_count(), e.params);
+      ++built;
+    } catch (const ConfigError& error) {
+      const std::string prefix = cat(e.net, " at batch ", batch, " is too large: ");
+      EXPECT_EQ(std::string(error.what()).substr(0, prefix.size()), prefix) << error.what();
+      EXPECT_NE(std::string(error.what()).find("the most a tensor may have"), std::string::npos) << error.what();
+      ++refused;
+    }
+  }
+  EXPECT_GE(built, 3) << "small batches build";
+  if (std::string(e.net) != "LeNet") {
+    EXPECT_GE(refused, 1) << "a batch of 2^31 - 1 fits no ImageNet network";
+  }
 }
 
 TEST_P(NetTest, ShapesFollowTheBatch) {

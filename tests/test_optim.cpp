@@ -1,6 +1,8 @@
 // tests/test_optim.cpp: the SGD update, its checks, and CUDA against CPU.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "optim/sgd.h"
 #include "tensor/copy.h"
 #include "tests/support/devices.h"
@@ -57,12 +59,38 @@ TEST(Sgd, RejectsBadOptionsAndMismatchedBuffers) {
   Context c = Context::cpu();
   Tensor w = c.allocate(Shape{4}, DType::kFloat32, MemoryCategory::kParameters);
   Tensor g = c.allocate(Shape{5}, DType::kFloat32, MemoryCategory::kGradients);
-  try {
-    Sgd(c, w, w, {.lr = 0.0f});
-    FAIL() << "accepted lr 0";
-  } catch (const ConfigError& e) {
-    EXPECT_STREQ(e.what(), "Sgd: lr must be positive and momentum, weight_decay non-negative; got lr 0, momentum 0.9, weight_decay 0.0005");
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const struct {
+    SgdOptions options;
+    const char* message;
+  } cases[] = {
+      {{.lr = 0.0f}, "Sgd: lr must be positive and finite, got 0"},
+      {{.lr = -0.1f}, "Sgd: lr must be positive and finite, got -0.1"},
+      {{.lr = inf}, "Sgd: lr must be positive and finite, got inf"},
+      {{.lr = nan}, "Sgd: lr must be positive and finite, got nan"},
+      {{.momentum = nan}, "Sgd: momentum must be in [0, 1], got nan"},
+      {{.momentum = -0.5f}, "Sgd: momentum must be in [0, 1], got -0.5"},
+      {{.momentum = 1.5f}, "Sgd: momentum must be in [0, 1], got 1.5"},
+      {{.weight_decay = -1e-4f}, "Sgd: weight_decay must be finite and not negative, got -0.0001"},
+      {{.weight_decay = inf}, "Sgd: weight_decay must be finite and not negative, got inf"},
+      {{.weight_decay = nan}, "Sgd: weight_decay must be finite and not negative, got nan"},
+  };
+  for (const auto& c_ : cases) {
+    try {
+      Sgd(c, w, w, c_.options);
+      ADD_FAILURE() << "accepted " << c_.message;
+    } catch (const ConfigError& e) {
+      EXPECT_STREQ(e.what(), c_.message);
+    }
   }
+  Sgd sgd(c, w, w, {});
+  try {
+    sgd.set_lr(inf);
+    FAIL() << "set_lr accepted inf";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "Sgd: lr must be positive and finite, got inf");
+  }
+  EXPECT_EQ(sgd.options().lr, SgdOptions{}.lr) << "a refused lr must not be kept";
   try {
     Sgd(c, w, g, {});
     FAIL() << "accepted gradients of another shape";

@@ -54,6 +54,32 @@ TEST(Tensor, ViewsShareStorageAndCheckBounds) {
   EXPECT_THROW(Tensor().raw(), Error);
 }
 
+TEST(Tensor, AccessErrorsNameTheTensor) {
+  try {
+    Tensor().raw();
+    FAIL() << "an undefined tensor gave a pointer";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "access to an undefined tensor (default-constructed, never given storage)");
+  }
+  try {
+    Tensor().named("gradient of 'images' (none: graph inputs get no gradient)").data<float>();
+    FAIL() << "an undefined tensor gave a pointer";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "access to an undefined tensor: gradient of 'images' (none: graph inputs get no gradient)");
+  }
+  Context ctx = Context::cpu();
+  const Tensor weight = ctx.allocate(Shape{2, 3}, DType::kFloat32, MemoryCategory::kParameters).named("fc1.weight");
+  EXPECT_EQ(weight.name(), "fc1.weight");
+  EXPECT_EQ(weight.reshaped(Shape{6}).name(), "fc1.weight") << "the same elements keep their name";
+  EXPECT_EQ(weight.view(0, Shape{3}, DType::kFloat32).name(), "") << "a part is not the whole";
+  try {
+    weight.data<int>();
+    FAIL() << "float32 read as int32";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "tensor 'fc1.weight' float32 (2, 3) on cpu accessed as int32");
+  }
+}
+
 TEST(Allocator, TracksCurrentAndPeakByCategory) {
   Context ctx = Context::cpu();
   {

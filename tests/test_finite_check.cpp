@@ -1,0 +1,89 @@
+// tests/test_finite_check.cpp: a step whose loss is not finite is reported by
+// step number and by where the first non-finite value appeared, never
+// carried on from (graph/finite_check.h).
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+
+#include "data/synthetic.h"
+#include "graph/finite_check.h"
+#include "nets/registry.h"
+#include "optim/sgd.h"
+#include "tensor/copy.h"
+
+namespace glassbox {
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+struct LeNetRun {
+  Context ctx = Context::cpu();
+  Graph graph = find_net("LeNet").build(8);
+  LeNetRun() {
+    graph.compile(ctx);
+    fill_synthetic_batch(ctx, graph, 10);
+  }
+  std::string first_error(int steps) {
+    for (int step = 1; step <= steps; ++step) {
+      graph.forward(ctx);
+      try {
+        checked_loss(ctx, graph, step);
+      } catch (const NumericalError& e) {
+        return e.what();
+      }
+    }
+    return "(no error)";
+  }
+};
+
+TEST(FiniteCheck, AHealthyStepPassesAndDescribesNothing) {
+  LeNetRun run;
+  EXPECT_EQ(run.first_error(2), "(no error)");
+  EXPECT_EQ(describe_non_finite(run.ctx, run.graph), "");
+}
+
+TEST(FiniteCheck, NonFiniteDataIsTracedToTheInput) {
+  LeNetRun run;
+  std::vector<float> images = to_vector<float>(run.ctx, run.graph.input("images"));
+  images[100] = kNaN;
+  from_vector<float>(run.ctx, images, run.graph.input("images"));
+  EXPECT_EQ(run.first_error(3), "step 1: the loss is nan; first non-finite output: input 'images'");
+}
+
+TEST(FiniteCheck, ANonFiniteParameterIsNamedWithTheFirstLayerItSpoils) {
+  LeNetRun run;
+  const Tensor& weight = run.graph.node("conv2").params[0];
+  std::vector<float> values = to_vector<float>(run.ctx, weight);
+  values[7] = std::numeric_limits<float>::infinity();
+  from_vector<float>(run.ctx, values, weight);
+  EXPECT_EQ(run.first_error(3),
+            "step 1: the loss is nan; first non-finite output: conv2 (Conv2d); non-finite parameters: conv2.weight");
+}
+
+TEST(FiniteCheck, ADivergingRunStopsAtTheFirstNonFiniteStep) {
+  // The example: SGD at a learning rate of 10 sends LeNet's loss to
+  // NaN within a few steps; the run must stop there, naming the step.
+  LeNetRun run;
+  Sgd sgd(run.ctx, run.graph.parameters(), run.graph.gradients(), {.lr = 10.0f});
+  std::string error = "(no error)";
+  int64_t step = 0;
+  while (error == "(no error)" && step < 50) {
+    run.graph.zero_grad(run.ctx);
+    run.graph.forward(run.ctx);
+    run.graph.backward(run.ctx);
+    sgd.step(run.ctx);
+    try {
+      checked_loss(run.ctx, run.graph, ++step);
+    } catch (const NumericalError& e) {
+      error = e.what();
+    }
+  }
+  const std::string prefix = cat("step ", step, ": the loss is ");
+  EXPECT_EQ(error.substr(0, prefix.size()), prefix) << error;
+  EXPECT_NE(error.find("non-finite parameters: conv1.weight"), std::string::npos) << error;
+  EXPECT_GT(step, 1) << "the first step, before any update, is finite";
+}
+
+}  // namespace
+}  // namespace glassbox

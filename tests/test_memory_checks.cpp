@@ -1,0 +1,96 @@
+// tests/test_memory_checks.cpp: a plan that does not fit the machine fails at
+// compile, before anything is allocated, with the typed error naming the
+// categories and bytes; allocations are checked against what is available
+// (and against a limit); CPU memory is really there once allocated.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "graph/builder.h"
+#include "nets/registry.h"
+#include "tensor/host_memory.h"
+
+namespace glassbox {
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// Resident memory of this process, from /proc/self/statm (pages).
+int64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
+TEST(MemoryChecks, APlanLargerThanTheMachineFailsAtCompileBeforeAllocating) {
+  const AvailableMemory host = host_available_memory();
+  ASSERT_LT(host.bytes, int64_t{1} << 50) << "this machine does not say how much memory it has";
+  // A LeNet batch whose activations and activation gradients need 1.5x what
+  // the machine has, each of the two arenas alone 0.75x: separately, each fits.
+  int64_t activation_bytes = 0;  // per image
+  const Graph one = find_net("LeNet").build(1);
+  for (const Node& node : one.nodes()) {
+    if (!node.is_input()) activation_bytes += node.shape.numel() * 4;
+  }
+  const int batch = static_cast<int>(std::min<int64_t>(host.bytes * 3 / 4 / activation_bytes, 1 << 30));
+  Graph graph = find_net("LeNet").build(batch);
+  Context ctx = Context::cpu();
+  try {
+    graph.compile(ctx);
+    FAIL() << "compiled a plan larger than the machine (batch " << batch << ")";
+  } catch (const OutOfMemoryError& e) {
+    const std::string message = e.what();
+    for (const char* part : {"cpu: out of memory for the graph's memory plan: ", "(parameters ", "gradients ",
+                             "data ", "activations ", "activation gradients ", " available (", "Glassbox holds 0 B"}) {
+      EXPECT_TRUE(contains(message, part)) << "missing '" << part << "' in: " << message;
+    }
+  }
+  EXPECT_EQ(ctx.memory().peak_total, 0) << "nothing is allocated before the plan is checked";
+  EXPECT_FALSE(graph.compiled());
+}
+
+TEST(MemoryChecks, ALimitRefusesAllocationsPastIt) {
+  Context ctx = Context::cpu();
+  ctx.allocator().set_limit(int64_t{1} << 20);
+  const Tensor kept = ctx.allocate(Shape{200'000}, DType::kFloat32, MemoryCategory::kParameters);  // 800 kB
+  try {
+    ctx.allocate(Shape{100'000}, DType::kFloat32, MemoryCategory::kActivations);  // 400 kB more
+    FAIL() << "allocated past the limit";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_STREQ(e.what(), "cpu: out of memory allocating 390.62 KiB of activations; 242.75 KiB available (limit "
+                           "of 1.00 MiB); Glassbox holds 781.25 KiB (parameters 781.25 KiB)");
+  }
+  ctx.allocator().set_limit(0);  // no limit: the machine's memory
+  EXPECT_NO_THROW(ctx.allocate(Shape{100'000}, DType::kFloat32, MemoryCategory::kActivations));
+}
+
+TEST(MemoryChecks, ALimitedDeviceFailsTheCompileNamingTheCategories) {
+  Graph graph = find_net("AlexNet").build(2);
+  Context ctx = Context::cpu();
+  ctx.allocator().set_limit(int64_t{100} << 20);  // 100 MiB: the parameters alone need 233 MiB
+  try {
+    graph.compile(ctx);
+    FAIL() << "AlexNet fit in 100 MiB";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_TRUE(contains(e.what(), "cpu: out of memory for the graph's memory plan: ")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "(parameters 233.08 MiB, gradients 233.08 MiB, data ")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "; 100.00 MiB available (limit of 100.00 MiB); Glassbox holds 0 B")) << e.what();
+  }
+}
+
+TEST(MemoryChecks, CpuMemoryIsWrittenWhenAllocated) {
+  // Note [First touch]: untouched pages are not memory yet. Allocating 64 MiB
+  // (and writing nothing to it) must raise the resident size by about that.
+  Context ctx = Context::cpu();
+  const int64_t before = resident_bytes();
+  const Tensor t = ctx.allocate(Shape{16 << 20}, DType::kFloat32, MemoryCategory::kActivations);
+  const int64_t grown = resident_bytes() - before;
+  EXPECT_GE(grown, int64_t{60} << 20) << "the pages were not touched: resident size grew by " << grown;
+}
+
+}  // namespace
+}  // namespace glassbox

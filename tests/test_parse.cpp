@@ -1,0 +1,111 @@
+// tests/test_parse.cpp: the checked parsers every user-typed number and device
+// name goes through (tensor/parse.h, Device::parse, choose_device).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tensor/context.h"
+#include "tensor/parse.h"
+
+namespace glassbox {
+namespace {
+
+std::string int_error(std::string_view text, int64_t min = 1, int64_t max = kMaxInt) {
+  try {
+    parse_int("--batch", text, min, max);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+std::string number_error(std::string_view text) {
+  try {
+    parse_number("--lr", text, 0.0, 100.0);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(ParseInt, ReadsWholeIntegersInRange) {
+  EXPECT_EQ(parse_int("--batch", "8", 1, kMaxInt), 8);
+  EXPECT_EQ(parse_int("--batch", "2147483647", 1, kMaxInt), 2147483647);
+  EXPECT_EQ(parse_int("--warmup", "0", 0, 10), 0);
+  EXPECT_EQ(parse_int("--offset", "-5", -10, 10), -5);
+}
+
+TEST(ParseInt, RejectsWhatAtoiAndStoiWouldBendOrCrashOn) {
+  const std::string range = "--batch must be an integer from 1 to 2147483647, got ";
+  // atoi: "1e3" -> 1, "8abc" -> 8, "99999999999" wraps; stoi throws std::out_of_range.
+  for (const char* text : {"1e3", "8abc", "99999999999", "2147483648", "0", "-3", "", " 8", "8 ", "+8", "0x10",
+                           "1.0", "99999999999999999999999"}) {
+    EXPECT_EQ(int_error(text), range + "'" + text + "'") << text;
+  }
+}
+
+TEST(ParseInt, ShortensAPastedPage) {
+  const std::string text(500, '9');
+  EXPECT_EQ(int_error(text), "--batch must be an integer from 1 to 2147483647, got '" + std::string(64, '9') +
+                                 "...' (500 characters)");
+}
+
+TEST(ParseNumber, ReadsFiniteNumbersInRange) {
+  EXPECT_DOUBLE_EQ(parse_number("--lr", "0.01", 0.0, 100.0), 0.01);
+  EXPECT_DOUBLE_EQ(parse_number("--lr", "5e-4", 0.0, 100.0), 5e-4);
+  EXPECT_DOUBLE_EQ(parse_number("--lr", "100", 0.0, 100.0), 100.0);
+}
+
+TEST(ParseNumber, RejectsNonFiniteGarbageAndOutOfRange) {
+  for (const char* text : {"inf", "nan", "-inf", "1e400", "abc", "", "0.5x", "100.5", "-1", "0x1p3"}) {
+    EXPECT_EQ(number_error(text), std::string("--lr must be a number from 0 to 100, got '") + text + "'") << text;
+  }
+}
+
+TEST(DeviceParse, NamesTheFlagAndTheValidForms) {
+  EXPECT_EQ(Device::parse("cuda:7"), Device::cuda(7));
+  try {
+    Device::parse("cuda:99999999999", "--device");
+    FAIL() << "cuda:99999999999 was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "--device index in 'cuda:99999999999' must be an integer from 0 to 2147483647, got "
+                           "'99999999999'");
+  }
+  for (const char* text : {"cuda:", "cuda:-1", "cuda:1x", "cuda: 1"}) {
+    EXPECT_THROW(Device::parse(text, "--device"), ConfigError) << text;
+  }
+  try {
+    Device::parse("", "--device");
+    FAIL() << "an empty device was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "--device: unknown device ''; valid: cpu, cuda, cuda:N");
+  }
+}
+
+TEST(ChooseDevice, DefaultsToTheGpuOrSaysWhyNot) {
+  const CudaAvailability cuda = cuda_availability();
+  const DeviceChoice choice = choose_device("", "--device");
+  if (cuda.usable) {
+    EXPECT_EQ(choice.device, Device::cuda(0));
+    EXPECT_EQ(choice.note, "");
+  } else {
+    EXPECT_EQ(choice.device, Device::cpu());
+    EXPECT_EQ(choice.note, "no usable GPU (" + cuda.reason + "): running on the CPU");
+  }
+  EXPECT_EQ(choose_device("cpu", "--device").device, Device::cpu());
+}
+
+TEST(ChooseDevice, RefusesAGpuThatIsNotThere) {
+  const CudaAvailability cuda = cuda_availability();
+  try {
+    choose_device("cuda:64", "--device");
+    FAIL() << "cuda:64 was accepted";
+  } catch (const ConfigError& e) {
+    const std::string expected = cuda.usable ? "--device cuda:64: no such GPU; this machine has "
+                                             : "--device cuda:64: no usable GPU (" + cuda.reason + ")";
+    EXPECT_EQ(std::string(e.what()).substr(0, expected.size()), expected) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace glassbox
