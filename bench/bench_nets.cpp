@@ -198,7 +198,11 @@ int run(int argc, char** argv) {
     throw ConfigError(cat("no benchmark matches --benchmark_filter='", benchmark::GetBenchmarkFilter(),
                           "'; networks: ", net_names(), "; modes: forward, forward_backward, train_step"));
   }
-  if (!flags.out_path.empty()) write_file_atomically(flags.out_path, file_contents.str());
+  if (!flags.out_path.empty() && file_contents.str().empty()) {  // --benchmark_list_tests: nothing was run
+    std::fprintf(stderr, "bench_nets: no results, so %s was not written\n", flags.out_path.c_str());
+  } else if (!flags.out_path.empty()) {
+    write_file_atomically(flags.out_path, file_contents.str());
+  }
   return g_any_benchmark_failed ? kExitFailure : 0;
 }
 
