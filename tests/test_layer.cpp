@@ -53,7 +53,8 @@ TEST(Layer, CallsOutOfOrderSayWhatComesFirst) {
   EXPECT_EQ(shape_error([&] { fc.prepare(ctx); }),
             "fc1 (Linear): prepare before its input shapes are known (bind first)");
   fc.bind(std::vector<Shape>{Shape{3, 4}});
-  EXPECT_EQ(shape_error([&] { fc.forward(ctx, {}); }), "fc1 (Linear): forward before prepare (compile the graph first)");
+  EXPECT_EQ(shape_error([&] { fc.forward(ctx, {}); }),
+            "fc1 (Linear): forward before prepare (compile the graph first)");
   EXPECT_EQ(shape_error([&] { fc.backward(ctx, {}); }),
             "fc1 (Linear): backward before prepare (compile the graph first)");
   fc.prepare(ctx);
