@@ -167,6 +167,7 @@ TEST(BenchNets, EveryBadFlagIsAUsageErrorNamingIt) {
       {"--benchmark_repetitions=0", "bench_nets: --benchmark_repetitions must be an integer from 1 to 1000000, got '0'"},
       {"--benchmark_time_unit=h", "bench_nets: --benchmark_time_unit: unknown unit 'h'; valid: ns, us, ms, s"},
       {"--cudnn-search=yes", "bench_nets: --cudnn-search takes no value"},
+      {"--benchmark_out=", "bench_nets: --benchmark_out= needs a file name"},
       {"VGG16", "bench_nets: unexpected argument 'VGG16': bench_nets takes only flags; choose networks with "
                 "--benchmark_filter=REGEX (e.g. --benchmark_filter=VGG16)"},
       {"--device=cpu --benchmark_out=/nonexistent-dir/r.json --benchmark_filter=LeNet",

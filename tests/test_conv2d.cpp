@@ -190,7 +190,9 @@ TEST(Conv2d, WorkspaceIsCheckedAtRunTime) {
     conv.forward(ctx, {.inputs = inputs, .output = y, .params = params});
     FAIL() << "ran without its workspace";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("conv1 (Conv2d): needs "), std::string::npos) << e.what();
+    const std::string needed = format_bytes(static_cast<int64_t>(conv.workspace_bytes()));
+    EXPECT_EQ(std::string(e.what()), "conv1 (Conv2d): needs " + needed +
+                                         " of workspace, the context has 0 B (reserve workspace_bytes() after prepare)");
   }
 }
 

@@ -41,7 +41,12 @@ TEST(Linear, RejectsUnflattenedInput) {
 }
 
 TEST(Linear, RejectsNonPositiveWidth) {
-  EXPECT_THROW(Linear("fc", {.out_features = 0}), ConfigError);
+  try {
+    Linear("fc", {.out_features = 0});
+    FAIL() << "a linear layer of width 0";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "fc (Linear): out_features must be positive, got 0");
+  }
 }
 
 TEST(Linear, GradientsMatchFiniteDifferences) {

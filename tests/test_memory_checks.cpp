@@ -82,6 +82,28 @@ TEST(MemoryChecks, ALimitedDeviceFailsTheCompileNamingTheCategories) {
   }
 }
 
+// A device that refuses every request and does not say how much it has.
+class RefusingAllocator final : public Allocator {
+ public:
+  Device device() const override { return Device::cpu(); }
+
+ private:
+  void* raw_allocate(size_t) override { return nullptr; }
+  void raw_deallocate(void*) noexcept override {}
+  DeviceMemory device_memory() const override { return {}; }
+};
+
+TEST(MemoryChecks, ARefusedAllocationIsAnOutOfMemoryErrorSayingSo) {
+  RefusingAllocator allocator;
+  try {
+    allocator.allocate(400, MemoryCategory::kData);
+    FAIL() << "a refused allocation returned";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_STREQ(e.what(), "cpu: out of memory allocating 400 B of data; the device refused it; Glassbox holds 0 B");
+  }
+  EXPECT_EQ(allocator.stats().peak_total, 0) << "a refused allocation is not counted";
+}
+
 TEST(MemoryChecks, CpuMemoryIsWrittenWhenAllocated) {
   // Note [First touch]: untouched pages are not memory yet. Allocating 64 MiB
   // (and writing nothing to it) must raise the resident size by about that.

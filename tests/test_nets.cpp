@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "data/synthetic.h"
+#include "nets/nets.h"
 #include "nets/registry.h"
 #include "optim/sgd.h"
 #include "tensor/copy.h"
@@ -100,6 +101,16 @@ TEST(NetRegistry, FindsNamesIgnoringCaseAndListsThemOtherwise) {
     FAIL() << "found vgg17";
   } catch (const ConfigError& e) {
     EXPECT_STREQ(e.what(), "unknown network 'vgg17'; valid: LeNet, AlexNet, VGG11, VGG13, VGG16, VGG19");
+  }
+}
+
+TEST(Vgg, ValidDepthsAreTheFourConfigurations) {
+  EXPECT_EQ(vgg(11, 1).parameter_count(), 132'863'336);
+  try {
+    vgg(12, 1);
+    FAIL() << "built a VGG-12";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "VGG-12: valid depths are 11, 13, 16, 19");
   }
 }
 

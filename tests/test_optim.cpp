@@ -6,6 +6,7 @@
 #include "optim/sgd.h"
 #include "tensor/copy.h"
 #include "tests/support/devices.h"
+#include "tests/support/fake_device.h"
 #include "tests/support/harness.h"
 
 namespace glassbox {
@@ -96,6 +97,19 @@ TEST(Sgd, RejectsBadOptionsAndMismatchedBuffers) {
     FAIL() << "accepted gradients of another shape";
   } catch (const ShapeError& e) {
     EXPECT_STREQ(e.what(), "Sgd: parameters float32 (4) on cpu and gradients float32 (5) on cpu must be float32 of one shape");
+  }
+}
+
+TEST(Sgd, StepRefusesParametersOnAnotherDevice) {
+  Context cpu = Context::cpu();
+  const Tensor w = testing::tensor_claiming(Device::cuda(0), Shape{4});
+  const Tensor g = testing::tensor_claiming(Device::cuda(0), Shape{4});
+  Sgd sgd(cpu, w, g, {});
+  try {
+    sgd.step(cpu);
+    FAIL() << "stepped cuda:0 parameters with a CPU context";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "Sgd: parameters are on cuda:0, the context is cpu");
   }
 }
 

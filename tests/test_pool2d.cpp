@@ -159,6 +159,10 @@ TEST(Pool2d, RejectsBadWindowsAsOptionsAndBadInputsAsShapes) {
             "pool1 (MaxPool2d): the 5x5 window does not fit the 3x8 input plane padded by 0x0");
   EXPECT_EQ(bind_error(Mode::kMax, {.kernel = {2, 6}, .pad = {0, 1}}, Shape{1, 1, 3, 3}),
             "pool1 (MaxPool2d): the 2x6 window does not fit the 3x3 input plane padded by 0x1");
+  // A plane is indexed with int32 (max pooling's arg-max): at most 2^31 - 1 elements.
+  EXPECT_EQ(bind_error(Mode::kMax, {.kernel = 2}, Shape{1, 1, 65535, 32768}), "(no error)");
+  EXPECT_EQ(bind_error(Mode::kMax, {.kernel = 2}, Shape{1, 1, 65536, 32768}),
+            "pool1 (MaxPool2d): input plane 65536x32768 is too large");
 }
 
 // The window configurations every gradient and parity test runs over.

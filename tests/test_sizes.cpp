@@ -45,5 +45,20 @@ TEST(Sizes, AWeightWithTooManyElementsNamesTheLayer) {
   }
 }
 
+// Each layer's count fits in 64 bits; their sum does not. Two linear layers
+// of 2^62 multiply-accumulates each: (2^20, 2^20) -> 2^22 -> 2^20 features.
+TEST(Sizes, TheNetworksMultiplyAccumulatesPast64BitsNameTheLayer) {
+  GraphBuilder g;
+  const Value x = g.input("features", {1 << 20, 1 << 20});
+  const Value wide = g.linear(x, {.out_features = 1 << 22}, "fc1");
+  try {
+    g.linear(wide, {.out_features = 1 << 20}, "fc2");
+    FAIL() << "2^63 multiply-accumulates were counted";
+  } catch (const SizeError& e) {
+    EXPECT_STREQ(e.what(), "fc2 (Linear): the network's multiply-accumulates: 4611686018427387904 + "
+                           "4611686018427387904 does not fit in 64 bits");
+  }
+}
+
 }  // namespace
 }  // namespace glassbox

@@ -80,6 +80,23 @@ TEST(Tensor, AccessErrorsNameTheTensor) {
   }
 }
 
+TEST(Tensor, ViewErrorsNameTheShapesAndSizes) {
+  Context ctx = Context::cpu();
+  const Tensor t = ctx.allocate(Shape{2, 6}, DType::kFloat32, MemoryCategory::kActivations);  // 48 bytes
+  try {
+    t.view(8 * sizeof(float), Shape{6}, DType::kFloat32);
+    FAIL() << "a view ran past the end of its buffer";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "tensor float32 (6) on cpu at byte 32 does not fit its buffer of 48 bytes");
+  }
+  try {
+    t.reshaped(Shape{5});
+    FAIL() << "12 elements were viewed as 5";
+  } catch (const ShapeError& e) {
+    EXPECT_STREQ(e.what(), "cannot view (2, 6) (12 elements) as (5) (5 elements)");
+  }
+}
+
 TEST(Allocator, TracksCurrentAndPeakByCategory) {
   Context ctx = Context::cpu();
   {
@@ -153,6 +170,16 @@ TEST(Context, CudaWithoutAGpuSaysWhy) {
   if (a.usable) GTEST_SKIP() << "a GPU is usable here; this checks the message without one";
   EXPECT_FALSE(a.reason.empty());
   EXPECT_THROW(Context::cuda(0), Error);
+}
+
+TEST(Context, CudaInACpuOnlyBuildSaysHowToBuildWithIt) {
+  if (GLASSBOX_WITH_CUDA) GTEST_SKIP() << "built with CUDA: Context::cuda is there";
+  try {
+    Context::cuda(0);
+    FAIL() << "a CPU-only build made a CUDA context";
+  } catch (const NotBuiltError& e) {
+    EXPECT_STREQ(e.what(), "Context::cuda: Glassbox was built without CUDA (configure with -DGLASSBOX_CUDA=ON)");
+  }
 }
 
 class CopyTest : public testing::DeviceTest {};

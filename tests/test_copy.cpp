@@ -1,0 +1,75 @@
+// tests/test_copy.cpp: what copy(), fill_zero(), to_vector() and from_vector()
+// refuse: sizes and types that differ, and a tensor on another device than the
+// context (tensor/copy.h). Round trips are in test_tensor.cpp (CopyTest).
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "tensor/copy.h"
+#include "tests/support/fake_device.h"
+
+namespace glassbox {
+namespace {
+
+Tensor host_tensor(Context& ctx, Shape shape, DType dtype = DType::kFloat32) {
+  return ctx.allocate(std::move(shape), dtype, MemoryCategory::kData);
+}
+
+TEST(Copy, RefusesADestinationOfAnotherSizeOrType) {
+  Context ctx = Context::cpu();
+  const Tensor src = host_tensor(ctx, Shape{2, 3});
+  from_vector<float>(ctx, std::vector<float>{1, 2, 3, 4, 5, 6}, src);
+  const Tensor larger = host_tensor(ctx, Shape{7});
+  try {
+    copy(ctx, src, larger);
+    FAIL() << "copied 6 elements into 7";
+  } catch (const ShapeError& e) {
+    EXPECT_STREQ(e.what(), "copy: source float32 (2, 3) on cpu does not match destination float32 (7) on cpu");
+  }
+  try {
+    copy(ctx, src, host_tensor(ctx, Shape{6}, DType::kInt32));
+    FAIL() << "copied float32 into int32";
+  } catch (const ShapeError& e) {
+    EXPECT_STREQ(e.what(), "copy: source float32 (2, 3) on cpu does not match destination int32 (6) on cpu");
+  }
+  const Tensor same = host_tensor(ctx, Shape{6});
+  copy(ctx, src, same);  // the element count and type are what must agree, not the shape
+  EXPECT_EQ(to_vector<float>(ctx, same), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+}
+
+TEST(Copy, FromVectorNeedsOneValuePerElement) {
+  Context ctx = Context::cpu();
+  const Tensor t = host_tensor(ctx, Shape{2, 3});
+  try {
+    from_vector<float>(ctx, std::vector<float>{1, 2, 3, 4, 5}, t);
+    FAIL() << "5 values filled 6 elements";
+  } catch (const ShapeError& e) {
+    EXPECT_STREQ(e.what(), "from_vector: 5 values for float32 (2, 3) on cpu");
+  }
+}
+
+TEST(Copy, RefusesATensorOnAnotherDevice) {
+  Context ctx = Context::cpu();
+  const Tensor on_gpu = testing::tensor_claiming(Device::cuda(0), Shape{2, 3});
+  const Tensor host = host_tensor(ctx, Shape{2, 3});
+  const char* expected = "tensor float32 (2, 3) on cuda:0 is not on this context's device cpu";
+  for (const auto& [what, call] : std::vector<std::pair<const char*, std::function<void()>>>{
+           {"copy from", [&] { copy(ctx, on_gpu, host); }},
+           {"copy to", [&] { copy(ctx, host, on_gpu); }},
+           {"fill_zero", [&] { fill_zero(ctx, on_gpu); }},
+           {"to_vector", [&] { to_vector<float>(ctx, on_gpu); }},
+           {"from_vector", [&] { from_vector<float>(ctx, std::vector<float>(6, 1.0f), on_gpu); }},
+       }) {
+    try {
+      call();
+      ADD_FAILURE() << what << " reached a cuda:0 tensor through a CPU context";
+    } catch (const Error& e) {
+      EXPECT_STREQ(e.what(), expected) << what;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace glassbox

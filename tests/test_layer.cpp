@@ -1,0 +1,105 @@
+// tests/test_layer.cpp: the checks every layer call goes through
+// (layers/layer.cpp): call order, argument counts, and each tensor's presence,
+// shape, type and device, named by the layer and the tensor's role. Linear
+// stands for every layer: it has an input and two parameters.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "layers/linear.h"
+#include "tests/support/fake_device.h"
+#include "tests/support/harness.h"
+
+namespace glassbox {
+namespace {
+
+std::string shape_error(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const ShapeError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// fc1: x (3, 4) -> y (3, 2); weight (2, 4), bias (2), all on the CPU.
+struct Fc1 {
+  Context ctx = Context::cpu();
+  Linear layer{"fc1", {.out_features = 2}};
+  testing::LayerHarness h{ctx, layer, {Shape{3, 4}}};
+  Tensor tensor(Shape shape, DType dtype = DType::kFloat32) {
+    return ctx.allocate(std::move(shape), dtype, MemoryCategory::kData);
+  }
+  std::string forward_error(std::vector<Tensor> inputs, Tensor output, std::vector<Tensor> params) {
+    return shape_error([&] { layer.forward(ctx, {.inputs = inputs, .output = output, .params = params}); });
+  }
+  std::string backward_error(std::vector<Tensor> inputs, std::vector<Tensor> input_grads, std::vector<GradMode> modes,
+                             std::vector<Tensor> params, std::vector<Tensor> param_grads) {
+    return shape_error([&] {
+      layer.backward(ctx, {.inputs = inputs,
+                           .output = h.output,
+                           .output_grad = h.output_grad,
+                           .input_grads = input_grads,
+                           .input_grad_modes = modes,
+                           .params = params,
+                           .param_grads = param_grads});
+    });
+  }
+};
+
+TEST(Layer, CallsOutOfOrderSayWhatComesFirst) {
+  Context ctx = Context::cpu();
+  Linear fc("fc1", {.out_features = 2});
+  EXPECT_EQ(shape_error([&] { fc.prepare(ctx); }),
+            "fc1 (Linear): prepare before its input shapes are known (bind first)");
+  fc.bind(std::vector<Shape>{Shape{3, 4}});
+  EXPECT_EQ(shape_error([&] { fc.forward(ctx, {}); }),
+            "fc1 (Linear): forward before prepare (compile the graph first)");
+  EXPECT_EQ(shape_error([&] { fc.backward(ctx, {}); }),
+            "fc1 (Linear): backward before prepare (compile the graph first)");
+  fc.prepare(ctx);
+  EXPECT_EQ(shape_error([&] { fc.forward(ctx, {}); }), "fc1 (Linear): forward with 0 inputs, prepared for 1");
+}
+
+TEST(Layer, ForwardCountsItsInputsAndParameters) {
+  Fc1 f;
+  const testing::LayerHarness& h = f.h;
+  EXPECT_EQ(f.forward_error(h.inputs, h.output, h.params), "(no error)");
+  EXPECT_EQ(f.forward_error({h.inputs[0], h.inputs[0]}, h.output, h.params),
+            "fc1 (Linear): forward with 2 inputs, prepared for 1");
+  EXPECT_EQ(f.forward_error(h.inputs, h.output, {h.params[0]}), "fc1 (Linear): forward with 1 parameters, expected 2");
+}
+
+TEST(Layer, ForwardNamesTheTensorThatDoesNotFit) {
+  Fc1 f;
+  const testing::LayerHarness& h = f.h;
+  const Tensor on_gpu = testing::tensor_claiming(Device::cuda(0), Shape{3, 4});
+  EXPECT_EQ(f.forward_error({Tensor()}, h.output, h.params), "fc1 (Linear): input 0 is missing");
+  EXPECT_EQ(f.forward_error({f.tensor(Shape{3, 5})}, h.output, h.params),
+            "fc1 (Linear): input 0 has shape (3, 5), expected (3, 4)");
+  EXPECT_EQ(f.forward_error({f.tensor(Shape{3, 4}, DType::kInt32)}, h.output, h.params),
+            "fc1 (Linear): input 0 is int32, expected float32");
+  EXPECT_EQ(f.forward_error({on_gpu}, h.output, h.params), "fc1 (Linear): input 0 is on cuda:0, the context is cpu");
+  EXPECT_EQ(f.forward_error(h.inputs, f.tensor(Shape{2, 3}), h.params),
+            "fc1 (Linear): output has shape (2, 3), expected (3, 2)");
+  EXPECT_EQ(f.forward_error(h.inputs, h.output, {h.params[0], f.tensor(Shape{3})}),
+            "fc1 (Linear): parameter 1 has shape (3), expected (2)");
+}
+
+TEST(Layer, BackwardCountsAndChecksItsGradients) {
+  Fc1 f;
+  const testing::LayerHarness& h = f.h;
+  const std::vector<GradMode> write = {GradMode::kWrite};
+  EXPECT_EQ(f.backward_error(h.inputs, h.input_grads, write, h.params, h.param_grads), "(no error)");
+  EXPECT_EQ(f.backward_error(h.inputs, {}, write, h.params, h.param_grads),
+            "fc1 (Linear): backward needs 1 inputs, input gradients and grad modes; got 1, 0 and 1");
+  EXPECT_EQ(f.backward_error(h.inputs, h.input_grads, write, h.params, {h.param_grads[0]}),
+            "fc1 (Linear): backward with 2 parameters and 1 parameter gradients, expected 2");
+  EXPECT_EQ(f.backward_error(h.inputs, {f.tensor(Shape{4, 3})}, write, h.params, h.param_grads),
+            "fc1 (Linear): gradient of input 0 has shape (4, 3), expected (3, 4)");
+  EXPECT_EQ(f.backward_error(h.inputs, h.input_grads, write, h.params, {h.param_grads[0], Tensor()}),
+            "fc1 (Linear): gradient of parameter 1 is missing");
+}
+
+}  // namespace
+}  // namespace glassbox
