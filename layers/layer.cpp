@@ -77,7 +77,7 @@ void Layer::check_tensor(const Context& ctx, const Tensor& t, const Shape& shape
 void Layer::forward(Context& ctx, const ForwardArgs& args) {
   if (!prepared_) fail("forward before prepare (compile the graph first)");
   if (args.inputs.size() != input_shapes_.size()) {
-    fail(cat("forward with ", args.inputs.size(), " inputs, prepared for ", input_shapes_.size()));
+    fail(cat("forward with ", args.inputs.size(), " input(s), prepared for ", input_shapes_.size()));
   }
   for (size_t i = 0; i < args.inputs.size(); ++i) {
     check_tensor(ctx, args.inputs[i], input_shapes_[i], input_dtype(static_cast<int>(i)),
@@ -85,7 +85,7 @@ void Layer::forward(Context& ctx, const ForwardArgs& args) {
   }
   check_tensor(ctx, args.output, output_shape_, DType::kFloat32, "output");
   if (args.params.size() != param_shapes_.size()) {
-    fail(cat("forward with ", args.params.size(), " parameters, expected ", param_shapes_.size()));
+    fail(cat("forward with ", args.params.size(), " parameter(s), expected ", param_shapes_.size()));
   }
   for (size_t i = 0; i < args.params.size(); ++i) {
     check_tensor(ctx, args.params[i], param_shapes_[i], DType::kFloat32, cat("parameter ", i));
@@ -101,7 +101,7 @@ void Layer::backward(Context& ctx, const BackwardArgs& args) {
   if (!prepared_) fail("backward before prepare (compile the graph first)");
   if (args.inputs.size() != input_shapes_.size() || args.input_grads.size() != input_shapes_.size() ||
       args.input_grad_modes.size() != input_shapes_.size()) {
-    fail(cat("backward needs ", input_shapes_.size(), " inputs, input gradients and grad modes; got ",
+    fail(cat("backward needs ", input_shapes_.size(), " input(s), input gradient(s) and grad mode(s); got ",
              args.inputs.size(), ", ", args.input_grads.size(), " and ", args.input_grad_modes.size()));
   }
   for (size_t i = 0; i < args.inputs.size(); ++i) {
@@ -117,7 +117,7 @@ void Layer::backward(Context& ctx, const BackwardArgs& args) {
     check_tensor(ctx, args.output_grad, output_shape_, DType::kFloat32, "output gradient");
   }
   if (args.params.size() != param_shapes_.size() || args.param_grads.size() != param_shapes_.size()) {
-    fail(cat("backward with ", args.params.size(), " parameters and ", args.param_grads.size(),
+    fail(cat("backward with ", args.params.size(), " parameter(s) and ", args.param_grads.size(),
              " parameter gradients, expected ", param_shapes_.size()));
   }
   for (size_t i = 0; i < args.params.size(); ++i) {

@@ -209,7 +209,8 @@ Shape Pool2d::infer(std::span<const Shape> inputs) const {
   expect_rank(inputs, 0, 4, "(N, C, H, W)");
   const Shape& x = inputs[0];
   if (x[2] * x[3] > std::numeric_limits<int32_t>::max()) {
-    fail(cat("input plane ", by(x[2], x[3]), " is too large"));
+    fail(cat("input plane ", by(x[2], x[3]), " has ", x[2] * x[3],
+             " elements, more than 2^31 - 1 (max pooling finds its maxima by int32 index)"));
   }
   const Window w = resolve(&x);
   if (!window_.global) {  // the options themselves were checked by the constructor

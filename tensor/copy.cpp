@@ -9,9 +9,10 @@
 namespace glassbox {
 namespace {
 
-void check_same_device_or_host(const Context& ctx, const Tensor& t) {
+// `what`: the operation, for the message ("copy", "fill_zero", ...).
+void check_same_device_or_host(const Context& ctx, const Tensor& t, std::string_view what) {
   if (t.device().is_cuda() && t.device() != ctx.device()) {
-    throw Error(cat("tensor ", t.str(), " is not on this context's device ", ctx.device().str()));
+    throw Error(cat(what, ": tensor ", t.str(), ", the context is ", ctx.device().str()));
   }
 }
 
@@ -29,14 +30,14 @@ void copy(Context& ctx, const Tensor& src, const Tensor& dst) {
   if (src.dtype() != dst.dtype() || src.numel() != dst.numel()) {
     throw ShapeError(cat("copy: source ", src.str(), " does not match destination ", dst.str()));
   }
-  check_same_device_or_host(ctx, src);
-  check_same_device_or_host(ctx, dst);
+  check_same_device_or_host(ctx, src, "copy");
+  check_same_device_or_host(ctx, dst, "copy");
   const bool host_only = !src.device().is_cuda() && !dst.device().is_cuda();
   copy_bytes(ctx, dst.raw(), src.raw(), src.bytes(), host_only);
 }
 
 void fill_zero(Context& ctx, const Tensor& dst) {
-  check_same_device_or_host(ctx, dst);
+  check_same_device_or_host(ctx, dst, "fill_zero");
   if (dst.device().is_cuda()) {
     cuda_entry::fill_zero(*ctx.cuda_state(), dst.raw(), dst.bytes());
   } else {
@@ -46,7 +47,7 @@ void fill_zero(Context& ctx, const Tensor& dst) {
 
 template <typename T>
 std::vector<T> to_vector(Context& ctx, const Tensor& src) {
-  check_same_device_or_host(ctx, src);
+  check_same_device_or_host(ctx, src, "to_vector");
   std::vector<T> values(static_cast<size_t>(src.numel()));
   copy_bytes(ctx, values.data(), src.template data<T>(), src.bytes(), !src.device().is_cuda());
   ctx.synchronize();
@@ -55,7 +56,7 @@ std::vector<T> to_vector(Context& ctx, const Tensor& src) {
 
 template <typename T>
 void from_vector(Context& ctx, std::span<const T> values, const Tensor& dst) {
-  check_same_device_or_host(ctx, dst);
+  check_same_device_or_host(ctx, dst, "from_vector");
   if (static_cast<int64_t>(values.size()) != dst.numel()) {
     throw ShapeError(cat("from_vector: ", values.size(), " values for ", dst.str()));
   }

@@ -11,7 +11,7 @@ EventTimer::EventTimer(const Context& ctx, int marks)
 }
 
 void EventTimer::record(int mark) {
-  if (mark < 0 || mark >= marks_) throw Error(cat("EventTimer: mark ", mark, " of ", marks_));
+  if (mark < 0 || mark >= marks_) throw Error(cat("EventTimer: mark ", mark, " is out of range; this timer has marks 0 to ", marks_ - 1));
   if (events_) {
     cuda_entry::record_event(*cuda_, *events_, mark);
   } else {

@@ -21,7 +21,8 @@ TEST(EventTimer, MarksInOrderGiveNonNegativeTimes) {
 TEST(EventTimer, RefusesAMarkOutsideItsRange) {
   const Context ctx = Context::cpu();
   EventTimer timer(ctx, 3);
-  const std::pair<int, const char*> cases[] = {{3, "EventTimer: mark 3 of 3"}, {-1, "EventTimer: mark -1 of 3"}};
+  const std::pair<int, const char*> cases[] = {{3, "EventTimer: mark 3 is out of range; this timer has marks 0 to 2"},
+                                               {-1, "EventTimer: mark -1 is out of range; this timer has marks 0 to 2"}};
   for (const auto& [mark, message] : cases) {
     try {
       timer.record(mark);

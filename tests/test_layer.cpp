@@ -58,7 +58,7 @@ TEST(Layer, CallsOutOfOrderSayWhatComesFirst) {
   EXPECT_EQ(shape_error([&] { fc.backward(ctx, {}); }),
             "fc1 (Linear): backward before prepare (compile the graph first)");
   fc.prepare(ctx);
-  EXPECT_EQ(shape_error([&] { fc.forward(ctx, {}); }), "fc1 (Linear): forward with 0 inputs, prepared for 1");
+  EXPECT_EQ(shape_error([&] { fc.forward(ctx, {}); }), "fc1 (Linear): forward with 0 input(s), prepared for 1");
 }
 
 TEST(Layer, ForwardCountsItsInputsAndParameters) {
@@ -66,8 +66,8 @@ TEST(Layer, ForwardCountsItsInputsAndParameters) {
   const testing::LayerHarness& h = f.h;
   EXPECT_EQ(f.forward_error(h.inputs, h.output, h.params), "(no error)");
   EXPECT_EQ(f.forward_error({h.inputs[0], h.inputs[0]}, h.output, h.params),
-            "fc1 (Linear): forward with 2 inputs, prepared for 1");
-  EXPECT_EQ(f.forward_error(h.inputs, h.output, {h.params[0]}), "fc1 (Linear): forward with 1 parameters, expected 2");
+            "fc1 (Linear): forward with 2 input(s), prepared for 1");
+  EXPECT_EQ(f.forward_error(h.inputs, h.output, {h.params[0]}), "fc1 (Linear): forward with 1 parameter(s), expected 2");
 }
 
 TEST(Layer, ForwardNamesTheTensorThatDoesNotFit) {
@@ -92,9 +92,9 @@ TEST(Layer, BackwardCountsAndChecksItsGradients) {
   const std::vector<GradMode> write = {GradMode::kWrite};
   EXPECT_EQ(f.backward_error(h.inputs, h.input_grads, write, h.params, h.param_grads), "(no error)");
   EXPECT_EQ(f.backward_error(h.inputs, {}, write, h.params, h.param_grads),
-            "fc1 (Linear): backward needs 1 inputs, input gradients and grad modes; got 1, 0 and 1");
+            "fc1 (Linear): backward needs 1 input(s), input gradient(s) and grad mode(s); got 1, 0 and 1");
   EXPECT_EQ(f.backward_error(h.inputs, h.input_grads, write, h.params, {h.param_grads[0]}),
-            "fc1 (Linear): backward with 2 parameters and 1 parameter gradients, expected 2");
+            "fc1 (Linear): backward with 2 parameter(s) and 1 parameter gradients, expected 2");
   EXPECT_EQ(f.backward_error(h.inputs, {f.tensor(Shape{4, 3})}, write, h.params, h.param_grads),
             "fc1 (Linear): gradient of input 0 has shape (4, 3), expected (3, 4)");
   EXPECT_EQ(f.backward_error(h.inputs, h.input_grads, write, h.params, {h.param_grads[0], Tensor()}),

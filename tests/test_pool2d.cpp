@@ -162,7 +162,8 @@ TEST(Pool2d, RejectsBadWindowsAsOptionsAndBadInputsAsShapes) {
   // A plane is indexed with int32 (max pooling's arg-max): at most 2^31 - 1 elements.
   EXPECT_EQ(bind_error(Mode::kMax, {.kernel = 2}, Shape{1, 1, 65535, 32768}), "(no error)");
   EXPECT_EQ(bind_error(Mode::kMax, {.kernel = 2}, Shape{1, 1, 65536, 32768}),
-            "pool1 (MaxPool2d): input plane 65536x32768 is too large");
+            "pool1 (MaxPool2d): input plane 65536x32768 has 2147483648 elements, more than 2^31 - 1 (max pooling "
+            "finds its maxima by int32 index)");
 }
 
 // The window configurations every gradient and parity test runs over.

@@ -36,7 +36,8 @@ counted among the CPU sites. A site the table does not name is untested.
 Prints every site with its status and message (string literals, with `…`
 where code fills in a value), then the counts. Exits 1 if the table names a
 site that does not exist or is ambiguous, names one site twice, or names a
-test that does not exist.
+test that does not exist; with --check (as CTest runs it), also if a CPU site
+is untested.
 
     python3 tools/throw_sites.py                 # the working tree
     python3 tools/throw_sites.py --untested      # only what is left to do
@@ -239,6 +240,8 @@ def main():
     parser.add_argument("--rev", help="read the sources and tests at this git revision")
     parser.add_argument("--table", default=os.path.join(REPO, "tools", "throw_sites_tested.txt"))
     parser.add_argument("--untested", action="store_true", help="list only the untested CPU sites")
+    parser.add_argument("--check", action="store_true",
+                        help="also exit 1 if a CPU site is untested (CTest runs this: a new error needs a test)")
     args = parser.parse_args()
 
     sites = find_sites(args.rev)
@@ -271,6 +274,9 @@ def main():
     untested = len(cpu) - tested - unreachable
     print(f"\nCPU sites: {len(cpu)}; tested {tested}, unreachable {unreachable}, untested {untested}. "
           f"Not counted: {len(gpu)} GPU-only in CPU files, {len(cuda)} in CUDA-only files.")
+    if args.check and untested:
+        errors.append(f"{untested} CPU throw site(s) without a test that checks the message: write one, name it "
+                      f"in {os.path.relpath(args.table, REPO)} (see --untested)")
     for e in errors:
         print("error: " + e, file=sys.stderr)
     return 1 if errors else 0

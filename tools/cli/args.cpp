@@ -41,7 +41,7 @@ Args::Args(const std::string& verb, const std::vector<FlagSpec>& flags, const st
     const auto [at, inserted] = values_.emplace(name, value);
     if (!inserted) {
       throw ConfigError(spec->value_name.empty()
-                            ? cat(name, " is given twice")
+                            ? cat(name, " is given twice; give it once")
                             : cat(name, " is given twice ('", at->second, "' and '", value, "'); give it once"));
     }
   }
