@@ -5,7 +5,7 @@
 // lays out argv (no word can contain a NUL, so every command line has exactly
 // one encoding, except a lone empty word: the empty input is "no words").
 //   "summary\0VGG16\0--batch\08"  ->  {"summary", "VGG16", "--batch", "8"}
-// Seeds are written with printf (tests/fuzz/corpus/README.md); read one with
+// Seeds are written by tests/fuzz/make_seeds.sh; read one with
 // `tr '\0' ' ' < FILE`.
 //
 // Findings: a glassbox::Error (ConfigError, SizeError, ...) is the expected
