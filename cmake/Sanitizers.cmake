@@ -34,9 +34,10 @@ if(NOT GLASSBOX_SANITIZE)
 endif()
 
 if(GLASSBOX_WITH_CUDA)
-  # ASan reserves the address range the CUDA driver maps (it needs
-  # protect_shadow_gap=0 and still misreports device pointers); GPU memory
-  # checking is compute-sanitizer's job (tools/gpu_check.sh).
+  # ASan and the CUDA driver want the same address ranges (the driver needs
+  # ASAN_OPTIONS=protect_shadow_gap=0 even to start), and device memory is
+  # outside what ASan sees anyway: GPU memory checking is compute-sanitizer's
+  # job (tools/gpu_check.sh).
   message(FATAL_ERROR "Glassbox: GLASSBOX_SANITIZE is for the CPU-only build; add -DGLASSBOX_CUDA=OFF")
 endif()
 
