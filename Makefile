@@ -1,16 +1,34 @@
 # Glassbox: the two commands.
 #   make bench   install what is missing, build, run build/bench_nets --benchmark_filter=VGG16
-#   make test    install what is missing, build both configurations, run every test
+#   make test    install what is missing, build the three configurations, run every
+#                test in each, then each fuzz target for a minute
 #
 # `build/` is the main build: CUDA when nvcc is found (GLASSBOX_CUDA=AUTO).
 # `build-cpu/` is the CPU-only build (GLASSBOX_CUDA=OFF), which `make test`
 # also builds and tests, so both configurations stay green.
-BUILD     ?= build
-BUILD_CPU ?= build-cpu
-JOBS      ?= $(shell nproc)
-CMAKE_ARGS ?=
+# `build-sanitize/` is CPU-only, built with clang under ASan + UBSan (+ LSan),
+# with the libFuzzer targets of tests/fuzz: `make test` runs the whole suite
+# there (test-sanitize), then each fuzzer for FUZZ_SECONDS (test-fuzz).
+# docs/sanitizers_and_fuzzing.md says what each run checks.
+BUILD          ?= build
+BUILD_CPU      ?= build-cpu
+BUILD_SANITIZE ?= build-sanitize
+JOBS           ?= $(shell nproc)
+CMAKE_ARGS     ?=
+CLANGXX        ?= clang++-14
+FUZZ_SECONDS   ?= 60
 
-.PHONY: all deps build build-cpu bench test test-main test-cpu clean
+# Every sanitizer report fails: halt_on_error (ASan), -fno-sanitize-recover
+# (UBSan, cmake/Sanitizers.cmake), LSan at exit (detect_leaks). Only
+# test_tensor adds allocator_may_return_null=1 (tests/CMakeLists.txt): it asks
+# for 512 TiB on purpose. tests/sanitizers/lsan.supp: third-party leaks, each
+# with its reason. llvm-symbolizer-14 (package llvm-14) names the lines.
+SANITIZE_ENV = ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1 \
+               UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+               LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizers/lsan.supp:print_suppressions=0 \
+               ASAN_SYMBOLIZER_PATH=$(shell command -v llvm-symbolizer-14 2>/dev/null)
+
+.PHONY: all deps build build-cpu build-sanitize bench test test-main test-cpu test-sanitize test-fuzz clean
 
 all: build
 
@@ -28,7 +46,7 @@ build-cpu: deps
 bench: build
 	$(BUILD)/bench_nets --benchmark_filter=VGG16
 
-test: test-main test-cpu
+test: test-main test-cpu test-sanitize test-fuzz
 
 test-main: build
 	cd $(BUILD) && ctest --output-on-failure --timeout 900 -j $(JOBS)
@@ -36,5 +54,20 @@ test-main: build
 test-cpu: build-cpu
 	cd $(BUILD_CPU) && ctest --output-on-failure --timeout 900 -j $(JOBS)
 
+# The sanitizer build: clang (libFuzzer, and ASan + UBSan in one runtime),
+# RelWithDebInfo (-O2 -g: optimised enough to run the suite in CI time, line
+# numbers in reports), no Google Benchmark binaries (nothing there that the
+# tests and fuzzers do not already cover: bench_flags.cpp has its own fuzzer).
+build-sanitize: deps
+	cmake -S . -B $(BUILD_SANITIZE) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=$(CLANGXX) \
+	  -DGLASSBOX_CUDA=OFF -DGLASSBOX_FUZZ=ON -DGLASSBOX_BENCHMARKS=OFF $(CMAKE_ARGS)
+	cmake --build $(BUILD_SANITIZE) -j $(JOBS)
+
+test-sanitize: build-sanitize
+	cd $(BUILD_SANITIZE) && $(SANITIZE_ENV) ctest --output-on-failure --timeout 900 -j $(JOBS)
+
+test-fuzz: build-sanitize
+	$(SANITIZE_ENV) tests/fuzz/run_fuzzers.sh $(BUILD_SANITIZE) $(FUZZ_SECONDS)
+
 clean:
-	rm -rf $(BUILD) $(BUILD_CPU)
+	rm -rf $(BUILD) $(BUILD_CPU) $(BUILD_SANITIZE)

@@ -20,7 +20,9 @@ const std::vector<NetSpec>& all_nets() {
     for (const auto& [depth, configuration] : vggs) {
       list.push_back({cat("VGG", depth),
                       cat("VGG-", depth, ", configuration ", configuration, " (Simonyan & Zisserman, 2014), no batch norm"),
-                      Shape{3, 224, 224}, 1000, 64, 2, [depth](int batch) { return vgg(depth, batch); }});
+                      // Note [Structured bindings in captures]: clang before 16 cannot capture a
+                      // structured binding by name ([depth]); [depth = depth] copies it.
+                      Shape{3, 224, 224}, 1000, 64, 2, [depth = depth](int batch) { return vgg(depth, batch); }});
     }
     return list;
   }();

@@ -7,6 +7,14 @@
 set -euo pipefail
 
 packages=(cmake make g++ git python3 libeigen3-dev libgtest-dev libbenchmark-dev)
+# The sanitizer and fuzzing build (make test-sanitize, make test-fuzz;
+# docs/sanitizers_and_fuzzing.md): clang 14, its ASan/UBSan/LSan and libFuzzer
+# runtimes (libclang-rt-14-dev: clang-14 does not depend on it, and installs
+# without it under --no-install-recommends), the OpenMP runtime clang's
+# -fopenmp links (libomp-14-dev: omp.h and libomp.so), and llvm-symbolizer-14
+# (llvm-14) for file:line in reports. Versioned names, so that the compiler
+# and its runtimes always match.
+packages+=(clang-14 libclang-rt-14-dev libomp-14-dev llvm-14)
 missing=()
 for package in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then

@@ -5,13 +5,14 @@
 
 #include "tensor/parse.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/flag_specs.h"
 #include "tools/cli/network_arg.h"
 #include "tools/cli/table.h"
 
 namespace glassbox::cli {
 
 int run_summary(const std::vector<std::string>& words) {
-  const Args args("summary", {{"--batch", "N", "batch size of the input (default 1)"}}, words);
+  const Args args("summary", summary_flags(), words);
   const NetSpec& net = network_arg(args, "summary");
   const int batch = args.int_in("--batch", 1, 1, kMaxInt);
   const Graph graph = build_net(net, batch);

@@ -13,6 +13,7 @@
 #include "tensor/parse.h"
 #include "tensor/runtime_info.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/flag_specs.h"
 #include "tools/cli/network_arg.h"
 #include "tools/cli/table.h"
 
@@ -34,14 +35,7 @@ std::string memory_line(const MemoryStats& memory) {
 }  // namespace
 
 int run_time(const std::vector<std::string>& words) {
-  const Args args("time",
-                  {{"--batch", "N", "batch size (default: the network's default for the device)"},
-                   {"--device", "D", "cpu, cuda or cuda:N (default: the GPU when one works)"},
-                   {"--steps", "N", "timed steps, averaged (default 5)"},
-                   {"--warmup", "N", "untimed steps first (default 2)"},
-                   {"--precision", "P", "fp32 (TF32 off, default) or tf32"},
-                   {"--cudnn-search", "", "time every cuDNN algorithm and keep the fastest"}},
-                  words);
+  const Args args("time", time_flags(), words);
   const NetSpec& net = network_arg(args, "time");
   const Precision precision = parse_precision(args.get("--precision", "fp32"));
   const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");

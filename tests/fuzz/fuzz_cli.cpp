@@ -1,0 +1,97 @@
+// tests/fuzz/fuzz_cli.cpp: the glassbox tool's command line, as far as it
+// goes before anything is allocated or run. Input: NUL-separated words
+// (tests/fuzz/fuzz_input.h), the first one the verb, as in tools/cli/main.cpp.
+//
+//   summary: Args with summary's flags, the network, --batch through int_in,
+//            then build_net at that batch and every cost `summary` prints
+//            (per-layer MACs and parameters, Graph::macs, parameter_count),
+//            so an overflow in shape or cost arithmetic is a UBSan report.
+//   time:    Args with time's flags, the network, --precision, --device
+//            (choose_device), --batch/--steps/--warmup through int_in with
+//            the ranges of tools/cli/time.cpp, and build_net; not compile(),
+//            which allocates the batch for real.
+//
+// Invariants of an accepted command line: the parameter count does not depend
+// on the batch, and the forward MACs are exactly batch x those of one image.
+#include <map>
+
+#include "nets/registry.h"
+#include "tensor/context.h"
+#include "tensor/parse.h"
+#include "tests/fuzz/fuzz_input.h"
+#include "tools/cli/flag_specs.h"
+#include "tools/cli/network_arg.h"
+
+using namespace glassbox;
+
+namespace {
+
+constexpr int kMaxSteps = 1'000'000;  // tools/cli/time.cpp
+
+struct OneImage {
+  int64_t params = 0;
+  int64_t macs = 0;
+};
+
+// Each network's costs at batch 1, built once.
+const OneImage& one_image(const NetSpec& net) {
+  static std::map<std::string, OneImage> cache;
+  auto it = cache.find(net.name);
+  if (it == cache.end()) {
+    const Graph graph = build_net(net, 1);
+    it = cache.emplace(net.name, OneImage{graph.parameter_count(), graph.macs()}).first;
+  }
+  return it->second;
+}
+
+// What `summary` computes from the graph, and the invariants above.
+void check_costs(const NetSpec& net, int batch) {
+  const Graph graph = build_net(net, batch);
+  int64_t layer_params = 0;
+  for (const Node& node : graph.nodes()) {
+    if (node.is_input()) continue;
+    for (const ParamSpec& spec : node.layer->param_specs()) layer_params += spec.shape.numel();
+    FUZZ_CHECK(node.layer->macs() >= 0);
+    (void)node.layer->describe();  // printed by summary; empty for layers without options (ReLU)
+    FUZZ_CHECK(!node.shape.str().empty());
+  }
+  const int64_t params = graph.parameter_count();
+  const int64_t macs = graph.macs();
+  const OneImage& one = one_image(net);
+  FUZZ_CHECK(params == layer_params && params == one.params);
+  FUZZ_CHECK(macs % batch == 0 && macs / batch == one.macs);
+}
+
+void fuzz_summary(const std::vector<std::string>& words) {
+  const cli::Args args("summary", cli::summary_flags(), words);
+  const NetSpec& net = cli::network_arg(args, "summary");
+  const int batch = args.int_in("--batch", 1, 1, kMaxInt);
+  FUZZ_CHECK(batch >= 1);
+  check_costs(net, batch);
+}
+
+void fuzz_time(const std::vector<std::string>& words) {
+  const cli::Args args("time", cli::time_flags(), words);
+  const NetSpec& net = cli::network_arg(args, "time");
+  parse_precision(args.get("--precision", "fp32"));
+  const Device device = choose_device(args.get("--device", ""), "--device").device;
+  FUZZ_CHECK(!device.is_cuda());  // a CPU-only build
+  const int batch = args.int_in("--batch", net.default_batch(device), 1, kMaxInt);
+  const int steps = args.int_in("--steps", 5, 1, kMaxSteps);
+  const int warmup = args.int_in("--warmup", 2, 0, kMaxSteps);
+  FUZZ_CHECK(batch >= 1 && steps >= 1 && warmup >= 0);
+  check_costs(net, batch);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::vector<std::string> words = fuzz::split_words(data, size);
+  if (words.empty()) return 0;  // main() prints its usage
+  const std::vector<std::string> rest(words.begin() + 1, words.end());
+  fuzz::expect_errors([&] {
+    if (words[0] == "summary") fuzz_summary(rest);
+    if (words[0] == "time") fuzz_time(rest);
+  });
+  return 0;
+}

@@ -1,0 +1,27 @@
+// tools/cli/flag_specs.h: the flags each verb declares, in one place, so that
+// the verb and its fuzz target (tests/fuzz/fuzz_cli.cpp) parse the same ones.
+#pragma once
+
+#include <vector>
+
+#include "tools/cli/args.h"
+
+namespace glassbox::cli {
+
+inline const std::vector<FlagSpec>& summary_flags() {
+  static const std::vector<FlagSpec> flags = {{"--batch", "N", "batch size of the input (default 1)"}};
+  return flags;
+}
+
+inline const std::vector<FlagSpec>& time_flags() {
+  static const std::vector<FlagSpec> flags = {
+      {"--batch", "N", "batch size (default: the network's default for the device)"},
+      {"--device", "D", "cpu, cuda or cuda:N (default: the GPU when one works)"},
+      {"--steps", "N", "timed steps, averaged (default 5)"},
+      {"--warmup", "N", "untimed steps first (default 2)"},
+      {"--precision", "P", "fp32 (TF32 off, default) or tf32"},
+      {"--cudnn-search", "", "time every cuDNN algorithm and keep the fastest"}};
+  return flags;
+}
+
+}  // namespace glassbox::cli
