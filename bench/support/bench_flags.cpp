@@ -12,12 +12,10 @@ namespace {
 
 constexpr std::string_view kOwnFlags[] = {"--device", "--batch", "--precision"};  // each takes =VALUE
 
-// Google Benchmark's output formats that bench_nets offers (its CSV reporter
-// is deprecated in 1.7.1 and left out).
-void check_format(std::string_view flag, std::string_view value) {
-  if (value != "console" && value != "json") {
-    throw ConfigError(cat(flag, ": unknown format '", value, "'; valid: console, json"));
-  }
+ReportFormat parse_format(std::string_view flag, std::string_view value) {
+  if (value == "console") return ReportFormat::kConsole;
+  if (value == "json") return ReportFormat::kJson;
+  throw ConfigError(cat(flag, ": unknown format '", value, "'; valid: console, json"));
 }
 
 }  // namespace
@@ -58,11 +56,9 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
       flags.out_path = value;
     } else {
       if (name == "--benchmark_format") {
-        check_format(name, value);
-        flags.display_format = value;
+        flags.display_format = parse_format(name, value);
       } else if (name == "--benchmark_out_format") {
-        check_format(name, value);
-        flags.file_format = value;
+        flags.file_format = parse_format(name, value);
       } else if (name == "--benchmark_min_time" || name == "--benchmark_min_warmup_time") {
         parse_number(name, value, 0.0, 1e6);  // seconds
         flags.user_min_time = flags.user_min_time || name == "--benchmark_min_time";

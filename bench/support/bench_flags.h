@@ -17,6 +17,10 @@
 
 namespace glassbox::bench {
 
+// The Google Benchmark reporters bench_nets offers (its CSV reporter is
+// deprecated in 1.7.1 and left out).
+enum class ReportFormat { kConsole, kJson };
+
 struct BenchFlags {
   std::string device;  // --device= as given; "" for the default (tensor/context.h choose_device)
   int batch = 0;       // --batch=; 0: each network's default for the device
@@ -24,8 +28,8 @@ struct BenchFlags {
   AlgoSearch algo_search = AlgoSearch::kHeuristic;
   bool help = false;
 
-  std::string display_format = "console";  // --benchmark_format
-  std::string file_format = "json";        // --benchmark_out_format
+  ReportFormat display_format = ReportFormat::kConsole;  // --benchmark_format
+  ReportFormat file_format = ReportFormat::kJson;        // --benchmark_out_format
   std::string out_path;                    // --benchmark_out; "" when absent (bench_nets writes it itself)
   bool user_min_time = false;              // --benchmark_min_time given: it wins over bench_nets' default
 

@@ -1,8 +1,6 @@
 // bench/support/plain_names.cpp
 #include "bench/support/plain_names.h"
 
-#include "tensor/error.h"
-
 namespace glassbox::bench {
 
 bool PlainNameReporter::ReportContext(const Context& context) {
@@ -19,17 +17,14 @@ void PlainNameReporter::ReportRuns(const std::vector<Run>& runs) {
   inner_->ReportRuns(renamed);
 }
 
-std::unique_ptr<benchmark::BenchmarkReporter> make_plain_name_reporter(std::string_view format, bool color,
+std::unique_ptr<benchmark::BenchmarkReporter> make_plain_name_reporter(ReportFormat format, bool color,
                                                                        std::ostream* stream) {
   std::unique_ptr<benchmark::BenchmarkReporter> inner;
-  if (format == "console") {
-    inner = std::make_unique<benchmark::ConsoleReporter>(color ? benchmark::ConsoleReporter::OO_ColorTabular
-                                                               : benchmark::ConsoleReporter::OO_Tabular);
-  } else if (format == "json") {
+  if (format == ReportFormat::kJson) {
     inner = std::make_unique<benchmark::JSONReporter>();
   } else {
-    // Google Benchmark's CSV reporter is deprecated in 1.7.1 and left out.
-    throw ConfigError(cat("unknown output format '", format, "'; valid: console, json"));
+    inner = std::make_unique<benchmark::ConsoleReporter>(color ? benchmark::ConsoleReporter::OO_ColorTabular
+                                                               : benchmark::ConsoleReporter::OO_Tabular);
   }
   return std::make_unique<PlainNameReporter>(std::move(inner), stream);
 }

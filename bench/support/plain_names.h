@@ -9,6 +9,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include "bench/support/bench_flags.h"
+
 #include <memory>
 #include <ostream>
 #include <string_view>
@@ -32,9 +34,8 @@ class PlainNameReporter final : public benchmark::BenchmarkReporter {
   std::ostream* stream_;
 };
 
-// Google Benchmark's reporter for "console" or "json", wrapped (writing to
-// `stream` if given); throws ConfigError for another format name.
-std::unique_ptr<benchmark::BenchmarkReporter> make_plain_name_reporter(std::string_view format, bool color,
+// Google Benchmark's reporter for `format`, wrapped (writing to `stream` if given).
+std::unique_ptr<benchmark::BenchmarkReporter> make_plain_name_reporter(ReportFormat format, bool color,
                                                                        std::ostream* stream = nullptr);
 
 }  // namespace glassbox::bench

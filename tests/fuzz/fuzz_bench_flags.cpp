@@ -17,8 +17,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::expect_errors([&] {
     const bench::BenchFlags flags = bench::parse_bench_flags(words);
     FUZZ_CHECK(flags.batch >= 0);
-    FUZZ_CHECK(flags.display_format == "console" || flags.display_format == "json");
-    FUZZ_CHECK(flags.file_format == "console" || flags.file_format == "json");
+    FUZZ_CHECK(flags.display_format == bench::ReportFormat::kConsole ||
+               flags.display_format == bench::ReportFormat::kJson);
+    FUZZ_CHECK(flags.file_format == bench::ReportFormat::kConsole || flags.file_format == bench::ReportFormat::kJson);
     FUZZ_CHECK(flags.passed_on.size() <= words.size());
     for (const std::string& word : flags.passed_on) FUZZ_CHECK(!word.starts_with("--benchmark_out="));
     FUZZ_CHECK(!choose_device(flags.device, "--device").device.is_cuda());  // a CPU-only build
