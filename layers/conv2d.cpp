@@ -7,8 +7,9 @@
 // Unfolding a whole image costs memory traffic that one large threaded GEMM
 // does not hide, so the work is cut into items small enough for a core's cache:
 //   forward          item (n, g, tile of output pixels): unfold the tile, y_tile = W_g * col_tile
-//   backward-filter  item (g, n, tile): unfold again, dW_g += dy_tile * col_tile^T, into a
-//                    per-thread partial (thread 0 adds to the real gradient) reduced afterwards
+//   backward-filter  item (g, n, tile): unfold again, dW_g += dy_tile * col_tile^T; items are
+//                    dealt to pl.threads fixed slots, each summing its own into a partial (slot 0
+//                    into dW), added in slot order (Note [Reproducible weight gradients])
 //   backward-data    item (n, g, block of input channels): for each tile, dcol = W_block^T * dy_tile,
 //                    then fold back ("col2im") into the block's own dx, so no two threads
 //                    write the same element
@@ -34,7 +35,8 @@ namespace {
 // each is at most this.
 constexpr int64_t kTargetTile = 512;
 // Work items per thread, at least, where shapes allow: a little slack for
-// dynamic scheduling to balance threads.
+// dynamic scheduling to balance threads (forward and backward-data, whose
+// items write disjoint outputs, so the schedule cannot change a result).
 constexpr int64_t kItemsPerThread = 2;
 constexpr int64_t kMinTile = 64;  // pixels; smaller tiles make thin products
 // Backward-data items: more of them, as they are cheap to cut finer.
@@ -246,12 +248,12 @@ void Conv2d::prepare_cpu(Context&, const PrepareOptions&) {
   const int64_t wanted = ceil_div(int64_t{pl.threads} * kDataItemsPerThread, pl.n * pl.groups);
   const int64_t most = std::max<int64_t>(1, pl.crs / kMinDataRows);
   pl.channel_blocks = std::clamp<int64_t>(wanted, 1, std::min(most, pl.cg));
-  // Rounded to 16 floats so every thread's slice starts on a 64-byte line.
+  // pl.threads unfolded tiles, then backward-filter's partials (slots 1..), each
+  // rounded to 16 floats so every slice starts on a 64-byte line.
   auto lines = [](int64_t floats) { return ceil_div(floats, 16) * 16; };
   pl.col_floats = pl.pointwise ? 0 : lines(pl.crs * std::max(pl.tile, pl.filter_tile));
   pl.partial_floats = lines(pl.k * pl.crs);
-  const int64_t flag_floats = lines(ceil_div(pl.threads * pl.groups, int64_t{sizeof(float)}));  // touched groups
-  const int64_t floats = pl.threads * pl.col_floats + (pl.threads - 1) * pl.partial_floats + flag_floats;
+  const int64_t floats = pl.threads * pl.col_floats + (pl.threads - 1) * pl.partial_floats;
   set_workspace_bytes(static_cast<size_t>(floats) * sizeof(float));
 }
 
@@ -368,6 +370,14 @@ void Conv2d::backward_data_cpu(const BackwardArgs& args, float* workspace) const
   }
 }
 
+// Note [Reproducible weight gradients]: dW_g sums every (image, tile) item, and
+// float addition is not associative. Under schedule(dynamic) thread timing
+// chose which partial took which item, so losses drifted from run to run. Now
+// indices alone decide: slot s of pl.threads (fixed at prepare, whatever team
+// OpenMP gives) sums items [items*s/slots, items*(s+1)/slots) in order, and
+// dW adds the partials in slot order. Another thread count groups the sum
+// differently. Items cost about the same (balanced tiles), so the static
+// split balances threads as well as dynamic scheduling did.
 void Conv2d::backward_filter_cpu(const BackwardArgs& args, float* workspace) const {
   const CpuPlan& pl = plan_;
   const float* x = args.inputs[0].data<float>();
@@ -376,55 +386,54 @@ void Conv2d::backward_filter_cpu(const BackwardArgs& args, float* workspace) con
   const Unfold u = unfold_of(options_, pl.h, pl.w, pl.q);
   const int64_t hw = pl.h * pl.w, pq = pl.p * pl.q, group_floats = pl.kg * pl.crs;
   const int64_t tiles = pl.filter_tiles, tile = pl.filter_tile;
-  const int64_t items = pl.groups * pl.n * tiles;
-  // Threads 1.. accumulate into partial gradients, (K, C/G*R*S) each, and flag
-  // the groups they touched: the first product for a group overwrites, so a
-  // partial is never zeroed, and only touched groups are reduced.
+  const int64_t per_group = pl.n * tiles, items = pl.groups * per_group;
+  const int slots = pl.threads;
+  auto first_item = [&](int64_t slot) { return items * slot / slots; };
+  // Partials of slots 1.., (K, C/G*R*S) each: a slot's first item in a group
+  // overwrites, so they are never zeroed, and hold only the groups it touched.
   float* partials = workspace + pl.threads * pl.col_floats;
-  auto* touched = reinterpret_cast<unsigned char*>(partials + (pl.threads - 1) * pl.partial_floats);
-  std::fill_n(touched, pl.threads * pl.groups, static_cast<unsigned char>(0));
-  int team = 1;
 
 #pragma omp parallel num_threads(pl.threads)
   {
-    const int thread = omp_get_thread_num();
-    if (thread == 0) team = omp_get_num_threads();
-    float* col = workspace + thread * pl.col_floats;
-    // Thread 0 accumulates straight into dW.
-    float* target = thread == 0 ? dw : partials + (thread - 1) * pl.partial_floats;
-#pragma omp for schedule(dynamic)
-    for (int64_t item = 0; item < items; ++item) {
-      const int64_t g = item / (pl.n * tiles), n = item / tiles % pl.n;
-      const int64_t j0 = item % tiles * tile, len = std::min(tile, pq - j0);
-      const float* xg = x + (n * pl.c + g * pl.cg) * hw;
-      ConstStridedMap dy_tile(dy + (n * pl.k + g * pl.kg) * pq + j0, pl.kg, len, Eigen::OuterStride<>(pq));
-      MatrixMap dw_g(target + g * group_floats, pl.kg, pl.crs);
-      unsigned char& seen = touched[thread * pl.groups + g];
-      const bool overwrite = thread != 0 && !seen;
-      seen = 1;
-      auto accumulate = [&](const auto& col_tile) {
-        if (overwrite) {
-          dw_g.noalias() = dy_tile * col_tile.transpose();
+    float* col = workspace + omp_get_thread_num() * pl.col_floats;
+#pragma omp for schedule(static)
+    for (int slot = 0; slot < slots; ++slot) {
+      float* target = slot == 0 ? dw : partials + (slot - 1) * pl.partial_floats;
+      const int64_t begin = first_item(slot), end = first_item(slot + 1);
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t g = item / per_group, n = item / tiles % pl.n;
+        const int64_t j0 = item % tiles * tile, len = std::min(tile, pq - j0);
+        const float* xg = x + (n * pl.c + g * pl.cg) * hw;
+        ConstStridedMap dy_tile(dy + (n * pl.k + g * pl.kg) * pq + j0, pl.kg, len, Eigen::OuterStride<>(pq));
+        MatrixMap dw_g(target + g * group_floats, pl.kg, pl.crs);
+        const bool overwrite = slot != 0 && (item == begin || item % per_group == 0);
+        auto accumulate = [&](const auto& col_tile) {
+          if (overwrite) {
+            dw_g.noalias() = dy_tile * col_tile.transpose();
+          } else {
+            dw_g.noalias() += dy_tile * col_tile.transpose();
+          }
+        };
+        if (pl.pointwise) {
+          accumulate(ConstStridedMap(xg + j0, pl.cg, len, Eigen::OuterStride<>(hw)));
         } else {
-          dw_g.noalias() += dy_tile * col_tile.transpose();
+          im2col(xg, pl.cg, u, j0, len, col);
+          accumulate(ConstMatrixMap(col, pl.crs, len));
         }
-      };
-      if (pl.pointwise) {
-        accumulate(ConstStridedMap(xg + j0, pl.cg, len, Eigen::OuterStride<>(hw)));
-      } else {
-        im2col(xg, pl.cg, u, j0, len, col);
-        accumulate(ConstMatrixMap(col, pl.crs, len));
       }
     }
-  }  // the region's end publishes `team`, the partials and the flags
+  }
 
-  if (team == 1) return;
+  if (slots == 1) return;
+  // Elementwise over dW, so any chunking gives the same sums: each element
+  // adds the slots that touched its group, in slot order.
   parallel_for(pl.groups * group_floats, kElementwiseGrain, [&](int64_t begin, int64_t end) {
     for (int64_t at = begin; at < end;) {  // group by group within [begin, end)
       const int64_t g = at / group_floats, stop = std::min(end, (g + 1) * group_floats);
-      for (int thread = 1; thread < team; ++thread) {
-        if (!touched[thread * pl.groups + g]) continue;
-        const float* partial = partials + (thread - 1) * pl.partial_floats;
+      for (int slot = 1; slot < slots; ++slot) {
+        const int64_t first = first_item(slot), last = first_item(slot + 1);
+        if (first == last || first >= (g + 1) * per_group || last <= g * per_group) continue;  // not in g
+        const float* partial = partials + (slot - 1) * pl.partial_floats;
         as_array(dw + at, stop - at) += Eigen::Map<const Eigen::ArrayXf>(partial + at, stop - at);
       }
       at = stop;

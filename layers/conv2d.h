@@ -86,9 +86,9 @@ class Conv2d final : public Layer {
     int64_t filter_tile = 0, filter_tiles = 0;  // the same for backward-filter
     int64_t channel_blocks = 1;     // backward-data work items per (image, group)
     bool pointwise = false;         // 1x1, stride 1, no padding: x is its own unfolding
-    int threads = 1;
+    int threads = 1;                // also backward-filter's slots (Note [Reproducible weight gradients])
     int64_t col_floats = 0;         // per-thread unfolded tile
-    int64_t partial_floats = 0;     // per-thread (but thread 0) partial weight gradient
+    int64_t partial_floats = 0;     // per-slot (but slot 0) partial weight gradient
   };
   void check_options() const;
   float* cpu_workspace(const Context& ctx) const;
