@@ -15,15 +15,16 @@
 //                    write the same element
 // Each thread multiplies with Eigen single-threaded (Eigen does not fork inside
 // an OpenMP parallel region): parallelism over tiles, not inside small products.
-// Tiles, unfolded buffers and partial gradients live in the context workspace.
+// Tiles, unfolded buffers and partial gradients live in the context workspace;
+// im2col and col2im themselves are layers/im2col.cpp.
 #include "layers/conv2d.h"
 
 #include <omp.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "layers/eigen_maps.h"
+#include "layers/im2col.h"
 #include "layers/parallel_for.h"
 
 namespace glassbox {
@@ -49,95 +50,6 @@ using ConstStridedMap = Eigen::Map<const RowMatrix, Eigen::Unaligned, Eigen::Out
 using ConstVectorMap = Eigen::Map<const Eigen::VectorXf>;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// The geometry im2col and col2im walk: one image's channels, one pixel tile.
-struct Unfold {
-  int64_t h, w, q;          // input height and width, output width
-  int64_t r, s;             // kernel
-  int64_t sh, sw, ph, pw;   // stride, padding
-  int64_t dh, dw;           // dilation
-};
-
-// Output columns q (of a row) whose input column q*sw + w0 lies in [0, W).
-inline void valid_columns(const Unfold& u, int64_t w0, int64_t& lo, int64_t& hi) {
-  lo = w0 >= 0 ? 0 : ceil_div(-w0, u.sw);
-  hi = u.w - w0 <= 0 ? 0 : ceil_div(u.w - w0, u.sw);
-}
-
-// Calls segment(p, qa, n, offset) for each output row piece of pixels
-// [j0, j0 + len): row p, columns [qa, qa + n), at column `offset` of the tile.
-template <typename Segment>
-inline void for_each_row_segment(const Unfold& u, int64_t j0, int64_t len, const Segment& segment) {
-  int64_t p = j0 / u.q, qa = j0 - p * u.q;
-  for (int64_t offset = 0; offset < len; ++p, qa = 0) {
-    const int64_t n = std::min(u.q - qa, len - offset);
-    segment(p, qa, n, offset);
-    offset += n;
-  }
-}
-
-// col (channels*R*S x len, row-major) <- unfolded pixels [j0, j0 + len) of
-// `channels` consecutive input channels starting at x (each H x W).
-void im2col(const float* x, int64_t channels, const Unfold& u, int64_t j0, int64_t len, float* col) {
-  for (int64_t c = 0; c < channels; ++c) {
-    const float* xc = x + c * u.h * u.w;
-    for (int64_t r = 0; r < u.r; ++r) {
-      for (int64_t s = 0; s < u.s; ++s) {
-        float* dst = col + ((c * u.r + r) * u.s + s) * len;
-        const int64_t w0 = s * u.dw - u.pw;
-        int64_t lo_all, hi_all;
-        valid_columns(u, w0, lo_all, hi_all);
-        for_each_row_segment(u, j0, len, [&](int64_t p, int64_t qa, int64_t n, int64_t offset) {
-          float* d = dst + offset;  // d[q - qa] for q in [qa, qa + n)
-          const int64_t h = p * u.sh - u.ph + r * u.dh;
-          if (h < 0 || h >= u.h) {
-            std::fill_n(d, n, 0.0f);
-            return;
-          }
-          const int64_t lo = std::clamp(lo_all, qa, qa + n), hi = std::clamp(hi_all, lo, qa + n);
-          std::fill(d, d + (lo - qa), 0.0f);
-          if (hi > lo) {
-            const float* row = xc + h * u.w + w0 + lo * u.sw;  // input column of q = lo
-            if (u.sw == 1) {
-              std::memcpy(d + (lo - qa), row, static_cast<size_t>(hi - lo) * sizeof(float));
-            } else {
-              for (int64_t i = 0; i < hi - lo; ++i) d[lo - qa + i] = row[i * u.sw];
-            }
-          }
-          std::fill(d + (hi - qa), d + n, 0.0f);
-        });
-      }
-    }
-  }
-}
-
-// dx (channels x H x W) += col2im(dcol): the adjoint of im2col above.
-void col2im_add(const float* dcol, int64_t channels, const Unfold& u, int64_t j0, int64_t len, float* dx) {
-  for (int64_t c = 0; c < channels; ++c) {
-    float* dxc = dx + c * u.h * u.w;
-    for (int64_t r = 0; r < u.r; ++r) {
-      for (int64_t s = 0; s < u.s; ++s) {
-        const float* src = dcol + ((c * u.r + r) * u.s + s) * len;
-        const int64_t w0 = s * u.dw - u.pw;
-        int64_t lo_all, hi_all;
-        valid_columns(u, w0, lo_all, hi_all);
-        for_each_row_segment(u, j0, len, [&](int64_t p, int64_t qa, int64_t n, int64_t offset) {
-          const int64_t h = p * u.sh - u.ph + r * u.dh;
-          if (h < 0 || h >= u.h) return;
-          const int64_t lo = std::clamp(lo_all, qa, qa + n), hi = std::clamp(hi_all, lo, qa + n);
-          if (hi <= lo) return;
-          const float* __restrict in = src + offset - qa + lo;
-          float* __restrict out = dxc + h * u.w + w0 + lo * u.sw;
-          if (u.sw == 1) {
-            for (int64_t i = 0; i < hi - lo; ++i) out[i] += in[i];
-          } else {
-            for (int64_t i = 0; i < hi - lo; ++i) out[i * u.sw] += in[i];
-          }
-        });
-      }
-    }
-  }
-}
 
 }  // namespace
 
