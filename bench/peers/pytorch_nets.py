@@ -7,7 +7,8 @@ so bench/compare.py can put the two side by side:
 
   names     <Net>/<mode>/batch:<N>; modes forward (training-mode forward + loss),
             forward_backward (+ backward, no update), train_step (zero grads +
-            forward + backward + SGD lr 0.01, momentum 0.9, weight decay 5e-4)
+            forward + backward + SGD lr 1e-4, momentum 0.9, weight decay 5e-4: Glassbox's
+            settings, bench/support/net_session.h, Note [The benchmarks' learning rate])
   inputs    U(-1, 1) from a fixed seed, labels n % classes; fp32, TF32 off
   protocol  set-up untimed, 10 warm-up steps of the same mode, then timed steps
             (CUDA events around each step on the GPU, wall clock on the CPU)
@@ -294,9 +295,9 @@ def make_sgd(params):
     import torch
     params = list(params)
     try:
-        return torch.optim.SGD(params, lr=0.01, momentum=0.9, weight_decay=5e-4, fused=True)
+        return torch.optim.SGD(params, lr=1e-4, momentum=0.9, weight_decay=5e-4, fused=True)
     except (RuntimeError, TypeError, ValueError):
-        return torch.optim.SGD(params, lr=0.01, momentum=0.9, weight_decay=5e-4)
+        return torch.optim.SGD(params, lr=1e-4, momentum=0.9, weight_decay=5e-4)
 
 
 def sgd_description(device):
@@ -304,7 +305,7 @@ def sgd_description(device):
     with torch.device(device):
         probe = make_sgd([torch.nn.Parameter(torch.zeros(4))])
     form = "fused" if probe.defaults.get("fused") else ("foreach" if probe.defaults.get("foreach") else "default")
-    return f"torch.optim.SGD(lr=0.01, momentum=0.9, weight_decay=5e-4), {form} implementation"
+    return f"torch.optim.SGD(lr=1e-4, momentum=0.9, weight_decay=5e-4), {form} implementation"
 
 
 # ---- context ------------------------------------------------------------------------
