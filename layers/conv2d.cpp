@@ -120,7 +120,8 @@ std::vector<ParamSpec> Conv2d::param_specs() const {
 int64_t Conv2d::macs() const {
   const Shape& x = input_shapes().at(0);
   const Shape& y = output_shape();
-  // Checked: the kernel is as large as the options say, not bounded by a shape.
+  // The output and the weight are shapes, checked to fit; the product of their
+  // sizes need not (padding can make a huge output from a small input).
   const char* what = "multiply-accumulates";
   const int64_t window = checked_multiply(options_.kernel.h, options_.kernel.w, what);
   return checked_multiply(y.numel(), checked_multiply(x[1] / options_.groups, window, what), what);
