@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "layers/eigen_maps.h"
-#include "layers/parallel_for.h"
+#include "tensor/eigen_maps.h"
+#include "tensor/parallel_for.h"
 #include "tensor/copy.h"
 
 namespace glassbox {

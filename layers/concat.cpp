@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "layers/eigen_maps.h"
-#include "layers/parallel_for.h"
+#include "tensor/eigen_maps.h"
+#include "tensor/parallel_for.h"
 
 namespace glassbox {
 namespace {

@@ -23,9 +23,9 @@
 
 #include <algorithm>
 
-#include "layers/eigen_maps.h"
+#include "tensor/eigen_maps.h"
 #include "layers/im2col.h"
-#include "layers/parallel_for.h"
+#include "tensor/parallel_for.h"
 
 namespace glassbox {
 namespace {

@@ -15,8 +15,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "layers/eigen_maps.h"
-#include "layers/parallel_for.h"
+#include "tensor/eigen_maps.h"
+#include "tensor/parallel_for.h"
 
 namespace glassbox {
 namespace {

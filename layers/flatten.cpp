@@ -3,8 +3,8 @@
 
 #include <cstring>
 
-#include "layers/eigen_maps.h"
-#include "layers/parallel_for.h"
+#include "tensor/eigen_maps.h"
+#include "tensor/parallel_for.h"
 
 namespace glassbox {
 

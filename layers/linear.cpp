@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "layers/eigen_maps.h"
+#include "tensor/eigen_maps.h"
 
 namespace glassbox {
 

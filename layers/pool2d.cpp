@@ -16,8 +16,8 @@
 #include <limits>
 #include <utility>
 
-#include "layers/eigen_maps.h"
-#include "layers/parallel_for.h"
+#include "tensor/eigen_maps.h"
+#include "tensor/parallel_for.h"
 
 namespace glassbox {
 namespace {

@@ -1,8 +1,8 @@
 // layers/relu.cpp: ReLU on the CPU.
 #include "layers/relu.h"
 
-#include "layers/eigen_maps.h"
-#include "layers/parallel_for.h"
+#include "tensor/eigen_maps.h"
+#include "tensor/parallel_for.h"
 
 namespace glassbox {
 

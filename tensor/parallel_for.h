@@ -1,4 +1,4 @@
-// layers/parallel_for.h: splitting CPU work over OpenMP threads.
+// tensor/parallel_for.h: splitting CPU work over OpenMP threads.
 //
 // Elementwise layers are memory-bound; two threads on two cores roughly double
 // their bandwidth. Work items are contiguous ranges, each handed to a body that

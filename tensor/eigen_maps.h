@@ -1,4 +1,4 @@
-// layers/eigen_maps.h: Eigen views of tensor memory, for the CPU paths.
+// tensor/eigen_maps.h: Eigen views of tensor memory, for the CPU paths.
 // Tensors are row-major (C order), so matrices are mapped RowMajor: a (N, F)
 // tensor is an N x F matrix whose rows are samples.
 #pragma once
