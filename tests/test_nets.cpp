@@ -197,10 +197,14 @@ TEST_P(TrainingTest, SgdStepsLowerTheLossOnAFixedBatch) {
   EXPECT_LT(after, before * 0.98f) << net.name << " on " << c.device.str() << ": loss " << before << " -> " << after;
 }
 
+// One network per family: the deeper members repeat the same layers, and
+// training each of the large ones would take CI minutes.
+constexpr const char* kTrainedNets[] = {"LeNet", "AlexNet", "VGG11"};
+
 std::vector<TrainCase> training_cases() {
   std::vector<TrainCase> cases;
   for (const Device& device : testing::all_devices()) {
-    for (const NetSpec& net : all_nets()) cases.push_back({device, net.name.c_str()});
+    for (const char* net : kTrainedNets) cases.push_back({device, net});
   }
   return cases;
 }
