@@ -18,21 +18,28 @@ bool all_finite(Context& ctx, const Tensor& t) {
 
 }  // namespace
 
-std::string describe_non_finite(Context& ctx, const Graph& graph) {
+std::string describe_non_finite(Context& ctx, Graph& graph) {
   constexpr size_t kNamedParameters = 5;
   std::string first_output;
   std::vector<std::string> parameters;
   for (const Node& node : graph.nodes()) {
-    // Forward order: the first node whose value is not finite is where the
-    // trouble starts (an input is the data itself).
-    if (first_output.empty() && !all_finite(ctx, node.value)) {
-      first_output = node.is_input() ? cat("input '", node.name, "'") : cat(node.name, " (", node.layer->type(), ")");
+    // The data itself first: then the forward, in order, where the first
+    // non-finite output is where the trouble starts.
+    if (node.is_input() && first_output.empty() && !all_finite(ctx, node.value)) {
+      first_output = cat("input '", node.name, "'");
     }
     if (node.is_input()) continue;
     const std::vector<ParamSpec> specs = node.layer->param_specs();
     for (size_t i = 0; i < node.params.size() && i < specs.size(); ++i) {
       if (!all_finite(ctx, node.params[i])) parameters.push_back(cat(node.name, ".", specs[i].name));
     }
+  }
+  if (first_output.empty()) {
+    graph.forward(ctx, graph.compiled_phase(), [&](const Node& node) {
+      if (first_output.empty() && !all_finite(ctx, node.value)) {
+        first_output = cat(node.name, " (", node.layer->type(), ")");
+      }
+    });
   }
   std::string text;
   if (!first_output.empty()) text = cat("first non-finite output: ", first_output);
@@ -46,7 +53,7 @@ std::string describe_non_finite(Context& ctx, const Graph& graph) {
   return text;
 }
 
-float checked_loss(Context& ctx, const Graph& graph, int64_t step) {
+float checked_loss(Context& ctx, Graph& graph, int64_t step) {
   const float loss = graph.loss(ctx);
   if (std::isfinite(loss)) return loss;
   const std::string where = describe_non_finite(ctx, graph);

@@ -17,10 +17,15 @@ namespace glassbox {
 // The loss of the last forward (waits for the device). If it is NaN or
 // infinite, throws NumericalError: "step 12: the loss is nan; first non-finite
 // output: conv3 (Conv2d); non-finite parameters: fc6.weight, ...".
-float checked_loss(Context& ctx, const Graph& graph, int64_t step);
+float checked_loss(Context& ctx, Graph& graph, int64_t step);
 
-// Where non-finite values are in the graph now, in words (copies every tensor
-// to the host: for diagnosis after a failure, never inside a step). "" if none.
-std::string describe_non_finite(Context& ctx, const Graph& graph);
+// Where non-finite values are in the graph now, in words: the inputs, the
+// parameters, and the outputs of one more forward (in the phase the graph was
+// compiled for), each checked as soon as its layer has run, because with
+// memory reuse an output's memory is handed on once its readers are done.
+// Copies every tensor to the host and, in a training graph, moves batch-norm
+// running statistics once more: for diagnosis after a failure, never inside a
+// step. "" if none.
+std::string describe_non_finite(Context& ctx, Graph& graph);
 
 }  // namespace glassbox

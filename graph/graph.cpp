@@ -5,15 +5,11 @@
 #include <algorithm>
 
 #include "graph/init.h"
+#include "graph/memory_plan.h"
 #include "tensor/copy.h"
 
 namespace glassbox {
 namespace {
-
-// Every planned tensor starts on a 256-byte boundary: what cuDNN and cuBLAS
-// kernels assume for their widest vector loads.
-constexpr size_t kAlignment = 256;
-size_t aligned(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
 // Places tensors back to back in one allocation: first reserve() each, then
 // allocate(), then view() each at its offset.
@@ -21,18 +17,19 @@ class ArenaPlan {
  public:
   size_t reserve(size_t bytes) {
     const size_t offset = total_;
-    total_ += aligned(bytes);
+    total_ += plan_aligned(bytes);
     return offset;
   }
   size_t total() const { return total_; }
-  Tensor allocate(Context& ctx, MemoryCategory category) const {
-    return ctx.allocate(Shape{static_cast<int64_t>(std::max<size_t>(total_, kAlignment) / sizeof(float))},
-                        DType::kFloat32, category);
-  }
 
  private:
   size_t total_ = 0;
 };
+
+Tensor allocate_arena(Context& ctx, size_t bytes, MemoryCategory category) {
+  return ctx.allocate(Shape{static_cast<int64_t>(std::max(bytes, kPlanAlignment) / sizeof(float))}, DType::kFloat32,
+                      category);
+}
 
 size_t bytes_of(const Shape& shape, DType dtype) { return static_cast<size_t>(shape.numel()) * size_of(dtype); }
 
@@ -44,6 +41,7 @@ void check_plan_fits(const Context& ctx, std::initializer_list<std::pair<MemoryC
   size_t total = 0;
   std::string parts;
   for (const auto& [category, bytes] : plan) {
+    if (bytes == 0) continue;
     total += bytes;
     parts += cat(parts.empty() ? "" : ", ", name_of(category), " ", format_bytes(static_cast<int64_t>(bytes)));
   }
@@ -51,6 +49,24 @@ void check_plan_fits(const Context& ctx, std::initializer_list<std::pair<MemoryC
     throw OutOfMemoryError(ctx.allocator().out_of_memory_message(
         cat("for the graph's memory plan: ", format_bytes(static_cast<int64_t>(total)), " (", parts, ")")));
   }
+}
+
+size_t parameter_bytes(const std::vector<Node>& nodes, const std::vector<int>& layers) {
+  ArenaPlan plan;
+  for (int i : layers) {
+    for (const ParamSpec& spec : nodes[static_cast<size_t>(i)].layer->param_specs()) {
+      plan.reserve(bytes_of(spec.shape, DType::kFloat32));
+    }
+  }
+  return plan.total();
+}
+
+size_t input_bytes(const std::vector<Node>& nodes) {
+  ArenaPlan plan;
+  for (const Node& node : nodes) {
+    if (node.is_input()) plan.reserve(bytes_of(node.shape, node.dtype));
+  }
+  return plan.total();
 }
 
 }  // namespace
@@ -96,55 +112,61 @@ int Graph::batch() const {
 
 void Graph::compile(Context& ctx, const CompileOptions& options) {
   options_ = options;
+  options_.layers.phase = options.phase;
   device_ = ctx.device();
   ctx.set_precision(options.precision);
-  plan_memory(ctx);
+  plan_ = std::make_unique<MemoryPlan>(plan_activations(nodes_, layers_, loss_, options.phase, options.memory_reuse));
+  const bool training = options.phase == Phase::kTraining;
+  const size_t parameters = parameter_bytes(nodes_, layers_);
+  check_plan_fits(ctx, {{MemoryCategory::kParameters, parameters},
+                        {MemoryCategory::kGradients, training ? parameters : 0},
+                        {MemoryCategory::kData, input_bytes(nodes_)},
+                        {MemoryCategory::kActivations, plan_->values.total},
+                        {MemoryCategory::kActivationGrads, plan_->grads.total}});
 
+  // Layers first: a measured cuDNN search allocates scratch tensors and frees
+  // them before the plan's arenas exist, so the search's scratch and the
+  // network's memory are never held at once.
   size_t workspace = 0;
   for (int i : layers_) {
     Layer& layer = *nodes_[static_cast<size_t>(i)].layer;
-    layer.prepare(ctx, options.layers);
+    layer.prepare(ctx, options_.layers);
     workspace = std::max(workspace, layer.workspace_bytes());
   }
   ctx.reserve_workspace(workspace);
+  allocate_parameters(ctx);
+  allocate_activations(ctx);
 
   const int marks = static_cast<int>(layers_.size()) + 1;
   forward_marks_ = options.layer_timing ? std::make_unique<EventTimer>(ctx, marks) : nullptr;
-  backward_marks_ = options.layer_timing ? std::make_unique<EventTimer>(ctx, marks) : nullptr;
+  backward_marks_ = options.layer_timing && training ? std::make_unique<EventTimer>(ctx, marks) : nullptr;
   ctx.synchronize();
   compiled_ = true;
 }
 
-void Graph::plan_memory(Context& ctx) {
-  // Parameters and their gradients: one flat buffer each, same layout.
-  ArenaPlan parameter_plan;
-  std::vector<std::vector<size_t>> parameter_offsets(nodes_.size());
+const MemoryPlan& Graph::memory_plan() const {
+  if (!plan_) throw Error("memory_plan: the graph is not compiled; call compile(ctx) first");
+  return *plan_;
+}
+
+// Parameters and their gradients: one flat buffer each, same layout (no
+// gradients in an inference plan).
+void Graph::allocate_parameters(Context& ctx) {
+  const bool training = options_.phase == Phase::kTraining;
+  ArenaPlan plan;
+  std::vector<std::vector<size_t>> offsets(nodes_.size());
   for (int i : layers_) {
     for (const ParamSpec& spec : nodes_[static_cast<size_t>(i)].layer->param_specs()) {
-      parameter_offsets[static_cast<size_t>(i)].push_back(parameter_plan.reserve(bytes_of(spec.shape, DType::kFloat32)));
+      offsets[static_cast<size_t>(i)].push_back(plan.reserve(bytes_of(spec.shape, DType::kFloat32)));
     }
   }
-  // Inputs, activations and activation gradients: one arena each. Every layer
-  // output keeps its own slot (no reuse yet), so any tensor can be inspected
-  // after a step.
-  ArenaPlan input_plan, value_plan, grad_plan;
-  std::vector<size_t> value_offset(nodes_.size()), grad_offset(nodes_.size(), SIZE_MAX);
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    const Node& node = nodes_[i];
-    const size_t bytes = bytes_of(node.shape, node.dtype);
-    value_offset[i] = node.is_input() ? input_plan.reserve(bytes) : value_plan.reserve(bytes);
-    if (!node.is_input() && static_cast<int>(i) != loss_) grad_offset[i] = grad_plan.reserve(bytes);
-  }
-  check_plan_fits(ctx, {{MemoryCategory::kParameters, parameter_plan.total()},
-                        {MemoryCategory::kGradients, parameter_plan.total()},
-                        {MemoryCategory::kData, input_plan.total()},
-                        {MemoryCategory::kActivations, value_plan.total()},
-                        {MemoryCategory::kActivationGrads, grad_plan.total()}});
-
-  parameters_ = parameter_plan.allocate(ctx, MemoryCategory::kParameters);
-  gradients_ = parameter_plan.allocate(ctx, MemoryCategory::kGradients);
+  parameters_ = allocate_arena(ctx, plan.total(), MemoryCategory::kParameters);
   fill_zero(ctx, parameters_);  // the alignment gaps too, so the optimizer sees only zeros there
-  fill_zero(ctx, gradients_);
+  gradients_ = Tensor();
+  if (training) {
+    gradients_ = allocate_arena(ctx, plan.total(), MemoryCategory::kGradients);
+    fill_zero(ctx, gradients_);
+  }
   int parameter_index = 0;
   for (int i : layers_) {
     Node& node = nodes_[static_cast<size_t>(i)];
@@ -152,28 +174,47 @@ void Graph::plan_memory(Context& ctx) {
     node.params.clear();
     node.param_grads.clear();
     for (size_t j = 0; j < specs.size(); ++j) {
-      const size_t offset = parameter_offsets[static_cast<size_t>(i)][j];
+      const size_t offset = offsets[static_cast<size_t>(i)][j];
       const std::string name = cat(node.name, ".", specs[j].name);
       node.params.push_back(parameters_.view(offset, specs[j].shape, DType::kFloat32).named(name));
-      node.param_grads.push_back(gradients_.view(offset, specs[j].shape, DType::kFloat32).named(name + " gradient"));
+      node.param_grads.push_back(training ? gradients_.view(offset, specs[j].shape, DType::kFloat32).named(name + " gradient")
+                                          : Tensor().named(cat(name, " gradient (none: compiled for inference)")));
       const std::vector<float> values = initial_values(specs[j], options_.seed, parameter_index++);
       from_vector<float>(ctx, values, node.params.back());
     }
   }
+}
 
-  const Tensor inputs = input_plan.allocate(ctx, MemoryCategory::kData);
-  const Tensor values = value_plan.allocate(ctx, MemoryCategory::kActivations);
-  const Tensor grads = grad_plan.allocate(ctx, MemoryCategory::kActivationGrads);
+// Inputs in their own arena; activations and their gradients where the
+// memory plan puts them.
+void Graph::allocate_activations(Context& ctx) {
+  const MemoryPlan& plan = *plan_;
+  ArenaPlan input_plan;
+  std::vector<size_t> input_offset(nodes_.size(), 0);
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].is_input()) input_offset[i] = input_plan.reserve(bytes_of(nodes_[i].shape, nodes_[i].dtype));
+  }
+  const Tensor inputs = allocate_arena(ctx, input_plan.total(), MemoryCategory::kData);
+  const Tensor values = allocate_arena(ctx, plan.values.total, MemoryCategory::kActivations);
+  const Tensor grads =
+      plan.grads.total > 0 ? allocate_arena(ctx, plan.grads.total, MemoryCategory::kActivationGrads) : Tensor();
   arenas_ = {inputs, values, grads};
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node& node = nodes_[i];
-    node.value = (node.is_input() ? inputs : values).view(value_offset[i], node.shape, node.dtype).named(node.name);
-    if (grad_offset[i] != SIZE_MAX) {
-      node.grad = grads.view(grad_offset[i], node.shape, DType::kFloat32).named(node.name + " gradient");
+    if (node.is_input()) {
+      node.value = inputs.view(input_offset[i], node.shape, node.dtype).named(node.name);
     } else {
-      node.grad = Tensor().named(cat("gradient of '", node.name, "' (none: ",
-                                     node.is_input() ? "graph inputs get no gradient"
-                                                     : "the loss starts backward with 1", ")"));
+      const size_t offset = plan.values.offsets[static_cast<size_t>(plan.value_block[i])];
+      node.value = values.view(offset, node.shape, node.dtype).named(node.name);
+    }
+    if (plan.grad_block[i] >= 0) {
+      const size_t offset = plan.grads.offsets[static_cast<size_t>(plan.grad_block[i])];
+      node.grad = grads.view(offset, node.shape, DType::kFloat32).named(node.name + " gradient");
+    } else {
+      const char* why = node.is_input()                        ? "graph inputs get no gradient"
+                        : static_cast<int>(i) == loss_          ? "the loss starts backward with 1"
+                                                                : "compiled for inference";
+      node.grad = Tensor().named(cat("gradient of '", node.name, "' (none: ", why, ")"));
     }
   }
 
@@ -224,24 +265,35 @@ void Graph::after_layer(Context& ctx, const Node& node, std::string_view pass) c
   }
 }
 
-void Graph::forward(Context& ctx, Phase phase) {
+void Graph::check_training(std::string_view what) const {
+  if (options_.phase == Phase::kInference) {
+    throw Error(cat(what, ": the graph was compiled for inference (forward only, in Phase::kInference); "
+                          "compile it with CompileOptions::phase = Phase::kTraining to train"));
+  }
+}
+
+void Graph::forward(Context& ctx, Phase phase, const std::function<void(const Node&)>& after_each_layer) {
   check_context(ctx, "forward");
+  if (phase == Phase::kTraining) check_training("a training-phase forward");
   if (forward_marks_) forward_marks_->record(0);
   for (size_t k = 0; k < layers_.size(); ++k) {
     Node& node = nodes_[static_cast<size_t>(layers_[k])];
     node.layer->forward(ctx, {.inputs = node.input_values, .output = node.value, .params = node.params, .phase = phase});
     if (forward_marks_) forward_marks_->record(static_cast<int>(k) + 1);
     if (options_.sync_each_layer) after_layer(ctx, node, "forward");
+    if (after_each_layer) after_each_layer(node);
   }
 }
 
 void Graph::zero_grad(Context& ctx) {
   check_context(ctx, "zero_grad");
+  check_training("zero_grad");
   fill_zero(ctx, gradients_);
 }
 
 void Graph::backward(Context& ctx) {
   check_context(ctx, "backward");
+  check_training("backward");
   if (backward_marks_) backward_marks_->record(0);
   for (size_t j = 0; j < layers_.size(); ++j) {
     Node& node = nodes_[static_cast<size_t>(layers_[layers_.size() - 1 - j])];
@@ -269,7 +321,7 @@ std::vector<LayerTime> Graph::layer_times() const {
   for (int k = 0; k < count; ++k) {
     const int j = count - 1 - k;  // the same layer's position in backward order
     times.push_back({layers_[static_cast<size_t>(k)], forward_marks_->elapsed_ms(k, k + 1),
-                     backward_marks_->elapsed_ms(j, j + 1)});
+                     backward_marks_ ? backward_marks_->elapsed_ms(j, j + 1) : 0.0});
   }
   return times;
 }

@@ -4,11 +4,18 @@
 // already topological: every node's inputs come before it. compile() then fixes
 // everything a step needs: parameters (one flat buffer, initialised from a
 // seed), gradients (one flat buffer, same layout), every activation and
-// activation gradient (one arena each), the shared workspace, and each layer's
+// activation gradient (one arena each, where tensors alive at different times
+// share memory: graph/memory_plan.h), the shared workspace, and each layer's
 // descriptors and algorithms. forward() and backward() then allocate nothing,
 // create nothing and never wait for the device (unless asked to, for debugging).
+//
+// With memory reuse (the default), a layer's output is only valid until the
+// plan hands its memory to a later tensor: after a step, read the loss and the
+// parameters, not the intermediate values (compile with MemoryReuse::kOff to
+// keep them all).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -45,10 +52,21 @@ struct Node {
   bool is_input() const { return layer == nullptr; }
 };
 
+// Whether activations (and their gradients) whose lifetimes do not overlap
+// share memory (graph/memory_plan.h). kOff gives every tensor its own memory,
+// so each one can still be read after a step: for debugging, and to check
+// that reuse changes no result.
+enum class MemoryReuse { kOn, kOff };
+
 struct CompileOptions {
-  PrepareOptions layers;                 // algorithm search, workspace limit
+  PrepareOptions layers;                 // algorithm search, workspace limit (phase: set from `phase`)
   Precision precision = Precision::kFp32;
   uint64_t seed = 1;                     // parameter initialisation
+  // kTraining: forward and backward (the default). kInference: a forward-only
+  // graph: no gradients, nothing kept for a backward, and forward runs only in
+  // Phase::kInference (running statistics, no dropout).
+  Phase phase = Phase::kTraining;
+  MemoryReuse memory_reuse = MemoryReuse::kOn;
   bool layer_timing = false;             // record one mark per layer boundary (layer_times())
   bool sync_each_layer = false;          // debug: wait after every layer to localise device faults
 };
@@ -59,6 +77,8 @@ struct LayerTime {
   double forward_ms = 0.0;
   double backward_ms = 0.0;
 };
+
+struct MemoryPlan;  // graph/memory_plan.h
 
 class Graph {
  public:
@@ -80,13 +100,21 @@ class Graph {
   // naming the inputs if there is none of that name.
   const Tensor& input(std::string_view name) const;
 
-  void forward(Context& ctx, Phase phase = Phase::kTraining);
+  // `after_each_layer`, when given, is called after each layer's forward (for
+  // checks that must see a value before its memory is reused).
+  void forward(Context& ctx, Phase phase = Phase::kTraining,
+               const std::function<void(const Node&)>& after_each_layer = {});
   void zero_grad(Context& ctx);  // gradients accumulate; a step starts from zero
   void backward(Context& ctx);
   float loss(Context& ctx) const;  // waits for the device
 
   const Tensor& parameters() const { return parameters_; }  // flat, all learnable parameters
-  const Tensor& gradients() const { return gradients_; }    // flat, same layout
+  const Tensor& gradients() const { return gradients_; }    // flat, same layout (undefined in inference plans)
+
+  // What compile() decided (valid after compile): the phase it was compiled
+  // for, and which activations share memory (graph/memory_plan.h).
+  Phase compiled_phase() const { return options_.phase; }
+  const MemoryPlan& memory_plan() const;
 
   // Times of the last forward and backward per layer (compile with
   // layer_timing). Reading waits for the device.
@@ -97,7 +125,9 @@ class Graph {
   Graph(std::vector<Node> nodes, int loss);
 
   void check_context(const Context& ctx, std::string_view what) const;
-  void plan_memory(Context& ctx);
+  void allocate_parameters(Context& ctx);
+  void allocate_activations(Context& ctx);
+  void check_training(std::string_view what) const;
   void after_layer(Context& ctx, const Node& node, std::string_view pass) const;
 
   std::vector<Node> nodes_;
@@ -109,6 +139,7 @@ class Graph {
   Tensor parameters_;
   Tensor gradients_;
   std::vector<Tensor> arenas_;  // activations, activation gradients, inputs
+  std::unique_ptr<MemoryPlan> plan_;
   std::unique_ptr<EventTimer> forward_marks_;   // mark k: before layers_[k] (k = L: after the last)
   std::unique_ptr<EventTimer> backward_marks_;  // mark k: before the backward of layers_[L-1-k]
 };

@@ -14,6 +14,8 @@ class Add final : public Layer {
   explicit Add(std::string name) : Layer(std::move(name)) {}
 
   std::string_view type() const override { return "Add"; }
+  bool backward_reads_input(int) const override { return false; }
+  bool backward_reads_output() const override { return false; }
   std::string describe() const override;  // "2 inputs"
   int min_inputs() const override { return 2; }
   int max_inputs() const override { return 64; }

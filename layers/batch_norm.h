@@ -33,6 +33,7 @@ class BatchNorm2d final : public Layer {
   BatchNorm2d(std::string name, Options options);
 
   std::string_view type() const override { return "BatchNorm2d"; }
+  bool backward_reads_output() const override { return false; }  // x and the saved statistics
   std::string describe() const override;  // "64 channels, eps 1e-05, momentum 0.1"
   Shape infer(std::span<const Shape> inputs) const override;
   std::vector<ParamSpec> param_specs() const override;  // scale: ones; shift: zeros

@@ -18,6 +18,8 @@ class Concat final : public Layer {
   explicit Concat(std::string name) : Layer(std::move(name)) {}
 
   std::string_view type() const override { return "Concat"; }
+  bool backward_reads_input(int) const override { return false; }
+  bool backward_reads_output() const override { return false; }
   std::string describe() const override;  // "64 + 128 + 32 + 32 channels"
   int min_inputs() const override { return 2; }
   int max_inputs() const override { return 64; }

@@ -37,6 +37,7 @@ class Conv2d final : public Layer {
   Conv2d(std::string name, Options options);
 
   std::string_view type() const override { return "Conv2d"; }
+  bool backward_reads_output() const override { return false; }  // dW needs x, dx needs W
   std::string describe() const override;  // "3x3 s1 p1, 64 -> 128" (+ " d2", " g32", ", no bias")
   Shape infer(std::span<const Shape> inputs) const override;
   std::vector<ParamSpec> param_specs() const override;  // weight: He normal; bias: zeros

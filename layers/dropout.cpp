@@ -55,8 +55,9 @@ Dropout::Dropout(std::string name, Options options) : Layer(std::move(name)), op
 
 std::string Dropout::describe() const { return cat("p ", options_.p); }
 
-void Dropout::prepare_cpu(Context& ctx, const PrepareOptions&) {
-  mask_ = ctx.allocate(output_shape(), DType::kFloat32, MemoryCategory::kLayerState);
+void Dropout::prepare_cpu(Context& ctx, const PrepareOptions& options) {
+  // An inference graph never draws a mask.
+  if (options.phase == Phase::kTraining) mask_ = ctx.allocate(output_shape(), DType::kFloat32, MemoryCategory::kLayerState);
   last_phase_ = Phase::kInference;
 }
 

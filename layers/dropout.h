@@ -22,6 +22,8 @@ class Dropout final : public Layer {
   Dropout(std::string name, Options options);
 
   std::string_view type() const override { return "Dropout"; }
+  bool backward_reads_input(int) const override { return false; }
+  bool backward_reads_output() const override { return false; }
   std::string describe() const override;  // "p 0.5"
   Shape infer(std::span<const Shape> inputs) const override { return inputs[0]; }
   const Options& options() const { return options_; }

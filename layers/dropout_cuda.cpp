@@ -36,9 +36,14 @@ Tensor allocate_bytes(Context& ctx, size_t bytes) {
 
 }  // namespace
 
-void Dropout::prepare_cuda(Context& ctx, const PrepareOptions&) {
+void Dropout::prepare_cuda(Context& ctx, const PrepareOptions& options) {
   auto state = std::make_unique<DropoutState>();
   state->desc = make_tensor_descriptor(output_shape());
+  last_phase_ = Phase::kInference;
+  if (options.phase == Phase::kInference) {  // an inference graph only copies: no RNG states, no mask
+    backend_ = std::move(state);
+    return;
+  }
   state->dropout = make_descriptor<DropoutDescriptor>(cudnnCreateDropoutDescriptor);
   size_t state_bytes = 0;
   CUDNN_CHECK(cudnnDropoutGetStatesSize(cudnn_of(ctx), &state_bytes));
@@ -50,7 +55,6 @@ void Dropout::prepare_cuda(Context& ctx, const PrepareOptions&) {
   state->reserve = allocate_bytes(ctx, state->reserve_bytes);
   set_workspace_bytes(output_shape().numel() * sizeof(float));  // dx scratch for GradMode::kAdd
   backend_ = std::move(state);
-  last_phase_ = Phase::kInference;
 }
 
 void Dropout::forward_cuda(Context& ctx, const ForwardArgs& args) {

@@ -15,6 +15,8 @@ class Flatten final : public Layer {
   explicit Flatten(std::string name) : Layer(std::move(name)) {}
 
   std::string_view type() const override { return "Flatten"; }
+  bool backward_reads_input(int) const override { return false; }
+  bool backward_reads_output() const override { return false; }
   std::string describe() const override { return ""; }
   Shape infer(std::span<const Shape> inputs) const override;
 

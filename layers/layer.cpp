@@ -60,6 +60,7 @@ void Layer::prepare(Context& ctx, const PrepareOptions& options) {
     prepare_cpu(ctx, options);
   }
   prepared_ = true;
+  prepared_phase_ = options.phase;
 }
 
 void Layer::check_tensor(const Context& ctx, const Tensor& t, const Shape& shape, DType dtype,
@@ -76,6 +77,9 @@ void Layer::check_tensor(const Context& ctx, const Tensor& t, const Shape& shape
 
 void Layer::forward(Context& ctx, const ForwardArgs& args) {
   if (!prepared_) fail("forward before prepare (compile the graph first)");
+  if (args.phase == Phase::kTraining && prepared_phase_ == Phase::kInference) {
+    fail("a training-phase forward, but the layer was prepared for inference only");
+  }
   if (args.inputs.size() != input_shapes_.size()) {
     fail(cat("forward with ", args.inputs.size(), " input(s), prepared for ", input_shapes_.size()));
   }
@@ -99,6 +103,7 @@ void Layer::forward(Context& ctx, const ForwardArgs& args) {
 
 void Layer::backward(Context& ctx, const BackwardArgs& args) {
   if (!prepared_) fail("backward before prepare (compile the graph first)");
+  if (prepared_phase_ == Phase::kInference) fail("backward, but the layer was prepared for inference only");
   if (args.inputs.size() != input_shapes_.size() || args.input_grads.size() != input_shapes_.size() ||
       args.input_grad_modes.size() != input_shapes_.size()) {
     fail(cat("backward needs ", input_shapes_.size(), " input(s), input gradient(s) and grad mode(s); got ",

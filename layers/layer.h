@@ -45,6 +45,11 @@ enum class AlgoSearch {
 struct PrepareOptions {
   AlgoSearch algo_search = AlgoSearch::kHeuristic;
   size_t workspace_limit = size_t{4} << 30;  // most workspace one layer's algorithm may use
+  // What the graph will run: kTraining (forward and backward) or kInference
+  // (forward only), where a layer keeps nothing for a backward (no dropout
+  // mask, no workspace or algorithm for the backward passes). Set by the graph
+  // from CompileOptions::phase.
+  Phase phase = Phase::kTraining;
 };
 
 struct ParamSpec {
@@ -113,6 +118,16 @@ class Layer {
 
   // Learnable parameters, in the order forward/backward receive them.
   virtual std::vector<ParamSpec> param_specs() const { return {}; }
+  // What backward reads besides the output gradient and the parameters, so
+  // that the memory plan (graph/memory_plan.h) keeps exactly that alive until
+  // the layer's backward and lets the rest share memory. The defaults keep
+  // everything; a layer that needs less says so.
+  virtual bool backward_reads_input(int /*index*/) const { return true; }
+  virtual bool backward_reads_output() const { return true; }
+  // Whether forward may write its output over its only input's memory (the
+  // plan does so where nothing else reads that input).
+  virtual bool can_run_in_place() const { return false; }
+
   // Multiply-accumulates of one forward pass over the whole batch. Counted for
   // convolutions and linear layers (forward FLOPs = 2 x MACs), zero for the
   // memory-bound layers, as the reference tables count them.
@@ -157,6 +172,7 @@ class Layer {
   std::string name_;
   bool bound_ = false;
   bool prepared_ = false;
+  Phase prepared_phase_ = Phase::kTraining;
   std::vector<Shape> input_shapes_;
   Shape output_shape_;
   std::vector<Shape> param_shapes_;

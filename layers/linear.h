@@ -20,6 +20,7 @@ class Linear final : public Layer {
   Linear(std::string name, Options options);
 
   std::string_view type() const override { return "Linear"; }
+  bool backward_reads_output() const override { return false; }  // dW needs x, dx needs W
   std::string describe() const override;
   Shape infer(std::span<const Shape> inputs) const override;
   std::vector<ParamSpec> param_specs() const override;

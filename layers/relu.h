@@ -13,6 +13,9 @@ class ReLU final : public Layer {
   explicit ReLU(std::string name) : Layer(std::move(name)) {}
 
   std::string_view type() const override { return "ReLU"; }
+  // Backward needs only y (dx = dy where y > 0), so y may overwrite x.
+  bool backward_reads_input(int) const override { return false; }
+  bool can_run_in_place() const override { return true; }
   std::string describe() const override { return ""; }
   Shape infer(std::span<const Shape> inputs) const override { return inputs[0]; }
 

@@ -31,9 +31,13 @@ void ReLU::forward_cuda(Context& ctx, const ForwardArgs& args) {
 void ReLU::backward_cuda(Context& ctx, const BackwardArgs& args) {
   if (!args.input_grads[0].defined()) return;
   auto& s = state_as<ReLUState>(backend_);
+  // Note [ReLU backward from y]: cuDNN takes x as well as y, but x may be gone:
+  // the memory plan lets y overwrite x (in place), or hands x's memory to a
+  // later tensor (ReLU says backward does not read its input). y > 0 exactly
+  // where x > 0, so y stands in for x.
   CUDNN_CHECK(cudnnActivationBackward(cudnn_of(ctx), s.activation.get(), &kOne, s.desc.get(),
                                       args.output.raw(), s.desc.get(), args.output_grad.raw(),
-                                      s.desc.get(), args.inputs[0].raw(),
+                                      s.desc.get(), args.output.raw(),
                                       beta_for(args.input_grad_modes[0]), s.desc.get(),
                                       args.input_grads[0].raw()));
 }

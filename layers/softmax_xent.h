@@ -22,6 +22,8 @@ class SoftmaxCrossEntropy final : public Layer {
   explicit SoftmaxCrossEntropy(std::string name) : Layer(std::move(name)) {}
 
   std::string_view type() const override { return "SoftmaxCrossEntropy"; }
+  // Backward reads its saved log-probabilities and the labels, not the logits.
+  bool backward_reads_input(int index) const override { return index == 1; }
   std::string describe() const override;  // "1000 classes, mean over 64"
   int min_inputs() const override { return 2; }
   int max_inputs() const override { return 2; }

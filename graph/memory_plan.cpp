@@ -1,0 +1,147 @@
+// graph/memory_plan.cpp
+#include "graph/memory_plan.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace glassbox {
+namespace {
+
+size_t bytes_of(const Node& node) { return plan_aligned(static_cast<size_t>(node.shape.numel()) * size_of(node.dtype)); }
+
+// Whether `layer_node` may write its output over its only input: the layer
+// allows it, the input is another layer's output of the same size, nothing
+// else reads that input, and its producer does not need it in backward.
+bool runs_in_place(const std::vector<Node>& nodes, const std::vector<int>& readers, const Node& layer_node,
+                   Phase phase) {
+  if (!layer_node.layer->can_run_in_place() || layer_node.inputs.size() != 1) return false;
+  const Node& input = nodes[static_cast<size_t>(layer_node.inputs[0])];
+  if (input.is_input() || readers[static_cast<size_t>(layer_node.inputs[0])] != 1) return false;
+  if (bytes_of(input) != bytes_of(layer_node) || input.dtype != layer_node.dtype) return false;
+  return phase == Phase::kInference || !input.layer->backward_reads_output();
+}
+
+}  // namespace
+
+ArenaLayout place_blocks(std::span<const Block> blocks, MemoryReuse reuse) {
+  ArenaLayout layout;
+  layout.offsets.assign(blocks.size(), 0);
+  if (reuse == MemoryReuse::kOff) {
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      layout.offsets[i] = layout.total;
+      layout.total += blocks[i].bytes;
+    }
+    return layout;
+  }
+  // Largest first (earlier first among equals, so the plan is deterministic).
+  std::vector<size_t> order(blocks.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return blocks[a].bytes > blocks[b].bytes; });
+  std::vector<size_t> placed;
+  for (size_t i : order) {
+    // The placed blocks alive at the same time as this one, by offset: take
+    // the lowest gap between them that is large enough.
+    std::vector<size_t> conflicts;
+    for (size_t j : placed) {
+      if (blocks[j].live.overlaps(blocks[i].live)) conflicts.push_back(j);
+    }
+    std::sort(conflicts.begin(), conflicts.end(),
+              [&](size_t a, size_t b) { return layout.offsets[a] < layout.offsets[b]; });
+    size_t offset = 0;
+    for (size_t j : conflicts) {
+      if (layout.offsets[j] >= offset + blocks[i].bytes) break;  // fits in the gap before block j
+      offset = std::max(offset, layout.offsets[j] + blocks[j].bytes);
+    }
+    layout.offsets[i] = offset;
+    layout.total = std::max(layout.total, offset + blocks[i].bytes);
+    placed.push_back(i);
+  }
+  return layout;
+}
+
+std::string find_overlap(std::span<const Block> blocks, const ArenaLayout& layout) {
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    for (size_t j = i + 1; j < blocks.size(); ++j) {
+      if (!blocks[i].live.overlaps(blocks[j].live)) continue;
+      const size_t a = layout.offsets[i], b = layout.offsets[j];
+      if (a < b + blocks[j].bytes && b < a + blocks[i].bytes) {
+        return cat("blocks ", i, " [", a, ", ", a + blocks[i].bytes, ") alive ", blocks[i].live.first, "..",
+                   blocks[i].live.last, " and ", j, " [", b, ", ", b + blocks[j].bytes, ") alive ",
+                   blocks[j].live.first, "..", blocks[j].live.last, " share memory");
+      }
+    }
+  }
+  return "";
+}
+
+MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<int>& layers, int loss, Phase phase,
+                            MemoryReuse reuse) {
+  const bool training = phase == Phase::kTraining;
+  const int count = static_cast<int>(layers.size());
+  std::vector<int> position(nodes.size(), -1);  // a layer node's forward time
+  for (int k = 0; k < count; ++k) position[static_cast<size_t>(layers[static_cast<size_t>(k)])] = k;
+  auto forward_time = [&](int node) { return position[static_cast<size_t>(node)]; };
+  auto backward_time = [&](int node) { return 2 * count - 1 - position[static_cast<size_t>(node)]; };
+
+  std::vector<int> readers(nodes.size(), 0);
+  for (const Node& node : nodes) {
+    for (int producer : node.inputs) ++readers[static_cast<size_t>(producer)];
+  }
+
+  MemoryPlan plan;
+  plan.value_block.assign(nodes.size(), -1);
+  plan.grad_block.assign(nodes.size(), -1);
+  for (int i : layers) {
+    const Node& node = nodes[static_cast<size_t>(i)];
+    const size_t bytes = bytes_of(node);
+    plan.values_without_reuse += bytes;
+    const Lifetime born{forward_time(i), forward_time(i)};
+    if (reuse == MemoryReuse::kOn && runs_in_place(nodes, readers, node, phase)) {
+      plan.value_block[static_cast<size_t>(i)] = plan.value_block[static_cast<size_t>(node.inputs[0])];
+      ++plan.in_place;
+    } else {
+      plan.value_block[static_cast<size_t>(i)] = static_cast<int>(plan.value_blocks.size());
+      plan.value_blocks.push_back({bytes, born});
+    }
+  }
+
+  // Extends a value's block to every time the value is read.
+  auto read_at = [&](int node, int time) {
+    Lifetime& live = plan.value_blocks[static_cast<size_t>(plan.value_block[static_cast<size_t>(node)])].live;
+    live.last = std::max(live.last, time);
+  };
+  for (int i : layers) {
+    const Node& node = nodes[static_cast<size_t>(i)];
+    bool gets_every_input_grad = true;
+    for (size_t j = 0; j < node.inputs.size(); ++j) {
+      const int producer = node.inputs[j];
+      if (nodes[static_cast<size_t>(producer)].is_input()) {
+        gets_every_input_grad = false;
+        continue;
+      }
+      read_at(producer, forward_time(i));
+      if (training && node.layer->backward_reads_input(static_cast<int>(j))) read_at(producer, backward_time(i));
+    }
+    if (training && (node.layer->backward_reads_output() || !gets_every_input_grad)) read_at(i, backward_time(i));
+  }
+  read_at(loss, Lifetime::kAfterStep);
+  plan.values = place_blocks(plan.value_blocks, reuse);
+  if (!training) return plan;
+
+  for (int i : layers) {
+    if (i == loss) continue;
+    const Node& node = nodes[static_cast<size_t>(i)];
+    int first = backward_time(i);
+    for (int j : layers) {
+      const std::vector<int>& in = nodes[static_cast<size_t>(j)].inputs;
+      if (std::find(in.begin(), in.end(), i) != in.end()) first = std::min(first, backward_time(j));
+    }
+    plan.grad_block[static_cast<size_t>(i)] = static_cast<int>(plan.grad_blocks.size());
+    plan.grad_blocks.push_back({bytes_of(node), {first, backward_time(i)}});
+    plan.grads_without_reuse += bytes_of(node);
+  }
+  plan.grads = place_blocks(plan.grad_blocks, reuse);
+  return plan;
+}
+
+}  // namespace glassbox
