@@ -1,5 +1,5 @@
-// bench/bench_nets.cpp: forward, forward+backward and full training steps of
-// the classic networks, timed with Google Benchmark.
+// bench/bench_nets.cpp: forward, forward+backward, full training steps and
+// inference of the classic networks, timed with Google Benchmark.
 //
 //   build/bench_nets --benchmark_filter=VGG16
 //   build/bench_nets --device=cpu --benchmark_filter='AlexNet/train_step' --benchmark_out=r.json
@@ -8,12 +8,16 @@
 // network is built, compiled and its inputs filled once, untimed; each mode
 // runs 10 warm-up steps; then every step is timed on its own (CUDA events on
 // the GPU, the steady clock on the CPU) and fed to Google Benchmark as manual
-// time. Counters: images/s and TFLOP/s (analytic: 2 x MACs forward, 3x that
-// with backward) from the mean step time, peak device memory, and the loss of
+// time. inference runs on its own graph, compiled for inference only (no
+// gradients, nothing kept for backward). Counters: images/s and TFLOP/s
+// (analytic: 2 x MACs forward, 3x that with backward) from the mean step time,
+// peak device memory over the timed steps (peak_memory) and by category
+// (mem_*: the optimizer's state exists only in train_step), and the loss of
 // the first and last timed step. Every step's loss is checked: one that is not
 // finite ends that benchmark with an error naming the step, and the exit code is 1.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -51,6 +55,20 @@ struct Settings {
 
 bool g_any_benchmark_failed = false;
 
+// peak_memory, and the same peak by category (bytes, in binary units).
+void add_memory_counters(benchmark::State& state, const MemoryStats& memory) {
+  auto bytes = [](int64_t value) {
+    return benchmark::Counter(static_cast<double>(value), benchmark::Counter::kDefaults,
+                              benchmark::Counter::OneK::kIs1024);
+  };
+  state.counters["peak_memory"] = bytes(memory.peak_total);
+  for (int c = 0; c < kMemoryCategoryCount; ++c) {
+    std::string name = cat("mem_", name_of(static_cast<MemoryCategory>(c)));
+    std::replace(name.begin(), name.end(), ' ', '_');
+    state.counters[name] = bytes(memory.peak[static_cast<size_t>(c)]);
+  }
+}
+
 void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, const SessionKey& key,
                  const Settings& settings) {
   try {
@@ -58,6 +76,7 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
     options.precision = key.precision;
     options.layers.algo_search = settings.algo_search;
     NetSession& session = cached_session(net, key, options);
+    session.begin(mode);
     if (!session.warmed_up(mode)) {
       for (int i = 0; i < kWarmupSteps; ++i) {
         session.step(mode);
@@ -65,6 +84,9 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
       }
       session.mark_warmed_up(mode);
     }
+    // The peak over the timed steps: compile, algorithm search and warm-up
+    // are behind us (what the PyTorch peer's max_memory_allocated measures).
+    session.ctx().allocator().reset_peak();
     EventTimer timer(session.ctx(), 2);
     double seconds = 0.0;
     float first_loss = 0.0f, last_loss = 0.0f;
@@ -87,8 +109,7 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
     // So that two runs can be checked to have computed the same thing.
     state.counters["first_loss"] = first_loss;
     state.counters["last_loss"] = last_loss;
-    state.counters["peak_memory"] = benchmark::Counter(static_cast<double>(session.ctx().memory().peak_total),
-                                                       benchmark::Counter::kDefaults, benchmark::Counter::OneK::kIs1024);
+    add_memory_counters(state, session.ctx().memory());
   } catch (const std::exception& e) {
     g_any_benchmark_failed = true;
     state.SkipWithError(e.what());
@@ -99,8 +120,8 @@ void register_benchmarks(const Settings& s) {
   const std::string suffix = s.precision == Precision::kTf32 ? "/tf32" : "";
   for (const NetSpec& net : all_nets()) {
     const int batch = s.batch > 0 ? s.batch : net.default_batch(s.device);
-    const SessionKey key{net.name, batch, s.device, s.precision};
-    for (StepMode mode : {StepMode::kForward, StepMode::kForwardBackward, StepMode::kTrainStep}) {
+    for (StepMode mode : {StepMode::kForward, StepMode::kForwardBackward, StepMode::kTrainStep, StepMode::kInference}) {
+      const SessionKey key{net.name, batch, s.device, s.precision, plan_for(mode)};
       const std::string name = cat(net.name, "/", name_of(mode), "/batch:", batch, suffix);
       benchmark::RegisterBenchmark(name.c_str(), [&net, mode, key, s](benchmark::State& state) {
         run_network(state, net, mode, key, s);
@@ -139,7 +160,7 @@ void print_help() {
   std::printf(
       "bench_nets [--device=cpu|cuda|cuda:N] [--batch=N] [--precision=fp32|tf32] [--cudnn-search]\n"
       "           [Google Benchmark flags: --benchmark_filter=REGEX --benchmark_out=FILE ...]\n"
-      "Networks: %s. Modes: forward, forward_backward, train_step.\n"
+      "Networks: %s. Modes: forward, forward_backward, train_step, inference.\n"
       "Default device: the GPU when one works, else the CPU (with smaller batches).\n\n",
       net_names().c_str());
 }
@@ -196,7 +217,7 @@ int run(int argc, char** argv) {
   benchmark::Shutdown();
   if (ran == 0) {
     throw ConfigError(cat("no benchmark matches --benchmark_filter='", benchmark::GetBenchmarkFilter(),
-                          "'; networks: ", net_names(), "; modes: forward, forward_backward, train_step"));
+                          "'; networks: ", net_names(), "; modes: forward, forward_backward, train_step, inference"));
   }
   if (!flags.out_path.empty() && file_contents.str().empty()) {  // --benchmark_list_tests: nothing was run
     std::fprintf(stderr, "bench_nets: no results, so %s was not written\n", flags.out_path.c_str());

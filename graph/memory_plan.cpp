@@ -144,4 +144,12 @@ MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<in
   return plan;
 }
 
+MemoryPlan plan_activations(const Graph& graph, Phase phase, MemoryReuse reuse) {
+  std::vector<int> layers;
+  for (size_t i = 0; i < graph.nodes().size(); ++i) {
+    if (!graph.nodes()[i].is_input()) layers.push_back(static_cast<int>(i));
+  }
+  return plan_activations(graph.nodes(), layers, graph.loss_node(), phase, reuse);
+}
+
 }  // namespace glassbox

@@ -83,5 +83,7 @@ inline size_t plan_aligned(size_t bytes) { return (bytes + kPlanAlignment - 1) /
 // backward.
 MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<int>& layers, int loss, Phase phase,
                             MemoryReuse reuse);
+// The same for a built graph (compiled or not): what compile() would plan.
+MemoryPlan plan_activations(const Graph& graph, Phase phase, MemoryReuse reuse = MemoryReuse::kOn);
 
 }  // namespace glassbox

@@ -54,10 +54,14 @@ void Layer::prepare(Context& ctx, const PrepareOptions& options) {
   if (!bound_) fail("prepare before its input shapes are known (bind first)");
   workspace_bytes_ = 0;
   backend_.reset();
-  if (ctx.is_cuda()) {
-    prepare_cuda(ctx, options);
-  } else {
-    prepare_cpu(ctx, options);
+  try {
+    if (ctx.is_cuda()) {
+      prepare_cuda(ctx, options);
+    } else {
+      prepare_cpu(ctx, options);
+    }
+  } catch (const OutOfMemoryError& e) {  // what the layer keeps (masks, statistics) did not fit: say whose
+    throw OutOfMemoryError(cat(name_, " (", type(), "): ", e.what()));
   }
   prepared_ = true;
   prepared_phase_ = options.phase;

@@ -4,8 +4,10 @@
 
 #include <charconv>
 #include <cmath>
+#include <algorithm>
 #include <string>
 #include <system_error>
+#include <utility>
 
 #include "tensor/error.h"
 
@@ -50,6 +52,22 @@ double parse_number(std::string_view what, std::string_view text, double min, do
         cat(what, " must be a number from ", shortest(min), " to ", shortest(max), ", got ", quoted(text)));
   }
   return value;
+}
+
+int64_t parse_bytes(std::string_view what, std::string_view text) {
+  constexpr int64_t kMaxBytes = int64_t{1} << 62;
+  constexpr std::pair<std::string_view, int> kUnits[] = {{"", 0}, {"B", 0}, {"KiB", 10}, {"MiB", 20}, {"GiB", 30}, {"TiB", 40}};
+  const size_t digits = std::min(text.find_first_not_of("0123456789"), text.size());
+  const std::string_view unit = text.substr(digits);
+  for (const auto& [name, shift] : kUnits) {
+    if (unit != name || digits == 0) continue;
+    int64_t count = 0;
+    const auto [stop, error] = std::from_chars(text.data(), text.data() + digits, count);
+    if (error != std::errc() || count < 1 || count > (kMaxBytes >> shift)) break;
+    return count << shift;
+  }
+  throw ConfigError(cat(what, " must be a size like 512MiB or 2GiB (a positive integer and B, KiB, MiB, GiB or TiB; ",
+                        "at most 2^62 bytes), got ", quoted(text)));
 }
 
 }  // namespace glassbox

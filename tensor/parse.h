@@ -24,4 +24,9 @@ int64_t parse_int(std::string_view what, std::string_view text, int64_t min, int
 // Throws ConfigError: "<what> must be a number from <min> to <max>, got '<text>'".
 double parse_number(std::string_view what, std::string_view text, double min, double max);
 
+// A size in bytes: a positive integer and an optional binary unit, "4096",
+// "512MiB", "2GiB" (B, KiB, MiB, GiB, TiB), at most 2^62 bytes. Throws
+// ConfigError: "<what> must be a size like 512MiB or 2GiB ..., got '<text>'".
+int64_t parse_bytes(std::string_view what, std::string_view text);
+
 }  // namespace glassbox

@@ -39,7 +39,11 @@ TEST(Cli, UsageErrorsListTheChoicesAndExitTwo) {
     std::string message;
   } cases[] = {
       {"", "usage: glassbox <command> <network> [flags]"},
-      {"sumary VGG16", "glassbox: unknown command 'sumary'; valid: summary, time"},
+      {"sumary VGG16", "glassbox: unknown command 'sumary'; valid: summary, time, max-batch"},
+      {"summary LeNet --device cpu", "glassbox: summary: --device is for --memory (the table itself does not"},
+      {"max-batch LeNet --memory-limit 2GB", "glassbox: --memory-limit must be a size like 512MiB or 2GiB"},
+      {"max-batch LeNet --max 0", "glassbox: --max must be an integer from 1 to 2147483647, got '0'"},
+      {"max-batch", "glassbox: max-batch takes one network name (got 0)"},
       {"summary vgg17", "glassbox: unknown network 'vgg17'; valid: LeNet, AlexNet, VGG11, VGG13, VGG16, VGG19"},
       {"summary", "glassbox: summary takes one network name (got 0); valid: LeNet, AlexNet"},
       {"summary VGG16 --bogus", "glassbox: unknown flag '--bogus' for 'summary'; valid: --batch"},
@@ -86,7 +90,7 @@ TEST(Cli, TimePrintsLayersAgainstTheMeasuredStep) {
   const Outcome r = run(kCli + " time LeNet --device cpu --batch 8 --steps 2 --warmup 1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* expected : {"LeNet on cpu", "conv1", "fwd ms", "bwd ms", "sum of layers: forward",
-                               "measured step:", "images/s", "memory: peak"}) {
+                               "measured step:", "images/s", "memory over the timed steps", "activation gradients"}) {
     EXPECT_TRUE(contains(r.output, expected)) << "missing '" << expected << "' in:\n" << r.output;
   }
 }
@@ -103,6 +107,39 @@ TEST(Cli, SaysOnceThatCudnnSearchDoesNothingOnTheCpu) {
   const std::string note = "glassbox: --cudnn-search chooses cuDNN algorithms; it has no effect on the CPU";
   ASSERT_TRUE(contains(r.output, note)) << r.output;
   EXPECT_EQ(r.output.find(note), r.output.rfind(note)) << "said more than once:\n" << r.output;
+}
+
+TEST(Cli, SummaryMemoryRunsAStepAndPrintsEveryCategory) {
+  const Outcome r = run(kCli + " summary LeNet --batch 4 --memory --device cpu");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* expected : {"memory of a training step (SGD with momentum) at batch 4 on cpu", "parameters",
+                               "gradients", "optimizer state", "activations", "without memory reuse",
+                               "activation gradients", "workspace", "other", "total", "a forward-only plan"}) {
+    EXPECT_TRUE(contains(r.output, expected)) << "missing '" << expected << "' in:\n" << r.output;
+  }
+}
+
+// Under a limit, the search ends at a batch that fits next to one that does
+// not, and says why the larger one failed.
+TEST(Cli, MaxBatchFindsTheLargestBatchUnderAMemoryLimit) {
+  const Outcome r = run(kCli + " max-batch LeNet --device cpu --memory-limit 16MiB");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::smatch found;
+  ASSERT_TRUE(std::regex_search(r.output, found, std::regex("largest batch that fits: ([0-9]+) \\(([0-9]+) does not\\)")))
+      << r.output;
+  const int good = std::stoi(found[1]), bad = std::stoi(found[2]);
+  EXPECT_EQ(bad, good + 1);
+  EXPECT_GT(good, 16);
+  EXPECT_TRUE(contains(r.output, "  batch " + std::to_string(good) + ": fits, peak ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "  batch " + std::to_string(bad) + ": does not fit: cpu: out of memory")) << r.output;
+  EXPECT_TRUE(contains(r.output, "memory at batch " + std::to_string(good) + ":")) << r.output;
+}
+
+TEST(Cli, MaxBatchSaysWhenNothingFits) {
+  const Outcome r = run(kCli + " max-batch LeNet --device cpu --memory-limit 1KiB");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "batch 1: does not fit: cpu: out of memory")) << r.output;
+  EXPECT_TRUE(contains(r.output, "not even batch 1 fits")) << r.output;
 }
 
 TEST(Cli, AMemoryPlanLargerThanTheMachineFailsBeforeAllocating) {

@@ -16,17 +16,7 @@
 namespace glassbox {
 namespace {
 
-std::vector<int> layer_indices(const Graph& graph) {
-  std::vector<int> layers;
-  for (size_t i = 0; i < graph.nodes().size(); ++i) {
-    if (!graph.nodes()[i].is_input()) layers.push_back(static_cast<int>(i));
-  }
-  return layers;
-}
-
-MemoryPlan plan_of(const Graph& graph, Phase phase, MemoryReuse reuse = MemoryReuse::kOn) {
-  return plan_activations(graph.nodes(), layer_indices(graph), graph.loss_node(), phase, reuse);
-}
+MemoryPlan plan_of(const Graph& graph, Phase phase) { return plan_activations(graph, phase); }
 
 TEST(PlaceBlocks, BlocksAliveAtDifferentTimesShareAndOthersDoNot) {
   const std::vector<Block> blocks = {{1024, {0, 1}}, {512, {2, 3}}, {256, {1, 2}}};
@@ -235,6 +225,21 @@ TEST(InferencePlan, ALayerPreparedForInferenceRefusesTrainingAndBackward) {
     FAIL() << "backward ran";
   } catch (const ShapeError& e) {
     EXPECT_STREQ(e.what(), "fc (Linear): backward, but the layer was prepared for inference only");
+  }
+}
+
+TEST(MemoryPlan, ALayerWhoseStateDoesNotFitIsNamed) {
+  Context ctx = Context::cpu();
+  ctx.allocator().set_limit(1024);
+  Dropout drop("drop6", {.p = 0.5f});
+  const Shape input{64, 4096};
+  drop.bind(std::span<const Shape>(&input, 1));
+  try {
+    drop.prepare(ctx);
+    FAIL() << "a 1 MiB mask fitted in 1 KiB";
+  } catch (const OutOfMemoryError& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.rfind("drop6 (Dropout): cpu: out of memory allocating 1.00 MiB of layer state", 0), 0u) << message;
   }
 }
 

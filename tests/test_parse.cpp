@@ -62,6 +62,29 @@ TEST(ParseNumber, RejectsNonFiniteGarbageAndOutOfRange) {
   }
 }
 
+TEST(ParseBytes, ReadsCountsWithBinaryUnits) {
+  EXPECT_EQ(parse_bytes("--memory-limit", "4096"), 4096);
+  EXPECT_EQ(parse_bytes("--memory-limit", "7B"), 7);
+  EXPECT_EQ(parse_bytes("--memory-limit", "3KiB"), 3 * 1024);
+  EXPECT_EQ(parse_bytes("--memory-limit", "512MiB"), int64_t{512} << 20);
+  EXPECT_EQ(parse_bytes("--memory-limit", "2GiB"), int64_t{2} << 30);
+  EXPECT_EQ(parse_bytes("--memory-limit", "4194304TiB"), int64_t{1} << 62);
+}
+
+TEST(ParseBytes, RejectsOtherUnitsSignsOverflowAndNothing) {
+  for (const char* text : {"", "0", "0MiB", "-1", "1.5GiB", "2GB", "2G", "2 GiB", "GiB", "2gib", "4194305TiB",
+                           "99999999999999999999", "+5"}) {
+    try {
+      parse_bytes("--memory-limit", text);
+      ADD_FAILURE() << "accepted '" << text << "'";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                std::string("--memory-limit must be a size like 512MiB or 2GiB (a positive integer and B, KiB, MiB, "
+                            "GiB or TiB; at most 2^62 bytes), got '") + text + "'");
+    }
+  }
+}
+
 TEST(DeviceParse, NamesTheFlagAndTheValidForms) {
   EXPECT_EQ(Device::parse("cuda:7"), Device::cuda(7));
   try {

@@ -13,28 +13,50 @@ std::string_view name_of(StepMode mode) {
     case StepMode::kForward: return "forward";
     case StepMode::kForwardBackward: return "forward_backward";
     case StepMode::kTrainStep: return "train_step";
+    case StepMode::kInference: return "inference";
   }
   return "?";
 }
 
-int flop_multiplier(StepMode mode) { return mode == StepMode::kForward ? 1 : 3; }
+int flop_multiplier(StepMode mode) { return mode == StepMode::kForward || mode == StepMode::kInference ? 1 : 3; }
+
+Phase plan_for(StepMode mode) { return mode == StepMode::kInference ? Phase::kInference : Phase::kTraining; }
 
 NetSession::NetSession(const NetSpec& net, const SessionKey& key, const CompileOptions& options)
     : key_(key), ctx_(Context::on(key.device)), graph_(build_net(net, key.batch)) {
-  graph_.compile(ctx_, options);
-  sgd_.emplace(ctx_, graph_.parameters(), graph_.gradients(), kBenchmarkSgd);
-
+  CompileOptions plan = options;
+  plan.phase = key.phase;
+  graph_.compile(ctx_, plan);
   fill_synthetic_batch(ctx_, graph_, net.classes);
 }
 
+void NetSession::begin(StepMode mode) {
+  if (plan_for(mode) != key_.phase) {
+    throw Error(cat(name_of(mode), " on a session compiled for ",
+                    key_.phase == Phase::kInference ? "inference" : "training"));
+  }
+  if (mode != StepMode::kTrainStep) {
+    sgd_.reset();
+  } else if (!sgd_) {
+    sgd_.emplace(ctx_, graph_.parameters(), graph_.gradients(), kBenchmarkSgd);
+  }
+}
+
 void NetSession::step(StepMode mode) {
+  if (mode == StepMode::kInference) {
+    graph_.forward(ctx_, Phase::kInference);
+    return;
+  }
   // forward_backward does not zero the gradients: they accumulate, which costs
   // the same (beta = 1) and keeps the step to exactly forward + backward.
   if (mode == StepMode::kTrainStep) graph_.zero_grad(ctx_);
   graph_.forward(ctx_, Phase::kTraining);
   if (mode == StepMode::kForward) return;
   graph_.backward(ctx_);
-  if (mode == StepMode::kTrainStep) sgd_->step(ctx_);
+  if (mode == StepMode::kTrainStep) {
+    if (!sgd_) throw Error("train_step before begin(train_step): no optimizer");
+    sgd_->step(ctx_);
+  }
 }
 
 float NetSession::checked_loss(StepMode mode) { return glassbox::checked_loss(ctx_, graph_, ++steps_[mode]); }

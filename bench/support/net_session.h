@@ -24,16 +24,20 @@ enum class StepMode {
   kForward,          // training-mode forward, loss included
   kForwardBackward,  // + backward, no update (convnet-benchmarks, `caffe time`)
   kTrainStep,        // zero gradients + forward + backward + SGD update (tf_cnn_benchmarks)
+  kInference,        // inference-phase forward on a graph compiled for inference only
 };
 std::string_view name_of(StepMode mode);
 // Analytic FLOPs of a step as a multiple of 2 x forward MACs: 1 forward, 3 with backward.
 int flop_multiplier(StepMode mode);
+// The plan a mode runs on: inference has its own, without gradients.
+Phase plan_for(StepMode mode);
 
 struct SessionKey {
   std::string net;
   int batch = 0;
   Device device;
   Precision precision = Precision::kFp32;
+  Phase phase = Phase::kTraining;  // the plan compiled (plan_for(mode))
   friend bool operator==(const SessionKey&, const SessionKey&) = default;
 };
 
@@ -43,6 +47,10 @@ class NetSession {
   // images (never zeros) and fixed labels (n % classes).
   NetSession(const NetSpec& net, const SessionKey& key, const CompileOptions& options);
 
+  // Sets the session up for `mode`: the optimizer's state exists only while
+  // a mode that updates parameters runs (train_step), so that every mode's
+  // memory is what that mode needs. Call before warm-up and timing.
+  void begin(StepMode mode);
   void step(StepMode mode);
   // The loss of the step just run, checked: throws NumericalError
   // (graph/finite_check.h) naming the step of this mode, counted from the

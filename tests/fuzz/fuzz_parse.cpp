@@ -48,6 +48,14 @@ void fuzz_numbers(std::string_view text) {
   }
 }
 
+void fuzz_bytes(std::string_view text) {
+  fuzz::expect_errors([&] {
+    const int64_t bytes = parse_bytes("--memory-limit", text);
+    FUZZ_CHECK(bytes >= 1 && bytes <= (int64_t{1} << 62));
+    FUZZ_CHECK(parse_bytes("--memory-limit", std::to_string(bytes)) == bytes);
+  });
+}
+
 void fuzz_names(std::string_view text) {
   fuzz::expect_errors([&] {
     const Device device = Device::parse(text, "--device");
@@ -68,6 +76,7 @@ void fuzz_names(std::string_view text) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   fuzz_numbers(text);
+  fuzz_bytes(text);
   fuzz_names(text);
   return 0;
 }

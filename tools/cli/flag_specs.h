@@ -9,7 +9,10 @@
 namespace glassbox::cli {
 
 inline const std::vector<FlagSpec>& summary_flags() {
-  static const std::vector<FlagSpec> flags = {{"--batch", "N", "batch size of the input (default 1)"}};
+  static const std::vector<FlagSpec> flags = {
+      {"--batch", "N", "batch size of the input (default 1)"},
+      {"--memory", "", "run one training step and print its memory by category"},
+      {"--device", "D", "with --memory: cpu, cuda or cuda:N (default: the GPU when one works)"}};
   return flags;
 }
 
@@ -21,6 +24,15 @@ inline const std::vector<FlagSpec>& time_flags() {
       {"--warmup", "N", "untimed steps first (default 2)"},
       {"--precision", "P", "fp32 (TF32 off, default) or tf32"},
       {"--cudnn-search", "", "time every cuDNN algorithm and keep the fastest"}};
+  return flags;
+}
+
+inline const std::vector<FlagSpec>& max_batch_flags() {
+  static const std::vector<FlagSpec> flags = {
+      {"--device", "D", "cpu, cuda or cuda:N (default: the GPU when one works)"},
+      {"--memory-limit", "SIZE", "pretend the device has only this much (512MiB, 8GiB, ...)"},
+      {"--precision", "P", "fp32 (TF32 off, default) or tf32"},
+      {"--max", "N", "the largest batch to try (default 65536)"}};
   return flags;
 }
 

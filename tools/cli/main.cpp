@@ -2,6 +2,7 @@
 //
 //   glassbox summary VGG16              per-layer shapes, parameters, FLOPs
 //   glassbox time VGG16 --batch 8       per-layer forward/backward times
+//   glassbox max-batch VGG16            the largest batch that fits, by trying
 //
 // Usage errors (unknown verb, network, flag, a bad value) print one line
 // naming the problem and the valid choices and exit 2; failures while running
@@ -20,11 +21,15 @@ void print_usage() {
   std::printf(
       "usage: glassbox <command> <network> [flags]\n\n"
       "commands:\n"
-      "  summary NET [--batch N]      per-layer table: output shape, parameters, forward GFLOPs\n"
+      "  summary NET [--batch N] [--memory [--device D]]\n"
+      "                               per-layer table: output shape, parameters, forward GFLOPs;\n"
+      "                               --memory: one training step's memory by category\n"
       "  time NET [--batch N] [--device cpu|cuda|cuda:N] [--steps N] [--warmup N]\n"
       "           [--precision fp32|tf32] [--cudnn-search]\n"
       "                               per-layer forward and backward times, the cuDNN algorithms,\n"
-      "                               and the sum of the layers against the measured step\n\n"
+      "                               and the sum of the layers against the measured step\n"
+      "  max-batch NET [--device D] [--memory-limit SIZE] [--precision P] [--max N]\n"
+      "                               the largest batch whose training step fits, by trying\n\n"
       "networks: %s\n",
       glassbox::net_names().c_str());
 }
@@ -43,6 +48,7 @@ int main(int argc, char** argv) {
     const std::vector<std::string> rest(words.begin() + 1, words.end());
     if (verb == "summary") return cli::run_summary(rest);
     if (verb == "time") return cli::run_time(rest);
-    throw ConfigError(cat("unknown command '", verb, "'; valid: summary, time"));
+    if (verb == "max-batch") return cli::run_max_batch(rest);
+    throw ConfigError(cat("unknown command '", verb, "'; valid: summary, time, max-batch"));
   });
 }

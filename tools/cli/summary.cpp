@@ -1,18 +1,40 @@
 // tools/cli/summary.cpp: `glassbox summary NET`: the network as a table, one
 // row per node: output shape, learnable parameters, forward GFLOPs (2 x MACs,
-// counted for convolutions and linear layers), and the layer's options.
+// counted for convolutions and linear layers), and the layer's options. With
+// --memory, also the memory of one training step, by category.
 #include <cstdio>
 
 #include "tensor/parse.h"
+#include "tools/cli/memory_report.h"
+#include "tools/cli/step_memory.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/flag_specs.h"
 #include "tools/cli/network_arg.h"
 #include "tools/cli/table.h"
 
 namespace glassbox::cli {
+namespace {
+
+// --memory: one training step on the device, its memory by category, and what
+// a forward-only plan of the same graph would keep.
+void print_memory(const NetSpec& net, const Graph& graph, int batch, const Args& args) {
+  const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
+  if (!choice.note.empty()) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
+  const StepMemory step = measure_train_step(net, batch, choice.device, Precision::kFp32, 0);
+  std::printf("\nmemory of a training step (SGD with momentum) at batch %d on %s, the allocator's peak:\n%s\n",
+              batch, choice.device.str().c_str(), memory_table(step.memory, step.plan).c_str());
+  const MemoryPlan inference = plan_activations(graph, Phase::kInference);
+  std::printf("a forward-only plan (inference: no gradients, nothing kept for backward) needs %s of activations\n",
+              format_bytes(static_cast<int64_t>(inference.values.total)).c_str());
+}
+
+}  // namespace
 
 int run_summary(const std::vector<std::string>& words) {
   const Args args("summary", summary_flags(), words);
+  if (args.has("--device") && !args.has("--memory")) {
+    throw ConfigError("summary: --device is for --memory (the table itself does not depend on the device)");
+  }
   const NetSpec& net = network_arg(args, "summary");
   const int batch = args.int_in("--batch", 1, 1, kMaxInt);
   const Graph graph = build_net(net, batch);
@@ -43,6 +65,7 @@ int run_summary(const std::vector<std::string>& words) {
               fixed(2.0 * gmacs, 3).c_str(), batch, fixed(gmacs / batch, 3).c_str());
   std::printf("a training step (forward + backward) is counted as 3x the forward: %s GFLOP\n",
               fixed(6.0 * gmacs, 3).c_str());
+  if (args.has("--memory")) print_memory(net, graph, batch, args);
   return 0;
 }
 

@@ -9,11 +9,13 @@
 
 #include "data/synthetic.h"
 #include "graph/finite_check.h"
+#include "graph/memory_plan.h"
 #include "tensor/event_timer.h"
 #include "tensor/parse.h"
 #include "tensor/runtime_info.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/flag_specs.h"
+#include "tools/cli/memory_report.h"
 #include "tools/cli/network_arg.h"
 #include "tools/cli/table.h"
 
@@ -21,16 +23,6 @@ namespace glassbox::cli {
 namespace {
 
 constexpr int kMaxSteps = 1'000'000;
-
-std::string memory_line(const MemoryStats& memory) {
-  std::string line = cat("memory: peak ", format_bytes(memory.peak_total), " (");
-  for (int c = 0; c < kMemoryCategoryCount; ++c) {
-    if (memory.peak[static_cast<size_t>(c)] == 0) continue;
-    line += cat(line.back() == '(' ? "" : ", ", name_of(static_cast<MemoryCategory>(c)), " ",
-                format_bytes(memory.peak[static_cast<size_t>(c)]));
-  }
-  return line + ")";
-}
 
 }  // namespace
 
@@ -69,6 +61,7 @@ int run_time(const std::vector<std::string>& words) {
     checked_loss(ctx, graph, ++step_number);
   }
 
+  ctx.allocator().reset_peak();  // the timed steps' peak, not compile's or the algorithm search's
   EventTimer step_marks(ctx, 2);
   double step_ms = 0.0;
   float first_loss = 0.0f, last_loss = 0.0f;
@@ -138,7 +131,8 @@ int run_time(const std::vector<std::string>& words) {
               unit.c_str(), fixed(static_cast<double>(graph.macs()) / 1e9, 3).c_str());
   std::printf("loss: %s at the first timed step, %s at the last\n", fixed(first_loss, 6).c_str(),
               fixed(last_loss, 6).c_str());
-  std::printf("%s\n", memory_line(ctx.memory()).c_str());
+  std::printf("\nmemory over the timed steps (forward + backward, no optimizer):\n%s",
+              memory_table(ctx.memory(), graph.memory_plan()).c_str());
   return 0;
 }
 
