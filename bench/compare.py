@@ -8,7 +8,9 @@ build/bench_nets --benchmark_out=F --benchmark_out_format=json, and
 bench/peers/pytorch_nets.py --json F. Benchmarks are matched by name, with
 Google Benchmark's time-type suffix (/manual_time, /real_time) removed, so
 "VGG16/train_step/batch:64/manual_time" matches "VGG16/train_step/batch:64".
-With repetitions, the mean aggregate is used where there is one.
+With repetitions, the mean aggregate is used where there is one. The peer
+may time both memory layouts ("<name>" and "<name>/channels_last"): Glassbox
+is compared with the faster of the two, and the note says which it was.
 
 Prints one row per name: images/s of each, the ratio Glassbox / PyTorch
 (above 1: Glassbox is faster), TFLOP/s of each. --out writes one results
@@ -27,6 +29,7 @@ import sys
 
 PROG = "compare.py"
 SUFFIX = re.compile(r"/(manual_time|real_time|process_time)$")
+LAYOUT_SUFFIX = "/channels_last"  # the peer's name for a run in torch.channels_last
 
 
 class UsageError(Exception):
@@ -92,6 +95,37 @@ def by_name(benchmarks):
     return result
 
 
+def best_layout(pytorch, glassbox_names):
+    """The peer's rows folded to one per Glassbox name: where it timed a name
+    and name + /channels_last, the one with more images/s. Returns that and
+    {name: {layout: images/s}} for the names timed in more than one layout
+    or only in channels_last."""
+    candidates = {}
+    for name, entry in pytorch.items():
+        base = name
+        if name.endswith(LAYOUT_SUFFIX) and name not in glassbox_names:
+            base = name[:-len(LAYOUT_SUFFIX)]
+        candidates.setdefault(base, []).append(("channels_last" if base != name else "nchw", entry))
+    folded, rates = {}, {}
+    for base, options in candidates.items():
+        measured = [(number(entry, "images/s"), layout, entry) for layout, entry in options]
+        good = [m for m in measured if m[0] is not None]
+        folded[base] = max(good, key=lambda m: m[0])[2] if good else options[0][1]
+        if len(options) > 1 or options[0][0] != "nchw":
+            rates[base] = {layout: rate for rate, layout, _ in measured}
+    return folded, rates
+
+
+def layout_note(layout_rates, chosen):
+    """"PyTorch: channels_last (nchw 52.3 img/s)": which layout the row shows, and the other's rate."""
+    if not layout_rates:
+        return ""
+    best = next(layout for layout, rate in layout_rates.items() if rate == chosen) if chosen else "none"
+    others = ", ".join(f"{layout} {fmt(rate)} img/s" if rate is not None else f"{layout} failed"
+                       for layout, rate in layout_rates.items() if layout != best)
+    return f"PyTorch: {best}" + (f" ({others})" if others else "")
+
+
 def number(entry, field):
     if entry is None or entry.get("error_occurred"):
         return None
@@ -120,7 +154,8 @@ def main(argv):
 
     glassbox = load(args.glassbox, "Glassbox results")
     pytorch = load(args.pytorch, "PyTorch results")
-    gb, pt = by_name(glassbox["benchmarks"]), by_name(pytorch["benchmarks"])
+    gb = by_name(glassbox["benchmarks"])
+    pt, pt_layouts = best_layout(by_name(pytorch["benchmarks"]), set(gb))
     names = list(gb) + [n for n in pt if n not in gb]
 
     gctx, pctx = glassbox.get("context", {}), pytorch.get("context", {})
@@ -141,9 +176,12 @@ def main(argv):
             "pytorch_tflops": number(p, "TFLOP/s"),
             "glassbox_peak_memory": number(g, "peak_memory"),
             "pytorch_peak_memory": number(p, "peak_memory"),
-            "note": ("only in Glassbox" if p is None else "only in PyTorch" if g is None
-                     else "; ".join(f"{who} error: {e.get('error_message', '?')}" for who, e in
-                                    (("Glassbox", g), ("PyTorch", p)) if e.get("error_occurred"))),
+            "pytorch_images_per_s_by_layout": pt_layouts.get(name),
+            "note": "; ".join(part for part in (
+                "only in Glassbox" if p is None else "only in PyTorch" if g is None else "",
+                *(f"{who} error: {e.get('error_message', '?')}" for who, e in (("Glassbox", g), ("PyTorch", p))
+                  if e is not None and e.get("error_occurred")),
+                layout_note(pt_layouts.get(name), p_rate)) if part),
         })
 
     print(f"Glassbox: {gctx.get('device_name', '?')} ({gctx.get('device', '?')}), commit {gctx.get('commit', '?')}, "
@@ -162,6 +200,8 @@ def main(argv):
               f"{ratio:>7} {fmt(r['glassbox_tflops'], 3):>16} {fmt(r['pytorch_tflops'], 3):>15} "
               f"{fmt_bytes(r['glassbox_peak_memory']):>7} {fmt_bytes(r['pytorch_peak_memory']):>7}  {r['note']}".rstrip())
     print("ratio = Glassbox images/s / PyTorch images/s (above 1: Glassbox is faster); MiB = peak device memory")
+    if pt_layouts:
+        print("PyTorch timed more than one memory layout: each row shows its faster one (note)")
 
     if args.out:
         results = {
