@@ -8,7 +8,10 @@
 // border clipping is worked out once per (r, j), so the loop over q is a
 // branch-free strided loop that the compiler vectorises (contiguous for
 // stride 1). Max-pool backward recomputes each window's argmax from x, so
-// forward keeps no indices.
+// forward keeps no indices. Ceil mode needs nothing more: the overhang of a
+// last window is clipped as padding is, and since every window starts inside
+// the input or the left padding (pooled_length) and the padding is at most
+// half the kernel, every window holds at least one input element.
 #include "layers/pool2d.h"
 
 #include <algorithm>
@@ -167,8 +170,23 @@ void average_backward_plane_any_stride(const float* dy, float* dx, const Geometr
 
 }  // namespace
 
+int64_t pooled_length(int64_t size, int kernel, int stride, int pad, bool ceil_mode) {
+  const int64_t span = size + 2 * int64_t{pad} - kernel;  // where the last window may start
+  if (!ceil_mode) return span / stride + 1;
+  int64_t length = (span + stride - 1) / stride + 1;
+  // PyTorch's rule: the last window must start inside the input or the left
+  // padding, never in the right padding alone.
+  if ((length - 1) * stride >= size + pad) --length;
+  return length;
+}
+
 Pool2d::Pool2d(std::string name, Mode mode, Window window)
     : Layer(std::move(name)), mode_(mode), window_(window) {
+  if (window_.ceil_mode && mode_ == Mode::kAverage) {
+    fail_option(
+        "ceil mode is for max pooling only (an average window past the padding has no divisor "
+        "both PyTorch and cuDNN agree on)");
+  }
   if (window_.global) return;  // the input's plane, known at bind
   const Window w = resolve(nullptr);
   const Size2& k = w.kernel;
@@ -202,6 +220,7 @@ std::string Pool2d::describe() const {
   const Window w = resolve(nullptr);
   std::string text = cat(by(w.kernel.h, w.kernel.w), " s", w.stride.str());
   if (w.pad != Size2(0)) text += cat(" p", w.pad.str());
+  if (w.ceil_mode) text += " ceil";
   return text;
 }
 
@@ -220,9 +239,9 @@ Shape Pool2d::infer(std::span<const Shape> inputs) const {
                by(w.pad.h, w.pad.w)));
     }
   }
-  const int64_t p = (x[2] + 2 * w.pad.h - w.kernel.h) / w.stride.h + 1;
-  const int64_t q = (x[3] + 2 * w.pad.w - w.kernel.w) / w.stride.w + 1;
-  return Shape{x[0], x[1], p, q};
+  // Global windows cover the plane exactly: ceil mode changes nothing.
+  return Shape{x[0], x[1], pooled_length(x[2], w.kernel.h, w.stride.h, w.pad.h, w.ceil_mode),
+               pooled_length(x[3], w.kernel.w, w.stride.w, w.pad.w, w.ceil_mode)};
 }
 
 namespace {

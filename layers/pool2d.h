@@ -1,12 +1,23 @@
 // layers/pool2d.h: max and average pooling over square or rectangular windows, NCHW.
-//   x:(N,C,H,W) -> y:(N,C,P,Q),  P = (H + 2*pad_h - kernel_h) / stride_h + 1   (Q likewise)
+//   x:(N,C,H,W) -> y:(N,C,P,Q),  P = floor((H + 2*pad_h - kernel_h) / stride_h) + 1   (Q likewise)
+//   ceil mode (max only, PyTorch's ceil_mode=True; torchvision's GoogLeNet):
+//            P = ceil((H + 2*pad_h - kernel_h) / stride_h) + 1, less one if the last window
+//            would start at or past H + pad_h (every window starts inside the input or
+//            the left padding). The last window may hang past the right padding; the
+//            overhang is ignored, as padding is.
 //   max:     y[n,c,p,q] = max over the window of x (padding never wins)
-//            backward: dx[argmax] (= or +=) dy; ties go to the first maximum in scan order
+//            backward: dx[argmax] (= or +=) dy; on the CPU ties go to the first maximum
+//            in scan order. cuDNN documents no tie rule: on CUDA the maximum value is
+//            the same, but on ties the gradient may go to a different element of the
+//            window (parity tests use inputs without ties).
 //   average: y[n,c,p,q] = sum over the window of x / (kernel_h * kernel_w)
 //            (padding counts in the divisor, PyTorch's count_include_pad=True)
 //            backward: every x in the window gets dy / (kernel_h * kernel_w)
+//            Ceil mode is refused (a ConfigError): PyTorch then divides a window that
+//            hangs past the padding by its part inside H + pad only, and whether cuDNN
+//            does the same with an enlarged output is unknown; no network here needs it.
 //   global average: the window is the whole H x W plane, y:(N,C,1,1)
-// CUDA: cuDNN pooling forward/backward.
+// CUDA: cuDNN pooling forward/backward (ceil mode: Note [Ceil-mode pooling on cuDNN]).
 #pragma once
 
 #include <string>
@@ -16,6 +27,10 @@
 
 namespace glassbox {
 
+// Output length along one axis: `size` inputs, padded by `pad` on each side.
+// Assumes the window fits (size + 2 * pad >= kernel) and stride > 0.
+int64_t pooled_length(int64_t size, int kernel, int stride, int pad, bool ceil_mode);
+
 class Pool2d final : public Layer {
  public:
   enum class Mode { kMax, kAverage };
@@ -23,12 +38,13 @@ class Pool2d final : public Layer {
     Size2 kernel = 2;
     Size2 stride = 0;  // 0: the same as the kernel
     Size2 pad = 0;
-    bool global = false;  // kernel = the whole input plane, stride 1, no padding
+    bool ceil_mode = false;  // round the output size up (see above); max pooling only
+    bool global = false;     // kernel = the whole input plane, stride 1, no padding
   };
   Pool2d(std::string name, Mode mode, Window window);
 
   std::string_view type() const override { return mode_ == Mode::kMax ? "MaxPool2d" : "AvgPool2d"; }
-  std::string describe() const override;  // "3x3 s2", "2x2 s2 p1", "global"
+  std::string describe() const override;  // "3x3 s2", "2x2 s2 p1", "3x3 s2 ceil", "global"
   Shape infer(std::span<const Shape> inputs) const override;
   Mode mode() const { return mode_; }
   // The window in effect (for global pooling: the input plane, known after bind()).

@@ -1,4 +1,15 @@
 // layers/pool2d_cuda.cpp: Pool2d with cuDNN pooling forward/backward.
+//
+// Note [Ceil-mode pooling on cuDNN]
+// cuDNN's pooling descriptor has no ceil flag: cudnnGetPooling2dForwardOutputDim
+// always rounds down. Ceil mode is done as cudnn.torch's `:ceil()` does it: the
+// output descriptor is given the ceil size (the graph's planned output, from
+// infer()), and cuDNN computes every output position the descriptor asks for,
+// treating the part of the last window past the input and padding as padding
+// (for max pooling: never the maximum), which is PyTorch's ceil_mode. cuDNN
+// documents no such use; cudnn.torch relied on it (GoogLeNet in
+// convnet-benchmarks). Unverified on a GPU here until Pool2d.CudaMatchesCpuInCeilMode
+// (tests/test_pool2d.cpp) runs on one.
 #include "layers/pool2d.h"
 
 #include "layers/layer_cuda.h"
@@ -27,13 +38,17 @@ void Pool2d::prepare_cuda(Context&, const PrepareOptions&) {
       mode_ == Mode::kMax ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
   CUDNN_CHECK(cudnnSetPooling2dDescriptor(state->pooling.get(), mode, CUDNN_NOT_PROPAGATE_NAN, w.kernel.h,
                                           w.kernel.w, w.pad.h, w.pad.w, w.stride.h, w.stride.w));
-  // cuDNN sizes the output itself; it must agree with infer(), or forward
-  // would read and write past the tensors the graph planned.
+  // cuDNN sizes the output itself (rounding down); it must agree with infer()
+  // rounding down, or forward would read and write past the tensors the graph
+  // planned. In ceil mode the output descriptor is larger than cuDNN's own
+  // size on purpose: Note [Ceil-mode pooling on cuDNN].
   int n = 0, c = 0, h = 0, width = 0;
   CUDNN_CHECK(cudnnGetPooling2dForwardOutputDim(state->pooling.get(), state->input.get(), &n, &c, &h, &width));
-  const Shape& expected = output_shape();
+  const Shape& x = input_shapes()[0];
+  const Shape expected{x[0], x[1], pooled_length(x[2], w.kernel.h, w.stride.h, w.pad.h, false),
+                       pooled_length(x[3], w.kernel.w, w.stride.w, w.pad.w, false)};
   if (n != expected[0] || c != expected[1] || h != expected[2] || width != expected[3]) {
-    fail(cat("cuDNN computes output (", n, ", ", c, ", ", h, ", ", width, "), shape inference ",
+    fail(cat("cuDNN computes output (", n, ", ", c, ", ", h, ", ", width, "), shape inference rounding down ",
              expected.str()));
   }
   backend_ = std::move(state);

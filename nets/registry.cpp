@@ -24,6 +24,13 @@ const std::vector<NetSpec>& all_nets() {
                       // structured binding by name ([depth]); [depth = depth] copies it.
                       Shape{3, 224, 224}, 1000, 64, 2, [depth = depth](int batch) { return vgg(depth, batch); }});
     }
+    // OverFeat, GoogLeNet, Inception-v3. CPU batches: 134, 144 and 137 GFLOP per training step.
+    list.push_back({"Overfeat", "OverFeat fast (Sermanet et al., 2013) as convnet-benchmarks defines it, no dropout",
+                    Shape{3, 231, 231}, 1000, 128, 8, overfeat});
+    list.push_back({"GoogLeNet", "GoogLeNet (Szegedy et al., 2014) as torchvision builds it: batch norm, no aux heads",
+                    Shape{3, 224, 224}, 1000, 128, 16, googlenet});
+    list.push_back({"InceptionV3", "Inception-v3 (Szegedy et al., 2015) as torchvision builds it, no aux head",
+                    Shape{3, 299, 299}, 1000, 32, 4, inception_v3});
     return list;
   }();
   return nets;

@@ -22,7 +22,7 @@ struct Expected {
   int64_t macs_per_image;  // conv + linear multiply-accumulates, batch 1
   double reference_gmac;   // as REFERENCE.md prints it
   double reference_step;   // the last printed digit's place
-  const char* last_pool;   // the last pooling layer and its output per image
+  const char* last_pool;   // a pooling layer (or a block) and its output per image
   Shape last_pool_shape;
 };
 
@@ -33,6 +33,11 @@ const Expected kExpected[] = {
     {"VGG13", 133'047'848, 11'308'466'176, 11.31, 0.01, "pool5", Shape{512, 7, 7}},
     {"VGG16", 138'357'544, 15'470'264'320, 15.470, 0.001, "pool5", Shape{512, 7, 7}},
     {"VGG19", 143'667'240, 19'632'062'464, 19.632, 0.001, "pool5", Shape{512, 7, 7}},
+    // OverFeat, GoogLeNet, Inception-v3: MACs from the layer table in nets/overfeat.cpp and from
+    // torchvision's definitions; GoogLeNet's maxpool2 is 27x27 if its pools round down (no ceil mode).
+    {"Overfeat", 145'920'872, 2'801'403'904, 2.801, 0.001, "pool5", Shape{1024, 6, 6}},
+    {"GoogLeNet", 6'624'904, 1'498'376'192, 1.498, 0.001, "maxpool2", Shape{192, 28, 28}},
+    {"InceptionV3", 23'834'568, 5'713'216'096, 5.713, 0.001, "Mixed_7c.concat", Shape{2048, 8, 8}},
 };
 
 class NetTest : public ::testing::TestWithParam<Expected> {};
@@ -100,7 +105,9 @@ TEST(NetRegistry, FindsNamesIgnoringCaseAndListsThemOtherwise) {
     find_net("vgg17");
     FAIL() << "found vgg17";
   } catch (const ConfigError& e) {
-    EXPECT_STREQ(e.what(), "unknown network 'vgg17'; valid: LeNet, AlexNet, VGG11, VGG13, VGG16, VGG19");
+    EXPECT_STREQ(e.what(),
+                 "unknown network 'vgg17'; valid: LeNet, AlexNet, VGG11, VGG13, VGG16, VGG19, Overfeat, GoogLeNet, "
+                 "InceptionV3");
   }
 }
 

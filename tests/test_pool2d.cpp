@@ -133,6 +133,51 @@ TEST(Pool2d, ShapesOfTheClassicNets) {
   EXPECT_EQ(out({.kernel = {1, 3}, .stride = {1, 2}}, Shape{1, 1, 4, 9}), (Shape{1, 1, 4, 4}));
 }
 
+// torchvision's GoogLeNet pools with ceil_mode=True: 112 -> 56 -> (conv) -> 28 -> 14 -> 7.
+TEST(Pool2d, CeilModeShapesOfGoogLeNet) {
+  auto out = [](Window w, int64_t size) {
+    Pool2d pool("pool", Mode::kMax, w);
+    return pool.bind(std::vector<Shape>{Shape{2, 8, size, size}})[2];
+  };
+  const Window ceil3{.kernel = 3, .stride = 2, .ceil_mode = true};
+  const Window floor3{.kernel = 3, .stride = 2};
+  EXPECT_EQ(out(ceil3, 112), 56);  // maxpool1
+  EXPECT_EQ(out(floor3, 112), 55);
+  EXPECT_EQ(out(ceil3, 56), 28);  // maxpool2
+  EXPECT_EQ(out(floor3, 56), 27);
+  EXPECT_EQ(out(ceil3, 28), 14);  // maxpool3
+  EXPECT_EQ(out({.kernel = 2, .stride = 2, .ceil_mode = true}, 14), 7);                  // maxpool4: exact
+  EXPECT_EQ(out({.kernel = 3, .stride = 1, .pad = 1, .ceil_mode = true}, 28), 28);      // branch4.0
+  EXPECT_EQ(out(ceil3, 27), 13) << "exact division: ceil and floor agree";
+  // The last window would start at 6, in the right padding alone (5 + 1): dropped.
+  EXPECT_EQ(out({.kernel = 2, .stride = 2, .pad = 1, .ceil_mode = true}, 5), 3);
+  EXPECT_EQ(out({.kernel = 3, .stride = 2, .pad = 1, .ceil_mode = true}, 6), 4);
+  EXPECT_EQ(out({.kernel = 3, .stride = 2, .pad = 1}, 6), 3);
+  EXPECT_EQ(pooled_length(112, 3, 2, 0, true), 56);
+  EXPECT_EQ(pooled_length(7, 3, 3, 1, false), 3);
+}
+
+TEST(Pool2d, CeilModeIgnoresTheOverhang) {
+  Context ctx = Context::cpu();
+  Pool2d pool("pool", Mode::kMax, {.kernel = 3, .stride = 2, .ceil_mode = true});
+  testing::LayerHarness h(ctx, pool, {Shape{1, 1, 4, 4}});
+  ASSERT_EQ(h.output.shape(), (Shape{1, 1, 2, 2}));  // floor: 1x1
+  // All negative, so an overhang read as 0 (or as anything) would show.
+  h.write(h.inputs[0], {-5.0f, -1.0f, -7.0f, -3.0f,      //
+                        -2.0f, -9.0f, -4.0f, -10.0f,     //
+                        -11.0f, -12.0f, -8.0f, -6.0f,    //
+                        -13.0f, -14.0f, -15.0f, -16.0f});
+  h.forward();
+  // Windows: rows 0-2 and 2-4, columns 0-2 and 2-4; row and column 4 lie past the input.
+  EXPECT_EQ(h.read(h.output), (std::vector<float>{-1.0f, -3.0f, -8.0f, -6.0f}));
+  h.write(h.output_grad, {1.0f, 2.0f, 3.0f, 4.0f});
+  h.backward();
+  EXPECT_EQ(h.read(h.input_grads[0]), (std::vector<float>{0, 1, 0, 2,  //
+                                                          0, 0, 0, 0,  //
+                                                          0, 0, 3, 4,  //
+                                                          0, 0, 0, 0}));
+}
+
 TEST(Pool2d, Describes) {
   EXPECT_EQ(Pool2d("p", Mode::kMax, {.kernel = 3, .stride = 2}).describe(), "3x3 s2");
   EXPECT_EQ(Pool2d("p", Mode::kAverage, {.kernel = 2, .stride = 2, .pad = 1}).describe(), "2x2 s2 p1");
@@ -140,6 +185,7 @@ TEST(Pool2d, Describes) {
   EXPECT_EQ(Pool2d("p", Mode::kMax, {.kernel = {1, 3}, .stride = {1, 2}, .pad = {0, 1}}).describe(),
             "1x3 s1x2 p0x1");
   EXPECT_EQ(Pool2d("p", Mode::kAverage, {.global = true}).describe(), "global");
+  EXPECT_EQ(Pool2d("p", Mode::kMax, {.kernel = 3, .stride = 2, .ceil_mode = true}).describe(), "3x3 s2 ceil");
   EXPECT_EQ(Pool2d("p", Mode::kAverage, {}).type(), "AvgPool2d");
   EXPECT_EQ(Pool2d("p", Mode::kMax, {}).type(), "MaxPool2d");
 }
@@ -155,6 +201,9 @@ TEST(Pool2d, RejectsBadWindowsAsOptionsAndBadInputsAsShapes) {
             "pool1 (MaxPool2d): padding must not be negative, got -1x0");
   EXPECT_EQ(option_error(Mode::kMax, {.kernel = 3, .pad = 2}),
             "pool1 (MaxPool2d): padding 2x2 is more than half the 3x3 kernel");
+  EXPECT_EQ(option_error(Mode::kAverage, {.kernel = 3, .stride = 2, .ceil_mode = true}),
+            "pool1 (AvgPool2d): ceil mode is for max pooling only (an average window past the padding has no "
+            "divisor both PyTorch and cuDNN agree on)");
   EXPECT_EQ(bind_error(Mode::kMax, {.kernel = 5}, Shape{1, 1, 3, 8}),
             "pool1 (MaxPool2d): the 5x5 window does not fit the 3x8 input plane padded by 0x0");
   EXPECT_EQ(bind_error(Mode::kMax, {.kernel = {2, 6}, .pad = {0, 1}}, Shape{1, 1, 3, 3}),
@@ -181,8 +230,21 @@ const Case kCases[] = {
     {"global", {.global = true}, Shape{2, 3, 4, 5}},
 };
 
+// Ceil mode (max pooling only): each last window hangs past the input.
+const Case kCeilCases[] = {
+    {"3x3 s2 ceil", {.kernel = 3, .stride = 2, .ceil_mode = true}, Shape{2, 2, 8, 8}},
+    {"3x3 s2 p1 ceil", {.kernel = 3, .stride = 2, .pad = 1, .ceil_mode = true}, Shape{1, 2, 6, 7}},
+    {"2x3 s2x3 ceil", {.kernel = {2, 3}, .stride = {2, 3}, .ceil_mode = true}, Shape{2, 2, 5, 7}},
+    {"2x2 s2 p1 ceil (last start dropped)", {.kernel = 2, .stride = 2, .pad = 1, .ceil_mode = true},
+     Shape{1, 3, 5, 5}},
+};
+
 TEST(Pool2d, MaxGradientsMatchFiniteDifferences) {
   for (const Case& c : kCases) {
+    SCOPED_TRACE(c.what);
+    testing::check_gradients(make_pool(Mode::kMax, c.window), {c.input}, {.fill = distinct_inputs});
+  }
+  for (const Case& c : kCeilCases) {
     SCOPED_TRACE(c.what);
     testing::check_gradients(make_pool(Mode::kMax, c.window), {c.input}, {.fill = distinct_inputs});
   }
@@ -204,6 +266,19 @@ TEST(Pool2d, CudaMatchesCpu) {
   testing::check_cpu_cuda_parity(make_pool(Mode::kMax, {.kernel = 3, .stride = 2, .pad = 1}),
                                  {Shape{4, 16, 56, 56}});
   testing::check_cpu_cuda_parity(make_pool(Mode::kAverage, {.global = true}), {Shape{4, 64, 7, 7}});
+}
+
+// Note [Ceil-mode pooling on cuDNN] (layers/pool2d_cuda.cpp): cuDNN is handed
+// an output larger than its own size; this is what shows it computes the
+// overhanging windows as PyTorch does.
+TEST(Pool2d, CudaMatchesCpuInCeilMode) {
+  for (const Case& c : kCeilCases) {
+    SCOPED_TRACE(c.what);
+    testing::check_cpu_cuda_parity(make_pool(Mode::kMax, c.window), {c.input}, {.fill = distinct_inputs});
+  }
+  // GoogLeNet's maxpool1.
+  testing::check_cpu_cuda_parity(make_pool(Mode::kMax, {.kernel = 3, .stride = 2, .ceil_mode = true}),
+                                 {Shape{2, 8, 112, 112}}, {.fill = distinct_inputs});
 }
 
 }  // namespace
