@@ -10,6 +10,8 @@
 //            (choose_device), --batch/--steps/--warmup through int_in with
 //            the ranges of tools/cli/time.cpp, and build_net; not compile(),
 //            which allocates the batch for real.
+//   max-batch: Args with its flags, the network, --device, --precision,
+//            --memory-limit (parse_bytes) and --max; not the search.
 //
 // Invariants of an accepted command line: the parameter count does not depend
 // on the batch, and the forward MACs are exactly batch x those of one image.
@@ -83,6 +85,17 @@ void fuzz_time(const std::vector<std::string>& words) {
   check_costs(net, batch);
 }
 
+// max-batch's flags, parsed as run_max_batch parses them (the search itself
+// runs training steps: too slow for a fuzzer).
+void fuzz_max_batch(const std::vector<std::string>& words) {
+  const cli::Args args("max-batch", cli::max_batch_flags(), words);
+  cli::network_arg(args, "max-batch");
+  FUZZ_CHECK(!choose_device(args.get("--device", ""), "--device").device.is_cuda());
+  parse_precision(args.get("--precision", "fp32"));
+  if (args.has("--memory-limit")) FUZZ_CHECK(parse_bytes("--memory-limit", args.get("--memory-limit", "")) >= 1);
+  FUZZ_CHECK(args.int_in("--max", 65536, 1, kMaxInt) >= 1);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -92,6 +105,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::expect_errors([&] {
     if (words[0] == "summary") fuzz_summary(rest);
     if (words[0] == "time") fuzz_time(rest);
+    if (words[0] == "max-batch") fuzz_max_batch(rest);
   });
   return 0;
 }
