@@ -24,6 +24,20 @@ const std::vector<NetSpec>& all_nets() {
                       // structured binding by name ([depth]); [depth = depth] copies it.
                       Shape{3, 224, 224}, 1000, 64, 2, [depth = depth](int batch) { return vgg(depth, batch); }});
     }
+    // ResNets: GPU batches as DESIGN.md section 5 (ResNet-50 64, -101/152 32);
+    // CPU batches keep one forward+backward near a second or two on 2 cores.
+    const struct { int depth; int gpu_batch; int cpu_batch; } resnets[] = {
+        {18, 64, 16}, {34, 64, 16}, {50, 64, 8}, {101, 32, 4}, {152, 32, 4}};
+    for (const auto& r : resnets) {
+      const bool bottleneck = r.depth >= 50;
+      list.push_back({cat("ResNet", r.depth),
+                      cat("ResNet-", r.depth, " (He et al., 2015) as torchvision builds it",
+                          bottleneck ? " (v1.5: stride on the bottleneck's 3x3)" : ""),
+                      Shape{3, 224, 224}, 1000, r.gpu_batch, r.cpu_batch,
+                      [depth = r.depth](int batch) { return resnet(depth, batch); }});
+    }
+    list.push_back({"ResNet56", "ResNet-56 for CIFAR-10 (He et al., 2015, section 4.2), option A shortcuts",
+                    Shape{3, 32, 32}, 10, 128, 64, [](int batch) { return cifar_resnet(56, batch); }});
     return list;
   }();
   return nets;
