@@ -24,8 +24,10 @@ const std::vector<NetSpec>& all_nets() {
                       // structured binding by name ([depth]); [depth = depth] copies it.
                       Shape{3, 224, 224}, 1000, 64, 2, [depth = depth](int batch) { return vgg(depth, batch); }});
     }
-    // ResNets: GPU batches as DESIGN.md section 5 (ResNet-50 64, -101/152 32);
-    // CPU batches keep one forward+backward near a second or two on 2 cores.
+    // ResNets: GPU batches as DESIGN.md section 5 (ResNet-50 64, -101/152 32).
+    // CPU: one forward+backward of ResNet-50 at batch 8 took 3.3 core-seconds
+    // (glassbox time, one thread), about 32 GMAC forward; the others are sized
+    // to a similar 20-45 GMAC, so bench_nets' three modes take about a minute each.
     const struct { int depth; int gpu_batch; int cpu_batch; } resnets[] = {
         {18, 64, 16}, {34, 64, 16}, {50, 64, 8}, {101, 32, 4}, {152, 32, 4}};
     for (const auto& r : resnets) {

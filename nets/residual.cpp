@@ -3,7 +3,7 @@
 
 #include "layers/subsample_pad.h"
 
-namespace glassbox {
+namespace glassbox::residual {
 namespace {
 
 // x itself where the block keeps the shape, otherwise the chosen shortcut.
@@ -20,11 +20,9 @@ Value shortcut_of(GraphBuilder& g, Value x, const std::string& block, int channe
   // F.pad(x[:, :, ::2, ::2], (0, 0, 0, 0, planes // 4, planes // 4)): half the
   // new channels before x's, half after. Trained weights expect x's channels
   // where that put them, so this does the same.
-  const int first_channel = static_cast<int>((channels - in_channels) / 2);
-  return g.append(std::make_unique<SubsamplePad>(
-                      block + ".shortcut",
-                      SubsamplePad::Options{.stride = stride, .out_channels = channels, .first_channel = first_channel}),
-                  {x});
+  const SubsamplePad::Options options = {
+      .stride = stride, .out_channels = channels, .first_channel = static_cast<int>((channels - in_channels) / 2)};
+  return g.append(std::make_unique<SubsamplePad>(block + ".shortcut", options), {x});
 }
 
 }  // namespace
@@ -54,4 +52,4 @@ Value bottleneck_block(GraphBuilder& g, Value x, const std::string& name, int pl
   return g.relu(g.add({out, identity}, name + ".add"), name + ".relu3");
 }
 
-}  // namespace glassbox
+}  // namespace glassbox::residual

@@ -7,13 +7,15 @@
 // one. torchvision's blocks have no module for their ReLUs (one ReLU is reused)
 // or their sum (`out += identity` in forward), so those are named
 // <block>.relu1, .relu2 (.relu3), in order, and <block>.add.
+// In namespace residual, so that other families' helpers (a conv_bn of their
+// own) cannot collide with these at link time.
 #pragma once
 
 #include <string>
 
 #include "graph/builder.h"
 
-namespace glassbox {
+namespace glassbox::residual {
 
 // How a block that changes the shape (stride or channels) carries x to its sum.
 // Elsewhere the shortcut is x itself. The paper's options (2015, section 3.3):
@@ -33,4 +35,4 @@ Value basic_block(GraphBuilder& g, Value x, const std::string& name, int planes,
 //   relu(bn3(conv3(relu(bn2(conv2(relu(bn1(conv1(x)))))))) + projection(x)).
 Value bottleneck_block(GraphBuilder& g, Value x, const std::string& name, int planes, int stride);
 
-}  // namespace glassbox
+}  // namespace glassbox::residual

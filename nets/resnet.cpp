@@ -15,6 +15,9 @@
 #include "nets/residual.h"
 
 namespace glassbox {
+
+using namespace residual;  // the blocks: conv_bn, basic_block, bottleneck_block, Shortcut
+
 namespace {
 
 using Block = ResNetConfig::Block;
@@ -27,7 +30,8 @@ constexpr struct { int depth; Block block; std::array<int, 4> blocks; } kDepths[
 }  // namespace
 
 ResNetConfig resnet_config(int depth) {
-  const auto* row = std::find_if(std::begin(kDepths), std::end(kDepths), [depth](const auto& d) { return d.depth == depth; });
+  const auto* row =
+      std::find_if(std::begin(kDepths), std::end(kDepths), [depth](const auto& d) { return d.depth == depth; });
   if (row == std::end(kDepths)) throw ConfigError(cat("ResNet-", depth, ": valid depths are 18, 34, 50, 101, 152"));
   return {.block = row->block, .blocks = row->blocks};
 }

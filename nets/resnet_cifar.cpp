@@ -17,6 +17,8 @@
 
 namespace glassbox {
 
+using namespace residual;  // the blocks: conv_bn, basic_block, bottleneck_block, Shortcut
+
 Graph cifar_resnet(int depth, int batch) {
   if (depth < 8 || (depth - 2) % 6 != 0) {
     throw ConfigError(cat("CIFAR ResNet-", depth, ": the depth must be 6n + 2 with n >= 1 (20, 32, 44, 56, 110, ...)"));

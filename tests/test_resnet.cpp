@@ -180,10 +180,13 @@ TEST_P(ResNetGradientTest, MatchesDirectionalDifferencesOfTheLoss) {
 INSTANTIATE_TEST_SUITE_P(Cpu, ResNetGradientTest, ::testing::ValuesIn(kSmallNets),
                          [](const auto& info) { return std::string(info.param.name); });
 
-// A few SGD steps on one fixed batch lower ResNet-56's loss on that batch.
-// The loss is read in the training phase (batch statistics) before and after:
-// in the inference phase the running statistics, which start at mean 0 and
-// variance 1 and move a little each step, would change the loss by themselves.
+// A few SGD steps on one fixed batch lower ResNet-56's loss on that batch
+// (measured on the CPU: 4.29 -> 2.93 in four steps at lr 0.05, batch 4, about
+// 1 s single-threaded). It is not in test_nets.cpp's kTrainedNets because that
+// test reads the loss in the inference phase, which for a batch-norm network
+// reads the running statistics: they start at mean 0 and variance 1 and move
+// with every step, so the loss would change by that alone. Here the loss is
+// read in the training phase (batch statistics) before and after.
 class ResNet56TrainingTest : public testing::DeviceTest {};
 
 TEST_P(ResNet56TrainingTest, SgdStepsLowerTheLossOnAFixedBatch) {
