@@ -25,11 +25,12 @@ const std::vector<NetSpec>& all_nets() {
                       Shape{3, 224, 224}, 1000, 64, 2, [depth = depth](int batch) { return vgg(depth, batch); }});
     }
     // ResNets: GPU batches as DESIGN.md section 5 (ResNet-50 64, -101/152 32).
-    // CPU: one forward+backward of ResNet-50 at batch 8 took 3.3 core-seconds
-    // (glassbox time, one thread), about 32 GMAC forward; the others are sized
-    // to a similar 20-45 GMAC, so bench_nets' three modes take about a minute each.
+    // CPU: one forward+backward of ResNet-50 at batch 8 (33 GMAC forward) took
+    // 3.3 core-seconds (glassbox time, one thread); the other ImageNet ResNets
+    // are sized to 29-46 GMAC a batch, so bench_nets' three modes stay near a
+    // minute or two each. ResNet-56 at 64 (8 GMAC, small convolutions): 1.3 core-seconds.
     const struct { int depth; int gpu_batch; int cpu_batch; } resnets[] = {
-        {18, 64, 16}, {34, 64, 16}, {50, 64, 8}, {101, 32, 4}, {152, 32, 4}};
+        {18, 64, 16}, {34, 64, 8}, {50, 64, 8}, {101, 32, 4}, {152, 32, 4}};
     for (const auto& r : resnets) {
       const bool bottleneck = r.depth >= 50;
       list.push_back({cat("ResNet", r.depth),
