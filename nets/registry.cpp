@@ -31,6 +31,23 @@ const std::vector<NetSpec>& all_nets() {
                     Shape{3, 224, 224}, 1000, 128, 16, googlenet});
     list.push_back({"InceptionV3", "Inception-v3 (Szegedy et al., 2015) as torchvision builds it, no aux head",
                     Shape{3, 299, 299}, 1000, 32, 4, inception_v3});
+    // ResNets: GPU batches as DESIGN.md section 5 (ResNet-50 64, -101/152 32).
+    // CPU: one forward+backward of ResNet-50 at batch 8 (33 GMAC forward) took
+    // 3.3 core-seconds (glassbox time, one thread); the other ImageNet ResNets
+    // are sized to 29-46 GMAC a batch, so bench_nets' three modes stay near a
+    // minute or two each. ResNet-56 at 64 (8 GMAC, small convolutions): 1.3 core-seconds.
+    const struct { int depth; int gpu_batch; int cpu_batch; } resnets[] = {
+        {18, 64, 16}, {34, 64, 8}, {50, 64, 8}, {101, 32, 4}, {152, 32, 4}};
+    for (const auto& r : resnets) {
+      const bool bottleneck = r.depth >= 50;
+      list.push_back({cat("ResNet", r.depth),
+                      cat("ResNet-", r.depth, " (He et al., 2015) as torchvision builds it",
+                          bottleneck ? " (v1.5: stride on the bottleneck's 3x3)" : ""),
+                      Shape{3, 224, 224}, 1000, r.gpu_batch, r.cpu_batch,
+                      [depth = r.depth](int batch) { return resnet(depth, batch); }});
+    }
+    list.push_back({"ResNet56", "ResNet-56 for CIFAR-10 (He et al., 2015, section 4.2), option A shortcuts",
+                    Shape{3, 32, 32}, 10, 128, 64, [](int batch) { return cifar_resnet(56, batch); }});
     return list;
   }();
   return nets;
