@@ -27,6 +27,8 @@ class SubsamplePad final : public Layer {
   SubsamplePad(std::string name, Options options);
 
   std::string_view type() const override { return "SubsamplePad"; }
+  bool backward_reads_input(int) const override { return false; }  // dx is dy, moved back: no x, no y
+  bool backward_reads_output() const override { return false; }
   std::string describe() const override;  // "s2, 16 -> 32 channels (x at 8)"
   Shape infer(std::span<const Shape> inputs) const override;
   const Options& options() const { return options_; }

@@ -51,7 +51,9 @@ def overfeat():
 class CifarBasicBlock(nn.Module):
     """Two 3x3 convolutions; where the block halves the size and doubles the
     channels, the shortcut is option A: every second pixel, and the new
-    channels zero (no parameters)."""
+    channels zero (no parameters), half before x's channels and half after,
+    as Glassbox's ResNet56 places them (nets/residual.cpp, Note [Centred zero
+    channels]: the layout of the widely used CIFAR weights)."""
 
     def __init__(self, in_planes, planes, stride):
         super().__init__()
@@ -69,7 +71,8 @@ class CifarBasicBlock(nn.Module):
         if self.stride != 1:
             shortcut = shortcut[:, :, ::self.stride, ::self.stride]
         if self.extra_channels:
-            shortcut = F.pad(shortcut, (0, 0, 0, 0, 0, self.extra_channels))
+            before = self.extra_channels // 2
+            shortcut = F.pad(shortcut, (0, 0, 0, 0, before, self.extra_channels - before))
         return F.relu(out + shortcut, inplace=True)
 
 
