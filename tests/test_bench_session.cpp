@@ -30,6 +30,7 @@ TEST(NetSession, ANonFiniteLossIsAnErrorNamingTheStep) {
     EXPECT_STREQ(e.what(), "step 4: the loss is nan; first non-finite output: fc5 (Linear); non-finite parameters: "
                            "fc5.bias");
   }
+  session.begin(StepMode::kTrainStep);
   session.step(StepMode::kTrainStep);  // another mode counts its own steps
   EXPECT_THROW(
       {
@@ -41,6 +42,40 @@ TEST(NetSession, ANonFiniteLossIsAnErrorNamingTheStep) {
         }
       },
       NumericalError);
+}
+
+// The optimizer's state exists only while train_step runs, and each plan
+// takes only its own modes.
+TEST(NetSession, OptimizerStateOnlyForTrainStepAndEachModeOnItsPlan) {
+  const NetSpec& net = find_net("LeNet");
+  auto optimizer_bytes = [](NetSession& s) {
+    return s.ctx().memory().current[static_cast<size_t>(MemoryCategory::kOptimizerState)];
+  };
+  NetSession training(net, {.net = "LeNet", .batch = 4, .device = Device::cpu()}, CompileOptions{});
+  try {
+    training.step(StepMode::kTrainStep);
+    FAIL() << "a train step without an optimizer";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "train_step before begin(train_step): no optimizer");
+  }
+  training.begin(StepMode::kTrainStep);
+  EXPECT_GT(optimizer_bytes(training), 0);
+  training.step(StepMode::kTrainStep);
+  training.begin(StepMode::kForwardBackward);
+  EXPECT_EQ(optimizer_bytes(training), 0);
+  try {
+    training.begin(StepMode::kInference);
+    FAIL() << "inference on a training plan";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "inference on a session compiled for training");
+  }
+
+  NetSession inference(net, {.net = "LeNet", .batch = 4, .device = Device::cpu(), .phase = Phase::kInference},
+                       CompileOptions{});
+  inference.begin(StepMode::kInference);
+  inference.step(StepMode::kInference);
+  EXPECT_TRUE(std::isfinite(inference.checked_loss(StepMode::kInference)));
+  EXPECT_EQ(inference.ctx().memory().current[static_cast<size_t>(MemoryCategory::kGradients)], 0);
 }
 
 }  // namespace
