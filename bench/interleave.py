@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""bench/interleave.py: Glassbox against PyTorch, interleaved, so that both
+sides see the same machine (load, clocks, thermal state) within minutes.
+
+For each round and each network: build/bench_nets runs that network's
+benchmarks, then bench/peers/pytorch_nets.py runs the same names (order
+swapped every other round). Each side's images/s per benchmark is the median
+over the rounds; PyTorch's is the better of its layouts (NCHW and
+channels_last, as bench/compare.py takes it). Prints one row per benchmark:
+images/s of each, the ratio Glassbox / PyTorch (above 1: Glassbox is faster),
+and which PyTorch layout won; --json writes the rows and every round.
+
+Usage:
+  python3 bench/interleave.py [--bench build/bench_nets]
+      [--python /work/venv-torch/bin/python] [--device cpu] [--rounds 3]
+      [--modes forward,forward_backward,train_step,inference] [--batch N]
+      [--threads 2] [--min-time S] [--layouts nchw,channels_last] [--json PATH]
+      NET ...
+"""
+
+import argparse
+import datetime
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TIME_SUFFIX = re.compile(r"/(manual_time|real_time|process_time)$")
+LAYOUT_SUFFIX = "/channels_last"
+
+
+def rates(path):
+    """{benchmark name: images/s} from Google-Benchmark-shaped JSON."""
+    with open(path) as f:
+        runs = json.load(f)["benchmarks"]
+    return {TIME_SUFFIX.sub("", r["name"]): r["images/s"] for r in runs
+            if "images/s" in r and not r.get("error_occurred") and r.get("run_type", "iteration") == "iteration"}
+
+
+def run(command, env):
+    done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    if done.returncode != 0:
+        sys.exit(f"interleave.py: {' '.join(command)} failed ({done.returncode}):\n{done.stdout.decode(errors='replace')[-3000:]}")
+
+
+def glassbox(args, net, modes, tmp, env):
+    out = os.path.join(tmp, "g.json")
+    command = [args.bench, f"--device={args.device}", f"--benchmark_filter=^{net}/({'|'.join(modes)})/",
+               f"--benchmark_min_time={args.min_time}", f"--benchmark_out={out}"]
+    if args.batch:
+        command.append(f"--batch={args.batch}")
+    run(command, env)
+    return rates(out)
+
+
+def pytorch(args, net, modes, tmp, env):
+    out = os.path.join(tmp, "p.json")
+    command = [args.python, os.path.join(HERE, "peers", "pytorch_nets.py"), "--device", args.device,
+               "--filter", f"^{net}/({'|'.join(modes)})/", "--min-time", str(args.min_time),
+               "--threads", str(args.threads), "--layouts", args.layouts, "--json", out, net]
+    if args.batch:
+        command += ["--batch", str(args.batch)]
+    run(command, env)
+    return rates(out)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("nets", nargs="+", metavar="NET")
+    parser.add_argument("--bench", default="build/bench_nets")
+    parser.add_argument("--python", default="/work/venv-torch/bin/python")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--modes", default="forward,forward_backward,train_step,inference")
+    parser.add_argument("--batch", type=int)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--min-time", type=float, default=2.0)
+    parser.add_argument("--layouts", default="nchw,channels_last")
+    parser.add_argument("--json", metavar="PATH")
+    args = parser.parse_args()
+    modes = [m for m in args.modes.split(",") if m]
+    env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+
+    rounds = []  # per round: {"glassbox": {...}, "pytorch": {...}}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            found = {"glassbox": {}, "pytorch": {}}
+            for net in args.nets:
+                sides = [("glassbox", glassbox), ("pytorch", pytorch)]
+                for side, measure in (sides if r % 2 == 0 else sides[::-1]):
+                    found[side].update(measure(args, net, modes, tmp, env))
+                print(f"round {r + 1}/{args.rounds}: {net} done", file=sys.stderr, flush=True)
+            rounds.append(found)
+
+    def median(side, name):
+        values = [rnd[side][name] for rnd in rounds if name in rnd[side]]
+        return statistics.median(values) if values else None
+
+    rows = []
+    names = sorted({n for rnd in rounds for n in rnd["glassbox"]},
+                   key=lambda n: (args.nets.index(n.split("/")[0]) if n.split("/")[0] in args.nets else 99, n))
+    for name in names:
+        ours = median("glassbox", name)
+        layouts = {"nchw": median("pytorch", name), "channels_last": median("pytorch", name + LAYOUT_SUFFIX)}
+        best = max((v, k) for k, v in layouts.items() if v) if any(layouts.values()) else (None, "-")
+        rows.append({"name": name, "glassbox_images_per_s": ours, "pytorch_images_per_s": best[0],
+                     "pytorch_layout": best[1], "pytorch_by_layout": layouts,
+                     "ratio": ours / best[0] if ours and best[0] else None})
+
+    print(f"{args.device}, {args.threads} threads, {args.rounds} interleaved rounds, medians; images/s")
+    header = f"{'benchmark':36s} {'Glassbox':>10s} {'PyTorch':>10s} {'ratio':>6s}  PyTorch layout"
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        fmt = lambda v: f"{v:10.1f}" if v else f"{'-':>10s}"
+        ratio = f"{row['ratio']:6.2f}" if row["ratio"] else f"{'-':>6s}"
+        print(f"{row['name']:36s} {fmt(row['glassbox_images_per_s'])} {fmt(row['pytorch_images_per_s'])} {ratio}  "
+              f"{row['pytorch_layout']}")
+    if args.json:
+        with open(args.json + ".tmp", "w") as f:
+            json.dump({"date": datetime.datetime.now().isoformat(timespec="seconds"), "command": sys.argv,
+                       "rows": rows, "rounds": rounds}, f, indent=1)
+        os.replace(args.json + ".tmp", args.json)
+
+
+if __name__ == "__main__":
+    main()
