@@ -22,9 +22,11 @@ void print_usage() {
       "commands:\n"
       "  summary NET [--batch N]      per-layer table: output shape, parameters, forward GFLOPs\n"
       "  time NET [--batch N] [--device cpu|cuda|cuda:N] [--steps N] [--warmup N]\n"
-      "           [--precision fp32|tf32] [--cudnn-search]\n"
+      "           [--precision fp32|tf32] [--cudnn-search] [--deterministic]\n"
       "                               per-layer forward and backward times, the cuDNN algorithms,\n"
-      "                               and the sum of the layers against the measured step\n\n"
+      "                               and the sum of the layers against the measured step;\n"
+      "                               --deterministic: only cuDNN algorithms that give the same bits\n"
+      "                               on every run (the CPU path always does: there it changes nothing)\n\n"
       "networks: %s\n",
       glassbox::net_names().c_str());
 }
