@@ -4,7 +4,10 @@
 //   build/bench_nets --benchmark_filter=VGG16
 //   build/bench_nets --device=cpu --benchmark_filter='AlexNet/train_step' --benchmark_out=r.json
 //
-// Names are <Net>/<mode>/batch:<N>[/tf32]. Protocol (DESIGN.md section 5): the
+// Names are <Net>/<mode>/batch:<N>[/tf32][/deterministic]: a flag that changes
+// what is computed or which algorithms may run is in the name, so that
+// bench/compare.py, which matches by name, never pairs a restricted run with an
+// unrestricted one (Note [Benchmark names]). Protocol (DESIGN.md section 5): the
 // network is built, compiled and its inputs filled once, untimed; each mode
 // runs 10 warm-up steps; then every step is timed on its own (CUDA events on
 // the GPU, the steady clock on the CPU) and fed to Google Benchmark as manual
@@ -51,6 +54,7 @@ struct Settings {
   int batch = 0;  // 0: each network's default for the device
   Precision precision = Precision::kFp32;
   AlgoSearch algo_search = AlgoSearch::kHeuristic;
+  bool deterministic = kDeterministicByDefault;
 };
 
 bool g_any_benchmark_failed = false;
@@ -75,6 +79,7 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
     CompileOptions options;
     options.precision = key.precision;
     options.layers.algo_search = settings.algo_search;
+    options.layers.deterministic = settings.deterministic;
     NetSession& session = cached_session(net, key, options);
     session.begin(mode);
     if (!session.warmed_up(mode)) {
@@ -116,8 +121,15 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
   }
 }
 
+// Note [Benchmark names]: --deterministic restricts cuDNN to the algorithms it
+// reports deterministic, which can be slower: a different measurement, so a
+// different name, like tf32's (the PyTorch peer runs neither). Named on the CPU
+// too, where it changes nothing, so that a name always says what was asked
+// for. --cudnn-search is not in the name: it only looks harder for the
+// fastest of the same algorithms, and the peer searches too (cudnn.benchmark).
 void register_benchmarks(const Settings& s) {
-  const std::string suffix = s.precision == Precision::kTf32 ? "/tf32" : "";
+  const std::string suffix =
+      cat(s.precision == Precision::kTf32 ? "/tf32" : "", s.deterministic ? "/deterministic" : "");
   for (const NetSpec& net : all_nets()) {
     const int batch = s.batch > 0 ? s.batch : net.default_batch(s.device);
     for (StepMode mode : {StepMode::kForward, StepMode::kForwardBackward, StepMode::kTrainStep, StepMode::kInference}) {
@@ -159,10 +171,12 @@ constexpr const char* kDiscardedOut = "--benchmark_out=/dev/null";
 void print_help() {
   std::printf(
       "bench_nets [--device=cpu|cuda|cuda:N] [--batch=N] [--precision=fp32|tf32] [--cudnn-search]\n"
-      "           [Google Benchmark flags: --benchmark_filter=REGEX --benchmark_out=FILE ...]\n"
+      "           [--deterministic] [Google Benchmark flags: --benchmark_filter=REGEX --benchmark_out=FILE ...]\n"
+      "--deterministic: only cuDNN algorithms that give the same bits on every run (%s); the CPU path\n"
+      "always does, so there it changes nothing but the names, which end in /deterministic.\n"
       "Networks: %s. Modes: forward, forward_backward, train_step, inference.\n"
       "Default device: the GPU when one works, else the CPU (with smaller batches).\n\n",
-      net_names().c_str());
+      kDeterministicByDefault ? "on: built with GLASSBOX_DETERMINISTIC" : "off by default", net_names().c_str());
 }
 
 int run(int argc, char** argv) {
@@ -188,12 +202,17 @@ int run(int argc, char** argv) {
     }
   }
 
-  Settings settings{.batch = flags.batch, .precision = flags.precision, .algo_search = flags.algo_search};
+  Settings settings{.batch = flags.batch, .precision = flags.precision, .algo_search = flags.algo_search,
+                    .deterministic = flags.deterministic};
   const DeviceChoice choice = choose_device(flags.device, "--device");
   settings.device = choice.device;
   if (!choice.note.empty()) std::fprintf(stderr, "bench_nets: %s with CPU batch sizes\n", choice.note.c_str());
   if (flags.algo_search == AlgoSearch::kMeasured && !settings.device.is_cuda()) {
     std::fprintf(stderr, "bench_nets: --cudnn-search chooses cuDNN algorithms; it has no effect on the CPU\n");
+  }
+  if (flags.deterministic && !kDeterministicByDefault && !settings.device.is_cuda()) {
+    std::fprintf(stderr, "bench_nets: --deterministic restricts cuDNN algorithms; the CPU path is deterministic "
+                         "already\n");
   }
 
   Context ctx = Context::on(settings.device);
@@ -202,6 +221,7 @@ int run(int argc, char** argv) {
   std::fprintf(stderr, "bench_nets: device %s (%s), %s\n", info.device.c_str(), info.device_name.c_str(),
                info.precision.c_str());
   for (const auto& [key, value] : info.fields()) benchmark::AddCustomContext(key, value);
+  benchmark::AddCustomContext("deterministic", settings.deterministic ? "yes" : "no");
   benchmark::AddCustomContext("protocol", "10 warm-up steps per mode, then each step timed (CUDA events on "
                                           "the GPU, steady clock on the CPU) for at least 2 s unless "
                                           "--benchmark_min_time says otherwise; counters from the mean step; "

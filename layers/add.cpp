@@ -3,8 +3,6 @@
 // inputs while it is still in cache.
 #include "layers/add.h"
 
-#include <cstring>
-
 #include "tensor/eigen_maps.h"
 #include "tensor/parallel_for.h"
 
@@ -42,11 +40,7 @@ void Add::backward_cpu(Context&, const BackwardArgs& args) {
     for (size_t i = 0; i < args.input_grads.size(); ++i) {
       if (!args.input_grads[i].defined()) continue;
       float* dx = args.input_grads[i].data<float>() + begin;
-      if (args.input_grad_modes[i] == GradMode::kAdd) {
-        as_array(dx, n) += as_array(dy + begin, n);
-      } else {
-        std::memcpy(dx, dy + begin, static_cast<size_t>(n) * sizeof(float));
-      }
+      write_or_add(args.input_grad_modes[i], as_array(dx, n), as_array(dy + begin, n));
     }
   });
 }

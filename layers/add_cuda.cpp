@@ -42,15 +42,8 @@ void Add::backward_cuda(Context& ctx, const BackwardArgs& args) {
   // In slot order, all on the context's stream (the cuDNN handle is bound to
   // it), so Add(x, x)'s kWrite-then-kAdd on one tensor is applied in order.
   for (size_t i = 0; i < args.input_grads.size(); ++i) {
-    const Tensor& dx = args.input_grads[i];
-    if (!dx.defined()) continue;
-    if (args.input_grad_modes[i] == GradMode::kWrite) {
-      CUDA_CHECK(cudaMemcpyAsync(dx.raw(), args.output_grad.raw(), dx.bytes(), cudaMemcpyDeviceToDevice,
-                                 stream_of(ctx)));
-    } else {
-      CUDNN_CHECK(cudnnAddTensor(cudnn_of(ctx), &kOne, s.desc.get(), args.output_grad.raw(), &kOne,
-                                 s.desc.get(), dx.raw()));
-    }
+    if (!args.input_grads[i].defined()) continue;
+    write_or_add_tensor(ctx, args.input_grad_modes[i], s.desc.get(), args.output_grad, args.input_grads[i]);
   }
 }
 

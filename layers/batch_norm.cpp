@@ -175,7 +175,6 @@ void BatchNorm2d::backward_cpu(Context&, const BackwardArgs& args) {
   check_saved_statistics();
   const ChannelRuns l(input_shapes()[0]);
   const Tensor& dx_tensor = args.input_grads[0];
-  const bool add = args.input_grad_modes[0] == GradMode::kAdd;
   const double m = static_cast<double>(l.m());
   const float* x = args.inputs[0].data<float>();
   const float* dy = args.output_grad.data<float>();
@@ -208,11 +207,7 @@ void BatchNorm2d::backward_cpu(Context&, const BackwardArgs& args) {
       for (int64_t n = 0; n < l.n; ++n) {
         const ConstArrayMap g(dy + l.offset(n, c), l.hw), v(x + l.offset(n, c), l.hw);
         auto grad = g * f1 + (v - centre) * f2 + f3;
-        if (add) {
-          as_array(dx + l.offset(n, c), l.hw) += grad;
-        } else {
-          as_array(dx + l.offset(n, c), l.hw) = grad;
-        }
+        write_or_add(args.input_grad_modes[0], as_array(dx + l.offset(n, c), l.hw), grad);
       }
     }
   });

@@ -87,7 +87,6 @@ void Concat::backward_cpu(Context&, const BackwardArgs& args) {
   for (size_t i = 0; i < args.input_grads.size(); ++i) {
     const Tensor& dx_tensor = args.input_grads[i];
     if (!dx_tensor.defined()) continue;
-    const bool add = args.input_grad_modes[i] == GradMode::kAdd;
     const int64_t row_i = (offsets_[i + 1] - offsets_[i]) * hw;  // elements of one sample in dx_i
     float* dx = dx_tensor.data<float>();
     parallel_for(dx_tensor.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
@@ -96,11 +95,8 @@ void Concat::backward_cpu(Context&, const BackwardArgs& args) {
         const int64_t r = pos - n * row_i;
         const int64_t count = std::min(row_i - r, end - pos);
         const float* src = dy + n * row + offsets_[i] * hw + r;
-        if (add) {
-          as_array(dx + pos, count) += Eigen::Map<const Eigen::ArrayXf>(src, count);
-        } else {
-          std::memcpy(dx + pos, src, static_cast<size_t>(count) * sizeof(float));
-        }
+        write_or_add(args.input_grad_modes[i], as_array(dx + pos, count),
+                     Eigen::Map<const Eigen::ArrayXf>(src, count));
         pos += count;
       }
     });

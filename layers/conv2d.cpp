@@ -170,14 +170,7 @@ void Conv2d::prepare_cpu(Context&, const PrepareOptions&) {
   set_workspace_bytes(static_cast<size_t>(floats) * sizeof(float));
 }
 
-float* Conv2d::cpu_workspace(const Context& ctx) const {
-  if (ctx.workspace_bytes() < workspace_bytes()) {
-    throw Error(cat(name(), " (Conv2d): needs ", format_bytes(static_cast<int64_t>(workspace_bytes())),
-                    " of workspace, the context has ", format_bytes(static_cast<int64_t>(ctx.workspace_bytes())),
-                    " (reserve workspace_bytes() after prepare)"));
-  }
-  return static_cast<float*>(ctx.workspace());
-}
+float* Conv2d::cpu_workspace(const Context& ctx) const { return static_cast<float*>(checked_workspace(ctx)); }
 
 namespace {
 Unfold unfold_of(const Conv2d::Options& o, int64_t h, int64_t w, int64_t q) {
@@ -241,7 +234,7 @@ void Conv2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
 
 void Conv2d::backward_data_cpu(const BackwardArgs& args, float* workspace) const {
   const CpuPlan& pl = plan_;
-  const bool add = args.input_grad_modes[0] == GradMode::kAdd;
+  const GradMode mode = args.input_grad_modes[0];
   const float* w = args.params[0].data<float>();
   const float* dy = args.output_grad.data<float>();
   float* dx = args.input_grads[0].data<float>();
@@ -263,17 +256,13 @@ void Conv2d::backward_data_cpu(const BackwardArgs& args, float* workspace) const
       // W_g's columns for these channels: (K/G, channels*R*S), rows C/G*R*S apart.
       ConstStridedMap w_block(w + g * pl.kg * pl.crs + c0 * rs, pl.kg, channels * rs,
                               Eigen::OuterStride<>(pl.crs));
-      if (!pl.pointwise && !add) std::fill_n(dx_block, channels * hw, 0.0f);
+      if (!pl.pointwise && mode == GradMode::kWrite) std::fill_n(dx_block, channels * hw, 0.0f);
       for (int64_t t = 0; t < pl.tiles; ++t) {
         const int64_t j0 = t * pl.tile, len = std::min(pl.tile, pq - j0);
         ConstStridedMap dy_tile(dy + (n * pl.k + g * pl.kg) * pq + j0, pl.kg, len, Eigen::OuterStride<>(pq));
         if (pl.pointwise) {  // dx is its own unfolding: write or add in place
           StridedMatrixMap dx_tile(dx_block + j0, channels, len, Eigen::OuterStride<>(hw));
-          if (add) {
-            dx_tile.noalias() += w_block.transpose() * dy_tile;
-          } else {
-            dx_tile.noalias() = w_block.transpose() * dy_tile;
-          }
+          write_or_add(mode, dx_tile.noalias(), w_block.transpose() * dy_tile);
         } else {
           MatrixMap(dcol, channels * rs, len).noalias() = w_block.transpose() * dy_tile;
           col2im_add(dcol, channels, u, j0, len, dx_block);

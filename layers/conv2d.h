@@ -56,12 +56,14 @@ class Conv2d final : public Layer {
     size_t workspace_bytes = 0;  // as cuDNN reported it
     float time_ms = -1.0f;       // measured search only; -1 otherwise
     std::string verdict;         // "chosen", "not tried", or why it was skipped
+    bool deterministic = false;  // cuDNN reports it CUDNN_DETERMINISTIC (same bits on every run)
   };
   // Pins algorithms by number for the next prepare() on a CUDA device, e.g.
   //   conv.pin_algorithms({.backward_data = 1});   // CUDNN_CONVOLUTION_BWD_DATA_ALGO_1
   // kChoose leaves a pass to the usual choice (heuristics or measured search).
   // prepare() throws ConfigError if a pinned algorithm does not support these
-  // shapes, needs more than the workspace limit or its workspace cannot be had.
+  // shapes, needs more than the workspace limit or its workspace cannot be had,
+  // or is not deterministic where PrepareOptions::deterministic asks for that.
   static constexpr int kChoose = -1;
   struct AlgorithmPins {
     int forward = kChoose;

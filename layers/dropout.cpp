@@ -91,7 +91,7 @@ void Dropout::forward_cpu(Context& ctx, const ForwardArgs& args) {
 void Dropout::backward_cpu(Context&, const BackwardArgs& args) {
   const Tensor& dx_tensor = args.input_grads[0];
   if (!dx_tensor.defined()) return;
-  const bool add = args.input_grad_modes[0] == GradMode::kAdd;
+  const GradMode mode = args.input_grad_modes[0];
   const bool through_mask = last_phase_ == Phase::kTraining;
   float* dy = args.output_grad.data<float>();
   float* dx = dx_tensor.data<float>();
@@ -101,15 +101,9 @@ void Dropout::backward_cpu(Context&, const BackwardArgs& args) {
     auto out = as_array(dx + begin, n);
     auto in = as_array(dy + begin, n);
     if (through_mask) {
-      if (add) {
-        out += in * as_array(m + begin, n);
-      } else {
-        out = in * as_array(m + begin, n);
-      }
-    } else if (add) {
-      out += in;
+      write_or_add(mode, out, in * as_array(m + begin, n));
     } else {
-      std::memcpy(dx + begin, dy + begin, static_cast<size_t>(n) * sizeof(float));
+      write_or_add(mode, out, in);
     }
   });
 }

@@ -73,27 +73,16 @@ void Dropout::backward_cuda(Context& ctx, const BackwardArgs& args) {
   const Tensor& dx = args.input_grads[0];
   if (!dx.defined()) return;
   auto& s = state_as<DropoutState>(backend_);
-  const bool add = args.input_grad_modes[0] == GradMode::kAdd;
   if (last_phase_ == Phase::kInference) {  // y = x: the gradient passes straight through
-    if (add) {
-      CUDNN_CHECK(cudnnAddTensor(cudnn_of(ctx), &kOne, s.desc.get(), args.output_grad.raw(), &kOne,
-                                 s.desc.get(), dx.raw()));
-    } else {
-      CUDA_CHECK(cudaMemcpyAsync(dx.raw(), args.output_grad.raw(), dx.bytes(), cudaMemcpyDeviceToDevice,
-                                 stream_of(ctx)));
-    }
+    write_or_add_tensor(ctx, args.input_grad_modes[0], s.desc.get(), args.output_grad, dx);
     return;
   }
-  if (!add) {
+  if (args.input_grad_modes[0] == GradMode::kWrite) {
     CUDNN_CHECK(cudnnDropoutBackward(cudnn_of(ctx), s.dropout.get(), s.desc.get(), args.output_grad.raw(),
                                      s.desc.get(), dx.raw(), s.reserve.raw(), s.reserve_bytes));
     return;
   }
-  if (ctx.workspace_bytes() < workspace_bytes()) {
-    fail(cat("needs ", workspace_bytes(), " bytes of workspace for GradMode::kAdd, the context has ",
-             ctx.workspace_bytes(), " (reserve the layers' workspace_bytes() first)"));
-  }
-  void* scratch = ctx.workspace();
+  void* scratch = checked_workspace(ctx);  // dx's size, for GradMode::kAdd
   CUDNN_CHECK(cudnnDropoutBackward(cudnn_of(ctx), s.dropout.get(), s.desc.get(), args.output_grad.raw(),
                                    s.desc.get(), scratch, s.reserve.raw(), s.reserve_bytes));
   CUDNN_CHECK(cudnnAddTensor(cudnn_of(ctx), &kOne, s.desc.get(), scratch, &kOne, s.desc.get(), dx.raw()));

@@ -25,16 +25,11 @@ void Flatten::forward_cpu(Context&, const ForwardArgs& args) {
 void Flatten::backward_cpu(Context&, const BackwardArgs& args) {
   const Tensor& dx_tensor = args.input_grads[0];
   if (!dx_tensor.defined()) return;
-  const bool add = args.input_grad_modes[0] == GradMode::kAdd;
   float* dy = args.output_grad.data<float>();
   float* dx = dx_tensor.data<float>();
   parallel_for(args.output.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
     const int64_t n = end - begin;
-    if (add) {
-      as_array(dx + begin, n) += as_array(dy + begin, n);
-    } else {
-      std::memcpy(dx + begin, dy + begin, static_cast<size_t>(n) * sizeof(float));
-    }
+    write_or_add(args.input_grad_modes[0], as_array(dx + begin, n), as_array(dy + begin, n));
   });
 }
 

@@ -27,16 +27,9 @@ void Flatten::forward_cuda(Context& ctx, const ForwardArgs& args) {
 }
 
 void Flatten::backward_cuda(Context& ctx, const BackwardArgs& args) {
-  const Tensor& dx = args.input_grads[0];
-  if (!dx.defined()) return;
-  if (args.input_grad_modes[0] == GradMode::kWrite) {
-    CUDA_CHECK(cudaMemcpyAsync(dx.raw(), args.output_grad.raw(), dx.bytes(), cudaMemcpyDeviceToDevice,
-                               stream_of(ctx)));
-    return;
-  }
+  if (!args.input_grads[0].defined()) return;
   auto& s = state_as<FlattenState>(backend_);
-  CUDNN_CHECK(cudnnAddTensor(cudnn_of(ctx), &kOne, s.desc.get(), args.output_grad.raw(), &kOne,
-                             s.desc.get(), dx.raw()));
+  write_or_add_tensor(ctx, args.input_grad_modes[0], s.desc.get(), args.output_grad, args.input_grads[0]);
 }
 
 }  // namespace glassbox

@@ -18,6 +18,15 @@ void Layer::fail_option(const std::string& message) const {
   throw ConfigError(cat(name_, " (", type(), "): ", message));
 }
 
+void* Layer::checked_workspace(const Context& ctx) const {
+  if (ctx.workspace_bytes() < workspace_bytes_) {
+    throw Error(cat(name_, " (", type(), "): needs ", format_bytes(static_cast<int64_t>(workspace_bytes_)),
+                    " of workspace, the context has ", format_bytes(static_cast<int64_t>(ctx.workspace_bytes())),
+                    " (reserve workspace_bytes() after prepare)"));
+  }
+  return ctx.workspace();
+}
+
 void Layer::expect_rank(std::span<const Shape> inputs, int index, int rank,
                         std::string_view layout) const {
   const Shape& shape = inputs[static_cast<size_t>(index)];

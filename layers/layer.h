@@ -27,6 +27,17 @@
 namespace glassbox {
 
 enum class GradMode { kWrite, kAdd };  // dx = ...  |  dx += ...
+// dst = value for kWrite, dst += value for kAdd: every CPU backward writes its
+// input gradients through this (the CUDA side passes beta_for(mode), layer_cuda.h).
+// dst is anything assignable: a float, an Eigen map, block or noalias().
+template <typename Dst, typename Value>
+void write_or_add(GradMode mode, Dst&& dst, const Value& value) {
+  if (mode == GradMode::kAdd) {
+    dst += value;
+  } else {
+    dst = value;
+  }
+}
 enum class Phase { kTraining, kInference };  // batch statistics and dropout vs running statistics and identity
 
 // How a parameter is filled before training (graph/init.cpp implements them).
@@ -42,6 +53,13 @@ enum class AlgoSearch {
   kHeuristic,  // cuDNN's ranked heuristics: fast to compile, usually good
   kMeasured,   // time every candidate once and keep the fastest (glassbox --cudnn-search)
 };
+// The default of PrepareOptions::deterministic: the CMake option
+// GLASSBOX_DETERMINISTIC (OFF unless configured ON) defines it for every
+// target that links the library.
+#ifndef GLASSBOX_DETERMINISTIC
+#error "GLASSBOX_DETERMINISTIC is defined to 0 or 1 by CMakeLists.txt (option GLASSBOX_DETERMINISTIC)"
+#endif
+inline constexpr bool kDeterministicByDefault = GLASSBOX_DETERMINISTIC != 0;
 struct PrepareOptions {
   AlgoSearch algo_search = AlgoSearch::kHeuristic;
   size_t workspace_limit = size_t{4} << 30;  // most workspace one layer's algorithm may use
@@ -50,6 +68,15 @@ struct PrepareOptions {
   // mask, no workspace or algorithm for the backward passes). Set by the graph
   // from CompileOptions::phase.
   Phase phase = Phase::kTraining;
+  // Only algorithms that give the same bits on every run (glassbox --deterministic).
+  // Restricts cuDNN's convolution algorithms to those it reports
+  // CUDNN_DETERMINISTIC (prepare throws ConfigError where none is left for a
+  // pass); every other CUDA call Glassbox makes is deterministic already
+  // (docs/determinism.md). The CPU path is deterministic for a given thread
+  // count (tests/test_determinism.cpp): there the option changes nothing.
+  // Bit-identical runs also need the same algorithms each time, which the
+  // heuristic search gives and a measured search (timing noise) need not.
+  bool deterministic = kDeterministicByDefault;
 };
 
 struct ParamSpec {
@@ -148,6 +175,9 @@ class Layer {
  protected:
   // Set by prepare_cpu/prepare_cuda: the workspace this layer will use.
   void set_workspace_bytes(size_t bytes) { workspace_bytes_ = bytes; }
+  // The context's shared workspace, checked to hold workspace_bytes(); throws
+  // Error "name (Type): needs 2.00 MiB of workspace, the context has 0 B (...)".
+  void* checked_workspace(const Context& ctx) const;
   // Throws ShapeError "name (Type): <message>": shapes that do not fit.
   [[noreturn]] void fail(const std::string& message) const;
   // Throws ConfigError "name (Type): <message>": an invalid option.

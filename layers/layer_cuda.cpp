@@ -1,4 +1,4 @@
-// layers/layer_cuda.cpp: descriptors from shapes.
+// layers/layer_cuda.cpp: descriptors from shapes, gradients passed through.
 #include "layers/layer_cuda.h"
 
 #include <climits>
@@ -16,6 +16,15 @@ TensorDescriptor make_tensor_descriptor(const Shape& shape) {
     dims[i] = static_cast<int>(shape[i]);
   }
   return make_nchw_descriptor(dims[0], dims[1], dims[2], dims[3]);
+}
+
+void write_or_add_tensor(Context& ctx, GradMode mode, cudnnTensorDescriptor_t desc, const Tensor& dy,
+                         const Tensor& dx) {
+  if (mode == GradMode::kWrite) {
+    CUDA_CHECK(cudaMemcpyAsync(dx.raw(), dy.raw(), dx.bytes(), cudaMemcpyDeviceToDevice, stream_of(ctx)));
+  } else {
+    CUDNN_CHECK(cudnnAddTensor(cudnn_of(ctx), &kOne, desc, dy.raw(), &kOne, desc, dx.raw()));
+  }
 }
 
 }  // namespace glassbox

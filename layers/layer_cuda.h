@@ -15,6 +15,12 @@ inline constexpr float kZero = 0.0f;
 // GradMode maps one to one onto beta: write is beta = 0, add is beta = 1.
 inline const float* beta_for(GradMode mode) { return mode == GradMode::kAdd ? &kOne : &kZero; }
 
+// dx = dy for kWrite (a device copy), dx += dy for kAdd (cudnnAddTensor),
+// on the context's stream; `desc` describes both (one shape, packed). For
+// gradients that pass straight through: Add, Flatten, Dropout at inference.
+void write_or_add_tensor(Context& ctx, GradMode mode, cudnnTensorDescriptor_t desc, const Tensor& dy,
+                         const Tensor& dx);
+
 // A packed float32 descriptor for a shape of rank 1 to 4, read as NCHW and
 // padded with trailing ones (cuDNN wants four dimensions): (N, F) is (N, F, 1, 1).
 // Throws ShapeError for rank above 4 or a size above cuDNN's int range.

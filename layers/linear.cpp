@@ -74,14 +74,9 @@ void Linear::backward_cpu(Context&, const BackwardArgs& args) {
   auto dy = as_matrix(args.output_grad, n, out);
   if (args.input_grads[0].defined()) {
     auto dx = as_matrix(args.input_grads[0], n, in);
-    const bool add = args.input_grad_modes[0] == GradMode::kAdd;
     for_each_block(in, kColumnsPerBlock, [&](int64_t begin, int64_t end) {  // blocks of input features
       auto block = dx.middleCols(begin, end - begin);
-      if (add) {
-        block.noalias() += dy * w.middleCols(begin, end - begin);
-      } else {
-        block.noalias() = dy * w.middleCols(begin, end - begin);
-      }
+      write_or_add(args.input_grad_modes[0], block.noalias(), dy * w.middleCols(begin, end - begin));
     });
   }
   auto dw = as_matrix(args.param_grads[0], out, in);

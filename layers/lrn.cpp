@@ -138,7 +138,6 @@ void LocalResponseNorm::backward_cpu(Context&, const BackwardArgs& args) {
   const int half = options_.size / 2;
   const float coef = 2.0f * options_.alpha * options_.beta / static_cast<float>(options_.size);
   const float beta = options_.beta;
-  const bool add = args.input_grad_modes[0] == GradMode::kAdd;
   const float* x = args.inputs[0].data<float>();
   const float* dy = args.output_grad.data<float>();
   const float* s = scale_.data<float>();
@@ -168,11 +167,7 @@ void LocalResponseNorm::backward_cpu(Context&, const BackwardArgs& args) {
         for (int64_t j = lo; j <= hi; ++j) sum.head(len) += as_array(t_ring[j % kRing], len);
         auto grad = row(dy, c) * as_array(pow_ring[c % kRing], len) - coef * row(x, c) * sum.head(len);
         float* dx_row = dx + base + c * l.hw;
-        if (add) {
-          as_array(dx_row, len) += grad;
-        } else {
-          as_array(dx_row, len) = grad;
-        }
+        write_or_add(args.input_grad_modes[0], as_array(dx_row, len), grad);
       }
     }
   });

@@ -286,7 +286,7 @@ void Pool2d::backward_cpu(Context&, const BackwardArgs& args) {
   const int64_t planes = output_shape()[0] * output_shape()[1];
   const float inv_area = 1.0f / static_cast<float>(g.kh * g.kw);
   const bool max = mode_ == Mode::kMax;
-  const bool add = args.input_grad_modes[0] == GradMode::kAdd;
+  const GradMode mode = args.input_grad_modes[0];
   const float* x = args.inputs[0].data<float>();
   const float* dy = args.output_grad.data<float>();
   float* dx = dx_tensor.data<float>();
@@ -298,14 +298,10 @@ void Pool2d::backward_cpu(Context&, const BackwardArgs& args) {
       float* dxp = dx + plane * size;
       if (g.whole_plane() && !max) {
         const float share = *dyp * inv_area;
-        if (add) {
-          as_array(dxp, size) += share;
-        } else {
-          as_array(dxp, size).setConstant(share);
-        }
+        write_or_add(mode, as_array(dxp, size), share);
         continue;
       }
-      if (!add) std::fill(dxp, dxp + size, 0.0f);
+      if (mode == GradMode::kWrite) std::fill(dxp, dxp + size, 0.0f);
       if (max) {
         max_backward_plane_any_stride(xp, dyp, dxp, g);
       } else {

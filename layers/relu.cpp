@@ -17,18 +17,13 @@ void ReLU::forward_cpu(Context&, const ForwardArgs& args) {
 void ReLU::backward_cpu(Context&, const BackwardArgs& args) {
   const Tensor& dx_tensor = args.input_grads[0];
   if (!dx_tensor.defined()) return;
-  const bool add = args.input_grad_modes[0] == GradMode::kAdd;
   float* y = args.output.data<float>();
   float* dy = args.output_grad.data<float>();
   float* dx = dx_tensor.data<float>();
   parallel_for(args.output.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
     const int64_t n = end - begin;
     auto grad = (as_array(y + begin, n) > 0.0f).select(as_array(dy + begin, n), 0.0f);
-    if (add) {
-      as_array(dx + begin, n) += grad;
-    } else {
-      as_array(dx + begin, n) = grad;
-    }
+    write_or_add(args.input_grad_modes[0], as_array(dx + begin, n), grad);
   });
 }
 

@@ -65,7 +65,6 @@ void SoftmaxCrossEntropy::backward_cpu(Context&, const BackwardArgs& args) {
   if (!dx_tensor.defined()) return;
   const int64_t n = input_shapes()[0][0], k = input_shapes()[0][1];
   check_labels(args.inputs[1]);  // the one-hot index below must be in range
-  const bool add = args.input_grad_modes[0] == GradMode::kAdd;
   const float inv_n = 1.0f / static_cast<float>(n);
   const int* labels = args.inputs[1].data<int>();
   float* logp = log_probs_.data<float>();
@@ -74,11 +73,7 @@ void SoftmaxCrossEntropy::backward_cpu(Context&, const BackwardArgs& args) {
     for (int64_t row = begin; row < end; ++row) {
       auto grad = as_array(dx + row * k, k);
       auto probs = as_array(logp + row * k, k).exp() * inv_n;
-      if (add) {
-        grad += probs;
-      } else {
-        grad = probs;
-      }
+      write_or_add(args.input_grad_modes[0], grad, probs);
       grad[labels[row]] -= inv_n;
     }
   });

@@ -67,10 +67,21 @@ Tensor Context::allocate(Shape shape, DType dtype, MemoryCategory category) {
   return Tensor(std::make_shared<Buffer>(allocator_, bytes, category), 0, std::move(shape), dtype);
 }
 
+// Note [Workspace grows by allocate, then swap]: the larger block is allocated
+// while the old one is still held, and the old one is freed only once the new
+// one is there. So a refused reservation (OutOfMemoryError) leaves the context
+// with the workspace it had: the layers prepared so far chose algorithms sized
+// to it, and a convolution's search goes on to a candidate needing less
+// (conv2d_algorithms_cuda.cpp). The price: while it grows, old + new bytes are
+// held at once, at most twice the new size, which the memory peak reports.
+// That happens only at compile time, before any step, and freeing first would
+// lose the old block whenever the larger one is refused. (On a device that
+// cannot hold both, a candidate that would have fit after the free is skipped
+// as out of memory, and a less hungry one is taken.)
 void Context::reserve_workspace(size_t bytes) {
   if (bytes <= workspace_bytes()) return;
-  workspace_.reset();  // give the old block back before asking for the larger one
-  workspace_ = std::make_shared<Buffer>(allocator_, bytes, MemoryCategory::kWorkspace);
+  auto larger = std::make_shared<Buffer>(allocator_, bytes, MemoryCategory::kWorkspace);
+  workspace_ = std::move(larger);  // frees the old block, if any
 }
 
 void* Context::workspace() const { return workspace_ ? workspace_->data() : nullptr; }

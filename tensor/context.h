@@ -70,7 +70,9 @@ class Context {
   MemoryStats memory() const { return allocator_->stats(); }
 
   // The workspace is shared by layers in turn. The graph reserves the largest
-  // need at compile time; a step never allocates.
+  // need at compile time; a step never allocates. reserve_workspace only
+  // grows it; when the larger block is refused (OutOfMemoryError), the
+  // workspace held stays as it was (Note [Workspace grows by allocate, then swap]).
   void reserve_workspace(size_t bytes);
   void* workspace() const;
   size_t workspace_bytes() const;

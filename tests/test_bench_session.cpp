@@ -1,15 +1,23 @@
 // tests/test_bench_session.cpp: bench_nets' session (bench/support): a step
 // whose loss is not finite ends the benchmark with an error naming the step
-// of its mode, counted from the first warm-up step.
+// of its mode, counted from the first warm-up step. And a flag parsed into
+// what the session is compiled with (the rest: BenchNets in test_cli.cpp).
 #include <gtest/gtest.h>
 
 #include <limits>
 
+#include "bench/support/bench_flags.h"
 #include "bench/support/net_session.h"
 #include "tensor/copy.h"
 
 namespace glassbox::bench {
 namespace {
+
+TEST(BenchFlags, DeterministicIsASwitchThatDefaultsToTheBuild) {
+  EXPECT_EQ(parse_bench_flags({}).deterministic, kDeterministicByDefault);
+  EXPECT_TRUE(parse_bench_flags({"--deterministic"}).deterministic);
+  EXPECT_TRUE(parse_bench_flags({"--deterministic"}).passed_on.empty()) << "Google Benchmark does not see it";
+}
 
 TEST(NetSession, ANonFiniteLossIsAnErrorNamingTheStep) {
   const NetSpec& net = find_net("LeNet");

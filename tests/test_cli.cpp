@@ -63,6 +63,8 @@ TEST(Cli, UsageErrorsListTheChoicesAndExitTwo) {
       {"summary VGG16 --batch 2 --batch 3", "glassbox: --batch is given twice ('2' and '3'); give it once"},
       {"time LeNet --device=", "glassbox: --device needs a value (--device D), got an empty one"},
       {"time LeNet --cudnn-search=1", "glassbox: --cudnn-search takes no value"},
+      {"time LeNet --deterministic=1", "glassbox: --deterministic takes no value"},
+      {"time LeNet --deterministic --deterministic", "glassbox: --deterministic is given twice; give it once"},
       {"summary VGG16 VGG19", "glassbox: summary takes one network name (got 2)"},
       {"summary VGG16 -b 2", "glassbox: unknown flag '-b' for 'summary'; valid: --batch"},
       // A batch whose tensors cannot be represented is refused at the builder, naming the layer.
@@ -140,6 +142,13 @@ TEST(Cli, MaxBatchSaysWhenNothingFits) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "batch 1: does not fit: cpu: out of memory")) << r.output;
   EXPECT_TRUE(contains(r.output, "not even batch 1 fits")) << r.output;
+TEST(Cli, TimeTakesDeterministicAndSaysItChangesNothingOnTheCpu) {
+  const Outcome r = run(kCli + " time LeNet --device cpu --batch 2 --steps 1 --warmup 0 --deterministic");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: --deterministic restricts cuDNN algorithms; the CPU path is "
+                                 "deterministic already"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "CPU path: Eigen + OpenMP, deterministic\n")) << r.output;
 }
 
 TEST(Cli, AMemoryPlanLargerThanTheMachineFailsBeforeAllocating) {
@@ -165,16 +174,30 @@ TEST(Cli, OutputThatCannotBeWrittenIsAFailure) {
 
 #ifdef BENCH_NETS_PATH
 const std::string kBench = BENCH_NETS_PATH;
+// A build configured with -DGLASSBOX_DETERMINISTIC=ON names every benchmark so (Note [Benchmark names]).
+const std::string kLeNetForward =
+    std::string("\"name\": \"LeNet/forward/batch:64") + (GLASSBOX_DETERMINISTIC ? "/deterministic" : "") + "\"";
 
 TEST(BenchNets, RunsAFilteredBenchmarkWithCountersAndContext) {
   const Outcome r = run(kBench + " --device=cpu --benchmark_filter='^LeNet/forward/' --benchmark_min_time=0.01 "
                              "--benchmark_format=json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* expected : {"\"name\": \"LeNet/forward/batch:64\"", "\"images/s\"", "\"TFLOP/s\"",
+  for (const char* expected : {kLeNetForward.c_str(), "\"images/s\"", "\"TFLOP/s\"",
                                "\"peak_memory\"", "\"device\": \"cpu\"", "\"commit\"", "\"protocol\""}) {
     EXPECT_TRUE(contains(r.output, expected)) << "missing " << expected << " in:\n" << r.output;
   }
   EXPECT_FALSE(contains(r.output, "LeNet/train_step")) << "the filter selects forward only";
+}
+
+// Note [Benchmark names] in bench/bench_nets.cpp.
+TEST(BenchNets, DeterministicRunsAreNamedSo) {
+  const Outcome r = run(kBench + " --device=cpu --deterministic --precision=tf32 --benchmark_list_tests "
+                                 "--benchmark_filter='^LeNet/forward/'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "LeNet/forward/batch:64/tf32/deterministic")) << r.output;
+  const Outcome plain = run(kBench + " --device=cpu --benchmark_list_tests --benchmark_filter='^LeNet/forward/'");
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_EQ(contains(plain.output, "/deterministic"), GLASSBOX_DETERMINISTIC != 0) << plain.output;
 }
 
 TEST(BenchNets, AFilterThatMatchesNothingIsAnError) {
@@ -204,6 +227,8 @@ TEST(BenchNets, EveryBadFlagIsAUsageErrorNamingIt) {
       {"--benchmark_repetitions=0", "bench_nets: --benchmark_repetitions must be an integer from 1 to 1000000, got '0'"},
       {"--benchmark_time_unit=h", "bench_nets: --benchmark_time_unit: unknown unit 'h'; valid: ns, us, ms, s"},
       {"--cudnn-search=yes", "bench_nets: --cudnn-search takes no value"},
+      {"--deterministic=yes", "bench_nets: --deterministic takes no value"},
+      {"--deterministic --deterministic", "bench_nets: --deterministic is given twice; give it once"},
       {"--benchmark_out=", "bench_nets: --benchmark_out= needs a file name"},
       {"VGG16", "bench_nets: unexpected argument 'VGG16': bench_nets takes only flags; choose networks with "
                 "--benchmark_filter=REGEX (e.g. --benchmark_filter=VGG16)"},
@@ -232,7 +257,7 @@ TEST(BenchNets, WritesTheOutputFileWholeWithTheLossesAndNothingElse) {
   char buffer[4096];
   for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, file)) > 0;) json.append(buffer, n);
   std::fclose(file);
-  for (const char* expected : {"\"name\": \"LeNet/forward/batch:64\"", "\"first_loss\"", "\"last_loss\"",
+  for (const char* expected : {kLeNetForward.c_str(), "\"first_loss\"", "\"last_loss\"",
                                "\"images/s\"", "\"protocol\""}) {
     EXPECT_TRUE(contains(json, expected)) << "missing " << expected << " in:\n" << json;
   }

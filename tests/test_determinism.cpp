@@ -3,16 +3,24 @@
 // after several SGD steps, however the threads happen to be scheduled (see
 // Note [Reproducible weight gradients] in layers/conv2d.cpp). Across thread
 // counts the results are close, not identical: README.md says why.
+//
+// PrepareOptions::deterministic reaches every layer; on the CPU it changes
+// nothing; on a GPU two deterministic runs give the same bits, with every
+// convolution algorithm one that cuDNN reports deterministic (docs/determinism.md).
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
+#include <optional>
 #include <vector>
 
 #include "data/synthetic.h"
 #include "graph/builder.h"
 #include "optim/sgd.h"
 #include "tensor/copy.h"
+#include "tests/support/devices.h"
 
 namespace glassbox {
 namespace {
@@ -62,11 +70,14 @@ struct TrainingRun {
 };
 
 // A fresh context and graph from fixed seeds, then kSteps SGD steps.
-TrainingRun train(int threads) {
+// `conv_check`, if given, sees the compiled graph (its layers' algorithm choices).
+TrainingRun train(int threads, Device device = Device::cpu(), PrepareOptions layers = {},
+                  const std::function<void(const Graph&)>& conv_check = {}) {
   const ThreadCount scope(threads);
-  Context ctx = Context::cpu(/*seed=*/11);  // dropout masks
+  Context ctx = Context::on(device, /*seed=*/11);  // dropout masks
   Graph graph = small_net();
-  graph.compile(ctx, {.seed = 5});
+  graph.compile(ctx, {.layers = layers, .seed = 5});
+  if (conv_check) conv_check(graph);
   fill_synthetic_batch(ctx, graph, kClasses, /*seed=*/7);
   Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 5e-4f});
   TrainingRun run;
@@ -97,6 +108,95 @@ TEST(Determinism, SameSeedsAndThreadCountGiveIdenticalBits) {
   EXPECT_EQ(bitwise_differences(first.losses, second.losses), 0u) << "training losses differ between runs";
   EXPECT_EQ(bitwise_differences(first.parameters, second.parameters), 0u)
       << "parameters (of " << first.parameters.size() << ") differ after " << kSteps << " steps";
+}
+
+// The CPU path is deterministic already: the option is accepted and changes nothing.
+TEST(Determinism, TheDeterministicOptionChangesNothingOnTheCpu) {
+  const TrainingRun plain = train(kThreads, Device::cpu(), {.deterministic = false});
+  const TrainingRun deterministic = train(kThreads, Device::cpu(), {.deterministic = true});
+  ASSERT_EQ(plain.parameters.size(), deterministic.parameters.size());
+  EXPECT_EQ(bitwise_differences(plain.losses, deterministic.losses), 0u);
+  EXPECT_EQ(bitwise_differences(plain.parameters, deterministic.parameters), 0u);
+}
+
+// An identity layer that records the options its prepare() was given.
+class OptionsProbe final : public Layer {
+ public:
+  OptionsProbe() : Layer("probe") {}
+  std::string_view type() const override { return "OptionsProbe"; }
+  std::string describe() const override { return "records PrepareOptions"; }
+  Shape infer(std::span<const Shape> inputs) const override { return inputs[0]; }
+  std::optional<PrepareOptions> seen;
+
+ private:
+  void prepare_cpu(Context&, const PrepareOptions& options) override { seen = options; }
+  void prepare_cuda(Context&, const PrepareOptions& options) override { seen = options; }
+  void forward_cpu(Context& ctx, const ForwardArgs& args) override { copy(ctx, args.inputs[0], args.output); }
+  void forward_cuda(Context& ctx, const ForwardArgs& args) override { copy(ctx, args.inputs[0], args.output); }
+  void backward_cpu(Context& ctx, const BackwardArgs& a) override { copy(ctx, a.output_grad, a.input_grads[0]); }
+  void backward_cuda(Context& ctx, const BackwardArgs& a) override { copy(ctx, a.output_grad, a.input_grads[0]); }
+};
+
+TEST(Determinism, TheOptionReachesTheLayersThroughCompile) {
+  for (bool deterministic : {true, false}) {
+    GraphBuilder g;
+    const Value x = g.input("x", {2, 4});
+    const Value labels = g.input("labels", {2}, DType::kInt32);
+    const Value probed = g.append(std::make_unique<OptionsProbe>(), {g.linear(x, {.out_features = 3}, "fc1")});
+    Graph graph = std::move(g).build(g.softmax_cross_entropy(g.linear(probed, {.out_features = 3}, "fc2"), labels));
+    Context ctx = Context::cpu();
+    graph.compile(ctx, {.layers = {.deterministic = deterministic}});
+    const auto& probe = dynamic_cast<const OptionsProbe&>(*graph.node("probe").layer);
+    ASSERT_TRUE(probe.seen.has_value()) << "prepare() was not called";
+    EXPECT_EQ(probe.seen->deterministic, deterministic);
+  }
+  EXPECT_EQ(PrepareOptions{}.deterministic, GLASSBOX_DETERMINISTIC != 0) << "the CMake option sets the default";
+}
+
+// ---- CUDA ----------------------------------------------------------------------------------
+
+// Every convolution pass ran a deterministic algorithm, and every candidate
+// cuDNN reported non-deterministic was turned down for that reason.
+void expect_deterministic_choices(const Graph& graph) {
+  int convolutions = 0;
+  for (const Node& node : graph.nodes()) {
+    const auto* conv = dynamic_cast<const Conv2d*>(node.layer.get());
+    if (conv == nullptr) continue;
+    ++convolutions;
+    for (Conv2d::Pass pass : {Conv2d::Pass::kForward, Conv2d::Pass::kBackwardData, Conv2d::Pass::kBackwardFilter}) {
+      const auto& candidates = conv->algorithm_candidates(pass);
+      const auto chosen = std::find_if(candidates.begin(), candidates.end(),
+                                       [](const Conv2d::AlgorithmCandidate& c) { return c.verdict == "chosen"; });
+      ASSERT_NE(chosen, candidates.end()) << node.name << ": " << conv->algorithms();
+      EXPECT_TRUE(chosen->deterministic) << node.name << " chose " << chosen->name << ": " << conv->algorithms();
+      for (auto c = candidates.begin(); c != chosen; ++c) {
+        if (c->supported && !c->deterministic) {
+          EXPECT_EQ(c->verdict, "not deterministic") << node.name;
+        }
+      }
+    }
+    EXPECT_NE(conv->algorithms().find(", deterministic"), std::string::npos) << conv->algorithms();
+  }
+  EXPECT_EQ(convolutions, 2);
+}
+
+TEST(DeterminismCuda, TwoDeterministicRunsGiveIdenticalBits) {
+  GLASSBOX_REQUIRE_CUDA();
+  const TrainingRun first = train(kThreads, Device::cuda(0), {.deterministic = true}, expect_deterministic_choices);
+  const TrainingRun second = train(kThreads, Device::cuda(0), {.deterministic = true}, expect_deterministic_choices);
+  ASSERT_EQ(first.parameters.size(), second.parameters.size());
+  EXPECT_NE(first.losses.front(), first.losses.back()) << "the steps did not train";
+  EXPECT_EQ(bitwise_differences(first.losses, second.losses), 0u) << "training losses differ between runs";
+  EXPECT_EQ(bitwise_differences(first.parameters, second.parameters), 0u)
+      << "parameters (of " << first.parameters.size() << ") differ after " << kSteps << " steps";
+}
+
+// Measured results carry cuDNN's determinism too. (Two measured runs need not
+// match: timing noise may choose different deterministic algorithms.)
+TEST(DeterminismCuda, AMeasuredSearchChoosesDeterministicAlgorithmsToo) {
+  GLASSBOX_REQUIRE_CUDA();
+  train(kThreads, Device::cuda(0), {.algo_search = AlgoSearch::kMeasured, .deterministic = true},
+        expect_deterministic_choices);
 }
 
 }  // namespace

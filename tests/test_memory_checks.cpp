@@ -1,11 +1,13 @@
 // tests/test_memory_checks.cpp: a plan that does not fit the machine fails at
 // compile, before anything is allocated, with the typed error naming the
 // categories and bytes; allocations are checked against what is available
-// (and against a limit); CPU memory is really there once allocated.
+// (and against a limit); a refused larger workspace leaves the one held; CPU
+// memory is really there once allocated.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 
@@ -83,6 +85,37 @@ TEST(MemoryChecks, ALimitedDeviceFailsTheCompileNamingTheCategories) {
     EXPECT_TRUE(contains(e.what(), "(parameters 233.08 MiB, gradients 233.08 MiB, data ")) << e.what();
     EXPECT_TRUE(contains(e.what(), "; 100.00 MiB available (limit of 100.00 MiB); Glassbox holds 0 B")) << e.what();
   }
+}
+
+// Note [Workspace grows by allocate, then swap] (tensor/context.cpp).
+TEST(MemoryChecks, ARefusedLargerWorkspaceKeepsTheOneHeld) {
+  Context ctx = Context::cpu();
+  ctx.allocator().set_limit(int64_t{1} << 20);
+  ctx.reserve_workspace(size_t{512} << 10);
+  auto* held = static_cast<unsigned char*>(ctx.workspace());
+  std::fill_n(held, size_t{512} << 10, static_cast<unsigned char>(0x5a));
+  try {
+    ctx.reserve_workspace(size_t{2} << 20);
+    FAIL() << "reserved 2 MiB of workspace under a 1 MiB limit";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_STREQ(e.what(), "cpu: out of memory allocating 2.00 MiB of workspace; 512.00 KiB available (limit of "
+                           "1.00 MiB); Glassbox holds 512.00 KiB (workspace 512.00 KiB)");
+  }
+  ASSERT_EQ(ctx.workspace(), held) << "the workspace held was given up";
+  EXPECT_EQ(ctx.workspace_bytes(), size_t{512} << 10);
+  EXPECT_EQ(ctx.memory().current[static_cast<int>(MemoryCategory::kWorkspace)], int64_t{512} << 10);
+  EXPECT_EQ(std::count(held, held + (size_t{512} << 10), 0x5a), int64_t{512} << 10) << "its contents changed";
+  held[0] = 1;  // still ours to write
+}
+
+// The price of keeping it: while the workspace grows, old and new are held at once.
+TEST(MemoryChecks, AGrowingWorkspaceHoldsOldAndNewAtOnce) {
+  Context ctx = Context::cpu();
+  ctx.reserve_workspace(1000);
+  ctx.reserve_workspace(5000);
+  const MemoryStats stats = ctx.memory();
+  EXPECT_EQ(stats.current[static_cast<int>(MemoryCategory::kWorkspace)], 5000);
+  EXPECT_EQ(stats.peak[static_cast<int>(MemoryCategory::kWorkspace)], 6000);
 }
 
 // A device that refuses every request and does not say how much it has.

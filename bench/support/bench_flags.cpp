@@ -48,6 +48,9 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
     } else if (name == "--cudnn-search") {
       if (equals != std::string::npos) throw ConfigError("--cudnn-search takes no value");
       flags.algo_search = AlgoSearch::kMeasured;
+    } else if (name == "--deterministic") {
+      if (equals != std::string::npos) throw ConfigError("--deterministic takes no value");
+      flags.deterministic = true;
     } else if (name == "--help") {
       flags.help = true;
       flags.passed_on.push_back(arg);  // Google Benchmark prints its flags too

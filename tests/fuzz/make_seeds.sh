@@ -59,6 +59,7 @@ seed fuzz_cli summary_unknown_flag summary VGG16 --bogus
 seed fuzz_cli time_all_flags time LeNet --device cpu --batch 8 --steps 2 --warmup 1 --precision tf32
 seed fuzz_cli time_search time AlexNet --cudnn-search --device=cuda:0
 seed fuzz_cli time_switch_value time LeNet --cudnn-search=1
+seed fuzz_cli time_deterministic time VGG11 --deterministic --cudnn-search --device cuda
 seed fuzz_cli time_missing_value time LeNet --steps
 seed fuzz_cli time_twice time LeNet --batch 8 --batch=9
 seed fuzz_cli time_bad_precision time LeNet --precision fp16
@@ -74,6 +75,7 @@ seed fuzz_bench_flags batch_twice --batch=8 --batch=9
 seed fuzz_bench_flags batch_no_value --batch
 seed fuzz_bench_flags device_gpu --device=gpu
 seed fuzz_bench_flags switch_value --cudnn-search=yes
+seed fuzz_bench_flags deterministic --deterministic --precision=tf32 --deterministic=1
 seed fuzz_bench_flags google_flags --benchmark_repetitions=3 --benchmark_time_unit=ms --benchmark_min_warmup_time=1e9
 seed fuzz_bench_flags bad_format --benchmark_format=csv
 seed fuzz_bench_flags positional VGG16

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "layers/layer.h"
 #include "tools/cli/args.h"
 
 namespace glassbox::cli {
@@ -23,7 +24,10 @@ inline const std::vector<FlagSpec>& time_flags() {
       {"--steps", "N", "timed steps, averaged (default 5)"},
       {"--warmup", "N", "untimed steps first (default 2)"},
       {"--precision", "P", "fp32 (TF32 off, default) or tf32"},
-      {"--cudnn-search", "", "time every cuDNN algorithm and keep the fastest"}};
+      {"--cudnn-search", "", "time every cuDNN algorithm and keep the fastest"},
+      {"--deterministic", "",
+       cat("only cuDNN algorithms that give the same bits on every run; the CPU path always does (",
+           kDeterministicByDefault ? "on: built with GLASSBOX_DETERMINISTIC" : "off by default", ")")}};
   return flags;
 }
 

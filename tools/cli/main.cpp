@@ -25,9 +25,11 @@ void print_usage() {
       "                               per-layer table: output shape, parameters, forward GFLOPs;\n"
       "                               --memory: one training step's memory by category\n"
       "  time NET [--batch N] [--device cpu|cuda|cuda:N] [--steps N] [--warmup N]\n"
-      "           [--precision fp32|tf32] [--cudnn-search]\n"
+      "           [--precision fp32|tf32] [--cudnn-search] [--deterministic]\n"
       "                               per-layer forward and backward times, the cuDNN algorithms,\n"
-      "                               and the sum of the layers against the measured step\n"
+      "                               and the sum of the layers against the measured step;\n"
+      "                               --deterministic: only cuDNN algorithms that give the same bits\n"
+      "                               on every run (the CPU path always does: there it changes nothing)\n"
       "  max-batch NET [--device D] [--memory-limit SIZE] [--precision P] [--max N]\n"
       "                               the largest batch whose training step fits, by trying\n\n"
       "networks: %s\n",

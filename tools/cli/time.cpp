@@ -36,6 +36,10 @@ int run_time(const std::vector<std::string>& words) {
   if (args.has("--cudnn-search") && !device.is_cuda()) {
     std::fprintf(stderr, "glassbox: --cudnn-search chooses cuDNN algorithms; it has no effect on the CPU\n");
   }
+  if (args.has("--deterministic") && !device.is_cuda()) {
+    std::fprintf(stderr, "glassbox: --deterministic restricts cuDNN algorithms; the CPU path is deterministic "
+                         "already\n");
+  }
   const int batch = args.int_in("--batch", net.default_batch(device), 1, kMaxInt);
   const int steps = args.int_in("--steps", 5, 1, kMaxSteps);
   const int warmup = args.int_in("--warmup", 2, 0, kMaxSteps);
@@ -46,6 +50,7 @@ int run_time(const std::vector<std::string>& words) {
   options.precision = precision;
   options.layer_timing = true;
   options.layers.algo_search = args.has("--cudnn-search") ? AlgoSearch::kMeasured : AlgoSearch::kHeuristic;
+  options.layers.deterministic = options.layers.deterministic || args.has("--deterministic");
   graph.compile(ctx, options);
   fill_synthetic_batch(ctx, graph, net.classes);
 
@@ -116,8 +121,9 @@ int run_time(const std::vector<std::string>& words) {
   const char* how = !gpu ? "CPU path: Eigen + OpenMP"
                     : options.layers.algo_search == AlgoSearch::kMeasured ? "cuDNN algorithms measured"
                                                                           : "cuDNN heuristics";
-  std::printf("%s on %s (%s), batch %d, %s, %s\n", net.name.c_str(), info.device.c_str(), info.device_name.c_str(),
-              batch, info.precision.c_str(), how);
+  std::printf("%s on %s (%s), batch %d, %s, %s%s\n", net.name.c_str(), info.device.c_str(),
+              info.device_name.c_str(), batch, info.precision.c_str(), how,
+              options.layers.deterministic ? ", deterministic" : "");
   std::printf("%d warm-up, then %d timed forward+backward steps; times are means per step\n\n", warmup, steps);
   std::printf("%s\n", table.str().c_str());
   const double layers_ms = forward_sum + backward_sum;

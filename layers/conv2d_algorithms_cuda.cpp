@@ -1,0 +1,368 @@
+// layers/conv2d_algorithms_cuda.cpp: Conv2d's cuDNN algorithm choice, made
+// once in prepare: one algorithm per pass (forward, backward-data,
+// backward-filter) and the workspace it needs.
+//
+// Candidates come from cuDNN's ranked heuristics
+// (cudnnGetConvolution*Algorithm_v7) or, on request, from timing them
+// (cudnnFindConvolution*AlgorithmEx on scratch tensors allocated here and freed
+// at the end of the search). The first candidate that cuDNN supports, that is
+// deterministic when PrepareOptions::deterministic asks for it (cuDNN reports
+// CUDNN_DETERMINISTIC or not with every heuristic and measured result), that
+// uses the math the context's precision allows, whose workspace is within the
+// limit and can actually be reserved, is taken; every verdict is kept for
+// reports (Conv2d::algorithm_candidates, algorithms()).
+//
+// Note [Math type per pass]: cuDNN decides between FMA and tensor-op kernels
+// from the algorithm *and* the descriptor's math type, and its search reports
+// the math type each result was obtained with. So each pass gets its own
+// convolution descriptor carrying its chosen result's math type (kTf32). In the
+// reference precision (kFp32) every descriptor stays CUDNN_FMA_MATH, and a
+// result that reports tensor-op math is skipped; in either precision a result
+// that would down-convert float data (TENSOR_OP_MATH_ALLOW_CONVERSION) is.
+#include "layers/conv2d_algorithms_cuda.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <optional>
+
+namespace glassbox::conv2d_cuda {
+namespace {
+
+constexpr std::array<std::string_view, 3> kPassNames = {"fwd", "bwd-data", "bwd-filter"};
+constexpr std::array<std::string_view, 3> kPassLongNames = {"forward", "backward-data", "backward-filter"};
+constexpr std::string_view kNotDeterministic = "not deterministic";
+
+std::string algorithm_name(Pass pass, int algo) {
+  switch (pass) {
+    case Pass::kForward:
+      switch (algo) {
+        case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "IMPLICIT_GEMM";
+        case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "IMPLICIT_PRECOMP_GEMM";
+        case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "GEMM";
+        case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "DIRECT";
+        case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "FFT";
+        case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "FFT_TILING";
+        case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "WINOGRAD";
+        case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
+      }
+      break;
+    case Pass::kBackwardData:
+      switch (algo) {
+        case CUDNN_CONVOLUTION_BWD_DATA_ALGO_0: return "ALGO_0";
+        case CUDNN_CONVOLUTION_BWD_DATA_ALGO_1: return "ALGO_1";
+        case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT: return "FFT";
+        case CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING: return "FFT_TILING";
+        case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD: return "WINOGRAD";
+        case CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
+      }
+      break;
+    case Pass::kBackwardFilter:
+      switch (algo) {
+        case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0: return "ALGO_0";
+        case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1: return "ALGO_1";
+        case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT: return "FFT";
+        case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3: return "ALGO_3";
+        case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD: return "WINOGRAD";
+        case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
+        case CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING: return "FFT_TILING";
+      }
+      break;
+  }
+  return cat("ALGO_", algo);
+}
+
+int algorithm_count(Pass pass) {
+  switch (pass) {
+    case Pass::kForward: return CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+    case Pass::kBackwardData: return CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+    case Pass::kBackwardFilter: return CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+  }
+  return 0;
+}
+
+// One search result, whichever pass it came from.
+struct Perf {
+  int algo = 0;
+  cudnnStatus_t status = CUDNN_STATUS_NOT_SUPPORTED;
+  float time_ms = -1.0f;
+  size_t memory = 0;
+  cudnnMathType_t math = CUDNN_FMA_MATH;
+  bool deterministic = false;
+};
+template <typename CudnnPerf>
+std::vector<Perf> to_perfs(const std::vector<CudnnPerf>& results, int count, bool measured) {
+  std::vector<Perf> perfs;
+  for (int i = 0; i < count; ++i) {
+    const CudnnPerf& r = results[static_cast<size_t>(i)];
+    perfs.push_back({static_cast<int>(r.algo), r.status, measured ? r.time : -1.0f, r.memory, r.mathType,
+                     r.determinism == CUDNN_DETERMINISTIC});
+  }
+  return perfs;
+}
+
+// Scratch tensors for the measured search: x, w, y and a workspace.
+struct Scratch {
+  Tensor x, w, y, workspace;
+  size_t workspace_bytes = 0;
+};
+
+std::vector<Perf> heuristics(const ConvDescriptors& d, cudnnConvolutionDescriptor_t conv, Pass pass) {
+  const int wanted = algorithm_count(pass);
+  int count = 0;
+  switch (pass) {
+    case Pass::kForward: {
+      std::vector<cudnnConvolutionFwdAlgoPerf_t> r(static_cast<size_t>(wanted));
+      CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(d.handle, d.x, d.w, conv, d.y, wanted, &count, r.data()));
+      return to_perfs(r, count, false);
+    }
+    case Pass::kBackwardData: {
+      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> r(static_cast<size_t>(wanted));
+      CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(d.handle, d.w, d.y, conv, d.x, wanted, &count,
+                                                              r.data()));
+      return to_perfs(r, count, false);
+    }
+    case Pass::kBackwardFilter: {
+      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> r(static_cast<size_t>(wanted));
+      CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(d.handle, d.x, d.y, conv, d.w, wanted, &count,
+                                                                r.data()));
+      return to_perfs(r, count, false);
+    }
+  }
+  return {};
+}
+
+// Runs every algorithm once on the scratch tensors; sorted fastest first by cuDNN.
+std::vector<Perf> measure(const ConvDescriptors& d, cudnnConvolutionDescriptor_t conv, Pass pass,
+                          const Scratch& s) {
+  const int wanted = algorithm_count(pass);
+  int count = 0;
+  void* ws = s.workspace_bytes > 0 ? s.workspace.raw() : nullptr;
+  switch (pass) {
+    case Pass::kForward: {
+      std::vector<cudnnConvolutionFwdAlgoPerf_t> r(static_cast<size_t>(wanted));
+      CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(d.handle, d.x, s.x.raw(), d.w, s.w.raw(), conv, d.y,
+                                                         s.y.raw(), wanted, &count, r.data(), ws,
+                                                         s.workspace_bytes));
+      return to_perfs(r, count, true);
+    }
+    case Pass::kBackwardData: {
+      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> r(static_cast<size_t>(wanted));
+      CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(d.handle, d.w, s.w.raw(), d.y, s.y.raw(), conv,
+                                                              d.x, s.x.raw(), wanted, &count, r.data(), ws,
+                                                              s.workspace_bytes));
+      return to_perfs(r, count, true);
+    }
+    case Pass::kBackwardFilter: {
+      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> r(static_cast<size_t>(wanted));
+      CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(d.handle, d.x, s.x.raw(), d.y, s.y.raw(), conv,
+                                                                d.w, s.w.raw(), wanted, &count, r.data(), ws,
+                                                                s.workspace_bytes));
+      return to_perfs(r, count, true);
+    }
+  }
+  return {};
+}
+
+// cuDNN's workspace need for one algorithm; its status says whether the
+// algorithm supports these shapes at all.
+cudnnStatus_t workspace_size(const ConvDescriptors& d, cudnnConvolutionDescriptor_t conv, Pass pass, int algo,
+                             size_t& bytes) {
+  bytes = 0;
+  switch (pass) {
+    case Pass::kForward:
+      return cudnnGetConvolutionForwardWorkspaceSize(d.handle, d.x, d.w, conv, d.y,
+                                                     static_cast<cudnnConvolutionFwdAlgo_t>(algo), &bytes);
+    case Pass::kBackwardData:
+      return cudnnGetConvolutionBackwardDataWorkspaceSize(
+          d.handle, d.w, d.y, conv, d.x, static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), &bytes);
+    case Pass::kBackwardFilter:
+      return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+          d.handle, d.x, d.y, conv, d.w, static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), &bytes);
+  }
+  return CUDNN_STATUS_BAD_PARAM;
+}
+
+bool is_tensor_op(cudnnMathType_t math) {
+  return math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+}
+
+std::string bytes_str(size_t bytes) { return format_bytes(static_cast<int64_t>(bytes)); }
+std::string ms_str(float ms) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.3f ms", static_cast<double>(ms));
+  return text;
+}
+
+// Tries to hold `bytes` of the context's shared workspace; false when out of memory.
+bool try_reserve(Context& ctx, size_t bytes) {
+  try {
+    ctx.reserve_workspace(bytes);
+    return true;
+  } catch (const OutOfMemoryError&) {
+    return false;
+  }
+}
+
+// The measured search runs on scratch tensors, with as much workspace as the
+// largest candidate wants within the limit (less if that cannot be had).
+Scratch allocate_scratch(Context& ctx, const PrepareOptions& options, const SearchInput& in,
+                         cudnnConvolutionDescriptor_t search) {
+  size_t wanted = 0;
+  for (Pass pass : kPasses) {
+    if (in.pins[index_of(pass)] != Conv2d::kChoose) continue;
+    for (int algo = 0; algo < algorithm_count(pass); ++algo) {
+      size_t bytes = 0;
+      if (workspace_size(in.descriptors, search, pass, algo, bytes) == CUDNN_STATUS_SUCCESS &&
+          bytes <= options.workspace_limit) {
+        wanted = std::max(wanted, bytes);
+      }
+    }
+  }
+  Scratch scratch;
+  scratch.x = ctx.allocate(in.x, DType::kFloat32, MemoryCategory::kWorkspace);
+  scratch.w = ctx.allocate(in.w, DType::kFloat32, MemoryCategory::kWorkspace);
+  scratch.y = ctx.allocate(in.y, DType::kFloat32, MemoryCategory::kWorkspace);
+  for (size_t bytes = wanted; bytes > 0; bytes /= 2) {
+    try {
+      const auto floats = static_cast<int64_t>((bytes + sizeof(float) - 1) / sizeof(float));
+      scratch.workspace = ctx.allocate(Shape{floats}, DType::kFloat32, MemoryCategory::kWorkspace);
+      scratch.workspace_bytes = bytes;
+      break;
+    } catch (const OutOfMemoryError&) {
+      // Algorithms needing more than we could get are reported as failures by the search.
+    }
+  }
+  return scratch;
+}
+
+// A pinned pass: the pin runs if it can, or prepare fails naming it.
+PassChoice choose_pinned(Context& ctx, const PrepareOptions& options, const SearchInput& in, Pass pass,
+                         cudnnConvolutionDescriptor_t search, std::vector<Conv2d::AlgorithmCandidate>& list) {
+  const std::string_view pass_name = kPassLongNames[index_of(pass)];
+  const int algo = in.pins[index_of(pass)];
+  const std::string algo_name = algorithm_name(pass, algo);
+  auto reject = [&](const std::string& why) {
+    throw ConfigError(cat(in.layer, " (Conv2d): pinned ", pass_name, " algorithm ", algo, " (", algo_name, ") ",
+                          why));
+  };
+  if (algo < 0 || algo >= algorithm_count(pass)) reject(cat("is not a cuDNN ", pass_name, " algorithm"));
+  size_t bytes = 0;
+  const cudnnStatus_t status = workspace_size(in.descriptors, search, pass, algo, bytes);
+  if (status != CUDNN_STATUS_SUCCESS) reject(cat("is not supported here: ", cudnnGetErrorString(status)));
+  // Whether the pin is deterministic is cuDNN's word, from its heuristics' list.
+  const std::vector<Perf> listed = heuristics(in.descriptors, search, pass);
+  const auto entry = std::find_if(listed.begin(), listed.end(), [&](const Perf& p) { return p.algo == algo; });
+  const bool deterministic = entry != listed.end() && entry->deterministic;
+  if (options.deterministic && !deterministic) {
+    reject("is not deterministic (cuDNN does not report it CUDNN_DETERMINISTIC), and deterministic was asked for");
+  }
+  if (bytes > options.workspace_limit) {
+    reject(cat("needs ", bytes_str(bytes), " of workspace, the limit is ", bytes_str(options.workspace_limit)));
+  }
+  if (!try_reserve(ctx, bytes)) reject(cat("needs ", bytes_str(bytes), " of workspace: out of memory"));
+  list.push_back({algo, algo_name, true, bytes, -1.0f, "chosen (pinned)", deterministic});
+  return {in.make_convolution(in.base_math), algo, bytes};
+}
+
+// A searched pass: the first candidate that passes every check, in cuDNN's
+// order. `notes` collects why supported candidates before it were skipped.
+PassChoice choose_searched(Context& ctx, const PrepareOptions& options, const SearchInput& in, Pass pass,
+                          const std::vector<Perf>& perfs, const std::string& how,
+                          std::vector<Conv2d::AlgorithmCandidate>& list, std::string& notes) {
+  std::optional<PassChoice> chosen;
+  for (const Perf& perf : perfs) {
+    Conv2d::AlgorithmCandidate c{perf.algo, algorithm_name(pass, perf.algo), perf.status == CUDNN_STATUS_SUCCESS,
+                                 perf.memory, perf.time_ms, "", perf.deterministic};
+    if (chosen) {
+      c.verdict = "not tried";
+    } else if (perf.status != CUDNN_STATUS_SUCCESS) {
+      c.verdict = cudnnGetErrorString(perf.status);
+    } else if (options.deterministic && !perf.deterministic) {
+      c.verdict = kNotDeterministic;
+    } else if (!in.tf32 && is_tensor_op(perf.math)) {
+      c.verdict = "uses tensor-op math, TF32 is off";
+    } else if (perf.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
+      c.verdict = "would down-convert float data";
+    } else if (perf.memory > options.workspace_limit) {
+      c.verdict = cat("needs ", bytes_str(perf.memory), ", limit ", bytes_str(options.workspace_limit));
+    } else {
+      // Confirm with the descriptor it will run with; take the larger need.
+      ConvolutionDescriptor conv = in.make_convolution(in.tf32 ? perf.math : in.base_math);
+      size_t bytes = 0;
+      const cudnnStatus_t status = workspace_size(in.descriptors, conv.get(), pass, perf.algo, bytes);
+      bytes = std::max(bytes, perf.memory);
+      if (status != CUDNN_STATUS_SUCCESS) {
+        c.verdict = cat("workspace query: ", cudnnGetErrorString(status));
+      } else if (bytes > options.workspace_limit) {
+        c.verdict = cat("needs ", bytes_str(bytes), ", limit ", bytes_str(options.workspace_limit));
+      } else if (!try_reserve(ctx, bytes)) {
+        c.verdict = cat("out of memory for ", bytes_str(bytes), " of workspace");
+      } else {
+        c.verdict = "chosen";
+        c.workspace_bytes = bytes;
+        chosen = PassChoice{std::move(conv), perf.algo, bytes};
+      }
+    }
+    if (!chosen && c.supported) notes += cat(notes.empty() ? "" : "; ", c.name, ": ", c.verdict);
+    list.push_back(std::move(c));
+  }
+  if (chosen) return std::move(*chosen);
+
+  std::string tried;
+  bool any_not_deterministic = false;
+  for (const Conv2d::AlgorithmCandidate& c : list) {
+    tried += cat(tried.empty() ? "" : "; ", c.name, ": ", c.verdict);
+    any_not_deterministic = any_not_deterministic || c.verdict == kNotDeterministic;
+  }
+  const std::string_view pass_name = kPassLongNames[index_of(pass)];
+  if (any_not_deterministic) {  // the option removed candidates that could have run: a setting to change
+    throw ConfigError(cat(in.layer, " (Conv2d): no deterministic cuDNN ", pass_name, " algorithm can run (", how,
+                          " search: ", tried, "); compile without deterministic to allow the others"));
+  }
+  throw Error(cat(in.layer, " (Conv2d): no cuDNN ", pass_name, " algorithm can run (", how, " search: ",
+                  tried.empty() ? "no candidates" : tried, ")"));
+}
+
+}  // namespace
+
+AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, const SearchInput& in,
+                                  std::array<std::vector<Conv2d::AlgorithmCandidate>, 3>& candidates) {
+  const ConvolutionDescriptor search = in.make_convolution(in.base_math);
+  const bool measured = options.algo_search == AlgoSearch::kMeasured;
+  const bool all_pinned = std::count(in.pins.begin(), in.pins.end(), Conv2d::kChoose) == 0;
+  const std::string how = all_pinned ? "pinned" : measured ? "measured" : "heuristic";
+  const Scratch scratch = measured && !all_pinned ? allocate_scratch(ctx, options, in, search.get()) : Scratch{};
+
+  AlgorithmChoice choice;
+  std::array<std::string, 3> notes;  // per pass: what was skipped before the choice
+  for (Pass pass : kPasses) {
+    const size_t i = index_of(pass);
+    if (in.pins[i] != Conv2d::kChoose) {
+      choice.passes[i] = choose_pinned(ctx, options, in, pass, search.get(), candidates[i]);
+      continue;
+    }
+    const std::vector<Perf> perfs = measured ? measure(in.descriptors, search.get(), pass, scratch)
+                                             : heuristics(in.descriptors, search.get(), pass);
+    choice.passes[i] = choose_searched(ctx, options, in, pass, perfs, how, candidates[i], notes[i]);
+  }
+
+  // "fwd IMPLICIT_PRECOMP_GEMM (0 B), bwd-data ALGO_1 (2.00 MiB), bwd-filter ALGO_1 (0 B), heuristic"
+  std::string& summary = choice.summary;
+  for (Pass pass : kPasses) {
+    const size_t i = index_of(pass);
+    const Conv2d::AlgorithmCandidate& c =
+        *std::find_if(candidates[i].begin(), candidates[i].end(),
+                      [](const Conv2d::AlgorithmCandidate& x) { return x.verdict.starts_with("chosen"); });
+    summary += cat(i == 0 ? "" : ", ", kPassNames[i], " ", c.name, " (", bytes_str(c.workspace_bytes),
+                   c.time_ms >= 0 ? ", " + ms_str(c.time_ms) : "", in.pins[i] != Conv2d::kChoose ? ", pinned" : "",
+                   ")");
+  }
+  summary += cat(", ", how, in.tf32 ? ", tf32" : "", options.deterministic ? ", deterministic" : "");
+  for (Pass pass : kPasses) {
+    const size_t i = index_of(pass);
+    if (!notes[i].empty()) summary += cat("; ", kPassNames[i], " skipped ", notes[i]);
+  }
+  return choice;
+}
+
+}  // namespace glassbox::conv2d_cuda

@@ -1,0 +1,62 @@
+// layers/conv2d_algorithms_cuda.h: choosing Conv2d's cuDNN algorithms, one
+// per pass. Internal to layers/conv2d_cuda.cpp (the convolution calls) and
+// layers/conv2d_algorithms_cuda.cpp (the search), which says how the choice is made.
+#pragma once
+
+#include <array>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "layers/conv2d.h"
+#include "layers/layer_cuda.h"
+
+namespace glassbox::conv2d_cuda {
+
+using Pass = Conv2d::Pass;
+inline constexpr std::array<Pass, 3> kPasses = {Pass::kForward, Pass::kBackwardData, Pass::kBackwardFilter};
+inline size_t index_of(Pass pass) { return static_cast<size_t>(pass); }
+
+// The descriptors every cuDNN convolution call takes.
+struct ConvDescriptors {
+  cudnnHandle_t handle;
+  cudnnTensorDescriptor_t x, y;
+  cudnnFilterDescriptor_t w;
+};
+
+// A convolution descriptor of the layer's geometry with the given math type.
+using MakeConvolution = std::function<ConvolutionDescriptor(cudnnMathType_t)>;
+
+// What the search is given about the layer.
+struct SearchInput {
+  std::string layer;                    // the layer's name, for errors
+  ConvDescriptors descriptors;
+  Shape x, w, y;                        // shapes of the measured search's scratch tensors
+  std::array<int, 3> pins;              // per pass: Conv2d::kChoose or a pinned algorithm
+  MakeConvolution make_convolution;
+  bool tf32 = false;                    // the context's precision allows TF32 tensor-op math
+  cudnnMathType_t base_math = CUDNN_FMA_MATH;  // the math of a descriptor with no result to follow
+};
+
+// One pass's choice: the algorithm, its workspace, and the convolution
+// descriptor to run it with (Note [Math type per pass]).
+struct PassChoice {
+  ConvolutionDescriptor convolution;
+  int algo = 0;
+  size_t workspace = 0;
+};
+
+struct AlgorithmChoice {
+  std::array<PassChoice, 3> passes;  // in Pass order
+  std::string summary;               // Conv2d::algorithms(): what was chosen, how, and what was skipped
+};
+
+// Chooses one algorithm per pass and reserves each choice's workspace in ctx.
+// Every candidate seen, with its verdict, is appended to `candidates` (empty
+// on entry). Throws ConfigError for a pin that cannot run and, when
+// options.deterministic, when no deterministic algorithm is left for a pass;
+// Error when no algorithm can run at all.
+AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, const SearchInput& input,
+                                  std::array<std::vector<Conv2d::AlgorithmCandidate>, 3>& candidates);
+
+}  // namespace glassbox::conv2d_cuda
