@@ -142,6 +142,8 @@ TEST(Cli, MaxBatchSaysWhenNothingFits) {
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "batch 1: does not fit: cpu: out of memory")) << r.output;
   EXPECT_TRUE(contains(r.output, "not even batch 1 fits")) << r.output;
+}
+
 TEST(Cli, TimeTakesDeterministicAndSaysItChangesNothingOnTheCpu) {
   const Outcome r = run(kCli + " time LeNet --device cpu --batch 2 --steps 1 --warmup 0 --deterministic");
   ASSERT_EQ(r.exit_code, 0) << r.output;
