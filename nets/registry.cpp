@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "nets/mlp_spec.h"
 #include "nets/nets.h"
 
 namespace glassbox {
@@ -24,6 +25,12 @@ const std::vector<NetSpec>& all_nets() {
                       // structured binding by name ([depth]); [depth = depth] copies it.
                       Shape{3, 224, 224}, 1000, 64, 2, [depth = depth](int batch) { return vgg(depth, batch); }});
     }
+    // ---- Xception and FCN-5 ----
+    // CPU batches: Xception's forward+backward at batch 2 takes about TODO s here
+    list.push_back({"Xception", "Xception (Chollet, 2017), as Cadene's pretrainedmodels port, 299x299",
+                    Shape{3, 299, 299}, 1000, 32, 2, [](int batch) { return xception(batch); }});
+    list.push_back({"FCN5", "FCN-5: fully connected 784-4096-2048-1024-10, ReLU, no biases, on 28x28 images",
+                    mlp_sample(784), 10, 256, 64, fcn5});
     return list;
   }();
   return nets;
@@ -35,7 +42,21 @@ std::string net_names() {
   return names;
 }
 
-const NetSpec& find_net(std::string_view name) {
+namespace {
+
+NetSpec mlp_net(const std::vector<int>& sizes) {
+  std::string shape;
+  for (size_t i = 0; i < sizes.size(); ++i) shape += cat(i ? "-" : "", sizes[i]);
+  return {mlp_spec_name(sizes),
+          cat("multilayer perceptron ", shape, " from its name: linear layers with biases, ReLU between"),
+          mlp_sample(sizes.front()), sizes.back(), 256, 64,
+          [sizes](int batch) { return mlp(batch, sizes, /*bias=*/true); }};
+}
+
+}  // namespace
+
+NetSpec find_net(std::string_view name) {
+  if (const std::optional<std::vector<int>> sizes = parse_mlp_spec(name)) return mlp_net(*sizes);
   auto lower = [](std::string_view s) {
     std::string out(s);
     std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -44,7 +65,8 @@ const NetSpec& find_net(std::string_view name) {
   for (const NetSpec& net : all_nets()) {
     if (lower(net.name) == lower(name)) return net;
   }
-  throw ConfigError(cat("unknown network '", name, "'; valid: ", net_names()));
+  throw ConfigError(
+      cat("unknown network '", name, "'; valid: ", net_names(), ", or MLP:<features>,<hidden>,...,<classes>"));
 }
 
 Graph build_net(const NetSpec& net, int batch) {
