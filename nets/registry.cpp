@@ -26,7 +26,9 @@ const std::vector<NetSpec>& all_nets() {
                       Shape{3, 224, 224}, 1000, 64, 2, [depth = depth](int batch) { return vgg(depth, batch); }});
     }
     // ---- Xception and FCN-5 ----
-    // CPU batches: Xception's forward+backward at batch 2 takes about TODO s here
+    // CPU batches: Xception's forward+backward took 1.09 s at batch 2 on the 2-core
+    // EPYC (glassbox time, a quiet moment), about VGG16's 1.4 s at its batch 2, so
+    // bench_nets' three CPU modes take about half a minute; FCN-5 is 0.9 GMAC at 64.
     list.push_back({"Xception", "Xception (Chollet, 2017), as Cadene's pretrainedmodels port, 299x299",
                     Shape{3, 299, 299}, 1000, 32, 2, [](int batch) { return xception(batch); }});
     list.push_back({"FCN5", "FCN-5: fully connected 784-4096-2048-1024-10, ReLU, no biases, on 28x28 images",
