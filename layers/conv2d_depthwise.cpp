@@ -14,14 +14,14 @@
 // Backward-data runs the same loops the other way (into a padded gradient
 // plane), backward-filter multiplies them into per-tap sums.
 //
-// Measured on one thread of a shared 2-core EPYC (CPU ms, batch 2, Xception's
-// shapes, forward / backward-data+filter): 728 channels at 19x19 1.82 / 5.2
-// as GEMMs, 0.85 / 1.8 here; 128 at 147x147 10.4 / 27 as GEMMs, 9.8 / 18.8
-// here (row by row without the padded copy did 7.2 / 15 at 147x147 but 1.95 /
-// 4.1 at 19x19, where starting 19-pixel loops cost more than running them).
+// Measured on a quiet 2-core EPYC, batch 2, one thread, ms forward / backward
+// (data + filter), as GEMMs -> here: Xception's 728 channels at 19x19
+// 1.72 / 4.89 -> 0.64 / 1.69; 128 at 147x147 9.6 / 26.3 -> 7.4 / 17.2. Going
+// row by row without the padded copy did 6.6 / 14.6 at 147x147 but 1.92 /
+// 4.08 at 19x19, where starting 19-pixel loops cost more than running them.
 // A stride-2 depthwise layer (64 channels, 56x57, multiplier 2) stayed faster
-// as GEMMs (0.60 / 1.86) than as a loop gathering every other input (0.81 /
-// 2.05), so only stride 1 comes here (conv2d.cpp's prepare_cpu decides).
+// as GEMMs (0.60 / 1.65) than as a loop gathering every other input (0.81 /
+// 2.03), so only stride 1 comes here (conv2d.cpp's prepare_cpu decides).
 #include "layers/conv2d_depthwise.h"
 
 #include <omp.h>
