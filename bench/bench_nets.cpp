@@ -52,6 +52,7 @@ constexpr const char* kDefaultMinTime = "--benchmark_min_time=2";
 struct Settings {
   Device device;
   int batch = 0;  // 0: each network's default for the device
+  std::string net;  // "": every network in the registry
   Precision precision = Precision::kFp32;
   AlgoSearch algo_search = AlgoSearch::kHeuristic;
   bool deterministic = kDeterministicByDefault;
@@ -130,12 +131,16 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
 void register_benchmarks(const Settings& s) {
   const std::string suffix =
       cat(s.precision == Precision::kTf32 ? "/tf32" : "", s.deterministic ? "/deterministic" : "");
-  for (const NetSpec& net : all_nets()) {
+  // An MLP spec is not in all_nets() (there is one per size list), and Google
+  // Benchmark cannot register names from a --benchmark_filter regex: --net
+  // names the one network to register.
+  const std::vector<NetSpec> nets = s.net.empty() ? all_nets() : std::vector<NetSpec>{find_net(s.net)};
+  for (const NetSpec& net : nets) {
     const int batch = s.batch > 0 ? s.batch : net.default_batch(s.device);
     for (StepMode mode : {StepMode::kForward, StepMode::kForwardBackward, StepMode::kTrainStep, StepMode::kInference}) {
       const SessionKey key{net.name, batch, s.device, s.precision, plan_for(mode)};
       const std::string name = cat(net.name, "/", name_of(mode), "/batch:", batch, suffix);
-      benchmark::RegisterBenchmark(name.c_str(), [&net, mode, key, s](benchmark::State& state) {
+      benchmark::RegisterBenchmark(name.c_str(), [net, mode, key, s](benchmark::State& state) {
         run_network(state, net, mode, key, s);
       })->UseManualTime()->Unit(benchmark::kMillisecond);
     }
@@ -170,11 +175,12 @@ constexpr const char* kDiscardedOut = "--benchmark_out=/dev/null";
 
 void print_help() {
   std::printf(
-      "bench_nets [--device=cpu|cuda|cuda:N] [--batch=N] [--precision=fp32|tf32] [--cudnn-search]\n"
+      "bench_nets [--device=cpu|cuda|cuda:N] [--batch=N] [--net=NAME] [--precision=fp32|tf32] [--cudnn-search]\n"
       "           [--deterministic] [Google Benchmark flags: --benchmark_filter=REGEX --benchmark_out=FILE ...]\n"
       "--deterministic: only cuDNN algorithms that give the same bits on every run (%s); the CPU path\n"
       "always does, so there it changes nothing but the names, which end in /deterministic.\n"
-      "Networks: %s. Modes: forward, forward_backward, train_step, inference.\n"
+      "Networks: %s; --net=MLP:<features>,<hidden>,...,<classes> for any MLP.\n"
+      "Modes: forward, forward_backward, train_step, inference.\n"
       "Default device: the GPU when one works, else the CPU (with smaller batches).\n\n",
       kDeterministicByDefault ? "on: built with GLASSBOX_DETERMINISTIC" : "off by default", net_names().c_str());
 }
@@ -202,8 +208,8 @@ int run(int argc, char** argv) {
     }
   }
 
-  Settings settings{.batch = flags.batch, .precision = flags.precision, .algo_search = flags.algo_search,
-                    .deterministic = flags.deterministic};
+  Settings settings{.batch = flags.batch, .net = flags.net, .precision = flags.precision,
+                    .algo_search = flags.algo_search, .deterministic = flags.deterministic};
   const DeviceChoice choice = choose_device(flags.device, "--device");
   settings.device = choice.device;
   if (!choice.note.empty()) std::fprintf(stderr, "bench_nets: %s with CPU batch sizes\n", choice.note.c_str());

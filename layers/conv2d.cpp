@@ -16,15 +16,18 @@
 // Each thread multiplies with Eigen single-threaded (Eigen does not fork inside
 // an OpenMP parallel region): parallelism over tiles, not inside small products.
 // Tiles, unfolded buffers and partial gradients live in the context workspace;
-// im2col and col2im themselves are layers/im2col.cpp.
+// im2col and col2im themselves are layers/im2col.cpp. Depthwise convolutions
+// (one input channel per group) take a direct path instead:
+// layers/conv2d_depthwise.cpp (Note [Depthwise convolution by taps]).
 #include "layers/conv2d.h"
 
 #include <omp.h>
 
 #include <algorithm>
 
-#include "tensor/eigen_maps.h"
+#include "layers/conv2d_depthwise.h"
 #include "layers/im2col.h"
+#include "tensor/eigen_maps.h"
 #include "tensor/parallel_for.h"
 
 namespace glassbox {
@@ -143,6 +146,13 @@ void Conv2d::prepare_cpu(Context&, const PrepareOptions&) {
   pl.crs = pl.cg * pl.r * pl.s;
   pl.pointwise = o.kernel == Size2(1) && o.stride == Size2(1) && o.pad == Size2(0);
   pl.threads = std::max(1, omp_get_max_threads());
+  // Depthwise at stride 1 goes direct; one input channel (groups 1) is a real
+  // GEMM, and strided depthwise layers measured faster as GEMMs (conv2d_depthwise.cpp).
+  pl.depthwise = pl.groups > 1 && pl.cg == 1 && o.stride == Size2(1);
+  if (pl.depthwise) {
+    set_workspace_bytes(static_cast<size_t>(depthwise_workspace_floats(depthwise_plan())) * sizeof(float));
+    return;
+  }
   // Tiles of at most kTargetTile pixels; smaller ones where the batch is too
   // small to give every thread items (VGG's 14x14 layers at batch 1 or 2).
   // Backward-filter's products sum over a tile's pixels into all of dW_g, so
@@ -179,6 +189,12 @@ Unfold unfold_of(const Conv2d::Options& o, int64_t h, int64_t w, int64_t q) {
 }
 }  // namespace
 
+DepthwisePlan Conv2d::depthwise_plan() const {
+  const CpuPlan& pl = plan_;
+  return {.n = pl.n, .c = pl.c, .multiplier = pl.kg, .p = pl.p, .u = unfold_of(options_, pl.h, pl.w, pl.q),
+          .threads = pl.threads};
+}
+
 void Conv2d::forward_cpu(Context& ctx, const ForwardArgs& args) {
   const CpuPlan& pl = plan_;
   float* workspace = cpu_workspace(ctx);
@@ -186,6 +202,10 @@ void Conv2d::forward_cpu(Context& ctx, const ForwardArgs& args) {
   const float* w = args.params[0].data<float>();
   const float* b = options_.bias ? args.params[1].data<float>() : nullptr;
   float* y = args.output.data<float>();
+  if (pl.depthwise) {
+    depthwise_forward(depthwise_plan(), x, w, b, y, workspace);
+    return;
+  }
   const Unfold u = unfold_of(options_, pl.h, pl.w, pl.q);
   const int64_t hw = pl.h * pl.w, pq = pl.p * pl.q;
   const int64_t items = pl.n * pl.groups * pl.tiles;
@@ -213,8 +233,18 @@ void Conv2d::forward_cpu(Context& ctx, const ForwardArgs& args) {
 
 void Conv2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
   float* workspace = cpu_workspace(ctx);
-  if (args.input_grads[0].defined()) backward_data_cpu(args, workspace);
-  backward_filter_cpu(args, workspace);
+  if (plan_.depthwise) {
+    const float* dy = args.output_grad.data<float>();
+    if (args.input_grads[0].defined()) {
+      depthwise_backward_data(depthwise_plan(), args.params[0].data<float>(), dy, args.input_grad_modes[0],
+                              args.input_grads[0].data<float>(), workspace);
+    }
+    depthwise_backward_filter(depthwise_plan(), args.inputs[0].data<float>(), dy, args.param_grads[0].data<float>(),
+                              workspace);
+  } else {
+    if (args.input_grads[0].defined()) backward_data_cpu(args, workspace);
+    backward_filter_cpu(args, workspace);
+  }
   if (options_.bias) {
     const CpuPlan& pl = plan_;
     const float* dy = args.output_grad.data<float>();

@@ -8,6 +8,7 @@
 // pixels); each thread unfolds its tile into its slice of the workspace and
 // multiplies it with Eigen single-threaded, so the unfolded tile stays in
 // cache and the two cores never wait on each other inside a product.
+// Depthwise convolutions (groups == C) skip the GEMM: layers/conv2d_depthwise.h.
 // CUDA: cuDNN's convolution, with the algorithms chosen at compile time (cuDNN's
 // heuristics by default, measured search on request), the workspace sized from
 // the choice, and a fall-back to the next candidate when one is not supported
@@ -22,6 +23,8 @@
 #include "layers/size2.h"
 
 namespace glassbox {
+
+struct DepthwisePlan;  // layers/conv2d_depthwise.h
 
 class Conv2d final : public Layer {
  public:
@@ -89,11 +92,13 @@ class Conv2d final : public Layer {
     int64_t filter_tile = 0, filter_tiles = 0;  // the same for backward-filter
     int64_t channel_blocks = 1;     // backward-data work items per (image, group)
     bool pointwise = false;         // 1x1, stride 1, no padding: x is its own unfolding
+    bool depthwise = false;         // one input channel per group: layers/conv2d_depthwise.cpp
     int threads = 1;                // also backward-filter's slots (Note [Reproducible weight gradients])
     int64_t col_floats = 0;         // per-thread unfolded tile
     int64_t partial_floats = 0;     // per-slot (but slot 0) partial weight gradient
   };
   void check_options() const;
+  DepthwisePlan depthwise_plan() const;
   float* cpu_workspace(const Context& ctx) const;
   void backward_data_cpu(const BackwardArgs& args, float* workspace) const;
   void backward_filter_cpu(const BackwardArgs& args, float* workspace) const;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <vector>
 
 #include "graph/graph.h"
 
@@ -34,5 +35,25 @@ Graph resnet(int depth, int batch);
 // The CIFAR-10 ResNets (He et al., 2015, section 4.2): 6n + 2 layers, 32x32,
 // 10 classes, identity (option A, zero-padded) shortcuts. ResNet-56: depth 56.
 Graph cifar_resnet(int depth, int batch);
+// ---- Xception, FCN-5 and multilayer perceptrons (nets/xception.cpp, nets/mlp.cpp) ----
+// Xception's sizes; the defaults are the paper's. Tests build narrow variants
+// with the same block code.
+struct XceptionSizes {
+  int image = 299;                               // input H = W
+  int classes = 1000;
+  std::array<int, 2> stem = {32, 64};            // conv1, conv2
+  std::array<int, 3> entry = {128, 256, 728};    // block1..3; the middle flow keeps entry[2]
+  int middle_blocks = 8;                         // block4..block11
+  std::array<int, 3> exit = {1024, 1536, 2048};  // the last block, conv3, conv4
+};
+Graph xception(int batch, const XceptionSizes& sizes = {});
+// A multilayer perceptron: sizes = {features, hidden..., classes}; linear
+// layers fc1, fc2, ... with ReLU between (none after the last). The input is
+// (N, 1, 28, 28) when features is 784 (an MNIST image, so that MLP:784,...
+// and FCN-5 train on Fashion-MNIST), else (N, features, 1, 1); a Flatten
+// makes it (N, features) either way.
+Shape mlp_sample(int features);
+Graph mlp(int batch, const std::vector<int>& sizes, bool bias);
+Graph fcn5(int batch);  // FCN-5: 784-4096-2048-1024-10 without biases
 
 }  // namespace glassbox

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "nets/mlp_spec.h"
 #include "nets/nets.h"
 
 namespace glassbox {
@@ -48,6 +49,14 @@ const std::vector<NetSpec>& all_nets() {
     }
     list.push_back({"ResNet56", "ResNet-56 for CIFAR-10 (He et al., 2015, section 4.2), option A shortcuts",
                     Shape{3, 32, 32}, 10, 128, 64, [](int batch) { return cifar_resnet(56, batch); }});
+    // ---- Xception and FCN-5 ----
+    // CPU batches: Xception's forward+backward took 1.09 s at batch 2 on the 2-core
+    // EPYC (glassbox time, a quiet moment), about VGG16's 1.4 s at its batch 2, so
+    // bench_nets' three CPU modes take about half a minute; FCN-5 is 0.9 GMAC at 64.
+    list.push_back({"Xception", "Xception (Chollet, 2017), as Cadene's pretrainedmodels port, 299x299",
+                    Shape{3, 299, 299}, 1000, 32, 2, [](int batch) { return xception(batch); }});
+    list.push_back({"FCN5", "FCN-5: fully connected 784-4096-2048-1024-10, ReLU, no biases, on 28x28 images",
+                    mlp_sample(784), 10, 256, 64, fcn5});
     return list;
   }();
   return nets;
@@ -59,7 +68,21 @@ std::string net_names() {
   return names;
 }
 
-const NetSpec& find_net(std::string_view name) {
+namespace {
+
+NetSpec mlp_net(const std::vector<int>& sizes) {
+  std::string shape;
+  for (size_t i = 0; i < sizes.size(); ++i) shape += cat(i ? "-" : "", sizes[i]);
+  return {mlp_spec_name(sizes),
+          cat("multilayer perceptron ", shape, " from its name: linear layers with biases, ReLU between"),
+          mlp_sample(sizes.front()), sizes.back(), 256, 64,
+          [sizes](int batch) { return mlp(batch, sizes, /*bias=*/true); }};
+}
+
+}  // namespace
+
+NetSpec find_net(std::string_view name) {
+  if (const std::optional<std::vector<int>> sizes = parse_mlp_spec(name)) return mlp_net(*sizes);
   auto lower = [](std::string_view s) {
     std::string out(s);
     std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -68,7 +91,8 @@ const NetSpec& find_net(std::string_view name) {
   for (const NetSpec& net : all_nets()) {
     if (lower(net.name) == lower(name)) return net;
   }
-  throw ConfigError(cat("unknown network '", name, "'; valid: ", net_names()));
+  throw ConfigError(
+      cat("unknown network '", name, "'; valid: ", net_names(), ", or MLP:<features>,<hidden>,...,<classes>"));
 }
 
 Graph build_net(const NetSpec& net, int batch) {

@@ -23,9 +23,14 @@ struct NetSpec {
   int default_batch(const Device& device) const { return device.is_cuda() ? gpu_batch : cpu_batch; }
 };
 
+// The named networks. MLPs named by their sizes are not listed: there are
+// as many as there are size lists (nets/mlp_spec.h).
 const std::vector<NetSpec>& all_nets();
-// Case-insensitive ("vgg16" finds VGG16); throws ConfigError listing the names.
-const NetSpec& find_net(std::string_view name);
+// A network by name: one of all_nets(), case-insensitive ("vgg16" finds
+// VGG16), or an MLP spec ("MLP:784,2048,10", nets/mlp_spec.h), made on
+// demand; hence a copy, not a reference into the list. Throws ConfigError
+// listing the names, or saying what is wrong with the MLP spec.
+NetSpec find_net(std::string_view name);
 std::string net_names();  // "LeNet, AlexNet, VGG11, ..."
 
 // net.build(batch) for a batch a user asked for: a batch too large for the

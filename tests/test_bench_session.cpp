@@ -20,7 +20,7 @@ TEST(BenchFlags, DeterministicIsASwitchThatDefaultsToTheBuild) {
 }
 
 TEST(NetSession, ANonFiniteLossIsAnErrorNamingTheStep) {
-  const NetSpec& net = find_net("LeNet");
+  const NetSpec net = find_net("LeNet");
   NetSession session(net, {.net = "LeNet", .batch = 4, .device = Device::cpu()}, CompileOptions{});
   for (int i = 0; i < 3; ++i) {
     session.step(StepMode::kForward);
@@ -55,7 +55,7 @@ TEST(NetSession, ANonFiniteLossIsAnErrorNamingTheStep) {
 // The optimizer's state exists only while train_step runs, and each plan
 // takes only its own modes.
 TEST(NetSession, OptimizerStateOnlyForTrainStepAndEachModeOnItsPlan) {
-  const NetSpec& net = find_net("LeNet");
+  const NetSpec net = find_net("LeNet");
   auto optimizer_bytes = [](NetSession& s) {
     return s.ctx().memory().current[static_cast<size_t>(MemoryCategory::kOptimizerState)];
   };

@@ -287,6 +287,42 @@ TEST(BenchNets, BadFlagsAreErrors) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "--bogus")) << r.output;
 }
+
+// ---- Networks by name that the registry does not list: MLP specs ----
+TEST(BenchNets, NetRegistersOneNetworkAnMlpSpecToo) {
+  const Outcome r = run(kBench + " --device=cpu --net=mlp:784,32,10 --benchmark_filter=/forward/ "
+                                 "--benchmark_min_time=0.01 --benchmark_format=json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "\"name\": \"MLP:784,32,10/forward/batch:64\"")) << r.output;
+  EXPECT_FALSE(contains(r.output, "LeNet/")) << "--net registers that network alone";
+  const struct {
+    std::string args, message;
+  } refused[] = {
+      {"--net=VGG17", "bench_nets: --net: unknown network 'VGG17'; valid: LeNet, AlexNet"},
+      {"--net=MLP:784,0,10",
+       "bench_nets: --net: network 'MLP:784,0,10': hidden size 1 must be an integer from 1 to 65536, got '0'"},
+  };
+  for (const auto& c : refused) {
+    const Outcome bad = run(kBench + " " + c.args);
+    EXPECT_EQ(bad.exit_code, 2) << "bench_nets " << c.args << "\n" << bad.output;
+    EXPECT_TRUE(contains(bad.output, c.message)) << "bench_nets " << c.args << " printed:\n" << bad.output;
+  }
+}
 #endif
+
+TEST(Cli, SummaryAndTimeTakeAnMlpSpec) {
+  Outcome r = run(kCli + " summary mlp:784,32,10");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* expected : {"MLP:784,32,10: multilayer perceptron 784-32-10", "(1, 1, 28, 28)", "fc2",
+                               "784 -> 32", "25,450"}) {
+    EXPECT_TRUE(contains(r.output, expected)) << "missing " << expected << " in:\n" << r.output;
+  }
+  r = run(kCli + " time MLP:100,16,7 --batch 4 --steps 1 --warmup 0");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "MLP:100,16,7 on cpu")) << r.output;
+  r = run(kCli + " summary MLP:784,10,");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: network 'MLP:784,10,': classes is empty")) << r.output;
+}
 
 }  // namespace

@@ -45,13 +45,16 @@ const Expected kExpected[] = {
     {"ResNet101", 44'549'160, 7'801'405'440, 7.801, 0.001, "avgpool", Shape{2048, 1, 1}},
     {"ResNet152", 60'192'808, 11'513'626'624, 11.514, 0.001, "avgpool", Shape{2048, 1, 1}},
     {"ResNet56", 853'018, 125'485'696, 0.125, 0.001, "avgpool", Shape{64, 1, 1}},
+    // Xception and FCN-5: REFERENCE.md; FCN-5 has no pooling, so its fc3 (the last hidden layer) stands in.
+    {"Xception", 22'855'952, 8'357'403'496, 8.357, 0.001, "block12.rep.6", Shape{1024, 10, 10}},
+    {"FCN5", 13'707'264, 13'707'264, 0.0137, 0.0001, "fc3", Shape{1024}},
 };
 
 class NetTest : public ::testing::TestWithParam<Expected> {};
 
 TEST_P(NetTest, ParametersAndMacsMatchTheReference) {
   const Expected& e = GetParam();
-  const NetSpec& net = find_net(e.net);
+  const NetSpec net = find_net(e.net);
   const Graph graph = net.build(1);
   EXPECT_EQ(graph.parameter_count(), e.params);
   EXPECT_EQ(graph.macs(), e.macs_per_image);
@@ -67,7 +70,7 @@ TEST_P(NetTest, ParametersAndMacsMatchTheReference) {
 // error naming the network, the batch and the first layer that does not fit.
 TEST_P(NetTest, AnyBatchIsCountedExactlyOrRefusedByName) {
   const Expected& e = GetParam();
-  const NetSpec& net = find_net(e.net);
+  const NetSpec net = find_net(e.net);
   int built = 0, refused = 0;
   for (const int batch : {1, 977, 1 << 16, 1 << 20, 1 << 24, 999'999'999, std::numeric_limits<int>::max()}) {
     try {
@@ -84,14 +87,14 @@ TEST_P(NetTest, AnyBatchIsCountedExactlyOrRefusedByName) {
     }
   }
   EXPECT_GE(built, 3) << "small batches build";
-  if (net.classes == 1000) {  // LeNet's and ResNet56's largest tensors at 2^31 - 1 images stay under 2^48
+  if (net.classes == 1000) {  // LeNet's, ResNet56's and FCN5's largest tensors at 2^31 - 1 images stay under 2^48
     EXPECT_GE(refused, 1) << "a batch of 2^31 - 1 fits no ImageNet network";
   }
 }
 
 TEST_P(NetTest, ShapesFollowTheBatch) {
   const Expected& e = GetParam();
-  const NetSpec& net = find_net(e.net);
+  const NetSpec net = find_net(e.net);
   const Graph graph = net.build(2);
   std::vector<int64_t> pool = {2};
   pool.insert(pool.end(), e.last_pool_shape.dims().begin(), e.last_pool_shape.dims().end());
@@ -114,7 +117,8 @@ TEST(NetRegistry, FindsNamesIgnoringCaseAndListsThemOtherwise) {
   } catch (const ConfigError& e) {
     EXPECT_STREQ(e.what(),
                  "unknown network 'vgg17'; valid: LeNet, AlexNet, VGG11, VGG13, VGG16, VGG19, Overfeat, GoogLeNet, "
-                 "InceptionV3, ResNet18, ResNet34, ResNet50, ResNet101, ResNet152, ResNet56");
+                 "InceptionV3, ResNet18, ResNet34, ResNet50, ResNet101, ResNet152, ResNet56, Xception, FCN5, "
+                 "or MLP:<features>,<hidden>,...,<classes>");
   }
 }
 
@@ -136,7 +140,7 @@ TEST(Vgg, ValidDepthsAreTheFourConfigurations) {
 class WholeNetGradientTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(WholeNetGradientTest, MatchesDirectionalDifferencesOfTheLoss) {
-  const NetSpec& net = find_net(GetParam());
+  const NetSpec net = find_net(GetParam());
   Context ctx = Context::cpu();
   Graph graph = net.build(2);
   graph.compile(ctx);
@@ -188,7 +192,7 @@ class TrainingTest : public ::testing::TestWithParam<TrainCase> {};
 TEST_P(TrainingTest, SgdStepsLowerTheLossOnAFixedBatch) {
   const TrainCase& c = GetParam();
   if (c.device.is_cuda()) GLASSBOX_REQUIRE_CUDA();
-  const NetSpec& net = find_net(c.net);
+  const NetSpec net = find_net(c.net);
   Context ctx = Context::on(c.device);
   const int batch = net.name == "LeNet" ? 16 : 2;
   Graph graph = net.build(batch);

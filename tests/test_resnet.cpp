@@ -191,7 +191,7 @@ class ResNet56TrainingTest : public testing::DeviceTest {};
 
 TEST_P(ResNet56TrainingTest, SgdStepsLowerTheLossOnAFixedBatch) {
   Context& ctx = this->ctx();
-  const NetSpec& net = find_net("ResNet56");
+  const NetSpec net = find_net("ResNet56");
   Graph graph = net.build(4);
   graph.compile(ctx);
   fill_synthetic_batch(ctx, graph, net.classes);

@@ -5,12 +5,13 @@
 #include <set>
 #include <string_view>
 
+#include "nets/registry.h"
 #include "tensor/parse.h"
 
 namespace glassbox::bench {
 namespace {
 
-constexpr std::string_view kOwnFlags[] = {"--device", "--batch", "--precision"};  // each takes =VALUE
+constexpr std::string_view kOwnFlags[] = {"--device", "--batch", "--net", "--precision"};  // each takes =VALUE
 
 ReportFormat parse_format(std::string_view flag, std::string_view value) {
   if (value == "console") return ReportFormat::kConsole;
@@ -43,6 +44,12 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
       flags.device = value;
     } else if (name == "--batch") {
       flags.batch = static_cast<int>(parse_int("--batch", value, 1, kMaxInt));
+    } else if (name == "--net") {
+      try {
+        flags.net = find_net(value).name;  // an MLP spec, or a registry name in any case
+      } catch (const ConfigError& e) {
+        throw ConfigError(cat("--net: ", e.what()));
+      }
     } else if (name == "--precision") {
       flags.precision = parse_precision(value);
     } else if (name == "--cudnn-search") {

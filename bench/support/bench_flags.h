@@ -1,12 +1,12 @@
 // bench/support/bench_flags.h: bench_nets' command line, checked before
 // anything runs.
 //
-// Glassbox's own flags (--device=, --batch=, --precision=, --cudnn-search,
-// --deterministic) are taken out and parsed; Google Benchmark's are passed
-// on, after checking the ones Google Benchmark 1.7.1 would mishandle: a bad
-// --benchmark_format prints its usage and exits 0, a bad number is reported
-// as an "unrecognized flag", and a duplicate flag silently wins. Every
-// problem is a ConfigError naming the flag and the value.
+// Glassbox's own flags (--device=, --batch=, --net=, --precision=,
+// --cudnn-search, --deterministic) are taken out and parsed; Google
+// Benchmark's are passed on, after checking the ones Google Benchmark 1.7.1
+// would mishandle: a bad --benchmark_format prints its usage and exits 0, a
+// bad number is reported as an "unrecognized flag", and a duplicate flag
+// silently wins. Every problem is a ConfigError naming the flag and the value.
 #pragma once
 
 #include <string>
@@ -24,6 +24,7 @@ enum class ReportFormat { kConsole, kJson };
 struct BenchFlags {
   std::string device;  // --device= as given; "" for the default (tensor/context.h choose_device)
   int batch = 0;       // --batch=; 0: each network's default for the device
+  std::string net;     // --net=: only this network (a registry name or an MLP spec); "" for every registered one
   Precision precision = Precision::kFp32;
   AlgoSearch algo_search = AlgoSearch::kHeuristic;
   bool deterministic = kDeterministicByDefault;  // --deterministic (PrepareOptions::deterministic)

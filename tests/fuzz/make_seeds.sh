@@ -46,6 +46,25 @@ seed fuzz_parse precision_fp16 fp16
 seed fuzz_parse net_lower vgg16
 seed fuzz_parse net_unknown VGG17
 
+# fuzz_mlp_spec: one network name, an MLP spec or not.
+seed fuzz_mlp_spec fcn5_sizes MLP:784,4096,2048,1024,10
+seed fuzz_mlp_spec lower_case mlp:784,10
+seed fuzz_mlp_spec leading_zeros MLP:0784,010
+seed fuzz_mlp_spec limits MLP:65536,1,2
+seed fuzz_mlp_spec most_layers MLP:3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,2
+seed fuzz_mlp_spec too_many_layers MLP:3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,3,2
+seed fuzz_mlp_spec empty_list MLP:
+seed fuzz_mlp_spec one_size MLP:784
+seed fuzz_mlp_spec trailing_comma MLP:784,10,
+seed fuzz_mlp_spec double_comma MLP:784,,10
+seed fuzz_mlp_spec space "MLP:784, 10"
+seed fuzz_mlp_spec zero MLP:784,0,10
+seed fuzz_mlp_spec negative MLP:784,-5,10
+seed fuzz_mlp_spec past_limit MLP:784,65537,10
+seed fuzz_mlp_spec one_class MLP:784,1
+seed fuzz_mlp_spec not_a_number MLP:784,x,10
+seed fuzz_mlp_spec no_prefix VGG16
+
 # fuzz_cli: the verb, then its words.
 seed fuzz_cli summary_vgg16 summary VGG16
 seed fuzz_cli summary_batch summary AlexNet --batch 64
@@ -64,6 +83,8 @@ seed fuzz_cli time_missing_value time LeNet --steps
 seed fuzz_cli time_twice time LeNet --batch 8 --batch=9
 seed fuzz_cli time_bad_precision time LeNet --precision fp16
 seed fuzz_cli unknown_verb sumary VGG16
+seed fuzz_cli summary_mlp summary MLP:784,2048,10 --batch 3
+seed fuzz_cli time_mlp time mlp:100,7
 
 # fuzz_bench_flags: bench_nets' arguments.
 seed fuzz_bench_flags test_cli_run --device=cpu '--benchmark_filter=^LeNet/forward/' --benchmark_min_time=0.01 --benchmark_format=json
@@ -81,3 +102,5 @@ seed fuzz_bench_flags bad_format --benchmark_format=csv
 seed fuzz_bench_flags positional VGG16
 seed fuzz_bench_flags help --help
 seed fuzz_bench_flags unknown --bogus
+seed fuzz_bench_flags net_mlp --net=MLP:784,2048,10 --benchmark_filter=forward
+seed fuzz_bench_flags net_unknown --net=VGG17

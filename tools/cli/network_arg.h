@@ -6,8 +6,9 @@
 
 namespace glassbox::cli {
 
-// Exactly one positional, a known network; ConfigError otherwise, listing the names.
-inline const NetSpec& network_arg(const Args& args, const std::string& verb) {
+// Exactly one positional, a known network or an MLP spec; ConfigError
+// otherwise, listing the names.
+inline NetSpec network_arg(const Args& args, const std::string& verb) {
   if (args.positionals().size() != 1) {
     throw ConfigError(cat(verb, " takes one network name (got ", args.positionals().size(), "); valid: ", net_names()));
   }
