@@ -14,8 +14,11 @@ Usage:
   python3 bench/interleave.py [--bench build/bench_nets]
       [--python /work/venv-torch/bin/python] [--device cpu] [--rounds 3]
       [--modes forward,forward_backward,train_step,inference] [--batch N]
-      [--threads 2] [--min-time S] [--layouts nchw,channels_last] [--json PATH]
-      NET ...
+      [--threads 2] [--min-time S] [--layouts nchw,channels_last]
+      [--precision fp32|tf32] [--json PATH] NET ...
+
+On a GPU (--device cuda) bench_nets runs with --cudnn-search, since the peer
+sets cudnn.benchmark (measured algorithm choice on both sides).
 """
 
 import argparse
@@ -53,6 +56,10 @@ def glassbox(args, net, modes, tmp, env):
                f"--benchmark_min_time={args.min_time}", f"--benchmark_out={out}"]
     if args.batch:
         command.append(f"--batch={args.batch}")
+    if args.precision != "fp32":
+        command.append(f"--precision={args.precision}")
+    if args.device.startswith("cuda"):
+        command.append("--cudnn-search")
     run(command, env)
     return rates(out)
 
@@ -64,6 +71,7 @@ def pytorch(args, net, modes, tmp, env):
                "--threads", str(args.threads), "--layouts", args.layouts, "--json", out, net]
     if args.batch:
         command += ["--batch", str(args.batch)]
+    command += ["--precision", args.precision]
     run(command, env)
     return rates(out)
 
@@ -80,6 +88,7 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--min-time", type=float, default=2.0)
     parser.add_argument("--layouts", default="nchw,channels_last")
+    parser.add_argument("--precision", choices=["fp32", "tf32"], default="fp32")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args()
     modes = [m for m in args.modes.split(",") if m]
@@ -111,7 +120,7 @@ def main():
                      "pytorch_layout": best[1], "pytorch_by_layout": layouts,
                      "ratio": ours / best[0] if ours and best[0] else None})
 
-    print(f"{args.device}, {args.threads} threads, {args.rounds} interleaved rounds, medians; images/s")
+    print(f"{args.device}, {args.precision}, {args.threads} threads, {args.rounds} interleaved rounds, medians; images/s")
     header = f"{'benchmark':36s} {'Glassbox':>10s} {'PyTorch':>10s} {'ratio':>6s}  PyTorch layout"
     print(header)
     print("-" * len(header))

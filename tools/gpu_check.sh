@@ -11,9 +11,11 @@
 #                test that skips is a failure)
 #   5 memcheck   compute-sanitizer --tool memcheck over the layer tests (all
 #                but test_nets, test_graph, test_optim)
-#   6 bench      build-gpu/bench_nets --device=cuda --cudnn-search and the PyTorch peer for
-#                LeNet, AlexNet, VGG16 at the default GPU batches, then
-#                bench/compare.py -> bench/results/<YYYY-MM-DD>-<gpu>.json
+#   6 bench      build-gpu/bench_nets --device=cuda --cudnn-search and the PyTorch peer
+#                (NCHW and channels_last) for LeNet, AlexNet, VGG16, ResNet50 at the
+#                default GPU batches, then bench/compare.py -> bench/results/<YYYY-MM-DD>-<gpu>.json;
+#                then ResNet50/train_step fp32 and tf32 interleaved with PyTorch
+#                (bench/interleave.py) -> bench/results/<YYYY-MM-DD>-<gpu>-resnet50-<precision>.json
 #
 # Every step runs even when an earlier one failed (a step that needs the build
 # is reported as failed when there is none); the exit status is 1 if any step
@@ -27,7 +29,7 @@
 #                    and DIR/bench_nets (skips configure and build)
 #   --skip / --only  comma-separated steps among build,tests,memcheck,bench
 #                    (system and libraries always run)
-#   --bench-filter   default '^(LeNet|AlexNet|VGG16)/'
+#   --bench-filter   default '^(LeNet|AlexNet|VGG16|ResNet50)/'
 #   --dry-run        detect and print what would run, run nothing
 #
 # Environment: GPU_CHECK_TEST_TIMEOUT (seconds per test binary, default 600),
@@ -52,7 +54,7 @@ prebuilt=""
 dry_run=0
 skip=""
 only=""
-bench_filter='^(LeNet|AlexNet|VGG16)/'
+bench_filter='^(LeNet|AlexNet|VGG16|ResNet50)/'
 while [ $# -gt 0 ]; do
   case "$1" in
     --prebuilt) [ $# -ge 2 ] || die "--prebuilt needs a directory"; prebuilt=$2; shift 2 ;;
@@ -320,7 +322,8 @@ gpu_slug() {
 
 step_bench() {
   local rc=0 gb_json="$logs/bench_nets.json" pt_json="$logs/pytorch_nets.json"
-  [ "$dry_run" -eq 1 ] || rm -f "$results_file"  # never pass off an earlier run's file as this one's
+  # Never pass off an earlier run's files as this one's.
+  [ "$dry_run" -eq 1 ] || rm -f "$results_file" "${results_file%.json}"-resnet50-{fp32,tf32}.json
   echo "---- Glassbox: $build/bench_nets"
   if [ "$dry_run" -eq 1 ] || [ -x "$build/bench_nets" ]; then
     # --cudnn-search: the PyTorch peer runs with cudnn.benchmark = True (measured
@@ -337,14 +340,24 @@ step_bench() {
     echo "bench_nets: not built ($build/bench_nets missing)"; rc=1
   fi
   echo "---- PyTorch: bench/peers/pytorch_nets.py"
-  show "$python" bench/peers/pytorch_nets.py --device cuda --filter "$bench_filter" --json "$pt_json" \
-    || { echo "pytorch_nets: FAILED"; rc=1; }
+  show "$python" bench/peers/pytorch_nets.py --device cuda --layouts nchw,channels_last --filter "$bench_filter" \
+    --json "$pt_json" || { echo "pytorch_nets: FAILED"; rc=1; }
   echo "---- comparison"
   if [ "$dry_run" -eq 1 ] || { [ -s "$gb_json" ] && [ -s "$pt_json" ]; }; then
     show "$python" bench/compare.py "$gb_json" "$pt_json" --out "$results_file" || { echo "compare: FAILED"; rc=1; }
   else
     echo "compare: skipped (needs both $gb_json and $pt_json)"; rc=1
   fi
+  # The GPU figure: ResNet-50 train_step at its GPU batch, fp32 and
+  # tf32, in alternating Glassbox and PyTorch runs (3 rounds, medians, the
+  # better PyTorch layout): bench/interleave.py.
+  local precision
+  for precision in fp32 tf32; do
+    echo "---- ResNet50/train_step $precision, interleaved with PyTorch"
+    show "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" --rounds 3 \
+      --modes train_step --precision "$precision" --json "${results_file%.json}-resnet50-$precision.json" ResNet50 \
+      || { echo "interleave $precision: FAILED"; rc=1; }
+  done
   return "$rc"
 }
 
@@ -385,6 +398,7 @@ done
 if [ "$dry_run" -eq 0 ] && wanted bench; then
   if [ -f "$results_file" ]; then to_out "$results_file"
   else for f in "$logs/bench_nets.json" "$logs/pytorch_nets.json"; do [ -f "$f" ] && to_out "$f"; done; fi
+  for f in "${results_file%.json}"-resnet50-{fp32,tf32}.json; do [ -f "$f" ] && to_out "$f"; done
 fi
 
 banner "summary"

@@ -24,20 +24,30 @@ SEED = 1234
 SGD_SETTINGS = dict(lr=1e-4, momentum=0.9, weight_decay=5e-4)
 
 
-def benchmark_name(spec, mode, batch, layout):
-    """<Net>/<mode>/batch:<N>, with /channels_last for that layout (as
-    bench_nets appends /tf32 for its precision)."""
-    return f"{spec.name}/{mode}/batch:{batch}" + ("/channels_last" if layout == "channels_last" else "")
+PRECISIONS = ["fp32", "tf32"]
 
 
-def configure_torch(torch, threads=None):
-    """fp32 without TF32 and measured cuDNN algorithm choice, on every path."""
+def benchmark_name(spec, mode, batch, layout, precision="fp32"):
+    """<Net>/<mode>/batch:<N>, then /tf32 for that precision (as bench_nets
+    names it), then /channels_last for that layout (which bench/compare.py
+    strips to find Glassbox's benchmark of the same name)."""
+    return (f"{spec.name}/{mode}/batch:{batch}" + ("/tf32" if precision == "tf32" else "")
+            + ("/channels_last" if layout == "channels_last" else ""))
+
+
+def configure_torch(torch, threads=None, precision="fp32"):
+    """Measured cuDNN algorithm choice, and fp32 without TF32 on every path, or
+    TF32 on every path (convolutions and matrix products) for precision tf32,
+    as bench_nets --precision=tf32 allows Tensor Core TF32 in cuDNN and cuBLAS.
+    PyTorch's defaults are mixed (cuDNN TF32 on, matmul off), so both flags
+    are set explicitly."""
     if threads:
         torch.set_num_threads(threads)
+    tf32 = precision == "tf32"
     torch.backends.cudnn.benchmark = True
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    torch.set_float32_matmul_precision("highest")
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.set_float32_matmul_precision("high" if tf32 else "highest")
 
 
 def make_sgd(params):

@@ -111,7 +111,7 @@ def make_context(torch, torchvision, device, counts, args):
         "device": device,
         "device_name": torch.cuda.get_device_name() if cuda else cpu_model,
         "cpu": cpu_model,
-        "precision": "fp32, TF32 off",
+        "precision": "tf32 (TF32 in cuDNN and matrix products)" if args.precision == "tf32" else "fp32, TF32 off",
         "math_mode": math_mode(torch),
         "torch": torch.__version__,
         "torchvision": torchvision.__version__,

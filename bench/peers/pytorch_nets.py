@@ -36,7 +36,8 @@ peer_models.py's NETS table (Glassbox's NetSpec defaults); --batch overrides.
 
 Usage:
   python3 bench/peers/pytorch_nets.py [--device cpu|cuda] [--filter REGEX]
-      [--batch N] [--min-time S] [--threads N] [--channels-last | --layouts L,L]
+      [--batch N] [--precision fp32|tf32] [--min-time S] [--threads N]
+      [--channels-last | --layouts L,L]
       [--json PATH] [--list] [NET ...]
 
 The JSON (--json) has Google Benchmark's shape ({"context", "benchmarks"}).
@@ -50,7 +51,7 @@ import re
 import sys
 
 from peer_models import NET_NAMES, NETS, DefinitionError, check_reference, count, find_net
-from peer_protocol import LAYOUTS, MODES, WARMUP_STEPS, benchmark_name, configure_torch, run_benchmark
+from peer_protocol import LAYOUTS, MODES, PRECISIONS, WARMUP_STEPS, benchmark_name, configure_torch, run_benchmark
 
 PROG = "pytorch_nets.py"
 
@@ -78,6 +79,8 @@ def parse_args(argv):
     parser.add_argument("--device", help="cpu or cuda (default: cuda when available)")
     parser.add_argument("--filter", default=".", help="regex on benchmark names, as --benchmark_filter "
                         "(a leading '-' negates; 'all' means every benchmark)")
+    parser.add_argument("--precision", default="fp32", help="fp32 (TF32 off everywhere, the default) or tf32 "
+                        "(TF32 in cuDNN and matrix products; names end in /tf32, as bench_nets --precision=tf32)")
     parser.add_argument("--batch", type=int, help="batch size for every net (default: per net and device)")
     parser.add_argument("--min-time", type=float, default=0.5, help="seconds of measured time per benchmark "
                         "(default 0.5, as Google Benchmark); at least 3 timed steps")
@@ -101,6 +104,8 @@ def parse_args(argv):
     args.layouts = ["channels_last"] if args.channels_last else parse_layouts(args.layouts or "nchw")
     if args.device is not None and args.device not in ("cpu", "cuda"):
         raise UsageError(f"bad device {args.device!r} (expected cpu or cuda)")
+    if args.precision not in PRECISIONS:
+        raise UsageError(f"bad --precision {args.precision!r} (expected {' or '.join(PRECISIONS)})")
     if args.batch is not None and args.batch <= 0:
         raise UsageError(f"--batch must be a positive integer, got {args.batch}")
     if not args.min_time > 0:
@@ -135,7 +140,7 @@ def plan(args, device):
         batch = args.batch or spec.default_batch(device)
         for layout in args.layouts:
             for mode in MODES:
-                name = benchmark_name(spec, mode, batch, layout)
+                name = benchmark_name(spec, mode, batch, layout, args.precision)
                 if args.filter_re(name):
                     planned.append((spec, mode, batch, layout, name))
     return planned
@@ -181,7 +186,7 @@ def main(argv):
     device = args.device or ("cuda" if cuda_ok else "cpu")
     if device == "cuda" and not cuda_ok:
         raise UsageError("CUDA requested but not available to PyTorch (torch.cuda.is_available() is False)")
-    configure_torch(torch, args.threads)
+    configure_torch(torch, args.threads, args.precision)
 
     planned = plan(args, device)
     if not planned:
