@@ -1,13 +1,13 @@
 // graph/init.cpp
 #include "graph/init.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
 namespace glassbox {
 
-std::vector<float> initial_values(const ParamSpec& spec, uint64_t seed, int index) {
-  std::vector<float> values(static_cast<size_t>(spec.shape.numel()));
+void fill_initial_values(const ParamSpec& spec, uint64_t seed, int index, std::span<float> values) {
   // One generator per parameter, so adding a layer does not shift the others' values.
   std::seed_seq sequence{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
                          static_cast<uint32_t>(index)};
@@ -26,12 +26,12 @@ std::vector<float> initial_values(const ParamSpec& spec, uint64_t seed, int inde
       break;
     }
     case Init::kZeros:
+      std::fill(values.begin(), values.end(), 0.0f);
       break;
     case Init::kOnes:
       std::fill(values.begin(), values.end(), 1.0f);
       break;
   }
-  return values;
 }
 
 }  // namespace glassbox

@@ -4,7 +4,7 @@ same networks, batch and modes, on the CPU, measured the same way.
 
 For each (network, mode):
   Glassbox  build/bench_nets runs that one benchmark in a child process
-            (--benchmark_filter=^NET/MODE/batch:N$). Two figures:
+            (--benchmark_filter=^NET/MODE/batch:N, any time suffix). Two figures:
             allocator  bench_nets' peak_memory counter: the bytes Glassbox's
                        allocator held at its peak over the timed steps
             RSS        the child's max RSS (wait4) minus the max RSS of
@@ -47,7 +47,7 @@ def glassbox(bench, net, mode, batch, threads, baseline):
         out = os.path.join(tmp, "r.json")
         name = f"{net}/{mode}/batch:{batch}"
         status, rss, output = max_rss_of(
-            [bench, "--device=cpu", f"--batch={batch}", f"--benchmark_filter=^{name}$",
+            [bench, "--device=cpu", f"--batch={batch}", f"--benchmark_filter=^{name}(/real_time|/manual_time)?$",
              "--benchmark_min_time=0.01", f"--benchmark_out={out}"], env)
         if status != 0:
             raise RuntimeError(f"bench_nets {name} failed ({status}):\n{output}")

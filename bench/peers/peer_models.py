@@ -66,12 +66,12 @@ NETS = [
     NetSpec("InceptionV3", (3, 299, 299), 1000, 32, 4, 23_834_568, "5.713",
             _torchvision("inception_v3", aux_logits=False, init_weights=False, transform_input=False)),
     NetSpec("ResNet18", _IMAGENET, 1000, 64, 16, 11_689_512, "1.814", _torchvision("resnet18")),
-    NetSpec("ResNet34", _IMAGENET, 1000, 64, 16, 21_797_672, "3.664", _torchvision("resnet34")),
+    NetSpec("ResNet34", _IMAGENET, 1000, 64, 8, 21_797_672, "3.664", _torchvision("resnet34")),
     NetSpec("ResNet50", _IMAGENET, 1000, 64, 8, 25_557_032, "4.089", _torchvision("resnet50")),
     NetSpec("ResNet101", _IMAGENET, 1000, 32, 4, 44_549_160, "7.801", _torchvision("resnet101")),
     NetSpec("ResNet152", _IMAGENET, 1000, 32, 4, 60_192_808, "11.514", _torchvision("resnet152")),
     NetSpec("ResNet56", (3, 32, 32), 10, 128, 64, 853_018, "0.125", _custom("resnet56")),
-    NetSpec("Xception", (3, 299, 299), 1000, 32, 4, 22_855_952, "8.357", _custom("xception")),
+    NetSpec("Xception", (3, 299, 299), 1000, 32, 2, 22_855_952, "8.357", _custom("xception")),
     NetSpec("FCN5", _MNIST, 10, 256, 64, 13_707_264, "0.0137", _custom("fcn5")),
 ]
 NET_NAMES = [net.name for net in NETS]

@@ -32,7 +32,8 @@ void print_usage() {
       "                               on every run (the CPU path always does: there it changes nothing)\n"
       "  max-batch NET [--device D] [--memory-limit SIZE] [--precision P] [--max N]\n"
       "                               the largest batch whose training step fits, by trying\n\n"
-      "networks: %s\n",
+      "networks: %s,\n"
+      "          or MLP:<features>,<hidden>,...,<classes> (fully connected, e.g. MLP:784,2048,10)\n",
       glassbox::net_names().c_str());
 }
 
