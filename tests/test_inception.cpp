@@ -6,14 +6,11 @@
 // shapes are checked against torchvision's.
 #include <gtest/gtest.h>
 
-#include <cmath>
-
 #include "data/synthetic.h"
 #include "nets/inception_blocks.h"
 #include "nets/nets.h"
-#include "optim/sgd.h"
-#include "tensor/copy.h"
 #include "tests/support/devices.h"
+#include "tests/support/network_checks.h"
 
 namespace glassbox {
 namespace {
@@ -109,31 +106,8 @@ TEST(InceptionBlocks, WholeNetworkGradientMatchesDirectionalDifferences) {
   Graph graph = narrow_inception(2);
   graph.compile(ctx);
   fill_synthetic_batch(ctx, graph, kClasses);
-  graph.zero_grad(ctx);
-  graph.forward(ctx, Phase::kTraining);
-  graph.backward(ctx);
-  const std::vector<float> grad = to_vector<float>(ctx, graph.gradients());
-  const std::vector<float> w = to_vector<float>(ctx, graph.parameters());
-  double norm = 0.0;
-  for (float g : grad) norm += static_cast<double>(g) * g;
-  norm = std::sqrt(norm);
-  ASSERT_GT(norm, 0.0);
-
-  auto loss_at = [&](double step) {
-    std::vector<float> moved(w.size());
-    for (size_t i = 0; i < w.size(); ++i) moved[i] = w[i] + static_cast<float>(step * grad[i] / norm);
-    from_vector<float>(ctx, moved, graph.parameters());
-    graph.forward(ctx, Phase::kTraining);
-    return static_cast<double>(graph.loss(ctx));
-  };
-  std::vector<double> errors;
-  for (double eps : {5e-3, 2.5e-3, 1.25e-3}) {
-    const double numeric = (loss_at(eps) - loss_at(-eps)) / (2 * eps);
-    errors.push_back(std::fabs(numeric - norm) / norm);
-  }
-  EXPECT_LT(errors[2], errors[0]) << "the difference does not converge to the gradient";
-  EXPECT_LT(errors[2], 0.025) << "|dL/dw| = " << norm << ", relative errors " << errors[0] << ", " << errors[1]
-                              << ", " << errors[2];
+  testing::expect_gradient_matches_directional_differences(ctx, graph, Phase::kTraining, {5e-3, 2.5e-3, 1.25e-3},
+                                                           "narrow Inception blocks");
 }
 
 // A few SGD steps on one fixed batch lower the loss on that batch. The loss is
@@ -147,20 +121,8 @@ TEST_P(InceptionTrainingTest, SgdStepsLowerTheLossOnAFixedBatch) {
   Graph graph = narrow_inception(8);
   graph.compile(ctx);
   fill_synthetic_batch(ctx, graph, kClasses);
-  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 0.0f});
-
-  graph.forward(ctx, Phase::kTraining);
-  const float before = graph.loss(ctx);
-  for (int step = 0; step < 4; ++step) {
-    graph.zero_grad(ctx);
-    graph.forward(ctx, Phase::kTraining);
-    graph.backward(ctx);
-    sgd.step(ctx);
-  }
-  graph.forward(ctx, Phase::kTraining);
-  const float after = graph.loss(ctx);
-  EXPECT_TRUE(std::isfinite(before) && std::isfinite(after)) << before << " -> " << after;
-  EXPECT_LT(after, before * 0.9f) << "loss " << before << " -> " << after;
+  testing::expect_sgd_steps_lower_the_loss(ctx, graph, {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 0.0f},
+                                           Phase::kTraining, 0.9f, "narrow Inception blocks");
 }
 
 GLASSBOX_INSTANTIATE_ON_DEVICES(InceptionTrainingTest);

@@ -3,14 +3,12 @@
 // and the networks the registry builds from such names.
 #include <gtest/gtest.h>
 
-#include <cmath>
-
 #include "data/synthetic.h"
 #include "nets/mlp_spec.h"
 #include "nets/nets.h"
 #include "nets/registry.h"
-#include "optim/sgd.h"
 #include "tensor/parse.h"
+#include "tests/support/network_checks.h"
 
 namespace glassbox {
 namespace {
@@ -159,19 +157,8 @@ TEST(MlpNets, ANetworkByNameTrains) {
   Graph graph = net.build(16);
   graph.compile(ctx);
   fill_synthetic_batch(ctx, graph, net.classes);
-  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 5e-2f, .momentum = 0.9f, .weight_decay = 0.0f});
-  graph.forward(ctx, Phase::kInference);
-  const float before = graph.loss(ctx);
-  for (int step = 0; step < 4; ++step) {
-    graph.zero_grad(ctx);
-    graph.forward(ctx, Phase::kTraining);
-    graph.backward(ctx);
-    sgd.step(ctx);
-  }
-  graph.forward(ctx, Phase::kInference);
-  const float after = graph.loss(ctx);
-  EXPECT_TRUE(std::isfinite(before) && std::isfinite(after)) << before << " -> " << after;
-  EXPECT_LT(after, before * 0.98f) << before << " -> " << after;
+  testing::expect_sgd_steps_lower_the_loss(ctx, graph, {.lr = 5e-2f, .momentum = 0.9f, .weight_decay = 0.0f},
+                                           Phase::kInference, 0.98f, net.name);
 }
 
 }  // namespace

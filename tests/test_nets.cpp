@@ -3,15 +3,13 @@
 // on a fixed batch, on each backend.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <limits>
 
 #include "data/synthetic.h"
 #include "nets/nets.h"
 #include "nets/registry.h"
-#include "optim/sgd.h"
-#include "tensor/copy.h"
 #include "tests/support/devices.h"
+#include "tests/support/network_checks.h"
 
 namespace glassbox {
 namespace {
@@ -145,31 +143,8 @@ TEST_P(WholeNetGradientTest, MatchesDirectionalDifferencesOfTheLoss) {
   Graph graph = net.build(2);
   graph.compile(ctx);
   fill_synthetic_batch(ctx, graph, net.classes);
-  graph.zero_grad(ctx);
-  graph.forward(ctx, Phase::kInference);  // dropout off: the loss is a fixed function of w
-  graph.backward(ctx);
-  const std::vector<float> grad = to_vector<float>(ctx, graph.gradients());
-  const std::vector<float> w = to_vector<float>(ctx, graph.parameters());
-  double norm = 0.0;
-  for (float g : grad) norm += static_cast<double>(g) * g;
-  norm = std::sqrt(norm);
-  ASSERT_GT(norm, 0.0);
-
-  auto loss_at = [&](double step) {
-    std::vector<float> moved(w.size());
-    for (size_t i = 0; i < w.size(); ++i) moved[i] = w[i] + static_cast<float>(step * grad[i] / norm);
-    from_vector<float>(ctx, moved, graph.parameters());
-    graph.forward(ctx, Phase::kInference);
-    return static_cast<double>(graph.loss(ctx));
-  };
-  std::vector<double> errors;
-  for (double eps : {1e-2, 5e-3, 2.5e-3}) {
-    const double numeric = (loss_at(eps) - loss_at(-eps)) / (2 * eps);
-    errors.push_back(std::fabs(numeric - norm) / norm);
-  }
-  EXPECT_LT(errors[2], errors[0]) << "the difference does not converge to the gradient";
-  EXPECT_LT(errors[2], 0.025) << net.name << ": |dL/dw| = " << norm << ", relative errors " << errors[0] << ", "
-                              << errors[1] << ", " << errors[2];
+  testing::expect_gradient_matches_directional_differences(ctx, graph, Phase::kInference, {1e-2, 5e-3, 2.5e-3},
+                                                           net.name);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, WholeNetGradientTest, ::testing::Values("LeNet", "AlexNet", "VGG11"),
@@ -199,20 +174,8 @@ TEST_P(TrainingTest, SgdStepsLowerTheLossOnAFixedBatch) {
   graph.compile(ctx);
   fill_synthetic_batch(ctx, graph, net.classes);
   const float lr = net.name == "LeNet" ? 5e-2f : 3e-4f;  // LeNet at 1e-2 moved only 2.3%
-  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = lr, .momentum = 0.9f, .weight_decay = 0.0f});
-
-  graph.forward(ctx, Phase::kInference);
-  const float before = graph.loss(ctx);
-  for (int step = 0; step < 4; ++step) {
-    graph.zero_grad(ctx);
-    graph.forward(ctx, Phase::kTraining);
-    graph.backward(ctx);
-    sgd.step(ctx);
-  }
-  graph.forward(ctx, Phase::kInference);
-  const float after = graph.loss(ctx);
-  EXPECT_TRUE(std::isfinite(before) && std::isfinite(after)) << before << " -> " << after;
-  EXPECT_LT(after, before * 0.98f) << net.name << " on " << c.device.str() << ": loss " << before << " -> " << after;
+  testing::expect_sgd_steps_lower_the_loss(ctx, graph, {.lr = lr, .momentum = 0.9f, .weight_decay = 0.0f},
+                                           Phase::kInference, 0.98f, cat(net.name, " on ", c.device.str()));
 }
 
 // One network per family: the deeper members repeat the same layers, and

@@ -4,16 +4,14 @@
 // tests/test_nets.cpp with the other networks.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <map>
 
 #include "data/synthetic.h"
 #include "layers/subsample_pad.h"
 #include "nets/nets.h"
 #include "nets/registry.h"
-#include "optim/sgd.h"
-#include "tensor/copy.h"
 #include "tests/support/devices.h"
+#include "tests/support/network_checks.h"
 
 namespace glassbox {
 namespace {
@@ -150,31 +148,8 @@ TEST_P(ResNetGradientTest, MatchesDirectionalDifferencesOfTheLoss) {
   Graph graph = net.build(2);
   graph.compile(ctx);
   fill_synthetic_batch(ctx, graph, 10);
-  graph.zero_grad(ctx);
-  graph.forward(ctx, Phase::kTraining);
-  graph.backward(ctx);
-  const std::vector<float> grad = to_vector<float>(ctx, graph.gradients());
-  const std::vector<float> w = to_vector<float>(ctx, graph.parameters());
-  double norm = 0.0;
-  for (float g : grad) norm += static_cast<double>(g) * g;
-  norm = std::sqrt(norm);
-  ASSERT_GT(norm, 0.0);
-
-  auto loss_at = [&](double step) {
-    std::vector<float> moved(w.size());
-    for (size_t i = 0; i < w.size(); ++i) moved[i] = w[i] + static_cast<float>(step * grad[i] / norm);
-    from_vector<float>(ctx, moved, graph.parameters());
-    graph.forward(ctx, Phase::kTraining);
-    return static_cast<double>(graph.loss(ctx));
-  };
-  std::vector<double> errors;
-  for (double eps : {net.eps, net.eps / 2, net.eps / 4}) {
-    const double numeric = (loss_at(eps) - loss_at(-eps)) / (2 * eps);
-    errors.push_back(std::fabs(numeric - norm) / norm);
-  }
-  EXPECT_LT(errors[2], errors[0]) << "the difference does not converge to the gradient";
-  EXPECT_LT(errors[2], net.tolerance) << net.name << ": |dL/dw| = " << norm << ", relative errors " << errors[0]
-                                      << ", " << errors[1] << ", " << errors[2];
+  testing::expect_gradient_matches_directional_differences(
+      ctx, graph, Phase::kTraining, {net.eps, net.eps / 2, net.eps / 4}, net.name, net.tolerance);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, ResNetGradientTest, ::testing::ValuesIn(kSmallNets),
@@ -195,20 +170,8 @@ TEST_P(ResNet56TrainingTest, SgdStepsLowerTheLossOnAFixedBatch) {
   Graph graph = net.build(4);
   graph.compile(ctx);
   fill_synthetic_batch(ctx, graph, net.classes);
-  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 0.0f});
-
-  graph.forward(ctx, Phase::kTraining);
-  const float before = graph.loss(ctx);
-  for (int step = 0; step < 4; ++step) {
-    graph.zero_grad(ctx);
-    graph.forward(ctx, Phase::kTraining);
-    graph.backward(ctx);
-    sgd.step(ctx);
-  }
-  graph.forward(ctx, Phase::kTraining);
-  const float after = graph.loss(ctx);
-  EXPECT_TRUE(std::isfinite(before) && std::isfinite(after)) << before << " -> " << after;
-  EXPECT_LT(after, before * 0.9f) << "loss " << before << " -> " << after;
+  testing::expect_sgd_steps_lower_the_loss(ctx, graph, {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 0.0f},
+                                           Phase::kTraining, 0.9f, net.name);
 }
 
 GLASSBOX_INSTANTIATE_ON_DEVICES(ResNet56TrainingTest);

@@ -4,14 +4,11 @@
 // and a few training steps. The full network's counts are in test_nets.cpp.
 #include <gtest/gtest.h>
 
-#include <cmath>
-
 #include "data/synthetic.h"
 #include "layers/conv2d.h"
 #include "nets/nets.h"
-#include "optim/sgd.h"
-#include "tensor/copy.h"
 #include "tests/support/devices.h"
+#include "tests/support/network_checks.h"
 
 namespace glassbox {
 namespace {
@@ -89,31 +86,8 @@ TEST(Xception, NarrowNetworkGradientMatchesDirectionalDifferences) {
   Graph graph = xception(2, kNarrow);
   graph.compile(ctx);
   fill_synthetic_batch(ctx, graph, kNarrow.classes);
-  graph.zero_grad(ctx);
-  graph.forward(ctx, Phase::kTraining);
-  graph.backward(ctx);
-  const std::vector<float> grad = to_vector<float>(ctx, graph.gradients());
-  const std::vector<float> w = to_vector<float>(ctx, graph.parameters());
-  double norm = 0.0;
-  for (float g : grad) norm += static_cast<double>(g) * g;
-  norm = std::sqrt(norm);
-  ASSERT_GT(norm, 0.0);
-
-  auto loss_at = [&](double step) {
-    std::vector<float> moved(w.size());
-    for (size_t i = 0; i < w.size(); ++i) moved[i] = w[i] + static_cast<float>(step * grad[i] / norm);
-    from_vector<float>(ctx, moved, graph.parameters());
-    graph.forward(ctx, Phase::kTraining);
-    return static_cast<double>(graph.loss(ctx));
-  };
-  std::vector<double> errors;
-  for (double eps : {2e-3, 1e-3, 5e-4}) {
-    const double numeric = (loss_at(eps) - loss_at(-eps)) / (2 * eps);
-    errors.push_back(std::fabs(numeric - norm) / norm);
-  }
-  EXPECT_LT(errors[2], errors[0]) << "the difference does not converge to the gradient";
-  EXPECT_LT(errors[2], 0.025) << "|dL/dw| = " << norm << ", relative errors " << errors[0] << ", " << errors[1]
-                              << ", " << errors[2];
+  testing::expect_gradient_matches_directional_differences(ctx, graph, Phase::kTraining, {2e-3, 1e-3, 5e-4},
+                                                           "narrow Xception");
 }
 
 class XceptionTraining : public ::testing::TestWithParam<Device> {};
@@ -126,21 +100,9 @@ TEST_P(XceptionTraining, SgdStepsLowerTheLossOfTheNarrowNetwork) {
   Graph graph = xception(4, kNarrow);
   graph.compile(ctx);
   fill_synthetic_batch(ctx, graph, kNarrow.classes);
-  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 5e-2f, .momentum = 0.9f, .weight_decay = 0.0f});
-  auto loss = [&] {
-    graph.forward(ctx, Phase::kTraining);  // batch statistics: the running ones have seen four batches
-    return graph.loss(ctx);
-  };
-  const float before = loss();
-  for (int step = 0; step < 4; ++step) {
-    graph.zero_grad(ctx);
-    graph.forward(ctx, Phase::kTraining);
-    graph.backward(ctx);
-    sgd.step(ctx);
-  }
-  const float after = loss();
-  EXPECT_TRUE(std::isfinite(before) && std::isfinite(after)) << before << " -> " << after;
-  EXPECT_LT(after, before * 0.98f) << device.str() << ": loss " << before << " -> " << after;
+  // The loss is read with batch statistics: the running ones have seen only four batches.
+  testing::expect_sgd_steps_lower_the_loss(ctx, graph, {.lr = 5e-2f, .momentum = 0.9f, .weight_decay = 0.0f},
+                                           Phase::kTraining, 0.98f, cat("narrow Xception on ", device.str()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, XceptionTraining, ::testing::ValuesIn(testing::all_devices()),
