@@ -13,8 +13,8 @@
 //   backward-data    item (n, g, block of input channels): for each tile, dcol = W_block^T * dy_tile,
 //                    then fold back ("col2im") into the block's own dx, so no two threads
 //                    write the same element
-// Each thread multiplies with Eigen single-threaded (Eigen does not fork inside
-// an OpenMP parallel region): parallelism over tiles, not inside small products.
+// Each thread multiplies with Eigen single-threaded (Note [Eigen's own threads]
+// in tensor/eigen_maps.h): parallelism over tiles, not inside small products.
 // Tiles, unfolded buffers and partial gradients live in the context workspace;
 // im2col and col2im themselves are layers/im2col.cpp. Depthwise convolutions
 // (one input channel per group) take a direct path instead:

@@ -2,6 +2,7 @@
 #include "tensor/context.h"
 
 #include "tensor/cuda_entry.h"
+#include "tensor/eigen_maps.h"
 #include "tensor/error.h"
 
 namespace glassbox {
@@ -40,6 +41,7 @@ Context& Context::operator=(Context&&) noexcept = default;
 Context::~Context() = default;
 
 Context Context::cpu(uint64_t seed) {
+  keep_eigen_single_threaded();  // Note [Eigen's own threads]
   Context ctx(Device::cpu(), seed);
   ctx.allocator_ = make_cpu_allocator();
   return ctx;

@@ -48,9 +48,8 @@ constexpr int kClasses = 10;
 // 512-pixel tiles per image, so 32 items, 8 per slot; conv2's has 16, 4 per
 // slot. With the old dynamic schedule this failed in each of 150 processes on
 // a shared 2-core machine (27 of 30 with half the channels and images, 8 steps).
-// Global average pooling keeps the linear layer's products small enough that
-// Eigen runs them on one thread: its own threads busy-wait for each other,
-// which costs seconds when threads outnumber cores.
+// Global average pooling keeps the linear layer small. (Eigen runs every
+// product on one thread: Note [Eigen's own threads] in tensor/eigen_maps.h.)
 Graph small_net() {
   GraphBuilder g;
   Value x = g.input("images", {kBatch, 3, 32, 32});
