@@ -5,7 +5,8 @@
 #   cmake -S . -B build-gpu -DGLASSBOX_STAGED_DEPS=third_party/staged ...
 #
 # Creates Eigen3::Eigen, GTest::gtest, GTest::gtest_main, GTest::gmock,
-# GTest::gmock_main and benchmark::benchmark; the find_package calls that would
+# GTest::gmock_main, benchmark::benchmark, libjpeg-turbo::turbojpeg, ZLIB::ZLIB
+# and nlohmann_json::nlohmann_json; the find_package calls that would
 # otherwise make them are guarded with `if(NOT TARGET ...)`. Without
 # GLASSBOX_STAGED_DEPS this file does nothing. A relative path is taken from
 # the source tree's top.
@@ -90,5 +91,30 @@ if(NOT TARGET benchmark::benchmark)
     INTERFACE_LINK_LIBRARIES Threads::Threads)
 endif()
 
+# ---- TurboJPEG, zlib (headers + shared library under its SONAME), nlohmann-json (headers) ----
+foreach(_part IN ITEMS "turbojpeg/include/turbojpeg.h" "turbojpeg/lib/libturbojpeg.so.0" "zlib/include/zlib.h"
+                       "zlib/lib/libz.so.1" "nlohmann/include/nlohmann/json.hpp")
+  if(NOT EXISTS "${_staged}/${_part}")
+    message(FATAL_ERROR "Glassbox: staged ${_part} missing under ${_staged}; run tools/stage_deps.sh again")
+  endif()
+endforeach()
+if(NOT TARGET libjpeg-turbo::turbojpeg)
+  add_library(libjpeg-turbo::turbojpeg SHARED IMPORTED)
+  set_target_properties(libjpeg-turbo::turbojpeg PROPERTIES
+    IMPORTED_LOCATION "${_staged}/turbojpeg/lib/libturbojpeg.so.0"
+    INTERFACE_INCLUDE_DIRECTORIES "${_staged}/turbojpeg/include")
+endif()
+if(NOT TARGET ZLIB::ZLIB)
+  add_library(ZLIB::ZLIB SHARED IMPORTED)
+  set_target_properties(ZLIB::ZLIB PROPERTIES
+    IMPORTED_LOCATION "${_staged}/zlib/lib/libz.so.1"
+    INTERFACE_INCLUDE_DIRECTORIES "${_staged}/zlib/include")
+endif()
+if(NOT TARGET nlohmann_json::nlohmann_json)
+  add_library(nlohmann_json::nlohmann_json INTERFACE IMPORTED)
+  set_target_properties(nlohmann_json::nlohmann_json PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${_staged}/nlohmann/include")
+endif()
+
 message(STATUS "Glassbox: staged dependencies from ${_staged}: Eigen ${_eigen_version}, "
-               "GoogleTest (sources), Google Benchmark (${_bench_soname})")
+               "GoogleTest (sources), Google Benchmark (${_bench_soname}), TurboJPEG, zlib, nlohmann-json")

@@ -168,6 +168,7 @@ void Graph::allocate_parameters(Context& ctx) {
     fill_zero(ctx, gradients_);
   }
   int parameter_index = 0;
+  parameter_slots_.clear();
   for (int i : layers_) {
     Node& node = nodes_[static_cast<size_t>(i)];
     const std::vector<ParamSpec> specs = node.layer->param_specs();
@@ -176,6 +177,7 @@ void Graph::allocate_parameters(Context& ctx) {
     for (size_t j = 0; j < specs.size(); ++j) {
       const size_t offset = offsets[static_cast<size_t>(i)][j];
       const std::string name = cat(node.name, ".", specs[j].name);
+      parameter_slots_.push_back({name, specs[j].shape, offset});
       node.params.push_back(parameters_.view(offset, specs[j].shape, DType::kFloat32).named(name));
       node.param_grads.push_back(training ? gradients_.view(offset, specs[j].shape, DType::kFloat32).named(name + " gradient")
                                           : Tensor().named(cat(name, " gradient (none: compiled for inference)")));
@@ -192,6 +194,38 @@ void Graph::allocate_parameters(Context& ctx) {
       }
     }
   }
+}
+
+std::vector<NamedTensor> Graph::named_parameters() const {
+  if (!compiled_) throw Error("named_parameters: the graph is not compiled; call compile(ctx) first");
+  return named_views(parameters_);
+}
+
+std::vector<NamedTensor> Graph::named_views(const Tensor& flat) const {
+  if (!compiled_) throw Error("named_views: the graph is not compiled; call compile(ctx) first");
+  if (!flat.defined() || flat.bytes() != parameters_.bytes()) {
+    throw ShapeError(cat("named_views: ", flat.defined() ? flat.str() : std::string("an undefined tensor"),
+                         " is not laid out as the parameters (", format_bytes(static_cast<int64_t>(parameters_.bytes())),
+                         ")"));
+  }
+  std::vector<NamedTensor> views;
+  for (const ParameterSlot& slot : parameter_slots_) {
+    views.push_back({slot.name, flat.view(slot.offset, slot.shape, DType::kFloat32).named(slot.name)});
+  }
+  return views;
+}
+
+std::vector<NamedTensor> Graph::named_state() const {
+  if (!compiled_) throw Error("named_state: the graph is not compiled; call compile(ctx) first");
+  std::vector<NamedTensor> state;
+  for (int i : layers_) {
+    const Node& node = nodes_[static_cast<size_t>(i)];
+    for (NamedTensor& t : node.layer->state()) {
+      const std::string name = cat(node.name, ".", t.name);
+      state.push_back({name, t.tensor.named(name)});
+    }
+  }
+  return state;
 }
 
 // Inputs in their own arena; activations and their gradients where the

@@ -111,6 +111,19 @@ class Graph {
   const Tensor& parameters() const { return parameters_; }  // flat, all learnable parameters
   const Tensor& gradients() const { return gradients_; }    // flat, same layout (undefined in inference plans)
 
+  // Every learnable parameter by name, "<layer>.<parameter>" ("conv1.weight",
+  // "layer1.0.bn1.scale"), as views into parameters(). The order is stable and
+  // documented: layers in graph order, each layer's parameters in its
+  // param_specs() order, which is the order of the flat buffer. Valid after compile().
+  std::vector<NamedTensor> named_parameters() const;
+  // The same names and shapes as views into another buffer laid out as
+  // parameters() is (gradients(), an optimizer's velocity). Throws ShapeError
+  // if `flat` is not that buffer's size.
+  std::vector<NamedTensor> named_views(const Tensor& flat) const;
+  // Layer state that is not learned, "<layer>.<state>"
+  // ("layer1.0.bn1.running_mean"), in graph order (Layer::state()).
+  std::vector<NamedTensor> named_state() const;
+
   // What compile() decided (valid after compile): the phase it was compiled
   // for, and which activations share memory (graph/memory_plan.h).
   Phase compiled_phase() const { return options_.phase; }
@@ -138,6 +151,12 @@ class Graph {
   CompileOptions options_;
   Tensor parameters_;
   Tensor gradients_;
+  struct ParameterSlot {
+    std::string name;  // "conv1.weight"
+    Shape shape;
+    size_t offset = 0;  // bytes into the flat buffers
+  };
+  std::vector<ParameterSlot> parameter_slots_;  // in flat-buffer order
   std::vector<Tensor> arenas_;  // activations, activation gradients, inputs
   std::unique_ptr<MemoryPlan> plan_;
   std::unique_ptr<EventTimer> forward_marks_;   // mark k: before layers_[k] (k = L: after the last)

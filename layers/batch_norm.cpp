@@ -120,6 +120,10 @@ void BatchNorm2d::check_saved_statistics() const {
   }
 }
 
+std::vector<NamedTensor> BatchNorm2d::state() const {
+  return {{"running_mean", running_mean_}, {"running_var", running_var_}};
+}
+
 void BatchNorm2d::prepare_cpu(Context& ctx, const PrepareOptions&) { allocate_state(ctx); }
 
 void BatchNorm2d::forward_cpu(Context&, const ForwardArgs& args) {

@@ -39,6 +39,7 @@ class BatchNorm2d final : public Layer {
   std::vector<ParamSpec> param_specs() const override;  // scale: ones; shift: zeros
   const Options& options() const { return options_; }
 
+  std::vector<NamedTensor> state() const override;  // running_mean, running_var
   // Valid after prepare(): (C) float32 on the layer's device.
   const Tensor& running_mean() const { return running_mean_; }
   const Tensor& running_var() const { return running_var_; }

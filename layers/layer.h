@@ -155,6 +155,11 @@ class Layer {
   // plan does so where nothing else reads that input).
   virtual bool can_run_in_place() const { return false; }
 
+  // State that belongs to the model but is not learned (batch norm's running
+  // statistics), named as PyTorch's buffers are ("running_mean"), valid after
+  // prepare(). Checkpoints save and restore it; the default is none.
+  virtual std::vector<NamedTensor> state() const { return {}; }
+
   // Multiply-accumulates of one forward pass over the whole batch. Counted for
   // convolutions and linear layers (forward FLOPs = 2 x MACs), zero for the
   // memory-bound layers, as the reference tables count them.

@@ -47,6 +47,16 @@ class NumericalError : public Error {
   using Error::Error;
 };
 
+// A file is not what it should be: wrong magic, truncated, inconsistent
+// counts, not a JPEG, a safetensors header that is not the format's. The
+// message names the file and, where it applies, the byte offset and what was
+// expected there: "/data/train-images-idx3-ubyte.gz: truncated at byte
+// 4,718,608 of the decompressed data: 60,000 images of 28x28 need 47,040,016 bytes".
+class DataError : public Error {
+ public:
+  using Error::Error;
+};
+
 // An allocation failed: the message names the device, size, category and usage.
 class OutOfMemoryError : public Error {
  public:

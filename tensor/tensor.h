@@ -92,4 +92,11 @@ class Tensor {
   std::shared_ptr<const std::string> name_;
 };
 
+// A tensor with the name a model's state goes by: "conv1.weight",
+// "layer1.0.bn1.running_mean" (Graph::named_parameters, named_state).
+struct NamedTensor {
+  std::string name;
+  Tensor tensor;
+};
+
 }  // namespace glassbox

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# tools/install_deps.sh: installs the Debian packages Glassbox builds with, if
-# any are missing. As root it runs apt-get; otherwise it prints the one
+# tools/install_deps.sh: installs the Debian packages Glassbox builds and
+# tests with, if any are missing. As root it runs apt-get; otherwise it prints the one
 # apt-get line to run and fails. The CUDA toolkit (with cuDNN and NCCL) is not
 # a Debian package: when nvcc is absent the build is CPU-only (CMake's
 # GLASSBOX_CUDA=AUTO).
 set -euo pipefail
 
 packages=(cmake make g++ git python3 libeigen3-dev libgtest-dev libbenchmark-dev)
+# Real data and checkpoints (data/, optim/checkpoint.h): libjpeg-turbo's
+# TurboJPEG API, zlib (gzip-compressed IDX files), nlohmann-json (the
+# safetensors header), and Fashion-MNIST itself (its four IDX .gz files under
+# /usr/share/datasets/fashion-mnist), for `glassbox train LeNet --data fashion-mnist`.
+packages+=(libturbojpeg0-dev zlib1g-dev nlohmann-json3-dev dataset-fashion-mnist)
 # The sanitizer and fuzzing build (make test-sanitize, make test-fuzz;
 # docs/sanitizers_and_fuzzing.md): clang 14, its ASan/UBSan/LSan and libFuzzer
 # runtimes (libclang-rt-14-dev: clang-14 does not depend on it, and installs

@@ -7,6 +7,9 @@
 #                                             (googletest, /usr/src/googletest)
 #   benchmark/   Google Benchmark 1.7.1 headers and shared library
 #                                             (libbenchmark-dev, libbenchmark1debian)
+#   turbojpeg/   TurboJPEG header and shared library (libturbojpeg0-dev)
+#   zlib/        zlib headers and shared library   (zlib1g-dev)
+#   nlohmann/    nlohmann-json headers             (nlohmann-json3-dev)
 # cmake/StagedDeps.cmake turns the folder into the build's targets when CMake
 # is given -DGLASSBOX_STAGED_DEPS=third_party/staged.
 #
@@ -31,12 +34,19 @@ bench_include=/usr/include/benchmark
 bench_lib_dir=/usr/lib/x86_64-linux-gnu
 bench_version=1.7.1
 bench_lib="$bench_lib_dir/libbenchmark.so.$bench_version"
+lib_dir=/usr/lib/x86_64-linux-gnu
+turbojpeg_lib="$lib_dir/libturbojpeg.so.0"
+zlib_lib="$lib_dir/libz.so.1"
+json_include=/usr/include/nlohmann
 
 missing=()
 [ -f "$eigen_src/Eigen/Core" ] || missing+=(libeigen3-dev)
 [ -f "$gtest_src/googletest/src/gtest-all.cc" ] || missing+=(googletest)
 [ -f "$bench_include/benchmark.h" ] || missing+=(libbenchmark-dev)
 [ -f "$bench_lib" ] || missing+=(libbenchmark1debian)
+[ -f /usr/include/turbojpeg.h ] && [ -e "$turbojpeg_lib" ] || missing+=(libturbojpeg0-dev)
+[ -f /usr/include/zlib.h ] && [ -e "$zlib_lib" ] || missing+=(zlib1g-dev)
+[ -f "$json_include/json.hpp" ] || missing+=(nlohmann-json3-dev)
 if [ ${#missing[@]} -gt 0 ]; then
   die "missing Debian packages: ${missing[*]} (apt-get install -y ${missing[*]})"
 fi
@@ -71,8 +81,18 @@ cp -RL "$bench_include" "$dest/benchmark/include/"
 cp -L "$bench_lib" "$dest/benchmark/lib/$soname"          # what the loader looks for
 cp -L "$bench_lib" "$dest/benchmark/lib/libbenchmark.so"  # what -lbenchmark looks for
 
+# The data and checkpoint libraries: headers, and each shared library under
+# its SONAME (the name the loader looks for, which the linker also accepts).
+echo "stage_deps: TurboJPEG, zlib and nlohmann-json"
+mkdir -p "$dest/turbojpeg/include" "$dest/turbojpeg/lib" "$dest/zlib/include" "$dest/zlib/lib" "$dest/nlohmann/include"
+cp -L /usr/include/turbojpeg.h "$dest/turbojpeg/include/"
+cp -L "$turbojpeg_lib" "$dest/turbojpeg/lib/"
+cp -L /usr/include/zlib.h /usr/include/zconf.h "$dest/zlib/include/"
+cp -L "$zlib_lib" "$dest/zlib/lib/"
+cp -RL "$json_include" "$dest/nlohmann/include/"
+
 mkdir -p "$dest/licenses"
-for package in libeigen3-dev googletest libbenchmark-dev; do
+for package in libeigen3-dev googletest libbenchmark-dev libturbojpeg0-dev zlib1g-dev nlohmann-json3-dev; do
   [ -f "/usr/share/doc/$package/copyright" ] && cp -L "/usr/share/doc/$package/copyright" "$dest/licenses/$package"
 done
 

@@ -1,0 +1,100 @@
+// data/loader.h: batches from a Dataset, prepared ahead by worker threads and
+// handed to the device without stalling the step.
+//
+//   Loader loader(ctx, dataset, {.batch = 64, .workers = 2, .seed = 1, .shuffle = true,
+//                                .mode = SampleMode::kTraining});
+//   for (int epoch = 0; epoch < epochs; ++epoch) {
+//     loader.start_epoch(epoch);
+//     while (int count = loader.next(images, labels)) { ... a step on images, labels ... }
+//     loader.stats();  // seconds waited for data, samples skipped
+//   }
+//
+// Order: epoch e visits the samples in a permutation drawn from (seed, e)
+// (0, 1, 2, ... without shuffle); sample i of epoch e draws its augmentation
+// from an RNG seeded with (seed, e, i). So a run is the same whatever the
+// worker count and timing, and a run resumed at epoch e continues exactly
+// as one that never stopped.
+//
+// Flow: workers fill whole batches into host staging buffers (pinned with
+// cudaHostAlloc when the context is a GPU, so copies are asynchronous), up to
+// `prefetch` batches ahead. next() waits for the next batch (that wait is the
+// data-wait time), then copies it to the given device tensors: on a GPU on a
+// copy stream into a device buffer, which ctx's stream waits for with an
+// event before the device-to-device copy into `images` and `labels`; on the
+// CPU by memcpy. The host buffer is reused once its copy has finished.
+//
+// A sample that fails with SampleError is reported once (Options::warn),
+// remembered, and replaced by the next readable sample in index order; the
+// epoch's count of replacements is in stats(). Any other error in a worker
+// is rethrown by next(), with its message, and stops the workers.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "data/dataset.h"
+#include "tensor/context.h"
+#include "tensor/tensor.h"
+
+namespace glassbox {
+
+struct LoaderOptions {
+  int batch = 0;         // samples per batch: the graph's batch
+  int workers = 0;       // threads preparing batches; 0: one per core (std::thread::hardware_concurrency)
+  uint64_t seed = 1;     // order and augmentation
+  bool shuffle = true;   // a fresh permutation each epoch
+  SampleMode mode = SampleMode::kTraining;  // random crops and flips, or the central view
+  // Drop the last, partial batch of an epoch (training, where the graph's
+  // batch is fixed). Without it (evaluation), the last batch is padded: its
+  // rows past the count next() returns are zeros with label 0.
+  bool drop_last = true;
+  int prefetch = 2;      // batches prepared ahead of the one being used, at least 1
+  // Called (from next(), on the caller's thread) once per unreadable file:
+  // "skipping /data/train/cat/17.jpg: not a JPEG file (starts with 89 50 4e 47)".
+  std::function<void(const std::string&)> warn;
+};
+
+struct LoaderStats {
+  double wait_seconds = 0.0;  // this epoch: time next() spent waiting for a batch to be ready
+  double copy_seconds = 0.0;  // this epoch: time next() spent queuing or doing the copy to the device
+  int64_t batches = 0;        // batches handed out this epoch
+  int64_t samples = 0;        // real samples handed out this epoch (padding excluded)
+  int64_t skipped = 0;        // this epoch: samples replaced because their file could not be read
+};
+
+class Loader {
+ public:
+  // Throws ConfigError for a batch < 1, a prefetch < 1, a negative worker
+  // count, or a dataset smaller than one batch with drop_last.
+  Loader(Context& ctx, std::shared_ptr<const Dataset> dataset, LoaderOptions options);
+  ~Loader();  // stops and joins the workers; never throws
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  const Dataset& dataset() const { return *dataset_; }
+  const LoaderOptions& options() const { return options_; }
+  int64_t batches_per_epoch() const;
+
+  // Starts epoch `epoch` (0-based), abandoning what is left of the previous
+  // one; workers begin preparing its first batches at once.
+  void start_epoch(int epoch);
+  // Copies the next batch of this epoch into `images` (batch, C, H, W)
+  // float32 and `labels` (batch) int32 on ctx's device, queued on ctx's
+  // stream (the step that follows on that stream sees the data). Returns the
+  // number of real samples in it, 0 once the epoch is over. Throws ShapeError
+  // if the tensors do not fit the dataset and batch, and rethrows a worker's
+  // error.
+  int next(const Tensor& images, const Tensor& labels);
+  LoaderStats stats() const;
+
+ private:
+  struct Pipeline;  // workers, staging buffers and their queues (data/loader.cpp)
+  Context& ctx_;
+  std::shared_ptr<const Dataset> dataset_;
+  LoaderOptions options_;
+  std::unique_ptr<Pipeline> pipeline_;
+};
+
+}  // namespace glassbox

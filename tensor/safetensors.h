@@ -1,0 +1,55 @@
+// tensor/safetensors.h: reading and writing safetensors files, the format
+// PyTorch's safetensors package and Hugging Face use for weights.
+//
+// Layout (https://github.com/huggingface/safetensors, "Format"):
+//   8 bytes    N, little-endian unsigned: the header's length
+//   N bytes    JSON: {"__metadata__": {"key": "value", ...},
+//                     "name": {"dtype": "F32", "shape": [64, 3, 7, 7], "data_offsets": [begin, end]}, ...}
+//   the rest   the tensors' bytes, little-endian, row-major, at [begin, end) from here
+// Offsets must tile the data area exactly, in order, with no gaps or overlaps.
+// The JSON is parsed and written with nlohmann-json.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace glassbox {
+
+// One tensor on the host, as the file holds it.
+struct HostTensor {
+  std::string name;
+  std::string dtype;           // the file's names: "F32", "I64", "I32", "F16", "BF16", "U8", ...
+  std::vector<int64_t> shape;  // [] for a scalar
+  std::vector<std::byte> bytes;
+
+  int64_t numel() const;
+};
+
+// Bytes per element of a safetensors dtype name; throws DataError for an unknown one.
+size_t safetensors_element_size(const std::string& dtype);
+
+struct SafetensorsFile {
+  std::map<std::string, std::string> metadata;  // "__metadata__": strings only, as the format allows
+  std::vector<HostTensor> tensors;              // in data order
+
+  const HostTensor* find(const std::string& name) const;  // null if absent
+};
+
+// Writes the tensors in the order given, with `metadata`, through
+// write_file_atomically (tensor/atomic_file.h): a reader sees the old file or
+// the whole new one. Throws ConfigError for a duplicate or empty name, a
+// name "__metadata__", or bytes that do not match dtype and shape; Error
+// naming the path for an I/O failure.
+void write_safetensors(const std::string& path, const SafetensorsFile& file);
+
+// Reads a whole file. Throws DataError (tensor/error.h) naming the path, and the byte offset and the problem:
+// too short for its header length, a header that is not JSON or not the
+// format's, an unknown dtype, offsets that do not match the shape or do not
+// tile the data, trailing bytes.
+SafetensorsFile read_safetensors(const std::string& path);
+
+}  // namespace glassbox
