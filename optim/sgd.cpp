@@ -52,12 +52,18 @@ void Sgd::step_cpu() {
   float* g = grads_.data<float>();
   float* v = velocity_.data<float>();
   const float lr = options_.lr, momentum = options_.momentum, decay = options_.weight_decay;
+  const bool nesterov = options_.nesterov;
   parallel_for(params_.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
     const int64_t n = end - begin;
     auto wv = as_array(w + begin, n);
     auto vv = as_array(v + begin, n);
-    vv = momentum * vv + (as_array(g + begin, n) + decay * wv);
-    wv -= lr * vv;
+    auto gv = as_array(g + begin, n);
+    vv = momentum * vv + (gv + decay * wv);
+    if (nesterov) {
+      wv -= lr * ((gv + decay * wv) + momentum * vv);
+    } else {
+      wv -= lr * vv;
+    }
   });
 }
 

@@ -1,7 +1,9 @@
 // optim/sgd.h: stochastic gradient descent with momentum and weight decay, one
-// pass over the flat parameter buffer (PyTorch's convention):
-//   v = momentum * v + (g + weight_decay * w)
-//   w = w - lr * v
+// pass over the flat parameter buffer (torch.optim.SGD's convention, dampening 0):
+//   d = g + weight_decay * w
+//   v = momentum * v + d
+//   w = w - lr * v                        (classical momentum)
+//   w = w - lr * (d + momentum * v)       (Nesterov: Sutskever et al., 2013, as PyTorch writes it)
 // Weight decay applies to every parameter, biases included (as PyTorch's
 // default). CPU: Eigen over thread-sized chunks; CUDA: one fused kernel (sgd.cu).
 #pragma once
@@ -15,6 +17,7 @@ struct SgdOptions {
   float lr = 0.01f;
   float momentum = 0.9f;
   float weight_decay = 5e-4f;
+  bool nesterov = false;
 };
 
 class Sgd {
@@ -28,6 +31,9 @@ class Sgd {
   void step(Context& ctx);
   const SgdOptions& options() const { return options_; }
   void set_lr(float lr);  // checked as in the constructor
+  // The momentum buffers v, laid out as the parameters (Graph::named_views
+  // names them): checkpoints save and restore them.
+  const Tensor& velocity() const { return velocity_; }
 
  private:
   static void check_lr(float lr);

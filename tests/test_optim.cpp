@@ -37,6 +37,30 @@ TEST_P(SgdTest, FollowsMomentumAndWeightDecay) {
   }
 }
 
+TEST_P(SgdTest, NesterovLooksAheadAlongTheVelocity) {
+  Context& c = ctx();
+  Tensor w = c.allocate(Shape{2}, DType::kFloat32, MemoryCategory::kParameters);
+  Tensor g = c.allocate(Shape{2}, DType::kFloat32, MemoryCategory::kGradients);
+  from_vector<float>(c, std::vector<float>{1.0f, -2.0f}, w);
+  from_vector<float>(c, std::vector<float>{0.1f, 0.2f}, g);
+  Sgd sgd(c, w, g, {.lr = 0.1f, .momentum = 0.9f, .weight_decay = 0.01f, .nesterov = true});
+  // torch.optim.SGD(nesterov=True): d = g + wd w; v = m v + d; w -= lr (d + m v).
+  std::vector<float> ws = {1.0f, -2.0f}, vs = {0.0f, 0.0f};
+  const std::vector<float> gs = {0.1f, 0.2f};
+  for (int step = 1; step <= 3; ++step) {
+    sgd.step(c);
+    for (int i = 0; i < 2; ++i) {
+      const float d = gs[i] + 0.01f * ws[i];
+      vs[i] = 0.9f * vs[i] + d;
+      ws[i] -= 0.1f * (d + 0.9f * vs[i]);
+    }
+    const std::vector<float> got = to_vector<float>(c, w);
+    for (int i = 0; i < 2; ++i) EXPECT_NEAR(got[i], ws[i], 1e-6) << "after step " << step << ", element " << i;
+    const std::vector<float> velocity = to_vector<float>(c, sgd.velocity());
+    for (int i = 0; i < 2; ++i) EXPECT_NEAR(velocity[i], vs[i], 1e-6) << "velocity after step " << step;
+  }
+}
+
 TEST_P(SgdTest, MatchesTheCpuOnALargeBuffer) {
   Context cpu = Context::cpu();
   const Shape shape{100'003};  // not a multiple of any block or chunk size
@@ -44,11 +68,16 @@ TEST_P(SgdTest, MatchesTheCpuOnALargeBuffer) {
   auto run = [&](Context& c) {
     Tensor w = c.allocate(shape, DType::kFloat32, MemoryCategory::kParameters);
     Tensor g = c.allocate(shape, DType::kFloat32, MemoryCategory::kGradients);
-    from_vector<float>(c, w0, w);
     from_vector<float>(c, g0, g);
-    Sgd sgd(c, w, g, {});
-    for (int i = 0; i < 3; ++i) sgd.step(c);
-    return to_vector<float>(c, w);
+    std::vector<float> result;
+    for (const bool nesterov : {false, true}) {
+      from_vector<float>(c, w0, w);
+      Sgd sgd(c, w, g, {.nesterov = nesterov});
+      for (int i = 0; i < 3; ++i) sgd.step(c);
+      const std::vector<float> values = to_vector<float>(c, w);
+      result.insert(result.end(), values.begin(), values.end());
+    }
+    return result;
   };
   const std::vector<float> expected = run(cpu), actual = run(ctx());
   for (size_t i = 0; i < expected.size(); ++i) ASSERT_NEAR(actual[i], expected[i], 1e-6) << "element " << i;

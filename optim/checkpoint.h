@@ -1,0 +1,71 @@
+// optim/checkpoint.h: a network's weights, and a training run's whole state,
+// in safetensors files (tensor/safetensors.h) that PyTorch reads as they are.
+//
+// A model file holds every parameter and every batch norm's running
+// statistics under PyTorch's names (nets/torch_names.h), float32, in
+// PyTorch's layouts (which are Glassbox's: convolution weights (K, C/g, R, S),
+// linear weights (out, in)), plus "<bn>.num_batches_tracked" as int64
+// scalars. So
+//     model.load_state_dict(safetensors.torch.load_file(path), strict=True)
+// loads it into the torchvision model, and a torchvision state_dict saved
+// with safetensors.torch.save_file loads into Glassbox.
+//
+// A checkpoint directory, written after every epoch by the trainer:
+//   DIR/epoch-0003.safetensors        the model after epoch 3, as above
+//   DIR/epoch-0003.train.safetensors  the optimizer's momentum buffers, under the model's
+//                                     PyTorch names ("momentum_buffer.layer1.0.conv1.weight",
+//                                     torch.optim.SGD's convention: v = momentum v + g),
+//                                     and the training state in its metadata
+//   DIR/latest                        "epoch-0003\n": which epoch is complete
+// Each file is written whole (tensor/atomic_file.h), the two data files
+// first and `latest` last, so a run killed at any moment leaves `latest`
+// naming a complete earlier checkpoint.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "graph/graph.h"
+#include "nets/registry.h"
+#include "optim/sgd.h"
+
+namespace glassbox {
+
+// Where a training run stands, saved with its checkpoints.
+struct TrainingState {
+  int epoch = 0;      // epochs completed
+  int64_t step = 0;   // optimizer steps taken (also each batch norm's num_batches_tracked)
+  // The run's settings as text ("net", "batch", "seed", "lr", "schedule", ...),
+  // written by the trainer and compared by it when a run resumes.
+  std::map<std::string, std::string> config;
+};
+
+// Writes the model file. `batches_tracked` fills num_batches_tracked. Extra
+// `metadata` goes into the file's __metadata__ beside "format" and "net".
+void save_model(const std::string& path, Context& ctx, const Graph& graph, const NetSpec& net,
+                int64_t batches_tracked, const std::map<std::string, std::string>& metadata = {});
+
+// Loads a model file into the compiled `graph` (built from `net`), strictly:
+// every parameter and running statistic must be there as float32 with its
+// shape, num_batches_tracked as an int64 scalar (read and checked, not used),
+// and nothing else. Throws DataError naming the file and the tensor: a
+// missing one, an unexpected one, a dtype, or a shape ("layer1.0.conv1.weight:
+// the file has (64, 64, 1, 1), ResNet50 expects (64, 64, 3, 3)"); it checks
+// every tensor before writing any, so a refused file leaves the graph as it was.
+void load_model(const std::string& path, Context& ctx, Graph& graph, const NetSpec& net);
+
+// Writes epoch state.epoch's checkpoint into `dir` (created if missing) and
+// then points `latest` at it.
+void save_checkpoint(const std::string& dir, Context& ctx, const Graph& graph, const NetSpec& net, const Sgd& sgd,
+                     const TrainingState& state);
+
+// True if `dir` holds a `latest` file.
+bool has_checkpoint(const std::string& dir);
+
+// Restores the checkpoint `latest` names into `graph` and `sgd` and returns
+// its training state. Throws DataError naming the file for a missing or
+// malformed file (load_model's checks, and the same for the momentum buffers).
+TrainingState load_checkpoint(const std::string& dir, Context& ctx, Graph& graph, const NetSpec& net, Sgd& sgd);
+
+}  // namespace glassbox
