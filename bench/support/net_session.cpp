@@ -5,6 +5,7 @@
 
 #include "data/synthetic.h"
 #include "graph/finite_check.h"
+#include "optim/train_step.h"
 
 namespace glassbox::bench {
 
@@ -47,16 +48,16 @@ void NetSession::step(StepMode mode) {
     graph_.forward(ctx_, Phase::kInference);
     return;
   }
+  if (mode == StepMode::kTrainStep) {
+    if (!sgd_) throw Error("train_step before begin(train_step): no optimizer");
+    train_step(ctx_, graph_, *sgd_);
+    return;
+  }
   // forward_backward does not zero the gradients: they accumulate, which costs
   // the same (beta = 1) and keeps the step to exactly forward + backward.
-  if (mode == StepMode::kTrainStep) graph_.zero_grad(ctx_);
   graph_.forward(ctx_, Phase::kTraining);
   if (mode == StepMode::kForward) return;
   graph_.backward(ctx_);
-  if (mode == StepMode::kTrainStep) {
-    if (!sgd_) throw Error("train_step before begin(train_step): no optimizer");
-    sgd_->step(ctx_);
-  }
 }
 
 float NetSession::checked_loss(StepMode mode) { return glassbox::checked_loss(ctx_, graph_, ++steps_[mode]); }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "optim/train_step.h"
 #include "tensor/copy.h"
 
 namespace glassbox::testing {
@@ -49,12 +50,7 @@ void expect_sgd_steps_lower_the_loss(Context& ctx, Graph& graph, const SgdOption
     return graph.loss(ctx);
   };
   const float before = loss();
-  for (int step = 0; step < 4; ++step) {
-    graph.zero_grad(ctx);
-    graph.forward(ctx, Phase::kTraining);
-    graph.backward(ctx);
-    sgd.step(ctx);
-  }
+  for (int step = 0; step < 4; ++step) train_step(ctx, graph, sgd);
   const float after = loss();
   EXPECT_TRUE(std::isfinite(before) && std::isfinite(after)) << what << ": loss " << before << " -> " << after;
   EXPECT_LT(after, before * factor) << what << ": loss " << before << " -> " << after;

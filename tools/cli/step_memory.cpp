@@ -3,7 +3,7 @@
 
 #include "data/synthetic.h"
 #include "graph/finite_check.h"
-#include "optim/sgd.h"
+#include "optim/train_step.h"
 
 namespace glassbox::cli {
 
@@ -17,10 +17,7 @@ StepMemory measure_train_step(const NetSpec& net, int batch, const Device& devic
   graph.compile(ctx, options);
   Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 1e-4f, .momentum = 0.9f, .weight_decay = 5e-4f});
   fill_synthetic_batch(ctx, graph, net.classes);
-  graph.zero_grad(ctx);
-  graph.forward(ctx, Phase::kTraining);
-  graph.backward(ctx);
-  sgd.step(ctx);
+  train_step(ctx, graph, sgd);
   const float loss = checked_loss(ctx, graph, 1);
   return {ctx.memory(), graph.memory_plan(), loss};
 }

@@ -1,0 +1,56 @@
+// optim/lr_schedule.cpp
+#include "optim/lr_schedule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "tensor/error.h"
+#include "tensor/parse.h"
+
+namespace glassbox {
+
+float LrSchedule::at(float base_lr, int64_t step, int64_t total_steps, int64_t steps_per_epoch) const {
+  if (step < warmup_steps) return base_lr * static_cast<float>(step + 1) / static_cast<float>(warmup_steps);
+  switch (kind) {
+    case Kind::kConstant:
+      return base_lr;
+    case Kind::kStep: {
+      const int64_t epoch = step / std::max<int64_t>(steps_per_epoch, 1);
+      return base_lr * std::pow(gamma, static_cast<float>(epoch / step_epochs));
+    }
+    case Kind::kCosine: {
+      const double span = static_cast<double>(std::max<int64_t>(total_steps - warmup_steps, 1));
+      const double progress = std::min(static_cast<double>(step - warmup_steps) / span, 1.0);
+      return static_cast<float>(base_lr * 0.5 * (1.0 + std::cos(std::numbers::pi * progress)));
+    }
+  }
+  return base_lr;
+}
+
+std::string LrSchedule::str() const {
+  switch (kind) {
+    case Kind::kConstant: return "constant";
+    case Kind::kStep: return cat("step:", step_epochs, ":", gamma);
+    case Kind::kCosine: return "cosine";
+  }
+  return "?";
+}
+
+LrSchedule parse_lr_schedule(std::string_view text, std::string_view flag) {
+  if (text == "constant") return {.kind = LrSchedule::Kind::kConstant};
+  if (text == "cosine") return {.kind = LrSchedule::Kind::kCosine};
+  if (text.starts_with("step:")) {
+    const std::string_view rest = text.substr(5);
+    const size_t colon = rest.find(':');
+    if (colon != std::string_view::npos) {
+      return {.kind = LrSchedule::Kind::kStep,
+              .step_epochs = static_cast<int>(parse_int(cat(flag, " step:EPOCHS"), rest.substr(0, colon), 1, kMaxInt)),
+              .gamma = static_cast<float>(parse_number(cat(flag, " step:EPOCHS:GAMMA"), rest.substr(colon + 1), 0.0, 1.0))};
+    }
+  }
+  throw ConfigError(cat(flag, ": unknown schedule '", text,
+                        "'; valid: constant, cosine, step:EPOCHS:GAMMA (e.g. step:30:0.1)"));
+}
+
+}  // namespace glassbox

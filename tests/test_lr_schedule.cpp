@@ -1,0 +1,64 @@
+// tests/test_lr_schedule.cpp: learning-rate schedules, step by step, and
+// their parsing.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "optim/lr_schedule.h"
+#include "tensor/error.h"
+
+namespace glassbox {
+namespace {
+
+TEST(LrSchedule, ConstantStepAndCosine) {
+  const LrSchedule constant{};
+  EXPECT_FLOAT_EQ(constant.at(0.1f, 0, 100, 10), 0.1f);
+  EXPECT_FLOAT_EQ(constant.at(0.1f, 99, 100, 10), 0.1f);
+
+  const LrSchedule step = parse_lr_schedule("step:3:0.5", "--schedule");  // halve every 3 epochs of 10 steps
+  EXPECT_FLOAT_EQ(step.at(0.2f, 29, 100, 10), 0.2f);  // epoch 2
+  EXPECT_FLOAT_EQ(step.at(0.2f, 30, 100, 10), 0.1f);  // epoch 3
+  EXPECT_FLOAT_EQ(step.at(0.2f, 65, 100, 10), 0.05f);  // epoch 6
+
+  const LrSchedule cosine = parse_lr_schedule("cosine", "--schedule");
+  EXPECT_FLOAT_EQ(cosine.at(0.1f, 0, 100, 10), 0.1f);
+  EXPECT_NEAR(cosine.at(0.1f, 50, 100, 10), 0.05f, 1e-7);
+  EXPECT_NEAR(cosine.at(0.1f, 25, 100, 10), 0.1 * (1 + std::cos(std::numbers::pi / 4)) / 2, 1e-7);
+  EXPECT_NEAR(cosine.at(0.1f, 100, 100, 10), 0.0f, 1e-7);
+}
+
+TEST(LrSchedule, LinearWarmUpThenTheSchedule) {
+  LrSchedule cosine = parse_lr_schedule("cosine", "--schedule");
+  cosine.warmup_steps = 4;
+  EXPECT_FLOAT_EQ(cosine.at(0.4f, 0, 104, 10), 0.1f);
+  EXPECT_FLOAT_EQ(cosine.at(0.4f, 3, 104, 10), 0.4f);
+  EXPECT_FLOAT_EQ(cosine.at(0.4f, 4, 104, 10), 0.4f);  // the cosine starts after the warm-up
+  EXPECT_NEAR(cosine.at(0.4f, 54, 104, 10), 0.2f, 1e-7);
+}
+
+TEST(LrSchedule, NamesRoundTrip) {
+  for (const char* text : {"constant", "cosine", "step:30:0.1"}) {
+    EXPECT_EQ(parse_lr_schedule(text, "--schedule").str(), text);
+  }
+}
+
+TEST(LrSchedule, BadSchedulesNameTheFlagAndTheForms) {
+  auto message = [](const char* text) {
+    try {
+      parse_lr_schedule(text, "--schedule");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("linear"),
+            "--schedule: unknown schedule 'linear'; valid: constant, cosine, step:EPOCHS:GAMMA (e.g. step:30:0.1)");
+  EXPECT_EQ(message("step:30"),
+            "--schedule: unknown schedule 'step:30'; valid: constant, cosine, step:EPOCHS:GAMMA (e.g. step:30:0.1)");
+  EXPECT_EQ(message("step:0:0.1"), "--schedule step:EPOCHS must be an integer from 1 to 2147483647, got '0'");
+  EXPECT_EQ(message("step:30:2"), "--schedule step:EPOCHS:GAMMA must be a number from 0 to 1, got '2'");
+}
+
+}  // namespace
+}  // namespace glassbox
