@@ -18,6 +18,10 @@
 // (mem_*: the optimizer's state exists only in train_step), and the loss of
 // the first and last timed step. Every step's loss is checked: one that is not
 // finite ends that benchmark with an error naming the step, and the exit code is 1.
+// With --data=SPEC, each network's train_step is also timed on real data
+// (<Net>/train_step/batch:<N>/real_data): each timed step then includes the
+// host's wait for the next batch and queuing its copy, reported apart as
+// data_wait_ms, beside compute_ms and data_share.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -53,6 +57,8 @@ struct Settings {
   Device device;
   int batch = 0;  // 0: each network's default for the device
   std::string net;  // "": every network in the registry
+  std::string data;  // --data: also time train_step on this real data
+  int workers = 0;   // --workers: its loader's threads
   Precision precision = Precision::kFp32;
   AlgoSearch algo_search = AlgoSearch::kHeuristic;
   bool deterministic = kDeterministicByDefault;
@@ -83,8 +89,10 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
     options.layers.deterministic = settings.deterministic;
     NetSession& session = cached_session(net, key, options);
     session.begin(mode);
+    const bool real_data = !key.data.empty();
     if (!session.warmed_up(mode)) {
       for (int i = 0; i < kWarmupSteps; ++i) {
+        if (real_data) session.next_real_batch(settings.workers);
         session.step(mode);
         session.checked_loss(mode);  // a step whose loss is not finite ends the benchmark, named
       }
@@ -94,16 +102,20 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
     // are behind us (what the PyTorch peer's max_memory_allocated measures).
     session.ctx().allocator().reset_peak();
     EventTimer timer(session.ctx(), 2);
-    double seconds = 0.0;
+    double seconds = 0.0, data_seconds = 0.0;
     float first_loss = 0.0f, last_loss = 0.0f;
     bool first = true;
     for (auto _ : state) {
+      // Real data: the host's wait for the batch (and queuing its copy) is
+      // part of the step; on the synthetic batch there is none.
+      const double data = real_data ? session.next_real_batch(settings.workers) : 0.0;
       timer.record(0);
       session.step(mode);
       timer.record(1);
-      const double elapsed = timer.elapsed_ms(0, 1) / 1e3;  // waits for this step only
+      const double elapsed = data + timer.elapsed_ms(0, 1) / 1e3;  // waits for this step only
       state.SetIterationTime(elapsed);
       seconds += elapsed;
+      data_seconds += data;
       last_loss = session.checked_loss(mode);
       if (first) first_loss = last_loss;
       first = false;
@@ -111,6 +123,12 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
     const double mean = seconds / static_cast<double>(state.iterations());
     const double flops = flop_multiplier(mode) * 2.0 * static_cast<double>(session.graph().macs());
     state.counters["images/s"] = key.batch / mean;
+    if (real_data) {  // the seed studies' real-against-synthetic comparison
+      const double steps = static_cast<double>(state.iterations());
+      state.counters["data_wait_ms"] = data_seconds / steps * 1e3;
+      state.counters["compute_ms"] = (seconds - data_seconds) / steps * 1e3;
+      state.counters["data_share"] = data_seconds / seconds;
+    }
     state.counters["TFLOP/s"] = flops / mean / 1e12;
     // So that two runs can be checked to have computed the same thing.
     state.counters["first_loss"] = first_loss;
@@ -143,6 +161,13 @@ void register_benchmarks(const Settings& s) {
       benchmark::RegisterBenchmark(name.c_str(), [net, mode, key, s](benchmark::State& state) {
         run_network(state, net, mode, key, s);
       })->UseManualTime()->Unit(benchmark::kMillisecond);
+      if (mode == StepMode::kTrainStep && !s.data.empty()) {  // beside the synthetic run of the same step
+        SessionKey real = key;
+        real.data = s.data;
+        benchmark::RegisterBenchmark(cat(name, "/real_data").c_str(), [net, mode, real, s](benchmark::State& state) {
+          run_network(state, net, mode, real, s);
+        })->UseManualTime()->Unit(benchmark::kMillisecond);
+      }
     }
   }
   // The yardstick for the same run: what a large float32 GEMM reaches here.
@@ -176,7 +201,10 @@ constexpr const char* kDiscardedOut = "--benchmark_out=/dev/null";
 void print_help() {
   std::printf(
       "bench_nets [--device=cpu|cuda|cuda:N] [--batch=N] [--net=NAME] [--precision=fp32|tf32] [--cudnn-search]\n"
-      "           [--deterministic] [Google Benchmark flags: --benchmark_filter=REGEX --benchmark_out=FILE ...]\n"
+      "           [--deterministic] [--data=SPEC [--workers=N]]\n"
+      "           [Google Benchmark flags: --benchmark_filter=REGEX --benchmark_out=FILE ...]\n"
+      "--data=folder:PATH (or fashion-mnist, ...): also time each train_step on that real data, named\n"
+      "<Net>/train_step/batch:<N>/real_data, with counters data_wait_ms, compute_ms and data_share.\n"
       "--deterministic: only cuDNN algorithms that give the same bits on every run (%s); the CPU path\n"
       "always does, so there it changes nothing but the names, which end in /deterministic.\n"
       "Networks: %s; --net=MLP:<features>,<hidden>,...,<classes> for any MLP.\n"
@@ -208,7 +236,8 @@ int run(int argc, char** argv) {
     }
   }
 
-  Settings settings{.batch = flags.batch, .net = flags.net, .precision = flags.precision,
+  Settings settings{.batch = flags.batch, .net = flags.net, .data = flags.data, .workers = flags.workers,
+                    .precision = flags.precision,
                     .algo_search = flags.algo_search, .deterministic = flags.deterministic};
   const DeviceChoice choice = choose_device(flags.device, "--device");
   settings.device = choice.device;

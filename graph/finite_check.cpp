@@ -53,6 +53,37 @@ std::string describe_non_finite(Context& ctx, Graph& graph) {
   return text;
 }
 
+std::string describe_non_finite_step(Context& ctx, const Graph& graph) {
+  if (graph.compiled_memory_reuse() == MemoryReuse::kOn) {
+    throw Error("describe_non_finite_step: the graph shares memory between values (MemoryReuse::kOn), so a step "
+                "leaves only some of them; compile with MemoryReuse::kOff to check them all");
+  }
+  const std::vector<Node>& nodes = graph.nodes();
+  std::string output, gradient;
+  std::vector<std::string> parameters;
+  for (const Node& node : nodes) {
+    if (!node.is_input() && output.empty() && !all_finite(ctx, node.value)) {
+      output = cat(node.name, " (", node.layer->type(), ")");
+    }
+  }
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    if (it->is_input()) continue;
+    if (gradient.empty() && !all_finite(ctx, it->grad)) gradient = cat("of ", it->name, " (", it->layer->type(), ")");
+    for (const Tensor& g : it->param_grads) {
+      if (!all_finite(ctx, g)) parameters.emplace_back(g.name());
+    }
+  }
+  std::string text;
+  auto add = [&](const std::string& part) { text += cat(text.empty() ? "" : "; ", part); };
+  if (!output.empty()) add(cat("first non-finite output: ", output));
+  if (!gradient.empty()) add(cat("first non-finite gradient in backward order: the gradient ", gradient));
+  if (!parameters.empty()) {
+    add(cat("non-finite parameter gradients: ", parameters.front(),
+            parameters.size() > 1 ? cat(" and ", parameters.size() - 1, " more") : std::string()));
+  }
+  return text;
+}
+
 float checked_loss(Context& ctx, Graph& graph, int64_t step) {
   const float loss = graph.loss(ctx);
   if (std::isfinite(loss)) return loss;

@@ -28,4 +28,12 @@ float checked_loss(Context& ctx, Graph& graph, int64_t step);
 // step. "" if none.
 std::string describe_non_finite(Context& ctx, Graph& graph);
 
+// Where non-finite values are after a whole training step (forward and
+// backward), in words: the first layer output in forward order, the first
+// activation gradient in backward order, and the parameter gradients. Needs
+// every value still in memory after the step: compile with
+// MemoryReuse::kOff (throws Error otherwise). Copies every tensor to the
+// host: for `glassbox train --check-numerics`, never in a timed step. "" if none.
+std::string describe_non_finite_step(Context& ctx, const Graph& graph);
+
 }  // namespace glassbox

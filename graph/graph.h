@@ -127,6 +127,7 @@ class Graph {
   // What compile() decided (valid after compile): the phase it was compiled
   // for, and which activations share memory (graph/memory_plan.h).
   Phase compiled_phase() const { return options_.phase; }
+  MemoryReuse compiled_memory_reuse() const { return options_.memory_reuse; }
   const MemoryPlan& memory_plan() const;
 
   // Times of the last forward and backward per layer (compile with

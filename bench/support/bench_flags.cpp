@@ -11,7 +11,7 @@
 namespace glassbox::bench {
 namespace {
 
-constexpr std::string_view kOwnFlags[] = {"--device", "--batch", "--net", "--precision"};  // each takes =VALUE
+constexpr std::string_view kOwnFlags[] = {"--device", "--batch", "--net", "--precision", "--data", "--workers"};  // each takes =VALUE
 
 ReportFormat parse_format(std::string_view flag, std::string_view value) {
   if (value == "console") return ReportFormat::kConsole;
@@ -52,6 +52,10 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
       }
     } else if (name == "--precision") {
       flags.precision = parse_precision(value);
+    } else if (name == "--data") {
+      flags.data = value;  // opened for each network, which knows its input shape (data/data_spec.h)
+    } else if (name == "--workers") {
+      flags.workers = static_cast<int>(parse_int("--workers", value, 0, 1024));
     } else if (name == "--cudnn-search") {
       if (equals != std::string::npos) throw ConfigError("--cudnn-search takes no value");
       flags.algo_search = AlgoSearch::kMeasured;

@@ -1,8 +1,8 @@
 // bench/support/bench_flags.h: bench_nets' command line, checked before
 // anything runs.
 //
-// Glassbox's own flags (--device=, --batch=, --net=, --precision=,
-// --cudnn-search, --deterministic) are taken out and parsed; Google
+// Glassbox's own flags (--device=, --batch=, --net=, --precision=, --data=,
+// --workers=, --cudnn-search, --deterministic) are taken out and parsed; Google
 // Benchmark's are passed on, after checking the ones Google Benchmark 1.7.1
 // would mishandle: a bad --benchmark_format prints its usage and exits 0, a
 // bad number is reported as an "unrecognized flag", and a duplicate flag
@@ -26,6 +26,10 @@ struct BenchFlags {
   int batch = 0;       // --batch=; 0: each network's default for the device
   std::string net;     // --net=: only this network (a registry name or an MLP spec); "" for every registered one
   Precision precision = Precision::kFp32;
+  // --data=: real data (data/data_spec.h) for an extra train_step benchmark
+  // per network, "<Net>/train_step/batch:<N>/real_data", beside the synthetic one.
+  std::string data;
+  int workers = 0;  // --workers=: the data loader's threads; 0: one per core
   AlgoSearch algo_search = AlgoSearch::kHeuristic;
   bool deterministic = kDeterministicByDefault;  // --deterministic (PrepareOptions::deterministic)
   bool help = false;

@@ -1,8 +1,10 @@
 // bench/support/net_session.cpp
 #include "bench/support/net_session.h"
 
+#include <chrono>
 #include <memory>
 
+#include "data/data_spec.h"
 #include "data/synthetic.h"
 #include "graph/finite_check.h"
 #include "optim/train_step.h"
@@ -58,6 +60,24 @@ void NetSession::step(StepMode mode) {
   graph_.forward(ctx_, Phase::kTraining);
   if (mode == StepMode::kForward) return;
   graph_.backward(ctx_);
+}
+
+double NetSession::next_real_batch(int workers) {
+  if (key_.data.empty()) throw Error(cat("next_real_batch: the session of ", key_.net, " has no --data"));
+  const auto start = std::chrono::steady_clock::now();
+  if (!loader_) {
+    const NetSpec net = find_net(key_.net);
+    loader_ = std::make_unique<Loader>(ctx_, open_data(key_.data, net.sample, net.classes).train,
+                                       LoaderOptions{.batch = key_.batch, .workers = workers, .seed = 1,
+                                                     .shuffle = true, .mode = SampleMode::kTraining,
+                                                     .drop_last = true});
+    loader_->start_epoch(epoch_);
+  }
+  if (loader_->next(graph_.input("images"), graph_.input("labels")) == 0) {
+    loader_->start_epoch(++epoch_);
+    loader_->next(graph_.input("images"), graph_.input("labels"));
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 float NetSession::checked_loss(StepMode mode) { return glassbox::checked_loss(ctx_, graph_, ++steps_[mode]); }

@@ -9,10 +9,12 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string_view>
 
+#include "data/loader.h"
 #include "graph/graph.h"
 #include "nets/registry.h"
 #include "optim/sgd.h"
@@ -38,6 +40,7 @@ struct SessionKey {
   Device device;
   Precision precision = Precision::kFp32;
   Phase phase = Phase::kTraining;  // the plan compiled (plan_for(mode))
+  std::string data;                // "": the synthetic batch; else a --data spec read by next_real_batch
   friend bool operator==(const SessionKey&, const SessionKey&) = default;
 };
 
@@ -57,6 +60,11 @@ class NetSession {
   // first warm-up step, if it is not finite. Reading it waits for the device:
   // call it after the step's end mark, outside the timed interval.
   float checked_loss(StepMode mode);
+  // Real data (key().data, bench_nets --data): fills the inputs with the
+  // next batch of the training set, through a Loader made on first use
+  // (epochs follow one another; every batch is full). Returns the seconds
+  // this took on the host: waiting for the workers and queuing the copy.
+  double next_real_batch(int workers);
   Context& ctx() { return ctx_; }
   Graph& graph() { return graph_; }
   const SessionKey& key() const { return key_; }
@@ -72,6 +80,9 @@ class NetSession {
   std::optional<Sgd> sgd_;
   std::set<StepMode> warmed_up_;
   std::map<StepMode, int64_t> steps_;  // steps checked so far, per mode
+  // Declared after ctx_ and graph_, so destroyed first: its workers copy into them.
+  std::unique_ptr<Loader> loader_;
+  int epoch_ = 0;
 };
 
 // SGD settings of every benchmark train step (the PyTorch peer uses the same).

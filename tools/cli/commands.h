@@ -10,5 +10,7 @@ namespace glassbox::cli {
 int run_summary(const std::vector<std::string>& words);  // glassbox summary NET [--batch N]
 int run_time(const std::vector<std::string>& words);     // glassbox time NET [--batch N] [--device D] ...
 int run_max_batch(const std::vector<std::string>& words);  // glassbox max-batch NET [--device D] [--memory-limit SIZE]
+int run_train(const std::vector<std::string>& words);      // glassbox train NET --data SPEC [--epochs N] ...
+int run_eval(const std::vector<std::string>& words);       // glassbox eval NET --weights FILE --data SPEC | --input FILE
 
 }  // namespace glassbox::cli

@@ -40,4 +40,42 @@ inline const std::vector<FlagSpec>& max_batch_flags() {
   return flags;
 }
 
+inline const std::vector<FlagSpec>& train_flags() {
+  static const std::vector<FlagSpec> flags = {
+      {"--data", "SPEC", "fashion-mnist, fashion-mnist:DIR, mnist:DIR, folder:PATH or synthetic[:N] (data/data_spec.h)"},
+      {"--epochs", "N", "epochs to train (default 10); with --resume, the total to reach"},
+      {"--batch", "N", "batch size (default: the network's default for the device)"},
+      {"--lr", "X", "base learning rate (default 0.05)"},
+      {"--schedule", "S", "learning rate schedule: cosine (default), constant or step:EPOCHS:GAMMA"},
+      {"--warmup-epochs", "N", "linear warm-up over the first N epochs (default 0)"},
+      {"--momentum", "X", "SGD momentum (default 0.9)"},
+      {"--nesterov", "", "Nesterov momentum"},
+      {"--weight-decay", "X", "L2 weight decay (default 5e-4)"},
+      {"--seed", "N", "data order, augmentation and dropout (default 1); the weights' seed is fixed"},
+      {"--workers", "N", "data loader threads (default: one per core)"},
+      {"--steps-per-epoch", "N", "at most N steps per epoch (default: the whole training set)"},
+      {"--device", "D", "cpu, cuda or cuda:N (default: the GPU when one works)"},
+      {"--precision", "P", "fp32 (TF32 off, default) or tf32"},
+      {"--checkpoint-dir", "DIR", "write a checkpoint after every epoch (optim/checkpoint.h)"},
+      {"--resume", "DIR", "continue from DIR's latest checkpoint (and keep writing checkpoints there)"},
+      {"--log", "FILE", "append one JSON line per epoch (and per --log-every steps) to FILE"},
+      {"--log-every", "N", "with --log, also a line every N steps"},
+      {"--check-numerics", "", "after every step, check every output and gradient and name the first that is "
+                                "not finite (slow: for finding where a run breaks)"}};
+  return flags;
+}
+
+inline const std::vector<FlagSpec>& eval_flags() {
+  static const std::vector<FlagSpec> flags = {
+      {"--weights", "FILE", "a model file: a Glassbox checkpoint, or a PyTorch state_dict saved with safetensors"},
+      {"--data", "SPEC", "score the test set of SPEC (as for train)"},
+      {"--input", "FILE", "run on the images of a safetensors file (an F32 tensor \"images\", (N, C, H, W))"},
+      {"--logits", "FILE", "with --input: write the logits, an F32 tensor \"logits\" (N, classes), to a safetensors file"},
+      {"--batch", "N", "with --data: batch size (default: the network's default for the device)"},
+      {"--workers", "N", "with --data: data loader threads (default: one per core)"},
+      {"--device", "D", "cpu, cuda or cuda:N (default: the GPU when one works)"},
+      {"--precision", "P", "fp32 (TF32 off, default) or tf32"}};
+  return flags;
+}
+
 }  // namespace glassbox::cli

@@ -3,16 +3,20 @@
 //   glassbox summary VGG16              per-layer shapes, parameters, FLOPs
 //   glassbox time VGG16 --batch 8       per-layer forward/backward times
 //   glassbox max-batch VGG16            the largest batch that fits, by trying
+//   glassbox train LeNet --data fashion-mnist   real training, checkpoints, logs
+//   glassbox eval LeNet --weights F --data fashion-mnist   a trained network's accuracy
 //
 // Usage errors (unknown verb, network, flag, a bad value) print one line
 // naming the problem and the valid choices and exit 2; failures while running
 // exit 1 (tools/entry_point.h).
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "nets/registry.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/flag_specs.h"
 #include "tools/entry_point.h"
 
 namespace {
@@ -31,10 +35,36 @@ void print_usage() {
       "                               --deterministic: only cuDNN algorithms that give the same bits\n"
       "                               on every run (the CPU path always does: there it changes nothing)\n"
       "  max-batch NET [--device D] [--memory-limit SIZE] [--precision P] [--max N]\n"
-      "                               the largest batch whose training step fits, by trying\n\n"
+      "                               the largest batch whose training step fits, by trying\n"
+      "  train NET --data SPEC [--epochs N] [--batch N] [--lr X] [--schedule S] [--checkpoint-dir DIR]\n"
+      "            [--resume DIR] [--log FILE] ...   (glassbox train --help lists every flag)\n"
+      "                               trains on real data (fashion-mnist, mnist:DIR, folder:PATH,\n"
+      "                               synthetic[:N]): progress, per-epoch train and test accuracy,\n"
+      "                               time split into waiting for data and computing\n"
+      "  eval NET --weights FILE (--data SPEC | --input FILE [--logits OUT])\n"
+      "                               a model file's test accuracy, or its logits for given images\n\n"
       "networks: %s,\n"
       "          or MLP:<features>,<hidden>,...,<classes> (fully connected, e.g. MLP:784,2048,10)\n",
       glassbox::net_names().c_str());
+}
+
+// `glassbox VERB --help`: the verb's flags, as it declares them.
+const std::vector<glassbox::cli::FlagSpec>* flags_of(const std::string& verb) {
+  using namespace glassbox::cli;
+  if (verb == "summary") return &summary_flags();
+  if (verb == "time") return &time_flags();
+  if (verb == "max-batch") return &max_batch_flags();
+  if (verb == "train") return &train_flags();
+  if (verb == "eval") return &eval_flags();
+  return nullptr;
+}
+
+void print_flags(const std::string& verb, const std::vector<glassbox::cli::FlagSpec>& flags) {
+  std::printf("usage: glassbox %s <network> [flags]\n\nflags:\n", verb.c_str());
+  for (const glassbox::cli::FlagSpec& flag : flags) {
+    const std::string left = flag.name + (flag.value_name.empty() ? "" : " " + flag.value_name);
+    std::printf("  %-22s %s\n", left.c_str(), flag.help.c_str());
+  }
 }
 
 }  // namespace
@@ -49,9 +79,16 @@ int main(int argc, char** argv) {
     }
     const std::string& verb = words[0];
     const std::vector<std::string> rest(words.begin() + 1, words.end());
+    if (const auto* flags = flags_of(verb);
+        flags != nullptr && std::find(rest.begin(), rest.end(), "--help") != rest.end()) {
+      print_flags(verb, *flags);
+      return 0;
+    }
     if (verb == "summary") return cli::run_summary(rest);
     if (verb == "time") return cli::run_time(rest);
     if (verb == "max-batch") return cli::run_max_batch(rest);
-    throw ConfigError(cat("unknown command '", verb, "'; valid: summary, time, max-batch"));
+    if (verb == "train") return cli::run_train(rest);
+    if (verb == "eval") return cli::run_eval(rest);
+    throw ConfigError(cat("unknown command '", verb, "'; valid: summary, time, max-batch, train, eval"));
   });
 }

@@ -1,0 +1,160 @@
+// optim/trainer.cpp
+#include "optim/trainer.h"
+
+#include <chrono>
+#include <vector>
+
+#include "graph/finite_check.h"
+#include "optim/train_step.h"
+#include "tensor/copy.h"
+
+namespace glassbox {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// The context RNG's seed for epoch `epoch` (0-based): Note [One random stream
+// per epoch]. SplitMix64's finaliser spreads nearby (seed, epoch) pairs apart.
+uint64_t epoch_seed(uint64_t seed, int epoch) {
+  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (static_cast<uint64_t>(epoch) + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+void check_data_fits(const NetSpec& net, const Graph& graph, const DataSplits& data) {
+  const Shape& images = graph.input("images").shape();
+  for (const auto& [split, dataset] : {std::pair{"training", data.train.get()}, std::pair{"test", data.test.get()}}) {
+    if (dataset == nullptr) continue;
+    if (Shape{images[1], images[2], images[3]} != dataset->sample_shape()) {
+      throw ConfigError(cat(net.name, " takes images of ", Shape{images[1], images[2], images[3]}.str(), "; the ",
+                            split, " set of '", data.spec, "' gives ", dataset->sample_shape().str()));
+    }
+    if (dataset->classes() > net.classes) {
+      throw ConfigError(cat(net.name, " has ", net.classes, " outputs; the ", split, " set of '", data.spec,
+                            "' has ", dataset->classes(), " classes"));
+    }
+  }
+}
+
+}  // namespace
+
+Trainer::Trainer(Context& ctx, const NetSpec& net, Graph& graph, DataSplits data, TrainerOptions options)
+    : ctx_(ctx),
+      net_(net),
+      graph_(graph),
+      data_(std::move(data)),
+      options_(std::move(options)),
+      sgd_(ctx, graph.parameters(), graph.gradients(), options_.sgd) {
+  if (data_.train == nullptr) throw ConfigError(cat("Trainer: '", data_.spec, "' has no training set"));
+  check_data_fits(net_, graph_, data_);
+  const int batch = graph_.batch();
+  train_loader_ = std::make_unique<Loader>(ctx_, data_.train,
+                                           LoaderOptions{.batch = batch, .workers = options_.workers,
+                                                         .seed = options_.seed, .shuffle = true,
+                                                         .mode = SampleMode::kTraining, .drop_last = true,
+                                                         .warn = options_.warn});
+  if (options_.evaluate && data_.test != nullptr) {
+    test_loader_ = std::make_unique<Loader>(ctx_, data_.test,
+                                            LoaderOptions{.batch = batch, .workers = options_.workers,
+                                                          .seed = options_.seed, .shuffle = false,
+                                                          .mode = SampleMode::kEvaluation, .drop_last = false,
+                                                          .warn = options_.warn});
+  }
+  steps_per_epoch_ = train_loader_->batches_per_epoch();
+  if (options_.steps_per_epoch > 0) steps_per_epoch_ = std::min(steps_per_epoch_, options_.steps_per_epoch);
+  if (options_.warmup_epochs > 0) options_.schedule.warmup_steps = options_.warmup_epochs * steps_per_epoch_;
+  state_.config = options_.config;
+}
+
+Trainer::~Trainer() = default;
+
+const TrainingState& Trainer::resume(const std::string& dir) {
+  TrainingState saved = load_checkpoint(dir, ctx_, graph_, net_, sgd_);
+  // The run must continue as it started: every setting but the number of
+  // epochs must be the checkpoint's.
+  for (const auto& [key, value] : options_.config) {
+    const auto it = saved.config.find(key);
+    if (key != "epochs" && it != saved.config.end() && it->second != value) {
+      throw ConfigError(cat("--resume ", dir, ": this run's ", key, " is '", value, "', the checkpoint's is '",
+                            it->second, "'; resume with the same settings"));
+    }
+  }
+  if (saved.epoch >= options_.epochs) {
+    throw ConfigError(cat("--resume ", dir, ": the checkpoint has finished epoch ", saved.epoch, " of ",
+                          options_.epochs, "; ask for more epochs to continue"));
+  }
+  saved.config = options_.config;
+  state_ = std::move(saved);
+  return state_;
+}
+
+void Trainer::run(const TrainerHooks& hooks) {
+  for (int epoch = state_.epoch + 1; epoch <= options_.epochs; ++epoch) {
+    EpochReport report = train_epoch(epoch, hooks);
+    if (test_loader_) report.test = evaluate(ctx_, graph_, *test_loader_);
+    state_.epoch = epoch;
+    if (!options_.checkpoint_dir.empty()) {
+      save_checkpoint(options_.checkpoint_dir, ctx_, graph_, net_, sgd_, state_);
+      report.checkpoint = checkpoint_model_path(options_.checkpoint_dir, epoch);
+    }
+    if (hooks.on_epoch) hooks.on_epoch(report);
+  }
+}
+
+EpochReport Trainer::train_epoch(int epoch, const TrainerHooks& hooks) {
+  ctx_.rng().seed(epoch_seed(options_.seed, epoch - 1));
+  train_loader_->start_epoch(epoch - 1);
+  const Tensor& images = graph_.input("images");
+  const Tensor& labels = graph_.input("labels");
+  const Tensor& logits = logits_of(graph_);
+  const int classes = static_cast<int>(logits.shape()[1]);
+  const int64_t total_steps = steps_per_epoch_ * options_.epochs;
+
+  EpochReport report{.epoch = epoch, .epochs = options_.epochs, .steps = steps_per_epoch_};
+  Evaluation seen;  // the training batches, scored as they were trained on
+  double compute = 0.0;
+  const auto start = Clock::now();
+  for (int64_t step = 1; step <= steps_per_epoch_; ++step) {
+    const int count = train_loader_->next(images, labels);
+    if (count == 0) break;  // the loader ran dry early: cannot happen with drop_last, kept for safety
+    report.lr = options_.schedule.at(options_.sgd.lr, state_.step, total_steps, steps_per_epoch_);
+    sgd_.set_lr(report.lr);
+    const auto step_start = Clock::now();
+    train_step(ctx_, graph_, sgd_);
+    float loss = 0.0f;
+    try {
+      loss = checked_loss(ctx_, graph_, state_.step + 1);
+    } catch (const NumericalError& e) {
+      throw NumericalError(cat("epoch ", epoch, ", ", e.what()));
+    }
+    compute += seconds_since(step_start);
+    ++state_.step;
+    if (options_.check_numerics) {
+      const std::string where = describe_non_finite_step(ctx_, graph_);
+      if (!where.empty()) throw NumericalError(cat("epoch ", epoch, ", step ", state_.step, ": ", where));
+    }
+    // The logits stay as forward left them: backward writes only gradients.
+    score_rows(to_vector<float>(ctx_, logits), to_vector<int>(ctx_, labels), count, classes, seen);
+    if (hooks.on_step) {
+      const double elapsed = seconds_since(start);
+      hooks.on_step({.epoch = epoch, .epochs = options_.epochs, .step = step, .steps = steps_per_epoch_, .global_step = state_.step,
+                     .loss = loss, .lr = report.lr,
+                     .images_per_second = static_cast<double>(seen.samples) / elapsed,
+                     .elapsed_seconds = elapsed});
+    }
+  }
+  const LoaderStats stats = train_loader_->stats();
+  report.seconds = seconds_since(start);
+  report.global_step = state_.step;
+  report.train_loss = seen.loss();
+  report.train_accuracy = seen.accuracy();
+  report.data_wait_seconds = stats.wait_seconds + stats.copy_seconds;
+  report.compute_seconds = compute;
+  report.images_per_second = static_cast<double>(seen.samples) / report.seconds;
+  report.skipped = stats.skipped;
+  return report;
+}
+
+}  // namespace glassbox

@@ -1,0 +1,129 @@
+// optim/trainer.h: the training loop: epochs of SGD steps on real data, an
+// evaluation after each, checkpoints, and a report of where the time went.
+//
+//   Trainer trainer(ctx, net, graph, open_data("fashion-mnist", net.sample, net.classes), options);
+//   if (resuming) trainer.resume(dir);
+//   trainer.run({.on_step = ..., .on_epoch = ...});
+//
+// One epoch: the training loader's batches, each a train_step
+// (optim/train_step.h) with the learning rate of that step (optim/lr_schedule.h),
+// the loss checked (a non-finite loss stops the run with NumericalError
+// naming the step and the first non-finite output); then the test set in the
+// inference phase (optim/evaluate.h); then a checkpoint (optim/checkpoint.h).
+//
+// Note [One random stream per epoch]: at the start of epoch e the context's
+// RNG (CPU dropout masks) is reseeded from (seed, e), and the loaders draw
+// epoch e's order and augmentation from (seed, e) too. An epoch's randomness
+// therefore does not depend on what ran before it, so on the CPU a run
+// resumed from epoch k's checkpoint ends with the same parameters, bit for
+// bit, as one that never stopped. (On a GPU, cuDNN's dropout keeps its own
+// generator state, which checkpoints do not hold: GPU runs with dropout do
+// not resume bit for bit.)
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "data/data_spec.h"
+#include "data/loader.h"
+#include "graph/graph.h"
+#include "nets/registry.h"
+#include "optim/checkpoint.h"
+#include "optim/evaluate.h"
+#include "optim/lr_schedule.h"
+#include "optim/sgd.h"
+
+namespace glassbox {
+
+struct TrainerOptions {
+  int epochs = 10;
+  SgdOptions sgd{.lr = 0.01f, .momentum = 0.9f, .weight_decay = 5e-4f};  // sgd.lr is the base rate
+  LrSchedule schedule;
+  int warmup_epochs = 0;        // sets schedule.warmup_steps to this many epochs of steps
+  uint64_t seed = 1;            // data order, augmentation, dropout masks
+  int workers = 0;              // loader threads; 0: one per core
+  int64_t steps_per_epoch = 0;  // 0: the whole training set (batches that fill); fewer for a quick run
+  bool evaluate = true;         // the test set after every epoch
+  // After every step, every output and gradient is checked, and the first
+  // that is not finite stops the run, named (graph/finite_check.h). The graph
+  // must be compiled with MemoryReuse::kOff. Slow: for finding where a run breaks.
+  bool check_numerics = false;
+  std::string checkpoint_dir;   // "": none; else a checkpoint after every epoch
+  // Run settings in words, saved with each checkpoint (TrainingState::config).
+  std::map<std::string, std::string> config;
+  // Called once per file a loader skips ("skipping ...: not a JPEG file").
+  std::function<void(const std::string&)> warn;
+};
+
+struct StepReport {
+  int epoch = 0;                 // 1-based
+  int epochs = 0;
+  int64_t step = 0;              // 1-based within the epoch
+  int64_t steps = 0;             // in this epoch
+  int64_t global_step = 0;       // optimizer steps so far in the run
+  float loss = 0.0f;             // of this step
+  float lr = 0.0f;               // used by this step
+  double images_per_second = 0;  // this epoch so far
+  double elapsed_seconds = 0;    // this epoch so far
+};
+
+struct EpochReport {
+  int epoch = 0;  // 1-based
+  int epochs = 0;
+  int64_t steps = 0;
+  int64_t global_step = 0;
+  float lr = 0.0f;               // of the epoch's last step
+  double train_loss = 0.0;       // mean over the epoch's samples (training phase: dropout on)
+  double train_accuracy = 0.0;
+  std::optional<Evaluation> test;  // unless evaluation is off
+  double seconds = 0.0;          // the training part's wall time
+  double data_wait_seconds = 0.0;  // of which waiting for and copying data
+  double compute_seconds = 0.0;  // of which in train steps (to the loss read, which waits for the device)
+  double images_per_second = 0.0;
+  int64_t skipped = 0;           // unreadable samples replaced this epoch
+  std::string checkpoint;        // the files written, "" if none
+};
+
+struct TrainerHooks {
+  std::function<void(const StepReport&)> on_step;
+  std::function<void(const EpochReport&)> on_epoch;
+};
+
+class Trainer {
+ public:
+  // `graph` is built from `net` at the training batch and compiled for
+  // training on `ctx`. Throws ConfigError if the data does not fit the
+  // network (sample shape, classes).
+  Trainer(Context& ctx, const NetSpec& net, Graph& graph, DataSplits data, TrainerOptions options);
+  ~Trainer();
+
+  // Loads the latest checkpoint of `dir` (parameters, running statistics,
+  // momentum, progress); run() then continues after its epoch.
+  const TrainingState& resume(const std::string& dir);
+  const TrainingState& state() const { return state_; }
+
+  // Epochs state().epoch + 1 .. options.epochs.
+  void run(const TrainerHooks& hooks = {});
+
+  int64_t steps_per_epoch() const { return steps_per_epoch_; }
+  const Sgd& optimizer() const { return sgd_; }
+
+ private:
+  EpochReport train_epoch(int epoch, const TrainerHooks& hooks);
+
+  Context& ctx_;
+  const NetSpec net_;
+  Graph& graph_;
+  DataSplits data_;
+  TrainerOptions options_;
+  Sgd sgd_;
+  std::unique_ptr<Loader> train_loader_;
+  std::unique_ptr<Loader> test_loader_;
+  int64_t steps_per_epoch_ = 0;
+  TrainingState state_;
+};
+
+}  // namespace glassbox

@@ -1,0 +1,126 @@
+// tools/cli/eval.cpp: `glassbox eval NET --weights FILE`: a trained network's
+// accuracy on a test set, or its logits for given images.
+//
+//   glassbox eval LeNet --weights run/epoch-0010.safetensors --data fashion-mnist
+//   glassbox eval ResNet50 --weights resnet50.safetensors --input images.safetensors --logits out.safetensors
+//
+// The weights are a Glassbox model file or a PyTorch state_dict saved with
+// safetensors.torch.save_file (optim/checkpoint.h: the same names and
+// layouts). The network runs in the inference phase (batch norm on running
+// statistics, dropout off) on a plan compiled for inference.
+#include <cstdio>
+#include <cstring>
+
+#include "data/data_spec.h"
+#include "optim/checkpoint.h"
+#include "optim/evaluate.h"
+#include "tensor/copy.h"
+#include "tensor/parse.h"
+#include "tensor/runtime_info.h"
+#include "tensor/safetensors.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/flag_specs.h"
+#include "tools/cli/network_arg.h"
+#include "tools/cli/table.h"
+
+namespace glassbox::cli {
+namespace {
+
+HostTensor host_tensor(std::string name, const std::string& dtype, const Shape& shape, const void* data, size_t bytes) {
+  HostTensor t{.name = std::move(name), .dtype = dtype};
+  for (int i = 0; i < shape.rank(); ++i) t.shape.push_back(shape[i]);
+  t.bytes.resize(bytes);
+  std::memcpy(t.bytes.data(), data, bytes);
+  return t;
+}
+
+// The F32 tensor "images" of an --input file, checked against the network's sample.
+HostTensor read_images(const std::string& path, const NetSpec& net) {
+  SafetensorsFile file = read_safetensors(path);
+  const HostTensor* images = file.find("images");
+  if (images == nullptr) throw ConfigError(cat("--input ", path, ": no tensor named \"images\""));
+  const std::vector<int64_t> sample = {net.sample[0], net.sample[1], net.sample[2]};
+  if (images->dtype != "F32" || images->shape.size() != 4 || images->shape[0] < 1 ||
+      !std::equal(sample.begin(), sample.end(), images->shape.begin() + 1)) {
+    std::string shape;
+    for (int64_t d : images->shape) shape += cat(shape.empty() ? "" : ", ", d);
+    throw ConfigError(cat("--input ", path, ": \"images\" is ", images->dtype, " (", shape, "); ", net.name,
+                          " takes F32 (N, ", net.sample[0], ", ", net.sample[1], ", ", net.sample[2], ")"));
+  }
+  return *images;
+}
+
+int eval_input(const Args& args, const NetSpec& net, Context& ctx, const CompileOptions& options) {
+  const HostTensor images = read_images(args.get("--input", ""), net);
+  const int batch = static_cast<int>(images.shape[0]);
+  Graph graph = build_net(net, batch);
+  graph.compile(ctx, options);
+  load_model(args.get("--weights", ""), ctx, graph, net);
+  const std::vector<float> pixels(reinterpret_cast<const float*>(images.bytes.data()),
+                                  reinterpret_cast<const float*>(images.bytes.data()) + images.numel());
+  from_vector<float>(ctx, pixels, graph.input("images"));
+  fill_zero(ctx, graph.input("labels"));  // the loss layer reads labels; eval ignores its loss
+  graph.forward(ctx, Phase::kInference);
+  const Tensor& logits = logits_of(graph);
+  const std::vector<float> values = to_vector<float>(ctx, logits);
+  if (args.has("--logits")) {
+    write_safetensors(args.get("--logits", ""),
+                      {.metadata = {{"net", net.name}, {"weights", args.get("--weights", "")}},
+                       .tensors = {host_tensor("logits", "F32", logits.shape(), values.data(), logits.bytes())}});
+    std::printf("wrote the logits of %d images to %s\n", batch, args.get("--logits", "").c_str());
+    return 0;
+  }
+  const auto classes = static_cast<size_t>(logits.shape()[1]);
+  for (int n = 0; n < batch; ++n) {
+    const auto row = values.begin() + static_cast<std::ptrdiff_t>(n * classes);
+    const auto best = std::max_element(row, row + static_cast<std::ptrdiff_t>(classes));
+    std::printf("image %d: class %lld (logit %s)\n", n, static_cast<long long>(best - row), fixed(*best, 4).c_str());
+  }
+  return 0;
+}
+
+int eval_data(const Args& args, const NetSpec& net, Context& ctx, const CompileOptions& options) {
+  const std::string spec = args.get("--data", "");
+  const int batch = args.int_in("--batch", net.default_batch(ctx.device()), 1, kMaxInt);
+  const DataSplits data = open_data(spec, net.sample, net.classes);
+  Graph graph = build_net(net, batch);
+  graph.compile(ctx, options);
+  load_model(args.get("--weights", ""), ctx, graph, net);
+  Loader loader(ctx, data.test,
+                {.batch = batch, .workers = args.int_in("--workers", 0, 0, 1024), .shuffle = false,
+                 .mode = SampleMode::kEvaluation, .drop_last = false,
+                 .warn = [](const std::string& message) { std::fprintf(stderr, "glassbox: %s\n", message.c_str()); }});
+  // Scored batch by batch as evaluate() does, keeping the logits when asked for.
+  const Evaluation result = evaluate(ctx, graph, loader);
+  std::printf("%s on the test set of %s: %s\n", net.name.c_str(), spec.c_str(), data.test->describe().c_str());
+  std::printf("accuracy: %s (%lld of %lld)\n", fixed(result.accuracy(), 4).c_str(),
+              static_cast<long long>(result.correct), static_cast<long long>(result.samples));
+  std::printf("loss: %s\n", fixed(result.loss(), 4).c_str());
+  std::printf("time: %s s (%s images/s; waiting for data %s s)\n", fixed(result.seconds, 2).c_str(),
+              with_commas(static_cast<int64_t>(static_cast<double>(result.samples) / result.seconds)).c_str(),
+              fixed(result.wait_seconds, 2).c_str());
+  return 0;
+}
+
+}  // namespace
+
+int run_eval(const std::vector<std::string>& words) {
+  const Args args("eval", eval_flags(), words);
+  const NetSpec net = network_arg(args, "eval");
+  if (!args.has("--weights")) throw ConfigError("eval needs --weights FILE (a model file)");
+  if (args.has("--data") == args.has("--input")) {
+    throw ConfigError("eval needs one of --data SPEC (score a test set) or --input FILE (logits of given images)");
+  }
+  if (args.has("--logits") && !args.has("--input")) {
+    throw ConfigError("--logits goes with --input FILE: it writes the logits of those images");
+  }
+  const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
+  if (!choice.note.empty()) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
+  Context ctx = Context::on(choice.device);
+  CompileOptions options;
+  options.phase = Phase::kInference;
+  options.precision = parse_precision(args.get("--precision", "fp32"));
+  return args.has("--input") ? eval_input(args, net, ctx, options) : eval_data(args, net, ctx, options);
+}
+
+}  // namespace glassbox::cli

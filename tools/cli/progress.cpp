@@ -1,0 +1,94 @@
+// tools/cli/progress.cpp
+#include "tools/cli/progress.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "tools/cli/table.h"
+
+namespace glassbox::cli {
+namespace {
+
+constexpr int kBarWidth = 20;
+constexpr auto kRedrawInterval = std::chrono::milliseconds(100);
+constexpr const char* kHeader =
+    "epoch  train loss  train acc  test loss  test acc  time (s)  data wait     compute  images/s        lr";
+
+std::string percent(double fraction) { return fixed(100.0 * fraction, 2) + "%"; }
+
+// Right-aligns `text` in `width` columns.
+std::string right(const std::string& text, size_t width) {
+  return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
+}
+
+}  // namespace
+
+std::string clock_time(double seconds) {
+  const auto total = static_cast<int64_t>(std::max(0.0, std::round(seconds)));
+  const int64_t h = total / 3600, m = total / 60 % 60, s = total % 60;
+  char text[32];
+  if (h > 0) {
+    std::snprintf(text, sizeof text, "%lld:%02lld:%02lld", static_cast<long long>(h), static_cast<long long>(m),
+                  static_cast<long long>(s));
+  } else {
+    std::snprintf(text, sizeof text, "%lld:%02lld", static_cast<long long>(m), static_cast<long long>(s));
+  }
+  return text;
+}
+
+Progress::Progress(std::FILE* out) : out_(out), terminal_(isatty(fileno(out)) == 1) {}
+
+void Progress::header() {
+  std::fprintf(out_, "%s\n", kHeader);
+  std::fflush(out_);
+}
+
+void Progress::step(const StepReport& s) {
+  const double eta = s.step > 0 ? s.elapsed_seconds / static_cast<double>(s.step) * static_cast<double>(s.steps - s.step)
+                                : 0.0;
+  const std::string numbers = cat("loss ", fixed(s.loss, 4), "  lr ", fixed(s.lr, 4), "  ",
+                                  with_commas(static_cast<int64_t>(s.images_per_second)), " img/s  ETA ",
+                                  clock_time(eta));
+  if (terminal_) {
+    const auto now = std::chrono::steady_clock::now();
+    if (s.step != s.steps && now - last_draw_ < kRedrawInterval) return;
+    last_draw_ = now;
+    const int filled = static_cast<int>(kBarWidth * s.step / std::max<int64_t>(s.steps, 1));
+    const std::string bar = std::string(static_cast<size_t>(filled), '#') + std::string(kBarWidth - filled, '.');
+    // \r: back to the line's start; \x1b[K: erase what a longer line left.
+    std::fprintf(out_, "\repoch %d/%d  %lld/%lld [%s]  %s\x1b[K", s.epoch, s.epochs, static_cast<long long>(s.step),
+                 static_cast<long long>(s.steps), bar.c_str(), numbers.c_str());
+    bar_shown_ = true;
+  } else {
+    const int64_t tenth = std::max<int64_t>(s.steps / 10, 1);
+    if (s.step % tenth != 0 || s.step == s.steps) return;
+    std::fprintf(out_, "  epoch %d/%d step %lld/%lld  %s\n", s.epoch, s.epochs, static_cast<long long>(s.step),
+                 static_cast<long long>(s.steps), numbers.c_str());
+  }
+  std::fflush(out_);
+}
+
+void Progress::epoch(const EpochReport& e) {
+  if (bar_shown_) {
+    std::fprintf(out_, "\r\x1b[K");
+    bar_shown_ = false;
+  }
+  const double time = std::max(e.seconds, 1e-9);
+  std::string row = right(cat(e.epoch, "/", e.epochs), 5) + right(fixed(e.train_loss, 4), 12) +
+                    right(percent(e.train_accuracy), 11) +
+                    right(e.test ? fixed(e.test->loss(), 4) : "-", 11) +
+                    right(e.test ? percent(e.test->accuracy()) : "-", 10) + right(fixed(e.seconds, 2), 10) +
+                    right(fixed(e.data_wait_seconds, 2), 7) +
+                    right(cat(static_cast<int>(std::round(100.0 * e.data_wait_seconds / time)), "%"), 4) +
+                    right(fixed(e.compute_seconds, 2), 8) +
+                    right(cat(static_cast<int>(std::round(100.0 * e.compute_seconds / time)), "%"), 4) +
+                    right(with_commas(static_cast<int64_t>(e.images_per_second)), 10) + right(fixed(e.lr, 6), 10);
+  if (e.skipped > 0) row += cat("  (", e.skipped, " unreadable files skipped)");
+  std::fprintf(out_, "%s\n", row.c_str());
+  std::fflush(out_);
+}
+
+}  // namespace glassbox::cli

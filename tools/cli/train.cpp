@@ -1,0 +1,160 @@
+// tools/cli/train.cpp: `glassbox train NET --data SPEC`: real training to real
+// accuracy, with a progress bar, a table of epochs, checkpoints and a log.
+//
+// The run's settings (data, batch, learning rate and schedule, momentum,
+// weight decay, seed, ...) are saved with each checkpoint. `--resume DIR`
+// takes them from there: a flag given again must agree with the
+// checkpoint, and only --epochs may grow, so a resumed run is the run that
+// stopped, continued (Note [One random stream per epoch] in optim/trainer.h).
+#include <cstdio>
+#include <map>
+#include <optional>
+
+#include "data/data_spec.h"
+#include "optim/trainer.h"
+#include "tensor/parse.h"
+#include "tensor/runtime_info.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/flag_specs.h"
+#include "tools/cli/network_arg.h"
+#include "tools/cli/progress.h"
+#include "tools/cli/table.h"
+#include "tools/cli/training_log.h"
+
+namespace glassbox::cli {
+namespace {
+
+constexpr int kMaxEpochs = 1'000'000;
+
+// A setting's value: the flag's if given, else the resumed checkpoint's,
+// else the default. Numbers are written back in one canonical form
+// (cat(double)), so "0.050" and "0.05" are the same setting.
+class Settings {
+ public:
+  Settings(const Args& args, std::map<std::string, std::string> saved) : args_(args), saved_(std::move(saved)) {}
+
+  std::string text(const std::string& key, const std::string& flag, const std::string& fallback) {
+    std::string value = args_.has(flag) ? args_.get(flag, "") : saved_.contains(key) ? saved_.at(key) : fallback;
+    return config_[key] = value;
+  }
+  double number(const std::string& key, const std::string& flag, double fallback, double min, double max) {
+    const double value = parse_number(flag, text(key, flag, cat(fallback)), min, max);
+    config_[key] = cat(value);
+    return value;
+  }
+  int64_t integer(const std::string& key, const std::string& flag, int64_t fallback, int64_t min, int64_t max) {
+    return parse_int(flag, text(key, flag, cat(fallback)), min, max);
+  }
+  bool toggle(const std::string& key, const std::string& flag) {
+    const std::string value = args_.has(flag) ? "true" : saved_.contains(key) ? saved_.at(key) : "false";
+    return (config_[key] = value) == "true";
+  }
+  const std::map<std::string, std::string>& config() const { return config_; }
+
+ private:
+  const Args& args_;
+  std::map<std::string, std::string> saved_;
+  std::map<std::string, std::string> config_;
+};
+
+}  // namespace
+
+int run_train(const std::vector<std::string>& words) {
+  const Args args("train", train_flags(), words);
+  const NetSpec net = network_arg(args, "train");
+  const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
+  if (!choice.note.empty()) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
+  const Device device = choice.device;
+
+  const std::string resume_dir = args.get("--resume", "");
+  std::map<std::string, std::string> saved;
+  if (!resume_dir.empty()) {
+    saved = read_training_state(resume_dir).config;
+    if (saved.contains("net") && saved.at("net") != net.name) {
+      throw ConfigError(cat("--resume ", resume_dir, ": the checkpoint is of ", saved.at("net"), ", not ", net.name));
+    }
+  }
+  if (!args.has("--data") && !saved.contains("data")) {
+    throw ConfigError("train needs --data SPEC: fashion-mnist, fashion-mnist:DIR, mnist:DIR, folder:PATH or "
+                      "synthetic[:N]");
+  }
+  Settings settings(args, saved);
+  settings.text("net", "", net.name);
+  const std::string data_spec = settings.text("data", "--data", "");
+  const int batch = static_cast<int>(settings.integer("batch", "--batch", net.default_batch(device), 1, kMaxInt));
+  TrainerOptions options;
+  options.sgd.lr = static_cast<float>(settings.number("lr", "--lr", 0.05, 1e-12, 1e6));
+  options.schedule = parse_lr_schedule(settings.text("schedule", "--schedule", "cosine"), "--schedule");
+  options.warmup_epochs = static_cast<int>(settings.integer("warmup_epochs", "--warmup-epochs", 0, 0, kMaxEpochs));
+  options.sgd.momentum = static_cast<float>(settings.number("momentum", "--momentum", 0.9, 0.0, 1.0));
+  options.sgd.nesterov = settings.toggle("nesterov", "--nesterov");
+  options.sgd.weight_decay = static_cast<float>(settings.number("weight_decay", "--weight-decay", 5e-4, 0.0, 1e6));
+  options.seed = static_cast<uint64_t>(settings.integer("seed", "--seed", 1, 0, INT64_MAX));
+  options.steps_per_epoch = settings.integer("steps_per_epoch", "--steps-per-epoch", 0, 0, INT64_MAX);
+  const Precision precision = parse_precision(settings.text("precision", "--precision", "fp32"));
+  options.epochs = static_cast<int>(settings.integer("epochs", "--epochs", 10, 1, kMaxEpochs));  // may grow on resume
+  options.workers = args.int_in("--workers", 0, 0, 1024);
+  options.check_numerics = args.has("--check-numerics");
+  options.checkpoint_dir = args.get("--checkpoint-dir", resume_dir);
+  options.config = settings.config();  // saved with each checkpoint
+  options.warn = [](const std::string& message) { std::fprintf(stderr, "glassbox: %s\n", message.c_str()); };
+  if (options.warmup_epochs >= options.epochs) {
+    throw ConfigError(cat("--warmup-epochs ", options.warmup_epochs, " leaves none of the ", options.epochs,
+                          " epochs for the schedule; give fewer warm-up epochs"));
+  }
+  const int log_every = args.int_in("--log-every", 0, 1, kMaxInt);
+  if (args.has("--log-every") && !args.has("--log")) throw ConfigError("--log-every needs --log FILE");
+  std::optional<TrainingLog> log;
+  if (args.has("--log")) log.emplace(args.get("--log", ""), log_every);
+
+  Context ctx = Context::on(device);
+  Graph graph = build_net(net, batch);
+  CompileOptions compile;
+  compile.precision = precision;
+  // --check-numerics reads every value after the step: none may share memory.
+  compile.memory_reuse = options.check_numerics ? MemoryReuse::kOff : MemoryReuse::kOn;
+  graph.compile(ctx, compile);
+  Trainer trainer(ctx, net, graph, open_data(data_spec, net.sample, net.classes), options);
+  if (!resume_dir.empty()) trainer.resume(resume_dir);
+
+  const RuntimeInfo info = runtime_info(ctx);
+  std::printf("%s on %s (%s), batch %d, %s\n", net.name.c_str(), info.device.c_str(), info.device_name.c_str(), batch,
+              info.precision.c_str());
+  std::printf("data: %s\n", data_spec.c_str());
+  std::printf("SGD: lr %s, %s schedule%s, momentum %s%s, weight decay %s; seed %llu\n",
+              options.config.at("lr").c_str(), options.schedule.str().c_str(),
+              options.warmup_epochs ? cat(" after ", options.warmup_epochs, " warm-up epochs").c_str() : "",
+              options.config.at("momentum").c_str(), options.sgd.nesterov ? " (Nesterov)" : "",
+              options.config.at("weight_decay").c_str(), static_cast<unsigned long long>(options.seed));
+  std::printf("%d epochs of %lld steps%s%s\n\n", options.epochs, static_cast<long long>(trainer.steps_per_epoch()),
+              resume_dir.empty() ? "" : cat(", resumed after epoch ", trainer.state().epoch).c_str(),
+              options.checkpoint_dir.empty() ? "" : cat("; checkpoints in ", options.checkpoint_dir).c_str());
+  if (log) {
+    std::map<std::string, std::string> start = options.config;
+    start["device"] = info.device;
+    log->start(start);
+  }
+
+  Progress progress(stdout);
+  progress.header();
+  std::optional<EpochReport> last;
+  trainer.run({.on_step =
+                   [&](const StepReport& step) {
+                     progress.step(step);
+                     if (log) log->step(step);
+                   },
+               .on_epoch =
+                   [&](const EpochReport& epoch) {
+                     progress.epoch(epoch);
+                     if (log) log->epoch(epoch);
+                     last = epoch;
+                   }});
+  if (last && last->test) {
+    std::printf("\ntest accuracy after epoch %d: %s%% (%s of %s)\n", last->epoch,
+                fixed(100.0 * last->test->accuracy(), 2).c_str(), with_commas(last->test->correct).c_str(),
+                with_commas(last->test->samples).c_str());
+  }
+  return 0;
+}
+
+}  // namespace glassbox::cli

@@ -1,0 +1,41 @@
+// tools/cli/training_log.h: `glassbox train --log FILE`: one JSON object per
+// line, appended and flushed line by line, so that a run that stops (or is
+// killed) leaves every line before it whole, and a plot script
+// (tools/plot_training.py) can read the file while the run goes on.
+//
+//   {"event":"start","net":"LeNet","data":"fashion-mnist","batch":64,"device":"cpu",...}
+//   {"event":"step","epoch":1,"step":100,"global_step":100,"loss":0.61,"lr":0.0499,"images_per_second":9811.2}
+//   {"event":"epoch","epoch":1,"train_loss":0.60,"train_accuracy":0.78,"test_loss":0.45,"test_accuracy":0.83,
+//    "seconds":6.1,"data_wait_seconds":0.1,"compute_seconds":5.9,"images_per_second":9822.0,"lr":0.0488,...}
+#pragma once
+
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "optim/trainer.h"
+
+namespace glassbox::cli {
+
+class TrainingLog {
+ public:
+  // Opens `path` for appending (a resumed run continues its log). Throws
+  // Error naming the path and the system's reason.
+  TrainingLog(const std::string& path, int every_steps);
+  ~TrainingLog();
+  TrainingLog(const TrainingLog&) = delete;
+  TrainingLog& operator=(const TrainingLog&) = delete;
+
+  void start(const std::map<std::string, std::string>& settings);
+  void step(const StepReport& step);  // every `every_steps` steps (none if 0)
+  void epoch(const EpochReport& epoch);
+
+ private:
+  void write(const std::string& line);
+
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  int every_steps_ = 0;
+};
+
+}  // namespace glassbox::cli
