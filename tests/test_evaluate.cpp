@@ -1,0 +1,73 @@
+// tests/test_evaluate.cpp: scoring logits, and evaluating a network over a
+// padded test set.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "data/data_spec.h"
+#include "nets/nets.h"
+#include "optim/evaluate.h"
+
+namespace glassbox {
+namespace {
+
+TEST(Evaluate, ScoresOnlyTheRealRows) {
+  // Three rows of three classes; the third row is padding and must not count.
+  const std::vector<float> logits = {2.0f, 1.0f, 0.0f,   // label 0: right
+                                     0.0f, 0.0f, 3.0f,   // label 1: wrong
+                                     9.0f, 9.0f, 9.0f};  // padding
+  const std::vector<int> labels = {0, 1, 0};
+  Evaluation e;
+  score_rows(logits, labels, 2, 3, e);
+  EXPECT_EQ(e.samples, 2);
+  EXPECT_EQ(e.correct, 1);
+  const double row0 = -std::log(std::exp(2.0) / (std::exp(2.0) + std::exp(1.0) + 1.0));
+  const double row1 = -std::log(1.0 / (2.0 + std::exp(3.0)));
+  EXPECT_NEAR(e.loss(), (row0 + row1) / 2, 1e-12);
+  EXPECT_DOUBLE_EQ(e.accuracy(), 0.5);
+}
+
+TEST(Evaluate, LargeLogitsDoNotOverflow) {
+  const std::vector<float> logits = {1000.0f, 0.0f};
+  const std::vector<int> labels = {1};
+  Evaluation e;
+  score_rows(logits, labels, 1, 2, e);
+  EXPECT_NEAR(e.loss(), 1000.0, 1e-9);
+  EXPECT_EQ(e.correct, 0);
+}
+
+TEST(Evaluate, ALabelOutsideTheClassesIsAnError) {
+  const std::vector<float> logits = {0.0f, 1.0f};
+  const std::vector<int> labels = {2};
+  Evaluation e;
+  try {
+    score_rows(logits, labels, 1, 2, e);
+    FAIL() << "label 2 of 2 classes was scored";
+  } catch (const Error& err) {
+    EXPECT_STREQ(err.what(), "score_rows: label 2 of row 0 is not one of the 2 classes");
+  }
+}
+
+// 256 test images at batch 64 (four full batches) and at batch 50 (five,
+// then one of 6, padded): every image is counted once, whatever the batch.
+TEST(Evaluate, EverySampleOnceWhateverTheBatch) {
+  Context ctx = Context::cpu();
+  const DataSplits data = open_data("synthetic:64", Shape{1, 28, 28}, 10);
+  ASSERT_EQ(data.test->size(), 256);
+  Evaluation results[2];
+  const int batches[2] = {64, 50};
+  for (int i = 0; i < 2; ++i) {
+    Graph graph = lenet(batches[i]);
+    graph.compile(ctx);
+    Loader loader(ctx, data.test,
+                  {.batch = batches[i], .workers = 1, .shuffle = false, .mode = SampleMode::kEvaluation,
+                   .drop_last = false});
+    results[i] = evaluate(ctx, graph, loader);
+    EXPECT_EQ(results[i].samples, 256) << "batch " << batches[i];
+  }
+  EXPECT_EQ(results[0].correct, results[1].correct);
+  EXPECT_NEAR(results[0].loss(), results[1].loss(), 1e-5);
+}
+
+}  // namespace
+}  // namespace glassbox
