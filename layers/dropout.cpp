@@ -57,8 +57,7 @@ void Dropout::set_probability(float p) {
 std::string Dropout::describe() const { return cat("p ", options_.p); }
 
 void Dropout::prepare_cpu(Context& ctx, const PrepareOptions& options) {
-  // An inference graph never draws a mask.
-  // A graph compiled with p = 0 keeps the mask too: p may be raised later.
+  // An inference graph never draws a mask; a training one at p = 0 keeps one, as p may be raised later.
   if (options.phase == Phase::kTraining) mask_ = ctx.allocate(output_shape(), DType::kFloat32, MemoryCategory::kLayerState);
   last_forward_masked_ = false;
 }

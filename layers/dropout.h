@@ -2,7 +2,7 @@
 //   training:  m ~ Bernoulli(1 - p) per element, drawn fresh every forward
 //              y = x * m / (1 - p)
 //   inference, or p = 0: y = x
-//   backward:  dx (= or +=) dy * m / (1 - p)   (dy after an inference forward or at p = 0)
+//   backward:  dx (= or +=) dy * m / (1 - p), or dy after a forward that was the identity
 // p can change between steps (set_probability, Graph::set_dropout): a
 // schedule, or 0 to turn dropout off for a run without recompiling.
 // Seeded: the CPU draws m from the context's RNG; cuDNN's generator is seeded
