@@ -111,11 +111,13 @@ int Graph::batch() const {
 }
 
 void Graph::compile(Context& ctx, const CompileOptions& options) {
+  input_gradient_nodes_ = input_gradient_nodes(nodes_, options.input_gradients, options.phase);  // checked first
   options_ = options;
   options_.layers.phase = options.phase;
   device_ = ctx.device();
   ctx.set_precision(options.precision);
-  plan_ = std::make_unique<MemoryPlan>(plan_activations(nodes_, layers_, loss_, options.phase, options.memory_reuse));
+  plan_ = std::make_unique<MemoryPlan>(
+      plan_activations(nodes_, layers_, loss_, options.phase, options.memory_reuse, input_gradient_nodes_));
   const bool training = options.phase == Phase::kTraining;
   const size_t parameters = parameter_bytes(nodes_, layers_);
   check_plan_fits(ctx, {{MemoryCategory::kParameters, parameters},
@@ -254,7 +256,7 @@ void Graph::allocate_activations(Context& ctx) {
       const size_t offset = plan.grads.offsets[static_cast<size_t>(plan.grad_block[i])];
       node.grad = grads.view(offset, node.shape, DType::kFloat32).named(node.name + " gradient");
     } else {
-      const char* why = node.is_input()                        ? "graph inputs get no gradient"
+      const char* why = node.is_input()                        ? "not in CompileOptions::input_gradients"
                         : static_cast<int>(i) == loss_          ? "the loss starts backward with 1"
                                                                 : "compiled for inference";
       node.grad = Tensor().named(cat("gradient of '", node.name, "' (none: ", why, ")"));
@@ -272,7 +274,7 @@ void Graph::allocate_activations(Context& ctx) {
     for (int producer : node.inputs) {
       const auto p = static_cast<size_t>(producer);
       node.input_values.push_back(nodes_[p].value);
-      node.input_grads.push_back(nodes_[p].grad);  // undefined for graph inputs: no gradient wanted
+      node.input_grads.push_back(nodes_[p].grad);  // undefined for graph inputs not asked for
       node.input_grad_modes.push_back(reached[p] ? GradMode::kAdd : GradMode::kWrite);
       if (nodes_[p].grad.defined()) reached[p] = true;
     }

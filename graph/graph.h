@@ -44,7 +44,7 @@ struct Node {
   Tensor value;                           // the output (or, for an input, the data)
   Tensor grad;                            // d loss / d value; undefined where none is needed
   std::vector<Tensor> input_values;       // the producers' values, in input order
-  std::vector<Tensor> input_grads;        // the producers' grads (undefined for graph inputs)
+  std::vector<Tensor> input_grads;        // the producers' grads (undefined for graph inputs not asked for)
   std::vector<GradMode> input_grad_modes; // write for the first gradient to reach a producer, then add
   std::vector<Tensor> params;             // views into the flat parameter buffer
   std::vector<Tensor> param_grads;        // views into the flat gradient buffer
@@ -69,6 +69,11 @@ struct CompileOptions {
   MemoryReuse memory_reuse = MemoryReuse::kOn;
   bool layer_timing = false;             // record one mark per layer boundary (layer_times())
   bool sync_each_layer = false;          // debug: wait after every layer to localise device faults
+  // Graph inputs whose gradient backward computes, by name ({"images"}): for
+  // saliency maps, adversarial examples, or a Glassbox graph inside a larger
+  // model. Read them with Graph::input_gradient() after backward. Only float
+  // inputs of a training plan; compile throws ConfigError naming the choices.
+  std::vector<std::string> input_gradients;
 };
 
 // Per-layer times of the last forward and backward, in milliseconds.
@@ -99,6 +104,21 @@ class Graph {
   // The tensor of a graph input, to fill before forward(). Throws ConfigError
   // naming the inputs if there is none of that name.
   const Tensor& input(std::string_view name) const;
+  // d loss / d input, for an input named in CompileOptions::input_gradients:
+  // written by each backward (the first layer to reach it writes, later ones
+  // add) and kept until the next one. Throws ConfigError naming the inputs
+  // for an unknown name, and saying how to ask for one that was not asked for.
+  const Tensor& input_gradient(std::string_view name) const;
+
+  // Dropout's probability from the next training forward on, set between
+  // steps (a backward uses its forward's): p in [0, 1), and 0 turns dropout
+  // off (a training forward is then the identity). Before or after compile.
+  // set_dropout(p) sets every Dropout layer and returns how many there are;
+  // set_dropout(layer, p) one of them by name. Invalid p: ConfigError naming
+  // the layer, and no layer changed; an unknown layer: ConfigError listing the
+  // dropout layers.
+  int set_dropout(float p);
+  void set_dropout(std::string_view layer, float p);
 
   // `after_each_layer`, when given, is called after each layer's forward (for
   // checks that must see a value before its memory is reused).
@@ -146,6 +166,7 @@ class Graph {
 
   std::vector<Node> nodes_;
   std::vector<int> layers_;  // indices of layer nodes, in topological order
+  std::vector<int> input_gradient_nodes_;  // graph inputs that get a gradient (CompileOptions::input_gradients)
   int loss_ = -1;
   bool compiled_ = false;
   Device device_;

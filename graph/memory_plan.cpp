@@ -75,7 +75,7 @@ std::string find_overlap(std::span<const Block> blocks, const ArenaLayout& layou
 }
 
 MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<int>& layers, int loss, Phase phase,
-                            MemoryReuse reuse) {
+                            MemoryReuse reuse, std::span<const int> input_gradients) {
   const bool training = phase == Phase::kTraining;
   const int count = static_cast<int>(layers.size());
   std::vector<int> position(nodes.size(), -1);  // a layer node's forward time
@@ -83,6 +83,8 @@ MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<in
   auto forward_time = [&](int node) { return position[static_cast<size_t>(node)]; };
   auto backward_time = [&](int node) { return 2 * count - 1 - position[static_cast<size_t>(node)]; };
 
+  std::vector<bool> input_gets_grad(nodes.size(), false);
+  for (int i : input_gradients) input_gets_grad[static_cast<size_t>(i)] = training;
   std::vector<int> readers(nodes.size(), 0);
   for (const Node& node : nodes) {
     for (int producer : node.inputs) ++readers[static_cast<size_t>(producer)];
@@ -116,7 +118,7 @@ MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<in
     for (size_t j = 0; j < node.inputs.size(); ++j) {
       const int producer = node.inputs[j];
       if (nodes[static_cast<size_t>(producer)].is_input()) {
-        gets_every_input_grad = false;
+        if (!input_gets_grad[static_cast<size_t>(producer)]) gets_every_input_grad = false;
         continue;
       }
       read_at(producer, forward_time(i));
@@ -128,28 +130,33 @@ MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<in
   plan.values = place_blocks(plan.value_blocks, reuse);
   if (!training) return plan;
 
-  for (int i : layers) {
-    if (i == loss) continue;
-    const Node& node = nodes[static_cast<size_t>(i)];
-    int first = backward_time(i);
+  // Graph inputs asked for and layers but the loss, in node order.
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const int i = static_cast<int>(n);
+    const Node& node = nodes[n];
+    if (node.is_input() ? !input_gets_grad[n] : i == loss) continue;
+    int first = node.is_input() ? Lifetime::kAfterStep : backward_time(i);
     for (int j : layers) {
       const std::vector<int>& in = nodes[static_cast<size_t>(j)].inputs;
       if (std::find(in.begin(), in.end(), i) != in.end()) first = std::min(first, backward_time(j));
     }
-    plan.grad_block[static_cast<size_t>(i)] = static_cast<int>(plan.grad_blocks.size());
-    plan.grad_blocks.push_back({bytes_of(node), {first, backward_time(i)}});
+    const int last = node.is_input() ? Lifetime::kAfterStep : backward_time(i);  // read after the step
+    plan.grad_block[n] = static_cast<int>(plan.grad_blocks.size());
+    plan.grad_blocks.push_back({bytes_of(node), {first, last}});
     plan.grads_without_reuse += bytes_of(node);
   }
   plan.grads = place_blocks(plan.grad_blocks, reuse);
   return plan;
 }
 
-MemoryPlan plan_activations(const Graph& graph, Phase phase, MemoryReuse reuse) {
+MemoryPlan plan_activations(const Graph& graph, Phase phase, MemoryReuse reuse,
+                            std::span<const std::string> input_gradients) {
   std::vector<int> layers;
   for (size_t i = 0; i < graph.nodes().size(); ++i) {
     if (!graph.nodes()[i].is_input()) layers.push_back(static_cast<int>(i));
   }
-  return plan_activations(graph.nodes(), layers, graph.loss_node(), phase, reuse);
+  const std::vector<int> inputs = input_gradient_nodes(graph.nodes(), input_gradients, phase);
+  return plan_activations(graph.nodes(), layers, graph.loss_node(), phase, reuse, inputs);
 }
 
 }  // namespace glassbox

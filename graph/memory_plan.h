@@ -14,7 +14,10 @@
 //     Note [BatchNorm2d scratch dx]);
 //   - the loss: until after the step, when it is read.
 // A value's gradient is alive from the backward of its last reader in forward
-// order (the first to write the gradient) to its own layer's backward.
+// order (the first to write the gradient) to its own layer's backward. A graph
+// input's gradient, where asked for (CompileOptions::input_gradients), has no
+// layer of its own: it is alive from its first write until after the step,
+// since the caller reads it after backward.
 //
 // Blocks alive at overlapping times never share bytes; blocks whose lifetimes
 // are disjoint may. An in-place layer (ReLU) writes its output over its input
@@ -62,7 +65,7 @@ std::string find_overlap(std::span<const Block> blocks, const ArenaLayout& layou
 // The plan of one graph: per node, its value's and its gradient's block.
 struct MemoryPlan {
   std::vector<int> value_block;  // -1 for graph inputs (they live in the data arena)
-  std::vector<int> grad_block;   // -1 where no gradient is kept (inputs, the loss, inference plans)
+  std::vector<int> grad_block;   // -1 where no gradient is kept (inputs not asked for, the loss, inference plans)
   std::vector<Block> value_blocks;
   std::vector<Block> grad_blocks;
   ArenaLayout values;
@@ -80,10 +83,18 @@ inline size_t plan_aligned(size_t bytes) { return (bytes + kPlanAlignment - 1) /
 // Plans activations and activation gradients for a graph's nodes (in
 // topological order; `layers` are the indices of layer nodes). `phase`
 // kInference plans a forward-only graph: no gradients, nothing kept for a
-// backward.
+// backward. `input_gradients`: the graph inputs (node indices) that get a
+// gradient, as input_gradient_nodes() returns them.
 MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<int>& layers, int loss, Phase phase,
-                            MemoryReuse reuse);
+                            MemoryReuse reuse, std::span<const int> input_gradients = {});
 // The same for a built graph (compiled or not): what compile() would plan.
-MemoryPlan plan_activations(const Graph& graph, Phase phase, MemoryReuse reuse = MemoryReuse::kOn);
+MemoryPlan plan_activations(const Graph& graph, Phase phase, MemoryReuse reuse = MemoryReuse::kOn,
+                            std::span<const std::string> input_gradients = {});
+
+// The node indices of the inputs named in CompileOptions::input_gradients.
+// Throws ConfigError, naming the float inputs, for a name that is no input or
+// an integer input (labels), and for any name in an inference plan.
+std::vector<int> input_gradient_nodes(const std::vector<Node>& nodes, std::span<const std::string> names,
+                                      Phase phase);
 
 }  // namespace glassbox

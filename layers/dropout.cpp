@@ -47,26 +47,27 @@ void draw_and_apply(const float* x, float* m, float* y, int64_t begin, int64_t e
 
 }  // namespace
 
-Dropout::Dropout(std::string name, Options options) : Layer(std::move(name)), options_(options) {
-  if (!(options_.p >= 0.0f && options_.p < 1.0f)) {  // also rejects NaN
-    fail_option(cat("p must be in [0, 1), got ", options_.p));
-  }
+Dropout::Dropout(std::string name, Options options) : Layer(std::move(name)) { set_probability(options.p); }
+
+void Dropout::set_probability(float p) {
+  if (!(p >= 0.0f && p < 1.0f)) fail_option(cat("p must be in [0, 1), got ", p));  // also rejects NaN
+  options_.p = p;
 }
 
 std::string Dropout::describe() const { return cat("p ", options_.p); }
 
 void Dropout::prepare_cpu(Context& ctx, const PrepareOptions& options) {
-  // An inference graph never draws a mask.
+  // An inference graph never draws a mask; a training one at p = 0 keeps one, as p may be raised later.
   if (options.phase == Phase::kTraining) mask_ = ctx.allocate(output_shape(), DType::kFloat32, MemoryCategory::kLayerState);
-  last_phase_ = Phase::kInference;
+  last_forward_masked_ = false;
 }
 
 void Dropout::forward_cpu(Context& ctx, const ForwardArgs& args) {
-  last_phase_ = args.phase;
+  last_forward_masked_ = args.phase == Phase::kTraining && options_.p > 0.0f;
   float* x = args.inputs[0].data<float>();
   float* y = args.output.data<float>();
   const int64_t count = args.output.numel();
-  if (args.phase == Phase::kInference) {
+  if (!last_forward_masked_) {
     parallel_for(count, kElementwiseGrain, [&](int64_t begin, int64_t end) {
       std::memcpy(y + begin, x + begin, static_cast<size_t>(end - begin) * sizeof(float));
     });
@@ -92,7 +93,7 @@ void Dropout::backward_cpu(Context&, const BackwardArgs& args) {
   const Tensor& dx_tensor = args.input_grads[0];
   if (!dx_tensor.defined()) return;
   const GradMode mode = args.input_grad_modes[0];
-  const bool through_mask = last_phase_ == Phase::kTraining;
+  const bool through_mask = last_forward_masked_;
   float* dy = args.output_grad.data<float>();
   float* dx = dx_tensor.data<float>();
   float* m = mask_.data<float>();

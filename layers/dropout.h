@@ -1,8 +1,10 @@
 // layers/dropout.h: inverted dropout (Srivastava et al., 2014).
 //   training:  m ~ Bernoulli(1 - p) per element, drawn fresh every forward
 //              y = x * m / (1 - p)
-//   inference: y = x
-//   backward:  dx (= or +=) dy * m / (1 - p)
+//   inference, or p = 0: y = x
+//   backward:  dx (= or +=) dy * m / (1 - p), or dy after a forward that was the identity
+// p can change between steps (set_probability, Graph::set_dropout): a
+// schedule, or 0 to turn dropout off for a run without recompiling.
 // Seeded: the CPU draws m from the context's RNG; cuDNN's generator is seeded
 // from it once, at prepare time. The two backends draw different masks from
 // the same seed; each is reproducible on its own. CUDA: cudnnDropoutForward/Backward.
@@ -27,6 +29,10 @@ class Dropout final : public Layer {
   std::string describe() const override;  // "p 0.5"
   Shape infer(std::span<const Shape> inputs) const override { return inputs[0]; }
   const Options& options() const { return options_; }
+  // The probability from the next training forward on, before or after
+  // prepare; the next backward still follows the last forward's mask. p in
+  // [0, 1), else a ConfigError naming the layer, and p stays as it was.
+  void set_probability(float p);
 
  private:
   void prepare_cpu(Context& ctx, const PrepareOptions& options) override;
@@ -39,8 +45,8 @@ class Dropout final : public Layer {
   Options options_;
   Tensor mask_;  // CPU: m / (1 - p) from the last training forward
   // Backward follows the last forward: through the mask after a training
-  // forward, straight through after an inference one.
-  Phase last_phase_ = Phase::kInference;
+  // forward at p > 0, straight through after any other.
+  bool last_forward_masked_ = false;
 };
 
 }  // namespace glassbox

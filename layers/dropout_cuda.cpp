@@ -10,6 +10,20 @@
 // cudnnDropoutBackward has no alpha/beta: it only writes dx. For
 // GradMode::kAdd it writes into the shared workspace, and cudnnAddTensor
 // (beta = 1) adds that onto dx.
+//
+// Note [Changing p keeps the generator]: the descriptor holds p, and
+// set_probability (no context at hand) only records the new value; the next
+// training forward brings the descriptor up to date before drawing. It must
+// not call cudnnSetDropoutDescriptor with the states again: given states,
+// that call launches a kernel that initialises them from the seed, so the
+// masks would start over (the same masks again if the seed were the same).
+// cudnnRestoreDropoutDescriptor (cuDNN 9
+// cudnn_ops_v9.h: "Restores the dropout descriptor to a previously saved-off
+// state") takes states that cudnnSetDropoutDescriptor initialised and only
+// records p, the states' address and the seed in the host-side descriptor:
+// no kernel, no allocation, and the generator goes on where it was. PyTorch's
+// DropoutDescriptor::set (ATen cudnn/Descriptors.h) changes p the same way.
+// At p = 0 no cuDNN call is made: forward copies x, backward passes dy.
 #include "layers/dropout.h"
 
 #include <algorithm>
@@ -24,6 +38,9 @@ struct DropoutState final : BackendState {
   Tensor states;   // cuDNN's generator states, opaque bytes
   Tensor reserve;  // the mask of the last training forward, opaque bytes
   size_t reserve_bytes = 0;
+  size_t state_bytes = 0;
+  unsigned long long seed = 0;
+  float descriptor_p = 0.0f;  // the p the descriptor holds (Note [Changing p keeps the generator])
   TensorDescriptor desc;  // x, y, dx, dy and the kAdd scratch share one shape
   DropoutDescriptor dropout;
 };
@@ -39,18 +56,18 @@ Tensor allocate_bytes(Context& ctx, size_t bytes) {
 void Dropout::prepare_cuda(Context& ctx, const PrepareOptions& options) {
   auto state = std::make_unique<DropoutState>();
   state->desc = make_tensor_descriptor(output_shape());
-  last_phase_ = Phase::kInference;
+  last_forward_masked_ = false;
   if (options.phase == Phase::kInference) {  // an inference graph only copies: no RNG states, no mask
     backend_ = std::move(state);
     return;
   }
   state->dropout = make_descriptor<DropoutDescriptor>(cudnnCreateDropoutDescriptor);
-  size_t state_bytes = 0;
-  CUDNN_CHECK(cudnnDropoutGetStatesSize(cudnn_of(ctx), &state_bytes));
-  state->states = allocate_bytes(ctx, state_bytes);
-  const unsigned long long seed = ctx.rng()();
-  CUDNN_CHECK(cudnnSetDropoutDescriptor(state->dropout.get(), cudnn_of(ctx), options_.p, state->states.raw(),
-                                        state_bytes, seed));
+  CUDNN_CHECK(cudnnDropoutGetStatesSize(cudnn_of(ctx), &state->state_bytes));
+  state->states = allocate_bytes(ctx, state->state_bytes);
+  state->seed = ctx.rng()();
+  state->descriptor_p = options_.p;
+  CUDNN_CHECK(cudnnSetDropoutDescriptor(state->dropout.get(), cudnn_of(ctx), state->descriptor_p,
+                                        state->states.raw(), state->state_bytes, state->seed));
   CUDNN_CHECK(cudnnDropoutGetReserveSpaceSize(state->desc.get(), &state->reserve_bytes));
   state->reserve = allocate_bytes(ctx, state->reserve_bytes);
   set_workspace_bytes(output_shape().numel() * sizeof(float));  // dx scratch for GradMode::kAdd
@@ -58,13 +75,18 @@ void Dropout::prepare_cuda(Context& ctx, const PrepareOptions& options) {
 }
 
 void Dropout::forward_cuda(Context& ctx, const ForwardArgs& args) {
-  last_phase_ = args.phase;
-  if (args.phase == Phase::kInference) {
+  last_forward_masked_ = args.phase == Phase::kTraining && options_.p > 0.0f;
+  if (!last_forward_masked_) {
     CUDA_CHECK(cudaMemcpyAsync(args.output.raw(), args.inputs[0].raw(), args.output.bytes(),
                                cudaMemcpyDeviceToDevice, stream_of(ctx)));
     return;
   }
   auto& s = state_as<DropoutState>(backend_);
+  if (s.descriptor_p != options_.p) {  // Note [Changing p keeps the generator]
+    CUDNN_CHECK(cudnnRestoreDropoutDescriptor(s.dropout.get(), cudnn_of(ctx), options_.p, s.states.raw(),
+                                              s.state_bytes, s.seed));
+    s.descriptor_p = options_.p;
+  }
   CUDNN_CHECK(cudnnDropoutForward(cudnn_of(ctx), s.dropout.get(), s.desc.get(), args.inputs[0].raw(),
                                   s.desc.get(), args.output.raw(), s.reserve.raw(), s.reserve_bytes));
 }
@@ -73,7 +95,7 @@ void Dropout::backward_cuda(Context& ctx, const BackwardArgs& args) {
   const Tensor& dx = args.input_grads[0];
   if (!dx.defined()) return;
   auto& s = state_as<DropoutState>(backend_);
-  if (last_phase_ == Phase::kInference) {  // y = x: the gradient passes straight through
+  if (!last_forward_masked_) {  // y = x: the gradient passes straight through
     write_or_add_tensor(ctx, args.input_grad_modes[0], s.desc.get(), args.output_grad, dx);
     return;
   }

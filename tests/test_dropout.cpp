@@ -1,11 +1,15 @@
-// tests/test_dropout.cpp
+// tests/test_dropout.cpp: the mask's statistics and reproducibility, backward
+// through the forward's mask, inference, the probability changed between
+// steps (Dropout::set_probability, Graph::set_dropout), and the CUDA path.
 #include <gtest/gtest.h>
 #include <omp.h>
 
 #include <cmath>
 #include <utility>
 
+#include "graph/builder.h"
 #include "layers/dropout.h"
+#include "tensor/copy.h"
 #include "tests/support/checks.h"
 #include "tests/support/devices.h"
 
@@ -191,6 +195,153 @@ TEST(Dropout, CudaInferenceIsTheIdentity) {
   h.poison(h.input_grads[0]);
   h.backward();
   EXPECT_EQ(h.read(h.input_grads[0]), h.read(h.output_grad));
+}
+
+TEST(Dropout, SetProbabilityRefusesPOutsideZeroToOneAndKeepsTheOld) {
+  Dropout drop("drop6", {.p = 0.5f});
+  try {
+    drop.set_probability(1.0f);
+    FAIL() << "accepted p = 1";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "drop6 (Dropout): p must be in [0, 1), got 1");
+  }
+  EXPECT_EQ(drop.options().p, 0.5f);
+  drop.set_probability(0.25f);
+  EXPECT_EQ(drop.describe(), "p 0.25");
+}
+
+class DropoutDeviceTest : public testing::DeviceTest {};
+
+// Prepared at p = 0.5, then turned off: a training forward is the identity
+// and backward passes dy straight through (written or added), on either
+// backend; turned on again, it drops again.
+TEST_P(DropoutDeviceTest, PZeroIsTheIdentityForwardAndBackward) {
+  Dropout drop("drop", {.p = 0.5f});
+  testing::LayerHarness h(ctx(), drop, {Shape{16, 1001}});
+  h.randomize(3);
+  drop.set_probability(0.0f);
+  h.poison(h.output);
+  h.forward(Phase::kTraining);
+  EXPECT_EQ(h.read(h.output), h.read(h.inputs[0]));
+  h.poison(h.input_grads[0]);
+  h.backward();
+  const std::vector<float> dy = h.read(h.output_grad);
+  EXPECT_EQ(h.read(h.input_grads[0]), dy);
+  h.backward({GradMode::kAdd});
+  std::vector<float> twice = dy;
+  for (float& v : twice) v *= 2.0f;
+  EXPECT_EQ(h.read(h.input_grads[0]), twice);
+  drop.set_probability(0.5f);
+  h.forward(Phase::kTraining);
+  EXPECT_NEAR(expect_dropout_structure(h.read(h.inputs[0]), h.read(h.output), 0.5f), 0.5, 0.01);
+}
+
+// Prepared at p = 0.5, run at 0.25: about 75% kept, scaled by 1 / 0.75, and
+// backward through that mask.
+TEST_P(DropoutDeviceTest, AQuarterKeepsAboutThreeQuarters) {
+  Dropout drop("drop", {.p = 0.5f});
+  testing::LayerHarness h(ctx(), drop, {Shape{64, 1001}});
+  h.randomize(5);
+  drop.set_probability(0.25f);
+  h.forward(Phase::kTraining);
+  EXPECT_NEAR(expect_dropout_structure(h.read(h.inputs[0]), h.read(h.output), 0.25f), 0.75, 0.01);
+  h.poison(h.input_grads[0]);
+  h.backward();
+  expect_backward_uses_forward_mask(h);
+}
+
+// Changing p must not restart the generator (Note [Changing p keeps the
+// generator] in layers/dropout_cuda.cpp). Restarted, the draws would repeat,
+// and at a smaller p every element dropped would have been dropped before;
+// going on, the masks are independent, and about p_before * p_after of the
+// elements are dropped now after being kept before.
+TEST_P(DropoutDeviceTest, ChangingPKeepsTheGeneratorGoing) {
+  Dropout drop("drop", {.p = 0.5f});
+  testing::LayerHarness h(ctx(), drop, {Shape{64, 1001}});
+  h.randomize(6);
+  h.forward(Phase::kTraining);
+  const std::vector<float> before = h.read(h.output);
+  drop.set_probability(0.4f);
+  h.forward(Phase::kTraining);
+  const std::vector<float> after = h.read(h.output);
+  size_t newly_dropped = 0;
+  for (size_t i = 0; i < before.size(); ++i) newly_dropped += before[i] != 0.0f && after[i] == 0.0f;
+  EXPECT_NEAR(static_cast<double>(newly_dropped) / static_cast<double>(before.size()), 0.5 * 0.4, 0.01);
+}
+
+GLASSBOX_INSTANTIATE_ON_DEVICES(DropoutDeviceTest);
+
+// At p = 0 both backends compute the identity in training too, so they can be compared.
+TEST(Dropout, CudaMatchesCpuAtPZeroInTraining) {
+  testing::check_cpu_cuda_parity([] { return std::make_unique<Dropout>("drop", Dropout::Options{.p = 0.0f}); },
+                                 {Shape{8, 300}}, {.tolerance = 0.0, .phase = Phase::kTraining});
+}
+
+// images (4, 10) -> fc1 (8) -> drop6 -> fc2 (8) -> drop7 -> fc3 (3) -> loss
+Graph two_dropouts() {
+  GraphBuilder g;
+  Value x = g.input("images", {4, 10});
+  const Value labels = g.input("labels", {4}, DType::kInt32);
+  x = g.dropout(g.linear(x, {.out_features = 8}, "fc1"), {.p = 0.5f}, "drop6");
+  x = g.dropout(g.linear(x, {.out_features = 8}, "fc2"), {.p = 0.5f}, "drop7");
+  return std::move(g).build(g.softmax_cross_entropy(g.linear(x, {.out_features = 3}, "fc3"), labels));
+}
+
+TEST(GraphSetDropout, SetsEveryDropoutLayerOrOneByName) {
+  Graph graph = two_dropouts();
+  auto p_of = [&](std::string_view name) { return graph.node(name).layer->describe(); };
+  EXPECT_EQ(graph.set_dropout(0.25f), 2);
+  EXPECT_EQ(p_of("drop6"), "p 0.25");
+  EXPECT_EQ(p_of("drop7"), "p 0.25");
+  graph.set_dropout("drop7", 0.0f);
+  EXPECT_EQ(p_of("drop6"), "p 0.25");
+  EXPECT_EQ(p_of("drop7"), "p 0");
+  try {
+    graph.set_dropout(1.5f);
+    FAIL() << "accepted p = 1.5";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "drop6 (Dropout): p must be in [0, 1), got 1.5");
+  }
+  EXPECT_EQ(p_of("drop6"), "p 0.25") << "a refused p changes no layer";
+  EXPECT_EQ(p_of("drop7"), "p 0");
+  try {
+    graph.set_dropout("fc2", 0.1f);
+    FAIL() << "set dropout on a linear layer";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "set_dropout: 'fc2' is not a Dropout layer of the graph; dropout layers: drop6, drop7");
+  }
+}
+
+TEST(GraphSetDropout, AGraphWithoutDropoutHasNone) {
+  GraphBuilder g;
+  const Value logits = g.linear(g.input("images", {2, 4}), {.out_features = 3}, "fc");
+  Graph graph = std::move(g).build(g.softmax_cross_entropy(logits, g.input("labels", {2}, DType::kInt32)));
+  EXPECT_EQ(graph.set_dropout(0.1f), 0);
+  try {
+    graph.set_dropout("drop6", 0.1f);
+    FAIL() << "found a dropout layer in a graph without one";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "set_dropout: 'drop6' is not a Dropout layer of the graph; dropout layers: none");
+  }
+}
+
+// Compiled at p = 0.5, run at 0: a training step computes what an inference
+// forward computes, and the same every time.
+TEST(GraphSetDropout, PZeroMakesATrainingForwardDeterministic) {
+  Context ctx = Context::cpu();
+  Graph graph = two_dropouts();
+  graph.compile(ctx);
+  from_vector<float>(ctx, testing::random_values(40, 9), graph.input("images"));
+  from_vector<int>(ctx, std::vector<int>{0, 1, 2, 1}, graph.input("labels"));
+  graph.forward(ctx, Phase::kInference);
+  const float inference = graph.loss(ctx);
+  graph.forward(ctx, Phase::kTraining);
+  EXPECT_NE(graph.loss(ctx), inference) << "dropout at 0.5 changes the loss";
+  graph.set_dropout(0.0f);
+  graph.forward(ctx, Phase::kTraining);
+  EXPECT_EQ(graph.loss(ctx), inference);
+  graph.forward(ctx, Phase::kTraining);
+  EXPECT_EQ(graph.loss(ctx), inference);
 }
 
 }  // namespace

@@ -276,7 +276,7 @@ TEST(Graph, NamesEveryPlannedTensorAndWhyAGradientIsMissing) {
     graph.node("images").grad.data<float>();
     FAIL() << "a graph input has a gradient";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "access to an undefined tensor: gradient of 'images' (none: graph inputs get no gradient)");
+    EXPECT_STREQ(e.what(), "access to an undefined tensor: gradient of 'images' (none: not in CompileOptions::input_gradients)");
   }
   EXPECT_EQ(graph.node("loss").grad.name(), "gradient of 'loss' (none: the loss starts backward with 1)");
 }

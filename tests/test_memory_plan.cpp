@@ -51,8 +51,10 @@ TEST(PlaceBlocks, TheCheckFindsTwoLiveBlocksSharingMemory) {
   EXPECT_EQ(find_overlap(blocks, bad), "blocks 0 [0, 512) alive 0..4 and 1 [256, 768) alive 3..5 share memory");
 }
 
-// Every network's plan, training and inference: checked block by block.
+// Every network's plan, training and inference, and training with the
+// images' gradient (CompileOptions::input_gradients): checked block by block.
 TEST(MemoryPlan, NoNetworkPlanGivesOneByteToTwoLiveTensors) {
+  const std::vector<std::string> images = {"images"};
   for (const NetSpec& net : all_nets()) {
     const Graph graph = net.build(2);
     for (Phase phase : {Phase::kTraining, Phase::kInference}) {
@@ -61,6 +63,9 @@ TEST(MemoryPlan, NoNetworkPlanGivesOneByteToTwoLiveTensors) {
       EXPECT_EQ(find_overlap(plan.grad_blocks, plan.grads), "") << net.name;
       EXPECT_LT(plan.values.total, plan.values_without_reuse) << net.name;
     }
+    const MemoryPlan with_input = plan_activations(graph, Phase::kTraining, MemoryReuse::kOn, images);
+    EXPECT_EQ(find_overlap(with_input.value_blocks, with_input.values), "") << net.name << " with input gradients";
+    EXPECT_EQ(find_overlap(with_input.grad_blocks, with_input.grads), "") << net.name << " with input gradients";
   }
 }
 
