@@ -15,6 +15,7 @@
 #include <fstream>
 #include <set>
 
+#include "graph/builder.h"
 #include "nets/nets.h"
 #include "nets/torch_names.h"
 #include "tensor/copy.h"
@@ -154,6 +155,41 @@ TEST(TorchNames, NetworksWithoutBatchNormTrackNothing) {
   const Graph graph = build_net(net, 1);
   EXPECT_TRUE(torch_batches_tracked_names(net, graph).empty());
   EXPECT_EQ(torch_names(net, graph).size(), 22u);  // 8 convolutions and 3 linear layers, weight and bias each
+}
+
+// A layer with parameters named both "scale" and "weight": PyTorch would
+// call both "weight". None of Glassbox's layers is one; a new one is refused.
+class ScaleAndWeight final : public Layer {
+ public:
+  ScaleAndWeight() : Layer("odd") {}
+  std::string_view type() const override { return "ScaleAndWeight"; }
+  std::string describe() const override { return "two parameters PyTorch would name alike"; }
+  Shape infer(std::span<const Shape> inputs) const override { return inputs[0]; }
+  std::vector<ParamSpec> param_specs() const override {
+    return {{"scale", Shape{2}, Init::kOnes}, {"weight", Shape{2}, Init::kOnes}};
+  }
+
+ private:
+  void prepare_cuda(Context&, const PrepareOptions&) override {}
+  void forward_cpu(Context&, const ForwardArgs&) override {}
+  void forward_cuda(Context&, const ForwardArgs&) override {}
+  void backward_cpu(Context&, const BackwardArgs&) override {}
+  void backward_cuda(Context&, const BackwardArgs&) override {}
+};
+
+TEST(TorchNames, TwoTensorsWithOnePyTorchNameAreRefused) {
+  GraphBuilder g;
+  const Value x = g.input("images", {1, 2});
+  const Value labels = g.input("labels", {1}, DType::kInt32);
+  const Value y = g.append(std::make_unique<ScaleAndWeight>(), {x});
+  const Graph graph = std::move(g).build(g.softmax_cross_entropy(y, labels));
+  const NetSpec net{.name = "Odd"};
+  try {
+    torch_names(net, graph);
+    FAIL() << "two tensors got one name";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "Odd: 'odd.scale' and 'odd.weight' would both be 'odd.weight' in PyTorch's state_dict");
+  }
 }
 
 }  // namespace
