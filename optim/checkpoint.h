@@ -63,6 +63,14 @@ void save_checkpoint(const std::string& dir, Context& ctx, const Graph& graph, c
 // True if `dir` holds a `latest` file.
 bool has_checkpoint(const std::string& dir);
 
+// The training state of the checkpoint `latest` names, read from its train
+// file's metadata without its tensors: a resumed run's settings, known
+// before its network is built. Throws DataError as load_checkpoint does.
+TrainingState read_training_state(const std::string& dir);
+
+// The model file of epoch `epoch`'s checkpoint in `dir`: "DIR/epoch-0003.safetensors".
+std::string checkpoint_model_path(const std::string& dir, int epoch);
+
 // Restores the checkpoint `latest` names into `graph` and `sgd` and returns
 // its training state. Throws DataError naming the file for a missing or
 // malformed file (load_model's checks, and the same for the momentum buffers).
