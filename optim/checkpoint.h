@@ -54,7 +54,7 @@ void save_model(const std::string& path, Context& ctx, const Graph& graph, const
 // shape, num_batches_tracked as an int64 scalar (read and checked, not used),
 // and nothing else. Throws DataError naming the file and the tensor: a
 // missing one, an unexpected one, a dtype, or a shape ("layer1.0.conv1.weight:
-// the file has (64, 64, 1, 1), ResNet50 expects (64, 64, 3, 3)"); it checks
+// the file has (64, 64, 3, 3), ResNet50 expects (64, 64, 1, 1)"); it checks
 // every tensor before writing any, so a refused file leaves the graph as it was.
 void load_model(const std::string& path, Context& ctx, Graph& graph, const NetSpec& net);
 

@@ -30,8 +30,8 @@ std::vector<Wanted> momentum_tensors(const Graph& graph, const NetSpec& net, con
 
 // The file's tensor for each wanted one, in the same order. Throws DataError
 // "PATH: does not match NET: " and every problem: tensors of another shape or
-// dtype ("layer1.0.conv1.weight: the file has (64, 64, 1, 1), ResNet50
-// expects (64, 64, 3, 3)"), missing ones and unexpected ones (the first few
+// dtype ("layer1.0.conv1.weight: the file has (64, 64, 3, 3), ResNet50
+// expects (64, 64, 1, 1)"), missing ones and unexpected ones (the first few
 // of each, then how many more). Writes nothing.
 std::vector<const HostTensor*> match(const SafetensorsFile& file, const std::vector<Wanted>& wanted,
                                      const std::string& path, const std::string& net);
