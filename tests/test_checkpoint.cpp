@@ -17,6 +17,7 @@
 #include "optim/checkpoint.h"
 #include "tensor/copy.h"
 #include "tensor/safetensors.h"
+#include "tests/support/devices.h"
 #include "tests/support/harness.h"
 #include "tests/support/temp_dir.h"
 
@@ -205,6 +206,28 @@ TEST(Checkpoint, ACheckpointRestoresTheWholeRunAndTheNextStepIsTheSame) {
   save_checkpoint(run, ctx, trained.graph, net, trained.sgd, {.epoch = 3, .step = 4});
   EXPECT_EQ(read_training_state(run).epoch, 3);
   EXPECT_TRUE(std::filesystem::exists(run + "/epoch-0002.safetensors")) << "earlier epochs are kept";
+}
+
+// Files hold values, not devices: a run trained on a GPU resumes on the CPU
+// and back, every value the same (through tensor/copy.h on both sides).
+TEST(Checkpoint, ACheckpointMovesBetweenAGpuAndTheCpu) {
+  GLASSBOX_REQUIRE_CUDA();
+  Context gpu = Context::cuda(), cpu = Context::cpu();
+  testing::TempDir dir;
+  const NetSpec net = tiny_net();
+  TinyRun on_gpu(gpu, net, 1);
+  for (int i = 0; i < 2; ++i) on_gpu.step(gpu);
+  save_checkpoint(dir.file("gpu"), gpu, on_gpu.graph, net, on_gpu.sgd, {.epoch = 1, .step = 2});
+  TinyRun on_cpu(cpu, net, 9);
+  load_checkpoint(dir.file("gpu"), cpu, on_cpu.graph, net, on_cpu.sgd);
+  expect_bits(parameters(cpu, on_cpu.graph), parameters(gpu, on_gpu.graph), "parameters, GPU to CPU");
+  expect_bits(statistics(cpu, on_cpu.graph), statistics(gpu, on_gpu.graph), "statistics, GPU to CPU");
+  expect_bits(to_vector<float>(cpu, on_cpu.sgd.velocity()), to_vector<float>(gpu, on_gpu.sgd.velocity()), "momentum");
+  save_model(dir.file("cpu.safetensors"), cpu, on_cpu.graph, net, 2);
+  TinyRun back(gpu, net, 5);
+  load_model(dir.file("cpu.safetensors"), gpu, back.graph, net);
+  expect_bits(parameters(gpu, back.graph), parameters(gpu, on_gpu.graph), "parameters, CPU to GPU");
+  expect_bits(statistics(gpu, back.graph), statistics(gpu, on_gpu.graph), "statistics, CPU to GPU");
 }
 
 // ---- Strictness: a file that does not fit is refused, before anything is written ----
