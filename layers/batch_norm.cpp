@@ -124,6 +124,11 @@ std::vector<NamedTensor> BatchNorm2d::state() const {
   return {{"running_mean", running_mean_}, {"running_var", running_var_}};
 }
 
+std::vector<StateSpec> BatchNorm2d::state_specs() const {
+  const Shape per_channel{input_shapes().at(0)[1]};
+  return {{"running_mean", per_channel}, {"running_var", per_channel}};
+}
+
 void BatchNorm2d::prepare_cpu(Context& ctx, const PrepareOptions&) { allocate_state(ctx); }
 
 void BatchNorm2d::forward_cpu(Context&, const ForwardArgs& args) {

@@ -40,6 +40,7 @@ class BatchNorm2d final : public Layer {
   const Options& options() const { return options_; }
 
   std::vector<NamedTensor> state() const override;  // running_mean, running_var
+  std::vector<StateSpec> state_specs() const override;  // the same: (C) each
   // Valid after prepare(): (C) float32 on the layer's device.
   const Tensor& running_mean() const { return running_mean_; }
   const Tensor& running_var() const { return running_var_; }

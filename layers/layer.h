@@ -86,6 +86,12 @@ struct ParamSpec {
   int64_t fan_in = 1;  // inputs feeding one output unit, for the scaled initialisers
 };
 
+// A tensor of layer state (Layer::state), by name and shape.
+struct StateSpec {
+  std::string name;  // "running_mean"
+  Shape shape;
+};
+
 // The tensors one forward call works on; the graph plans them at compile time.
 struct ForwardArgs {
   std::span<const Tensor> inputs;  // x0, x1, ... as given to the builder
@@ -159,6 +165,9 @@ class Layer {
   // statistics), named as PyTorch's buffers are ("running_mean"), valid after
   // prepare(). Checkpoints save and restore it; the default is none.
   virtual std::vector<NamedTensor> state() const { return {}; }
+  // The names and shapes of state(), known once the layer is bound (before
+  // prepare()): a model's tensors listed without allocating it (nets/torch_names.h).
+  virtual std::vector<StateSpec> state_specs() const { return {}; }
 
   // Multiply-accumulates of one forward pass over the whole batch. Counted for
   // convolutions and linear layers (forward FLOPs = 2 x MACs), zero for the

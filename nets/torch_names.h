@@ -13,6 +13,10 @@
 // Xception, FCN5, MLP specs) the layer names are Glassbox's, with PyTorch's
 // parameter names (batch norm's scale and shift are weight and bias), which
 // the PyTorch peer's modules carry too (bench/peers/peer_custom_models.py).
+//
+// tests/test_torch_names.cpp checks every network's whole list, names,
+// shapes and order, against the state_dict of the PyTorch model itself
+// (tests/data/torch_keys/, written by bench/peers/torch_state_keys.py).
 #pragma once
 
 #include <string>
@@ -36,5 +40,27 @@ std::vector<TorchName> torch_names(const NetSpec& net, const Graph& graph);
 // The "<bn>.num_batches_tracked" keys of `graph`'s batch norms, under their
 // PyTorch names, in graph order.
 std::vector<std::string> torch_batches_tracked_names(const NetSpec& net, const Graph& graph);
+
+// One entry of the state_dict, what it is in Glassbox.
+enum class TorchTensorKind {
+  kParameter,       // float32, a view of Graph::parameters()
+  kState,           // float32, Layer::state() (running statistics)
+  kBatchesTracked,  // int64 scalar that Glassbox does not keep
+};
+
+struct TorchTensor {
+  std::string glassbox;  // "layer1.0.bn1.scale"; for num_batches_tracked "layer1.0.bn1.num_batches_tracked"
+  std::string torch;     // "layer1.0.bn1.weight"
+  Shape shape;           // () for num_batches_tracked
+  TorchTensorKind kind;
+};
+
+// The whole state_dict of `graph` in PyTorch's order: module by module, each
+// module's parameters and then its buffers (a batch norm: weight, bias,
+// running_mean, running_var, num_batches_tracked). PyTorch orders modules as
+// their __init__ registers them, which for every Glassbox network is graph
+// order. Needs no compile: the shapes come from the layers (param_specs,
+// state_specs). Throws Error as torch_names() does.
+std::vector<TorchTensor> torch_state_dict(const NetSpec& net, const Graph& graph);
 
 }  // namespace glassbox

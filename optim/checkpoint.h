@@ -19,7 +19,9 @@
 //   DIR/latest                        "epoch-0003\n": which epoch is complete
 // Each file is written whole (tensor/atomic_file.h), the two data files
 // first and `latest` last, so a run killed at any moment leaves `latest`
-// naming a complete earlier checkpoint.
+// naming a complete earlier checkpoint (tests/test_checkpoint_kill.cpp kills
+// a writer at random moments). Earlier epochs' files are kept. The format
+// and the names: docs/checkpoints.md.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +44,8 @@ struct TrainingState {
 };
 
 // Writes the model file. `batches_tracked` fills num_batches_tracked. Extra
-// `metadata` goes into the file's __metadata__ beside "format" and "net".
+// `metadata` goes into the file's __metadata__ beside "format" ("pt", as
+// transformers' loaders expect) and "net" (net.name), which it cannot replace.
 void save_model(const std::string& path, Context& ctx, const Graph& graph, const NetSpec& net,
                 int64_t batches_tracked, const std::map<std::string, std::string>& metadata = {});
 
@@ -51,12 +54,16 @@ void save_model(const std::string& path, Context& ctx, const Graph& graph, const
 // shape, num_batches_tracked as an int64 scalar (read and checked, not used),
 // and nothing else. Throws DataError naming the file and the tensor: a
 // missing one, an unexpected one, a dtype, or a shape ("layer1.0.conv1.weight:
-// the file has (64, 64, 1, 1), ResNet50 expects (64, 64, 3, 3)"); it checks
+// the file has (64, 64, 3, 3), ResNet50 expects (64, 64, 1, 1)"); it checks
 // every tensor before writing any, so a refused file leaves the graph as it was.
 void load_model(const std::string& path, Context& ctx, Graph& graph, const NetSpec& net);
 
 // Writes epoch state.epoch's checkpoint into `dir` (created if missing) and
-// then points `latest` at it.
+// then points `latest` at it. The model file's metadata has "epoch" and
+// "step" too; the train file's: "epoch", "step" and "config.<key>" for each
+// state.config entry. First removes the temporary files a writer killed
+// mid-write left in `dir`. Throws ConfigError for a negative epoch, Error
+// naming the directory or file it cannot make or write.
 void save_checkpoint(const std::string& dir, Context& ctx, const Graph& graph, const NetSpec& net, const Sgd& sgd,
                      const TrainingState& state);
 

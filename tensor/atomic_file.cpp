@@ -1,5 +1,6 @@
 // tensor/atomic_file.cpp: POSIX: mkstemp beside the target, write, fsync,
-// rename (atomic within one file system, which "beside" guarantees).
+// rename (atomic within one file system, which "beside" guarantees), then
+// fsync the directory (Note [Directory fsync]).
 #include "tensor/atomic_file.h"
 
 #include <fcntl.h>
@@ -49,27 +50,49 @@ class TemporaryFile {
   bool kept_ = false;
 };
 
+// Note [Directory fsync]: the rename lives in the directory, and only an
+// fsync of the directory makes it survive a power cut or a kernel crash (a
+// killed process needs nothing: the kernel finishes the rename either way).
+// Without it, files renamed one after another (a checkpoint's data files,
+// then `latest`) may reach the disk in any order. Best effort: the new file
+// is already in place, and some file systems refuse fsync on a directory.
+void sync_directory_of(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  const std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
 }  // namespace
 
 void check_writable(const std::string& path) { TemporaryFile probe(path); }
 
 void write_file_atomically(const std::string& path, std::string_view contents) {
+  write_file_atomically(path, std::span<const std::string_view>(&contents, 1));
+}
+
+void write_file_atomically(const std::string& path, std::span<const std::string_view> pieces) {
   TemporaryFile file(path);
   auto fail = [&](const char* step) { throw Error(cat("writing '", path, "' failed (", step, "): ", std::strerror(errno))); };
   // mkstemp makes the file 0600; give it the permissions a new file normally gets.
   const mode_t mask = ::umask(0);
   ::umask(mask);
   if (::fchmod(file.fd(), 0666 & ~mask) != 0) fail("fchmod");
-  for (size_t written = 0; written < contents.size();) {
-    const ssize_t n = ::write(file.fd(), contents.data() + written, contents.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail("write");
-    written += static_cast<size_t>(n);
+  for (const std::string_view contents : pieces) {
+    for (size_t written = 0; written < contents.size();) {
+      const ssize_t n = ::write(file.fd(), contents.data() + written, contents.size() - written);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) fail("write");
+      written += static_cast<size_t>(n);
+    }
   }
   if (::fsync(file.fd()) != 0) fail("fsync");
   if (!file.close()) fail("close");
   if (::rename(file.name().c_str(), path.c_str()) != 0) fail("rename");
   file.keep();
+  sync_directory_of(path);
 }
 
 }  // namespace glassbox

@@ -4,6 +4,7 @@
 // killed while writing.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -18,5 +19,8 @@ void check_writable(const std::string& path);
 // renames it over `path`. Throws Error naming the path and the reason; on
 // failure the temporary file is removed and `path` is untouched.
 void write_file_atomically(const std::string& path, std::string_view contents);
+// The same, with the contents given as pieces written one after another (a
+// file's header and each tensor's bytes, without first copying them into one buffer).
+void write_file_atomically(const std::string& path, std::span<const std::string_view> pieces);
 
 }  // namespace glassbox

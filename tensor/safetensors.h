@@ -5,6 +5,7 @@
 //   8 bytes    N, little-endian unsigned: the header's length
 //   N bytes    JSON: {"__metadata__": {"key": "value", ...},
 //                     "name": {"dtype": "F32", "shape": [64, 3, 7, 7], "data_offsets": [begin, end]}, ...}
+//              padded with spaces to a multiple of 8 bytes, as the Python library writes it
 //   the rest   the tensors' bytes, little-endian, row-major, at [begin, end) from here
 // Offsets must tile the data area exactly, in order, with no gaps or overlaps.
 // The JSON is parsed and written with nlohmann-json.
@@ -23,13 +24,14 @@ namespace glassbox {
 struct HostTensor {
   std::string name;
   std::string dtype;           // the file's names: "F32", "I64", "I32", "F16", "BF16", "U8", ...
-  std::vector<int64_t> shape;  // [] for a scalar
+  std::vector<int64_t> shape;  // [] for a scalar; a size may be 0 (no elements)
   std::vector<std::byte> bytes;
 
   int64_t numel() const;
 };
 
-// Bytes per element of a safetensors dtype name; throws DataError for an unknown one.
+// Bytes per element of a safetensors dtype name; throws DataError for an
+// unknown one, and for the sub-byte types (F4, F6_*), which Glassbox does not read.
 size_t safetensors_element_size(const std::string& dtype);
 
 struct SafetensorsFile {
@@ -42,14 +44,29 @@ struct SafetensorsFile {
 // Writes the tensors in the order given, with `metadata`, through
 // write_file_atomically (tensor/atomic_file.h): a reader sees the old file or
 // the whole new one. Throws ConfigError for a duplicate or empty name, a
-// name "__metadata__", or bytes that do not match dtype and shape; Error
-// naming the path for an I/O failure.
+// name "__metadata__", an unknown dtype, a negative size, text that is not
+// UTF-8, or bytes that do not match dtype and shape; Error naming the path
+// for an I/O failure. Memory: the tensors' bytes are written from where they
+// are, not copied into one buffer first.
 void write_safetensors(const std::string& path, const SafetensorsFile& file);
 
-// Reads a whole file. Throws DataError (tensor/error.h) naming the path, and the byte offset and the problem:
+// Reads a whole file. Throws DataError naming the path, and the byte offset and the problem:
 // too short for its header length, a header that is not JSON or not the
 // format's, an unknown dtype, offsets that do not match the shape or do not
-// tile the data, trailing bytes.
+// tile the data, trailing bytes. A missing or unreadable file is a DataError
+// too, with the system's reason. Every tensor's bytes are read straight into
+// its HostTensor: the file is never held twice.
 SafetensorsFile read_safetensors(const std::string& path);
+
+// The header alone: names, dtypes, shapes and metadata, every tensor's
+// `bytes` left empty. Checked as read_safetensors checks it (the offsets
+// against the file's size too), without reading the data.
+SafetensorsFile read_safetensors_header(const std::string& path);
+
+// The same format in memory, for tests and the fuzzer (tests/fuzz/fuzz_safetensors.cpp).
+// decode_safetensors checks as read_safetensors does; `path` names the bytes
+// in its messages. encode_safetensors returns what write_safetensors writes.
+SafetensorsFile decode_safetensors(std::span<const std::byte> bytes, const std::string& path);
+std::string encode_safetensors(const SafetensorsFile& file);
 
 }  // namespace glassbox

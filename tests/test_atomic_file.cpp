@@ -53,6 +53,18 @@ TEST(AtomicFile, WritesTheWholeFileAndNothingElse) {
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"r.json"}) << "a temporary file was left behind";
 }
 
+// Pieces (a safetensors header and each tensor's bytes) are written one
+// after the other, empty ones too.
+TEST(AtomicFile, PiecesAreWrittenInOrder) {
+  TemporaryDirectory dir;
+  ASSERT_FALSE(dir.path.empty());
+  const std::string path = dir.path + "/m.safetensors";
+  const std::vector<std::string_view> pieces = {"head", "", "er", std::string_view("\0x", 2)};
+  write_file_atomically(path, pieces);
+  EXPECT_EQ(contents_of(path), std::string("header\0x", 8));
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"m.safetensors"});
+}
+
 TEST(AtomicFile, CannotWriteNamesThePathAndTheReason) {
   TemporaryDirectory dir;
   ASSERT_FALSE(dir.path.empty());

@@ -8,8 +8,14 @@ not have, defined from their papers' (or reference code's) layer tables.
   Xception  Chollet 2017, the layout of Cadene's pretrainedmodels xception
   FCN5      784-4096-2048-1024-10, no bias, ReLU (the "FCN-5" of the DL-tool
             benchmarks), on (1,28,28) images flattened
+  mlp       any multilayer perceptron as MLP:<sizes> names it (FCN5 is one)
 
-Module names follow the papers' or the reference code's, as Glassbox's do.
+Module names are Glassbox's layer names (nets/*.cpp), so that each model's
+state_dict keys are exactly those of a Glassbox checkpoint (nets/torch_names.h,
+docs/checkpoints.md): a checkpoint loads with load_state_dict(strict=True),
+and tests/data/torch_keys/ (bench/peers/torch_state_keys.py) holds each
+model's keys for tests/test_torch_names.cpp to compare with. Modules are
+registered in Glassbox's graph order, which is the state_dict's order.
 Each builder returns a torch.nn.Module on the current default device.
 """
 
@@ -21,31 +27,34 @@ import torch.nn.functional as F
 
 
 def lenet():
-    return nn.Sequential(
-        nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(inplace=True), nn.MaxPool2d(2, 2),
-        nn.Conv2d(6, 16, 5), nn.ReLU(inplace=True), nn.MaxPool2d(2, 2),
-        nn.Flatten(),
-        nn.Linear(16 * 5 * 5, 120), nn.ReLU(inplace=True),
-        nn.Linear(120, 84), nn.ReLU(inplace=True),
-        nn.Linear(84, 10))
+    """Named as nets/lenet.cpp: conv1 relu1 pool1 conv2 relu2 pool2 flatten fc3 relu3 fc4 relu4 fc5."""
+    return nn.Sequential(OrderedDict([
+        ("conv1", nn.Conv2d(1, 6, 5, padding=2)), ("relu1", nn.ReLU(inplace=True)), ("pool1", nn.MaxPool2d(2, 2)),
+        ("conv2", nn.Conv2d(6, 16, 5)), ("relu2", nn.ReLU(inplace=True)), ("pool2", nn.MaxPool2d(2, 2)),
+        ("flatten", nn.Flatten()),
+        ("fc3", nn.Linear(16 * 5 * 5, 120)), ("relu3", nn.ReLU(inplace=True)),
+        ("fc4", nn.Linear(120, 84)), ("relu4", nn.ReLU(inplace=True)),
+        ("fc5", nn.Linear(84, 10))]))
 
 
 def overfeat():
-    """231 -> conv1 56 -> pool1 28 -> conv2 24 -> pool2 12 -> conv3..5 12 -> pool5 6."""
-    def conv(cin, cout, kernel, stride=1, padding=0):
-        return [nn.Conv2d(cin, cout, kernel, stride=stride, padding=padding), nn.ReLU(inplace=True)]
-    features = nn.Sequential(
-        *conv(3, 96, 11, stride=4), nn.MaxPool2d(2, 2),
-        *conv(96, 256, 5), nn.MaxPool2d(2, 2),
-        *conv(256, 512, 3, padding=1),
-        *conv(512, 1024, 3, padding=1),
-        *conv(1024, 1024, 3, padding=1), nn.MaxPool2d(2, 2))
-    classifier = nn.Sequential(
-        nn.Flatten(),
-        nn.Linear(1024 * 6 * 6, 3072), nn.ReLU(inplace=True),
-        nn.Linear(3072, 4096), nn.ReLU(inplace=True),
-        nn.Linear(4096, 1000))
-    return nn.Sequential(OrderedDict(features=features, classifier=classifier))
+    """231 -> conv1 56 -> pool1 28 -> conv2 24 -> pool2 12 -> conv3..5 12 -> pool5 6; named as nets/overfeat.cpp."""
+    def conv(i, cin, cout, kernel, stride=1, padding=0):
+        return [(f"conv{i}", nn.Conv2d(cin, cout, kernel, stride=stride, padding=padding)),
+                (f"relu{i}", nn.ReLU(inplace=True))]
+
+    def linear(i, fin, fout):
+        return [(f"fc{i}", nn.Linear(fin, fout)), (f"relu{i}", nn.ReLU(inplace=True))]
+    return nn.Sequential(OrderedDict([
+        *conv(1, 3, 96, 11, stride=4), ("pool1", nn.MaxPool2d(2, 2)),
+        *conv(2, 96, 256, 5), ("pool2", nn.MaxPool2d(2, 2)),
+        *conv(3, 256, 512, 3, padding=1),
+        *conv(4, 512, 1024, 3, padding=1),
+        *conv(5, 1024, 1024, 3, padding=1), ("pool5", nn.MaxPool2d(2, 2)),
+        ("flatten", nn.Flatten()),
+        *linear(6, 1024 * 6 * 6, 3072),
+        *linear(7, 3072, 4096),
+        ("fc8", nn.Linear(4096, 1000))]))
 
 
 class CifarBasicBlock(nn.Module):
@@ -77,7 +86,8 @@ class CifarBasicBlock(nn.Module):
 
 
 class CifarResNet(nn.Module):
-    """32 -> layer1 32 (16 ch) -> layer2 16 (32 ch) -> layer3 8 (64 ch) -> global average -> fc."""
+    """32 -> layer1 32 (16 ch) -> layer2 16 (32 ch) -> layer3 8 (64 ch) -> global average -> linear
+    (the classifier's name in nets/resnet_cifar.cpp and in the common CIFAR weights)."""
 
     def __init__(self, blocks_per_stage, classes=10):
         super().__init__()
@@ -91,12 +101,12 @@ class CifarResNet(nn.Module):
             in_planes = planes
         self.layer1, self.layer2, self.layer3 = stages
         self.avgpool = nn.AdaptiveAvgPool2d(1)
-        self.fc = nn.Linear(64, classes)
+        self.linear = nn.Linear(64, classes)
 
     def forward(self, x):
         x = F.relu(self.bn1(self.conv1(x)), inplace=True)
         x = self.layer3(self.layer2(self.layer1(x)))
-        return self.fc(torch.flatten(self.avgpool(x), 1))
+        return self.linear(torch.flatten(self.avgpool(x), 1))
 
 
 def resnet56():
@@ -124,11 +134,6 @@ class XceptionBlock(nn.Module):
 
     def __init__(self, in_channels, out_channels, reps, stride, start_with_relu, grow_first=True):
         super().__init__()
-        if out_channels != in_channels or stride != 1:
-            self.skip = nn.Conv2d(in_channels, out_channels, 1, stride=stride, bias=False)
-            self.skipbn = nn.BatchNorm2d(out_channels)
-        else:
-            self.skip = None
         widths = [in_channels] + [out_channels if grow_first else in_channels] * (reps - 1) + [out_channels]
         layers = []
         for i in range(reps):
@@ -140,6 +145,14 @@ class XceptionBlock(nn.Module):
         if stride != 1:
             layers.append(nn.MaxPool2d(3, stride, 1))
         self.rep = nn.Sequential(*layers)
+        # Registered after rep, as Glassbox's graph has them (nets/xception.cpp),
+        # so that the state_dict lists them in the same order; Cadene's port
+        # registers skip first, which changes no name and no computation.
+        if out_channels != in_channels or stride != 1:
+            self.skip = nn.Conv2d(in_channels, out_channels, 1, stride=stride, bias=False)
+            self.skipbn = nn.BatchNorm2d(out_channels)
+        else:
+            self.skip = None
 
     def forward(self, x):
         shortcut = self.skipbn(self.skip(x)) if self.skip is not None else x
@@ -186,10 +199,16 @@ def xception():
     return Xception()
 
 
+def mlp(sizes, bias=True):
+    """A multilayer perceptron as nets/mlp.cpp builds it (and MLP:<sizes> names
+    it): flatten, then fc1, relu1, fc2, ... with no ReLU after the last."""
+    layers = [("flatten", nn.Flatten())]
+    for i in range(1, len(sizes)):
+        layers.append((f"fc{i}", nn.Linear(sizes[i - 1], sizes[i], bias=bias)))
+        if i < len(sizes) - 1:
+            layers.append((f"relu{i}", nn.ReLU(inplace=True)))
+    return nn.Sequential(OrderedDict(layers))
+
+
 def fcn5():
-    return nn.Sequential(OrderedDict([
-        ("flatten", nn.Flatten()),
-        ("fc1", nn.Linear(784, 4096, bias=False)), ("relu1", nn.ReLU(inplace=True)),
-        ("fc2", nn.Linear(4096, 2048, bias=False)), ("relu2", nn.ReLU(inplace=True)),
-        ("fc3", nn.Linear(2048, 1024, bias=False)), ("relu3", nn.ReLU(inplace=True)),
-        ("fc4", nn.Linear(1024, 10, bias=False))]))
+    return mlp([784, 4096, 2048, 1024, 10], bias=False)

@@ -44,7 +44,13 @@ for target in "${targets[@]}"; do
   corpus="$work/$target"
   mkdir -p "$corpus"
   if [ -d "$here/corpus/$target" ]; then cp "$here/corpus/$target"/* "$corpus"/; fi
-  options=(-max_total_time="$seconds" -timeout=10 -max_len=512 -print_final_stats=1
+  # Command lines are short; a binary file needs room for a header and some
+  # tensors (the seeds from Python's safetensors are up to 1.3 KB).
+  max_len=512
+  case "$target" in
+    fuzz_safetensors) max_len=4096 ;;
+  esac
+  options=(-max_total_time="$seconds" -timeout=10 -max_len="$max_len" -print_final_stats=1
            -artifact_prefix="$artifacts/$target-")
   [ -f "$here/$target.dict" ] && options+=(-dict="$here/$target.dict")
   echo "run_fuzzers: $target for ${seconds} s, from $(ls "$corpus" | wc -l) seeds"

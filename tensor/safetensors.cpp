@@ -1,0 +1,395 @@
+// tensor/safetensors.cpp: the safetensors reader and writer (tensor/safetensors.h).
+//
+// Reading checks the file as the Python library does (its Rust core's
+// `SafeTensors::read_metadata` and `validate`) and a little more: keys given
+// twice (JSON parsers silently keep one), unknown fields in a tensor's entry,
+// nesting past the format's, sizes past Glassbox's 2^48 elements. Every
+// problem goes through bad_file(): one message shape, "PATH: what is wrong,
+// where", whatever the file got wrong.
+#include "tensor/safetensors.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string_view>
+
+#include "tensor/atomic_file.h"
+#include "tensor/error.h"
+#include "tensor/shape.h"
+
+namespace glassbox {
+namespace {
+
+// ordered_json keeps the header's order: the writer lists __metadata__ first
+// and the tensors in data order, as the Python library does, and the reader
+// keeps the file's order between tensors of no bytes (equal offsets).
+using Json = nlohmann::ordered_json;
+
+// The Python library refuses longer headers (its MAX_HEADER_SIZE): a length
+// past it is a corrupt file, not a header to allocate memory for.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+
+constexpr struct { std::string_view name; size_t bytes; } kDtypes[] = {
+    {"BOOL", 1},    {"U8", 1},       {"I8", 1},       {"F8_E5M2", 1},  {"F8_E4M3", 1}, {"F8_E8M0", 1},
+    {"F8_E4M3FNUZ", 1}, {"F8_E5M2FNUZ", 1}, {"I16", 2}, {"U16", 2},    {"F16", 2},     {"BF16", 2},
+    {"I32", 4},     {"U32", 4},      {"F32", 4},      {"I64", 8},      {"U64", 8},     {"F64", 8},
+    {"C64", 8}};
+// The format's types of 4 and 6 bits pack several elements into a byte.
+constexpr std::string_view kSubByteDtypes[] = {"F4", "F6_E2M3", "F6_E3M2"};
+
+size_t element_size(std::string_view dtype) {  // 0: not a type Glassbox reads
+  for (const auto& d : kDtypes) {
+    if (d.name == dtype) return d.bytes;
+  }
+  return 0;
+}
+
+std::string known_dtypes() {
+  std::string names;
+  for (const auto& d : kDtypes) names += cat(names.empty() ? "" : ", ", d.name);
+  return names;
+}
+
+std::string commas(uint64_t n) {  // 1234567 -> "1,234,567", as DataError's messages write offsets
+  const std::string digits = std::to_string(n);
+  std::string text;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) text += ',';
+    text += digits[i];
+  }
+  return text;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text;
+  for (const int64_t d : shape) text += cat(text.empty() ? "" : ", ", d);
+  return "(" + text + ")";
+}
+
+[[noreturn]] void bad_file(const std::string& path, const std::string& problem) {
+  throw DataError(cat(path, ": ", problem));
+}
+
+// nlohmann's message without its "[json.exception.parse_error.101] " prefix.
+std::string json_reason(const Json::exception& e) {
+  const std::string_view what = e.what();
+  const size_t end = what.find("] ");
+  return std::string(end == std::string_view::npos ? what : what.substr(end + 2));
+}
+
+// One tensor's entry of the header, checked on its own.
+struct Entry {
+  HostTensor tensor;  // bytes not yet read
+  uint64_t begin = 0, end = 0;  // data offsets
+};
+
+uint64_t unsigned_at(const Json& value) { return value.get<uint64_t>(); }
+
+Entry parse_entry(const std::string& name, const Json& entry, const std::string& path) {
+  const std::string what = cat("tensor '", name, "'");
+  if (!entry.is_object()) {
+    bad_file(path, cat(what, ": its entry is a JSON ", entry.type_name(),
+                       "; the format's is an object of dtype, shape and data_offsets"));
+  }
+  for (const auto& [key, value] : entry.items()) {
+    if (key != "dtype" && key != "shape" && key != "data_offsets") {
+      bad_file(path, cat(what, ": unknown field \"", key, "\" (the format's are dtype, shape and data_offsets)"));
+    }
+  }
+  for (const char* key : {"dtype", "shape", "data_offsets"}) {
+    if (!entry.contains(key)) bad_file(path, cat(what, ": no \"", key, "\""));
+  }
+  Entry e;
+  e.tensor.name = name;
+  const Json& dtype = entry["dtype"];
+  if (!dtype.is_string()) bad_file(path, cat(what, ": dtype is a JSON ", dtype.type_name(), ", not a name"));
+  e.tensor.dtype = dtype.get<std::string>();
+  const size_t size = element_size(e.tensor.dtype);
+  if (size == 0) {
+    const bool sub_byte = std::find(std::begin(kSubByteDtypes), std::end(kSubByteDtypes), e.tensor.dtype) !=
+                          std::end(kSubByteDtypes);
+    bad_file(path, sub_byte ? cat(what, ": dtype ", e.tensor.dtype,
+                                  " packs elements into bits of a byte, which Glassbox does not read")
+                            : cat(what, ": unknown dtype \"", e.tensor.dtype, "\" (known: ", known_dtypes(), ")"));
+  }
+  const Json& shape = entry["shape"];
+  const bool sizes = shape.is_array() && std::all_of(shape.begin(), shape.end(),
+                                                     [](const Json& d) { return d.is_number_unsigned(); });
+  if (!sizes) bad_file(path, cat(what, ": shape ", shape.dump(), " is not a list of sizes (integers, 0 or more)"));
+  uint64_t numel = 1;
+  for (const Json& d : shape) {
+    const uint64_t dim = unsigned_at(d);
+    // Checked one size at a time, so the product below cannot overflow.
+    if (dim > static_cast<uint64_t>(kMaxElements) || (dim > 0 && numel > static_cast<uint64_t>(kMaxElements) / dim)) {
+      bad_file(path, cat(what, ": shape ", shape.dump(), " has more than 2^48 elements, Glassbox's limit"));
+    }
+    numel *= dim;
+    e.tensor.shape.push_back(static_cast<int64_t>(dim));
+  }
+  const Json& offsets = entry["data_offsets"];
+  if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+      !offsets[1].is_number_unsigned()) {
+    bad_file(path, cat(what, ": data_offsets ", offsets.dump(), " is not [begin, end], two byte offsets"));
+  }
+  e.begin = unsigned_at(offsets[0]);
+  e.end = unsigned_at(offsets[1]);
+  if (e.end < e.begin) bad_file(path, cat(what, ": data_offsets ", offsets.dump(), " end before they begin"));
+  if (e.end - e.begin != numel * size) {
+    bad_file(path, cat(what, ": ", e.tensor.dtype, " ", shape_text(e.tensor.shape), " takes ", commas(numel * size),
+                       " bytes; its data_offsets ", offsets.dump(), " hold ", commas(e.end - e.begin)));
+  }
+  return e;
+}
+
+std::map<std::string, std::string> parse_metadata(const Json& metadata, const std::string& path) {
+  std::map<std::string, std::string> values;
+  if (metadata.is_null()) return values;  // what the Python library writes for metadata=None... when it writes it
+  if (!metadata.is_object()) {
+    bad_file(path, cat("__metadata__ is a JSON ", metadata.type_name(), "; the format's is an object of strings"));
+  }
+  for (const auto& [key, value] : metadata.items()) {
+    if (!value.is_string()) {
+      bad_file(path, cat("__metadata__ \"", key, "\" is a JSON ", value.type_name(), "; the format allows strings only"));
+    }
+    values[key] = value.get<std::string>();
+  }
+  return values;
+}
+
+struct Layout {
+  std::map<std::string, std::string> metadata;
+  std::vector<Entry> entries;  // in data order
+};
+
+// The header `text` (file bytes 8 to 8 + text.size()) of a file whose data
+// area, after it, has `data_bytes` bytes.
+Layout parse_header(std::string_view text, uint64_t data_bytes, const std::string& path) {
+  const uint64_t data_start = 8 + text.size();
+  // Keys given twice and nesting deeper than the format's are refused while
+  // parsing: a parser keeps one of two equal keys without a word, and the
+  // format nests three levels at most (header, entry, shape or offsets).
+  std::vector<std::set<std::string>> open_objects;
+  const Json::parser_callback_t check = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    using Event = Json::parse_event_t;
+    if ((event == Event::object_start || event == Event::array_start) && depth >= 3) {
+      bad_file(path, "the header nests JSON deeper than the format (header, tensor entry, list of numbers)");
+    }
+    if (event == Event::object_start) open_objects.emplace_back();
+    if (event == Event::object_end) open_objects.pop_back();
+    if (event == Event::key && !open_objects.back().insert(parsed.get<std::string>()).second) {
+      bad_file(path, cat("the header has the key \"", parsed.get<std::string>(), "\" twice",
+                         depth == 1 ? "" : " in one entry"));
+    }
+    return true;
+  };
+  // Note [NUL ends nlohmann's input]: its lexer takes a NUL byte for the end
+  // of the input (as in a C string), so "{} <NUL> anything" would parse as {}.
+  // JSON has no raw NUL (a string writes \u0000), so one is refused here.
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    bad_file(path, cat("the header (bytes 8 to ", commas(data_start), ") is not JSON: at byte ", commas(8 + nul),
+                       ": a NUL byte (padding is spaces)"));
+  }
+  Json header;
+  try {
+    header = Json::parse(text.begin(), text.end(), check);
+  } catch (const Json::parse_error& e) {
+    bad_file(path, cat("the header (bytes 8 to ", commas(data_start), ") is not JSON: at byte ",
+                       commas(7 + std::max<size_t>(e.byte, 1)), ": ", json_reason(e)));
+  } catch (const Json::exception& e) {
+    bad_file(path, cat("the header (bytes 8 to ", commas(data_start), ") is not JSON: ", json_reason(e)));
+  }
+  if (!header.is_object()) {
+    bad_file(path, cat("the header is a JSON ", header.type_name(), "; the format's is an object of tensors"));
+  }
+
+  Layout layout;
+  for (const auto& [name, value] : header.items()) {
+    if (name == "__metadata__") {
+      layout.metadata = parse_metadata(value, path);
+    } else {
+      layout.entries.push_back(parse_entry(name, value, path));
+    }
+  }
+  std::stable_sort(layout.entries.begin(), layout.entries.end(),
+                   [](const Entry& a, const Entry& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
+
+  // Past the end first: a truncated file says more than the gaps it makes.
+  for (const Entry& e : layout.entries) {
+    if (e.end > data_bytes) {
+      bad_file(path, cat("tensor '", e.tensor.name, "' ends at byte ", commas(data_start + e.end),
+                         " (data offset ", commas(e.end), "), past the end of the file at byte ",
+                         commas(data_start + data_bytes), ": the file is truncated"));
+    }
+  }
+  uint64_t expected = 0;  // where the next tensor must begin
+  const Entry* previous = nullptr;
+  for (const Entry& e : layout.entries) {
+    if (e.begin > expected) {
+      bad_file(path, cat("bytes ", commas(data_start + expected), " to ", commas(data_start + e.begin),
+                         " belong to no tensor: ",
+                         previous ? cat("'", previous->tensor.name, "' ends at data offset ", commas(expected), ", '",
+                                        e.tensor.name, "' begins at ", commas(e.begin))
+                                  : cat("the first tensor, '", e.tensor.name, "', begins at data offset ",
+                                        commas(e.begin), ", not 0")));
+    }
+    if (e.begin < expected) {
+      bad_file(path, cat("tensor '", e.tensor.name, "' (data offsets ", commas(e.begin), " to ", commas(e.end),
+                         ", bytes ", commas(data_start + e.begin), " on) overlaps '", previous->tensor.name,
+                         "', which ends at data offset ", commas(expected)));
+    }
+    expected = e.end;
+    previous = &e;
+  }
+  if (expected < data_bytes) {
+    bad_file(path, cat(commas(data_bytes - expected), " trailing bytes (", commas(data_start + expected), " to ",
+                       commas(data_start + data_bytes), ") belong to no tensor"));
+  }
+  return layout;
+}
+
+// Reads any source of `size` bytes through read(offset, destination, count),
+// which fails (through bad_file) when it cannot deliver.
+template <typename ReadAt>
+SafetensorsFile read_from(uint64_t size, const ReadAt& read, bool with_data, const std::string& path) {
+  if (size < 8) {
+    bad_file(path, cat("a file of ", size, " bytes is too short for safetensors: its first 8 bytes give the header's length"));
+  }
+  unsigned char prefix[8];
+  read(0, prefix, 8);
+  uint64_t header_bytes = 0;
+  for (int i = 7; i >= 0; --i) header_bytes = (header_bytes << 8) | prefix[i];
+  if (header_bytes > kMaxHeaderBytes) {
+    bad_file(path, cat("the header length at byte 0 is ", commas(header_bytes), " bytes, more than the format's ",
+                       commas(kMaxHeaderBytes), ": not a safetensors file"));
+  }
+  if (header_bytes > size - 8) {
+    bad_file(path, cat("the header length at byte 0 is ", commas(header_bytes), " bytes, but only ",
+                       commas(size - 8), " follow: the file is truncated"));
+  }
+  std::string text(header_bytes, '\0');
+  if (header_bytes > 0) read(8, text.data(), header_bytes);
+  Layout layout = parse_header(text, size - 8 - header_bytes, path);
+  SafetensorsFile file{.metadata = std::move(layout.metadata)};
+  file.tensors.reserve(layout.entries.size());
+  for (Entry& e : layout.entries) {
+    if (with_data && e.end > e.begin) {  // (an empty vector's data() may be null, which memcpy must not see)
+      e.tensor.bytes.resize(e.end - e.begin);
+      read(8 + header_bytes + e.begin, e.tensor.bytes.data(), e.end - e.begin);
+    }
+    file.tensors.push_back(std::move(e.tensor));
+  }
+  return file;
+}
+
+SafetensorsFile read_path(const std::string& path, bool with_data) {
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) bad_file(path, cat("cannot open it: ", std::strerror(errno)));
+  struct stat status {};
+  if (::fstat(::fileno(file.get()), &status) != 0 || !S_ISREG(status.st_mode)) {
+    bad_file(path, "not a regular file");
+  }
+  const auto read = [&](uint64_t offset, void* destination, uint64_t count) {
+    errno = 0;
+    if (std::fseek(file.get(), static_cast<long>(offset), SEEK_SET) != 0 ||
+        std::fread(destination, 1, count, file.get()) != count) {
+      bad_file(path, cat("cannot read bytes ", commas(offset), " to ", commas(offset + count), ": ",
+                         errno != 0 ? std::strerror(errno) : "the file ended early (did it change while being read?)"));
+    }
+  };
+  return read_from(static_cast<uint64_t>(status.st_size), read, with_data, path);
+}
+
+[[noreturn]] void refuse(const std::string& path, const std::string& problem) {
+  throw ConfigError(cat("cannot write ", path, ": ", problem));
+}
+
+// The first 8 bytes and the padded header of `file`, checked.
+std::string encode_prefix(const SafetensorsFile& file, const std::string& path) {
+  Json header = Json::object();
+  if (!file.metadata.empty()) header["__metadata__"] = file.metadata;
+  std::set<std::string_view> names;
+  uint64_t offset = 0;
+  for (const HostTensor& t : file.tensors) {
+    if (t.name.empty()) refuse(path, "a tensor has an empty name");
+    if (t.name == "__metadata__") refuse(path, "a tensor is named \"__metadata__\", the format's key for metadata");
+    if (!names.insert(t.name).second) refuse(path, cat("two tensors are named '", t.name, "'"));
+    const size_t size = element_size(t.dtype);
+    if (size == 0) refuse(path, cat("tensor '", t.name, "': unknown dtype \"", t.dtype, "\" (known: ", known_dtypes(), ")"));
+    uint64_t bytes = size;
+    bool too_large = false;
+    for (const int64_t d : t.shape) {
+      if (d < 0) refuse(path, cat("tensor '", t.name, "': shape ", shape_text(t.shape), " has a negative size"));
+      too_large = too_large || __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes);
+    }
+    if (too_large || bytes != t.bytes.size()) {
+      refuse(path, cat("tensor '", t.name, "': ", t.dtype, " ", shape_text(t.shape), " takes ",
+                       too_large ? std::string("more than 2^64") : commas(bytes), " bytes, it has ",
+                       commas(t.bytes.size())));
+    }
+    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const Json::type_error& e) {
+    refuse(path, cat("a tensor name or a metadata entry is not UTF-8 text (", json_reason(e), ")"));
+  }
+  text.append((8 - text.size() % 8) % 8, ' ');  // the Python library pads to 8 bytes, and so do we
+  std::string prefix(8, '\0');
+  for (size_t i = 0; i < 8; ++i) prefix[i] = static_cast<char>((text.size() >> (8 * i)) & 0xff);
+  return prefix + text;
+}
+
+}  // namespace
+
+int64_t HostTensor::numel() const {
+  int64_t n = 1;
+  for (const int64_t d : shape) n = checked_multiply(n, d, cat("the elements of tensor '", name, "'"));
+  return n;
+}
+
+size_t safetensors_element_size(const std::string& dtype) {
+  const size_t size = element_size(dtype);
+  if (size == 0) throw DataError(cat("unknown safetensors dtype \"", dtype, "\" (known: ", known_dtypes(), ")"));
+  return size;
+}
+
+const HostTensor* SafetensorsFile::find(const std::string& name) const {
+  const auto it = std::find_if(tensors.begin(), tensors.end(), [&](const HostTensor& t) { return t.name == name; });
+  return it == tensors.end() ? nullptr : &*it;
+}
+
+void write_safetensors(const std::string& path, const SafetensorsFile& file) {
+  const std::string prefix = encode_prefix(file, path);
+  std::vector<std::string_view> pieces = {prefix};
+  for (const HostTensor& t : file.tensors) {
+    pieces.emplace_back(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
+  }
+  write_file_atomically(path, pieces);
+}
+
+std::string encode_safetensors(const SafetensorsFile& file) {
+  std::string bytes = encode_prefix(file, "(in memory)");
+  for (const HostTensor& t : file.tensors) bytes.append(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
+  return bytes;
+}
+
+SafetensorsFile read_safetensors(const std::string& path) { return read_path(path, /*with_data=*/true); }
+
+SafetensorsFile read_safetensors_header(const std::string& path) { return read_path(path, /*with_data=*/false); }
+
+SafetensorsFile decode_safetensors(std::span<const std::byte> bytes, const std::string& path) {
+  const auto read = [&](uint64_t offset, void* destination, uint64_t count) {
+    std::memcpy(destination, bytes.data() + offset, count);  // read_from asks only inside `bytes`
+  };
+  return read_from(bytes.size(), read, /*with_data=*/true, path);
+}
+
+}  // namespace glassbox

@@ -1,0 +1,354 @@
+// tests/test_checkpoint.cpp: model files and checkpoint directories
+// (optim/checkpoint.h) on a small network with batch norm and dropout,
+// trained a few SGD steps on the CPU: a model file restores parameters and
+// running statistics bit for bit; a checkpoint restores the whole run
+// (momentum and training state too) so that the next step is the same; a
+// PyTorch state_dict loads and gives PyTorch's logits; every file that does
+// not fit is refused, naming the file, the tensors and both shapes, before
+// anything is written. A writer killed mid-write: tests/test_checkpoint_kill.cpp.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "graph/builder.h"
+#include "optim/checkpoint.h"
+#include "tensor/copy.h"
+#include "tensor/safetensors.h"
+#include "tests/support/devices.h"
+#include "tests/support/harness.h"
+#include "tests/support/temp_dir.h"
+
+namespace glassbox {
+namespace {
+
+// conv1 (3x3, pad 1) bn1 relu1 pool1 (2x2) flatten drop1 fc: (N, 1, 6, 6) -> 4 classes.
+// tests/data/make_torch_tiny.py builds the same network in PyTorch.
+Graph tiny(int batch, int filters) {
+  GraphBuilder g;
+  Value x = g.input("images", {batch, 1, 6, 6});
+  const Value labels = g.input("labels", {batch}, DType::kInt32);
+  x = g.relu(g.batch_norm(g.conv(x, {.out_channels = filters, .kernel = 3, .pad = 1}, "conv1"), {}, "bn1"), "relu1");
+  x = g.max_pool(x, {.kernel = 2, .stride = 2}, "pool1");
+  x = g.dropout(g.flatten(x, "flatten"), {.p = 0.5f}, "drop1");
+  return std::move(g).build(g.softmax_cross_entropy(g.linear(x, {.out_features = 4}, "fc"), labels));
+}
+
+NetSpec tiny_net(int filters = 3) {
+  return {.name = "Tiny", .description = "a test network", .sample = Shape{1, 6, 6}, .classes = 4,
+          .gpu_batch = 4, .cpu_batch = 4, .build = [filters](int batch) { return tiny(batch, filters); }};
+}
+
+// A compiled network with its optimizer and a fixed batch.
+struct TinyRun {
+  Graph graph;
+  Sgd sgd;
+  TinyRun(Context& ctx, const NetSpec& net, uint64_t seed, int batch = 4)
+      : graph(compiled(ctx, net, seed, batch)),
+        sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 5e-4f}) {
+    const int64_t n = graph.input("images").numel();
+    from_vector<float>(ctx, testing::random_values(n, 11), graph.input("images"));
+    std::vector<int> labels(static_cast<size_t>(batch));
+    for (int i = 0; i < batch; ++i) labels[static_cast<size_t>(i)] = i % 4;
+    from_vector<int>(ctx, labels, graph.input("labels"));
+  }
+  static Graph compiled(Context& ctx, const NetSpec& net, uint64_t seed, int batch) {
+    Graph graph = net.build(batch);
+    graph.compile(ctx, {.seed = seed, .memory_reuse = MemoryReuse::kOff});
+    return graph;
+  }
+  void step(Context& ctx) {
+    graph.zero_grad(ctx);
+    graph.forward(ctx);
+    graph.backward(ctx);
+    sgd.step(ctx);
+  }
+  float inference_loss(Context& ctx) {
+    graph.forward(ctx, Phase::kInference);
+    return graph.loss(ctx);
+  }
+};
+
+std::vector<float> values(Context& ctx, const std::vector<NamedTensor>& tensors) {
+  std::vector<float> all;
+  for (const NamedTensor& t : tensors) {
+    const std::vector<float> v = to_vector<float>(ctx, t.tensor);
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  return all;
+}
+
+// Equal bit for bit (== would take -0 for 0 and miss NaN).
+void expect_bits(const std::vector<float>& a, const std::vector<float>& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0) << what << " differ";
+}
+
+std::vector<float> parameters(Context& ctx, const Graph& g) { return values(ctx, g.named_parameters()); }
+std::vector<float> statistics(Context& ctx, const Graph& g) { return values(ctx, g.named_state()); }
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Checkpoint, AModelFileRestoresParametersAndStatisticsBitForBit) {
+  Context ctx = Context::cpu();
+  testing::TempDir dir;
+  const NetSpec net = tiny_net();
+  TinyRun trained(ctx, net, 1);
+  for (int i = 0; i < 3; ++i) trained.step(ctx);
+  const std::string path = dir.file("tiny.safetensors");
+  save_model(path, ctx, trained.graph, net, 3, {{"note", "three steps"}, {"format", "mine"}});
+
+  // The file: PyTorch's state_dict order and names, the int64 scalar, the metadata.
+  const SafetensorsFile file = read_safetensors(path);
+  std::vector<std::string> names;
+  for (const HostTensor& t : file.tensors) names.push_back(t.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"conv1.weight", "conv1.bias", "bn1.weight", "bn1.bias",
+                                             "bn1.running_mean", "bn1.running_var", "bn1.num_batches_tracked",
+                                             "fc.weight", "fc.bias"}));
+  const HostTensor& tracked = *file.find("bn1.num_batches_tracked");
+  EXPECT_EQ(tracked.dtype, "I64");
+  EXPECT_TRUE(tracked.shape.empty());
+  int64_t count = 0;
+  std::memcpy(&count, tracked.bytes.data(), sizeof count);
+  EXPECT_EQ(count, 3);
+  EXPECT_EQ(file.metadata, (std::map<std::string, std::string>{{"format", "pt"}, {"net", "Tiny"}, {"note", "three steps"}}));
+
+  TinyRun fresh(ctx, net, 99);  // other initial values
+  ASSERT_NE(parameters(ctx, fresh.graph), parameters(ctx, trained.graph));
+  load_model(path, ctx, fresh.graph, net);
+  expect_bits(parameters(ctx, fresh.graph), parameters(ctx, trained.graph), "parameters");
+  expect_bits(statistics(ctx, fresh.graph), statistics(ctx, trained.graph), "running statistics");
+  const std::vector<float> running_var = to_vector<float>(ctx, fresh.graph.named_state()[1].tensor);
+  EXPECT_NE(running_var, std::vector<float>(3, 1.0f)) << "the statistics were trained, not the initial ones";
+  EXPECT_EQ(fresh.inference_loss(ctx), trained.inference_loss(ctx));
+}
+
+// tests/data/torch_tiny.safetensors is PyTorch's state_dict of the same
+// network (tests/data/make_torch_tiny.py), with random batch-norm statistics;
+// torch_tiny_io.safetensors has images and PyTorch's eval-mode logits.
+TEST(Checkpoint, APyTorchStateDictGivesPyTorchsLogits) {
+  Context ctx = Context::cpu();
+  const NetSpec net = tiny_net();
+  Graph graph = net.build(2);
+  graph.compile(ctx, {.phase = Phase::kInference, .memory_reuse = MemoryReuse::kOff});
+  load_model(std::string(GLASSBOX_TEST_DATA_DIR) + "/torch_tiny.safetensors", ctx, graph, net);
+  const SafetensorsFile io = read_safetensors(std::string(GLASSBOX_TEST_DATA_DIR) + "/torch_tiny_io.safetensors");
+  auto floats = [](const HostTensor& t) {
+    std::vector<float> v(t.bytes.size() / sizeof(float));
+    std::memcpy(v.data(), t.bytes.data(), t.bytes.size());
+    return v;
+  };
+  from_vector<float>(ctx, floats(*io.find("images")), graph.input("images"));
+  from_vector<int>(ctx, std::vector<int>{0, 1}, graph.input("labels"));
+  graph.forward(ctx, Phase::kInference);
+  const Node& loss = graph.nodes()[static_cast<size_t>(graph.loss_node())];
+  const std::vector<float> logits = to_vector<float>(ctx, graph.nodes()[static_cast<size_t>(loss.inputs[0])].value);
+  const std::vector<float> expected = floats(*io.find("logits"));
+  ASSERT_EQ(logits.size(), expected.size());
+  for (size_t i = 0; i < logits.size(); ++i) EXPECT_NEAR(logits[i], expected[i], 1e-6) << "logit " << i;
+}
+
+TEST(Checkpoint, ACheckpointRestoresTheWholeRunAndTheNextStepIsTheSame) {
+  Context ctx = Context::cpu();
+  testing::TempDir dir;
+  const NetSpec net = tiny_net();
+  TinyRun trained(ctx, net, 1);
+  for (int i = 0; i < 3; ++i) trained.step(ctx);
+  const TrainingState state{.epoch = 2, .step = 3, .config = {{"lr", "0.05"}, {"net", "Tiny"}}};
+  EXPECT_FALSE(has_checkpoint(dir.path()));
+  const std::string run = dir.file("run");  // made by save_checkpoint
+  save_checkpoint(run, ctx, trained.graph, net, trained.sgd, state);
+  ASSERT_TRUE(has_checkpoint(run));
+  std::set<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(run)) files.insert(entry.path().filename());
+  EXPECT_EQ(files, (std::set<std::string>{"epoch-0002.safetensors", "epoch-0002.train.safetensors", "latest"}));
+  std::ifstream latest(run + "/latest");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(latest), {}), "epoch-0002\n");
+  EXPECT_EQ(checkpoint_model_path(run, 2), run + "/epoch-0002.safetensors");
+  EXPECT_EQ(checkpoint_model_path(run + "/", 12345), run + "/epoch-12345.safetensors");
+
+  const SafetensorsFile train = read_safetensors(run + "/epoch-0002.train.safetensors");
+  EXPECT_EQ(train.tensors.front().name, "momentum_buffer.conv1.weight");
+  EXPECT_EQ(train.tensors.size(), 6u);  // one per parameter
+  EXPECT_EQ(train.metadata.at("config.lr"), "0.05");
+  EXPECT_EQ(train.metadata.at("step"), "3");
+  EXPECT_EQ(read_safetensors(run + "/epoch-0002.safetensors").metadata.at("epoch"), "2");
+
+  const TrainingState header_only = read_training_state(run);
+  EXPECT_EQ(header_only.epoch, 2);
+  EXPECT_EQ(header_only.step, 3);
+  EXPECT_EQ(header_only.config, state.config);
+
+  TinyRun resumed(ctx, net, 99);
+  const TrainingState loaded = load_checkpoint(run, ctx, resumed.graph, net, resumed.sgd);
+  EXPECT_EQ(loaded.epoch, 2);
+  EXPECT_EQ(loaded.step, 3);
+  EXPECT_EQ(loaded.config, state.config);
+  expect_bits(parameters(ctx, resumed.graph), parameters(ctx, trained.graph), "parameters");
+  expect_bits(statistics(ctx, resumed.graph), statistics(ctx, trained.graph), "running statistics");
+  expect_bits(to_vector<float>(ctx, resumed.sgd.velocity()), to_vector<float>(ctx, trained.sgd.velocity()), "momentum");
+  // The same dropout masks on both sides, then the same step.
+  for (TinyRun* r : {&trained, &resumed}) {
+    ctx.rng().seed(7);
+    r->step(ctx);
+  }
+  expect_bits(parameters(ctx, resumed.graph), parameters(ctx, trained.graph), "parameters one step later");
+
+  save_checkpoint(run, ctx, trained.graph, net, trained.sgd, {.epoch = 3, .step = 4});
+  EXPECT_EQ(read_training_state(run).epoch, 3);
+  EXPECT_TRUE(std::filesystem::exists(run + "/epoch-0002.safetensors")) << "earlier epochs are kept";
+}
+
+// Files hold values, not devices: a run trained on a GPU resumes on the CPU
+// and back, every value the same (through tensor/copy.h on both sides).
+TEST(Checkpoint, ACheckpointMovesBetweenAGpuAndTheCpu) {
+  GLASSBOX_REQUIRE_CUDA();
+  Context gpu = Context::cuda(), cpu = Context::cpu();
+  testing::TempDir dir;
+  const NetSpec net = tiny_net();
+  TinyRun on_gpu(gpu, net, 1);
+  for (int i = 0; i < 2; ++i) on_gpu.step(gpu);
+  save_checkpoint(dir.file("gpu"), gpu, on_gpu.graph, net, on_gpu.sgd, {.epoch = 1, .step = 2});
+  TinyRun on_cpu(cpu, net, 9);
+  load_checkpoint(dir.file("gpu"), cpu, on_cpu.graph, net, on_cpu.sgd);
+  expect_bits(parameters(cpu, on_cpu.graph), parameters(gpu, on_gpu.graph), "parameters, GPU to CPU");
+  expect_bits(statistics(cpu, on_cpu.graph), statistics(gpu, on_gpu.graph), "statistics, GPU to CPU");
+  expect_bits(to_vector<float>(cpu, on_cpu.sgd.velocity()), to_vector<float>(gpu, on_gpu.sgd.velocity()), "momentum");
+  save_model(dir.file("cpu.safetensors"), cpu, on_cpu.graph, net, 2);
+  TinyRun back(gpu, net, 5);
+  load_model(dir.file("cpu.safetensors"), gpu, back.graph, net);
+  expect_bits(parameters(gpu, back.graph), parameters(gpu, on_gpu.graph), "parameters, CPU to GPU");
+  expect_bits(statistics(gpu, back.graph), statistics(gpu, on_gpu.graph), "statistics, CPU to GPU");
+}
+
+// ---- Strictness: a file that does not fit is refused, before anything is written ----
+
+// Rewrites the model file at `path` through `edit`.
+void edit_file(const std::string& path, const std::function<void(SafetensorsFile&)>& edit) {
+  SafetensorsFile file = read_safetensors(path);
+  edit(file);
+  write_safetensors(path, file);
+}
+
+TEST(Checkpoint, LoadingIsStrictAndNamesEveryProblem) {
+  Context ctx = Context::cpu();
+  testing::TempDir dir;
+  const NetSpec net = tiny_net();
+  TinyRun run(ctx, net, 1);
+  const std::vector<float> before = parameters(ctx, run.graph);
+  const std::vector<float> statistics_before = statistics(ctx, run.graph);
+  const std::string path = dir.file("m.safetensors");
+  auto load_error = [&] {
+    const std::string e = error_of([&] { load_model(path, ctx, run.graph, net); });
+    // Refused files leave the graph as it was.
+    expect_bits(parameters(ctx, run.graph), before, "parameters after a refused file");
+    expect_bits(statistics(ctx, run.graph), statistics_before, "statistics after a refused file");
+    const std::string prefix = path + ": does not match Tiny: ";
+    EXPECT_EQ(e.rfind(prefix, 0), 0u) << e;
+    return e.substr(std::min(prefix.size(), e.size()));
+  };
+
+  // Five filters where Tiny has three: every shape named, the first five, then a count.
+  TinyRun wide(ctx, tiny_net(5), 2);
+  save_model(path, ctx, wide.graph, tiny_net(5), 0);
+  EXPECT_EQ(load_error(),
+            "conv1.weight: the file has (5, 1, 3, 3), Tiny expects (3, 1, 3, 3); "
+            "conv1.bias: the file has (5), Tiny expects (3); bn1.weight: the file has (5), Tiny expects (3); "
+            "bn1.bias: the file has (5), Tiny expects (3); bn1.running_mean: the file has (5), Tiny expects (3); "
+            "and 2 more of another shape or dtype");
+
+  save_model(path, ctx, run.graph, net, 0);
+  edit_file(path, [](SafetensorsFile& f) { std::erase_if(f.tensors, [](const HostTensor& t) { return t.name == "fc.bias"; }); });
+  EXPECT_EQ(load_error(), "1 missing: fc.bias");
+
+  save_model(path, ctx, run.graph, net, 0);
+  edit_file(path, [](SafetensorsFile& f) {
+    f.tensors.push_back(f.tensors.front());
+    f.tensors.back().name = "aux.weight";
+  });
+  EXPECT_EQ(load_error(), "1 unexpected: aux.weight");
+
+  save_model(path, ctx, run.graph, net, 0);
+  edit_file(path, [](SafetensorsFile& f) {
+    HostTensor& w = f.tensors.front();
+    w.dtype = "F16";
+    w.bytes.resize(w.bytes.size() / 2);
+    HostTensor& tracked = f.tensors[6];
+    tracked.dtype = "I32";
+    tracked.bytes.resize(4);
+  });
+  EXPECT_EQ(load_error(), "conv1.weight: the file has F16 (3, 1, 3, 3), Tiny expects F32 (3, 1, 3, 3); "
+                          "bn1.num_batches_tracked: the file has I32 (), Tiny expects I64 ()");
+
+  // Another network's file altogether: the first five names, then a count.
+  Graph lenet_graph = find_net("LeNet").build(1);
+  lenet_graph.compile(ctx, {.phase = Phase::kInference});
+  save_model(path, ctx, lenet_graph, find_net("LeNet"), 0);
+  EXPECT_EQ(load_error(),
+            "conv1.weight: the file has (6, 1, 5, 5), Tiny expects (3, 1, 3, 3); "
+            "conv1.bias: the file has (6), Tiny expects (3); 7 missing: bn1.weight, bn1.bias, bn1.running_mean, "
+            "bn1.running_var, bn1.num_batches_tracked and 2 more; 8 unexpected: conv2.weight, conv2.bias, fc3.weight, "
+            "fc3.bias, fc4.weight and 3 more");
+}
+
+TEST(Checkpoint, BrokenCheckpointDirectoriesAreRefusedByName) {
+  Context ctx = Context::cpu();
+  testing::TempDir dir;
+  const NetSpec net = tiny_net();
+  TinyRun run(ctx, net, 1);
+  const std::string ckpt = dir.file("ckpt");
+  auto load = [&] { return error_of([&] { load_checkpoint(ckpt, ctx, run.graph, net, run.sgd); }); };
+  EXPECT_EQ(load(), ckpt + "/latest: cannot open it (no checkpoint in " + ckpt + "?)");
+  EXPECT_EQ(error_of([&] { read_training_state(ckpt); }), ckpt + "/latest: cannot open it (no checkpoint in " + ckpt + "?)");
+
+  save_checkpoint(ckpt, ctx, run.graph, net, run.sgd, {.epoch = 1, .step = 6});
+  std::ofstream(ckpt + "/latest") << "epoch-1\n";
+  EXPECT_EQ(load(), ckpt + "/latest: 'epoch-1' does not name an epoch's checkpoint (epoch-0003)");
+  std::ofstream(ckpt + "/latest") << "epoch-0007\n";
+  EXPECT_EQ(load(), ckpt + "/epoch-0007.train.safetensors: cannot open it: No such file or directory");
+
+  const std::string train = ckpt + "/epoch-0001.train.safetensors";
+  std::ofstream(ckpt + "/latest") << "epoch-0001\n";
+  edit_file(train, [](SafetensorsFile& f) { f.metadata["epoch"] = "2"; });
+  EXPECT_EQ(load(), train + ": its __metadata__ says epoch 2, its name says epoch-0001");
+  edit_file(train, [](SafetensorsFile& f) { f.metadata["epoch"] = "one"; });
+  EXPECT_EQ(load(), train + ": __metadata__ \"epoch\" must be an integer from 0 to 2147483647, got 'one'");
+  edit_file(train, [](SafetensorsFile& f) {
+    f.metadata["epoch"] = "1";
+    f.metadata.erase("step");
+  });
+  EXPECT_EQ(load(), train + ": no \"step\" in its __metadata__");
+  edit_file(train, [](SafetensorsFile& f) {
+    f.metadata["step"] = "6";
+    f.tensors.pop_back();
+  });
+  EXPECT_EQ(load(), train + ": does not match Tiny: 1 missing: momentum_buffer.fc.bias");
+
+  // The model file refused: the momentum file, though fine, was not written in either.
+  save_checkpoint(ckpt, ctx, run.graph, net, run.sgd, {.epoch = 1, .step = 6});
+  const std::vector<float> velocity = to_vector<float>(ctx, run.sgd.velocity());
+  TinyRun other(ctx, net, 5);
+  for (int i = 0; i < 2; ++i) other.step(ctx);
+  save_checkpoint(ckpt, ctx, other.graph, net, other.sgd, {.epoch = 1, .step = 6});
+  edit_file(ckpt + "/epoch-0001.safetensors", [](SafetensorsFile& f) { f.tensors.pop_back(); });
+  EXPECT_EQ(load(), ckpt + "/epoch-0001.safetensors: does not match Tiny: 1 missing: fc.bias");
+  expect_bits(to_vector<float>(ctx, run.sgd.velocity()), velocity, "momentum after a refused checkpoint");
+
+  EXPECT_EQ(error_of([&] { save_checkpoint(ckpt, ctx, run.graph, net, run.sgd, {.epoch = -1}); }),
+            "save_checkpoint: epoch -1 is negative");
+  std::ofstream(dir.file("a_file")) << "x";
+  EXPECT_EQ(error_of([&] { save_checkpoint(dir.file("a_file/ckpt"), ctx, run.graph, net, run.sgd, {}); }),
+            "cannot make the checkpoint directory '" + dir.file("a_file/ckpt") + "': Not a directory");
+}
+
+}  // namespace
+}  // namespace glassbox
