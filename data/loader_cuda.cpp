@@ -64,8 +64,8 @@ class CudaStaging final : public DeviceStaging {
     cudaStream_t copy = copy_stream_.get();
     cudaStream_t step = stream_of(ctx_);
     cudaEvent_t copied = copied_.at(static_cast<size_t>(slot)).get();
-    // Device buffer j was last read by ctx's stream two batches ago (a wait
-    // on an event never recorded does nothing, for the first two).
+    // Device buffer j was last read by ctx's stream two batches ago. For the
+    // first two batches read_[j] was never recorded: Note [An unrecorded event is done].
     CUDA_CHECK(cudaStreamWaitEvent(copy, read_[j].get(), 0));
     CUDA_CHECK(cudaMemcpyAsync(device, host_images(slot), images_bytes_, cudaMemcpyHostToDevice, copy));
     CUDA_CHECK(cudaMemcpyAsync(device + aligned(images_bytes_), host_labels(slot), labels_bytes_,
@@ -78,6 +78,10 @@ class CudaStaging final : public DeviceStaging {
     CUDA_CHECK(cudaEventRecord(read_[j].get(), step));
   }
 
+  // Note [An unrecorded event is done]: "Before the first call to
+  // cudaEventRecord(), an event represents an empty set of work" (CUDA
+  // runtime API, cudaEventRecord): waiting on it, from a stream
+  // (cudaStreamWaitEvent) or the host (cudaEventSynchronize), returns at once.
   void wait_host(int slot) override { CUDA_CHECK(cudaEventSynchronize(copied_.at(static_cast<size_t>(slot)).get())); }
 
  private:

@@ -147,10 +147,10 @@ int Loader::Pipeline::load_readable(int64_t index, int64_t job_epoch, std::span<
     try {
       label = dataset.load(j, pixels, options.mode, rng);
     } catch (const SampleError& e) {
-      if (!bad[static_cast<size_t>(j)].exchange(true)) {  // the first to fail it reports it
-        std::lock_guard lock(mutex);
-        warnings.push_back(cat("skipping ", e.what()));
-      }
+      // Marked and reported in one step under the lock: a worker that sees
+      // the mark and then records an error records it after the warning.
+      std::lock_guard lock(mutex);
+      if (!bad[static_cast<size_t>(j)].exchange(true)) warnings.push_back(cat("skipping ", e.what()));
       continue;
     }
     if (label < 0 || label >= dataset.classes()) {
