@@ -1,0 +1,98 @@
+// data/loader_pipeline.h: the inside of the Loader (data/loader.h), shared by
+// data/loader.cpp (the consumer: start_epoch, next) and
+// data/loader_pipeline.cpp (the worker threads). Not for use elsewhere.
+//
+// Workers fill whole batches into a ring of prefetch + 1 staging slots; next()
+// hands them out strictly in batch order. Batch k of an epoch always goes
+// through slot k % slots. A worker may start batch k only when that slot is
+// free, that is once batch k - slots has been handed out and its copy has
+// read the slot; so workers run at most `prefetch` batches ahead of the one
+// being copied, and the order never depends on timing. start_epoch bumps a
+// generation counter: a worker still filling a batch of the abandoned epoch
+// notices between two samples, stops, and frees its slot.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "data/loader.h"
+#include "data/loader_staging.h"
+
+namespace glassbox {
+
+// kHeld: handed out by next(), its copy to the device may still be reading it (GPU only).
+enum class LoaderSlotState { kFree, kFilling, kReady, kHeld };
+
+struct LoaderSlot {
+  LoaderSlotState state = LoaderSlotState::kFree;
+  int64_t batch = -1;
+  uint64_t generation = 0;  // of the epoch the batch belongs to
+  int count = 0;            // real samples in it
+  int64_t skipped = 0;      // of them, replacements for unreadable samples
+};
+
+struct Loader::Pipeline {
+  // The workers' side (data/loader_pipeline.cpp).
+  Pipeline(Context& ctx, const Dataset& dataset, const LoaderOptions& options);
+  ~Pipeline();  // stops and joins the workers
+  void start_workers(int count);
+  void run_worker();
+  void work_loop();
+  bool claimable() const;
+  bool fill(int slot, int64_t batch, int64_t epoch, const std::vector<int64_t>& order, uint64_t generation,
+            LoaderSlot& result);
+  int load_readable(int64_t index, int64_t epoch, std::span<float> pixels, bool& replaced);
+  void record_error(std::exception_ptr failure);
+  // The consumer's side (data/loader.cpp).
+  void release_held();                                    // the slot of the previous next(), once copied
+  void say_warnings(std::unique_lock<std::mutex>& lock);  // options.warn, for each warning not yet said
+
+  // Fixed at construction.
+  const Dataset& dataset;
+  const LoaderOptions& options;  // the Loader's, which outlives this
+  const int64_t samples;
+  const int64_t sample_numel;  // C*H*W
+  const int64_t batches;       // per epoch
+  const int slot_count;        // prefetch + 1
+  size_t images_bytes = 0, labels_bytes = 0;  // of one batch
+  std::unique_ptr<DeviceStaging> staging;     // a CUDA context's pinned slots and copy stream
+  std::vector<std::vector<float>> cpu_images;
+  std::vector<std::vector<int32_t>> cpu_labels;
+  std::vector<float*> images;    // per slot: (batch, C, H, W), in cpu_images or pinned
+  std::vector<int32_t*> labels;  // per slot: (batch)
+  // Per sample: its load threw SampleError. Kept across epochs, so a file is
+  // reported once and never read again.
+  std::vector<std::atomic<bool>> bad;
+
+  std::mutex mutex;
+  std::condition_variable work;   // workers wait here: a batch to claim, or stop
+  std::condition_variable ready;  // next() waits here: its batch ready, or an error
+  // Guarded by mutex.
+  std::vector<LoaderSlot> slots;
+  std::shared_ptr<const std::vector<int64_t>> order;  // this epoch's; a worker keeps its own reference
+  int64_t epoch = -1;                 // -1: start_epoch not called yet
+  int64_t next_claim = 0;             // the next batch a worker takes
+  int64_t next_out = 0;               // the next batch next() hands out
+  std::vector<std::string> warnings;  // for options.warn, not yet said
+  std::exception_ptr error;           // a worker's; every next() rethrows it
+  bool stopping = false;
+  // Read by workers between two samples, to drop an abandoned batch early;
+  // written under mutex.
+  std::atomic<uint64_t> generation{0};
+  std::atomic<bool> halt{false};  // stopping, or an error
+
+  // The consumer's own (next(), start_epoch, stats(): one thread).
+  int held = -1;  // the slot whose copy may still be reading it
+  LoaderStats stats;
+
+  std::vector<std::thread> threads;
+};
+
+}  // namespace glassbox
