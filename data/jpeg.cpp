@@ -67,6 +67,7 @@ struct TjFree {
 
 ScaledSize jpeg_scaled_size(int width, int height, int min_shorter_side) {
   ScaledSize best{width, height, 1, 1};
+  if (min_shorter_side <= 0) return best;
   int count = 0;
   const tjscalingfactor* factors = tjGetScalingFactors(&count);
   for (int i = 0; factors != nullptr && i < count; ++i) {
@@ -92,6 +93,20 @@ JpegDecoder& JpegDecoder::operator=(JpegDecoder&& other) noexcept {
   return *this;
 }
 
+// Note [TurboJPEG after an error]: in TurboJPEG 2.1, a tjDecompressHeader3
+// that fails leaves the handle's libjpeg state half-way through the old
+// file's markers, and the next, valid file then fails too ("Unsupported
+// marker type"). A handle that has failed is replaced by a fresh one.
+void JpegDecoder::throw_and_reset(const std::string& file) {
+  SampleError error(file, cat("corrupt JPEG: ", tjGetErrorStr2(handle_)));
+  tjhandle fresh = tjInitDecompress();
+  if (fresh != nullptr) {
+    tjDestroy(handle_);
+    handle_ = fresh;
+  }
+  throw error;
+}
+
 void JpegDecoder::decode(std::span<const uint8_t> bytes, const std::string& file, const JpegDecodeOptions& options,
                          Image& out) {
   if (options.channels != 1 && options.channels != 3) {
@@ -104,7 +119,7 @@ void JpegDecoder::decode(std::span<const uint8_t> bytes, const std::string& file
   const auto size = static_cast<unsigned long>(bytes.size());
   int width = 0, height = 0, subsampling = 0, colorspace = 0;
   if (tjDecompressHeader3(handle_, data, size, &width, &height, &subsampling, &colorspace) != 0) {
-    throw SampleError(file, cat("corrupt JPEG: ", tjGetErrorStr2(handle_)));
+    throw_and_reset(file);
   }
   if (static_cast<int64_t>(width) * height > kMaxJpegPixels) {
     throw SampleError(file, cat("an image of ", width, "x", height, " has more than ", grouped(kMaxJpegPixels),
@@ -125,7 +140,7 @@ void JpegDecoder::decode(std::span<const uint8_t> bytes, const std::string& file
   if (tjDecompress2(handle_, data, size, cmyk ? cmyk_pixels.data() : out.pixels.data(), scaled.width, 0,
                     scaled.height, format, TJFLAG_LIMITSCANS) != 0 &&
       refused(handle_)) {
-    throw SampleError(file, cat("corrupt JPEG: ", tjGetErrorStr2(handle_)));
+    throw_and_reset(file);
   }
   if (cmyk) cmyk_to_output(cmyk_pixels, options.channels, out);
 }

@@ -60,6 +60,7 @@ class JpegDecoder {
               Image& out);
 
  private:
+  [[noreturn]] void throw_and_reset(const std::string& file);
   void* handle_ = nullptr;  // tjhandle
 };
 

@@ -14,25 +14,12 @@
 namespace glassbox {
 namespace {
 
+using testing::contains;
+using testing::message_of;
 using testing::TempDir;
 using testing::write_file;
 
 const std::string kDebianFolder = "/usr/share/datasets/fashion-mnist";
-
-// The message of the E that f() throws, or a note saying what happened instead.
-template <typename E, typename F>
-std::string message_of(const F& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("another exception: ") + e.what();
-  }
-  return "no exception";
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 TEST(IdxDataset, ReadsDebiansFashionMnist) {
   if (!std::filesystem::exists(kDebianFolder + "/train-images-idx3-ubyte.gz")) {

@@ -1,9 +1,10 @@
 // tests/support/data_files.h: files the data tests read: a temporary folder
 // removed at the end, IDX files built byte by byte, gzip, and folders of
-// small JPEG images made with the library's encoder.
+// small JPEG images made with the library's encoder; error messages.
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,5 +48,20 @@ struct FolderOptions {
 };
 // ROOT/<class>/<i>.jpg for each class, images from smooth_image.
 void make_jpeg_folder(const std::string& root, const FolderOptions& options);
+
+// The message of the E that f() throws, or a note saying what happened instead.
+template <typename E, typename F>
+std::string message_of(const F& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("another exception: ") + e.what();
+  }
+  return "no exception";
+}
+
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace glassbox::testing
