@@ -10,5 +10,6 @@ namespace glassbox::cli {
 int run_summary(const std::vector<std::string>& words);  // glassbox summary NET [--batch N]
 int run_time(const std::vector<std::string>& words);     // glassbox time NET [--batch N] [--device D] ...
 int run_max_batch(const std::vector<std::string>& words);  // glassbox max-batch NET [--device D] [--memory-limit SIZE]
+int run_make_folder(const std::vector<std::string>& words);  // glassbox make-folder --from SPEC|--synthetic --out DIR ...
 
 }  // namespace glassbox::cli

@@ -3,6 +3,7 @@
 //   glassbox summary VGG16              per-layer shapes, parameters, FLOPs
 //   glassbox time VGG16 --batch 8       per-layer forward/backward times
 //   glassbox max-batch VGG16            the largest batch that fits, by trying
+//   glassbox make-folder --synthetic --out DIR   a folder of JPEGs (docs/data.md)
 //
 // Usage errors (unknown verb, network, flag, a bad value) print one line
 // naming the problem and the valid choices and exit 2; failures while running
@@ -31,7 +32,12 @@ void print_usage() {
       "                               --deterministic: only cuDNN algorithms that give the same bits\n"
       "                               on every run (the CPU path always does: there it changes nothing)\n"
       "  max-batch NET [--device D] [--memory-limit SIZE] [--precision P] [--max N]\n"
-      "                               the largest batch whose training step fits, by trying\n\n"
+      "                               the largest batch whose training step fits, by trying\n"
+      "  make-folder --from fashion-mnist|fashion-mnist:DIR|mnist:DIR --out DIR [--size N] [--channels 1|3]\n"
+      "              [--limit N] [--quality Q]\n"
+      "  make-folder --synthetic --out DIR [--classes K] [--train N] [--val N] [--width W] [--height H]\n"
+      "              [--quality Q] [--seed S]\n"
+      "                               a folder of JPEGs, DIR/{train,val}/<class>/*.jpg, for --data folder:DIR\n\n"
       "networks: %s,\n"
       "          or MLP:<features>,<hidden>,...,<classes> (fully connected, e.g. MLP:784,2048,10)\n",
       glassbox::net_names().c_str());
@@ -52,6 +58,7 @@ int main(int argc, char** argv) {
     if (verb == "summary") return cli::run_summary(rest);
     if (verb == "time") return cli::run_time(rest);
     if (verb == "max-batch") return cli::run_max_batch(rest);
-    throw ConfigError(cat("unknown command '", verb, "'; valid: summary, time, max-batch"));
+    if (verb == "make-folder") return cli::run_make_folder(rest);
+    throw ConfigError(cat("unknown command '", verb, "'; valid: summary, time, max-batch, make-folder"));
   });
 }
