@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "data/idx_dataset.h"
 #include "data/jpeg.h"
 #include "data/resize.h"
 #include "data/shared.h"
@@ -40,6 +41,16 @@ std::vector<std::string> sorted_entries(const std::string& folder, const Keep& k
 
 }  // namespace
 
+const std::vector<float>& default_mean(int channels) {
+  static const std::vector<float> grey = {kFashionMnistMean};
+  return channels == 3 ? kImageNetMean : grey;
+}
+
+const std::vector<float>& default_stddev(int channels) {
+  static const std::vector<float> grey = {kFashionMnistStd};
+  return channels == 3 ? kImageNetStd : grey;
+}
+
 int resize_side_for(int height, int width) {
   return static_cast<int>(std::lround(std::max(height, width) * 8.0 / 7.0));
 }
@@ -52,8 +63,8 @@ ImageFolder::ImageFolder(std::string root, ImageFolderOptions options)
                           s.str()));
   }
   const auto channels = static_cast<size_t>(s[0]);
-  if (options_.mean.empty()) options_.mean = channels == 3 ? kImageNetMean : std::vector<float>{0.2860f};
-  if (options_.stddev.empty()) options_.stddev = channels == 3 ? kImageNetStd : std::vector<float>{0.3530f};
+  if (options_.mean.empty()) options_.mean = default_mean(static_cast<int>(channels));
+  if (options_.stddev.empty()) options_.stddev = default_stddev(static_cast<int>(channels));
   if (options_.mean.size() != channels || options_.stddev.size() != channels) {
     throw ConfigError(cat("image folder ", root_, ": ", options_.mean.size(), " means and ", options_.stddev.size(),
                           " standard deviations for ", channels, " channels; give one of each per channel"));
@@ -103,12 +114,17 @@ int ImageFolder::load(int64_t index, std::span<float> pixels, SampleMode mode, s
   thread_local std::string bytes;
   std::string reason;
   if (!read_file(file, bytes, reason)) throw SampleError(file, cat("cannot read: ", reason));
-  const int channels = static_cast<int>(options_.sample[0]);
-  const int height = static_cast<int>(options_.sample[1]), width = static_cast<int>(options_.sample[2]);
+  prepare_jpeg_sample({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, file, options_, mode, rng, pixels);
+  return labels_[static_cast<size_t>(index)];
+}
+
+void prepare_jpeg_sample(std::span<const uint8_t> bytes, const std::string& file, const ImageFolderOptions& options,
+                         SampleMode mode, std::mt19937_64& rng, std::span<float> pixels) {
+  const int channels = static_cast<int>(options.sample[0]);
+  const int height = static_cast<int>(options.sample[1]), width = static_cast<int>(options.sample[2]);
   const int side = resize_side_for(height, width);
   thread_local Image image;
-  decode_jpeg({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, file,
-              {.channels = channels, .min_shorter_side = side}, image);
+  decode_jpeg(bytes, file, {.channels = channels, .min_shorter_side = side}, image);
 
   ResizeCropOptions o{.crop_width = width, .crop_height = height};
   const bool portrait = image.width <= image.height;
@@ -124,12 +140,13 @@ int ImageFolder::load(int64_t index, std::span<float> pixels, SampleMode mode, s
     o.crop_x = static_cast<int>(std::nearbyint((o.resized_width - width) / 2.0));  // half to even, as Python's round
     o.crop_y = static_cast<int>(std::nearbyint((o.resized_height - height) / 2.0));
   }
+  const std::vector<float>& mean = options.mean.empty() ? default_mean(channels) : options.mean;
+  const std::vector<float>& stddev = options.stddev.empty() ? default_stddev(channels) : options.stddev;
   for (size_t c = 0; c < static_cast<size_t>(channels); ++c) {
-    o.mean[c] = options_.mean[c];
-    o.stddev[c] = options_.stddev[c];
+    o.mean[c] = mean[c];
+    o.stddev[c] = stddev[c];
   }
   resize_crop_normalise(image, o, pixels);
-  return labels_[static_cast<size_t>(index)];
 }
 
 }  // namespace glassbox

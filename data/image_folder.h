@@ -38,6 +38,16 @@ inline const std::vector<float> kImageNetStd = {0.229f, 0.224f, 0.225f};
 
 // The side the image is resized to before the crop: round(max(H, W) * 8 / 7).
 int resize_side_for(int height, int width);
+// ImageNet's constants for 3 channels, Fashion-MNIST's for 1.
+const std::vector<float>& default_mean(int channels);
+const std::vector<float>& default_stddev(int channels);
+
+// What load() does with one file's bytes: decode, resize, window, flip,
+// normalise into `pixels` (C*H*W floats). `options.sample` must be valid (the
+// constructor's checks); an empty mean or stddev takes the default. Throws
+// SampleError naming `file` for bytes that are not a decodable JPEG.
+void prepare_jpeg_sample(std::span<const uint8_t> bytes, const std::string& file, const ImageFolderOptions& options,
+                         SampleMode mode, std::mt19937_64& rng, std::span<float> pixels);
 
 class ImageFolder final : public Dataset {
  public:
