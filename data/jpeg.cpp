@@ -121,6 +121,11 @@ void JpegDecoder::decode(std::span<const uint8_t> bytes, const std::string& file
   if (tjDecompressHeader3(handle_, data, size, &width, &height, &subsampling, &colorspace) != 0) {
     throw_and_reset(file);
   }
+  // TurboJPEG 2.1 accepts a tables-only ("abbreviated") stream and reports
+  // a size of 0 x 0 for it (found by tests/fuzz/fuzz_jpeg).
+  if (width < 1 || height < 1) {
+    throw SampleError(file, cat("corrupt JPEG: no image in it (", width, "x", height, ", only tables)"));
+  }
   if (static_cast<int64_t>(width) * height > kMaxJpegPixels) {
     throw SampleError(file, cat("an image of ", width, "x", height, " has more than ", grouped(kMaxJpegPixels),
                                 " pixels, the most we decode"));

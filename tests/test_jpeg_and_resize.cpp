@@ -134,6 +134,16 @@ TEST(Jpeg, UndecodableBytesAreSampleErrorsNamingTheFile) {
   EXPECT_EQ(message(good.substr(0, good.size() * 3 / 4)), "test.jpg: corrupt JPEG: Premature end of JPEG file");
   EXPECT_EQ(message(with_size(good, 20000, 20000)),
             "test.jpg: an image of 20000x20000 has more than 178,956,970 pixels, the most we decode");
+  // Headers and quantisation tables, no frame: TurboJPEG reads it as a
+  // tables-only stream and reports a size of 0x0 (found by fuzz_jpeg).
+  const std::string tables_only(
+      "\xff\xd8\xff\xe0\x00\x10\x4a\x46\x49\x46\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00\xff\xdb\x00\x43"
+      "\x00\x14\x0e\x0f\x12\x0f\x00\x00\x00\x00\x00\x00\x00\x00\xff\xd8\xff\xe0\x00\x10\x4a\x46\x49\x46"
+      "\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00\xff\xdb\x00\x43\x00\x1b\x12\x14\x17\x14\x11\x1b\x17\x16"
+      "\x17\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x1e\x1c\x1b\x20\x28\x42\x2b\x28\x25\x00\x00\x00\x0d"
+      "\x14\x12\x10\x12\x17\x15\x14\x18\x1e\x32\x25\x28\x51\x3a\x3d\x30\x42\x60\x55\x65\x64\x21\x1e",
+      119);  // tests/fuzz/corpus/fuzz_jpeg/tables_only.jpg
+  EXPECT_EQ(message(tables_only), "test.jpg: corrupt JPEG: no image in it (0x0, only tables)");
   EXPECT_EQ(message_of<ConfigError>([&] { decoded(good, {.channels = 2}); }),
             "JPEG decoding: channels must be 1 (grey) or 3 (RGB), got 2");
   Image kept;
