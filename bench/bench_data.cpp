@@ -90,7 +90,7 @@ int run(int argc, char** argv) {
   benchmark::Initialize(&count, passed_on.data());  // prints its help and exits on --help
   if (benchmark::ReportUnrecognizedArguments(count, passed_on.data())) return kExitUsage;
   if (folder.empty()) {
-    throw ConfigError("bench_data needs --folder=PATH, a folder of JPEGs PATH/<class>/*.jpg (make one with "
+    throw ConfigError("--folder=PATH is required: a folder of JPEGs PATH/<class>/*.jpg (make one with "
                       "`glassbox make-folder --synthetic --out DIR` and give DIR/train)");
   }
 
