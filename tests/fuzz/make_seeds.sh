@@ -104,3 +104,69 @@ seed fuzz_bench_flags help --help
 seed fuzz_bench_flags unknown --bogus
 seed fuzz_bench_flags net_mlp --net=MLP:784,2048,10 --benchmark_filter=forward
 seed fuzz_bench_flags net_unknown --net=VGG17
+
+# ---- Files, not command lines: fuzz_idx and fuzz_jpeg -------------------------
+# Made with python3 (IDX, gzip) and the glassbox tool's make-folder (JPEG), so
+# this part needs a built tool: GLASSBOX=path/to/glassbox (default
+# build-cpu/glassbox, from the repository root). Each seed fits in the
+# targets' -max_len (tests/fuzz/<target>.max_len).
+glassbox=${GLASSBOX:-../../../build-cpu/glassbox}
+if [ ! -x "$glassbox" ]; then
+  echo "make_seeds: no glassbox tool at $glassbox (set GLASSBOX=...): fuzz_idx and fuzz_jpeg seeds not written" >&2
+  exit 1
+fi
+work=$(mktemp -d "${TMPDIR:-/tmp}/glassbox-seeds.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+mkdir -p fuzz_idx fuzz_jpeg
+
+# fuzz_idx: IDX files of the sizes the target parses (28x28, 1x1, 2x3), plain
+# and gzip-compressed, and broken ones. Also a tiny MNIST-like set of 10
+# images for make-folder below.
+python3 - "$work" <<'PY'
+import gzip, os, random, struct, sys
+work = sys.argv[1]
+random.seed(1)
+def idx(magic, dims, data):
+    return struct.pack(">I", magic) + b"".join(struct.pack(">I", d) for d in dims) + bytes(data)
+def images(count, rows, cols):
+    return idx(0x803, [count, rows, cols], [random.randrange(256) for _ in range(count * rows * cols)])
+def put(name, data):
+    # mtime=0: the same bytes on every run
+    with open(os.path.join("fuzz_idx", name), "wb") as f:
+        f.write(data)
+put("images_28x28", images(2, 28, 28))
+put("images_1x1", images(5, 1, 1))
+put("images_2x3", images(3, 2, 3))
+put("images_2x3.gz", gzip.compress(images(3, 2, 3), mtime=0))
+put("images_28x28.gz", gzip.compress(images(4, 28, 28), mtime=0))
+put("labels", idx(0x801, [6], [0, 1, 2, 9, 5, 3]))
+put("labels.gz", gzip.compress(idx(0x801, [4], [1, 2, 3, 4]), mtime=0))
+put("labels_two_members.gz", gzip.compress(idx(0x801, [2], [1, 2])[:5], mtime=0) + gzip.compress(idx(0x801, [2], [1, 2])[5:], mtime=0))
+put("label_12", idx(0x801, [3], [1, 12, 2]))
+put("images_truncated", images(3, 2, 3)[:20])
+put("images_wrong_rank", idx(0x802, [3, 2], [0] * 6))
+put("float_type", idx(0xd03, [1, 1, 1], [0, 0, 0, 0]))
+put("gzip_truncated", gzip.compress(images(3, 2, 3), mtime=0)[:-6])
+for d in ("train", "t10k"):
+    with open(os.path.join(work, d + "-images-idx3-ubyte"), "wb") as f:
+        f.write(images(10, 28, 28))
+    with open(os.path.join(work, d + "-labels-idx1-ubyte"), "wb") as f:
+        f.write(idx(0x801, [10], list(range(10))))
+PY
+
+# fuzz_jpeg: small baseline JPEGs, grey and RGB (4:2:0), square and not, and
+# broken ones: cut short, a bad marker, not a JPEG.
+"$glassbox" make-folder --from "mnist:$work" --size 8 --quality 50 --limit 10 --out "$work/grey" > /dev/null
+"$glassbox" make-folder --from "mnist:$work" --size 12 --channels 3 --quality 40 --limit 10 --out "$work/rgb" > /dev/null
+"$glassbox" make-folder --synthetic --classes 1 --train 1 --val 1 --width 24 --height 16 --quality 30 --out "$work/wide" > /dev/null
+"$glassbox" make-folder --synthetic --classes 1 --train 1 --val 1 --width 9 --height 40 --quality 20 --out "$work/tall" > /dev/null
+cp "$work/grey/train/3/3.jpg" fuzz_jpeg/grey_8x8.jpg
+cp "$work/rgb/train/7/7.jpg" fuzz_jpeg/rgb_12x12.jpg
+cp "$work/wide/train/class_0/0.jpg" fuzz_jpeg/rgb_24x16.jpg
+cp "$work/tall/val/class_0/0.jpg" fuzz_jpeg/rgb_9x40.jpg
+head -c 300 fuzz_jpeg/rgb_24x16.jpg > fuzz_jpeg/cut_short.jpg
+{ head -c 2 fuzz_jpeg/grey_8x8.jpg; printf '\xff\x01garbage'; tail -c +3 fuzz_jpeg/grey_8x8.jpg; } > fuzz_jpeg/bad_marker.jpg
+printf '\x89PNG\r\n\x1a\n\0\0\0\rIHDR' > fuzz_jpeg/png_header.jpg
+for f in fuzz_idx/* fuzz_jpeg/*; do
+  [ "$(wc -c < "$f")" -le 4096 ] || { echo "make_seeds: $f is over 4096 bytes" >&2; exit 1; }
+done

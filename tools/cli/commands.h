@@ -12,5 +12,6 @@ int run_time(const std::vector<std::string>& words);     // glassbox time NET [-
 int run_max_batch(const std::vector<std::string>& words);  // glassbox max-batch NET [--device D] [--memory-limit SIZE]
 int run_train(const std::vector<std::string>& words);      // glassbox train NET --data SPEC [--epochs N] ...
 int run_eval(const std::vector<std::string>& words);       // glassbox eval NET --weights FILE --data SPEC | --input FILE
+int run_make_folder(const std::vector<std::string>& words);  // glassbox make-folder --from SPEC|--synthetic --out DIR ...
 
 }  // namespace glassbox::cli

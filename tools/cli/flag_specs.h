@@ -78,4 +78,22 @@ inline const std::vector<FlagSpec>& eval_flags() {
   return flags;
 }
 
+inline const std::vector<FlagSpec>& make_folder_flags() {
+  static const std::vector<FlagSpec> flags = {
+      {"--from", "SPEC", "fashion-mnist, fashion-mnist:DIR or mnist:DIR: write that set's images"},
+      {"--synthetic", "", "write random photo-like images instead (for timing decodes)"},
+      {"--out", "DIR", "the folder to make (new or empty): DIR/train/<class>/, DIR/val/<class>/"},
+      {"--size", "N", "with --from: images resized to N x N (default 28)"},
+      {"--channels", "C", "with --from: 1 (grey, default) or 3 (RGB)"},
+      {"--limit", "N", "with --from: N images per split (at least 10): the first N/10 of each class"},
+      {"--quality", "Q", "JPEG quality 1..100 (default 95 with --from, 90 with --synthetic)"},
+      {"--classes", "K", "with --synthetic: classes (default 10)"},
+      {"--train", "N", "with --synthetic: training images per class (default 50)"},
+      {"--val", "N", "with --synthetic: validation images per class (default 10)"},
+      {"--width", "W", "with --synthetic: image width (default 500)"},
+      {"--height", "H", "with --synthetic: image height (default 375)"},
+      {"--seed", "S", "with --synthetic: random seed (default 1)"}};
+  return flags;
+}
+
 }  // namespace glassbox::cli

@@ -5,6 +5,7 @@
 //   glassbox max-batch VGG16            the largest batch that fits, by trying
 //   glassbox train LeNet --data fashion-mnist   real training, checkpoints, logs
 //   glassbox eval LeNet --weights F --data fashion-mnist   a trained network's accuracy
+//   glassbox make-folder --synthetic --out DIR   a folder of JPEGs (docs/data.md)
 //
 // Usage errors (unknown verb, network, flag, a bad value) print one line
 // naming the problem and the valid choices and exit 2; failures while running
@@ -42,7 +43,12 @@ void print_usage() {
       "                               synthetic[:N]): progress, per-epoch train and test accuracy,\n"
       "                               time split into waiting for data and computing\n"
       "  eval NET --weights FILE (--data SPEC | --input FILE [--logits OUT])\n"
-      "                               a model file's test accuracy, or its logits for given images\n\n"
+      "                               a model file's test accuracy, or its logits for given images\n"
+      "  make-folder --from fashion-mnist|fashion-mnist:DIR|mnist:DIR --out DIR [--size N] [--channels 1|3]\n"
+      "              [--limit N] [--quality Q]\n"
+      "  make-folder --synthetic --out DIR [--classes K] [--train N] [--val N] [--width W] [--height H]\n"
+      "              [--quality Q] [--seed S]\n"
+      "                               a folder of JPEGs, DIR/{train,val}/<class>/*.jpg, for --data folder:DIR\n\n"
       "networks: %s,\n"
       "          or MLP:<features>,<hidden>,...,<classes> (fully connected, e.g. MLP:784,2048,10)\n",
       glassbox::net_names().c_str());
@@ -56,11 +62,12 @@ const std::vector<glassbox::cli::FlagSpec>* flags_of(const std::string& verb) {
   if (verb == "max-batch") return &max_batch_flags();
   if (verb == "train") return &train_flags();
   if (verb == "eval") return &eval_flags();
+  if (verb == "make-folder") return &make_folder_flags();
   return nullptr;
 }
 
 void print_flags(const std::string& verb, const std::vector<glassbox::cli::FlagSpec>& flags) {
-  std::printf("usage: glassbox %s <network> [flags]\n\nflags:\n", verb.c_str());
+  std::printf("usage: glassbox %s%s [flags]\n\nflags:\n", verb.c_str(), verb == "make-folder" ? "" : " <network>");
   for (const glassbox::cli::FlagSpec& flag : flags) {
     const std::string left = flag.name + (flag.value_name.empty() ? "" : " " + flag.value_name);
     std::printf("  %-22s %s\n", left.c_str(), flag.help.c_str());
@@ -89,6 +96,7 @@ int main(int argc, char** argv) {
     if (verb == "max-batch") return cli::run_max_batch(rest);
     if (verb == "train") return cli::run_train(rest);
     if (verb == "eval") return cli::run_eval(rest);
-    throw ConfigError(cat("unknown command '", verb, "'; valid: summary, time, max-batch, train, eval"));
+    if (verb == "make-folder") return cli::run_make_folder(rest);
+    throw ConfigError(cat("unknown command '", verb, "'; valid: summary, time, max-batch, train, eval, make-folder"));
   });
 }

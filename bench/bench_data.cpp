@@ -1,0 +1,123 @@
+// bench/bench_data.cpp: how fast one worker prepares samples from a folder of
+// JPEGs: Dataset::load (data/image_folder.h) to 3x224x224, ImageNet's recipe.
+//
+//   build/bench_data --folder=PATH            PATH/<class>/*.jpg (for a make-folder output: PATH/train)
+//   build/bench_data --folder=PATH --benchmark_filter=evaluation --benchmark_out=d.json
+//
+// Names: ImageFolder/load/3x224x224/training (decode DCT-scaled, resize to
+// a shorter side of 256, random 224 window, flip, normalise) and
+// .../evaluation (the central window). One thread: the figure is per worker,
+// the Loader's throughput with W workers is at most W times it. Each timed
+// iteration loads the next file (cycling through the folder), its rng seeded
+// by its index, as the Loader does. Files are read once before timing, so the
+// page cache holds them: this measures decoding and preparation, not the disk.
+// Counter: images/s, from the wall time (UseRealTime), as the peer measures
+// it: on a busy machine it drops while CPU time does not.
+// bench/peers/pytorch_data.py times the same files through PIL and
+// torchvision with the same names.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "data/image_folder.h"
+#include "tensor/context.h"
+#include "tensor/runtime_info.h"
+#include "tools/entry_point.h"
+
+namespace glassbox::bench {
+namespace {
+
+bool g_any_benchmark_failed = false;
+
+void run_load(benchmark::State& state, const ImageFolder& data, SampleMode mode) {
+  std::vector<float> pixels(static_cast<size_t>(data.sample_shape().numel()));
+  int64_t index = 0, skipped = 0;
+  std::string first_error;
+  for (auto _ : state) {
+    std::mt19937_64 rng(static_cast<uint64_t>(index));
+    try {
+      benchmark::DoNotOptimize(data.load(index, pixels, mode, rng));
+    } catch (const SampleError& e) {
+      if (skipped++ == 0) first_error = e.what();
+    }
+    benchmark::ClobberMemory();
+    index = (index + 1) % data.size();
+  }
+  if (skipped == static_cast<int64_t>(state.iterations())) {
+    g_any_benchmark_failed = true;
+    state.SkipWithError(("every file failed to load, the first: " + first_error).c_str());
+    return;
+  }
+  state.counters["images/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  if (skipped > 0) state.counters["skipped"] = static_cast<double>(skipped);
+}
+
+// Reads every file once (untimed), so that the timed loads find them in the
+// page cache; returns their mean size in bytes.
+double warm_page_cache(const ImageFolder& data) {
+  double bytes = 0.0;
+  std::vector<char> buffer(1 << 16);
+  for (int64_t i = 0; i < data.size(); ++i) {
+    FILE* file = std::fopen(data.path(i).c_str(), "rb");
+    if (file == nullptr) continue;
+    size_t n = 0;
+    while ((n = std::fread(buffer.data(), 1, buffer.size(), file)) > 0) bytes += static_cast<double>(n);
+    std::fclose(file);
+  }
+  return bytes / static_cast<double>(data.size());
+}
+
+int run(int argc, char** argv) {
+  std::string folder;
+  std::vector<char*> passed_on = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.starts_with("--folder=")) {
+      folder = word.substr(std::strlen("--folder="));
+    } else if (word == "--help" || word == "-h") {
+      std::printf("bench_data --folder=PATH [Google Benchmark flags]\n"
+                  "PATH/<class>/*.jpg, e.g. the train/ folder that `glassbox make-folder --synthetic --out DIR` "
+                  "writes.\n\n");
+      passed_on.push_back(argv[i]);
+    } else {
+      passed_on.push_back(argv[i]);
+    }
+  }
+  int count = static_cast<int>(passed_on.size());
+  benchmark::Initialize(&count, passed_on.data());  // prints its help and exits on --help
+  if (benchmark::ReportUnrecognizedArguments(count, passed_on.data())) return kExitUsage;
+  if (folder.empty()) {
+    throw ConfigError("--folder=PATH is required: a folder of JPEGs PATH/<class>/*.jpg (make one with "
+                      "`glassbox make-folder --synthetic --out DIR` and give DIR/train)");
+  }
+
+  const ImageFolder data(folder, {.sample = Shape{3, 224, 224}, .name = "bench_data"});
+  const double mean_bytes = warm_page_cache(data);
+  std::fprintf(stderr, "bench_data: %s, %.1f KiB per file on average\n", data.describe().c_str(), mean_bytes / 1024);
+  const RuntimeInfo info = runtime_info(Context::cpu());
+  for (const auto& [key, value] : info.fields()) benchmark::AddCustomContext(key, value);
+  benchmark::AddCustomContext("folder", data.describe());
+  benchmark::AddCustomContext("mean_file_kib", std::to_string(mean_bytes / 1024));
+  benchmark::AddCustomContext("protocol", "one thread; each iteration is Dataset::load of the next file (page cache "
+                                          "warm), rng seeded by its index; images/s from the wall time");
+  for (const auto& [mode, name] : {std::pair{SampleMode::kTraining, "training"},
+                                   std::pair{SampleMode::kEvaluation, "evaluation"}}) {
+    benchmark::RegisterBenchmark(cat("ImageFolder/load/3x224x224/", name).c_str(),
+                                 [&data, mode = mode](benchmark::State& state) { run_load(state, data, mode); })
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return g_any_benchmark_failed ? kExitFailure : 0;
+}
+
+}  // namespace
+}  // namespace glassbox::bench
+
+int main(int argc, char** argv) {
+  return glassbox::run_program("bench_data", [&] { return glassbox::bench::run(argc, argv); });
+}

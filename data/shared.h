@@ -1,0 +1,53 @@
+// data/shared.h: what the data sources share: counts and byte offsets in
+// messages with digits grouped by thousands ("47,040,016", as tensor/error.h's
+// DataError example reads), the check of load()'s arguments, and a seeded
+// integer draw that gives the same numbers with any standard library.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <string>
+
+#include "data/dataset.h"
+
+namespace glassbox {
+
+inline std::string grouped(int64_t value) {
+  const bool negative = value < 0;
+  // Through uint64_t: -INT64_MIN does not fit in int64_t.
+  uint64_t magnitude = negative ? ~static_cast<uint64_t>(value) + 1 : static_cast<uint64_t>(value);
+  std::string digits;
+  int count = 0;
+  do {
+    if (count > 0 && count % 3 == 0) digits.insert(digits.begin(), ',');
+    digits.insert(digits.begin(), static_cast<char>('0' + magnitude % 10));
+    magnitude /= 10;
+    ++count;
+  } while (magnitude > 0);
+  return negative ? "-" + digits : digits;
+}
+
+// Throws Error for an index outside [0, size()), naming the dataset.
+void check_index(const Dataset& dataset, int64_t index);
+// check_index, and ShapeError for a buffer that is not one sample.
+void check_load_arguments(const Dataset& dataset, int64_t index, std::span<float> pixels);
+
+// The whole file into `contents`; false with the system's reason otherwise
+// (each caller throws its own kind of error).
+bool read_file(const std::string& path, std::string& contents, std::string& reason);
+
+// Note [Portable draws]: std::uniform_int_distribution and
+// uniform_real_distribution are implementation-defined (libstdc++ and libc++
+// draw differently from the same engine), so a seeded run would change with
+// the standard library. These use the engine's bits directly.
+// An integer in [0, n), n >= 1 (Lemire's multiply-shift; the bias is below 2^-40 for our n).
+inline int64_t draw_below(std::mt19937_64& rng, int64_t n) {
+  return static_cast<int64_t>((static_cast<unsigned __int128>(rng()) * static_cast<uint64_t>(n)) >> 64);
+}
+// A float in [-1, 1): 24 random bits.
+inline float draw_symmetric(std::mt19937_64& rng) {
+  return static_cast<float>(rng() >> 40) * (2.0f / 16777216.0f) - 1.0f;
+}
+
+}  // namespace glassbox

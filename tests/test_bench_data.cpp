@@ -1,0 +1,54 @@
+// tests/test_bench_data.cpp: build/bench_data run as a user runs it (built
+// only with the benchmarks): its refusal without --folder, and one short run
+// on a small folder, with both names and the images/s counter.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+
+#include "data/jpeg.h"
+#include "tests/support/data_files.h"
+
+namespace glassbox {
+namespace {
+
+using testing::contains;
+
+struct Outcome {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Outcome run(const std::string& arguments) {
+  Outcome result;
+  FILE* pipe = popen((std::string(BENCH_DATA_PATH) + " " + arguments + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  size_t n = 0;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+TEST(BenchData, NeedsAFolder) {
+  const Outcome r = run("--benchmark_min_time=0.01");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "bench_data: --folder=PATH is required: a folder of JPEGs PATH/<class>/*.jpg"))
+      << r.output;
+}
+
+TEST(BenchData, TimesBothModesOnAFolder) {
+  testing::TempDir dir;
+  testing::make_jpeg_folder(dir.path(), {.classes = {"a", "b"}, .per_class = 2, .width = 300, .height = 260});
+  const Outcome r = run("--folder=" + dir.path() + " --benchmark_min_time=0.01");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "ImageFolder/load/3x224x224/training")) << r.output;
+  EXPECT_TRUE(contains(r.output, "ImageFolder/load/3x224x224/evaluation")) << r.output;
+  EXPECT_TRUE(contains(r.output, "images/s=")) << r.output;
+  EXPECT_TRUE(contains(r.output, "bench_data: 4 images in 2 classes, prepared to 3x224x224")) << r.output;
+}
+
+}  // namespace
+}  // namespace glassbox

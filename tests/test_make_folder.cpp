@@ -1,0 +1,171 @@
+// tests/test_make_folder.cpp: `glassbox make-folder` run as a user runs it:
+// the folders it writes read back as the set they came from (through
+// open_data's folder:DIR), and every usage error exits 2 naming the flag.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "data/data_spec.h"
+#include "data/image_folder.h"
+#include "data/idx_dataset.h"
+#include "data/jpeg.h"
+#include "tests/support/data_files.h"
+
+namespace glassbox {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::contains;
+using testing::TempDir;
+
+const std::string kCli = GLASSBOX_CLI_PATH;
+const std::string kDebianFolder = "/usr/share/datasets/fashion-mnist";
+
+struct Outcome {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Outcome run(const std::string& arguments) {
+  Outcome result;
+  FILE* pipe = popen((kCli + " make-folder " + arguments + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  size_t n = 0;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+Image decode_file(const std::string& path, int channels) {
+  const std::string bytes = testing::read_whole_file(path);
+  Image image;
+  decode_jpeg({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, path, {.channels = channels}, image);
+  return image;
+}
+
+std::vector<std::string> files_under(const std::string& root) {
+  std::vector<std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    if (entry.is_regular_file()) files.push_back(fs::relative(entry.path(), root).string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+TEST(MakeFolder, FashionMnistReadsBackAsTheSameImagesAndLabels) {
+  if (!fs::exists(kDebianFolder + "/train-images-idx3-ubyte.gz")) GTEST_SKIP() << "no Debian dataset-fashion-mnist";
+  TempDir dir;
+  const Outcome r = run("--from fashion-mnist --limit 25 --out " + dir / "f");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "make-folder: wrote 25 training and 25 validation images (28x28, grey, quality 95)"))
+      << r.output;
+  const DataSplits folder = open_data("folder:" + dir / "f", Shape{1, 28, 28}, 10);
+  const DataSplits idx = open_data("fashion-mnist", Shape{1, 28, 28}, 10);
+  EXPECT_EQ(folder.train->size(), 25);
+  EXPECT_EQ(folder.test->size(), 25);
+  const auto& train = dynamic_cast<const ImageFolder&>(*folder.train);
+  EXPECT_EQ(train.class_names().front(), "0_t-shirt");
+  EXPECT_EQ(train.class_names().back(), "9_ankle-boot");
+  const auto& source = dynamic_cast<const IdxDataset&>(*idx.train);
+  std::vector<float> pixels(784);
+  std::mt19937_64 rng(1);
+  std::vector<int> per_class(10);
+  for (int64_t i = 0; i < train.size(); ++i) ++per_class[static_cast<size_t>(train.load(i, pixels, SampleMode::kEvaluation, rng))];
+  EXPECT_EQ(per_class, (std::vector<int>{3, 3, 3, 3, 3, 2, 2, 2, 2, 2})) << "25 / 10 per class, the rest to the first";
+  for (int64_t i = 0; i < train.size(); ++i) {
+    // Files are <index in the split>.jpg: find the source image of each.
+    const int64_t index = std::stoll(fs::path(train.path(i)).stem().string());
+    EXPECT_EQ(train.load(i, pixels, SampleMode::kEvaluation, rng), source.label(index)) << train.path(i);
+    const Image image = decode_file(train.path(i), 1);
+    const std::span<const uint8_t> original = source.image(index);
+    double difference = 0.0;
+    for (size_t p = 0; p < 784; ++p) difference += std::abs(image.pixels[p] - original[p]);
+    EXPECT_LT(difference / 784, 4.0) << train.path(i) << " is not image " << index << " (quality 95)";
+  }
+}
+
+TEST(MakeFolder, SizeAndChannels) {
+  if (!fs::exists(kDebianFolder + "/train-images-idx3-ubyte.gz")) GTEST_SKIP() << "no Debian dataset-fashion-mnist";
+  TempDir dir;
+  const Outcome r = run("--from fashion-mnist --limit 10 --size 40 --channels 3 --quality 80 --out " + dir / "f");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Image image = decode_file(dir / "f/val/9_ankle-boot/0000.jpg", 3);  // the first test image is a boot; 4 digits for 10,000
+  EXPECT_EQ(image.width, 40);
+  EXPECT_EQ(image.height, 40);
+  EXPECT_EQ(files_under(dir / "f").size(), 20u);
+}
+
+TEST(MakeFolder, SyntheticIsSeededWholeAndPhotoSized) {
+  TempDir dir;
+  const std::string flags = "--synthetic --classes 2 --train 3 --val 1 --width 64 --height 48 --seed 5 --out ";
+  ASSERT_EQ(run(flags + dir / "a").exit_code, 0);
+  ASSERT_EQ(run(flags + dir / "b").exit_code, 0);
+  const Outcome other = run("--synthetic --classes 2 --train 3 --val 1 --width 64 --height 48 --seed 6 --out " + dir / "c");
+  ASSERT_EQ(other.exit_code, 0) << other.output;
+  EXPECT_TRUE(contains(other.output, "make-folder: wrote 8 synthetic images (64x48, quality 90, ")) << other.output;
+  const std::vector<std::string> files = files_under(dir / "a");
+  EXPECT_EQ(files, (std::vector<std::string>{"train/class_0/0.jpg", "train/class_0/1.jpg", "train/class_0/2.jpg",
+                                             "train/class_1/0.jpg", "train/class_1/1.jpg", "train/class_1/2.jpg",
+                                             "val/class_0/0.jpg", "val/class_1/0.jpg"}))
+      << "no temporary files are left";
+  for (const std::string& file : files) {
+    EXPECT_EQ(testing::read_whole_file(dir / "a/" + file), testing::read_whole_file(dir / "b/" + file)) << file;
+    EXPECT_NE(testing::read_whole_file(dir / "a/" + file), testing::read_whole_file(dir / "c/" + file)) << file;
+    const Image image = decode_file(dir / "a/" + file, 3);
+    EXPECT_EQ(image.width, 64);
+    EXPECT_EQ(image.height, 48);
+  }
+  const DataSplits data = open_data("folder:" + dir / "a", Shape{3, 32, 32}, 2);
+  EXPECT_EQ(data.train->size(), 6);
+}
+
+TEST(MakeFolder, UsageErrorsNameTheFlagAndExitTwo) {
+  TempDir dir;
+  testing::write_file(dir / "full/x", "something");
+  const std::string out = " --out " + dir / "new";
+  const struct {
+    std::string args;
+    std::string message;
+  } cases[] = {
+      {"", "glassbox: make-folder needs one of --from SPEC (fashion-mnist, fashion-mnist:DIR, mnist:DIR) and --synthetic"},
+      {"--from fashion-mnist --synthetic" + out, "glassbox: make-folder needs one of --from SPEC"},
+      {"--synthetic", "glassbox: make-folder needs --out DIR, the folder to make"},
+      {"VGG16 --synthetic" + out, "glassbox: make-folder takes no network or other word without a flag (got 'VGG16')"},
+      {"--synthetic --size 32" + out, "glassbox: make-folder: --size is for --from, not --synthetic"},
+      {"--from mnist:/x --classes 3" + out, "glassbox: make-folder: --classes is for --synthetic, not --from"},
+      {"--from cifar" + out, "glassbox: make-folder: --from must be fashion-mnist, fashion-mnist:DIR or mnist:DIR, got 'cifar'"},
+      {"--from fashion-mnist --channels 2" + out, "glassbox: make-folder: --channels must be 1 or 3, got '2'"},
+      {"--from fashion-mnist --channels 4" + out, "glassbox: --channels must be an integer from 1 to 3, got '4'"},
+      {"--from fashion-mnist --limit 9" + out, "glassbox: --limit must be an integer from 10 to 2147483647, got '9'"},
+      {"--synthetic --quality 0" + out, "glassbox: --quality must be an integer from 1 to 100, got '0'"},
+      {"--synthetic --out " + dir / "full",
+       "glassbox: make-folder: --out " + dir / "full" + " exists and is not an empty folder; give a new or empty one"},
+      {"--synthetic --bogus" + out, "glassbox: unknown flag '--bogus' for 'make-folder'; valid: --from, --synthetic"},
+  };
+  for (const auto& c : cases) {
+    const Outcome r = run(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, c.message)) << "make-folder " << c.args << " printed:\n" << r.output;
+  }
+  EXPECT_FALSE(fs::exists(dir / "new")) << "nothing is written after a usage error";
+}
+
+TEST(MakeFolder, FailuresExitOneNamingTheFile) {
+  TempDir dir;
+  testing::write_file(dir / "plain", "a file, not a folder");
+  Outcome r = run("--synthetic --classes 1 --train 1 --val 1 --width 8 --height 8 --out " + dir / "plain/sub");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: cannot write " + dir / "plain/sub/train/class_0/0.jpg: Not a directory"))
+      << r.output;
+  r = run("--from mnist:" + dir / "none --out " + dir / "m");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: " + dir / "none: neither train-images-idx3-ubyte.gz nor")) << r.output;
+}
+
+}  // namespace
+}  // namespace glassbox
