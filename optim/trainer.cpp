@@ -123,18 +123,20 @@ EpochReport Trainer::train_epoch(int epoch, const TrainerHooks& hooks) {
     sgd_.set_lr(report.lr);
     const auto step_start = Clock::now();
     train_step(ctx_, graph_, sgd_);
-    float loss = 0.0f;
-    try {
-      loss = checked_loss(ctx_, graph_, state_.step + 1);
-    } catch (const NumericalError& e) {
-      throw NumericalError(cat("epoch ", epoch, ", ", e.what()));
-    }
-    compute += seconds_since(step_start);
     ++state_.step;
+    // With check_numerics, every value of the step first: it names where the
+    // trouble starts, before the loss says only that there is some.
     if (options_.check_numerics) {
       const std::string where = describe_non_finite_step(ctx_, graph_);
       if (!where.empty()) throw NumericalError(cat("epoch ", epoch, ", step ", state_.step, ": ", where));
     }
+    float loss = 0.0f;
+    try {
+      loss = checked_loss(ctx_, graph_, state_.step);
+    } catch (const NumericalError& e) {
+      throw NumericalError(cat("epoch ", epoch, ", ", e.what()));
+    }
+    compute += seconds_since(step_start);
     // The logits stay as forward left them: backward writes only gradients.
     score_rows(to_vector<float>(ctx_, logits), to_vector<int>(ctx_, labels), count, classes, seen);
     if (hooks.on_step) {

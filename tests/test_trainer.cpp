@@ -29,12 +29,12 @@ Graph tiny_net(int batch) {
 
 const NetSpec kTinyNet{"TinyNet", "conv, batch norm, dropout, linear (tests)", Shape{1, 28, 28}, 10, 16, 16, tiny_net};
 
-struct Run {
+struct TrainingRun {
   Context ctx = Context::cpu();
   Graph graph;
   std::unique_ptr<Trainer> trainer;
 
-  Run(const NetSpec& net, const std::string& data, TrainerOptions options, int batch = 16)
+  TrainingRun(const NetSpec& net, const std::string& data, TrainerOptions options, int batch = 16)
       : graph(net.build(batch)) {
     graph.compile(ctx);
     trainer = std::make_unique<Trainer>(ctx, net, graph, open_data(data, net.sample, net.classes), std::move(options));
@@ -61,13 +61,15 @@ TrainerOptions quick(int epochs, const std::string& dir = "") {
 // then a resumed run of the other two, end with the same bits.
 TEST(Trainer, AResumedRunEndsBitForBitAsOneThatNeverStopped) {
   testing::TempDir dir;
-  Run straight(kTinyNet, "synthetic:128", quick(3));
+  TrainingRun straight(kTinyNet, "synthetic:128", quick(3));
   straight.trainer->run();
 
-  Run first(kTinyNet, "synthetic:128", quick(1, dir.path()));
-  first.trainer->run();
+  // The same run, stopped after its first epoch's checkpoint (as a kill would).
+  struct Stop {};
+  TrainingRun first(kTinyNet, "synthetic:128", quick(3, dir.path()));
+  EXPECT_THROW(first.trainer->run({.on_epoch = [](const EpochReport&) { throw Stop{}; }}), Stop);
   ASSERT_TRUE(has_checkpoint(dir.path()));
-  Run second(kTinyNet, "synthetic:128", quick(3, dir.path()));
+  TrainingRun second(kTinyNet, "synthetic:128", quick(3, dir.path()));
   EXPECT_EQ(second.trainer->resume(dir.path()).epoch, 1);
   EXPECT_EQ(second.trainer->state().step, 6);
   second.trainer->run();
@@ -81,12 +83,12 @@ TEST(Trainer, AResumedRunEndsBitForBitAsOneThatNeverStopped) {
 
 TEST(Trainer, ResumingRefusesOtherSettingsAndFinishedRuns) {
   testing::TempDir dir;
-  Run first(kTinyNet, "synthetic:64", quick(1, dir.path()));
+  TrainingRun first(kTinyNet, "synthetic:64", quick(1, dir.path()));
   first.trainer->run();
 
   TrainerOptions other = quick(3, dir.path());
   other.config["lr"] = "0.1";
-  Run second(kTinyNet, "synthetic:64", other);
+  TrainingRun second(kTinyNet, "synthetic:64", other);
   try {
     second.trainer->resume(dir.path());
     FAIL() << "resumed with another learning rate";
@@ -94,7 +96,7 @@ TEST(Trainer, ResumingRefusesOtherSettingsAndFinishedRuns) {
     EXPECT_EQ(std::string(e.what()), cat("--resume ", dir.path(), ": this run's lr is '0.1', the checkpoint's is '0.05'; "
                                                                "resume with the same settings"));
   }
-  Run done(kTinyNet, "synthetic:64", quick(1, dir.path()));
+  TrainingRun done(kTinyNet, "synthetic:64", quick(1, dir.path()));
   try {
     done.trainer->resume(dir.path());
     FAIL() << "resumed a finished run";
@@ -104,22 +106,26 @@ TEST(Trainer, ResumingRefusesOtherSettingsAndFinishedRuns) {
   }
 }
 
-// A floor that a broken gradient or shuffled labels cannot reach: one epoch
-// of LeNet on the real Fashion-MNIST reaches about 86% (chance: 10%).
-TEST(Trainer, LeNetLearnsFashionMnistInOneEpoch) {
-  Run run(find_net("LeNet"), "fashion-mnist",
-          {.epochs = 1, .sgd = {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 5e-4f}, .seed = 1, .workers = 2},
-          64);
+// A floor that a broken gradient or shuffled labels cannot reach: 300 steps
+// (19,200 images, a third of an epoch) of LeNet on the real Fashion-MNIST
+// reach about 84% on the 10,000 test images (chance: 10%). The full
+// 10-epoch run is a documented command (README), not a test.
+TEST(Trainer, LeNetLearnsFashionMnistInAThirdOfAnEpoch) {
+  TrainingRun run(find_net("LeNet"), "fashion-mnist",
+                  {.epochs = 1, .sgd = {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 5e-4f},
+                   .schedule = parse_lr_schedule("cosine", "--schedule"), .seed = 1, .workers = 1,
+                   .steps_per_epoch = 300},
+                  64);
   std::optional<EpochReport> report;
   int64_t steps_seen = 0;
   run.trainer->run({.on_step = [&](const StepReport&) { ++steps_seen; },
                     .on_epoch = [&](const EpochReport& e) { report = e; }});
   ASSERT_TRUE(report && report->test);
-  EXPECT_EQ(steps_seen, 937);  // 60,000 / 64, the last partial batch dropped
+  EXPECT_EQ(steps_seen, 300);
   EXPECT_EQ(report->test->samples, 10000);
-  EXPECT_GT(report->test->accuracy(), 0.80) << "test loss " << report->test->loss();
-  EXPECT_LT(report->test->loss(), 0.6);
-  EXPECT_GT(report->train_accuracy, 0.70);
+  EXPECT_GT(report->test->accuracy(), 0.78) << "test loss " << report->test->loss();
+  EXPECT_LT(report->test->loss(), 0.65);
+  EXPECT_GT(report->train_accuracy, 0.65);
   EXPECT_GT(report->compute_seconds, 0.0);
   EXPECT_LE(report->data_wait_seconds + report->compute_seconds, report->seconds);
 }
@@ -129,7 +135,7 @@ TEST(Trainer, LeNetLearnsFashionMnistInOneEpoch) {
 // checkpoint stays the latest.
 TEST(Trainer, ANonFiniteLossStopsTheRunAndKeepsTheLastCheckpoint) {
   testing::TempDir dir;
-  Run run(kTinyNet, "synthetic:64", quick(3, dir.path()));
+  TrainingRun run(kTinyNet, "synthetic:128", quick(3, dir.path()));
   try {
     run.trainer->run({.on_epoch = [&](const EpochReport&) {
       run.graph.named_parameters()[4].tensor.data<float>()[0] = std::nanf("");  // fc.weight
@@ -137,10 +143,14 @@ TEST(Trainer, ANonFiniteLossStopsTheRunAndKeepsTheLastCheckpoint) {
     FAIL() << "trained on through a NaN parameter";
   } catch (const NumericalError& e) {
     EXPECT_NE(std::string(e.what()).find("epoch 2, step 7: the loss is nan"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("non-finite parameters: fc.weight"), std::string::npos) << e.what();
+    // The update of that step has spread the NaN to every parameter by the time the loss is read.
+    EXPECT_NE(std::string(e.what()).find("first non-finite output: conv1 (Conv2d); non-finite parameters: "
+                                         "conv1.weight"),
+              std::string::npos)
+        << e.what();
   }
   EXPECT_EQ(read_training_state(dir.path()).epoch, 1);
-  Run resumed(kTinyNet, "synthetic:64", quick(3, dir.path()));
+  TrainingRun resumed(kTinyNet, "synthetic:128", quick(3, dir.path()));
   resumed.trainer->resume(dir.path());
   for (float w : resumed.parameters()) ASSERT_TRUE(std::isfinite(w));
 }
@@ -155,7 +165,7 @@ TEST(Trainer, CheckNumericsNamesTheFirstNonFiniteOutput) {
   graph.compile(ctx, compile);
   TrainerOptions options = quick(2);
   options.check_numerics = true;
-  Trainer trainer(ctx, kTinyNet, graph, open_data("synthetic:64", kTinyNet.sample, 10), options);
+  Trainer trainer(ctx, kTinyNet, graph, open_data("synthetic:128", kTinyNet.sample, 10), options);
   try {
     trainer.run({.on_epoch = [&](const EpochReport&) {
       graph.named_parameters()[0].tensor.data<float>()[0] = INFINITY;  // conv1.weight

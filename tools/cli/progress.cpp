@@ -15,7 +15,7 @@ namespace {
 constexpr int kBarWidth = 20;
 constexpr auto kRedrawInterval = std::chrono::milliseconds(100);
 constexpr const char* kHeader =
-    "epoch  train loss  train acc  test loss  test acc  time (s)  data wait     compute  images/s        lr";
+    "epoch  train loss  train acc  test loss  test acc  time (s)   data wait      compute  images/s        lr";
 
 std::string percent(double fraction) { return fixed(100.0 * fraction, 2) + "%"; }
 
@@ -63,8 +63,9 @@ void Progress::step(const StepReport& s) {
                  static_cast<long long>(s.steps), bar.c_str(), numbers.c_str());
     bar_shown_ = true;
   } else {
-    const int64_t tenth = std::max<int64_t>(s.steps / 10, 1);
-    if (s.step % tenth != 0 || s.step == s.steps) return;
+    // A line at each tenth of the epoch; an epoch of fewer than 10 steps has only its row.
+    const int64_t tenth = s.steps / 10;
+    if (tenth == 0 || s.step % tenth != 0 || s.step == s.steps) return;
     std::fprintf(out_, "  epoch %d/%d step %lld/%lld  %s\n", s.epoch, s.epochs, static_cast<long long>(s.step),
                  static_cast<long long>(s.steps), numbers.c_str());
   }
@@ -82,9 +83,9 @@ void Progress::epoch(const EpochReport& e) {
                     right(e.test ? fixed(e.test->loss(), 4) : "-", 11) +
                     right(e.test ? percent(e.test->accuracy()) : "-", 10) + right(fixed(e.seconds, 2), 10) +
                     right(fixed(e.data_wait_seconds, 2), 7) +
-                    right(cat(static_cast<int>(std::round(100.0 * e.data_wait_seconds / time)), "%"), 4) +
+                    right(cat(static_cast<int>(std::round(100.0 * e.data_wait_seconds / time)), "%"), 5) +
                     right(fixed(e.compute_seconds, 2), 8) +
-                    right(cat(static_cast<int>(std::round(100.0 * e.compute_seconds / time)), "%"), 4) +
+                    right(cat(static_cast<int>(std::round(100.0 * e.compute_seconds / time)), "%"), 5) +
                     right(with_commas(static_cast<int64_t>(e.images_per_second)), 10) + right(fixed(e.lr, 6), 10);
   if (e.skipped > 0) row += cat("  (", e.skipped, " unreadable files skipped)");
   std::fprintf(out_, "%s\n", row.c_str());

@@ -5,8 +5,8 @@
 // When stdout is not a terminal (a log file, a pipe, CI), a plain line at
 // every tenth of the epoch instead, so logs carry no control characters.
 // After each epoch, one row of a table whose header is printed first:
-//   epoch  train loss  train acc  test loss  test acc  time (s)  data wait  compute  images/s      lr
-//    3/10      0.3412     87.65%     0.3301    88.10%      6.10   0.12  2%  5.83 96%     9,822  0.0421
+//   epoch  train loss  train acc  test loss  test acc  time (s)   data wait      compute  images/s        lr
+//    3/10      0.3412     87.65%     0.3301    88.10%      6.10   0.12   2%   5.83  96%     9,822  0.042100
 #pragma once
 
 #include <chrono>

@@ -1,0 +1,21 @@
+// tests/support/command.h: running a program as a user does, for the tests
+// of the command-line tools: its exit code and everything it printed.
+#pragma once
+
+#include <string>
+
+namespace glassbox::testing {
+
+struct CommandOutcome {
+  int exit_code = -1;  // -1 if it did not exit normally (a signal) or could not start
+  std::string output;  // stdout and stderr together, in the order written
+};
+
+// Runs `command_line` through the shell, stderr joined to stdout.
+CommandOutcome run_command(const std::string& command_line);
+
+inline bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+}  // namespace glassbox::testing

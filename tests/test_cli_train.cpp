@@ -1,0 +1,155 @@
+// tests/test_cli_train.cpp: `glassbox train` and `glassbox eval` run as a
+// user runs them: what they print and write, resuming, and every usage error.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "tensor/safetensors.h"
+#include "tests/support/command.h"
+#include "tests/support/temp_dir.h"
+
+namespace glassbox {
+namespace {
+
+using testing::contains;
+using testing::run_command;
+
+const std::string kCli = GLASSBOX_CLI_PATH;
+
+testing::CommandOutcome glassbox(const std::string& arguments) { return run_command(kCli + " " + arguments); }
+
+int count_lines(const std::string& path, const std::string& needle) {
+  std::ifstream file(path);
+  int count = 0;
+  for (std::string line; std::getline(file, line);) count += contains(line, needle) ? 1 : 0;
+  return count;
+}
+
+TEST(CliTrain, TrainsCheckpointsLogsAndResumes) {
+  testing::TempDir dir;
+  const std::string run = dir.file("run"), log = dir.file("log.jsonl");
+  const std::string common = "LeNet --data synthetic:256 --batch 16 --device cpu --workers 1 --checkpoint-dir " + run +
+                             " --log " + log;
+  testing::CommandOutcome r = glassbox("train " + common + " --epochs 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "LeNet on cpu")) << r.output;
+  EXPECT_TRUE(contains(r.output, "data: synthetic:256")) << r.output;
+  EXPECT_TRUE(contains(r.output, "2 epochs of 16 steps; checkpoints in " + run)) << r.output;
+  EXPECT_TRUE(contains(r.output, "epoch  train loss  train acc  test loss  test acc  time (s)   data wait")) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("\n  2/2 +[0-9.]+ +[0-9.]+% +[0-9.]+ +[0-9.]+%"))) << r.output;
+  EXPECT_TRUE(contains(r.output, "test accuracy after epoch 2: ")) << r.output;
+  // Not a terminal: plain progress lines, no control characters.
+  // Not a terminal: a plain line at each tenth of the epoch, no control characters.
+  EXPECT_TRUE(contains(r.output, "  epoch 1/2 step 1/16  loss ")) << r.output;
+  EXPECT_FALSE(contains(r.output, "\x1b[K")) << r.output;
+  for (const char* file : {"epoch-0001.safetensors", "epoch-0002.safetensors", "epoch-0002.train.safetensors",
+                           "latest"}) {
+    EXPECT_TRUE(std::filesystem::exists(run + "/" + file)) << file;
+  }
+  EXPECT_EQ(count_lines(log, "\"event\":\"start\""), 1);
+  EXPECT_EQ(count_lines(log, "\"event\":\"epoch\""), 2);
+
+  // Resumed with the saved settings, to a third epoch; the log goes on.
+  r = glassbox("train LeNet --resume " + run + " --epochs 3 --device cpu --workers 1 --log " + log);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "3 epochs of 16 steps, resumed after epoch 2")) << r.output;
+  EXPECT_TRUE(contains(r.output, "data: synthetic:256")) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("\n  3/3 "))) << r.output;
+  EXPECT_FALSE(std::regex_search(r.output, std::regex("\n  2/3 "))) << r.output;
+  EXPECT_EQ(count_lines(log, "\"event\":\"epoch\""), 3);
+  EXPECT_TRUE(std::filesystem::exists(run + "/epoch-0003.safetensors"));
+
+  // Another setting than the checkpoint's is refused, naming both.
+  r = glassbox("train LeNet --resume " + run + " --epochs 4 --lr 0.1 --device cpu");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "this run's lr is '0.1', the checkpoint's is '0.05'")) << r.output;
+  r = glassbox("train AlexNet --resume " + run + " --device cpu");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: --resume " + run + ": the checkpoint is of LeNet, not AlexNet")) << r.output;
+
+  // The trained model's accuracy, and its logits for given images.
+  r = glassbox("eval LeNet --weights " + run + "/epoch-0003.safetensors --data synthetic:256 --batch 50 --device cpu");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("accuracy: [01]\\.[0-9]{4} \\([0-9]+ of 256\\)"))) << r.output;
+  EXPECT_TRUE(contains(r.output, "loss: ")) << r.output;
+
+  SafetensorsFile images;
+  HostTensor t{.name = "images", .dtype = "F32", .shape = {3, 1, 28, 28}};
+  t.bytes.resize(3 * 28 * 28 * sizeof(float));
+  for (size_t i = 0; i < t.bytes.size(); i += 4) t.bytes[i + 3] = std::byte{0x3e};  // 0.125 and friends
+  images.tensors.push_back(t);
+  write_safetensors(dir.file("images.safetensors"), images);
+  r = glassbox("eval LeNet --weights " + run + "/epoch-0003.safetensors --input " + dir.file("images.safetensors") +
+               " --logits " + dir.file("logits.safetensors") + " --device cpu");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const SafetensorsFile logits = read_safetensors(dir.file("logits.safetensors"));
+  ASSERT_NE(logits.find("logits"), nullptr);
+  EXPECT_EQ(logits.find("logits")->shape, (std::vector<int64_t>{3, 10}));
+  r = glassbox("eval LeNet --weights " + run + "/epoch-0003.safetensors --input " + dir.file("images.safetensors") +
+               " --device cpu");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "image 2: class ")) << r.output;
+}
+
+TEST(CliTrain, ALossThatIsNotFiniteStopsTheRunWithExitOne) {
+  testing::TempDir dir;
+  const testing::CommandOutcome r =
+      glassbox("train LeNet --data synthetic:256 --batch 32 --lr 100000 --schedule constant --device cpu --workers 1 "
+               "--checkpoint-dir " + dir.file("run"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("glassbox: epoch 1, step [0-9]+: the loss is (nan|inf)")))
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("run/latest"))) << "a checkpoint of a broken epoch was written";
+}
+
+TEST(CliTrain, UsageErrorsNameTheFlagAndExitTwo) {
+  testing::TempDir dir;
+  const struct {
+    std::string args;
+    std::string message;
+  } cases[] = {
+      {"train LeNet", "glassbox: train needs --data SPEC: fashion-mnist, fashion-mnist:DIR, mnist:DIR, folder:PATH or "
+                      "synthetic[:N]"},
+      {"train LeNet --data imagenet", "unknown"},
+      {"train LeNet --data synthetic --schedule linear", "--schedule: unknown schedule 'linear'"},
+      {"train LeNet --data synthetic --lr -1", "--lr must be a number from"},
+      {"train LeNet --data synthetic --log-every 5", "glassbox: --log-every needs --log FILE"},
+      {"train LeNet --data synthetic --epochs 2 --warmup-epochs 2",
+       "glassbox: --warmup-epochs 2 leaves none of the 2 epochs for the schedule; give fewer warm-up epochs"},
+      {"train LeNet --data synthetic --resume " + dir.file("none"), dir.file("none")},
+      {"train AlexNet --data fashion-mnist", "(1, 28, 28)"},
+      {"eval LeNet --data synthetic", "glassbox: eval needs --weights FILE (a model file)"},
+      {"eval LeNet --weights w", "glassbox: eval needs one of --data SPEC (score a test set) or --input FILE"},
+      {"eval LeNet --weights w --data synthetic --input x", "glassbox: eval needs one of --data SPEC"},
+      {"eval LeNet --weights w --data synthetic --logits x",
+       "glassbox: --logits goes with --input FILE: it writes the logits of those images"},
+  };
+  for (const auto& c : cases) {
+    const testing::CommandOutcome r = glassbox(c.args + " --device cpu");
+    EXPECT_TRUE(contains(r.output, c.message)) << c.args << "\n" << r.output;
+    if (!contains(c.args, "--resume")) EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
+  }
+}
+
+TEST(CliTrain, EvalInputMustHoldImagesOfTheNetworksShape) {
+  testing::TempDir dir;
+  SafetensorsFile file;
+  file.tensors.push_back({.name = "pixels", .dtype = "F32", .shape = {1}, .bytes = std::vector<std::byte>(4)});
+  write_safetensors(dir.file("no_images.safetensors"), file);
+  file.tensors[0] = {.name = "images", .dtype = "F32", .shape = {2, 3, 28, 28},
+                     .bytes = std::vector<std::byte>(2 * 3 * 28 * 28 * 4)};
+  write_safetensors(dir.file("rgb.safetensors"), file);
+  testing::CommandOutcome r =
+      glassbox("eval LeNet --weights w --input " + dir.file("no_images.safetensors") + " --device cpu");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "no_images.safetensors: no tensor named \"images\"")) << r.output;
+  r = glassbox("eval LeNet --weights w --input " + dir.file("rgb.safetensors") + " --device cpu");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "rgb.safetensors: \"images\" is F32 (2, 3, 28, 28); LeNet takes F32 (N, 1, 28, 28)"))
+      << r.output;
+}
+
+}  // namespace
+}  // namespace glassbox
