@@ -2,12 +2,9 @@
 // only with the benchmarks): its refusal without --folder, and one short run
 // on a small folder, with both names and the images/s counter.
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <sys/wait.h>
-
-#include <cstdio>
 
 #include "data/jpeg.h"
+#include "tests/support/command.h"
 #include "tests/support/data_files.h"
 
 namespace glassbox {
@@ -15,25 +12,12 @@ namespace {
 
 using testing::contains;
 
-struct Outcome {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-Outcome run(const std::string& arguments) {
-  Outcome result;
-  FILE* pipe = popen((std::string(BENCH_DATA_PATH) + " " + arguments + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t n = 0;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+testing::CommandOutcome run(const std::string& arguments) {
+  return testing::run_command(std::string(BENCH_DATA_PATH) + " " + arguments);
 }
 
 TEST(BenchData, NeedsAFolder) {
-  const Outcome r = run("--benchmark_min_time=0.01");
+  const testing::CommandOutcome r = run("--benchmark_min_time=0.01");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "bench_data: --folder=PATH is required: a folder of JPEGs PATH/<class>/*.jpg"))
       << r.output;
@@ -42,7 +26,7 @@ TEST(BenchData, NeedsAFolder) {
 TEST(BenchData, TimesBothModesOnAFolder) {
   testing::TempDir dir;
   testing::make_jpeg_folder(dir.path(), {.classes = {"a", "b"}, .per_class = 2, .width = 300, .height = 260});
-  const Outcome r = run("--folder=" + dir.path() + " --benchmark_min_time=0.01");
+  const testing::CommandOutcome r = run("--folder=" + dir.path() + " --benchmark_min_time=0.01");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "ImageFolder/load/3x224x224/training")) << r.output;
   EXPECT_TRUE(contains(r.output, "ImageFolder/load/3x224x224/evaluation")) << r.output;

@@ -88,3 +88,39 @@ TEST(NetSession, OptimizerStateOnlyForTrainStepAndEachModeOnItsPlan) {
 
 }  // namespace
 }  // namespace glassbox::bench
+
+namespace glassbox::bench {
+namespace {
+
+// bench_nets --data: a session on real data fills its inputs from the
+// training set, epoch after epoch; a session without --data refuses.
+TEST(NetSession, RealDataFillsTheInputsBatchAfterBatch) {
+  const NetSpec net = find_net("LeNet");
+  NetSession real(net, {.net = "LeNet", .batch = 32, .device = Device::cpu(), .data = "synthetic:64"},
+                  CompileOptions{});
+  std::vector<std::vector<int>> labels;
+  for (int i = 0; i < 3; ++i) {  // two batches an epoch: the third starts epoch 2
+    EXPECT_GE(real.next_real_batch(1), 0.0);
+    labels.push_back(to_vector<int>(real.ctx(), real.graph().input("labels")));
+    real.step(StepMode::kForward);
+  }
+  EXPECT_NE(labels[0], labels[1]);
+  std::vector<int> epoch1 = labels[0];
+  epoch1.insert(epoch1.end(), labels[1].begin(), labels[1].end());
+  std::sort(epoch1.begin(), epoch1.end());
+  std::vector<int> expected(64);
+  for (int i = 0; i < 64; ++i) expected[static_cast<size_t>(i)] = i % 10;  // synthetic labels: index % classes
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(epoch1, expected) << "the first two batches are the whole first epoch";
+
+  NetSession synthetic(net, {.net = "LeNet", .batch = 4, .device = Device::cpu()}, CompileOptions{});
+  try {
+    synthetic.next_real_batch(1);
+    FAIL() << "a session without --data gave a real batch";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "next_real_batch: the session of LeNet has no --data");
+  }
+}
+
+}  // namespace
+}  // namespace glassbox::bench

@@ -2,34 +2,18 @@
 // them: exit codes and what they print.
 #include <gtest/gtest.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <regex>
 #include <string>
 
+#include "tests/support/command.h"
+
 namespace {
 
-struct Outcome {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-Outcome run(const std::string& command) {
-  Outcome result;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t n = 0;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using Outcome = glassbox::testing::CommandOutcome;
+using glassbox::testing::contains;
+Outcome run(const std::string& command) { return glassbox::testing::run_command(command); }
 
 const std::string kCli = GLASSBOX_CLI_PATH;
 
@@ -307,6 +291,24 @@ TEST(BenchNets, NetRegistersOneNetworkAnMlpSpecToo) {
     EXPECT_EQ(bad.exit_code, 2) << "bench_nets " << c.args << "\n" << bad.output;
     EXPECT_TRUE(contains(bad.output, c.message)) << "bench_nets " << c.args << " printed:\n" << bad.output;
   }
+}
+#endif
+
+#ifdef BENCH_NETS_PATH
+// The seed studies' comparison: train_step on real data beside the synthetic
+// batch, with the wait for data apart.
+TEST(BenchNets, RealDataTrainStepBesideTheSyntheticOne) {
+  const Outcome r = run(kBench + " --device=cpu --net=LeNet --data=synthetic:256 --workers=1 --batch=32 "
+                                 "--benchmark_filter=LeNet/train_step --benchmark_min_time=0.01");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "LeNet/train_step/batch:32 ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "LeNet/train_step/batch:32/real_data")) << r.output;
+  for (const char* counter : {"data_wait_ms", "compute_ms", "data_share"}) {  // columns of the real-data table
+    EXPECT_TRUE(contains(r.output, counter)) << counter << " missing in:\n" << r.output;
+  }
+  const Outcome bad = run(kBench + " --device=cpu --net=LeNet --data=imagenet --benchmark_filter=real_data");
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "unknown data 'imagenet'")) << bad.output;
 }
 #endif
 

@@ -129,8 +129,23 @@ TEST(CliTrain, UsageErrorsNameTheFlagAndExitTwo) {
   for (const auto& c : cases) {
     const testing::CommandOutcome r = glassbox(c.args + " --device cpu");
     EXPECT_TRUE(contains(r.output, c.message)) << c.args << "\n" << r.output;
-    if (!contains(c.args, "--resume")) EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
+    if (!contains(c.args, "--resume")) {
+      EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
+    }
   }
+}
+
+TEST(CliTrain, ALogThatCannotBeWrittenIsAFailure) {
+  testing::TempDir dir;
+  const std::string args = "train LeNet --data synthetic:64 --batch 32 --epochs 1 --device cpu --workers 1 --log ";
+  testing::CommandOutcome r = glassbox(args + dir.file("missing/log.jsonl"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: --log " + dir.file("missing/log.jsonl") +
+                                     ": cannot open for appending: No such file or directory"))
+      << r.output;
+  r = glassbox(args + "/dev/full");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: --log /dev/full: write failed: No space left on device")) << r.output;
 }
 
 TEST(CliTrain, EvalInputMustHoldImagesOfTheNetworksShape) {

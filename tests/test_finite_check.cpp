@@ -85,5 +85,41 @@ TEST(FiniteCheck, ADivergingRunStopsAtTheFirstNonFiniteStep) {
   EXPECT_GT(step, 1) << "the first step, before any update, is finite";
 }
 
+// glassbox train --check-numerics: after a whole step every output, every
+// activation gradient and every parameter gradient is looked at; that needs
+// them all still in memory.
+TEST(FiniteCheck, AWholeStepIsCheckedOutputsGradientsAndParameterGradients) {
+  Context ctx = Context::cpu();
+  Graph reused = find_net("LeNet").build(4);
+  reused.compile(ctx);
+  try {
+    describe_non_finite_step(ctx, reused);
+    FAIL() << "checked a step whose values share memory";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("describe_non_finite_step: the graph shares memory between values "
+                                         "(MemoryReuse::kOn)"),
+              std::string::npos)
+        << e.what();
+  }
+
+  Graph graph = find_net("LeNet").build(4);
+  CompileOptions options;
+  options.memory_reuse = MemoryReuse::kOff;
+  graph.compile(ctx, options);
+  fill_synthetic_batch(ctx, graph, 10);
+  graph.zero_grad(ctx);
+  graph.forward(ctx);
+  graph.backward(ctx);
+  EXPECT_EQ(describe_non_finite_step(ctx, graph), "");
+  // A gradient that overflowed in backward, before it reached any weight:
+  graph.node("relu3").grad.data<float>()[5] = std::numeric_limits<float>::infinity();
+  graph.node("conv1").param_grads[0].data<float>()[0] = kNaN;
+  EXPECT_EQ(describe_non_finite_step(ctx, graph),
+            "first non-finite gradient in backward order: the gradient of relu3 (ReLU); "
+            "non-finite parameter gradients: conv1.weight gradient");
+  graph.node("fc4").value.data<float>()[0] = kNaN;
+  EXPECT_EQ(describe_non_finite_step(ctx, graph).substr(0, 40), "first non-finite output: fc4 (Linear); f");
+}
+
 }  // namespace
 }  // namespace glassbox

@@ -2,16 +2,14 @@
 // the folders it writes read back as the set they came from (through
 // open_data's folder:DIR), and every usage error exits 2 naming the flag.
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <filesystem>
 
 #include "data/data_spec.h"
 #include "data/image_folder.h"
 #include "data/idx_dataset.h"
 #include "data/jpeg.h"
+#include "tests/support/command.h"
 #include "tests/support/data_files.h"
 
 namespace glassbox {
@@ -24,21 +22,8 @@ using testing::TempDir;
 const std::string kCli = GLASSBOX_CLI_PATH;
 const std::string kDebianFolder = "/usr/share/datasets/fashion-mnist";
 
-struct Outcome {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-Outcome run(const std::string& arguments) {
-  Outcome result;
-  FILE* pipe = popen((kCli + " make-folder " + arguments + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t n = 0;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+testing::CommandOutcome run(const std::string& arguments) {
+  return testing::run_command(kCli + " make-folder " + arguments);
 }
 
 Image decode_file(const std::string& path, int channels) {
@@ -60,7 +45,7 @@ std::vector<std::string> files_under(const std::string& root) {
 TEST(MakeFolder, FashionMnistReadsBackAsTheSameImagesAndLabels) {
   if (!fs::exists(kDebianFolder + "/train-images-idx3-ubyte.gz")) GTEST_SKIP() << "no Debian dataset-fashion-mnist";
   TempDir dir;
-  const Outcome r = run("--from fashion-mnist --limit 25 --out " + dir / "f");
+  const testing::CommandOutcome r = run("--from fashion-mnist --limit 25 --out " + dir / "f");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "make-folder: wrote 25 training and 25 validation images (28x28, grey, quality 95)"))
       << r.output;
@@ -92,7 +77,7 @@ TEST(MakeFolder, FashionMnistReadsBackAsTheSameImagesAndLabels) {
 TEST(MakeFolder, SizeAndChannels) {
   if (!fs::exists(kDebianFolder + "/train-images-idx3-ubyte.gz")) GTEST_SKIP() << "no Debian dataset-fashion-mnist";
   TempDir dir;
-  const Outcome r = run("--from fashion-mnist --limit 10 --size 40 --channels 3 --quality 80 --out " + dir / "f");
+  const testing::CommandOutcome r = run("--from fashion-mnist --limit 10 --size 40 --channels 3 --quality 80 --out " + dir / "f");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const Image image = decode_file(dir / "f/val/9_ankle-boot/0000.jpg", 3);  // the first test image is a boot; 4 digits for 10,000
   EXPECT_EQ(image.width, 40);
@@ -105,7 +90,7 @@ TEST(MakeFolder, SyntheticIsSeededWholeAndPhotoSized) {
   const std::string flags = "--synthetic --classes 2 --train 3 --val 1 --width 64 --height 48 --seed 5 --out ";
   ASSERT_EQ(run(flags + dir / "a").exit_code, 0);
   ASSERT_EQ(run(flags + dir / "b").exit_code, 0);
-  const Outcome other = run("--synthetic --classes 2 --train 3 --val 1 --width 64 --height 48 --seed 6 --out " + dir / "c");
+  const testing::CommandOutcome other = run("--synthetic --classes 2 --train 3 --val 1 --width 64 --height 48 --seed 6 --out " + dir / "c");
   ASSERT_EQ(other.exit_code, 0) << other.output;
   EXPECT_TRUE(contains(other.output, "make-folder: wrote 8 synthetic images (64x48, quality 90, ")) << other.output;
   const std::vector<std::string> files = files_under(dir / "a");
@@ -148,7 +133,7 @@ TEST(MakeFolder, UsageErrorsNameTheFlagAndExitTwo) {
       {"--synthetic --bogus" + out, "glassbox: unknown flag '--bogus' for 'make-folder'; valid: --from, --synthetic"},
   };
   for (const auto& c : cases) {
-    const Outcome r = run(c.args);
+    const testing::CommandOutcome r = run(c.args);
     EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, c.message)) << "make-folder " << c.args << " printed:\n" << r.output;
   }
@@ -158,7 +143,7 @@ TEST(MakeFolder, UsageErrorsNameTheFlagAndExitTwo) {
 TEST(MakeFolder, FailuresExitOneNamingTheFile) {
   TempDir dir;
   testing::write_file(dir / "plain", "a file, not a folder");
-  Outcome r = run("--synthetic --classes 1 --train 1 --val 1 --width 8 --height 8 --out " + dir / "plain/sub");
+  testing::CommandOutcome r = run("--synthetic --classes 1 --train 1 --val 1 --width 8 --height 8 --out " + dir / "plain/sub");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "glassbox: cannot write " + dir / "plain/sub/train/class_0/0.jpg: Not a directory"))
       << r.output;

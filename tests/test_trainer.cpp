@@ -189,6 +189,12 @@ TEST(Trainer, RefusesDataThatDoesNotFitTheNetwork) {
     EXPECT_STREQ(e.what(), "Narrow has 5 outputs; the training set of 'synthetic:8' has 10 classes");
   }
   try {
+    Trainer(ctx, five_classes, graph, DataSplits{.spec = "nothing"}, {});
+    FAIL() << "trained on no data";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "Trainer: 'nothing' has no training set");
+  }
+  try {
     Trainer(ctx, five_classes, graph, open_data("synthetic:8", Shape{1, 28, 28}, 5), {});
     FAIL() << "28x28 grey images fed to a 3x32x32 network";
   } catch (const ConfigError& e) {

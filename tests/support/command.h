@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "tests/support/strings.h"  // contains(), for checking what a program printed
+
 namespace glassbox::testing {
 
 struct CommandOutcome {
@@ -13,9 +15,5 @@ struct CommandOutcome {
 
 // Runs `command_line` through the shell, stderr joined to stdout.
 CommandOutcome run_command(const std::string& command_line);
-
-inline bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
 
 }  // namespace glassbox::testing

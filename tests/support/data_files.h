@@ -1,5 +1,5 @@
-// tests/support/data_files.h: files the data tests read: a temporary folder
-// removed at the end, IDX files built byte by byte, gzip, and folders of
+// tests/support/data_files.h: files the data tests read (in a TempDir,
+// tests/support/temp_dir.h): IDX files built byte by byte, gzip, and folders of
 // small JPEG images made with the library's encoder; error messages.
 #pragma once
 
@@ -10,22 +10,10 @@
 #include <vector>
 
 #include "data/jpeg.h"
+#include "tests/support/strings.h"
+#include "tests/support/temp_dir.h"
 
 namespace glassbox::testing {
-
-// A fresh folder under $TMPDIR (or /tmp), removed with its contents.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string operator/(std::string_view name) const { return path_ + "/" + std::string(name); }
-
- private:
-  std::string path_;
-};
 
 // Writes `bytes` to `path`, making the folders above it.
 void write_file(const std::string& path, std::string_view bytes);
@@ -61,7 +49,5 @@ std::string message_of(const F& f) {
   }
   return "no exception";
 }
-
-inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace glassbox::testing
