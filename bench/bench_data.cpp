@@ -7,7 +7,9 @@
 // Names: ImageFolder/load/3x224x224/training (decode DCT-scaled, resize to
 // a shorter side of 256, random 224 window, flip, normalise) and
 // .../evaluation (the central window). One thread: the figure is per worker,
-// the Loader's throughput with W workers is at most W times it. Each timed
+// the Loader's throughput with W workers is at most W times it; that is
+// ImageFolder/loader/3x224x224/training/workers:W (--workers=1,2 by
+// default): the Loader handing batches of 32 to CPU tensors. Each timed
 // iteration loads the next file (cycling through the folder), its rng seeded
 // by its index, as the Loader does. Files are read once before timing, so the
 // page cache holds them: this measures decoding and preparation, not the disk.
@@ -19,10 +21,13 @@
 
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "data/image_folder.h"
+#include "data/loader.h"
+#include "tensor/parse.h"
 #include "tensor/context.h"
 #include "tensor/runtime_info.h"
 #include "tools/entry_point.h"
@@ -55,6 +60,35 @@ void run_load(benchmark::State& state, const ImageFolder& data, SampleMode mode)
   if (skipped > 0) state.counters["skipped"] = static_cast<double>(skipped);
 }
 
+// The whole pipeline, as training runs it: a Loader with `workers` threads
+// handing batches of kLoaderBatch training samples to a CPU context's
+// tensors, epoch after epoch. images/s counts the samples handed out over
+// the wall time of next() calls, the wait for the workers included.
+constexpr int kLoaderBatch = 32;
+
+void run_loader(benchmark::State& state, const std::shared_ptr<const ImageFolder>& data, int workers) {
+  Context ctx = Context::cpu();
+  const Shape sample = data->sample_shape();
+  const Tensor images = ctx.allocate(Shape{kLoaderBatch, sample[0], sample[1], sample[2]}, DType::kFloat32,
+                                     MemoryCategory::kData);
+  const Tensor labels = ctx.allocate(Shape{kLoaderBatch}, DType::kInt32, MemoryCategory::kData);
+  Loader loader(ctx, data, {.batch = kLoaderBatch, .workers = workers, .seed = 1, .shuffle = true,
+                            .mode = SampleMode::kTraining, .drop_last = true});
+  int epoch = 0;
+  loader.start_epoch(epoch);
+  auto next = [&] {
+    if (loader.next(images, labels) == 0) {
+      loader.start_epoch(++epoch);
+      loader.next(images, labels);
+    }
+  };
+  next();  // the workers' first batch: thread start-up is not what is measured
+  for (auto _ : state) next();
+  state.counters["images/s"] = benchmark::Counter(static_cast<double>(state.iterations()) * kLoaderBatch,
+                                                  benchmark::Counter::kIsRate);
+  state.counters["skipped"] = static_cast<double>(loader.stats().skipped);
+}
+
 // Reads every file once (untimed), so that the timed loads find them in the
 // page cache; returns their mean size in bytes.
 double warm_page_cache(const ImageFolder& data) {
@@ -72,13 +106,23 @@ double warm_page_cache(const ImageFolder& data) {
 
 int run(int argc, char** argv) {
   std::string folder;
+  std::vector<int> workers = {1, 2};
   std::vector<char*> passed_on = {argv[0]};
   for (int i = 1; i < argc; ++i) {
     const std::string word = argv[i];
     if (word.starts_with("--folder=")) {
       folder = word.substr(std::strlen("--folder="));
+    } else if (word.starts_with("--workers=")) {
+      workers.clear();
+      std::string_view list = std::string_view(word).substr(std::strlen("--workers="));
+      while (!list.empty()) {
+        const size_t comma = std::min(list.find(','), list.size());
+        workers.push_back(static_cast<int>(parse_int("--workers", list.substr(0, comma), 1, 256)));
+        list.remove_prefix(std::min(comma + 1, list.size()));
+      }
+      if (workers.empty()) throw ConfigError("--workers= needs a list of worker counts, e.g. --workers=1,2");
     } else if (word == "--help" || word == "-h") {
-      std::printf("bench_data --folder=PATH [Google Benchmark flags]\n"
+      std::printf("bench_data --folder=PATH [--workers=1,2] [Google Benchmark flags]\n"
                   "PATH/<class>/*.jpg, e.g. the train/ folder that `glassbox make-folder --synthetic --out DIR` "
                   "writes.\n\n");
       passed_on.push_back(argv[i]);
@@ -94,7 +138,9 @@ int run(int argc, char** argv) {
                       "`glassbox make-folder --synthetic --out DIR` and give DIR/train)");
   }
 
-  const ImageFolder data(folder, {.sample = Shape{3, 224, 224}, .name = "bench_data"});
+  const auto shared = std::make_shared<const ImageFolder>(folder, ImageFolderOptions{.sample = Shape{3, 224, 224},
+                                                                                     .name = "bench_data"});
+  const ImageFolder& data = *shared;
   const double mean_bytes = warm_page_cache(data);
   std::fprintf(stderr, "bench_data: %s, %.1f KiB per file on average\n", data.describe().c_str(), mean_bytes / 1024);
   const RuntimeInfo info = runtime_info(Context::cpu());
@@ -107,6 +153,12 @@ int run(int argc, char** argv) {
                                    std::pair{SampleMode::kEvaluation, "evaluation"}}) {
     benchmark::RegisterBenchmark(cat("ImageFolder/load/3x224x224/", name).c_str(),
                                  [&data, mode = mode](benchmark::State& state) { run_load(state, data, mode); })
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+  for (const int w : workers) {
+    benchmark::RegisterBenchmark(cat("ImageFolder/loader/3x224x224/training/workers:", w).c_str(),
+                                 [shared, w](benchmark::State& state) { run_loader(state, shared, w); })
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
   }

@@ -8,14 +8,16 @@ ImageFolder (PIL's decoder, convert("RGB")) and its ImageNet transforms:
               (mean 0.485, 0.456, 0.406; std 0.229, 0.224, 0.225)
 
 Same names and counter as bench_data: ImageFolder/load/3x224x224/{training,
-evaluation}, images/s. Protocol, as bench_data's: one thread
+evaluation}, images/s; and the whole pipeline, a torch DataLoader with W
+worker processes handing out shuffled batches of 32 (after its first batch),
+as ImageFolder/loader/3x224x224/training/workers:W (--workers 1,2). Protocol, as bench_data's: one thread
 (torch.set_num_threads(1), as in a DataLoader worker), every file read once
 first so the page cache holds them, then dataset[i] for the next file in
 turn, timed by the wall clock, until --min-time seconds are measured (at
 least 3 samples); images/s from the mean.
 
 Usage:
-  /path/to/venv/bin/python bench/peers/pytorch_data.py --folder PATH [--min-time S] [--json PATH]
+  /path/to/venv/bin/python bench/peers/pytorch_data.py --folder PATH [--min-time S] [--workers 1,2] [--json PATH]
 
 PATH/<class>/*.jpg (for a `glassbox make-folder` output, PATH/train). Errors
 are one line on stderr, exit status 2. The JSON has Google Benchmark's shape
@@ -69,10 +71,40 @@ def run(dataset, min_time):
             "time_unit": "ms", "images/s": 1.0 / mean}
 
 
+def run_loader(torch, dataset, workers, min_time):
+    """A DataLoader with `workers` processes, batches of 32 (bench_data's
+    kLoaderBatch), shuffled, epoch after epoch; images/s over the wall time
+    of the batches after the first (worker start-up is not measured)."""
+    batch = 32
+    loader = torch.utils.data.DataLoader(dataset, batch_size=batch, shuffle=True, num_workers=workers,
+                                         drop_last=True, persistent_workers=True)
+    batches = iter(loader)
+
+    def next_batch():
+        nonlocal batches
+        try:
+            return next(batches)
+        except StopIteration:
+            batches = iter(loader)
+            return next(batches)
+
+    next_batch()
+    count = 0
+    start = time.perf_counter()
+    while time.perf_counter() - start < min_time or count < 3:
+        next_batch()
+        count += 1
+    seconds = time.perf_counter() - start
+    return {"iterations": count, "real_time": seconds / count * 1e3, "cpu_time": 0.0, "time_unit": "ms",
+            "images/s": count * batch / seconds}
+
+
 def main():
     parser = argparse.ArgumentParser(prog=PROG, description="PIL + torchvision preparing one folder's JPEGs")
     parser.add_argument("--folder", required=True, help="PATH/<class>/*.jpg")
     parser.add_argument("--min-time", type=float, default=1.0, help="seconds measured per mode (default 1)")
+    parser.add_argument("--workers", default="1,2",
+                        help="DataLoader worker counts for ImageFolder/loader/... (default 1,2; 0 for none)")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
     if not os.path.isdir(args.folder):
@@ -125,6 +157,13 @@ def main():
         results.append(result)
         print(f"{result['name']:<40} {result['real_time']:8.2f} ms {result['cpu_time']:8.2f} ms CPU "
               f"{result['iterations']:6d}   images/s={result['images/s']:.1f}")
+    workers = [int(w) for w in args.workers.split(",") if w] if args.workers != "0" else []
+    for w in workers:
+        dataset = datasets.ImageFolder(args.folder, transform=transforms_for(transforms, "training"))
+        name = f"ImageFolder/loader/3x224x224/training/workers:{w}"
+        result = {"name": name, "run_name": name, "run_type": "iteration", **run_loader(torch, dataset, w, args.min_time)}
+        results.append(result)
+        print(f"{result['name']:<40} {result['real_time']:8.2f} ms per batch of 32   images/s={result['images/s']:.1f}")
     if args.json:
         try:
             write_json(args.json, context, results)
