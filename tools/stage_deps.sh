@@ -18,6 +18,10 @@
 # shared library is staged under both names it is needed by (the linker's
 # libbenchmark.so and the loader's SONAME).
 #
+# It also copies Debian's Fashion-MNIST (dataset-fashion-mnist: the four IDX
+# .gz files, 30 MiB) into third_party/fashion-mnist/, a second carry path, for
+# tools/gpu_check.sh's training step.
+#
 # Usage: tools/stage_deps.sh [DEST]    (default: third_party/staged in the repo)
 set -euo pipefail
 
@@ -107,6 +111,17 @@ benchmark $bench_version soname $soname
 benchmark library needs: $(objdump -p "$bench_lib" | awk '$1 == "NEEDED" { printf "%s ", $2 }')
 benchmark symbol versions: $(objdump -T "$bench_lib" | grep -oE '(GLIBC|GLIBCXX|CXXABI)_[0-9.]+' | sort -uV | tr '\n' ' ')
 EOF
+
+fashion_src=/usr/share/datasets/fashion-mnist
+fashion_dest="$repo/third_party/fashion-mnist"
+if [ -f "$fashion_src/train-images-idx3-ubyte.gz" ]; then
+  echo "stage_deps: Fashion-MNIST from $fashion_src into $fashion_dest"
+  rm -rf "$fashion_dest"
+  mkdir -p "$fashion_dest"
+  cp -L "$fashion_src"/*-ubyte.gz "$fashion_dest/"
+else
+  echo "stage_deps: no $fashion_src (apt-get install dataset-fashion-mnist): the GPU training step will say so"
+fi
 
 links=$(find "$dest" -type l | wc -l)
 [ "$links" -eq 0 ] || die "$links symbolic links staged; expected real files only"
