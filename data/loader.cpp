@@ -50,9 +50,9 @@ void check_fits(const Tensor& tensor, std::string_view what, const Shape& shape,
 
 Loader::Loader(Context& ctx, std::shared_ptr<const Dataset> dataset, LoaderOptions options)
     : ctx_(ctx), dataset_(std::move(dataset)), options_(checked(dataset_, options)) {
-  pipeline_ = std::make_unique<Pipeline>(ctx_, *dataset_, options_);
   const int workers = options_.workers > 0 ? options_.workers
                                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  pipeline_ = std::make_unique<Pipeline>(ctx_, *dataset_, options_, workers);
   pipeline_->start_workers(workers);  // if one fails to start, ~Pipeline joins the others
 }
 

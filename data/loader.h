@@ -50,7 +50,9 @@ struct LoaderOptions {
   // batch is fixed). Without it (evaluation), the last batch is padded: its
   // rows past the count next() returns are zeros with label 0.
   bool drop_last = true;
-  int prefetch = 2;      // batches prepared ahead of the one being used, at least 1
+  // Batches prepared ahead of the one being copied, at least 1; the ring
+  // holds at least one batch per worker, so that every worker can be busy.
+  int prefetch = 2;
   // Called (from next(), on the caller's thread) once per unreadable file:
   // "skipping /data/train/cat/17.jpg: not a JPEG file (starts with 89 50 4e 47)".
   std::function<void(const std::string&)> warn;

@@ -9,14 +9,20 @@
 
 namespace glassbox {
 
-Loader::Pipeline::Pipeline(Context& ctx, const Dataset& dataset_in, const LoaderOptions& options_in)
+// Note [A slot for every worker]: each worker fills a whole batch in a slot of
+// its own, and the consumer holds one while its copy runs. With only
+// prefetch + 1 slots, workers past `prefetch` would find no free slot and
+// wait: on a 16-core machine, 16 workers with the default prefetch of 2
+// would prepare no faster than 2. So the ring has a slot for every worker,
+// plus the one being copied.
+Loader::Pipeline::Pipeline(Context& ctx, const Dataset& dataset_in, const LoaderOptions& options_in, int workers)
     : dataset(dataset_in),
       options(options_in),
       samples(dataset_in.size()),
       sample_numel(dataset_in.sample_shape().numel()),
       batches(options_in.drop_last ? samples / options_in.batch
                                    : (samples + options_in.batch - 1) / options_in.batch),
-      slot_count(options_in.prefetch + 1),
+      slot_count(std::max(options_in.prefetch, workers) + 1),
       bad(static_cast<size_t>(samples)),
       slots(static_cast<size_t>(slot_count)) {
   const int64_t batch_numel = checked_multiply(options.batch, sample_numel, "Loader: one batch of samples");

@@ -2,12 +2,13 @@
 // data/loader.cpp (the consumer: start_epoch, next) and
 // data/loader_pipeline.cpp (the worker threads). Not for use elsewhere.
 //
-// Workers fill whole batches into a ring of prefetch + 1 staging slots; next()
-// hands them out strictly in batch order. Batch k of an epoch always goes
-// through slot k % slots. A worker may start batch k only when that slot is
-// free, that is once batch k - slots has been handed out and its copy has
-// read the slot; so workers run at most `prefetch` batches ahead of the one
-// being copied, and the order never depends on timing. start_epoch bumps a
+// Workers fill whole batches into a ring of max(prefetch, workers) + 1
+// staging slots (Note [A slot for every worker]); next() hands them out
+// strictly in batch order. Batch k of an epoch always goes through slot
+// k % slots. A worker may start batch k only when that slot is free, that is
+// once batch k - slots has been handed out and its copy has read the slot;
+// so workers run at most slots - 1 batches ahead of the one being copied,
+// and the order never depends on timing. start_epoch bumps a
 // generation counter: a worker still filling a batch of the abandoned epoch
 // notices between two samples, stops, and frees its slot.
 #pragma once
@@ -40,7 +41,8 @@ struct LoaderSlot {
 
 struct Loader::Pipeline {
   // The workers' side (data/loader_pipeline.cpp).
-  Pipeline(Context& ctx, const Dataset& dataset, const LoaderOptions& options);
+  // `workers`: the threads start_workers will start (options.workers, or the core count for 0).
+  Pipeline(Context& ctx, const Dataset& dataset, const LoaderOptions& options, int workers);
   ~Pipeline();  // stops and joins the workers
   void start_workers(int count);
   void run_worker();
@@ -60,7 +62,7 @@ struct Loader::Pipeline {
   const int64_t samples;
   const int64_t sample_numel;  // C*H*W
   const int64_t batches;       // per epoch
-  const int slot_count;        // prefetch + 1
+  const int slot_count;        // max(prefetch, workers) + 1
   size_t images_bytes = 0, labels_bytes = 0;  // of one batch
   std::unique_ptr<DeviceStaging> staging;     // a CUDA context's pinned slots and copy stream
   std::vector<std::vector<float>> cpu_images;

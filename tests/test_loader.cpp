@@ -189,6 +189,21 @@ TEST(LoaderPadding, WithoutDropLastTheLastBatchIsPaddedWithZerosAndLabelZero) {
   EXPECT_EQ(dropping.stats().samples, 20);
 }
 
+// Note [A slot for every worker]: with prefetch 1, four workers still all
+// prepare a batch at once (the ring has a slot for each); a ring of
+// prefetch + 1 slots would keep two of them waiting.
+TEST(LoaderWorkers, EveryWorkerCanBeBusyWhateverThePrefetch) {
+  Context ctx = Context::cpu();
+  const auto dataset = std::make_shared<testing::FakeDataset>(
+      testing::FakeDatasetOptions{.size = 64, .delay = std::chrono::milliseconds(30)});
+  Loader loader(ctx, dataset, {.batch = 2, .workers = 4, .prefetch = 1});
+  // The workers start on epoch 0 at once; give them a moment, then look.
+  loader.start_epoch(0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(dataset->most_at_once(), 4);
+  load_epoch(ctx, loader, 0);
+}
+
 TEST(LoaderStats, WaitSecondsGrowWithASlowDatasetAndResetEachEpoch) {
   Context ctx = Context::cpu();
   // 4 samples of 20 ms per batch on one worker: next() cannot help waiting.

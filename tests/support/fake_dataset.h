@@ -44,7 +44,11 @@ class FakeDataset final : public Dataset {
 
   int load(int64_t index, std::span<float> pixels, SampleMode, std::mt19937_64& rng) const override {
     ++loads_[static_cast<size_t>(index)];
+    const int now = ++loading_;
+    for (int seen = most_at_once_.load(); now > seen && !most_at_once_.compare_exchange_weak(seen, now);) {
+    }
     if (options_.delay.count() > 0) std::this_thread::sleep_for(options_.delay);
+    --loading_;
     if (options_.unreadable.count(index)) throw SampleError(cat("/fake/", index, ".png"), "not a PNG");
     if (index == options_.broken) throw DataError(cat("/fake/", index, ".png: truncated at byte 12"));
     for (float& p : pixels) p = static_cast<float>(index + 1);
@@ -55,10 +59,14 @@ class FakeDataset final : public Dataset {
 
   // How often load() was called for `index`.
   int loads(int64_t index) const { return loads_[static_cast<size_t>(index)].load(); }
+  // The most load() calls that were running at the same time.
+  int most_at_once() const { return most_at_once_.load(); }
 
  private:
   FakeDatasetOptions options_;
   mutable std::vector<std::atomic<int>> loads_;
+  mutable std::atomic<int> loading_{0};
+  mutable std::atomic<int> most_at_once_{0};
 };
 
 inline constexpr int64_t kFakeSampleNumel = 18;
