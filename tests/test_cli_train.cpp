@@ -148,6 +148,23 @@ TEST(CliTrain, ALogThatCannotBeWrittenIsAFailure) {
   EXPECT_TRUE(contains(r.output, "glassbox: --log /dev/full: write failed: No space left on device")) << r.output;
 }
 
+// A run killed in the middle of a log line: the next run starts on a line of its own.
+TEST(CliTrain, ALogLineLeftUnfinishedIsEndedBeforeTheNextRunWrites) {
+  testing::TempDir dir;
+  const std::string log = dir.file("log.jsonl");
+  std::ofstream(log) << "{\"event\":\"start\"}\n{\"event\":\"epo";
+  const testing::CommandOutcome r =
+      glassbox("train LeNet --data synthetic:64 --batch 32 --epochs 1 --device cpu --workers 1 --log " + log);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream file(log);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(file, line);) lines.push_back(line);
+  ASSERT_GE(lines.size(), 4u);
+  EXPECT_EQ(lines[1], "{\"event\":\"epo");
+  EXPECT_TRUE(lines[2].starts_with("{\"batch\":")) << lines[2];
+  EXPECT_TRUE(contains(lines[2], "\"event\":\"start\"")) << lines[2];
+}
+
 TEST(CliTrain, EvalInputMustHoldImagesOfTheNetworksShape) {
   testing::TempDir dir;
   SafetensorsFile file;

@@ -31,7 +31,10 @@ def read_log(path):
             try:
                 line = json.loads(text)
             except json.JSONDecodeError as e:
-                raise SystemExit(f"plot_training.py: {path}:{number}: not JSON ({e.msg})")
+                # A run killed mid-write leaves one unfinished line; say so and go on.
+                print(f"plot_training.py: {path}:{number}: skipped, not JSON ({e.msg}): a run killed mid-line?",
+                      file=sys.stderr)
+                continue
             event = line.get("event")
             if event == "epoch":
                 epochs[line["epoch"]] = line

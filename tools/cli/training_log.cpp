@@ -9,8 +9,13 @@
 namespace glassbox::cli {
 
 TrainingLog::TrainingLog(const std::string& path, int every_steps) : path_(path), every_steps_(every_steps) {
-  file_ = std::fopen(path.c_str(), "a");
+  file_ = std::fopen(path.c_str(), "a+");
   if (file_ == nullptr) throw Error(cat("--log ", path, ": cannot open for appending: ", std::strerror(errno)));
+  // A run killed in the middle of a line leaves it unfinished: end it, so
+  // that this run's first line stands on its own (readers report the broken one).
+  const bool unfinished = std::fseek(file_, -1, SEEK_END) == 0 && std::fgetc(file_) != '\n';
+  std::fseek(file_, 0, SEEK_END);  // between reading and writing, as C requires
+  if (unfinished) write("");
 }
 
 TrainingLog::~TrainingLog() {

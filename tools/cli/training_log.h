@@ -19,8 +19,9 @@ namespace glassbox::cli {
 
 class TrainingLog {
  public:
-  // Opens `path` for appending (a resumed run continues its log). Throws
-  // Error naming the path and the system's reason.
+  // Opens `path` for appending (a resumed run continues its log), ending a
+  // last line that a killed run left unfinished. Throws Error naming the
+  // path and the system's reason.
   TrainingLog(const std::string& path, int every_steps);
   ~TrainingLog();
   TrainingLog(const TrainingLog&) = delete;
