@@ -123,7 +123,9 @@ int run_train(const std::vector<std::string>& words) {
   std::printf("data: %s\n", data_spec.c_str());
   std::printf("SGD: lr %s, %s schedule%s, momentum %s%s, weight decay %s; seed %llu\n",
               options.config.at("lr").c_str(), options.schedule.str().c_str(),
-              options.warmup_epochs ? cat(" after ", options.warmup_epochs, " warm-up epochs").c_str() : "",
+              options.warmup_epochs
+                  ? cat(" after ", options.warmup_epochs, " warm-up epoch", options.warmup_epochs == 1 ? "" : "s").c_str()
+                  : "",
               options.config.at("momentum").c_str(), options.sgd.nesterov ? " (Nesterov)" : "",
               options.config.at("weight_decay").c_str(), static_cast<unsigned long long>(options.seed));
   std::printf("%d epochs of %lld steps%s%s\n\n", options.epochs, static_cast<long long>(trainer.steps_per_epoch()),
