@@ -156,6 +156,11 @@ int run(int argc, char** argv) {
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
   }
+  if (data.size() < kLoaderBatch) {
+    std::fprintf(stderr, "bench_data: %lld images are fewer than one batch of %d: no Loader benchmarks\n",
+                 static_cast<long long>(data.size()), kLoaderBatch);
+    workers.clear();
+  }
   for (const int w : workers) {
     benchmark::RegisterBenchmark(cat("ImageFolder/loader/3x224x224/training/workers:", w).c_str(),
                                  [shared, w](benchmark::State& state) { run_loader(state, shared, w); })

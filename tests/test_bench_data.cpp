@@ -23,6 +23,20 @@ TEST(BenchData, NeedsAFolder) {
       << r.output;
 }
 
+TEST(BenchData, TimesTheLoaderWithEachWorkerCount) {
+  testing::TempDir dir;
+  testing::make_jpeg_folder(dir.path(), {.classes = {"a", "b"}, .per_class = 17, .width = 64, .height = 48});
+  const testing::CommandOutcome r =
+      run("--folder=" + dir.path() + " --workers=1,2 --benchmark_filter=loader --benchmark_min_time=0.01");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "ImageFolder/loader/3x224x224/training/workers:1")) << r.output;
+  EXPECT_TRUE(contains(r.output, "ImageFolder/loader/3x224x224/training/workers:2")) << r.output;
+  const testing::CommandOutcome bad = run("--folder=" + dir.path() + " --workers=");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "bench_data: --workers= needs a list of worker counts, e.g. --workers=1,2"))
+      << bad.output;
+}
+
 TEST(BenchData, TimesBothModesOnAFolder) {
   testing::TempDir dir;
   testing::make_jpeg_folder(dir.path(), {.classes = {"a", "b"}, .per_class = 2, .width = 300, .height = 260});
@@ -31,6 +45,8 @@ TEST(BenchData, TimesBothModesOnAFolder) {
   EXPECT_TRUE(contains(r.output, "ImageFolder/load/3x224x224/training")) << r.output;
   EXPECT_TRUE(contains(r.output, "ImageFolder/load/3x224x224/evaluation")) << r.output;
   EXPECT_TRUE(contains(r.output, "images/s=")) << r.output;
+  EXPECT_TRUE(contains(r.output, "bench_data: 4 images are fewer than one batch of 32: no Loader benchmarks"))
+      << r.output;
   EXPECT_TRUE(contains(r.output, "bench_data: 4 images in 2 classes, prepared to 3x224x224")) << r.output;
 }
 
