@@ -3,6 +3,7 @@
 #include "graph/graph.h"
 
 #include <algorithm>
+#include <cstddef>
 
 #include "graph/init.h"
 #include "graph/memory_plan.h"
@@ -217,6 +218,22 @@ std::vector<NamedTensor> Graph::named_views(const Tensor& flat) const {
   return views;
 }
 
+std::vector<Graph::ParameterRange> Graph::parameter_ranges() const {
+  if (!compiled_) throw Error("parameter_ranges: the graph is not compiled; call compile(ctx) first");
+  std::vector<ParameterRange> ranges;
+  const auto* base = static_cast<const std::byte*>(parameters_.raw());
+  for (size_t k = 0; k < layers_.size(); ++k) {
+    const Node& node = nodes_[static_cast<size_t>(layers_[k])];
+    if (node.params.empty()) continue;
+    const Tensor& first = node.params.front();
+    const Tensor& last = node.params.back();
+    const auto begin = static_cast<size_t>(static_cast<const std::byte*>(first.raw()) - base);
+    const auto end = static_cast<size_t>(static_cast<const std::byte*>(last.raw()) - base) + last.bytes();
+    ranges.push_back({layers_[k], static_cast<int>(layers_.size() - 1 - k), begin, end});
+  }
+  return ranges;
+}
+
 std::vector<NamedTensor> Graph::named_state() const {
   if (!compiled_) throw Error("named_state: the graph is not compiled; call compile(ctx) first");
   std::vector<NamedTensor> state;
@@ -336,7 +353,7 @@ void Graph::zero_grad(Context& ctx) {
   fill_zero(ctx, gradients_);
 }
 
-void Graph::backward(Context& ctx) {
+void Graph::backward(Context& ctx, const std::function<void(const Node&, int position)>& after_each_layer) {
   check_context(ctx, "backward");
   check_training("backward");
   if (backward_marks_) backward_marks_->record(0);
@@ -351,6 +368,7 @@ void Graph::backward(Context& ctx) {
                                .param_grads = node.param_grads});
     if (backward_marks_) backward_marks_->record(static_cast<int>(j) + 1);
     if (options_.sync_each_layer) after_layer(ctx, node, "backward");
+    if (after_each_layer) after_each_layer(node, static_cast<int>(j));
   }
 }
 

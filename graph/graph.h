@@ -125,7 +125,11 @@ class Graph {
   void forward(Context& ctx, Phase phase = Phase::kTraining,
                const std::function<void(const Node&)>& after_each_layer = {});
   void zero_grad(Context& ctx);  // gradients accumulate; a step starts from zero
-  void backward(Context& ctx);
+  // `after_each_layer`, when given, is called after each layer's backward has
+  // been queued, with its position in backward order (0: the loss layer):
+  // data-parallel training starts a bucket's all-reduce there
+  // (optim/gradient_sync.h).
+  void backward(Context& ctx, const std::function<void(const Node&, int position)>& after_each_layer = {});
   float loss(Context& ctx) const;  // waits for the device
 
   const Tensor& parameters() const { return parameters_; }  // flat, all learnable parameters
@@ -143,6 +147,19 @@ class Graph {
   // Layer state that is not learned, "<layer>.<state>"
   // ("layer1.0.bn1.running_mean"), in graph order (Layer::state()).
   std::vector<NamedTensor> named_state() const;
+
+  // Where each layer's parameter gradients lie in gradients() (and its
+  // parameters in parameters()), for the layers that have parameters, in
+  // graph order: bytes [begin, end), ascending and disjoint (alignment gaps
+  // between layers belong to no layer). `position` is the layer's place in
+  // backward order, as after_each_layer receives it. Valid after compile().
+  struct ParameterRange {
+    int node = -1;
+    int position = -1;
+    size_t begin = 0;
+    size_t end = 0;
+  };
+  std::vector<ParameterRange> parameter_ranges() const;
 
   // What compile() decided (valid after compile): the phase it was compiled
   // for, and which activations share memory (graph/memory_plan.h).

@@ -3,10 +3,14 @@
 
 namespace glassbox {
 
-void train_step(Context& ctx, Graph& graph, Sgd& optimizer) {
+void train_step(Context& ctx, Graph& graph, Sgd& optimizer, GradientSync* sync) {
   graph.zero_grad(ctx);  // parameter gradients accumulate (layers/layer.h)
   graph.forward(ctx, Phase::kTraining);
-  graph.backward(ctx);
+  if (sync) {
+    sync->backward(ctx, graph);
+  } else {
+    graph.backward(ctx);
+  }
   optimizer.step(ctx);
 }
 

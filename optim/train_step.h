@@ -3,15 +3,20 @@
 //   backward, and the optimizer's update.
 // bench_nets' train_step mode, `glassbox train`, `glassbox max-batch` and the
 // tests all call this one function, so they time, train and test the same thing.
+// Data-parallel training is the same step with `sync`: backward then averages
+// the gradients over every rank, bucket by bucket (optim/gradient_sync.h),
+// before the update.
 #pragma once
 
 #include "graph/graph.h"
+#include "optim/gradient_sync.h"
 #include "optim/sgd.h"
 
 namespace glassbox {
 
 // Queued on ctx's stream; returns without waiting for the device. Read the
-// loss afterwards with graph.loss(ctx) or checked_loss (graph/finite_check.h).
-void train_step(Context& ctx, Graph& graph, Sgd& optimizer);
+// loss afterwards with graph.loss(ctx) or checked_loss (graph/finite_check.h):
+// with `sync`, it is this rank's loss, on this rank's part of the batch.
+void train_step(Context& ctx, Graph& graph, Sgd& optimizer, GradientSync* sync = nullptr);
 
 }  // namespace glassbox
