@@ -30,6 +30,18 @@ const LoaderOptions& checked(const std::shared_ptr<const Dataset>& dataset, cons
   if (options.workers < 0) {
     throw ConfigError(cat("Loader: workers must be 0 (one per core) or more, got ", options.workers));
   }
+  if (options.shards < 1 || options.shard < 0 || options.shard >= options.shards) {
+    throw ConfigError(cat("Loader: shard ", options.shard, " of ", options.shards,
+                          ": the shard must be from 0 to shards - 1, and shards at least 1"));
+  }
+  if (options.shards > 1 && !options.drop_last) {
+    throw ConfigError("Loader: a shard of an epoch (data-parallel training) needs drop_last: every rank must "
+                      "take the same number of full batches");
+  }
+  if (options.shards > 1 && dataset->size() < int64_t{options.batch} * options.shards) {
+    throw ConfigError(cat("Loader: ", dataset->describe(), ": ", dataset->size(), " samples are fewer than one batch of ",
+                          options.batch, " for each of ", options.shards, " ranks"));
+  }
   if (options.drop_last && dataset->size() < options.batch) {
     throw ConfigError(cat("Loader: ", dataset->describe(), ": ", dataset->size(),
                           " samples are fewer than one batch of ", options.batch,
@@ -66,8 +78,10 @@ void Loader::start_epoch(int epoch) {
   if (epoch < 0) throw ConfigError(cat("Loader::start_epoch: epoch ", epoch, ": epochs count from 0"));
   Pipeline& p = *pipeline_;
   p.release_held();
+  std::vector<int64_t> whole = loader_order::epoch_order(p.samples, options_.seed, epoch, options_.shuffle);
   auto order = std::make_shared<const std::vector<int64_t>>(
-      loader_order::epoch_order(p.samples, options_.seed, epoch, options_.shuffle));
+      options_.shards == 1 ? std::move(whole)
+                           : loader_order::shard_order(whole, options_.batch, options_.shard, options_.shards));
   {
     std::lock_guard lock(p.mutex);
     ++p.generation;

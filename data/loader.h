@@ -53,6 +53,13 @@ struct LoaderOptions {
   // Batches prepared ahead of the one being copied, at least 1; the ring
   // holds at least one batch per worker, so that every worker can be busy.
   int prefetch = 2;
+  // Data-parallel training: this loader reads shard `shard` of `shards` (the
+  // rank and the number of ranks) of every epoch, by
+  // loader_order::shard_order (data/loader_order.h), so that the ranks
+  // together take the batches one process at shards x batch would. The
+  // order and augmentation stay those of the whole epoch. Needs drop_last.
+  int shard = 0;
+  int shards = 1;
   // Called (from next(), on the caller's thread) once per unreadable file:
   // "skipping /data/train/cat/17.jpg: not a JPEG file (starts with 89 50 4e 47)".
   std::function<void(const std::string&)> warn;

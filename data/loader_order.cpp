@@ -28,4 +28,14 @@ std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch, bool s
   return order;
 }
 
+std::vector<int64_t> shard_order(const std::vector<int64_t>& order, int batch, int shard, int shards) {
+  const auto group = static_cast<size_t>(batch) * static_cast<size_t>(shards);
+  std::vector<int64_t> mine;
+  for (size_t start = 0; start + group <= order.size(); start += group) {
+    const auto first = order.begin() + static_cast<std::ptrdiff_t>(start + static_cast<size_t>(shard) * batch);
+    mine.insert(mine.end(), first, first + batch);
+  }
+  return mine;
+}
+
 }  // namespace glassbox::loader_order

@@ -41,4 +41,11 @@ constexpr uint64_t sample_seed(uint64_t seed, int64_t epoch, int64_t index) {
 // (Note [Our own Fisher-Yates], data/loader_order.cpp).
 std::vector<int64_t> epoch_order(int64_t n, uint64_t seed, int64_t epoch, bool shuffle);
 
+// Shard `shard` of `shards` of an epoch's order, for data-parallel training
+// at `batch` samples per rank: the order is cut into groups of shards x batch
+// (a partial last group is dropped) and the shard takes the shard-th batch
+// of each group. The ranks' k-th batches together are then exactly the k-th
+// batch of shards x batch that one process would take from the same order.
+std::vector<int64_t> shard_order(const std::vector<int64_t>& order, int batch, int shard, int shards);
+
 }  // namespace glassbox::loader_order

@@ -20,7 +20,8 @@ Loader::Pipeline::Pipeline(Context& ctx, const Dataset& dataset_in, const Loader
       options(options_in),
       samples(dataset_in.size()),
       sample_numel(dataset_in.sample_shape().numel()),
-      batches(options_in.drop_last ? samples / options_in.batch
+      epoch_samples(samples / options_in.shards / options_in.batch * options_in.batch),
+      batches(options_in.drop_last ? epoch_samples / options_in.batch
                                    : (samples + options_in.batch - 1) / options_in.batch),
       slot_count(std::max(options_in.prefetch, workers) + 1),
       bad(static_cast<size_t>(samples)),
@@ -120,7 +121,7 @@ void Loader::Pipeline::work_loop() {
 bool Loader::Pipeline::fill(int slot, int64_t batch, int64_t job_epoch, const std::vector<int64_t>& job_order,
                             uint64_t job_generation, LoaderSlot& result) {
   const int64_t first = batch * options.batch;
-  const int count = static_cast<int>(std::min<int64_t>(options.batch, samples - first));
+  const int count = static_cast<int>(std::min<int64_t>(options.batch, static_cast<int64_t>(job_order.size()) - first));
   float* pixels = images[static_cast<size_t>(slot)];
   int32_t* label = labels[static_cast<size_t>(slot)];
   int64_t skipped = 0;

@@ -61,6 +61,7 @@ struct Loader::Pipeline {
   const LoaderOptions& options;  // the Loader's, which outlives this
   const int64_t samples;
   const int64_t sample_numel;  // C*H*W
+  const int64_t epoch_samples;  // this shard's samples of an epoch (full batches; LoaderOptions::shards)
   const int64_t batches;       // per epoch
   const int slot_count;        // max(prefetch, workers) + 1
   size_t images_bytes = 0, labels_bytes = 0;  // of one batch

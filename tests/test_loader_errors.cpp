@@ -114,6 +114,13 @@ TEST(LoaderErrors, BadOptionsAreConfigErrorsNamingThem) {
   EXPECT_EQ(message_of<ConfigError>(make(dataset, {.batch = 16})),
             "Loader: fake (10 samples): 10 samples are fewer than one batch of 16, and drop_last drops every "
             "partial batch");
+  EXPECT_EQ(message_of<ConfigError>(make(dataset, {.batch = 2, .shard = 2, .shards = 2})),
+            "Loader: shard 2 of 2: the shard must be from 0 to shards - 1, and shards at least 1");
+  EXPECT_EQ(message_of<ConfigError>(make(dataset, {.batch = 2, .drop_last = false, .shard = 0, .shards = 2})),
+            "Loader: a shard of an epoch (data-parallel training) needs drop_last: every rank must take the same "
+            "number of full batches");
+  EXPECT_EQ(message_of<ConfigError>(make(dataset, {.batch = 4, .shard = 1, .shards = 3})),
+            "Loader: fake (10 samples): 10 samples are fewer than one batch of 4 for each of 3 ranks");
   Loader padded(ctx, dataset, {.batch = 16, .drop_last = false});  // one padded batch is fine
   EXPECT_EQ(padded.batches_per_epoch(), 1);
 
