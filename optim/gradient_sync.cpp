@@ -35,7 +35,7 @@ GradientSync::GradientSync(Context& ctx, const Graph& graph, Communicator& commu
     : communicator_(communicator),
       options_(options),
       buckets_(plan_buckets(graph, options.bucket_bytes)),
-      marks_(ctx, 3) {
+      marks_(ctx, kMarks) {
   if (graph.compiled_phase() != Phase::kTraining) {
     throw ConfigError("data-parallel training needs a graph compiled for training; this one has no gradients");
   }
@@ -53,7 +53,7 @@ void GradientSync::start(Context& ctx, const Graph& graph, size_t bucket) {
 
 void GradientSync::backward(Context& ctx, Graph& graph) {
   communicator_.begin_step(ctx);
-  marks_.record(0);
+  marks_.record(kBackwardStart);
   if (options_.overlap) {
     graph.backward(ctx, [&](const Node&, int position) {
       for (size_t bucket : ready_at_[static_cast<size_t>(position)]) start(ctx, graph, bucket);
@@ -62,18 +62,20 @@ void GradientSync::backward(Context& ctx, Graph& graph) {
   } else {
     graph.backward(ctx);
   }
-  marks_.record(1);
+  marks_.record(kBackwardEnd);
   if (!options_.overlap) {
     for (size_t b = 0; b < buckets_.size(); ++b) start(ctx, graph, b);
   }
   communicator_.wait_all(ctx);
-  marks_.record(2);
+  marks_.record(kReduced);
 }
 
 SyncTimes GradientSync::last_times() {
   SyncTimes times;
-  times.backward_ms = marks_.elapsed_ms(0, 1);
-  times.reduced_ms = marks_.elapsed_ms(0, 2);
+  times.forward_ms = marks_.elapsed_ms(kStepStart, kBackwardStart);
+  times.backward_ms = marks_.elapsed_ms(kBackwardStart, kBackwardEnd);
+  times.exposed_ms = marks_.elapsed_ms(kBackwardEnd, kReduced);
+  times.optimizer_ms = marks_.elapsed_ms(kReduced, kStepEnd);
   times.buckets = communicator_.last_times();
   // The union of the in-flight intervals: reductions may run concurrently.
   std::vector<ReductionTime> sorted = times.buckets;

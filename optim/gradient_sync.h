@@ -49,13 +49,15 @@ struct GradientBucket {
 // Throws ConfigError for bucket_bytes 0.
 std::vector<GradientBucket> plan_buckets(const Graph& graph, size_t bucket_bytes);
 
-// One step's communication, in milliseconds from the start of its backward.
+// Where one data-parallel step's time went, in milliseconds. The parts add
+// up to the step: forward + backward + exposed + optimizer.
 struct SyncTimes {
-  double backward_ms = 0.0;   // until the last layer's backward finished
-  double reduced_ms = 0.0;    // until every bucket was averaged
-  double allreduce_ms = 0.0;  // time with at least one all-reduce in flight
-  double exposed_ms() const { return reduced_ms > backward_ms ? reduced_ms - backward_ms : 0.0; }
-  std::vector<ReductionTime> buckets;  // in bucket order
+  double forward_ms = 0.0;    // zeroing the gradients, forward and the loss
+  double backward_ms = 0.0;   // backward, with the buckets' all-reduce started in it (overlap on)
+  double exposed_ms = 0.0;    // after backward, until every bucket was averaged: communication not hidden
+  double optimizer_ms = 0.0;  // the update
+  double allreduce_ms = 0.0;  // time with at least one all-reduce in flight, hidden or not
+  std::vector<ReductionTime> buckets;  // in bucket order, from the start of backward
 };
 
 class GradientSync {
@@ -69,6 +71,10 @@ class GradientSync {
   // averaged gradients. Throws CommunicationError on a failed or late rank.
   void backward(Context& ctx, Graph& graph);
 
+  // train_step (optim/train_step.h) marks where its step starts and ends,
+  // so that last_times() can split the whole step.
+  void step_started() { marks_.record(kStepStart); }
+  void step_finished() { marks_.record(kStepEnd); }
   // The last step's times (reading waits for the device).
   SyncTimes last_times();
 
@@ -83,7 +89,8 @@ class GradientSync {
   GradientSyncOptions options_;
   std::vector<GradientBucket> buckets_;
   std::vector<std::vector<size_t>> ready_at_;  // per backward position: the buckets it completes
-  EventTimer marks_;  // 0: backward starts; 1: backward done; 2: every bucket reduced
+  enum Mark { kStepStart, kBackwardStart, kBackwardEnd, kReduced, kStepEnd, kMarks };
+  EventTimer marks_;
 };
 
 }  // namespace glassbox

@@ -4,6 +4,7 @@
 namespace glassbox {
 
 void train_step(Context& ctx, Graph& graph, Sgd& optimizer, GradientSync* sync) {
+  if (sync) sync->step_started();
   graph.zero_grad(ctx);  // parameter gradients accumulate (layers/layer.h)
   graph.forward(ctx, Phase::kTraining);
   if (sync) {
@@ -12,6 +13,7 @@ void train_step(Context& ctx, Graph& graph, Sgd& optimizer, GradientSync* sync) 
     graph.backward(ctx);
   }
   optimizer.step(ctx);
+  if (sync) sync->step_finished();
 }
 
 }  // namespace glassbox
