@@ -4,6 +4,7 @@
 // optim/communicator_nccl_cuda.cpp, reached through optim/communicator_backends.h.
 #include "optim/communicator.h"
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -26,8 +27,11 @@ std::optional<int> read_int(const EnvironmentReader& env, const char* name, long
   const char* text = env(name);
   if (text == nullptr) return std::nullopt;
   char* end = nullptr;
+  errno = 0;
   const long value = std::strtol(text, &end, 10);
-  if (*text == '\0' || *end != '\0' || value < low || value > high) {
+  const bool overflow = errno == ERANGE;
+  const bool digits_only = *text >= '0' && *text <= '9' && *end == '\0';  // strtol skips spaces, takes signs
+  if (!digits_only || overflow || value < low || value > high) {
     throw ConfigError(cat("environment variable ", name, "='", text, "' is not ", meaning,
                           ": expected an integer from ", low, " to ", high,
                           " (set by the launcher, mpirun; unset it to run a job of one)"));
@@ -76,11 +80,8 @@ class SingleCommunicator final : public Communicator {
   void progress() override {}
   void wait_all(Context&) override {}
   std::vector<ReductionTime> last_times() override { return times_; }
-  void broadcast(Context& ctx, const Tensor& data, int root) override {
-    communicator_backends::check_root(root, 0, 1, "broadcast");
-    if (data.device() != ctx.device()) {
-      throw ConfigError(cat("broadcast: the data is on ", data.device().str(), ", the context on ", ctx.device().str()));
-    }
+  void broadcast(Context&, const Tensor&, int root) override {
+    communicator_backends::check_root(root, 0, 1, "broadcast");  // the root's data is already here
   }
   std::vector<std::string> all_gather(std::string_view mine) override { return {std::string(mine)}; }
 
@@ -127,7 +128,7 @@ void check_reducible(const Context& ctx, const Tensor& data, std::string_view op
     throw ConfigError(cat(operation, ": averages float32 data, not ", name_of(data.dtype()), " (", data.numel(),
                           " elements)"));
   }
-  if (data.numel() > 0 && data.device() != ctx.device()) {
+  if (data.device() != ctx.device()) {
     throw ConfigError(cat(operation, ": the data is on ", data.device().str(), ", the context on ",
                           ctx.device().str()));
   }

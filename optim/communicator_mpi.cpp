@@ -116,8 +116,7 @@ class MpiCommunicator final : public Communicator {
     check_reducible(ctx, data, cat(who_, "all-reduce"));
     const size_t index = times_.size();
     const double now = ms_since_begin();
-    times_.push_back({data.bytes(), now, now});
-    if (data.numel() == 0) return;  // every rank starts it with 0 elements too: nothing to exchange
+    times_.push_back({data.bytes(), now, now});  // (a Tensor has at least one element: Shape says so)
     const int count = checked_count(static_cast<size_t>(data.numel()), who_, "all-reduce", data.bytes());
     MPI_Request request = MPI_REQUEST_NULL;
     check(MPI_Iallreduce(MPI_IN_PLACE, data.raw(), count, MPI_FLOAT, MPI_SUM, comm_.get(), &request),
@@ -172,7 +171,7 @@ class MpiCommunicator final : public Communicator {
   void broadcast(Context& ctx, const Tensor& data, int root) override {
     check_usable();
     check_root(root, rank_, size_, "broadcast");
-    if (ctx.is_cuda() || (data.numel() > 0 && data.device() != ctx.device())) {
+    if (ctx.is_cuda() || data.device() != ctx.device()) {
       throw ConfigError(cat(who_, "broadcast: the MPI communicator takes host data, not ", data.device().str()));
     }
     const int count = checked_count(data.bytes(), who_, "broadcast", data.bytes());
