@@ -17,8 +17,8 @@
 # it: the include directory, C++20, GLASSBOX_WITH_CUDA and
 # GLASSBOX_DETERMINISTIC as this build set them, Eigen and OpenMP (public), and
 # the static library's own dependencies (TurboJPEG, zlib, nlohmann-json; cudart,
-# cuBLAS, cuDNN, NCCL in a CUDA build), which GlassboxConfig.cmake finds again
-# in the program's configure (cmake/GlassboxConfig.cmake.in).
+# cuBLAS, cuDNN, NCCL in a CUDA build; MPI's C library in an MPI build), which
+# GlassboxConfig.cmake finds again in the program's configure (cmake/GlassboxConfig.cmake.in).
 include(CMakePackageConfigHelpers)
 
 set(GLASSBOX_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/Glassbox")

@@ -4,7 +4,11 @@
 //   - exit codes: 0 success, 2 usage (ConfigError: a bad flag, name or value),
 //     1 anything else (out of memory, a library error, a non-finite loss);
 //   - standard output is flushed and checked at the end: output that could not
-//     be written (a full disk, a closed pipe) is a failure, not exit 0.
+//     be written (a full disk, a closed pipe) is a failure, not exit 0;
+//   - in a job of several ranks (mpirun, optim/communicator.h), the line says
+//     which rank failed, "<program>: rank 1 of 2: <what>", and an exception
+//     ends the whole job with the same exit code (abort_job), so that no other
+//     rank waits for this one until its timeout.
 #pragma once
 
 #include <cerrno>
@@ -13,7 +17,9 @@
 #include <exception>
 #include <iostream>
 #include <new>
+#include <string>
 
+#include "optim/communicator.h"
 #include "tensor/error.h"
 
 namespace glassbox {
@@ -30,21 +36,48 @@ inline bool flush_standard_output() {
   return c_ok && !std::cout.fail();
 }
 
+// "rank R of N: " in a job of several ranks, else "". Never throws: a
+// malformed launcher environment (job_placement's ConfigError) is reported
+// where it is read, not while reporting another error.
+inline std::string rank_prefix() {
+  try {
+    const JobPlacement placement = job_placement();
+    return placement.size > 1 ? cat("rank ", placement.rank, " of ", placement.size, ": ") : std::string();
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+// One error line; `what` is prefixed with this rank unless it names it
+// already (CommunicationError's messages start with "rank R of N: ").
+inline void print_error(const char* program, const char* what) {
+  const std::string rank = rank_prefix();
+  const bool named = !rank.empty() && std::string_view(what).starts_with(rank);
+  std::fprintf(stderr, "%s: %s%s\n", program, named ? "" : rank.c_str(), what);
+}
+
 // Runs body() (which returns an exit code) under the rules above.
 template <typename Body>
 int run_program(const char* program, const Body& body) {
   int code = kExitFailure;
+  bool threw = true;
   try {
     code = body();
+    threw = false;
   } catch (const ConfigError& e) {
-    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    print_error(program, e.what());
     code = kExitUsage;
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "%s: out of host memory (std::bad_alloc)\n", program);
+    print_error(program, "out of host memory (std::bad_alloc)");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    print_error(program, e.what());
   } catch (...) {
-    std::fprintf(stderr, "%s: an unknown exception ended the program\n", program);
+    print_error(program, "an unknown exception ended the program");
+  }
+  // The other ranks may be waiting in a collective for this one: end them too.
+  if (threw && !rank_prefix().empty()) {
+    flush_standard_output();
+    abort_job(code);
   }
   if (!flush_standard_output()) {
     // errno is the reason when the final flush failed; an earlier failed

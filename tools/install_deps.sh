@@ -12,6 +12,11 @@ packages=(cmake make g++ git python3 libeigen3-dev libgtest-dev libbenchmark-dev
 # safetensors header), and Fashion-MNIST itself (its four IDX .gz files under
 # /usr/share/datasets/fashion-mnist), for `glassbox train LeNet --data fashion-mnist`.
 packages+=(libturbojpeg0-dev zlib1g-dev nlohmann-json3-dev dataset-fashion-mnist)
+# Data-parallel jobs (optim/communicator.h, docs/data_parallel.md): Open MPI's
+# headers and library (the CPU communicator, and the exchange of NCCL's unique
+# id between GPU ranks) and mpirun (openmpi-bin), which launches the ranks and
+# runs the multi-rank tests. Without them the build has no MPI (GLASSBOX_MPI=AUTO).
+packages+=(libopenmpi-dev openmpi-bin)
 # The sanitizer and fuzzing build (make test-sanitize, make test-fuzz;
 # docs/sanitizers_and_fuzzing.md): clang 14, its ASan/UBSan/LSan and libFuzzer
 # runtimes (libclang-rt-14-dev: clang-14 does not depend on it, and installs

@@ -1,0 +1,147 @@
+// bench/bench_allreduce.cpp: the all-reduce of data-parallel training
+// (optim/communicator.h), timed per size, with Google Benchmark.
+//
+//   mpirun -np 2 build/bench_allreduce --device=cpu
+//   mpirun -np 8 build/bench_allreduce --device=cuda      # one rank per GPU
+//   build/bench_allreduce                                  # a job of one
+//
+// Names are allreduce/<backend>/ranks:<N>/bytes:<B>. Each timed iteration is
+// begin_step, start_average of the whole buffer, wait_all: on the host clock,
+// since wait_all returns only once the mean is in place (on CUDA it polls the
+// done event). Counters, nccl-tests' definitions: algbw = bytes / time, busbw
+// = algbw * 2(n-1)/n (what each rank's link carries in a ring all-reduce; 0
+// for a job of one, where nothing moves), both in GB/s (10^9 bytes), and ranks.
+// Sizes: 4 KiB to 1 GiB in powers of 4; on the CPU up to 256 MiB unless
+// --max-bytes says otherwise (docs/data_parallel.md, section bench_allreduce).
+// Only rank 0 prints; every rank runs the same benchmarks the same number of
+// times (Note [Fixed iterations across ranks]).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "optim/communicator.h"
+#include "tensor/copy.h"
+#include "tensor/parse.h"
+#include "tensor/runtime_info.h"
+#include "tools/entry_point.h"
+
+namespace glassbox::bench {
+namespace {
+
+constexpr int64_t kMinBytes = int64_t{4} << 10;
+constexpr int64_t kMaxBytes = int64_t{1} << 30;
+constexpr int64_t kCpuMaxBytes = int64_t{256} << 20;  // 1 GiB: seconds per reduction on a small CPU
+constexpr int kWarmup = 2;
+
+// Note [Fixed iterations across ranks]: Google Benchmark picks an iteration
+// count by timing a trial run; ranks time differently, would pick different
+// counts, and one rank would then wait in an all-reduce that the others never
+// start. So the count is fixed from the size alone: about 256 MiB reduced per
+// benchmark, at least 5 and at most 1000 iterations, and the same on every rank.
+int64_t iterations_for(int64_t bytes) { return std::clamp<int64_t>((int64_t{256} << 20) / bytes, 5, 1000); }
+
+bool g_failed = false;
+
+void run_allreduce(benchmark::State& state, Communicator& comm, Context& ctx, int64_t bytes) {
+  try {
+    Tensor data = ctx.allocate(Shape{bytes / 4}, DType::kFloat32, MemoryCategory::kGradients);
+    fill_zero(ctx, data);  // the mean of zeros stays zero, iteration after iteration
+    auto reduce = [&] {
+      comm.begin_step(ctx);
+      comm.start_average(ctx, data);
+      comm.wait_all(ctx);
+    };
+    for (int i = 0; i < kWarmup; ++i) reduce();
+    double seconds = 0.0;
+    for (auto _ : state) {
+      const auto start = std::chrono::steady_clock::now();
+      reduce();
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      state.SetIterationTime(elapsed);
+      seconds += elapsed;
+    }
+    const double mean = seconds / static_cast<double>(state.iterations());
+    const double n = comm.size();
+    const double algbw = static_cast<double>(bytes) / mean / 1e9;
+    state.counters["algbw_GB/s"] = algbw;
+    state.counters["busbw_GB/s"] = algbw * 2.0 * (n - 1.0) / n;
+    state.counters["ranks"] = n;
+  } catch (const std::exception& e) {
+    // A failed collective leaves the other ranks waiting: end the job (the
+    // entry point would, but Google Benchmark would go on to the next size).
+    std::fprintf(stderr, "bench_allreduce: %s\n", e.what());
+    g_failed = true;
+    if (comm.size() > 1) abort_job(kExitFailure);
+    state.SkipWithError(e.what());
+  }
+}
+
+// Ranks other than 0 run every benchmark and report nothing.
+class SilentReporter : public benchmark::BenchmarkReporter {
+ public:
+  bool ReportContext(const Context&) override { return true; }
+  void ReportRuns(const std::vector<Run>&) override {}
+};
+
+int run(int argc, char** argv) {
+  std::string device_flag;
+  int64_t max_bytes = 0;
+  std::vector<std::string> words = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.starts_with("--device=")) {
+      device_flag = arg.substr(9);
+    } else if (arg.starts_with("--max-bytes=")) {
+      max_bytes = parse_int("--max-bytes", arg.substr(12), kMinBytes, kMaxBytes);
+    } else {
+      words.push_back(arg);
+    }
+  }
+  const DeviceChoice choice = choose_device(device_flag, "--device");
+  Context ctx = Context::on(choice.device);
+  std::unique_ptr<Communicator> comm = make_communicator(ctx);
+  const bool printing = comm->rank() == 0;
+  if (!printing) {  // only rank 0 writes --benchmark_out
+    std::erase_if(words, [](const std::string& w) { return w.starts_with("--benchmark_out"); });
+  }
+  std::vector<char*> pointers;
+  for (std::string& word : words) pointers.push_back(word.data());
+  int count = static_cast<int>(pointers.size());
+  benchmark::Initialize(&count, pointers.data());
+  if (benchmark::ReportUnrecognizedArguments(count, pointers.data())) return kExitUsage;
+  if (printing && !choice.note.empty()) std::fprintf(stderr, "bench_allreduce: %s\n", choice.note.c_str());
+
+  const RuntimeInfo info = runtime_info(ctx);
+  for (const auto& [key, value] : info.fields()) benchmark::AddCustomContext(key, value);
+  benchmark::AddCustomContext("communicator", cat(comm->backend(), ", ", comm->size(), " ranks"));
+  benchmark::AddCustomContext("protocol", "2 warm-up all-reduces per size, then a fixed count (256 MiB / size, "
+                                          "5 to 1000) timed on the host clock, each begin_step + start_average + "
+                                          "wait_all; algbw = bytes/time, busbw = algbw*2(n-1)/n, GB/s = 1e9 B/s");
+  if (max_bytes == 0) max_bytes = ctx.is_cuda() ? kMaxBytes : kCpuMaxBytes;
+  for (int64_t bytes = kMinBytes; bytes <= max_bytes; bytes *= 4) {
+    const std::string name = cat("allreduce/", comm->backend(), "/ranks:", comm->size(), "/bytes:", bytes);
+    benchmark::RegisterBenchmark(name.c_str(), [&comm, &ctx, bytes](benchmark::State& state) {
+      run_allreduce(state, *comm, ctx, bytes);
+    })->UseManualTime()->Iterations(iterations_for(bytes))->Unit(benchmark::kMicrosecond);
+  }
+  SilentReporter silent;
+  if (printing) {
+    benchmark::RunSpecifiedBenchmarks();
+  } else {
+    benchmark::RunSpecifiedBenchmarks(&silent);
+  }
+  benchmark::Shutdown();
+  return g_failed ? kExitFailure : 0;
+}
+
+}  // namespace
+}  // namespace glassbox::bench
+
+int main(int argc, char** argv) {
+  return glassbox::run_program("bench_allreduce", [&] { return glassbox::bench::run(argc, argv); });
+}

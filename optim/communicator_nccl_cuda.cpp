@@ -1,0 +1,243 @@
+// optim/communicator_nccl_cuda.cpp: the CUDA communicator on NCCL (built only
+// with CUDA). One rank per GPU; the rank's Context is on cuda:(local_rank %
+// device count).
+//
+//   start_average: ready event on ctx's stream -> the communication stream
+//                  waits on it -> ncclAllReduce(in place, ncclFloat, ncclAvg)
+//                  -> done event on the communication stream.
+//   wait_all:      ctx's stream waits on the last done event; the host polls
+//                  that event and ncclCommGetAsyncError until the deadline,
+//                  and on an error or past it aborts the NCCL communicator
+//                  (ncclCommAbort) and throws CommunicationError.
+//   last_times:    cudaEventElapsedTime from the begin_step event.
+// The unique id comes from rank 0: made locally for a job of one, broadcast
+// over MPI (optim/communicator_mpi.cpp, broadcast_bytes) for more; this file
+// includes no MPI header. Unverified: written and compiled on a machine
+// without a GPU (docs/data_parallel.md).
+#include <nccl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <span>
+#include <thread>
+
+#include "optim/communicator_backends.h"
+#include "tensor/checks_cuda.h"
+#include "tensor/context_cuda.h"
+
+#define NCCL_CHECK(expr) GLASSBOX_CHECK_STATUS(expr, ncclSuccess, ncclGetErrorString, "NCCL")
+
+namespace glassbox::communicator_backends {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+CudaEvent make_event() {
+  cudaEvent_t event = nullptr;
+  CUDA_CHECK(cudaEventCreate(&event));  // with timing: last_times reads them
+  return CudaEvent(event);
+}
+
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(Context& ctx, const JobPlacement& placement, const CommunicatorOptions& options)
+      : rank_(placement.rank),
+        size_(placement.size),
+        who_(cat("rank ", placement.rank, " of ", placement.size, ": ")),
+        timeout_(options.timeout_seconds),
+        device_(ctx.device().index) {
+    int devices = 0;
+    CUDA_CHECK(cudaGetDeviceCount(&devices));
+    if (devices > 0 && device_ != placement.local_rank % devices) {
+      throw ConfigError(cat(who_, "local rank ", placement.local_rank, " of ", devices,
+                            " visible GPUs should run on cuda:", placement.local_rank % devices,
+                            ", but its context is on cuda:", device_));
+    }
+    ncclUniqueId id;
+    std::memset(&id, 0, sizeof id);
+    if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+    if (size_ > 1) {
+      if (!kBuiltWithMpi) throw_built_without_mpi(size_);
+      broadcast_bytes(0, std::as_writable_bytes(std::span(&id, 1)));
+    }
+    CUDA_CHECK(cudaSetDevice(device_));
+    // Blocks until every rank has joined: no deadline here (NCCL's blocking
+    // init); the broadcast above has already met every rank.
+    NCCL_CHECK(ncclCommInitRank(&comm_, size_, id, rank_));
+    cudaStream_t stream = nullptr;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    stream_ = CudaStream(stream);
+    begin_ = make_event();
+  }
+  NcclCommunicator(const NcclCommunicator&) = delete;
+  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+  ~NcclCommunicator() override {
+    if (comm_ != nullptr && !aborted_) (void)ncclCommDestroy(comm_);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string_view backend() const override { return "nccl"; }
+
+  void begin_step(Context& ctx) override {
+    check_usable(ctx);
+    CUDA_CHECK(cudaEventRecord(begin_.get(), stream_of(ctx)));
+    bytes_.clear();
+  }
+
+  void start_average(Context& ctx, const Tensor& data) override {
+    check_usable(ctx);
+    check_reducible(ctx, data, cat(who_, "all-reduce"));
+    const size_t index = bytes_.size();
+    while (ready_.size() <= index) {
+      ready_.push_back(make_event());
+      done_.push_back(make_event());
+    }
+    CUDA_CHECK(cudaEventRecord(ready_[index].get(), stream_of(ctx)));
+    CUDA_CHECK(cudaStreamWaitEvent(stream_.get(), ready_[index].get(), 0));
+    NCCL_CHECK(ncclAllReduce(data.raw(), data.raw(), static_cast<size_t>(data.numel()), ncclFloat, ncclAvg, comm_,
+                             stream_.get()));
+    CUDA_CHECK(cudaEventRecord(done_[index].get(), stream_.get()));
+    bytes_.push_back(data.bytes());
+  }
+
+  void progress() override {}  // NCCL runs on the GPU; nothing for the host to drive
+
+  void wait_all(Context& ctx) override {
+    check_usable(ctx);
+    if (bytes_.empty()) return;
+    const size_t last = bytes_.size() - 1;
+    CUDA_CHECK(cudaStreamWaitEvent(stream_of(ctx), done_[last].get(), 0));
+    wait_for(done_[last].get(), cat("all-reduce of ", format_bytes(static_cast<int64_t>(bytes_[last])),
+                                    " (reduction ", last, " of this step)"));
+  }
+
+  std::vector<ReductionTime> last_times() override {
+    std::vector<ReductionTime> times;
+    for (size_t i = 0; i < bytes_.size(); ++i) {
+      CUDA_CHECK(cudaEventSynchronize(done_[i].get()));
+      float ready = 0.0f, done = 0.0f;
+      CUDA_CHECK(cudaEventElapsedTime(&ready, begin_.get(), ready_[i].get()));
+      CUDA_CHECK(cudaEventElapsedTime(&done, begin_.get(), done_[i].get()));
+      times.push_back({bytes_[i], ready, done});
+    }
+    return times;
+  }
+
+  void broadcast(Context& ctx, const Tensor& data, int root) override {
+    check_usable(ctx);
+    check_root(root, rank_, size_, "broadcast");
+    if (data.device() != ctx.device()) {
+      throw ConfigError(cat(who_, "broadcast: the data is on ", data.device().str(), ", the context on ",
+                            ctx.device().str()));
+    }
+    CudaEvent ready = make_event(), done = make_event();
+    CUDA_CHECK(cudaEventRecord(ready.get(), stream_of(ctx)));
+    CUDA_CHECK(cudaStreamWaitEvent(stream_.get(), ready.get(), 0));
+    NCCL_CHECK(ncclBroadcast(data.raw(), data.raw(), data.bytes(), ncclUint8, root, comm_, stream_.get()));
+    CUDA_CHECK(cudaEventRecord(done.get(), stream_.get()));
+    CUDA_CHECK(cudaStreamWaitEvent(stream_of(ctx), done.get(), 0));
+    wait_for(done.get(), cat("broadcast of ", format_bytes(static_cast<int64_t>(data.bytes())), " from rank ", root));
+  }
+
+  // Through the GPU: every rank's length, then every string padded to the longest.
+  std::vector<std::string> all_gather(std::string_view mine) override {
+    const std::vector<int64_t> lengths = gather_bytes<int64_t>({static_cast<int64_t>(mine.size())}, "lengths");
+    size_t longest = 0;
+    for (int64_t length : lengths) longest = std::max(longest, static_cast<size_t>(length));
+    std::vector<char> padded(std::max<size_t>(longest, 1), '\0');
+    std::memcpy(padded.data(), mine.data(), mine.size());
+    const std::vector<char> all = gather_bytes<char>(padded, "strings");
+    std::vector<std::string> result;
+    for (size_t r = 0; r < lengths.size(); ++r) {
+      result.emplace_back(all.data() + r * padded.size(), static_cast<size_t>(lengths[r]));
+    }
+    return result;
+  }
+
+ private:
+  void check_usable(const Context& ctx) const {
+    if (aborted_) {
+      throw CommunicationError(cat(who_, "the NCCL communicator was aborted after an error or a timeout; "
+                                         "the job cannot go on"));
+    }
+    if (!ctx.is_cuda() || ctx.device().index != device_) {
+      throw ConfigError(cat(who_, "the NCCL communicator of cuda:", device_, " was given a context on ",
+                            ctx.device().str()));
+    }
+  }
+
+  // Polls `event` and NCCL's asynchronous error until the deadline.
+  void wait_for(cudaEvent_t event, const std::string& what) {
+    const Clock::time_point start = Clock::now();
+    for (;;) {
+      const cudaError_t state = cudaEventQuery(event);
+      if (state == cudaSuccess) return;
+      if (state != cudaErrorNotReady) CUDA_CHECK(state);
+      ncclResult_t async = ncclSuccess;
+      NCCL_CHECK(ncclCommGetAsyncError(comm_, &async));
+      if (async != ncclSuccess && async != ncclInProgress) {
+        abort();
+        throw CommunicationError(cat(who_, what, " failed: ", ncclGetErrorString(async), " (NCCL)"));
+      }
+      if (Clock::now() - start > std::chrono::duration<double>(timeout_)) {
+        abort();
+        throw CommunicationError(cat(who_, what, " did not finish within ", timeout_,
+                                     " s; another rank may have exited or hung"));
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+
+  void abort() {
+    if (!aborted_) (void)ncclCommAbort(comm_);
+    aborted_ = true;
+  }
+
+  // Every rank's `mine` (the same length on every rank), in rank order.
+  template <typename T>
+  std::vector<T> gather_bytes(const std::vector<T>& mine, std::string_view what) {
+    const size_t bytes = mine.size() * sizeof(T);
+    void* device = nullptr;
+    CUDA_CHECK(cudaSetDevice(device_));
+    CUDA_CHECK(cudaMalloc(&device, bytes * static_cast<size_t>(size_)));
+    std::vector<T> all(mine.size() * static_cast<size_t>(size_));
+    try {
+      CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(device) + bytes * static_cast<size_t>(rank_), mine.data(), bytes,
+                                 cudaMemcpyHostToDevice, stream_.get()));
+      NCCL_CHECK(ncclAllGather(static_cast<char*>(device) + bytes * static_cast<size_t>(rank_), device, bytes,
+                               ncclUint8, comm_, stream_.get()));
+      CudaEvent done = make_event();
+      CUDA_CHECK(cudaEventRecord(done.get(), stream_.get()));
+      wait_for(done.get(), cat("all-gather of the ", what));
+      CUDA_CHECK(cudaMemcpy(all.data(), device, bytes * static_cast<size_t>(size_), cudaMemcpyDeviceToHost));
+    } catch (...) {
+      (void)cudaFree(device);
+      throw;
+    }
+    CUDA_CHECK(cudaFree(device));
+    return all;
+  }
+
+  int rank_;
+  int size_;
+  std::string who_;
+  double timeout_;
+  int device_;
+  ncclComm_t comm_ = nullptr;
+  bool aborted_ = false;
+  CudaStream stream_;                        // the communication stream
+  CudaEvent begin_;                          // begin_step, on ctx's stream
+  std::vector<CudaEvent> ready_, done_;      // per reduction of a step, reused across steps
+  std::vector<size_t> bytes_;                // this step's reductions, in start order
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_nccl(Context& ctx, const JobPlacement& placement,
+                                        const CommunicatorOptions& options) {
+  return std::make_unique<NcclCommunicator>(ctx, placement, options);
+}
+
+}  // namespace glassbox::communicator_backends
