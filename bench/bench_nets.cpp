@@ -22,6 +22,11 @@
 // (<Net>/train_step/batch:<N>/real_data): each timed step then includes the
 // host's wait for the next batch and queuing its copy, reported apart as
 // data_wait_ms, beside compute_ms and data_share.
+//
+// Under mpirun (one process per GPU, or per CPU share: docs/data_parallel.md)
+// each network's train_step is also timed data-parallel,
+// <Net>/train_step/batch:<N>/ranks:<R>, beside the same step of each rank
+// alone; rank 0 reports (bench/support/data_parallel_counters.h).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -33,9 +38,11 @@
 #include <unistd.h>
 
 #include "bench/support/bench_flags.h"
+#include "bench/support/data_parallel_counters.h"
 #include "bench/support/net_session.h"
 #include "bench/support/plain_names.h"
 #include "bench/support/sgemm_reference.h"
+#include "optim/data_parallel_job.h"
 #include "tensor/atomic_file.h"
 #include "tensor/event_timer.h"
 #include "tensor/runtime_info.h"
@@ -62,6 +69,9 @@ struct Settings {
   Precision precision = Precision::kFp32;
   AlgoSearch algo_search = AlgoSearch::kHeuristic;
   bool deterministic = kDeterministicByDefault;
+  Communicator* communicator = nullptr;  // a job of several ranks (mpirun); null for one process
+  GradientSyncOptions sync;
+  int steps = 0;  // timed steps of every benchmark; 0: Google Benchmark decides
 };
 
 bool g_any_benchmark_failed = false;
@@ -81,7 +91,7 @@ void add_memory_counters(benchmark::State& state, const MemoryStats& memory) {
 }
 
 void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, const SessionKey& key,
-                 const Settings& settings) {
+                 const Settings& settings, bool data_parallel = false) {
   try {
     CompileOptions options;
     options.precision = key.precision;
@@ -89,14 +99,16 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
     options.layers.deterministic = settings.deterministic;
     NetSession& session = cached_session(net, key, options);
     session.begin(mode);
+    session.set_data_parallel(data_parallel ? settings.communicator : nullptr, settings.sync);
+    DataParallelCounters split;
     const bool real_data = !key.data.empty();
-    if (!session.warmed_up(mode)) {
+    if (!session.warmed_up(mode) || data_parallel) {  // the first all-reduces set up connections: warm them too
       for (int i = 0; i < kWarmupSteps; ++i) {
         if (real_data) session.next_real_batch(settings.workers);
         session.step(mode);
         session.checked_loss(mode);  // a step whose loss is not finite ends the benchmark, named
       }
-      session.mark_warmed_up(mode);
+      if (!data_parallel) session.mark_warmed_up(mode);
     }
     // The peak over the timed steps: compile, algorithm search and warm-up
     // are behind us (what the PyTorch peer's max_memory_allocated measures).
@@ -119,22 +131,34 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
       last_loss = session.checked_loss(mode);
       if (first) first_loss = last_loss;
       first = false;
+      if (data_parallel) split.add(session.sync()->last_times());
     }
     const double mean = seconds / static_cast<double>(state.iterations());
     const double flops = flop_multiplier(mode) * 2.0 * static_cast<double>(session.graph().macs());
     state.counters["images/s"] = key.batch / mean;
+    if (data_parallel) {
+      split.report(state, *session.sync(), key.net, key.batch, mean);
+      session.set_data_parallel(nullptr, settings.sync);
+    } else if (mode == StepMode::kTrainStep && settings.communicator != nullptr && !real_data) {
+      remember_rank_alone(key.net, key.batch, mean);  // the baseline of the data-parallel run
+    }
     if (real_data) {  // the seed studies' real-against-synthetic comparison
       const double steps = static_cast<double>(state.iterations());
       state.counters["data_wait_ms"] = data_seconds / steps * 1e3;
       state.counters["compute_ms"] = (seconds - data_seconds) / steps * 1e3;
       state.counters["data_share"] = data_seconds / seconds;
     }
-    state.counters["TFLOP/s"] = flops / mean / 1e12;
+    // Data-parallel: every rank computed its step in that time.
+    const double ranks = data_parallel ? settings.communicator->size() : 1;
+    state.counters["TFLOP/s"] = ranks * flops / mean / 1e12;
     // So that two runs can be checked to have computed the same thing.
     state.counters["first_loss"] = first_loss;
     state.counters["last_loss"] = last_loss;
     add_memory_counters(state, session.ctx().memory());
   } catch (const std::exception& e) {
+    // In a job of several ranks, the others would wait for this one at the
+    // next all-reduce: the whole job ends, with this error (tools/entry_point.h).
+    if (settings.communicator != nullptr) throw;
     g_any_benchmark_failed = true;
     state.SkipWithError(e.what());
   }
@@ -158,15 +182,26 @@ void register_benchmarks(const Settings& s) {
     for (StepMode mode : {StepMode::kForward, StepMode::kForwardBackward, StepMode::kTrainStep, StepMode::kInference}) {
       const SessionKey key{net.name, batch, s.device, s.precision, plan_for(mode)};
       const std::string name = cat(net.name, "/", name_of(mode), "/batch:", batch, suffix);
-      benchmark::RegisterBenchmark(name.c_str(), [net, mode, key, s](benchmark::State& state) {
+      auto* plain = benchmark::RegisterBenchmark(name.c_str(), [net, mode, key, s](benchmark::State& state) {
         run_network(state, net, mode, key, s);
-      })->UseManualTime()->Unit(benchmark::kMillisecond);
+      });
+      plain->UseManualTime()->Unit(benchmark::kMillisecond);
+      if (s.steps > 0) plain->Iterations(s.steps);
+      if (mode == StepMode::kTrainStep && s.communicator != nullptr) {  // beside each rank alone
+        const std::string ranks = cat(name, "/ranks:", s.communicator->size());
+        benchmark::RegisterBenchmark(ranks.c_str(), [net, mode, key, s](benchmark::State& state) {
+          run_network(state, net, mode, key, s, /*data_parallel=*/true);
+        })->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(s.steps);
+      }
       if (mode == StepMode::kTrainStep && !s.data.empty()) {  // beside the synthetic run of the same step
         SessionKey real = key;
         real.data = s.data;
-        benchmark::RegisterBenchmark(cat(name, "/real_data").c_str(), [net, mode, real, s](benchmark::State& state) {
-          run_network(state, net, mode, real, s);
-        })->UseManualTime()->Unit(benchmark::kMillisecond);
+        auto* real_run =
+            benchmark::RegisterBenchmark(cat(name, "/real_data").c_str(), [net, mode, real, s](benchmark::State& state) {
+              run_network(state, net, mode, real, s);
+            });
+        real_run->UseManualTime()->Unit(benchmark::kMillisecond);
+        if (s.steps > 0) real_run->Iterations(s.steps);
       }
     }
   }
@@ -202,6 +237,7 @@ void print_help() {
   std::printf(
       "bench_nets [--device=cpu|cuda|cuda:N] [--batch=N] [--net=NAME] [--precision=fp32|tf32] [--cudnn-search]\n"
       "           [--deterministic] [--data=SPEC [--workers=N]]\n"
+      "           [under mpirun: --bucket-mb=X --no-overlap --comm-timeout=S --steps=N]\n"
       "           [Google Benchmark flags: --benchmark_filter=REGEX --benchmark_out=FILE ...]\n"
       "--data=folder:PATH (or fashion-mnist, ...): also time each train_step on that real data, named\n"
       "<Net>/train_step/batch:<N>/real_data, with counters data_wait_ms, compute_ms and data_share.\n"
@@ -209,6 +245,8 @@ void print_help() {
       "always does, so there it changes nothing but the names, which end in /deterministic.\n"
       "Networks: %s; --net=MLP:<features>,<hidden>,...,<classes> for any MLP.\n"
       "Modes: forward, forward_backward, train_step, inference.\n"
+      "Under mpirun -np R, train_step is also timed data-parallel (<Net>/train_step/batch:<N>/ranks:<R>), each\n"
+      "benchmark runs --steps=N timed steps (default 20) on every rank, and rank 0 reports.\n"
       "Default device: the GPU when one works, else the CPU (with smaller batches).\n\n",
       kDeterministicByDefault ? "on: built with GLASSBOX_DETERMINISTIC" : "off by default", net_names().c_str());
 }
@@ -239,22 +277,38 @@ int run(int argc, char** argv) {
   Settings settings{.batch = flags.batch, .net = flags.net, .data = flags.data, .workers = flags.workers,
                     .precision = flags.precision,
                     .algo_search = flags.algo_search, .deterministic = flags.deterministic};
+  const JobPlacement placement = job_placement();
+  const bool speaks = placement.rank == 0;  // in a job of several ranks, rank 0 reports
   const DeviceChoice choice = choose_device(flags.device, "--device");
-  settings.device = choice.device;
-  if (!choice.note.empty()) std::fprintf(stderr, "bench_nets: %s with CPU batch sizes\n", choice.note.c_str());
-  if (flags.algo_search == AlgoSearch::kMeasured && !settings.device.is_cuda()) {
+  settings.device = device_for_rank(choice.device, flags.device, placement, cuda_availability().device_count);
+  const int threads = share_cpu_cores(settings.device, placement);
+  if (!choice.note.empty() && speaks) {
+    std::fprintf(stderr, "bench_nets: %s with CPU batch sizes\n", choice.note.c_str());
+  }
+  if (flags.algo_search == AlgoSearch::kMeasured && !settings.device.is_cuda() && speaks) {
     std::fprintf(stderr, "bench_nets: --cudnn-search chooses cuDNN algorithms; it has no effect on the CPU\n");
   }
-  if (flags.deterministic && !kDeterministicByDefault && !settings.device.is_cuda()) {
+  if (flags.deterministic && !kDeterministicByDefault && !settings.device.is_cuda() && speaks) {
     std::fprintf(stderr, "bench_nets: --deterministic restricts cuDNN algorithms; the CPU path is deterministic "
                          "already\n");
   }
 
   Context ctx = Context::on(settings.device);
   ctx.set_precision(settings.precision);
+  const std::unique_ptr<Communicator> communicator = make_communicator(ctx, {.timeout_seconds = flags.comm_timeout});
+  if (communicator->size() > 1) {
+    settings.communicator = communicator.get();
+    settings.sync = {.bucket_bytes = static_cast<size_t>(flags.bucket_mb * (1 << 20)), .overlap = flags.overlap};
+    settings.steps = flags.steps > 0 ? flags.steps : kDataParallelSteps;
+    add_job_context(*communicator, settings.sync, settings.steps, threads);
+  } else {
+    settings.steps = flags.steps;
+  }
   const RuntimeInfo info = runtime_info(ctx);
-  std::fprintf(stderr, "bench_nets: device %s (%s), %s\n", info.device.c_str(), info.device_name.c_str(),
-               info.precision.c_str());
+  if (speaks) {
+    std::fprintf(stderr, "bench_nets: device %s (%s), %s\n", info.device.c_str(), info.device_name.c_str(),
+                 info.precision.c_str());
+  }
   for (const auto& [key, value] : info.fields()) benchmark::AddCustomContext(key, value);
   benchmark::AddCustomContext("deterministic", settings.deterministic ? "yes" : "no");
   benchmark::AddCustomContext("protocol", "10 warm-up steps per mode, then each step timed (CUDA events on "
@@ -264,9 +318,11 @@ int run(int argc, char** argv) {
   register_benchmarks(settings);
 
   std::ostringstream file_contents;
-  const auto display = make_plain_name_reporter(flags.display_format, isatty(fileno(stdout)) != 0);
-  const auto file = flags.out_path.empty() ? nullptr
-                                           : make_plain_name_reporter(flags.file_format, false, &file_contents);
+  const auto display = speaks ? make_plain_name_reporter(flags.display_format, isatty(fileno(stdout)) != 0)
+                              : make_silent_reporter();
+  const auto file = flags.out_path.empty() || !speaks
+                        ? nullptr
+                        : make_plain_name_reporter(flags.file_format, false, &file_contents);
   const size_t ran = benchmark::RunSpecifiedBenchmarks(display.get(), file.get());
   release_cached_session();
   benchmark::Shutdown();
@@ -274,6 +330,7 @@ int run(int argc, char** argv) {
     throw ConfigError(cat("no benchmark matches --benchmark_filter='", benchmark::GetBenchmarkFilter(),
                           "'; networks: ", net_names(), "; modes: forward, forward_backward, train_step, inference"));
   }
+  if (!speaks) return g_any_benchmark_failed ? kExitFailure : 0;
   if (!flags.out_path.empty() && file_contents.str().empty()) {  // --benchmark_list_tests: nothing was run
     std::fprintf(stderr, "bench_nets: no results, so %s was not written\n", flags.out_path.c_str());
   } else if (!flags.out_path.empty()) {

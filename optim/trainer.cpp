@@ -2,9 +2,13 @@
 #include "optim/trainer.h"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
 #include <vector>
 
 #include "graph/finite_check.h"
+#include "optim/replica_check.h"
 #include "optim/train_step.h"
 #include "tensor/copy.h"
 
@@ -38,6 +42,24 @@ void check_data_fits(const NetSpec& net, const Graph& graph, const DataSplits& d
   }
 }
 
+// Exact text for a double ("%a"), so that summing over ranks loses nothing.
+std::string hex_float(double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%a", value);
+  return text;
+}
+
+// "samples correct loss_sum", as summed_over_ranks sends it.
+Evaluation parse_scores(const std::string& text) {
+  Evaluation scores;
+  std::istringstream in(text);
+  std::string loss;
+  in >> scores.samples >> scores.correct >> loss;
+  if (!in) throw CommunicationError(cat("a rank's training scores arrived garbled: '", text, "'"));
+  scores.loss_sum = std::strtod(loss.c_str(), nullptr);
+  return scores;
+}
+
 }  // namespace
 
 Trainer::Trainer(Context& ctx, const NetSpec& net, Graph& graph, DataSplits data, TrainerOptions options)
@@ -50,11 +72,14 @@ Trainer::Trainer(Context& ctx, const NetSpec& net, Graph& graph, DataSplits data
   if (data_.train == nullptr) throw ConfigError(cat("Trainer: '", data_.spec, "' has no training set"));
   check_data_fits(net_, graph_, data_);
   const int batch = graph_.batch();
+  const int rank = data_parallel() ? options_.communicator->rank() : 0;
+  const int ranks = data_parallel() ? options_.communicator->size() : 1;
   train_loader_ = std::make_unique<Loader>(ctx_, data_.train,
                                            LoaderOptions{.batch = batch, .workers = options_.workers,
                                                          .seed = options_.seed, .shuffle = true,
                                                          .mode = SampleMode::kTraining, .drop_last = true,
-                                                         .warn = options_.warn});
+                                                         .shard = rank, .shards = ranks, .warn = options_.warn});
+  if (data_parallel()) sync_ = std::make_unique<GradientSync>(ctx_, graph_, *options_.communicator, options_.sync);
   if (options_.evaluate && data_.test != nullptr) {
     test_loader_ = std::make_unique<Loader>(ctx_, data_.test,
                                             LoaderOptions{.batch = batch, .workers = options_.workers,
@@ -91,11 +116,17 @@ const TrainingState& Trainer::resume(const std::string& dir) {
 }
 
 void Trainer::run(const TrainerHooks& hooks) {
+  if (data_parallel()) {  // after any resume: every rank must hold the same replica
+    check_replicas(ctx_, graph_, *options_.communicator,
+                   {.network = options_.network.empty() ? net_.name : options_.network, .batch = graph_.batch(),
+                    .seed = options_.seed});
+  }
   for (int epoch = state_.epoch + 1; epoch <= options_.epochs; ++epoch) {
     EpochReport report = train_epoch(epoch, hooks);
     if (test_loader_) report.test = evaluate(ctx_, graph_, *test_loader_);
     state_.epoch = epoch;
-    if (!options_.checkpoint_dir.empty()) {
+    const bool writes = !data_parallel() || options_.communicator->rank() == 0;  // the replicas are the same
+    if (!options_.checkpoint_dir.empty() && writes) {
       save_checkpoint(options_.checkpoint_dir, ctx_, graph_, net_, sgd_, state_);
       report.checkpoint = checkpoint_model_path(options_.checkpoint_dir, epoch);
     }
@@ -122,7 +153,7 @@ EpochReport Trainer::train_epoch(int epoch, const TrainerHooks& hooks) {
     report.lr = options_.schedule.at(options_.sgd.lr, state_.step, total_steps, steps_per_epoch_);
     sgd_.set_lr(report.lr);
     const auto step_start = Clock::now();
-    train_step(ctx_, graph_, sgd_);
+    train_step(ctx_, graph_, sgd_, sync_.get());
     ++state_.step;
     // With check_numerics, every value of the step first: it names where the
     // trouble starts, before the loss says only that there is some.
@@ -148,6 +179,7 @@ EpochReport Trainer::train_epoch(int epoch, const TrainerHooks& hooks) {
     }
   }
   const LoaderStats stats = train_loader_->stats();
+  if (data_parallel()) seen = summed_over_ranks(seen);
   report.seconds = seconds_since(start);
   report.global_step = state_.step;
   report.train_loss = seen.loss();
@@ -157,6 +189,23 @@ EpochReport Trainer::train_epoch(int epoch, const TrainerHooks& hooks) {
   report.images_per_second = static_cast<double>(seen.samples) / report.seconds;
   report.skipped = stats.skipped;
   return report;
+}
+
+// The ranks' training scores added up, through the communicator's host-side
+// gather: three numbers per rank, once an epoch.
+Evaluation Trainer::summed_over_ranks(const Evaluation& mine) const {
+  const std::vector<std::string> all =
+      options_.communicator->all_gather(cat(mine.samples, " ", mine.correct, " ", hex_float(mine.loss_sum)));
+  Evaluation sum = mine;
+  sum.samples = sum.correct = 0;
+  sum.loss_sum = 0.0;
+  for (const std::string& text : all) {
+    const Evaluation rank = parse_scores(text);
+    sum.samples += rank.samples;
+    sum.correct += rank.correct;
+    sum.loss_sum += rank.loss_sum;
+  }
+  return sum;
 }
 
 }  // namespace glassbox

@@ -19,6 +19,15 @@
 // bit, as one that never stopped. (On a GPU, cuDNN's dropout keeps its own
 // generator state, which checkpoints do not hold: GPU runs with dropout do
 // not resume bit for bit.)
+//
+// Data-parallel (TrainerOptions::communicator of size N > 1): every rank runs
+// this same loop on its shard of each epoch (LoaderOptions::shard), with its
+// gradients averaged over the ranks before each update (optim/gradient_sync.h),
+// so N ranks at batch B take the steps one process takes at batch N x B
+// (batch norm's statistics excepted: they stay per rank, as in PyTorch's DDP).
+// The ranks are checked to hold the same replica before the first step
+// (optim/replica_check.h). Training loss and accuracy are summed over the
+// ranks; every rank evaluates the whole test set; only rank 0 writes checkpoints.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +42,7 @@
 #include "nets/registry.h"
 #include "optim/checkpoint.h"
 #include "optim/evaluate.h"
+#include "optim/gradient_sync.h"
 #include "optim/lr_schedule.h"
 #include "optim/sgd.h"
 
@@ -56,6 +66,12 @@ struct TrainerOptions {
   std::map<std::string, std::string> config;
   // Called once per file a loader skips ("skipping ...: not a JPEG file").
   std::function<void(const std::string&)> warn;
+  // Data-parallel training: this process's place in the job (it outlives the
+  // Trainer); null or of size 1 for one process. `network` names the replica
+  // for the start-up check.
+  Communicator* communicator = nullptr;
+  GradientSyncOptions sync;
+  std::string network;
 };
 
 struct StepReport {
@@ -82,8 +98,8 @@ struct EpochReport {
   double seconds = 0.0;          // the training part's wall time
   double data_wait_seconds = 0.0;  // of which waiting for and copying data
   double compute_seconds = 0.0;  // of which in train steps (to the loss read, which waits for the device)
-  double images_per_second = 0.0;
-  int64_t skipped = 0;           // unreadable samples replaced this epoch
+  double images_per_second = 0.0;  // of all ranks together
+  int64_t skipped = 0;           // unreadable samples replaced this epoch (this rank's)
   std::string checkpoint;        // the files written, "" if none
 };
 
@@ -113,6 +129,8 @@ class Trainer {
 
  private:
   EpochReport train_epoch(int epoch, const TrainerHooks& hooks);
+  bool data_parallel() const { return options_.communicator != nullptr && options_.communicator->size() > 1; }
+  Evaluation summed_over_ranks(const Evaluation& mine) const;
 
   Context& ctx_;
   const NetSpec net_;
@@ -122,6 +140,7 @@ class Trainer {
   Sgd sgd_;
   std::unique_ptr<Loader> train_loader_;
   std::unique_ptr<Loader> test_loader_;
+  std::unique_ptr<GradientSync> sync_;  // data-parallel only
   int64_t steps_per_epoch_ = 0;
   TrainingState state_;
 };

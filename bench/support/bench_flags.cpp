@@ -11,7 +11,9 @@
 namespace glassbox::bench {
 namespace {
 
-constexpr std::string_view kOwnFlags[] = {"--device", "--batch", "--net", "--precision", "--data", "--workers"};  // each takes =VALUE
+constexpr std::string_view kOwnFlags[] = {"--device", "--batch",     "--net",          "--precision",
+                                          "--data",   "--workers",   "--bucket-mb",    "--comm-timeout",
+                                          "--steps"};  // each takes =VALUE
 
 ReportFormat parse_format(std::string_view flag, std::string_view value) {
   if (value == "console") return ReportFormat::kConsole;
@@ -56,6 +58,15 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
       flags.data = value;  // opened for each network, which knows its input shape (data/data_spec.h)
     } else if (name == "--workers") {
       flags.workers = static_cast<int>(parse_int("--workers", value, 0, 1024));
+    } else if (name == "--bucket-mb") {
+      flags.bucket_mb = parse_number("--bucket-mb", value, 0.001, 1 << 20);
+    } else if (name == "--comm-timeout") {
+      flags.comm_timeout = parse_number("--comm-timeout", value, 0.001, 1e7);
+    } else if (name == "--steps") {
+      flags.steps = static_cast<int>(parse_int("--steps", value, 1, 1'000'000));
+    } else if (name == "--no-overlap") {
+      if (equals != std::string::npos) throw ConfigError("--no-overlap takes no value");
+      flags.overlap = false;
     } else if (name == "--cudnn-search") {
       if (equals != std::string::npos) throw ConfigError("--cudnn-search takes no value");
       flags.algo_search = AlgoSearch::kMeasured;

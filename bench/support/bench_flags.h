@@ -32,6 +32,13 @@ struct BenchFlags {
   int workers = 0;  // --workers=: the data loader's threads; 0: one per core
   AlgoSearch algo_search = AlgoSearch::kHeuristic;
   bool deterministic = kDeterministicByDefault;  // --deterministic (PrepareOptions::deterministic)
+  // Data-parallel runs under mpirun (optim/gradient_sync.h): --bucket-mb=,
+  // --no-overlap, --comm-timeout= (seconds), and --steps=, the timed steps
+  // of every benchmark (each rank must run as many: Note [Fixed steps under mpirun]).
+  double bucket_mb = 25.0;
+  bool overlap = true;
+  double comm_timeout = 300.0;
+  int steps = 0;  // 0: 20 in a job of several ranks; Google Benchmark decides in a job of one
   bool help = false;
 
   ReportFormat display_format = ReportFormat::kConsole;  // --benchmark_format

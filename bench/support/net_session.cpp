@@ -45,6 +45,10 @@ void NetSession::begin(StepMode mode) {
   }
 }
 
+void NetSession::set_data_parallel(Communicator* communicator, const GradientSyncOptions& options) {
+  sync_ = communicator ? std::make_unique<GradientSync>(ctx_, graph_, *communicator, options) : nullptr;
+}
+
 void NetSession::step(StepMode mode) {
   if (mode == StepMode::kInference) {
     graph_.forward(ctx_, Phase::kInference);
@@ -52,7 +56,7 @@ void NetSession::step(StepMode mode) {
   }
   if (mode == StepMode::kTrainStep) {
     if (!sgd_) throw Error("train_step before begin(train_step): no optimizer");
-    train_step(ctx_, graph_, *sgd_);
+    train_step(ctx_, graph_, *sgd_, sync_.get());
     return;
   }
   // forward_backward does not zero the gradients: they accumulate, which costs

@@ -17,6 +17,7 @@
 #include "data/loader.h"
 #include "graph/graph.h"
 #include "nets/registry.h"
+#include "optim/gradient_sync.h"
 #include "optim/sgd.h"
 
 namespace glassbox::bench {
@@ -54,6 +55,11 @@ class NetSession {
   // a mode that updates parameters runs (train_step), so that every mode's
   // memory is what that mode needs. Call before warm-up and timing.
   void begin(StepMode mode);
+  // Data-parallel train steps (bench_nets under mpirun): from now on,
+  // train_step averages the gradients over `communicator`'s ranks; null
+  // goes back to steps of this rank alone.
+  void set_data_parallel(Communicator* communicator, const GradientSyncOptions& options);
+  GradientSync* sync() { return sync_.get(); }
   void step(StepMode mode);
   // The loss of the step just run, checked: throws NumericalError
   // (graph/finite_check.h) naming the step of this mode, counted from the
@@ -78,6 +84,7 @@ class NetSession {
   Context ctx_;
   Graph graph_;
   std::optional<Sgd> sgd_;
+  std::unique_ptr<GradientSync> sync_;
   std::set<StepMode> warmed_up_;
   std::map<StepMode, int64_t> steps_;  // steps checked so far, per mode
   // Declared after ctx_ and graph_, so destroyed first: its workers copy into them.

@@ -27,7 +27,10 @@ inline const std::vector<FlagSpec>& time_flags() {
       {"--cudnn-search", "", "time every cuDNN algorithm and keep the fastest"},
       {"--deterministic", "",
        cat("only cuDNN algorithms that give the same bits on every run; the CPU path always does (",
-           kDeterministicByDefault ? "on: built with GLASSBOX_DETERMINISTIC" : "off by default", ")")}};
+           kDeterministicByDefault ? "on: built with GLASSBOX_DETERMINISTIC" : "off by default", ")")},
+      {"--bucket-mb", "X", "under mpirun: gradient bucket size in MiB (default 25; optim/gradient_sync.h)"},
+      {"--no-overlap", "", "under mpirun: all-reduce the gradients after backward instead of during it"},
+      {"--comm-timeout", "S", "under mpirun: seconds a rank waits for the others before the job stops (default 300)"}};
   return flags;
 }
 
@@ -61,7 +64,10 @@ inline const std::vector<FlagSpec>& train_flags() {
       {"--log", "FILE", "append one JSON line per epoch (and per --log-every steps) to FILE"},
       {"--log-every", "N", "with --log, also a line every N steps"},
       {"--check-numerics", "", "after every step, check every output and gradient and name the first that is "
-                                "not finite (slow: for finding where a run breaks)"}};
+                                "not finite (slow: for finding where a run breaks)"},
+      {"--bucket-mb", "X", "under mpirun: gradient bucket size in MiB (default 25; optim/gradient_sync.h)"},
+      {"--no-overlap", "", "under mpirun: all-reduce the gradients after backward instead of during it"},
+      {"--comm-timeout", "S", "under mpirun: seconds a rank waits for the others before the job stops (default 300)"}};
   return flags;
 }
 

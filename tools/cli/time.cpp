@@ -5,11 +5,14 @@
 // (no host synchronisation per layer), and prints each layer's mean forward
 // and backward time, its achieved FLOP rate, the cuDNN algorithms it chose,
 // and the sum of the layers against the separately measured step time.
+// Under mpirun, every rank then runs data-parallel train steps and rank 0
+// adds their split and a line per gradient bucket (time_data_parallel.h).
 #include <cstdio>
 
 #include "data/synthetic.h"
 #include "graph/finite_check.h"
 #include "graph/memory_plan.h"
+#include "optim/data_parallel_job.h"
 #include "tensor/event_timer.h"
 #include "tensor/parse.h"
 #include "tensor/runtime_info.h"
@@ -18,11 +21,22 @@
 #include "tools/cli/memory_report.h"
 #include "tools/cli/network_arg.h"
 #include "tools/cli/table.h"
+#include "tools/cli/time_data_parallel.h"
 
 namespace glassbox::cli {
 namespace {
 
 constexpr int kMaxSteps = 1'000'000;
+
+// After the per-layer table: in a job of several ranks, the data-parallel
+// steps (every rank runs them; rank 0 prints).
+int finish_time(Context& ctx, Graph& graph, Communicator& communicator, const GradientSyncOptions& sync, int warmup,
+                int steps, bool speaks) {
+  if (communicator.size() == 1) return 0;
+  const std::string report = time_data_parallel(ctx, graph, communicator, sync, warmup, steps);
+  if (speaks) std::printf("%s", report.c_str());
+  return 0;
+}
 
 }  // namespace
 
@@ -31,8 +45,12 @@ int run_time(const std::vector<std::string>& words) {
   const NetSpec& net = network_arg(args, "time");
   const Precision precision = parse_precision(args.get("--precision", "fp32"));
   const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
-  const Device device = choice.device;
-  if (!choice.note.empty()) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
+  const JobPlacement placement = job_placement();
+  const Device device =
+      device_for_rank(choice.device, args.get("--device", ""), placement, cuda_availability().device_count);
+  share_cpu_cores(device, placement);
+  const bool speaks = placement.rank == 0;  // the other ranks time in silence
+  if (!choice.note.empty() && speaks) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
   if (args.has("--cudnn-search") && !device.is_cuda()) {
     std::fprintf(stderr, "glassbox: --cudnn-search chooses cuDNN algorithms; it has no effect on the CPU\n");
   }
@@ -43,8 +61,14 @@ int run_time(const std::vector<std::string>& words) {
   const int batch = args.int_in("--batch", net.default_batch(device), 1, kMaxInt);
   const int steps = args.int_in("--steps", 5, 1, kMaxSteps);
   const int warmup = args.int_in("--warmup", 2, 0, kMaxSteps);
+  const GradientSyncOptions sync{
+      .bucket_bytes = static_cast<size_t>(
+          parse_number("--bucket-mb", args.get("--bucket-mb", "25"), 0.001, 1 << 20) * (1 << 20)),
+      .overlap = !args.has("--no-overlap")};
+  const double comm_timeout = parse_number("--comm-timeout", args.get("--comm-timeout", "300"), 0.001, 1e7);
 
   Context ctx = Context::on(device);
+  const std::unique_ptr<Communicator> communicator = make_communicator(ctx, {.timeout_seconds = comm_timeout});
   Graph graph = build_net(net, batch);
   CompileOptions options;
   options.precision = precision;
@@ -87,6 +111,7 @@ int run_time(const std::vector<std::string>& words) {
     }
   }
 
+  if (!speaks) return finish_time(ctx, graph, *communicator, sync, warmup, steps, speaks);
   // Rates in TFLOP/s on a GPU, GFLOP/s on a CPU: numbers a person can read.
   const bool gpu = device.is_cuda();
   const double rate_scale = gpu ? 1e12 : 1e9;
@@ -139,7 +164,7 @@ int run_time(const std::vector<std::string>& words) {
               fixed(last_loss, 6).c_str());
   std::printf("\nmemory over the timed steps (forward + backward, no optimizer):\n%s",
               memory_table(ctx.memory(), graph.memory_plan()).c_str());
-  return 0;
+  return finish_time(ctx, graph, *communicator, sync, warmup, steps, speaks);
 }
 
 }  // namespace glassbox::cli

@@ -6,11 +6,17 @@
 // takes them from there: a flag given again must agree with the
 // checkpoint, and only --epochs may grow, so a resumed run is the run that
 // stopped, continued (Note [One random stream per epoch] in optim/trainer.h).
+//
+// Under mpirun (`mpirun -np 2 glassbox train LeNet --data fashion-mnist`)
+// every rank trains its shard of each epoch with its gradients averaged over
+// the ranks (optim/trainer.h); rank 0 prints, logs and writes checkpoints.
 #include <cstdio>
+#include <memory>
 #include <map>
 #include <optional>
 
 #include "data/data_spec.h"
+#include "optim/data_parallel_job.h"
 #include "optim/trainer.h"
 #include "tensor/parse.h"
 #include "tensor/runtime_info.h"
@@ -64,7 +70,11 @@ int run_train(const std::vector<std::string>& words) {
   const NetSpec net = network_arg(args, "train");
   const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
   if (!choice.note.empty()) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
-  const Device device = choice.device;
+  const JobPlacement placement = job_placement();
+  const Device device =
+      device_for_rank(choice.device, args.get("--device", ""), placement, cuda_availability().device_count);
+  const int threads = share_cpu_cores(device, placement);
+  const bool speaks = placement.rank == 0;  // the other ranks train in silence
 
   const std::string resume_dir = args.get("--resume", "");
   std::map<std::string, std::string> saved;
@@ -97,6 +107,12 @@ int run_train(const std::vector<std::string>& words) {
   options.check_numerics = args.has("--check-numerics");
   options.checkpoint_dir = args.get("--checkpoint-dir", resume_dir);
   options.config = settings.config();  // saved with each checkpoint
+  // N ranks at batch B train as one process at N x B: another N is another run.
+  options.config["ranks"] = cat(placement.size);
+  options.sync.bucket_bytes =
+      static_cast<size_t>(parse_number("--bucket-mb", args.get("--bucket-mb", "25"), 0.001, 1 << 20) * (1 << 20));
+  options.sync.overlap = !args.has("--no-overlap");
+  const double comm_timeout = parse_number("--comm-timeout", args.get("--comm-timeout", "300"), 0.001, 1e7);
   options.warn = [](const std::string& message) { std::fprintf(stderr, "glassbox: %s\n", message.c_str()); };
   if (options.warmup_epochs >= options.epochs) {
     throw ConfigError(cat("--warmup-epochs ", options.warmup_epochs, " leaves none of the ", options.epochs,
@@ -105,9 +121,12 @@ int run_train(const std::vector<std::string>& words) {
   const int log_every = args.int_in("--log-every", 0, 1, kMaxInt);
   if (args.has("--log-every") && !args.has("--log")) throw ConfigError("--log-every needs --log FILE");
   std::optional<TrainingLog> log;
-  if (args.has("--log")) log.emplace(args.get("--log", ""), log_every);
+  if (args.has("--log") && speaks) log.emplace(args.get("--log", ""), log_every);
 
   Context ctx = Context::on(device);
+  const std::unique_ptr<Communicator> communicator = make_communicator(ctx, {.timeout_seconds = comm_timeout});
+  options.communicator = communicator.get();
+  options.network = net.name;
   Graph graph = build_net(net, batch);
   CompileOptions compile;
   compile.precision = precision;
@@ -118,9 +137,21 @@ int run_train(const std::vector<std::string>& words) {
   if (!resume_dir.empty()) trainer.resume(resume_dir);
 
   const RuntimeInfo info = runtime_info(ctx);
+  if (!speaks) {
+    trainer.run();
+    return 0;
+  }
   std::printf("%s on %s (%s), batch %d, %s\n", net.name.c_str(), info.device.c_str(), info.device_name.c_str(), batch,
               info.precision.c_str());
   std::printf("data: %s\n", data_spec.c_str());
+  if (placement.size > 1) {
+    std::printf("data-parallel: %d ranks (%s), batch %d per rank, %d in all; %s gradient buckets of %s MiB; "
+                "%d CPU thread%s per rank\n",
+                placement.size, std::string(communicator->backend()).c_str(), batch, batch * placement.size,
+                options.sync.overlap ? "overlapped" : "not overlapped",
+                cat(static_cast<double>(options.sync.bucket_bytes) / (1 << 20)).c_str(), threads,
+                threads == 1 ? "" : "s");
+  }
   std::printf("SGD: lr %s, %s schedule%s, momentum %s%s, weight decay %s; seed %llu\n",
               options.config.at("lr").c_str(), options.schedule.str().c_str(),
               options.warmup_epochs

@@ -1,0 +1,44 @@
+// optim/data_parallel_job.cpp
+#include "optim/data_parallel_job.h"
+
+#include <omp.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <thread>
+
+namespace glassbox {
+
+Device device_for_rank(Device chosen, std::string_view requested_text, const JobPlacement& placement,
+                       int gpu_count) {
+  if (!chosen.is_cuda() || placement.size == 1) return chosen;
+  if (requested_text.find(':') != std::string_view::npos && placement.local_size > 1) {
+    throw ConfigError(cat("--device ", requested_text, ": in a job of ", placement.size, " ranks, ",
+                          placement.local_size, " on this machine, each rank takes the GPU of its local rank; "
+                          "give --device cuda"));
+  }
+  if (placement.local_rank >= gpu_count) {
+    throw ConfigError(cat("rank ", placement.rank, " is local rank ", placement.local_rank, " on a machine with ",
+                          gpu_count, " usable GPU", gpu_count == 1 ? "" : "s",
+                          ": start at most one rank per GPU on each machine"));
+  }
+  return Device::cuda(placement.local_rank);
+}
+
+int share_cpu_cores(Device device, const JobPlacement& placement) {
+  if (device.is_cuda() || placement.local_size == 1 || std::getenv("OMP_NUM_THREADS") != nullptr) {
+    return omp_get_max_threads();
+  }
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  const int machine = static_cast<int>(std::thread::hardware_concurrency());
+  const int cores = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : machine;
+  // mpirun may already have bound each rank to its own cores (fewer than the
+  // machine's): then `cores` is this rank's share and is not divided again.
+  const int share = cores >= machine ? cores / placement.local_size : cores;
+  omp_set_num_threads(std::max(1, share));
+  return omp_get_max_threads();
+}
+
+}  // namespace glassbox

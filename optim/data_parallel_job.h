@@ -1,0 +1,35 @@
+// optim/data_parallel_job.h: what a program does to join a data-parallel job
+// (one process per device, launched by mpirun), in one place, so that
+// `glassbox train` and bench_nets join it the same way:
+//
+//   const JobPlacement placement = job_placement();
+//   const Device device = device_for_rank(choice.device, flag_text, placement);
+//   share_cpu_cores(device, placement);
+//   Context ctx = Context::on(device);
+//   std::unique_ptr<Communicator> communicator = make_communicator(ctx, {...});
+#pragma once
+
+#include <string_view>
+
+#include "optim/communicator.h"
+#include "tensor/device.h"
+
+namespace glassbox {
+
+// The device this rank drives. In a job of more than one rank on a GPU, each
+// rank takes the GPU of its local rank (cuda:local_rank), so `--device cuda`
+// (or none) works for every rank; naming one GPU (`cuda:N`, `requested_text`)
+// with more than one rank on the machine is a ConfigError, as is a local rank
+// past the machine's last GPU. On the CPU, and in a job of one, `chosen`.
+// `gpu_count` is the number of usable GPUs here (cuda_availability()).
+Device device_for_rank(Device chosen, std::string_view requested_text, const JobPlacement& placement, int gpu_count);
+
+// Note [One core per rank]: ranks on one machine share its cores. Each rank's
+// OpenMP team would otherwise take every core, so that N ranks run N teams
+// on the same cores, and libgomp's spinning waits make that many times
+// slower, not merely shared. On the CPU, with more than one rank on the
+// machine and OMP_NUM_THREADS unset, each rank's team is sized to its share
+// of the cores this process may run on (at least 1). Returns the team size.
+int share_cpu_cores(Device device, const JobPlacement& placement);
+
+}  // namespace glassbox
