@@ -14,7 +14,7 @@
 // Sizes: 4 KiB to 1 GiB in powers of 4; on the CPU up to 256 MiB unless
 // --max-bytes says otherwise (docs/data_parallel.md, section bench_allreduce).
 // Only rank 0 prints; every rank runs the same benchmarks the same number of
-// times (Note [Fixed iterations across ranks]).
+// times (Note [Fixed step counts across ranks]).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/support/rank_reporting.h"
 #include "optim/communicator.h"
 #include "tensor/copy.h"
 #include "tensor/parse.h"
@@ -38,11 +39,9 @@ constexpr int64_t kMaxBytes = int64_t{1} << 30;
 constexpr int64_t kCpuMaxBytes = int64_t{256} << 20;  // 1 GiB: seconds per reduction on a small CPU
 constexpr int kWarmup = 2;
 
-// Note [Fixed iterations across ranks]: Google Benchmark picks an iteration
-// count by timing a trial run; ranks time differently, would pick different
-// counts, and one rank would then wait in an all-reduce that the others never
-// start. So the count is fixed from the size alone: about 256 MiB reduced per
-// benchmark, at least 5 and at most 1000 iterations, and the same on every rank.
+// About 256 MiB reduced per benchmark, at least 5 and at most 1000
+// iterations, from the size alone: the same on every rank (Note [Fixed step
+// counts across ranks], bench/support/rank_reporting.h).
 int64_t iterations_for(int64_t bytes) { return std::clamp<int64_t>((int64_t{256} << 20) / bytes, 5, 1000); }
 
 bool g_failed = false;
@@ -80,13 +79,6 @@ void run_allreduce(benchmark::State& state, Communicator& comm, Context& ctx, in
     state.SkipWithError(e.what());
   }
 }
-
-// Ranks other than 0 run every benchmark and report nothing.
-class SilentReporter : public benchmark::BenchmarkReporter {
- public:
-  bool ReportContext(const Context&) override { return true; }
-  void ReportRuns(const std::vector<Run>&) override {}
-};
 
 int run(int argc, char** argv) {
   std::string device_flag;
@@ -129,11 +121,10 @@ int run(int argc, char** argv) {
       run_allreduce(state, *comm, ctx, bytes);
     })->UseManualTime()->Iterations(iterations_for(bytes))->Unit(benchmark::kMicrosecond);
   }
-  SilentReporter silent;
   if (printing) {
     benchmark::RunSpecifiedBenchmarks();
   } else {
-    benchmark::RunSpecifiedBenchmarks(&silent);
+    benchmark::RunSpecifiedBenchmarks(make_silent_reporter().get());
   }
   benchmark::Shutdown();
   return g_failed ? kExitFailure : 0;

@@ -41,6 +41,7 @@
 #include "bench/support/data_parallel_counters.h"
 #include "bench/support/net_session.h"
 #include "bench/support/plain_names.h"
+#include "bench/support/rank_reporting.h"
 #include "bench/support/sgemm_reference.h"
 #include "optim/data_parallel_job.h"
 #include "tensor/atomic_file.h"

@@ -34,7 +34,7 @@ struct BenchFlags {
   bool deterministic = kDeterministicByDefault;  // --deterministic (PrepareOptions::deterministic)
   // Data-parallel runs under mpirun (optim/gradient_sync.h): --bucket-mb=,
   // --no-overlap, --comm-timeout= (seconds), and --steps=, the timed steps
-  // of every benchmark (each rank must run as many: Note [Fixed steps under mpirun]).
+  // of every benchmark (each rank must run as many: Note [Fixed step counts across ranks]).
   double bucket_mb = 25.0;
   bool overlap = true;
   double comm_timeout = 300.0;

@@ -53,20 +53,9 @@ void add_job_context(const Communicator& communicator, const GradientSyncOptions
   benchmark::AddCustomContext("gradient_buckets",
                               cat(static_cast<double>(sync.bucket_bytes) / (1 << 20), " MiB, ",
                                   sync.overlap ? "overlapped with backward" : "all-reduced after backward"));
-  benchmark::AddCustomContext("steps_per_benchmark", cat(steps, " on every rank (Note [Fixed steps under mpirun])"));
+  benchmark::AddCustomContext("steps_per_benchmark", cat(steps, " on every rank (Note [Fixed step counts across ranks])"));
   benchmark::AddCustomContext("cpu_threads_per_rank", std::to_string(threads_per_rank));
 }
 
-namespace {
-
-class SilentReporter final : public benchmark::BenchmarkReporter {
- public:
-  bool ReportContext(const Context&) override { return true; }
-  void ReportRuns(const std::vector<Run>&) override {}
-};
-
-}  // namespace
-
-std::unique_ptr<benchmark::BenchmarkReporter> make_silent_reporter() { return std::make_unique<SilentReporter>(); }
 
 }  // namespace glassbox::bench

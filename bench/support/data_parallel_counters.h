@@ -13,12 +13,9 @@
 //                     divided by the data-parallel step: 1.0 is perfect scaling.
 //                     Absent when the filter left the rank-alone run out.
 //
-// Note [Fixed steps under mpirun]: Google Benchmark picks each benchmark's
-// step count from how long steps take, which differs from rank to rank; ranks
-// that time different numbers of data-parallel steps would wait forever for
-// each other's all-reduce. In a job of several ranks every benchmark runs a
-// fixed number of steps (--steps=, default kDataParallelSteps), the same on
-// every rank.
+// In a job of several ranks every benchmark runs --steps= timed steps
+// (default kDataParallelSteps) on every rank: Note [Fixed step counts across
+// ranks] (bench/support/rank_reporting.h).
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -51,8 +48,5 @@ void remember_rank_alone(const std::string& net, int batch, double mean_step_sec
 // overlap, steps and CPU threads per rank.
 void add_job_context(const Communicator& communicator, const GradientSyncOptions& sync, int steps,
                      int threads_per_rank);
-
-// For ranks other than 0: runs everything, prints nothing.
-std::unique_ptr<benchmark::BenchmarkReporter> make_silent_reporter();
 
 }  // namespace glassbox::bench
