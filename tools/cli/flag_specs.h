@@ -71,6 +71,20 @@ inline const std::vector<FlagSpec>& train_flags() {
   return flags;
 }
 
+inline const std::vector<FlagSpec>& scale_flags() {
+  static const std::vector<FlagSpec> flags = {
+      {"--gpus", "LIST", "device counts to predict, e.g. 1,2,4,8 (default 1,2,4,8,16,32,64)"},
+      {"--link", "L", "nvlink (NVLink 4, default), infiniband (NDR) or custom (give --bandwidth-gbps)"},
+      {"--bandwidth-gbps", "X", "the link's bandwidth per direction in GB/s (replaces the link's default)"},
+      {"--latency-us", "X", "the link's latency per message in microseconds (replaces the link's default)"},
+      {"--bucket-mb", "X", "gradient bucket size in MiB (default 25, as optim/gradient_sync.h)"},
+      {"--batch", "N", "batch per device (default: the network's default for the device)"},
+      {"--device", "D", "where to measure the step: cpu, cuda or cuda:N (default: the GPU when one works)"},
+      {"--steps", "N", "timed steps to average (default 3)"},
+      {"--warmup", "N", "untimed steps first (default 1)"}};
+  return flags;
+}
+
 inline const std::vector<FlagSpec>& eval_flags() {
   static const std::vector<FlagSpec> flags = {
       {"--weights", "FILE", "a model file: a Glassbox checkpoint, or a PyTorch state_dict saved with safetensors"},

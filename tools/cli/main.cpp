@@ -6,6 +6,7 @@
 //   glassbox train LeNet --data fashion-mnist   real training, checkpoints, logs
 //   glassbox eval LeNet --weights F --data fashion-mnist   a trained network's accuracy
 //   glassbox make-folder --synthetic --out DIR   a folder of JPEGs (docs/data.md)
+//   glassbox scale ResNet50 --gpus 1,2,4,8       data-parallel scaling, predicted (docs/scaling.md)
 //
 // Usage errors (unknown verb, network, flag, a bad value) print one line
 // naming the problem and the valid choices and exit 2; failures while running
@@ -48,7 +49,11 @@ void print_usage() {
       "              [--limit N] [--quality Q]\n"
       "  make-folder --synthetic --out DIR [--classes K] [--train N] [--val N] [--width W] [--height H]\n"
       "              [--quality Q] [--seed S]\n"
-      "                               a folder of JPEGs, DIR/{train,val}/<class>/*.jpg, for --data folder:DIR\n\n"
+      "                               a folder of JPEGs, DIR/{train,val}/<class>/*.jpg, for --data folder:DIR\n"
+      "  scale NET [--gpus 1,2,4,8] [--link nvlink|infiniband|custom] [--bandwidth-gbps X] [--latency-us X]\n"
+      "            [--bucket-mb X] [--batch N] [--device D]\n"
+      "                               data-parallel step time and efficiency per device count, predicted\n"
+      "                               from this machine's measured layer times (docs/scaling.md)\n\n"
       "networks: %s,\n"
       "          or MLP:<features>,<hidden>,...,<classes> (fully connected, e.g. MLP:784,2048,10)\n",
       glassbox::net_names().c_str());
@@ -63,6 +68,7 @@ const std::vector<glassbox::cli::FlagSpec>* flags_of(const std::string& verb) {
   if (verb == "train") return &train_flags();
   if (verb == "eval") return &eval_flags();
   if (verb == "make-folder") return &make_folder_flags();
+  if (verb == "scale") return &scale_flags();
   return nullptr;
 }
 
@@ -97,6 +103,8 @@ int main(int argc, char** argv) {
     if (verb == "train") return cli::run_train(rest);
     if (verb == "eval") return cli::run_eval(rest);
     if (verb == "make-folder") return cli::run_make_folder(rest);
-    throw ConfigError(cat("unknown command '", verb, "'; valid: summary, time, max-batch, train, eval, make-folder"));
+    if (verb == "scale") return cli::run_scale(rest);
+    throw ConfigError(
+        cat("unknown command '", verb, "'; valid: summary, time, max-batch, train, eval, make-folder, scale"));
   });
 }

@@ -1,0 +1,46 @@
+// tests/test_cli_scale.cpp: `glassbox scale`, run as a user runs it.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/support/command.h"
+
+namespace {
+
+using glassbox::testing::contains;
+using glassbox::testing::run_command;
+
+const std::string kCli = GLASSBOX_CLI_PATH;
+
+TEST(CliScale, PredictsARowPerDeviceCountAndStatesItsAssumptions) {
+  const auto r = run_command(kCli + " scale LeNet --gpus 1,2,4 --batch 8 --device cpu --steps 1 --warmup 0 "
+                                    "--link infiniband");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "LeNet, batch 8 per device: its train step measured on cpu")) << r.output;
+  EXPECT_TRUE(contains(r.output, "link: NDR InfiniBand, 50.0 GB/s per direction, 5.0 us per message")) << r.output;
+  for (const char* row : {"\n      1 ", "\n      2 ", "\n      4 "}) EXPECT_TRUE(contains(r.output, row)) << row;
+  EXPECT_TRUE(contains(r.output, "100.0%")) << r.output;  // one device is the measured step
+  EXPECT_TRUE(contains(r.output, "Assumptions (optim/scale_model.h, docs/scaling.md)")) << r.output;
+  EXPECT_TRUE(contains(r.output, "Not modelled: contention")) << r.output;
+}
+
+TEST(CliScale, BadValuesAreUsageErrorsNamingTheFlag) {
+  const struct {
+    std::string args;
+    std::string message;
+  } cases[] = {
+      {"--gpus 1,0", "glassbox: --gpus must be an integer from 1 to 1048576, got '0'"},
+      {"--gpus 1,,2", "glassbox: --gpus must be an integer from 1 to 1048576, got ''"},
+      {"--link ethernet", "glassbox: --link: unknown link 'ethernet'; valid: nvlink, infiniband, custom"},
+      {"--link custom", "glassbox: --link custom needs --bandwidth-gbps (and --latency-us)"},
+      {"--bandwidth-gbps 0", "glassbox: --bandwidth-gbps must be a number from 1e-06 to 1000000, got '0'"},
+      {"--bucket-mb 0", "glassbox: --bucket-mb must be a number from 0.001 to 1048576, got '0'"},
+  };
+  for (const auto& c : cases) {
+    const auto r = run_command(kCli + " scale LeNet --device cpu " + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, c.message)) << c.args << " printed:\n" << r.output;
+  }
+}
+
+}  // namespace

@@ -1,0 +1,131 @@
+// tools/cli/scale.cpp: `glassbox scale NET --gpus 1,2,4,8 --link nvlink`:
+// the data-parallel step predicted for each rank count from this machine's
+// measured layer times and an alpha-beta model of the all-reduce
+// (optim/scale_model.h, docs/scaling.md), bucket by bucket, with overlap.
+#include <cstdio>
+#include <sstream>
+
+#include "data/synthetic.h"
+#include "graph/finite_check.h"
+#include "optim/scale_model.h"
+#include "optim/train_step.h"
+#include "tensor/event_timer.h"
+#include "tensor/parse.h"
+#include "tensor/runtime_info.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/flag_specs.h"
+#include "tools/cli/network_arg.h"
+#include "tools/cli/table.h"
+
+namespace glassbox::cli {
+namespace {
+
+// "1,2,4": never empty, since Args refuses an empty value.
+std::vector<int> parse_rank_counts(const std::string& text) {
+  std::vector<int> counts;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) counts.push_back(static_cast<int>(parse_int("--gpus", item, 1, 1 << 20)));
+  return counts;
+}
+
+// The mean of `steps` train steps after `warmup`, per layer, as scale_step reads it.
+MeasuredStep measure(Context& ctx, Graph& graph, int warmup, int steps) {
+  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 1e-4f, .momentum = 0.9f, .weight_decay = 5e-4f});
+  int64_t number = 0;
+  for (int i = 0; i < warmup; ++i) {
+    train_step(ctx, graph, sgd);
+    checked_loss(ctx, graph, ++number);
+  }
+  EventTimer marks(ctx, 2);
+  double step_ms = 0.0;
+  std::vector<LayerTime> mean;
+  for (int s = 0; s < steps; ++s) {
+    marks.record(0);
+    train_step(ctx, graph, sgd);
+    marks.record(1);
+    step_ms += marks.elapsed_ms(0, 1) / steps;
+    checked_loss(ctx, graph, ++number);
+    const std::vector<LayerTime> times = graph.layer_times();
+    if (mean.empty()) mean.assign(times.size(), LayerTime{});
+    for (size_t i = 0; i < times.size(); ++i) {
+      mean[i].node = times[i].node;
+      mean[i].forward_ms += times[i].forward_ms / steps;
+      mean[i].backward_ms += times[i].backward_ms / steps;
+    }
+  }
+  MeasuredStep measured;
+  std::map<int, size_t> bytes;  // node -> its gradients' bytes
+  for (const Graph::ParameterRange& range : graph.parameter_ranges()) bytes[range.node] = range.end - range.begin;
+  double layers_ms = 0.0;
+  for (auto it = mean.rbegin(); it != mean.rend(); ++it) {  // backward order
+    measured.backward.push_back({graph.nodes()[static_cast<size_t>(it->node)].name, it->backward_ms,
+                                 bytes.contains(it->node) ? bytes.at(it->node) : 0});
+  }
+  for (const LayerTime& t : mean) {
+    measured.forward_ms += t.forward_ms;
+    layers_ms += t.forward_ms + t.backward_ms;
+  }
+  measured.optimizer_ms = std::max(0.0, step_ms - layers_ms);  // the update, zeroing, and the rest
+  return measured;
+}
+
+}  // namespace
+
+int run_scale(const std::vector<std::string>& words) {
+  const Args args("scale", scale_flags(), words);
+  const NetSpec& net = network_arg(args, "scale");
+  const std::vector<int> counts = parse_rank_counts(args.get("--gpus", "1,2,4,8,16,32,64"));
+  LinkModel link = link_model(args.get("--link", "nvlink"));
+  if (args.has("--bandwidth-gbps")) link.bandwidth_gbps = parse_number("--bandwidth-gbps", args.get("--bandwidth-gbps", ""), 1e-6, 1e6);
+  if (args.has("--latency-us")) link.latency_us = parse_number("--latency-us", args.get("--latency-us", ""), 0.0, 1e9);
+  if (link.bandwidth_gbps <= 0.0) throw ConfigError("--link custom needs --bandwidth-gbps (and --latency-us)");
+  const auto bucket_bytes =
+      static_cast<size_t>(parse_number("--bucket-mb", args.get("--bucket-mb", "25"), 0.001, 1 << 20) * (1 << 20));
+  const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
+  if (!choice.note.empty()) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
+  const int batch = args.int_in("--batch", net.default_batch(choice.device), 1, kMaxInt);
+  const int steps = args.int_in("--steps", 3, 1, 1'000'000);
+  const int warmup = args.int_in("--warmup", 1, 0, 1'000'000);
+
+  Context ctx = Context::on(choice.device);
+  Graph graph = build_net(net, batch);
+  graph.compile(ctx, {.layer_timing = true});
+  fill_synthetic_batch(ctx, graph, net.classes);
+  const MeasuredStep measured = measure(ctx, graph, warmup, steps);
+  const RuntimeInfo info = runtime_info(ctx);
+
+  std::printf("%s, batch %d per device: its train step measured on %s (%s), mean of %d after %d warm-up\n",
+              net.name.c_str(), batch, info.device.c_str(), info.device_name.c_str(), steps, warmup);
+  std::printf("link: %s, %s GB/s per direction, %s us per message; gradient buckets of %s MiB\n"
+              "step: the buckets all-reduced during backward; no overlap: all of them after it\n\n",
+              link.name.c_str(), fixed(link.bandwidth_gbps, 1).c_str(), fixed(link.latency_us, 1).c_str(),
+              fixed(static_cast<double>(bucket_bytes) / (1 << 20), 1).c_str());
+  using Align = Table::Align;
+  Table table({{"devices", Align::kRight}, {"step ms", Align::kRight}, {"compute ms", Align::kRight},
+               {"all-reduce ms", Align::kRight}, {"exposed ms", Align::kRight}, {"no overlap ms", Align::kRight},
+               {"efficiency", Align::kRight}, {"images/s", Align::kRight}, {"buckets"}});
+  for (int p : counts) {
+    const ScaledStep with = scale_step(measured, p, link, bucket_bytes, true);
+    const ScaledStep without = scale_step(measured, p, link, bucket_bytes, false);
+    int rings = 0, trees = 0;
+    for (const ScaledBucket& b : with.buckets) (b.algorithm == AllReduceAlgorithm::kRing ? rings : trees) += p > 1;
+    table.add_row({cat(p), fixed(with.step_ms, 2), fixed(with.compute_ms, 2), fixed(with.allreduce_ms, 2),
+                   fixed(with.exposed_ms, 2), fixed(without.step_ms, 2), cat(fixed(100.0 * with.efficiency, 1), "%"),
+                   fixed(p * batch / (with.step_ms / 1e3), 1),
+                   p == 1 ? cat(with.buckets.size(), ", no all-reduce")
+                          : cat(with.buckets.size(), ": ", rings, " ring, ", trees, " tree")});
+  }
+  std::printf("%s\n", table.str().c_str());
+  std::printf(
+      "Assumptions (optim/scale_model.h, docs/scaling.md): every device computes as the measured one did (fixed\n"
+      "batch per device); buckets as optim/gradient_sync.h forms them, each all-reduced once backward has produced\n"
+      "it, one at a time; all-reduce cost from the alpha-beta model, the cheaper of ring and tree; the same link\n"
+      "between every pair of neighbouring devices. Not modelled: contention between communication and compute,\n"
+      "stragglers, congestion, topology. efficiency = the one-device step / this step.%s\n",
+      choice.device.is_cuda() ? ""
+                              : "\nMeasured on a CPU, whose step is far slower than a GPU's: communication matters far "
+                                "less here than it would on GPUs.");
+  return 0;
+}
+
+}  // namespace glassbox::cli
