@@ -238,7 +238,7 @@ void print_help() {
   std::printf(
       "bench_nets [--device=cpu|cuda|cuda:N] [--batch=N] [--net=NAME] [--precision=fp32|tf32] [--cudnn-search]\n"
       "           [--deterministic] [--data=SPEC [--workers=N]]\n"
-      "           [under mpirun: --bucket-mb=X --no-overlap --comm-timeout=S --steps=N]\n"
+      "           [under mpirun: --bucket-mb=X --no-overlap --comm-timeout=S --steps=N] [--data-parallel]\n"
       "           [Google Benchmark flags: --benchmark_filter=REGEX --benchmark_out=FILE ...]\n"
       "--data=folder:PATH (or fashion-mnist, ...): also time each train_step on that real data, named\n"
       "<Net>/train_step/batch:<N>/real_data, with counters data_wait_ms, compute_ms and data_share.\n"
@@ -247,7 +247,8 @@ void print_help() {
       "Networks: %s; --net=MLP:<features>,<hidden>,...,<classes> for any MLP.\n"
       "Modes: forward, forward_backward, train_step, inference.\n"
       "Under mpirun -np R, train_step is also timed data-parallel (<Net>/train_step/batch:<N>/ranks:<R>), each\n"
-      "benchmark runs --steps=N timed steps (default 20) on every rank, and rank 0 reports.\n"
+      "benchmark runs --steps=N timed steps (default 20) on every rank, and rank 0 reports. --data-parallel times\n"
+      "that step in a job of one too (on a GPU: NCCL with one rank, the cost of the path itself).\n"
       "Default device: the GPU when one works, else the CPU (with smaller batches).\n\n",
       kDeterministicByDefault ? "on: built with GLASSBOX_DETERMINISTIC" : "off by default", net_names().c_str());
 }
@@ -297,7 +298,7 @@ int run(int argc, char** argv) {
   Context ctx = Context::on(settings.device);
   ctx.set_precision(settings.precision);
   const std::unique_ptr<Communicator> communicator = make_communicator(ctx, {.timeout_seconds = flags.comm_timeout});
-  if (communicator->size() > 1) {
+  if (communicator->size() > 1 || flags.data_parallel) {
     settings.communicator = communicator.get();
     settings.sync = {.bucket_bytes = static_cast<size_t>(flags.bucket_mb * (1 << 20)), .overlap = flags.overlap};
     settings.steps = flags.steps > 0 ? flags.steps : kDataParallelSteps;

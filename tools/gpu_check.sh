@@ -18,6 +18,8 @@
 #                (bench/interleave.py) -> bench/results/<YYYY-MM-DD>-<gpu>-resnet50-<precision>.json
 #   7 train      LeNet on Fashion-MNIST, ResNet-56 on a JPEG folder, ResNet-50 on real
 #                JPEGs beside synthetic data -> ...-resnet50-real-data.json (tools/gpu_training.sh)
+#   8 parallel   NCCL with one rank: bench_allreduce, ResNet-50 train_step with and without
+#                the communicator, glassbox scale from the GPU's step (tools/gpu_parallel.sh)
 #
 # Every step runs even when an earlier one failed (a step that needs the build
 # is reported as failed when there is none); the exit status is 1 if any step
@@ -29,7 +31,7 @@
 #                                [--bench-filter REGEX] [--dry-run]
 #   --prebuilt DIR   use binaries built elsewhere for sm_90: DIR/tests/test_*
 #                    and DIR/bench_nets (skips configure and build)
-#   --skip / --only  comma-separated steps among build,tests,memcheck,bench,train
+#   --skip / --only  comma-separated steps among build,tests,memcheck,bench,train,parallel
 #                    (system and libraries always run)
 #   --bench-filter   default '^(LeNet|AlexNet|VGG16|ResNet50)/'
 #   --dry-run        detect and print what would run, run nothing
@@ -73,7 +75,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 for step in ${skip//,/ } ${only//,/ }; do
-  case "$step" in build|tests|memcheck|bench|train) ;; *) die "unknown step '$step' (steps: build,tests,memcheck,bench,train)" ;; esac
+  case "$step" in build|tests|memcheck|bench|train|parallel) ;; *) die "unknown step '$step' (steps: build,tests,memcheck,bench,train,parallel)" ;; esac
 done
 if [ -n "$prebuilt" ]; then
   [ -d "$prebuilt" ] || die "--prebuilt $prebuilt: no such directory"
@@ -306,6 +308,10 @@ step_bench() {
 # shellcheck source=tools/gpu_training.sh
 . "$repo/tools/gpu_training.sh"
 
+# ---- 8 parallel: tools/gpu_parallel.sh -------------------------------------------------------------
+# shellcheck source=tools/gpu_parallel.sh
+. "$repo/tools/gpu_parallel.sh"
+
 # ---- main -------------------------------------------------------------------------------------------
 sanitizer=$(command -v compute-sanitizer || true)
 for candidate in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
@@ -331,10 +337,10 @@ else
   record build skipped ""
 fi
 
-for step in tests memcheck bench train; do
-  case "$step" in tests) n=4 ;; memcheck) n=5 ;; bench) n=6 ;; train) n=7 ;; esac
+for step in tests memcheck bench train parallel; do
+  case "$step" in tests) n=4 ;; memcheck) n=5 ;; bench) n=6 ;; train) n=7 ;; parallel) n=8 ;; esac
   if ! wanted "$step"; then record "$step" skipped ""; continue; fi
-  if [ "$step" != bench ] && [ "$step" != train ] && ! have_build; then
+  if [ "$step" != bench ] && [ "$step" != train ] && [ "$step" != parallel ] && ! have_build; then
     banner "$n $step"; echo "$step: no build in $build"; record "$step" FAILED "no build"; continue
   fi
   if run_step "$n $step" "$logs/$step.log" "step_$step"; then record "$step" ok ""; else record "$step" FAILED "see $step.log"; fi
@@ -347,6 +353,9 @@ if [ "$dry_run" -eq 0 ] && wanted bench; then
 fi
 if [ "$dry_run" -eq 0 ] && wanted train; then
   for f in "${results_file%.json}"-resnet50-real-data.json; do [ -f "$f" ] && to_out "$f"; done
+fi
+if [ "$dry_run" -eq 0 ] && wanted parallel; then
+  for f in "${results_file%.json}"-{allreduce-nccl,resnet50-nccl-one-rank}.json; do [ -f "$f" ] && to_out "$f"; done
 fi
 
 banner "summary"

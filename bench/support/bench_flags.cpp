@@ -64,6 +64,9 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
       flags.comm_timeout = parse_number("--comm-timeout", value, 0.001, 1e7);
     } else if (name == "--steps") {
       flags.steps = static_cast<int>(parse_int("--steps", value, 1, 1'000'000));
+    } else if (name == "--data-parallel") {
+      if (equals != std::string::npos) throw ConfigError("--data-parallel takes no value");
+      flags.data_parallel = true;
     } else if (name == "--no-overlap") {
       if (equals != std::string::npos) throw ConfigError("--no-overlap takes no value");
       flags.overlap = false;

@@ -39,6 +39,9 @@ struct BenchFlags {
   bool overlap = true;
   double comm_timeout = 300.0;
   int steps = 0;  // 0: 20 in a job of several ranks; Google Benchmark decides in a job of one
+  // --data-parallel: the data-parallel train_step even in a job of one (on a
+  // GPU, NCCL with one rank: what the path costs against no communicator).
+  bool data_parallel = false;
   bool help = false;
 
   ReportFormat display_format = ReportFormat::kConsole;  // --benchmark_format
