@@ -9,6 +9,16 @@
 
 namespace glassbox::cli {
 
+// The flags of a verb that runs data-parallel under mpirun (time, train),
+// parsed by tools/cli/data_parallel_args.h.
+inline std::vector<FlagSpec> with_data_parallel_flags(std::vector<FlagSpec> flags) {
+  flags.push_back({"--bucket-mb", "X", "under mpirun: gradient bucket size in MiB (default 25; optim/gradient_sync.h)"});
+  flags.push_back({"--no-overlap", "", "under mpirun: all-reduce the gradients after backward instead of during it"});
+  flags.push_back(
+      {"--comm-timeout", "S", "under mpirun: seconds a rank waits for the others before the job stops (default 300)"});
+  return flags;
+}
+
 inline const std::vector<FlagSpec>& summary_flags() {
   static const std::vector<FlagSpec> flags = {
       {"--batch", "N", "batch size of the input (default 1)"},
@@ -18,7 +28,7 @@ inline const std::vector<FlagSpec>& summary_flags() {
 }
 
 inline const std::vector<FlagSpec>& time_flags() {
-  static const std::vector<FlagSpec> flags = {
+  static const std::vector<FlagSpec> flags = with_data_parallel_flags({
       {"--batch", "N", "batch size (default: the network's default for the device)"},
       {"--device", "D", "cpu, cuda or cuda:N (default: the GPU when one works)"},
       {"--steps", "N", "timed steps, averaged (default 5)"},
@@ -27,10 +37,7 @@ inline const std::vector<FlagSpec>& time_flags() {
       {"--cudnn-search", "", "time every cuDNN algorithm and keep the fastest"},
       {"--deterministic", "",
        cat("only cuDNN algorithms that give the same bits on every run; the CPU path always does (",
-           kDeterministicByDefault ? "on: built with GLASSBOX_DETERMINISTIC" : "off by default", ")")},
-      {"--bucket-mb", "X", "under mpirun: gradient bucket size in MiB (default 25; optim/gradient_sync.h)"},
-      {"--no-overlap", "", "under mpirun: all-reduce the gradients after backward instead of during it"},
-      {"--comm-timeout", "S", "under mpirun: seconds a rank waits for the others before the job stops (default 300)"}};
+           kDeterministicByDefault ? "on: built with GLASSBOX_DETERMINISTIC" : "off by default", ")")}});
   return flags;
 }
 
@@ -44,7 +51,7 @@ inline const std::vector<FlagSpec>& max_batch_flags() {
 }
 
 inline const std::vector<FlagSpec>& train_flags() {
-  static const std::vector<FlagSpec> flags = {
+  static const std::vector<FlagSpec> flags = with_data_parallel_flags({
       {"--data", "SPEC", "fashion-mnist, fashion-mnist:DIR, mnist:DIR, folder:PATH or synthetic[:N] (data/data_spec.h)"},
       {"--epochs", "N", "epochs to train (default 10); with --resume, the total to reach"},
       {"--batch", "N", "batch size (default: the network's default for the device)"},
@@ -64,10 +71,7 @@ inline const std::vector<FlagSpec>& train_flags() {
       {"--log", "FILE", "append one JSON line per epoch (and per --log-every steps) to FILE"},
       {"--log-every", "N", "with --log, also a line every N steps"},
       {"--check-numerics", "", "after every step, check every output and gradient and name the first that is "
-                                "not finite (slow: for finding where a run breaks)"},
-      {"--bucket-mb", "X", "under mpirun: gradient bucket size in MiB (default 25; optim/gradient_sync.h)"},
-      {"--no-overlap", "", "under mpirun: all-reduce the gradients after backward instead of during it"},
-      {"--comm-timeout", "S", "under mpirun: seconds a rank waits for the others before the job stops (default 300)"}};
+                                "not finite (slow: for finding where a run breaks)"}});
   return flags;
 }
 

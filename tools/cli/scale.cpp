@@ -13,7 +13,9 @@
 #include "tensor/parse.h"
 #include "tensor/runtime_info.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/data_parallel_args.h"
 #include "tools/cli/flag_specs.h"
+#include "tools/cli/layer_means.h"
 #include "tools/cli/network_arg.h"
 #include "tools/cli/table.h"
 
@@ -45,13 +47,7 @@ MeasuredStep measure(Context& ctx, Graph& graph, int warmup, int steps) {
     marks.record(1);
     step_ms += marks.elapsed_ms(0, 1) / steps;
     checked_loss(ctx, graph, ++number);
-    const std::vector<LayerTime> times = graph.layer_times();
-    if (mean.empty()) mean.assign(times.size(), LayerTime{});
-    for (size_t i = 0; i < times.size(); ++i) {
-      mean[i].node = times[i].node;
-      mean[i].forward_ms += times[i].forward_ms / steps;
-      mean[i].backward_ms += times[i].backward_ms / steps;
-    }
+    add_layer_times(graph, steps, mean);
   }
   MeasuredStep measured;
   std::map<int, size_t> bytes;  // node -> its gradients' bytes
@@ -79,8 +75,7 @@ int run_scale(const std::vector<std::string>& words) {
   if (args.has("--bandwidth-gbps")) link.bandwidth_gbps = parse_number("--bandwidth-gbps", args.get("--bandwidth-gbps", ""), 1e-6, 1e6);
   if (args.has("--latency-us")) link.latency_us = parse_number("--latency-us", args.get("--latency-us", ""), 0.0, 1e9);
   if (link.bandwidth_gbps <= 0.0) throw ConfigError("--link custom needs --bandwidth-gbps (and --latency-us)");
-  const auto bucket_bytes =
-      static_cast<size_t>(parse_number("--bucket-mb", args.get("--bucket-mb", "25"), 0.001, 1 << 20) * (1 << 20));
+  const size_t bucket_bytes = bucket_bytes_arg(args);
   const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
   if (!choice.note.empty()) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
   const int batch = args.int_in("--batch", net.default_batch(choice.device), 1, kMaxInt);

@@ -17,7 +17,9 @@
 #include "tensor/parse.h"
 #include "tensor/runtime_info.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/data_parallel_args.h"
 #include "tools/cli/flag_specs.h"
+#include "tools/cli/layer_means.h"
 #include "tools/cli/memory_report.h"
 #include "tools/cli/network_arg.h"
 #include "tools/cli/table.h"
@@ -61,14 +63,11 @@ int run_time(const std::vector<std::string>& words) {
   const int batch = args.int_in("--batch", net.default_batch(device), 1, kMaxInt);
   const int steps = args.int_in("--steps", 5, 1, kMaxSteps);
   const int warmup = args.int_in("--warmup", 2, 0, kMaxSteps);
-  const GradientSyncOptions sync{
-      .bucket_bytes = static_cast<size_t>(
-          parse_number("--bucket-mb", args.get("--bucket-mb", "25"), 0.001, 1 << 20) * (1 << 20)),
-      .overlap = !args.has("--no-overlap")};
-  const double comm_timeout = parse_number("--comm-timeout", args.get("--comm-timeout", "300"), 0.001, 1e7);
+  const DataParallelArgs parallel = data_parallel_args(args);
+  const GradientSyncOptions& sync = parallel.sync;
 
   Context ctx = Context::on(device);
-  const std::unique_ptr<Communicator> communicator = make_communicator(ctx, {.timeout_seconds = comm_timeout});
+  const std::unique_ptr<Communicator> communicator = make_communicator(ctx, parallel.communicator);
   Graph graph = build_net(net, batch);
   CompileOptions options;
   options.precision = precision;
@@ -102,13 +101,7 @@ int run_time(const std::vector<std::string>& words) {
     step_ms += step_marks.elapsed_ms(0, 1) / steps;
     last_loss = checked_loss(ctx, graph, ++step_number);
     if (s == 0) first_loss = last_loss;
-    const std::vector<LayerTime> times = graph.layer_times();
-    if (mean.empty()) mean.assign(times.size(), LayerTime{});
-    for (size_t i = 0; i < times.size(); ++i) {
-      mean[i].node = times[i].node;
-      mean[i].forward_ms += times[i].forward_ms / steps;
-      mean[i].backward_ms += times[i].backward_ms / steps;
-    }
+    add_layer_times(graph, steps, mean);
   }
 
   if (!speaks) return finish_time(ctx, graph, *communicator, sync, warmup, steps, speaks);

@@ -21,6 +21,7 @@
 #include "tensor/parse.h"
 #include "tensor/runtime_info.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/data_parallel_args.h"
 #include "tools/cli/flag_specs.h"
 #include "tools/cli/network_arg.h"
 #include "tools/cli/progress.h"
@@ -109,10 +110,8 @@ int run_train(const std::vector<std::string>& words) {
   options.config = settings.config();  // saved with each checkpoint
   // N ranks at batch B train as one process at N x B: another N is another run.
   options.config["ranks"] = cat(placement.size);
-  options.sync.bucket_bytes =
-      static_cast<size_t>(parse_number("--bucket-mb", args.get("--bucket-mb", "25"), 0.001, 1 << 20) * (1 << 20));
-  options.sync.overlap = !args.has("--no-overlap");
-  const double comm_timeout = parse_number("--comm-timeout", args.get("--comm-timeout", "300"), 0.001, 1e7);
+  const DataParallelArgs parallel = data_parallel_args(args);
+  options.sync = parallel.sync;
   options.warn = [](const std::string& message) { std::fprintf(stderr, "glassbox: %s\n", message.c_str()); };
   if (options.warmup_epochs >= options.epochs) {
     throw ConfigError(cat("--warmup-epochs ", options.warmup_epochs, " leaves none of the ", options.epochs,
@@ -124,7 +123,7 @@ int run_train(const std::vector<std::string>& words) {
   if (args.has("--log") && speaks) log.emplace(args.get("--log", ""), log_every);
 
   Context ctx = Context::on(device);
-  const std::unique_ptr<Communicator> communicator = make_communicator(ctx, {.timeout_seconds = comm_timeout});
+  const std::unique_ptr<Communicator> communicator = make_communicator(ctx, parallel.communicator);
   options.communicator = communicator.get();
   options.network = net.name;
   Graph graph = build_net(net, batch);
