@@ -9,8 +9,18 @@
 // the one-process run exactly, by design. Momentum and weight decay are on,
 // the buckets are small (several per step), and the check runs with overlap
 // on and off. Exits 0 when every parameter matches, 1 otherwise, naming the worst.
+//
+// With an argument, a fault in the middle of a step instead (the job must end,
+// not hang: tests/mpi/test_data_parallel_faults.cpp): rank 1 runs the forward
+// of step 2 and then exits with code 3 (`exit-mid-step`) or sleeps for a
+// minute (`hang-mid-step`) while rank 0, with a 2 s deadline, waits for its
+// gradients.
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
 #include <random>
 #include <vector>
 
@@ -44,8 +54,21 @@ Batch global_batch(int step, int rows) {
   return batch;
 }
 
+enum class Fault { kNone, kExitMidStep, kHangMidStep };
+
+// Rank 1's fault, after the forward of step 2 (when rank 0 is in backward or
+// waiting for its buckets).
+void inject(Fault fault, Context& ctx, Graph& graph) {
+  graph.zero_grad(ctx);
+  graph.forward(ctx, Phase::kTraining);
+  std::fflush(stdout);
+  if (fault == Fault::kExitMidStep) std::_Exit(3);
+  std::this_thread::sleep_for(std::chrono::seconds(60));
+}
+
 // Trains `graph` (batch rows) on rows [first, first + rows) of each global batch.
-std::vector<float> train(Context& ctx, Graph& graph, int first, int global_rows, GradientSync* sync, Sgd& sgd) {
+std::vector<float> train(Context& ctx, Graph& graph, int first, int global_rows, GradientSync* sync, Sgd& sgd,
+                         Fault fault = Fault::kNone) {
   const int rows = graph.batch();
   for (int step = 0; step < kSteps; ++step) {
     const Batch batch = global_batch(step, global_rows);
@@ -54,14 +77,18 @@ std::vector<float> train(Context& ctx, Graph& graph, int first, int global_rows,
                        graph.input("images"));
     const auto label = batch.labels.begin() + first;
     from_vector<int>(ctx, std::vector<int>(label, label + rows), graph.input("labels"));
+    if (fault != Fault::kNone && sync != nullptr && sync->communicator().rank() == 1 && step == 2) {
+      inject(fault, ctx, graph);
+    }
     train_step(ctx, graph, sgd, sync);
   }
   return to_vector<float>(ctx, graph.parameters());
 }
 
-int check(bool overlap) {
+int check(bool overlap, Fault fault = Fault::kNone) {
   Context ctx = Context::cpu();
-  const std::unique_ptr<Communicator> communicator = make_communicator(ctx, {.timeout_seconds = 60});
+  const std::unique_ptr<Communicator> communicator =
+      make_communicator(ctx, {.timeout_seconds = fault == Fault::kNone ? 60.0 : 2.0});
   const int ranks = communicator->size(), rank = communicator->rank();
 
   Graph replica = mlp(kBatchPerRank, kSizes, true);
@@ -69,7 +96,8 @@ int check(bool overlap) {
   check_replicas(ctx, replica, *communicator, {.network = "MLP check", .batch = kBatchPerRank, .seed = 1});
   Sgd sgd(ctx, replica.parameters(), replica.gradients(), kSgd);
   GradientSync sync(ctx, replica, *communicator, {.bucket_bytes = 512, .overlap = overlap});
-  const std::vector<float> mine = train(ctx, replica, rank * kBatchPerRank, ranks * kBatchPerRank, &sync, sgd);
+  const std::vector<float> mine =
+      train(ctx, replica, rank * kBatchPerRank, ranks * kBatchPerRank, &sync, sgd, fault);
 
   Graph whole = mlp(ranks * kBatchPerRank, kSizes, true);
   whole.compile(ctx);
@@ -93,8 +121,13 @@ int check(bool overlap) {
 }  // namespace
 }  // namespace glassbox
 
-int main() {
-  return glassbox::run_program("data_parallel_check", [] {
+int main(int argc, char** argv) {
+  return glassbox::run_program("data_parallel_check", [&] {
+    using glassbox::Fault;
+    const std::string fault = argc > 1 ? argv[1] : "";
+    if (fault == "exit-mid-step") return glassbox::check(true, Fault::kExitMidStep);
+    if (fault == "hang-mid-step") return glassbox::check(true, Fault::kHangMidStep);
+    if (!fault.empty()) throw glassbox::ConfigError("data_parallel_check [exit-mid-step | hang-mid-step]");
     const int with_overlap = glassbox::check(true);
     const int without = glassbox::check(false);
     return with_overlap | without;
