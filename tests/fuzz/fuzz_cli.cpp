@@ -10,8 +10,15 @@
 //            (choose_device), --batch/--steps/--warmup through int_in with
 //            the ranges of tools/cli/time.cpp, and build_net; not compile(),
 //            which allocates the batch for real.
+//            Its data-parallel flags (--bucket-mb, --comm-timeout) too.
 //   max-batch: Args with its flags, the network, --device, --precision,
 //            --memory-limit (parse_bytes) and --max; not the search.
+//   scale:   Args with its flags, the network, the job (--gpus, --link,
+//            --bandwidth-gbps, --latency-us, --bucket-mb), then the scaling
+//            model on the network's gradient sizes with made-up layer times
+//            (measuring runs real steps): for every device count, the step is
+//            at least the compute, exposed time at most the all-reduce time,
+//            and the efficiency in (0, 1].
 //
 // Invariants of an accepted command line: the parameter count does not depend
 // on the batch, and the forward MACs are exactly batch x those of one image.
@@ -21,6 +28,7 @@
 #include "tensor/context.h"
 #include "tensor/parse.h"
 #include "tests/fuzz/fuzz_input.h"
+#include "tools/cli/data_parallel_args.h"
 #include "tools/cli/flag_specs.h"
 #include "tools/cli/network_arg.h"
 
@@ -82,7 +90,32 @@ void fuzz_time(const std::vector<std::string>& words) {
   const int steps = args.int_in("--steps", 5, 1, kMaxSteps);
   const int warmup = args.int_in("--warmup", 2, 0, kMaxSteps);
   FUZZ_CHECK(batch >= 1 && steps >= 1 && warmup >= 0);
+  const cli::DataParallelArgs parallel = cli::data_parallel_args(args);
+  FUZZ_CHECK(parallel.sync.bucket_bytes >= 1 && parallel.communicator.timeout_seconds > 0.0);
   check_costs(net, batch);
+}
+
+void fuzz_scale(const std::vector<std::string>& words) {
+  const cli::Args args("scale", cli::scale_flags(), words);
+  const NetSpec& net = cli::network_arg(args, "scale");
+  const cli::ScaleJobArgs job = cli::scale_job_args(args);
+  FUZZ_CHECK(!job.device_counts.empty() && job.link.bandwidth_gbps > 0.0 && job.bucket_bytes >= 1);
+  MeasuredStep step{.forward_ms = 1.0, .optimizer_ms = 0.5};
+  const Graph graph = build_net(net, 1);
+  for (auto it = graph.nodes().rbegin(); it != graph.nodes().rend(); ++it) {
+    if (it->is_input()) continue;
+    size_t bytes = 0;
+    for (const ParamSpec& spec : it->layer->param_specs()) bytes += static_cast<size_t>(spec.shape.numel()) * 4;
+    step.backward.push_back({it->name, 2.0, bytes});
+  }
+  for (int devices : job.device_counts) {
+    for (bool overlap : {true, false}) {
+      const ScaledStep s = scale_step(step, devices, job.link, job.bucket_bytes, overlap);
+      FUZZ_CHECK(s.step_ms >= s.compute_ms && s.exposed_ms <= s.allreduce_ms + 1e-9);
+      FUZZ_CHECK(s.efficiency > 0.0 && s.efficiency <= 1.0);
+      FUZZ_CHECK(devices > 1 || s.allreduce_ms == 0.0);
+    }
+  }
 }
 
 // max-batch's flags, parsed as run_max_batch parses them (the search itself
@@ -106,6 +139,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (words[0] == "summary") fuzz_summary(rest);
     if (words[0] == "time") fuzz_time(rest);
     if (words[0] == "max-batch") fuzz_max_batch(rest);
+    if (words[0] == "scale") fuzz_scale(rest);
   });
   return 0;
 }

@@ -1,6 +1,8 @@
 // tools/cli/data_parallel_args.cpp
 #include "tools/cli/data_parallel_args.h"
 
+#include <sstream>
+
 #include "tensor/parse.h"
 
 namespace glassbox::cli {
@@ -14,6 +16,23 @@ DataParallelArgs data_parallel_args(const Args& args) {
   return {.sync = {.bucket_bytes = bucket_bytes_arg(args), .overlap = !args.has("--no-overlap")},
           .communicator = {.timeout_seconds =
                                parse_number("--comm-timeout", args.get("--comm-timeout", "300"), 0.001, 1e7)}};
+}
+
+ScaleJobArgs scale_job_args(const Args& args) {
+  ScaleJobArgs job;
+  // "1,2,4": never empty, since Args refuses an empty value.
+  std::stringstream counts(args.get("--gpus", "1,2,4,8,16,32,64"));
+  for (std::string item; std::getline(counts, item, ',');) {
+    job.device_counts.push_back(static_cast<int>(parse_int("--gpus", item, 1, 1 << 20)));
+  }
+  job.link = link_model(args.get("--link", "nvlink"));
+  if (args.has("--bandwidth-gbps")) {
+    job.link.bandwidth_gbps = parse_number("--bandwidth-gbps", args.get("--bandwidth-gbps", ""), 1e-6, 1e6);
+  }
+  if (args.has("--latency-us")) job.link.latency_us = parse_number("--latency-us", args.get("--latency-us", ""), 0.0, 1e9);
+  if (job.link.bandwidth_gbps <= 0.0) throw ConfigError("--link custom needs --bandwidth-gbps (and --latency-us)");
+  job.bucket_bytes = bucket_bytes_arg(args);
+  return job;
 }
 
 }  // namespace glassbox::cli

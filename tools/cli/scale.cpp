@@ -3,7 +3,6 @@
 // measured layer times and an alpha-beta model of the all-reduce
 // (optim/scale_model.h, docs/scaling.md), bucket by bucket, with overlap.
 #include <cstdio>
-#include <sstream>
 
 #include "data/synthetic.h"
 #include "graph/finite_check.h"
@@ -21,14 +20,6 @@
 
 namespace glassbox::cli {
 namespace {
-
-// "1,2,4": never empty, since Args refuses an empty value.
-std::vector<int> parse_rank_counts(const std::string& text) {
-  std::vector<int> counts;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) counts.push_back(static_cast<int>(parse_int("--gpus", item, 1, 1 << 20)));
-  return counts;
-}
 
 // The mean of `steps` train steps after `warmup`, per layer, as scale_step reads it.
 MeasuredStep measure(Context& ctx, Graph& graph, int warmup, int steps) {
@@ -70,12 +61,10 @@ MeasuredStep measure(Context& ctx, Graph& graph, int warmup, int steps) {
 int run_scale(const std::vector<std::string>& words) {
   const Args args("scale", scale_flags(), words);
   const NetSpec& net = network_arg(args, "scale");
-  const std::vector<int> counts = parse_rank_counts(args.get("--gpus", "1,2,4,8,16,32,64"));
-  LinkModel link = link_model(args.get("--link", "nvlink"));
-  if (args.has("--bandwidth-gbps")) link.bandwidth_gbps = parse_number("--bandwidth-gbps", args.get("--bandwidth-gbps", ""), 1e-6, 1e6);
-  if (args.has("--latency-us")) link.latency_us = parse_number("--latency-us", args.get("--latency-us", ""), 0.0, 1e9);
-  if (link.bandwidth_gbps <= 0.0) throw ConfigError("--link custom needs --bandwidth-gbps (and --latency-us)");
-  const size_t bucket_bytes = bucket_bytes_arg(args);
+  const ScaleJobArgs job = scale_job_args(args);
+  const std::vector<int>& counts = job.device_counts;
+  const LinkModel& link = job.link;
+  const size_t bucket_bytes = job.bucket_bytes;
   const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
   if (!choice.note.empty()) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
   const int batch = args.int_in("--batch", net.default_batch(choice.device), 1, kMaxInt);
