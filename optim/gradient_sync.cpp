@@ -70,6 +70,20 @@ void GradientSync::backward(Context& ctx, Graph& graph) {
   marks_.record(kReduced);
 }
 
+void SyncTimes::accumulate(const SyncTimes& step, double weight) {
+  forward_ms += weight * step.forward_ms;
+  backward_ms += weight * step.backward_ms;
+  exposed_ms += weight * step.exposed_ms;
+  optimizer_ms += weight * step.optimizer_ms;
+  allreduce_ms += weight * step.allreduce_ms;
+  if (buckets.size() < step.buckets.size()) buckets.resize(step.buckets.size());
+  for (size_t b = 0; b < step.buckets.size(); ++b) {
+    buckets[b].bytes = step.buckets[b].bytes;
+    buckets[b].ready_ms += weight * step.buckets[b].ready_ms;
+    buckets[b].done_ms += weight * step.buckets[b].done_ms;
+  }
+}
+
 SyncTimes GradientSync::last_times() {
   SyncTimes times;
   times.forward_ms = marks_.elapsed_ms(kStepStart, kBackwardStart);

@@ -58,6 +58,9 @@ struct SyncTimes {
   double optimizer_ms = 0.0;  // the update
   double allreduce_ms = 0.0;  // time with at least one all-reduce in flight, hidden or not
   std::vector<ReductionTime> buckets;  // in bucket order, from the start of backward
+
+  // Adds `weight` x another step's times (1 for a sum, 1/steps for a mean).
+  void accumulate(const SyncTimes& step, double weight);
 };
 
 class GradientSync {

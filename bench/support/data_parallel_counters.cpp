@@ -16,11 +16,7 @@ std::map<std::pair<std::string, int>, double>& rank_alone_steps() {
 
 void DataParallelCounters::add(const SyncTimes& times) {
   ++steps_;
-  sum_.forward_ms += times.forward_ms;
-  sum_.backward_ms += times.backward_ms;
-  sum_.exposed_ms += times.exposed_ms;
-  sum_.optimizer_ms += times.optimizer_ms;
-  sum_.allreduce_ms += times.allreduce_ms;
+  sum_.accumulate(times, 1.0);
 }
 
 void DataParallelCounters::report(benchmark::State& state, const GradientSync& sync, const std::string& net,

@@ -19,21 +19,11 @@ std::string time_data_parallel(Context& ctx, Graph& graph, Communicator& communi
     checked_loss(ctx, graph, ++step_number);
   }
   SyncTimes mean;
-  mean.buckets.resize(sync.buckets().size());
+  mean.buckets.resize(sync.buckets().size());  // one row per bucket below, whatever the communicator reported
   for (int s = 0; s < steps; ++s) {
     train_step(ctx, graph, sgd, &sync);
     checked_loss(ctx, graph, ++step_number);
-    const SyncTimes t = sync.last_times();
-    mean.forward_ms += t.forward_ms / steps;
-    mean.backward_ms += t.backward_ms / steps;
-    mean.exposed_ms += t.exposed_ms / steps;
-    mean.optimizer_ms += t.optimizer_ms / steps;
-    mean.allreduce_ms += t.allreduce_ms / steps;
-    for (size_t b = 0; b < t.buckets.size() && b < mean.buckets.size(); ++b) {
-      mean.buckets[b].bytes = t.buckets[b].bytes;
-      mean.buckets[b].ready_ms += t.buckets[b].ready_ms / steps;
-      mean.buckets[b].done_ms += t.buckets[b].done_ms / steps;
-    }
+    mean.accumulate(sync.last_times(), 1.0 / steps);
   }
 
   const double step_ms = mean.forward_ms + mean.backward_ms + mean.exposed_ms + mean.optimizer_ms;
