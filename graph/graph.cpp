@@ -140,9 +140,10 @@ void Graph::compile(Context& ctx, const CompileOptions& options) {
   allocate_parameters(ctx);
   allocate_activations(ctx);
 
-  const int marks = static_cast<int>(layers_.size()) + 1;
-  forward_marks_ = options.layer_timing ? std::make_unique<EventTimer>(ctx, marks) : nullptr;
-  backward_marks_ = options.layer_timing && training ? std::make_unique<EventTimer>(ctx, marks) : nullptr;
+  // Up to three spans per layer (forward, backward-data, backward-weights),
+  // and a few for the caller's own (the optimizer).
+  const int span_capacity = 3 * static_cast<int>(layers_.size()) + 8;
+  spans_ = std::make_unique<StepSpans>(ctx, span_capacity, SpanOptions{.timing = options.layer_timing, .nvtx = options.nvtx});
   ctx.synchronize();
   compiled_ = true;
 }
@@ -337,14 +338,27 @@ void Graph::check_training(std::string_view what) const {
 void Graph::forward(Context& ctx, Phase phase, const std::function<void(const Node&)>& after_each_layer) {
   check_context(ctx, "forward");
   if (phase == Phase::kTraining) check_training("a training-phase forward");
-  if (forward_marks_) forward_marks_->record(0);
+  const bool spans = spans_->active();
+  if (spans) spans_->start_step();
   for (size_t k = 0; k < layers_.size(); ++k) {
     Node& node = nodes_[static_cast<size_t>(layers_[k])];
+    if (spans) spans_->begin(layers_[k], node.name, Pass::kForward);
     node.layer->forward(ctx, {.inputs = node.input_values, .output = node.value, .params = node.params, .phase = phase});
-    if (forward_marks_) forward_marks_->record(static_cast<int>(k) + 1);
+    if (spans) spans_->end();
     if (options_.sync_each_layer) after_layer(ctx, node, "forward");
     if (after_each_layer) after_each_layer(node);
   }
+}
+
+// The pass a layer's backward starts in: backward-data where it splits and
+// an input gradient is wanted, backward-weights where it splits and none is
+// (the first layer: its input is the data), else one whole backward.
+Pass Graph::backward_pass(const Node& node) const {
+  if (!node.layer->splits_backward()) return Pass::kBackward;
+  for (const Tensor& grad : node.input_grads) {
+    if (grad.defined()) return Pass::kBackwardData;
+  }
+  return Pass::kBackwardWeights;
 }
 
 void Graph::zero_grad(Context& ctx) {
@@ -356,9 +370,18 @@ void Graph::zero_grad(Context& ctx) {
 void Graph::backward(Context& ctx, const std::function<void(const Node&, int position)>& after_each_layer) {
   check_context(ctx, "backward");
   check_training("backward");
-  if (backward_marks_) backward_marks_->record(0);
+  const bool spans = spans_->active();
+  // A split backward tells the spans when it moves on to its parameter
+  // gradients (Context::switch_pass); the context forgets them on the way out.
+  struct ObserverScope {
+    Context& ctx;
+    ~ObserverScope() { ctx.set_pass_observer(nullptr); }
+  } observer_scope{ctx};
+  if (spans) ctx.set_pass_observer(spans_.get());
   for (size_t j = 0; j < layers_.size(); ++j) {
-    Node& node = nodes_[static_cast<size_t>(layers_[layers_.size() - 1 - j])];
+    const int index = layers_[layers_.size() - 1 - j];
+    Node& node = nodes_[static_cast<size_t>(index)];
+    if (spans) spans_->begin(index, node.name, backward_pass(node));
     node.layer->backward(ctx, {.inputs = node.input_values,
                                .output = node.value,
                                .output_grad = node.grad,
@@ -366,7 +389,7 @@ void Graph::backward(Context& ctx, const std::function<void(const Node&, int pos
                                .input_grad_modes = node.input_grad_modes,
                                .params = node.params,
                                .param_grads = node.param_grads});
-    if (backward_marks_) backward_marks_->record(static_cast<int>(j) + 1);
+    if (spans) spans_->end();
     if (options_.sync_each_layer) after_layer(ctx, node, "backward");
     if (after_each_layer) after_each_layer(node, static_cast<int>(j));
   }
@@ -377,14 +400,30 @@ float Graph::loss(Context& ctx) const {
   return to_vector<float>(ctx, nodes_[static_cast<size_t>(loss_)].value)[0];
 }
 
+std::vector<SpanTime> Graph::spans() const {
+  if (!compiled_ || !options_.layer_timing) throw Error("spans: compile with CompileOptions::layer_timing = true");
+  return spans_->read();
+}
+
+StepSpans& Graph::step_spans() {
+  if (!compiled_) throw Error("step_spans: the graph is not compiled; call compile(ctx) first");
+  return *spans_;
+}
+
 std::vector<LayerTime> Graph::layer_times() const {
-  if (!forward_marks_) throw Error("layer_times: compile with CompileOptions::layer_timing = true");
-  const int count = static_cast<int>(layers_.size());
+  if (!compiled_ || !options_.layer_timing) throw Error("layer_times: compile with CompileOptions::layer_timing = true");
   std::vector<LayerTime> times;
-  for (int k = 0; k < count; ++k) {
-    const int j = count - 1 - k;  // the same layer's position in backward order
-    times.push_back({layers_[static_cast<size_t>(k)], forward_marks_->elapsed_ms(k, k + 1),
-                     backward_marks_ ? backward_marks_->elapsed_ms(j, j + 1) : 0.0});
+  std::vector<int> row_of(nodes_.size(), -1);
+  for (int index : layers_) {
+    row_of[static_cast<size_t>(index)] = static_cast<int>(times.size());
+    times.push_back({.node = index});
+  }
+  for (const SpanTime& span : spans_->read()) {
+    if (span.node < 0) continue;  // not a layer's (the optimizer)
+    LayerTime& t = times[static_cast<size_t>(row_of[static_cast<size_t>(span.node)])];
+    if (span.pass == Pass::kForward) t.forward_ms += span.duration_ms;
+    if (span.pass != Pass::kForward && span.pass != Pass::kOptimizer) t.backward_ms += span.duration_ms;
+    if (span.pass == Pass::kBackwardWeights) t.backward_weights_ms += span.duration_ms;
   }
   return times;
 }

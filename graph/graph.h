@@ -23,7 +23,7 @@
 
 #include "layers/layer.h"
 #include "tensor/context.h"
-#include "tensor/event_timer.h"
+#include "graph/step_spans.h"
 
 namespace glassbox {
 
@@ -67,7 +67,10 @@ struct CompileOptions {
   // Phase::kInference (running statistics, no dropout).
   Phase phase = Phase::kTraining;
   MemoryReuse memory_reuse = MemoryReuse::kOn;
-  bool layer_timing = false;             // record one mark per layer boundary (layer_times())
+  bool layer_timing = false;             // time every layer's passes (layer_times(), spans())
+  // Push an NVTX range per layer and pass on a GPU (Nsight Systems shows the
+  // step's structure); false for a run with no NVTX calls at all (--no-nvtx).
+  bool nvtx = true;
   bool sync_each_layer = false;          // debug: wait after every layer to localise device faults
   // Graph inputs whose gradient backward computes, by name ({"images"}): for
   // saliency maps, adversarial examples, or a Glassbox graph inside a larger
@@ -80,7 +83,9 @@ struct CompileOptions {
 struct LayerTime {
   int node = -1;
   double forward_ms = 0.0;
-  double backward_ms = 0.0;
+  double backward_ms = 0.0;          // the whole backward: data and weights
+  double backward_weights_ms = 0.0;  // its parameter-gradient part, where the layer splits (Layer::splits_backward)
+  double backward_data_ms() const { return backward_ms - backward_weights_ms; }
 };
 
 struct MemoryPlan;  // graph/memory_plan.h
@@ -170,6 +175,13 @@ class Graph {
   // Times of the last forward and backward per layer (compile with
   // layer_timing). Reading waits for the device.
   std::vector<LayerTime> layer_times() const;
+  // The last step's spans, one per layer and pass, in the order they ran,
+  // with any the caller added (train_step's optimizer); compile with
+  // layer_timing. Reading waits for the device.
+  std::vector<SpanTime> spans() const;
+  // The recorder itself: to add a span of one's own to the step (the
+  // optimizer) or to listen to the spans (tensor/kernel_trace.h). Valid after compile.
+  StepSpans& step_spans();
 
  private:
   friend class GraphBuilder;
@@ -179,6 +191,7 @@ class Graph {
   void allocate_parameters(Context& ctx);
   void allocate_activations(Context& ctx);
   void check_training(std::string_view what) const;
+  Pass backward_pass(const Node& node) const;
   void after_layer(Context& ctx, const Node& node, std::string_view pass) const;
 
   std::vector<Node> nodes_;
@@ -198,8 +211,7 @@ class Graph {
   std::vector<ParameterSlot> parameter_slots_;  // in flat-buffer order
   std::vector<Tensor> arenas_;  // activations, activation gradients, inputs
   std::unique_ptr<MemoryPlan> plan_;
-  std::unique_ptr<EventTimer> forward_marks_;   // mark k: before layers_[k] (k = L: after the last)
-  std::unique_ptr<EventTimer> backward_marks_;  // mark k: before the backward of layers_[L-1-k]
+  std::unique_ptr<StepSpans> spans_;  // per layer and pass: timing marks, NVTX ranges, kernel attribution
 };
 
 }  // namespace glassbox

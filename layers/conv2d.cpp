@@ -239,10 +239,12 @@ void Conv2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
       depthwise_backward_data(depthwise_plan(), args.params[0].data<float>(), dy, args.input_grad_modes[0],
                               args.input_grads[0].data<float>(), workspace);
     }
+    ctx.switch_pass(glassbox::Pass::kBackwardWeights);  // the step's passes (tensor/pass.h), not Conv2d::Pass
     depthwise_backward_filter(depthwise_plan(), args.inputs[0].data<float>(), dy, args.param_grads[0].data<float>(),
                               workspace);
   } else {
     if (args.input_grads[0].defined()) backward_data_cpu(args, workspace);
+    ctx.switch_pass(glassbox::Pass::kBackwardWeights);
     backward_filter_cpu(args, workspace);
   }
   if (options_.bias) {

@@ -45,6 +45,7 @@ class Conv2d final : public Layer {
   Shape infer(std::span<const Shape> inputs) const override;
   std::vector<ParamSpec> param_specs() const override;  // weight: He normal; bias: zeros
   int64_t macs() const override;                        // N*K*P*Q * (C/G)*R*S
+  bool splits_backward() const override { return true; }  // dx, then dw and db
   const Options& options() const { return options_; }
 
   // ---- cuDNN algorithms (CUDA devices only; the CPU path has no choice) ----

@@ -116,6 +116,8 @@ void Conv2d::backward_cuda(Context& ctx, const BackwardArgs& args) {
                                              beta_for(args.input_grad_modes[0]), s.x.get(),
                                              args.input_grads[0].raw()));
   }
+  // glassbox::Pass: the step's passes (tensor/pass.h), not Conv2d::Pass, the cuDNN call.
+  ctx.switch_pass(glassbox::Pass::kBackwardWeights);
   const conv2d_cuda::PassChoice& filter = s.pass(Pass::kBackwardFilter);
   CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle, &kOne, s.x.get(), args.inputs[0].raw(), s.y.get(),
                                              args.output_grad.raw(), filter.convolution.get(),

@@ -173,6 +173,11 @@ class Layer {
   // convolutions and linear layers (forward FLOPs = 2 x MACs), zero for the
   // memory-bound layers, as the reference tables count them.
   virtual int64_t macs() const { return 0; }
+  // Whether backward computes the input gradient and then, apart, the
+  // parameter gradients, calling ctx.switch_pass(Pass::kBackwardWeights)
+  // between the two, so that each is timed and traced as its own pass
+  // (graph/step_spans.h). Layers whose one call computes both (batch norm) say no.
+  virtual bool splits_backward() const { return false; }
 
   // Makes everything the layer needs on ctx's device: saved state,
   // descriptors, algorithm choices, its workspace size. Called once, at graph

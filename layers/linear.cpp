@@ -67,7 +67,7 @@ void Linear::forward_cpu(Context&, const ForwardArgs& args) {
   });
 }
 
-void Linear::backward_cpu(Context&, const BackwardArgs& args) {
+void Linear::backward_cpu(Context& ctx, const BackwardArgs& args) {
   const int64_t n = input_shapes()[0][0], in = input_shapes()[0][1], out = options_.out_features;
   auto x = as_matrix(args.inputs[0], n, in);
   auto w = as_matrix(args.params[0], out, in);
@@ -79,6 +79,7 @@ void Linear::backward_cpu(Context&, const BackwardArgs& args) {
       write_or_add(args.input_grad_modes[0], block.noalias(), dy * w.middleCols(begin, end - begin));
     });
   }
+  ctx.switch_pass(Pass::kBackwardWeights);
   auto dw = as_matrix(args.param_grads[0], out, in);
   for_each_block(out, kRowsPerBlock, [&](int64_t begin, int64_t end) {  // blocks of dw rows
     dw.middleRows(begin, end - begin).noalias() += dy.middleCols(begin, end - begin).transpose() * x;

@@ -25,6 +25,7 @@ class Linear final : public Layer {
   Shape infer(std::span<const Shape> inputs) const override;
   std::vector<ParamSpec> param_specs() const override;
   int64_t macs() const override;
+  bool splits_backward() const override { return true; }  // dx, then dw and db
 
  private:
   void prepare_cuda(Context& ctx, const PrepareOptions& options) override;

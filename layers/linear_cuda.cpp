@@ -53,6 +53,7 @@ void Linear::backward_cuda(Context& ctx, const BackwardArgs& args) {
                              beta_for(args.input_grad_modes[0]), args.input_grads[0].data<float>(),
                              in));
   }
+  ctx.switch_pass(Pass::kBackwardWeights);
   CUBLAS_CHECK(cublasSgemm(cublas_of(ctx), CUBLAS_OP_N, CUBLAS_OP_T, in, out, n, &kOne,
                            args.inputs[0].data<float>(), in, dy, out, &kOne,
                            args.param_grads[0].data<float>(), in));

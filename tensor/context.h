@@ -16,6 +16,7 @@
 
 #include "tensor/allocator.h"
 #include "tensor/device.h"
+#include "tensor/pass.h"
 #include "tensor/tensor.h"
 
 namespace glassbox {
@@ -89,6 +90,15 @@ class Context {
   // Waits until all work queued on this context's stream is done (no-op on CPU).
   void synchronize() const;
 
+  // Who hears that a layer's backward moved on to its parameter gradients
+  // (graph/step_spans.h sets itself here while it records a step); null: no one.
+  void set_pass_observer(PassObserver* observer) { pass_observer_ = observer; }
+  // Called by a split backward (Layer::splits_backward) between its input
+  // gradient and its parameter gradients: Pass::kBackwardWeights.
+  void switch_pass(Pass pass) const {
+    if (pass_observer_) pass_observer_->switch_pass(pass);
+  }
+
   // The stream and handles; null for a CPU context. Used by *_cuda.cpp files.
   CudaResources* cuda_state() const { return cuda_.get(); }
 
@@ -99,6 +109,7 @@ class Context {
   uint64_t seed_;
   std::mt19937_64 rng_;
   Precision precision_ = Precision::kFp32;
+  PassObserver* pass_observer_ = nullptr;  // not owned
   std::shared_ptr<CudaResources> cuda_;  // shared with the CUDA allocator, which frees on its stream
   std::shared_ptr<Allocator> allocator_;
   std::shared_ptr<Buffer> workspace_;

@@ -27,6 +27,9 @@ void fill_zero(const CudaResources&, void*, size_t) { not_built("fill_zero"); }
 std::shared_ptr<EventSet> create_events(const CudaResources&, int) { not_built("EventTimer"); }
 void record_event(const CudaResources&, EventSet&, int) { not_built("EventTimer"); }
 float elapsed_ms(EventSet&, int, int) { not_built("EventTimer"); }
+// StepSpans pushes NVTX ranges only for a GPU context, which this build cannot make.
+void nvtx_push(const char*) { not_built("NVTX"); }
+void nvtx_pop() { not_built("NVTX"); }
 void describe(const Context&, RuntimeInfo&) {}  // a CPU-only build links no CUDA library
 
 }  // namespace glassbox::cuda_entry

@@ -27,4 +27,8 @@ std::shared_ptr<EventSet> create_events(const CudaResources& resources, int coun
 void record_event(const CudaResources& resources, EventSet& events, int index);
 float elapsed_ms(EventSet& events, int from, int to);  // waits for `to`
 
+// An NVTX range on the calling thread (graph/step_spans.h), for Nsight Systems.
+void nvtx_push(const char* label);
+void nvtx_pop();
+
 }  // namespace glassbox::cuda_entry

@@ -16,6 +16,7 @@ inline void add_layer_times(const Graph& graph, int steps, std::vector<LayerTime
     means[i].node = times[i].node;
     means[i].forward_ms += times[i].forward_ms / steps;
     means[i].backward_ms += times[i].backward_ms / steps;
+    means[i].backward_weights_ms += times[i].backward_weights_ms / steps;
   }
 }
 
