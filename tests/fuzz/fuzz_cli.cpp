@@ -19,6 +19,9 @@
 //            (measuring runs real steps): for every device count, the step is
 //            at least the compute, exposed time at most the all-reduce time,
 //            and the efficiency in (0, 1].
+//   trace:   Args with its flags, the network, --precision, --device,
+//            --batch/--warmup with the ranges of tools/cli/trace.cpp, and
+//            build_net; not the run.
 //
 // Invariants of an accepted command line: the parameter count does not depend
 // on the batch, and the forward MACs are exactly batch x those of one image.
@@ -129,6 +132,17 @@ void fuzz_max_batch(const std::vector<std::string>& words) {
   FUZZ_CHECK(args.int_in("--max", 65536, 1, kMaxInt) >= 1);
 }
 
+void fuzz_trace(const std::vector<std::string>& words) {
+  const cli::Args args("trace", cli::trace_flags(), words);
+  const NetSpec& net = cli::network_arg(args, "trace");
+  parse_precision(args.get("--precision", "fp32"));
+  const Device device = choose_device(args.get("--device", ""), "--device").device;
+  FUZZ_CHECK(!device.is_cuda());
+  const int batch = args.int_in("--batch", net.default_batch(device), 1, kMaxInt);
+  FUZZ_CHECK(args.int_in("--warmup", 2, 0, kMaxSteps) >= 0);
+  FUZZ_CHECK(build_net(net, batch).batch() == batch);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -140,6 +154,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (words[0] == "time") fuzz_time(rest);
     if (words[0] == "max-batch") fuzz_max_batch(rest);
     if (words[0] == "scale") fuzz_scale(rest);
+    if (words[0] == "trace") fuzz_trace(rest);
   });
   return 0;
 }

@@ -41,6 +41,17 @@ inline const std::vector<FlagSpec>& time_flags() {
   return flags;
 }
 
+inline const std::vector<FlagSpec>& trace_flags() {
+  static const std::vector<FlagSpec> flags = {
+      {"--out", "FILE", "where to write the trace (default NET.trace.json)"},
+      {"--batch", "N", "batch size (default: the network's default for the device)"},
+      {"--device", "D", "cpu, cuda or cuda:N (default: the GPU when one works)"},
+      {"--warmup", "N", "untimed train steps before the traced one (default 2)"},
+      {"--precision", "P", "fp32 (TF32 off, default) or tf32"},
+      {"--no-nvtx", "", "push no NVTX ranges (GPU builds push one per layer and pass for Nsight Systems)"}};
+  return flags;
+}
+
 inline const std::vector<FlagSpec>& max_batch_flags() {
   static const std::vector<FlagSpec> flags = {
       {"--device", "D", "cpu, cuda or cuda:N (default: the GPU when one works)"},

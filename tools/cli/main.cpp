@@ -2,6 +2,7 @@
 //
 //   glassbox summary VGG16              per-layer shapes, parameters, FLOPs
 //   glassbox time VGG16 --batch 8       per-layer forward/backward times
+//   glassbox trace VGG16 --out F.json   one training step as a Chrome trace
 //   glassbox max-batch VGG16            the largest batch that fits, by trying
 //   glassbox train LeNet --data fashion-mnist   real training, checkpoints, logs
 //   glassbox eval LeNet --weights F --data fashion-mnist   a trained network's accuracy
@@ -36,6 +37,9 @@ void print_usage() {
       "                               and the sum of the layers against the measured step;\n"
       "                               --deterministic: only cuDNN algorithms that give the same bits\n"
       "                               on every run (the CPU path always does: there it changes nothing)\n"
+      "  trace NET [--out FILE] [--batch N] [--device D] [--warmup N] [--precision P] [--no-nvtx]\n"
+      "                               one training step as a Chrome trace (Perfetto, chrome://tracing):\n"
+      "                               each layer's forward, backward-data, backward-weights, the optimizer\n"
       "  max-batch NET [--device D] [--memory-limit SIZE] [--precision P] [--max N]\n"
       "                               the largest batch whose training step fits, by trying\n"
       "  train NET --data SPEC [--epochs N] [--batch N] [--lr X] [--schedule S] [--checkpoint-dir DIR]\n"
@@ -69,6 +73,7 @@ const std::vector<glassbox::cli::FlagSpec>* flags_of(const std::string& verb) {
   if (verb == "eval") return &eval_flags();
   if (verb == "make-folder") return &make_folder_flags();
   if (verb == "scale") return &scale_flags();
+  if (verb == "trace") return &trace_flags();
   return nullptr;
 }
 
@@ -104,7 +109,8 @@ int main(int argc, char** argv) {
     if (verb == "eval") return cli::run_eval(rest);
     if (verb == "make-folder") return cli::run_make_folder(rest);
     if (verb == "scale") return cli::run_scale(rest);
+    if (verb == "trace") return cli::run_trace(rest);
     throw ConfigError(
-        cat("unknown command '", verb, "'; valid: summary, time, max-batch, train, eval, make-folder, scale"));
+        cat("unknown command '", verb, "'; valid: summary, time, trace, max-batch, train, eval, make-folder, scale"));
   });
 }

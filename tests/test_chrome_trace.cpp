@@ -1,0 +1,118 @@
+// tests/test_chrome_trace.cpp: the Chrome trace writer (graph/chrome_trace.h)
+// and `glassbox trace`, run as a user runs it.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "graph/chrome_trace.h"
+#include "tensor/error.h"
+#include "tests/support/command.h"
+#include "tests/support/temp_dir.h"
+
+namespace glassbox {
+namespace {
+
+using testing::contains;
+using testing::run_command;
+
+ChromeTrace two_spans() {
+  ChromeTrace trace;
+  trace.process = "glassbox trace Tiny";
+  trace.tracks = {{1, "host (layer spans)"}};
+  trace.events = {{.name = "conv1 forward", .category = "forward", .start_us = 0.0, .duration_us = 12.5, .track = 1,
+                   .text_args = {{"layer", "conv1"}}, .number_args = {{"flops", 2e6}}},
+                  {.name = "relu1 \"forward\"", .category = "forward", .start_us = 12.5, .duration_us = 1.0, .track = 1}};
+  trace.text_metadata = {{"network", "Tiny"}};
+  trace.number_metadata = {{"batch", 8}};
+  return trace;
+}
+
+TEST(ChromeTrace, WritesCompleteEventsOnNamedTracks) {
+  const nlohmann::json doc = nlohmann::json::parse(to_chrome_json(two_spans()));
+  EXPECT_EQ(doc["displayTimeUnit"], "ms");
+  EXPECT_EQ(doc["otherData"]["network"], "Tiny");
+  EXPECT_EQ(doc["otherData"]["batch"], 8);
+  std::vector<nlohmann::json> complete, names;
+  for (const auto& event : doc["traceEvents"]) {
+    if (event["ph"] == "X") complete.push_back(event);
+    if (event["ph"] == "M" && event["name"] != "thread_sort_index") names.push_back(event);
+  }
+  ASSERT_EQ(complete.size(), 2u);
+  EXPECT_EQ(complete[0]["name"], "conv1 forward");
+  EXPECT_EQ(complete[0]["ts"], 0.0);
+  EXPECT_EQ(complete[0]["dur"], 12.5);
+  EXPECT_EQ(complete[0]["tid"], 1);
+  EXPECT_EQ(complete[0]["args"]["layer"], "conv1");
+  EXPECT_EQ(complete[0]["args"]["flops"], 2e6);
+  EXPECT_EQ(complete[1]["name"], "relu1 \"forward\"");  // escaped in the text, whole once parsed
+  ASSERT_EQ(names.size(), 2u);
+  EXPECT_EQ(names[0]["args"]["name"], "glassbox trace Tiny");
+  EXPECT_EQ(names[1]["args"]["name"], "host (layer spans)");
+}
+
+TEST(ChromeTrace, MalformedEventsAreNamed) {
+  ChromeTrace negative = two_spans();
+  negative.events[1].duration_us = -1.0;
+  try {
+    to_chrome_json(negative);
+    FAIL() << "expected Error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "chrome trace: event 1 (relu1 \"forward\"): start 12.5 us and duration -1 us must be "
+                           "finite and not negative");
+  }
+  ChromeTrace stray = two_spans();
+  stray.events[0].track = 7;
+  try {
+    to_chrome_json(stray);
+    FAIL() << "expected Error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "chrome trace: event 0 (conv1 forward): track 7 was not declared");
+  }
+}
+
+const std::string kCli = GLASSBOX_CLI_PATH;
+
+TEST(CliTrace, WritesOneTrainStepOfLayerSpans) {
+  const testing::TempDir dir;
+  const std::string out = dir.path() + "/lenet.trace.json";
+  const auto r = run_command(kCli + " trace LeNet --device cpu --batch 4 --warmup 1 --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "wrote " + out)) << r.output;
+  std::ifstream file(out);
+  std::stringstream text;
+  text << file.rdbuf();
+  const nlohmann::json doc = nlohmann::json::parse(text.str());
+  EXPECT_EQ(doc["otherData"]["kind"], "glassbox.trace");
+  EXPECT_EQ(doc["otherData"]["network"], "LeNet");
+  EXPECT_EQ(doc["otherData"]["batch"], 4);
+  std::vector<std::string> spans;
+  double step_us = 0.0;
+  for (const auto& event : doc["traceEvents"]) {
+    if (event["ph"] != "X") continue;
+    if (event["name"] == "train step") {
+      step_us = event["dur"];
+      continue;
+    }
+    spans.push_back(event["name"]);
+    EXPECT_LE(event["ts"].get<double>() + event["dur"].get<double>(), step_us + 1e-6) << event["name"];
+  }
+  // 13 layers forward, 13 backward with fc3, fc4, fc5 and conv2 split in two
+  // (conv1's input is the data: weights only), and the update.
+  EXPECT_EQ(spans.size(), 13u + 13u + 4u + 1u);
+  EXPECT_EQ(spans.front(), "conv1 forward");
+  EXPECT_EQ(spans[spans.size() - 2], "conv1 backward-weights");
+  EXPECT_EQ(spans.back(), "sgd optimizer");
+}
+
+TEST(CliTrace, AnUnwritableOutputFailsBeforeTheRun) {
+  const auto r = run_command(kCli + " trace LeNet --device cpu --out /nonexistent-dir/x.json");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "/nonexistent-dir/x.json")) << r.output;
+  EXPECT_FALSE(contains(r.output, "traced train step")) << r.output;
+}
+
+}  // namespace
+}  // namespace glassbox

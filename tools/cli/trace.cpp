@@ -1,0 +1,118 @@
+// tools/cli/trace.cpp: `glassbox trace NET --out FILE`: one training step as
+// a Chrome trace (graph/chrome_trace.h), for Perfetto or chrome://tracing.
+//
+// Warm-up steps first (first calls allocate, load kernels, fault pages in),
+// then one recorded train step: forward, backward, SGD update. Each layer's
+// passes are spans (graph/step_spans.h): forward, backward-data and
+// backward-weights where the layer splits its backward, a whole backward
+// where it does not, and the optimizer. On the CPU the spans are the host
+// clock's; on a GPU they are CUDA events in stream order.
+#include <cstdio>
+
+#include "data/synthetic.h"
+#include "graph/chrome_trace.h"
+#include "graph/finite_check.h"
+#include "optim/train_step.h"
+#include "tensor/atomic_file.h"
+#include "tensor/event_timer.h"
+#include "tensor/parse.h"
+#include "tensor/runtime_info.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/flag_specs.h"
+#include "tools/cli/network_arg.h"
+#include "tools/cli/table.h"
+
+namespace glassbox::cli {
+namespace {
+
+constexpr int kMaxSteps = 1'000'000;
+constexpr int kLayerTrack = 1;
+
+// The analytic FLOPs of a span: a convolution's or linear layer's forward,
+// backward-data and backward-weights each do 2 x MACs; the other layers are
+// counted as moving memory, not as FLOPs (Layer::macs).
+double span_flops(const Graph& graph, const SpanTime& span) {
+  if (span.node < 0 || span.pass == Pass::kOptimizer) return 0.0;
+  return 2.0 * static_cast<double>(graph.nodes()[static_cast<size_t>(span.node)].layer->macs());
+}
+
+ChromeTrace step_trace(const Graph& graph, const std::vector<SpanTime>& spans, const RuntimeInfo& info,
+                       const std::string& network, int batch, double step_ms) {
+  ChromeTrace trace;
+  trace.process = cat("glassbox trace ", network);
+  trace.tracks.push_back({kLayerTrack, info.device == "cpu" ? "host (layer spans)" : "stream (layer spans)"});
+  double end_us = 0.0;
+  for (const SpanTime& span : spans) {
+    TraceEvent event{.name = cat(span.name, " ", pass_name(span.pass)),
+                     .category = std::string(pass_name(span.pass)),
+                     .start_us = span.start_ms * 1e3,
+                     .duration_us = span.duration_ms * 1e3,
+                     .track = kLayerTrack};
+    event.text_args = {{"layer", span.name}, {"pass", std::string(pass_name(span.pass))}};
+    if (span.node >= 0) {
+      event.text_args.emplace_back("type", std::string(graph.nodes()[static_cast<size_t>(span.node)].layer->type()));
+    }
+    const double flops = span_flops(graph, span);
+    if (flops > 0) event.number_args.emplace_back("flops", flops);
+    end_us = std::max(end_us, event.start_us + event.duration_us);
+    trace.events.push_back(std::move(event));
+  }
+  // The whole step as the parent of its spans, so the track reads as a tree.
+  trace.events.insert(trace.events.begin(), TraceEvent{.name = "train step", .category = "step", .start_us = 0.0,
+                                                       .duration_us = end_us, .track = kLayerTrack});
+  trace.text_metadata = {{"kind", "glassbox.trace"}, {"network", network}, {"device", info.device},
+                         {"device_name", info.device_name}};
+  for (const auto& [key, value] : info.fields()) trace.text_metadata.emplace_back("runtime." + key, value);
+  trace.number_metadata = {{"batch", batch}, {"step_ms", step_ms}, {"spans_ms", end_us / 1e3}};
+  return trace;
+}
+
+}  // namespace
+
+int run_trace(const std::vector<std::string>& words) {
+  const Args args("trace", trace_flags(), words);
+  const NetSpec& net = network_arg(args, "trace");
+  const Precision precision = parse_precision(args.get("--precision", "fp32"));
+  const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
+  if (!choice.note.empty()) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
+  const int batch = args.int_in("--batch", net.default_batch(choice.device), 1, kMaxInt);
+  const int warmup = args.int_in("--warmup", 2, 0, kMaxSteps);
+  const std::string out = args.get("--out", net.name + ".trace.json");
+  check_writable(out);  // before the run, not after it
+
+  Context ctx = Context::on(choice.device);
+  Graph graph = build_net(net, batch);
+  CompileOptions options;
+  options.precision = precision;
+  options.layer_timing = true;
+  options.nvtx = !args.has("--no-nvtx");
+  graph.compile(ctx, options);
+  fill_synthetic_batch(ctx, graph, net.classes);
+  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 1e-4f, .momentum = 0.9f, .weight_decay = 5e-4f});
+  int64_t step_number = 0;
+  for (int i = 0; i < warmup; ++i) {
+    train_step(ctx, graph, sgd);
+    checked_loss(ctx, graph, ++step_number);
+  }
+  EventTimer step_marks(ctx, 2);
+  step_marks.record(0);
+  train_step(ctx, graph, sgd);
+  step_marks.record(1);
+  const double step_ms = step_marks.elapsed_ms(0, 1);
+  checked_loss(ctx, graph, ++step_number);
+  const std::vector<SpanTime> spans = graph.spans();
+
+  const RuntimeInfo info = runtime_info(ctx);
+  write_file_atomically(out, to_chrome_json(step_trace(graph, spans, info, net.name, batch, step_ms)));
+  double spans_ms = 0.0;
+  for (const SpanTime& span : spans) spans_ms += span.duration_ms;
+  std::printf("%s on %s (%s), batch %d: %d warm-up steps, then one traced train step\n", net.name.c_str(),
+              info.device.c_str(), info.device_name.c_str(), batch, warmup);
+  std::printf("step %s ms; %zu spans (layer passes and the optimizer) cover %s ms of it\n", fixed(step_ms, 3).c_str(),
+              spans.size(), fixed(spans_ms, 3).c_str());
+  std::printf("wrote %s: open it in https://ui.perfetto.dev or chrome://tracing, or `glassbox report %s`\n",
+              out.c_str(), out.c_str());
+  return 0;
+}
+
+}  // namespace glassbox::cli
