@@ -22,6 +22,9 @@
 //   trace:   Args with its flags, the network, --precision, --device,
 //            --batch/--warmup with the ranges of tools/cli/trace.cpp, and
 //            build_net; not the run.
+//   sweep:   Args with its flags, the network, --device, --precision,
+//            --memory-limit, --steps/--warmup, and --batches (the "..."
+//            runs): every accepted list grows strictly; not the runs.
 //
 // Invariants of an accepted command line: the parameter count does not depend
 // on the batch, and the forward MACs are exactly batch x those of one image.
@@ -31,6 +34,7 @@
 #include "tensor/context.h"
 #include "tensor/parse.h"
 #include "tests/fuzz/fuzz_input.h"
+#include "tools/cli/batch_list.h"
 #include "tools/cli/data_parallel_args.h"
 #include "tools/cli/flag_specs.h"
 #include "tools/cli/network_arg.h"
@@ -143,6 +147,19 @@ void fuzz_trace(const std::vector<std::string>& words) {
   FUZZ_CHECK(build_net(net, batch).batch() == batch);
 }
 
+void fuzz_sweep(const std::vector<std::string>& words) {
+  const cli::Args args("sweep", cli::sweep_flags(), words);
+  cli::network_arg(args, "sweep");
+  FUZZ_CHECK(!choose_device(args.get("--device", ""), "--device").device.is_cuda());
+  parse_precision(args.get("--precision", "fp32"));
+  if (args.has("--memory-limit")) FUZZ_CHECK(parse_bytes("--memory-limit", args.get("--memory-limit", "")) >= 1);
+  FUZZ_CHECK(args.int_in("--steps", 3, 1, kMaxSteps) >= 1);
+  FUZZ_CHECK(args.int_in("--warmup", 2, 0, kMaxSteps) >= 0);
+  const std::vector<int> batches = cli::parse_batch_list("--batches", args.get("--batches", "1,2,4,...,256"));
+  FUZZ_CHECK(!batches.empty() && batches.front() >= 1);
+  for (size_t i = 1; i < batches.size(); ++i) FUZZ_CHECK(batches[i] > batches[i - 1]);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -155,6 +172,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (words[0] == "max-batch") fuzz_max_batch(rest);
     if (words[0] == "scale") fuzz_scale(rest);
     if (words[0] == "trace") fuzz_trace(rest);
+    if (words[0] == "sweep") fuzz_sweep(rest);
   });
   return 0;
 }

@@ -52,6 +52,18 @@ inline const std::vector<FlagSpec>& trace_flags() {
   return flags;
 }
 
+inline const std::vector<FlagSpec>& sweep_flags() {
+  static const std::vector<FlagSpec> flags = {
+      {"--batches", "LIST", "batch sizes, growing: 1,2,4,...,256 (the default; '...' continues the ratio) or 1,3,8"},
+      {"--out", "FILE", "where to write the JSON (default NET.sweep.json)"},
+      {"--device", "D", "cpu, cuda or cuda:N (default: the GPU when one works)"},
+      {"--steps", "N", "timed train steps per batch, averaged (default 3)"},
+      {"--warmup", "N", "untimed train steps first, per batch (default 2)"},
+      {"--memory-limit", "SIZE", "pretend the device has only this much (512MiB, 8GiB, ...)"},
+      {"--precision", "P", "fp32 (TF32 off, default) or tf32"}};
+  return flags;
+}
+
 inline const std::vector<FlagSpec>& max_batch_flags() {
   static const std::vector<FlagSpec> flags = {
       {"--device", "D", "cpu, cuda or cuda:N (default: the GPU when one works)"},

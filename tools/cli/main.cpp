@@ -3,6 +3,7 @@
 //   glassbox summary VGG16              per-layer shapes, parameters, FLOPs
 //   glassbox time VGG16 --batch 8       per-layer forward/backward times
 //   glassbox trace VGG16 --out F.json   one training step as a Chrome trace
+//   glassbox sweep ResNet50 --batches 1,2,4,...,256   speed and memory against batch
 //   glassbox max-batch VGG16            the largest batch that fits, by trying
 //   glassbox train LeNet --data fashion-mnist   real training, checkpoints, logs
 //   glassbox eval LeNet --weights F --data fashion-mnist   a trained network's accuracy
@@ -40,6 +41,10 @@ void print_usage() {
       "  trace NET [--out FILE] [--batch N] [--device D] [--warmup N] [--precision P] [--no-nvtx]\n"
       "                               one training step as a Chrome trace (Perfetto, chrome://tracing):\n"
       "                               each layer's forward, backward-data, backward-weights, the optimizer\n"
+      "  sweep NET [--batches 1,2,4,...,256] [--out FILE] [--device D] [--steps N] [--warmup N]\n"
+      "            [--memory-limit SIZE] [--precision P]\n"
+      "                               train-step speed and memory per batch until memory runs out,\n"
+      "                               as JSON for `glassbox report`\n"
       "  max-batch NET [--device D] [--memory-limit SIZE] [--precision P] [--max N]\n"
       "                               the largest batch whose training step fits, by trying\n"
       "  train NET --data SPEC [--epochs N] [--batch N] [--lr X] [--schedule S] [--checkpoint-dir DIR]\n"
@@ -74,6 +79,7 @@ const std::vector<glassbox::cli::FlagSpec>* flags_of(const std::string& verb) {
   if (verb == "make-folder") return &make_folder_flags();
   if (verb == "scale") return &scale_flags();
   if (verb == "trace") return &trace_flags();
+  if (verb == "sweep") return &sweep_flags();
   return nullptr;
 }
 
@@ -110,7 +116,8 @@ int main(int argc, char** argv) {
     if (verb == "make-folder") return cli::run_make_folder(rest);
     if (verb == "scale") return cli::run_scale(rest);
     if (verb == "trace") return cli::run_trace(rest);
-    throw ConfigError(
-        cat("unknown command '", verb, "'; valid: summary, time, trace, max-batch, train, eval, make-folder, scale"));
+    if (verb == "sweep") return cli::run_sweep(rest);
+    throw ConfigError(cat("unknown command '", verb,
+                          "'; valid: summary, time, trace, sweep, max-batch, train, eval, make-folder, scale"));
   });
 }

@@ -1,0 +1,122 @@
+// tools/cli/sweep.cpp: `glassbox sweep NET --batches 1,2,4,...,256`: the
+// training step's speed and memory over batch sizes, as JSON for
+// `glassbox report` (docs/report.md).
+//
+// Each batch runs on a fresh context (its own memory statistics): the network
+// built at that batch, compiled, SGD with momentum, warm-up steps, then timed
+// train steps. A batch that does not fit (OutOfMemoryError; --memory-limit caps
+// the allocator as in `max-batch`) is recorded with its error, and the larger
+// batches are not tried: they would not fit either.
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "data/synthetic.h"
+#include "graph/finite_check.h"
+#include "optim/train_step.h"
+#include "tensor/atomic_file.h"
+#include "tensor/event_timer.h"
+#include "tensor/parse.h"
+#include "tensor/runtime_info.h"
+#include "tools/cli/batch_list.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/flag_specs.h"
+#include "tools/cli/network_arg.h"
+#include "tools/cli/table.h"
+
+namespace glassbox::cli {
+namespace {
+
+constexpr int kMaxSteps = 1'000'000;
+
+struct SweepRun {
+  int warmup = 2;
+  int steps = 3;
+  Precision precision = Precision::kFp32;
+  int64_t memory_limit = 0;  // bytes; 0: the device's own
+};
+
+// One batch: the mean train step over `run.steps` after `run.warmup`, and the
+// memory it held, by category. Throws OutOfMemoryError where it does not fit.
+nlohmann::json measure_batch(const NetSpec& net, int batch, const Device& device, const SweepRun& run) {
+  Context ctx = Context::on(device);
+  if (run.memory_limit > 0) ctx.allocator().set_limit(run.memory_limit);
+  Graph graph = build_net(net, batch);
+  CompileOptions options;
+  options.precision = run.precision;
+  graph.compile(ctx, options);
+  fill_synthetic_batch(ctx, graph, net.classes);
+  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 1e-4f, .momentum = 0.9f, .weight_decay = 5e-4f});
+  int64_t step_number = 0;
+  for (int i = 0; i < run.warmup; ++i) {
+    train_step(ctx, graph, sgd);
+    checked_loss(ctx, graph, ++step_number);
+  }
+  EventTimer marks(ctx, 2);
+  double step_ms = 0.0;
+  for (int s = 0; s < run.steps; ++s) {
+    marks.record(0);
+    train_step(ctx, graph, sgd);
+    marks.record(1);
+    step_ms += marks.elapsed_ms(0, 1) / run.steps;
+    checked_loss(ctx, graph, ++step_number);
+  }
+  const MemoryStats memory = ctx.memory();
+  nlohmann::json categories = nlohmann::json::object();
+  for (int c = 0; c < kMemoryCategoryCount; ++c) {
+    categories[std::string(name_of(static_cast<MemoryCategory>(c)))] = memory.peak[static_cast<size_t>(c)];
+  }
+  return {{"batch", batch}, {"step_ms", step_ms}, {"images_per_s", batch / (step_ms / 1e3)},
+          {"peak_bytes", memory.peak_total}, {"memory", categories}};
+}
+
+}  // namespace
+
+int run_sweep(const std::vector<std::string>& words) {
+  const Args args("sweep", sweep_flags(), words);
+  const NetSpec& net = network_arg(args, "sweep");
+  const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
+  if (!choice.note.empty()) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
+  const std::vector<int> batches = parse_batch_list("--batches", args.get("--batches", "1,2,4,...,256"));
+  SweepRun run;
+  run.precision = parse_precision(args.get("--precision", "fp32"));
+  run.warmup = args.int_in("--warmup", 2, 0, kMaxSteps);
+  run.steps = args.int_in("--steps", 3, 1, kMaxSteps);
+  run.memory_limit = args.has("--memory-limit") ? parse_bytes("--memory-limit", args.get("--memory-limit", "")) : 0;
+  const std::string out = args.get("--out", net.name + ".sweep.json");
+  check_writable(out);
+
+  const RuntimeInfo info = runtime_info(Context::on(choice.device));
+  std::printf("%s on %s (%s): train steps (SGD with momentum), %d warm-up and %d timed per batch%s\n",
+              net.name.c_str(), info.device.c_str(), info.device_name.c_str(), run.warmup, run.steps,
+              run.memory_limit ? cat(", memory limited to ", format_bytes(run.memory_limit)).c_str() : "");
+  Table table({{"batch", Table::Align::kRight}, {"step ms", Table::Align::kRight},
+               {"images/s", Table::Align::kRight}, {"peak memory", Table::Align::kRight}, {"note"}});
+  nlohmann::json points = nlohmann::json::array();
+  for (int batch : batches) {
+    try {
+      nlohmann::json point = measure_batch(net, batch, choice.device, run);
+      table.add_row({std::to_string(batch), fixed(point["step_ms"].get<double>(), 3),
+                     fixed(point["images_per_s"].get<double>(), 1), format_bytes(point["peak_bytes"].get<int64_t>()),
+                     ""});
+      points.push_back(std::move(point));
+    } catch (const OutOfMemoryError& e) {
+      const std::string what = e.what();
+      // The table keeps the headline ("cpu: out of memory for ...: 2.76 MiB"); the JSON keeps it all.
+      table.add_row({std::to_string(batch), "", "", "", "does not fit: " + what.substr(0, what.find(" ("))});
+      points.push_back({{"batch", batch}, {"error", what}});
+      break;  // larger batches need more memory still
+    }
+  }
+  nlohmann::json runtime = nlohmann::json::object();
+  for (const auto& [key, value] : info.fields()) runtime[key] = value;
+  const nlohmann::json document = {{"kind", "glassbox.sweep"}, {"version", 1},       {"network", net.name},
+                                   {"device", info.device},    {"device_name", info.device_name},
+                                   {"runtime", runtime},       {"points", points},  {"largest", nullptr}};
+  write_file_atomically(out, document.dump(1) + "\n");
+  std::printf("\n%s\nwrote %s (`glassbox report %s` makes the HTML report)\n", table.str().c_str(), out.c_str(),
+              out.c_str());
+  return 0;
+}
+
+}  // namespace glassbox::cli
