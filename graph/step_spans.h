@@ -54,8 +54,11 @@ class StepSpans final : public PassObserver {
   StepSpans(const StepSpans&) = delete;
   StepSpans& operator=(const StepSpans&) = delete;
 
-  // Whether spans do anything at all: timing, NVTX or a listener.
-  bool active() const { return options_.timing || nvtx_ || listener_ != nullptr; }
+  // Whether spans do anything at all: timing, NVTX or a listener, unless paused.
+  bool active() const { return !paused_ && (options_.timing || nvtx_ || listener_ != nullptr); }
+  // Paused, steps record nothing (read() still gives the last recorded step):
+  // for measuring what recording costs, a step with spans against one without.
+  void set_paused(bool paused) { paused_ = paused; }
 
   // Forgets the previous step's spans: the next begin() is the new step's first.
   void start_step();
@@ -88,6 +91,7 @@ class StepSpans final : public PassObserver {
   std::unique_ptr<EventTimer> marks_;  // two per span: begin, end
   std::vector<Open> spans_;
   bool open_ = false;
+  bool paused_ = false;
 };
 
 }  // namespace glassbox

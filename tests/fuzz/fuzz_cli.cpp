@@ -20,7 +20,7 @@
 //            at least the compute, exposed time at most the all-reduce time,
 //            and the efficiency in (0, 1].
 //   trace:   Args with its flags, the network, --precision, --device,
-//            --batch/--warmup with the ranges of tools/cli/trace.cpp, and
+//            --batch/--warmup/--steps with the ranges of tools/cli/trace.cpp, and
 //            build_net; not the run.
 //   sweep:   Args with its flags, the network, --device, --precision,
 //            --memory-limit, --steps/--warmup, and --batches (the "..."
@@ -144,6 +144,7 @@ void fuzz_trace(const std::vector<std::string>& words) {
   FUZZ_CHECK(!device.is_cuda());
   const int batch = args.int_in("--batch", net.default_batch(device), 1, kMaxInt);
   FUZZ_CHECK(args.int_in("--warmup", 2, 0, kMaxSteps) >= 0);
+  FUZZ_CHECK(args.int_in("--steps", 3, 1, kMaxSteps) >= 1);
   FUZZ_CHECK(build_net(net, batch).batch() == batch);
 }
 

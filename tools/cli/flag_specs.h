@@ -46,7 +46,8 @@ inline const std::vector<FlagSpec>& trace_flags() {
       {"--out", "FILE", "where to write the trace (default NET.trace.json)"},
       {"--batch", "N", "batch size (default: the network's default for the device)"},
       {"--device", "D", "cpu, cuda or cuda:N (default: the GPU when one works)"},
-      {"--warmup", "N", "untimed train steps before the traced one (default 2)"},
+      {"--warmup", "N", "untimed train steps first (default 2)"},
+      {"--steps", "N", "then steps with spans and without, N of each, interleaved: what recording costs (default 3)"},
       {"--precision", "P", "fp32 (TF32 off, default) or tf32"},
       {"--no-nvtx", "", "push no NVTX ranges (GPU builds push one per layer and pass for Nsight Systems)"}};
   return flags;

@@ -38,7 +38,7 @@ void print_usage() {
       "                               and the sum of the layers against the measured step;\n"
       "                               --deterministic: only cuDNN algorithms that give the same bits\n"
       "                               on every run (the CPU path always does: there it changes nothing)\n"
-      "  trace NET [--out FILE] [--batch N] [--device D] [--warmup N] [--precision P] [--no-nvtx]\n"
+      "  trace NET [--out FILE] [--batch N] [--device D] [--warmup N] [--steps N] [--precision P] [--no-nvtx]\n"
       "                               one training step as a Chrome trace (Perfetto, chrome://tracing):\n"
       "                               each layer's forward, backward-data, backward-weights, the optimizer\n"
       "  sweep NET [--batches 1,2,4,...,256] [--out FILE] [--device D] [--steps N] [--warmup N]\n"

@@ -6,7 +6,10 @@
 // passes are spans (graph/step_spans.h): forward, backward-data and
 // backward-weights where the layer splits its backward, a whole backward
 // where it does not, and the optimizer. On the CPU the spans are the host
-// clock's; on a GPU they are CUDA events in stream order.
+// clock's; on a GPU they are CUDA events in stream order. The steps after
+// the warm-up alternate with and without spans (--steps of each), to report
+// what recording costs; the last step with spans is the one written.
+#include <algorithm>
 #include <cstdio>
 
 #include "data/synthetic.h"
@@ -36,6 +39,12 @@ double span_flops(const Graph& graph, const SpanTime& span) {
   return 2.0 * static_cast<double>(graph.nodes()[static_cast<size_t>(span.node)].layer->macs());
 }
 
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
+}
+
 ChromeTrace step_trace(const Graph& graph, const std::vector<SpanTime>& spans, const RuntimeInfo& info,
                        const std::string& network, int batch, double step_ms) {
   ChromeTrace trace;
@@ -63,7 +72,7 @@ ChromeTrace step_trace(const Graph& graph, const std::vector<SpanTime>& spans, c
   trace.text_metadata = {{"kind", "glassbox.trace"}, {"network", network}, {"device", info.device},
                          {"device_name", info.device_name}};
   for (const auto& [key, value] : info.fields()) trace.text_metadata.emplace_back("runtime." + key, value);
-  trace.number_metadata = {{"batch", batch}, {"step_ms", step_ms}, {"spans_ms", end_us / 1e3}};
+  trace.number_metadata = {{"batch", batch}, {"step_ms", step_ms}, {"spans_ms", end_us / 1e3}};  // the written step
   return trace;
 }
 
@@ -77,6 +86,7 @@ int run_trace(const std::vector<std::string>& words) {
   if (!choice.note.empty()) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
   const int batch = args.int_in("--batch", net.default_batch(choice.device), 1, kMaxInt);
   const int warmup = args.int_in("--warmup", 2, 0, kMaxSteps);
+  const int overhead_steps = args.int_in("--steps", 3, 1, kMaxSteps);
   const std::string out = args.get("--out", net.name + ".trace.json");
   check_writable(out);  // before the run, not after it
 
@@ -94,22 +104,36 @@ int run_trace(const std::vector<std::string>& words) {
     train_step(ctx, graph, sgd);
     checked_loss(ctx, graph, ++step_number);
   }
+  // What recording costs: steps with spans and without, interleaved, so that
+  // both see the same machine; the last step with spans is the one written.
   EventTimer step_marks(ctx, 2);
-  step_marks.record(0);
-  train_step(ctx, graph, sgd);
-  step_marks.record(1);
-  const double step_ms = step_marks.elapsed_ms(0, 1);
-  checked_loss(ctx, graph, ++step_number);
+  std::vector<double> traced_ms, plain_ms;
+  for (int i = 0; i < 2 * overhead_steps; ++i) {
+    const bool traced = i % 2 == 1;
+    graph.step_spans().set_paused(!traced);
+    step_marks.record(0);
+    train_step(ctx, graph, sgd);
+    step_marks.record(1);
+    (traced ? traced_ms : plain_ms).push_back(step_marks.elapsed_ms(0, 1));
+    checked_loss(ctx, graph, ++step_number);
+  }
+  graph.step_spans().set_paused(false);
+  const double step_ms = traced_ms.back();
   const std::vector<SpanTime> spans = graph.spans();
 
   const RuntimeInfo info = runtime_info(ctx);
   write_file_atomically(out, to_chrome_json(step_trace(graph, spans, info, net.name, batch, step_ms)));
   double spans_ms = 0.0;
   for (const SpanTime& span : spans) spans_ms += span.duration_ms;
-  std::printf("%s on %s (%s), batch %d: %d warm-up steps, then one traced train step\n", net.name.c_str(),
-              info.device.c_str(), info.device_name.c_str(), batch, warmup);
-  std::printf("step %s ms; %zu spans (layer passes and the optimizer) cover %s ms of it\n", fixed(step_ms, 3).c_str(),
-              spans.size(), fixed(spans_ms, 3).c_str());
+  std::printf("%s on %s (%s), batch %d: %d warm-up train steps, then %d with spans and %d without, interleaved\n",
+              net.name.c_str(), info.device.c_str(), info.device_name.c_str(), batch, warmup, overhead_steps,
+              overhead_steps);
+  std::printf("the traced train step (the last with spans): %s ms; %zu spans (layer passes and the optimizer) cover "
+              "%s ms of it\n", fixed(step_ms, 3).c_str(), spans.size(), fixed(spans_ms, 3).c_str());
+  const double traced = median(traced_ms), plain = median(plain_ms);
+  std::printf("recording's cost: median step %s ms with spans, %s ms without (%s%%), %d of each, interleaved\n",
+              fixed(traced, 3).c_str(), fixed(plain, 3).c_str(), fixed(100.0 * (traced - plain) / plain, 1).c_str(),
+              overhead_steps);
   std::printf("wrote %s: open it in https://ui.perfetto.dev or chrome://tracing, or `glassbox report %s`\n",
               out.c_str(), out.c_str());
   return 0;
