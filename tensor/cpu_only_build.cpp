@@ -6,6 +6,7 @@
 #if !GLASSBOX_WITH_CUDA
 
 #include "tensor/error.h"
+#include "tensor/machine_state.h"
 #include "tensor/runtime_info.h"
 
 namespace glassbox::cuda_entry {
@@ -30,7 +31,9 @@ float elapsed_ms(EventSet&, int, int) { not_built("EventTimer"); }
 // StepSpans pushes NVTX ranges only for a GPU context, which this build cannot make.
 void nvtx_push(const char*) { not_built("NVTX"); }
 void nvtx_pop() { not_built("NVTX"); }
-void describe(const Context&, RuntimeInfo&) {}  // a CPU-only build links no CUDA library
+void describe(const Context&, RuntimeInfo&) {}
+// Only a CUDA context asks, and this build cannot make one.
+std::optional<GpuSample> sample_gpu(const Context&, std::string&) { not_built("NVML"); }  // a CPU-only build links no CUDA library
 
 }  // namespace glassbox::cuda_entry
 

@@ -16,6 +16,7 @@
 #include "optim/train_step.h"
 #include "tensor/atomic_file.h"
 #include "tensor/event_timer.h"
+#include "tensor/machine_state.h"
 #include "tensor/parse.h"
 #include "tensor/runtime_info.h"
 #include "tools/cli/batch_list.h"
@@ -53,6 +54,7 @@ nlohmann::json measure_batch(const NetSpec& net, int batch, const Device& device
     checked_loss(ctx, graph, ++step_number);
   }
   EventTimer marks(ctx, 2);
+  const MachineSample start = sample_machine(ctx);
   double step_ms = 0.0;
   for (int s = 0; s < run.steps; ++s) {
     marks.record(0);
@@ -61,13 +63,17 @@ nlohmann::json measure_batch(const NetSpec& net, int batch, const Device& device
     step_ms += marks.elapsed_ms(0, 1) / run.steps;
     checked_loss(ctx, graph, ++step_number);
   }
+  nlohmann::json machine = nlohmann::json::object();
+  for (const auto& [key, value] : machine_fields(start, sample_machine(ctx), int64_t{run.steps} * batch)) {
+    machine[key] = value;
+  }
   const MemoryStats memory = ctx.memory();
   nlohmann::json categories = nlohmann::json::object();
   for (int c = 0; c < kMemoryCategoryCount; ++c) {
     categories[std::string(name_of(static_cast<MemoryCategory>(c)))] = memory.peak[static_cast<size_t>(c)];
   }
   return {{"batch", batch}, {"step_ms", step_ms}, {"images_per_s", batch / (step_ms / 1e3)},
-          {"peak_bytes", memory.peak_total}, {"memory", categories}};
+          {"peak_bytes", memory.peak_total}, {"memory", categories}, {"machine", machine}};
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "optim/train_step.h"
 #include "tensor/atomic_file.h"
 #include "tensor/event_timer.h"
+#include "tensor/machine_state.h"
 #include "tensor/parse.h"
 #include "tensor/runtime_info.h"
 #include "tools/cli/commands.h"
@@ -107,6 +108,7 @@ int run_trace(const std::vector<std::string>& words) {
   // What recording costs: steps with spans and without, interleaved, so that
   // both see the same machine; the last step with spans is the one written.
   EventTimer step_marks(ctx, 2);
+  const MachineSample machine_start = sample_machine(ctx);
   std::vector<double> traced_ms, plain_ms;
   for (int i = 0; i < 2 * overhead_steps; ++i) {
     const bool traced = i % 2 == 1;
@@ -118,11 +120,15 @@ int run_trace(const std::vector<std::string>& words) {
     checked_loss(ctx, graph, ++step_number);
   }
   graph.step_spans().set_paused(false);
+  const std::vector<std::pair<std::string, std::string>> machine =
+      machine_fields(machine_start, sample_machine(ctx), int64_t{2} * overhead_steps * batch);
   const double step_ms = traced_ms.back();
   const std::vector<SpanTime> spans = graph.spans();
 
   const RuntimeInfo info = runtime_info(ctx);
-  write_file_atomically(out, to_chrome_json(step_trace(graph, spans, info, net.name, batch, step_ms)));
+  ChromeTrace trace = step_trace(graph, spans, info, net.name, batch, step_ms);
+  for (const auto& [key, value] : machine) trace.text_metadata.emplace_back("machine." + key, value);
+  write_file_atomically(out, to_chrome_json(trace));
   double spans_ms = 0.0;
   for (const SpanTime& span : spans) spans_ms += span.duration_ms;
   std::printf("%s on %s (%s), batch %d: %d warm-up train steps, then %d with spans and %d without, interleaved\n",
@@ -134,6 +140,8 @@ int run_trace(const std::vector<std::string>& words) {
   std::printf("recording's cost: median step %s ms with spans, %s ms without (%s%%), %d of each, interleaved\n",
               fixed(traced, 3).c_str(), fixed(plain, 3).c_str(), fixed(100.0 * (traced - plain) / plain, 1).c_str(),
               overhead_steps);
+  std::printf("over the timed steps (%s):\n", "tensor/machine_state.h");
+  for (const auto& [key, value] : machine) std::printf("  %-11s %s\n", key.c_str(), value.c_str());
   std::printf("wrote %s: open it in https://ui.perfetto.dev or chrome://tracing, or `glassbox report %s`\n",
               out.c_str(), out.c_str());
   return 0;
