@@ -51,7 +51,15 @@ std::string to_chrome_json(const ChromeTrace& trace) {
   }
   nlohmann::json other = nlohmann::json::object();
   for (const auto& [key, value] : trace.text_metadata) other[key] = value;
-  for (const auto& [key, value] : trace.number_metadata) other[key] = value;
+  for (const auto& [key, value] : trace.number_metadata) {
+    // Whole numbers (the batch) as integers, so readers that want one get one.
+    const bool whole = std::isfinite(value) && value == std::floor(value) && std::fabs(value) < 9e15;
+    if (whole) {
+      other[key] = static_cast<int64_t>(value);
+    } else {
+      other[key] = value;
+    }
+  }
   const nlohmann::json document = {{"traceEvents", events}, {"displayTimeUnit", "ms"}, {"otherData", other}};
   return document.dump(1) + "\n";
 }
