@@ -15,7 +15,9 @@
 #include "tensor/error.h"
 #include "tensor/kernel_names.h"
 #include "tensor/kernel_trace.h"
+#include "tests/support/command.h"
 #include "tests/support/devices.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/strings.h"
 
 namespace glassbox {
@@ -268,6 +270,44 @@ TEST(KernelTrace, RecordsTheKernelsOfASpanOnAGpu) {
   EXPECT_EQ(records[0].span, 7u);
   EXPECT_EQ(records[1].span, kNoSpan);
   EXPECT_EQ(trace.dropped(), 0u);
+}
+
+const std::string kCli = GLASSBOX_CLI_PATH;
+
+TEST(CliKernels, OnTheCpuItRefusesAndPointsAtTraceAndTime) {
+  const auto r = testing::run_command(kCli + " kernels LeNet --device cpu");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: kernels: needs a CUDA device: kernel records come from CUPTI, and cpu "
+                                 "runs no kernels; on the CPU, `glassbox trace LeNet` shows each layer's passes "
+                                 "and `glassbox time LeNet` their times"))
+      << r.output;
+}
+
+TEST(CliKernels, FlagsAreCheckedAndListed) {
+  const auto bad = testing::run_command(kCli + " kernels LeNet --warmup -1");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(contains(bad.output, "--warmup must be an integer from 0 to 1000000, got '-1'")) << bad.output;
+  const auto steps = testing::run_command(kCli + " kernels LeNet --steps 3");
+  EXPECT_EQ(steps.exit_code, 2);
+  EXPECT_TRUE(contains(steps.output, "unknown flag '--steps' for 'kernels'")) << steps.output;
+  const auto help = testing::run_command(kCli + " kernels --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_TRUE(contains(help.output, "--json FILE")) << help.output;
+  const auto usage = testing::run_command(kCli + " --help");
+  EXPECT_TRUE(contains(usage.output, "kernels NET [--batch N] [--device cuda|cuda:N]")) << usage.output;
+}
+
+TEST(CliKernels, MapsOneStepOnAGpu) {
+  GLASSBOX_REQUIRE_CUDA();
+  // Written but never run (no GPU here): what to check on one.
+  const testing::TempDir dir;
+  const std::string json = dir.path() + "/lenet.kernels.json";
+  const auto r = testing::run_command(kCli + " kernels LeNet --batch 8 --warmup 1 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "coverage: ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "conv1")) << r.output;
+  EXPECT_TRUE(contains(r.output, "sgd")) << r.output;
+  EXPECT_TRUE(contains(r.output, "wrote " + json)) << r.output;
 }
 
 }  // namespace
