@@ -7,8 +7,8 @@
 #include <cupti.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 
@@ -90,9 +90,13 @@ struct KernelCollector {
 namespace {
 
 // Note [One collector per process]: CUPTI's buffer callbacks are plain
-// functions, registered once for the whole process, so they find the
-// collector through this pointer; a second collector is refused.
-std::atomic<KernelCollector*> g_collector{nullptr};
+// functions, registered for the whole process, so they find the collector
+// through this pointer; a second collector is refused. CUPTI's worker thread
+// may complete a buffer while the collector goes away: the callback holds
+// g_registration for as long as it uses the collector, and the collector is
+// unregistered under it.
+std::mutex g_registration;
+KernelCollector* g_collector = nullptr;  // guarded by g_registration
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(kBufferAlignment, kBufferBytes));
@@ -101,7 +105,8 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
 }
 
 void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t, size_t valid_bytes) {
-  KernelCollector* collector = g_collector.load();
+  const std::lock_guard<std::mutex> registration(g_registration);
+  KernelCollector* collector = g_collector;
   if (collector != nullptr && buffer != nullptr) {
     collector->parse(buffer, valid_bytes);
     size_t dropped = 0;
@@ -164,20 +169,25 @@ void KernelCollector::parse(uint8_t* buffer, size_t valid_bytes) {
 }
 
 std::shared_ptr<KernelCollector> create_kernel_collector(const CudaResources& resources) {
-  auto collector = std::shared_ptr<KernelCollector>(new KernelCollector, [](KernelCollector* c) {
+  auto owned = std::make_unique<KernelCollector>();
+  owned->resources = &resources;
+  {
+    const std::lock_guard<std::mutex> registration(g_registration);
+    if (g_collector != nullptr) {
+      throw Error("KernelTrace: another KernelTrace is alive; CUPTI's activity records are per process, so one at a time");
+    }
+    g_collector = owned.get();
+  }
+  // Registered: from here on the deleter turns CUPTI off again, also when enabling fails below.
+  std::shared_ptr<KernelCollector> collector(owned.release(), [](KernelCollector* c) {
     // Never throws: unchecked calls. Flushing first hands back every buffer
     // while the collector can still take it.
     for (CUpti_ActivityKind kind : kKinds) cuptiActivityDisable(kind);
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    g_collector.store(nullptr);
+    const std::lock_guard<std::mutex> registration(g_registration);
+    g_collector = nullptr;
     delete c;
   });
-  collector->resources = &resources;
-  KernelCollector* expected = nullptr;
-  if (!g_collector.compare_exchange_strong(expected, collector.get())) {
-    collector.reset();  // its deleter would clear the other's registration
-    throw Error("KernelTrace: another KernelTrace is alive; CUPTI's activity records are per process, so one at a time");
-  }
   CUPTI_CHECK(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
   for (CUpti_ActivityKind kind : kKinds) CUPTI_CHECK(cuptiActivityEnable(kind));
   return collector;
