@@ -41,8 +41,8 @@ write_basic_package_version_file("${PROJECT_BINARY_DIR}/GlassboxConfigVersion.cm
                                  COMPATIBILITY SameMinorVersion)
 set(config_files "${PROJECT_BINARY_DIR}/GlassboxConfig.cmake" "${PROJECT_BINARY_DIR}/GlassboxConfigVersion.cmake")
 if(GLASSBOX_WITH_CUDA)
-  # CMake has no targets for cuDNN and NCCL: the program finds them with ours.
+  # CMake has no targets for cuDNN and NCCL, nor for pip's CUPTI: the program finds them with ours.
   list(APPEND config_files "${CMAKE_CURRENT_LIST_DIR}/FindCUDNN.cmake" "${CMAKE_CURRENT_LIST_DIR}/FindNCCL.cmake"
-       "${CMAKE_CURRENT_LIST_DIR}/GlassboxPipPackages.cmake")
+       "${CMAKE_CURRENT_LIST_DIR}/Cupti.cmake" "${CMAKE_CURRENT_LIST_DIR}/GlassboxPipPackages.cmake")
 endif()
 install(FILES ${config_files} DESTINATION "${GLASSBOX_INSTALL_CMAKEDIR}")

@@ -33,13 +33,8 @@ struct SpanTime {
   double duration_ms = 0.0;
 };
 
-// Hears each span begin and end, in stream order on the host (tensor/kernel_trace.h).
-class SpanListener {
- public:
-  virtual ~SpanListener() = default;
-  virtual void span_begin(uint64_t id) = 0;
-  virtual void span_end(uint64_t id) = 0;
-};
+// SpanListener (tensor/pass.h) hears each span begin and end: the CUPTI
+// collector of tensor/kernel_trace.h, which lives below graph/.
 
 struct SpanOptions {
   bool timing = false;  // record marks and keep the spans for read()

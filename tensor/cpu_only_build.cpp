@@ -31,9 +31,16 @@ float elapsed_ms(EventSet&, int, int) { not_built("EventTimer"); }
 // StepSpans pushes NVTX ranges only for a GPU context, which this build cannot make.
 void nvtx_push(const char*) { not_built("NVTX"); }
 void nvtx_pop() { not_built("NVTX"); }
-void describe(const Context&, RuntimeInfo&) {}
-// Only a CUDA context asks, and this build cannot make one.
-std::optional<GpuSample> sample_gpu(const Context&, std::string&) { not_built("NVML"); }  // a CPU-only build links no CUDA library
+struct KernelCollector {};
+std::shared_ptr<KernelCollector> create_kernel_collector(const CudaResources&) { not_built("KernelTrace (CUPTI)"); }
+void push_span(KernelCollector&, uint64_t) { not_built("KernelTrace"); }
+void pop_span(KernelCollector&) { not_built("KernelTrace"); }
+void clear_kernels(KernelCollector&) { not_built("KernelTrace"); }
+void collect_kernels(KernelCollector&, std::vector<KernelRecord>&) { not_built("KernelTrace"); }
+uint64_t dropped_kernel_records(const KernelCollector&) { not_built("KernelTrace"); }
+void describe(const Context&, RuntimeInfo&) {}  // a CPU-only build links no CUDA library
+// Only a CUDA context asks for the GPU's state, and this build cannot make one.
+std::optional<GpuSample> sample_gpu(const Context&, std::string&) { not_built("NVML"); }
 
 }  // namespace glassbox::cuda_entry
 

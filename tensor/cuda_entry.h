@@ -5,10 +5,16 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "tensor/allocator.h"
 #include "tensor/context.h"
+
+namespace glassbox {
+struct KernelRecord;  // tensor/kernel_trace.h
+}  // namespace glassbox
 
 namespace glassbox::cuda_entry {
 
@@ -30,5 +36,16 @@ float elapsed_ms(EventSet& events, int from, int to);  // waits for `to`
 // An NVTX range on the calling thread (graph/step_spans.h), for Nsight Systems.
 void nvtx_push(const char* label);
 void nvtx_pop();
+
+// CUPTI activity records of kernels, copies and sets (tensor/kernel_trace.h).
+struct KernelCollector;
+std::shared_ptr<KernelCollector> create_kernel_collector(const CudaResources& resources);
+void push_span(KernelCollector& collector, uint64_t id);
+void pop_span(KernelCollector& collector);
+// Both wait for the device and flush CUPTI's buffers; `clear` drops what was
+// recorded, `collect` appends it to `records`, joined to the spans, and forgets it.
+void clear_kernels(KernelCollector& collector);
+void collect_kernels(KernelCollector& collector, std::vector<KernelRecord>& records);
+uint64_t dropped_kernel_records(const KernelCollector& collector);
 
 }  // namespace glassbox::cuda_entry

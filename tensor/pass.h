@@ -4,6 +4,7 @@
 // both separately), and the optimizer.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 namespace glassbox {
@@ -26,6 +27,16 @@ class PassObserver {
  public:
   virtual ~PassObserver() = default;
   virtual void switch_pass(Pass pass) = 0;
+};
+
+// Hears each span of a step (graph/step_spans.h) begin and end, in launch
+// order on the host, around the launches of that span: the CUPTI collector
+// (tensor/kernel_trace.h) pushes `id` as an external correlation id.
+class SpanListener {
+ public:
+  virtual ~SpanListener() = default;
+  virtual void span_begin(uint64_t id) = 0;
+  virtual void span_end(uint64_t id) = 0;
 };
 
 }  // namespace glassbox

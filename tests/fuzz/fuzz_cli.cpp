@@ -22,6 +22,9 @@
 //   trace:   Args with its flags, the network, --precision, --device,
 //            --batch/--warmup/--steps with the ranges of tools/cli/trace.cpp, and
 //            build_net; not the run.
+//   kernels: Args with its flags, the network, --precision, --device,
+//            --batch/--warmup with the ranges of tools/cli/kernels.cpp, and
+//            build_net; not the run (which needs a GPU and CUPTI).
 //   sweep:   Args with its flags, the network, --device, --precision,
 //            --memory-limit, --steps/--warmup, and --batches (the "..."
 //            runs): every accepted list grows strictly; not the runs.
@@ -148,6 +151,17 @@ void fuzz_trace(const std::vector<std::string>& words) {
   FUZZ_CHECK(build_net(net, batch).batch() == batch);
 }
 
+void fuzz_kernels(const std::vector<std::string>& words) {
+  const cli::Args args("kernels", cli::kernels_flags(), words);
+  const NetSpec& net = cli::network_arg(args, "kernels");
+  parse_precision(args.get("--precision", "fp32"));
+  const Device device = choose_device(args.get("--device", ""), "--device").device;
+  FUZZ_CHECK(!device.is_cuda());
+  const int batch = args.int_in("--batch", net.default_batch(device), 1, kMaxInt);
+  FUZZ_CHECK(args.int_in("--warmup", 2, 0, kMaxSteps) >= 0);
+  FUZZ_CHECK(build_net(net, batch).batch() == batch);
+}
+
 void fuzz_sweep(const std::vector<std::string>& words) {
   const cli::Args args("sweep", cli::sweep_flags(), words);
   cli::network_arg(args, "sweep");
@@ -174,6 +188,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (words[0] == "scale") fuzz_scale(rest);
     if (words[0] == "trace") fuzz_trace(rest);
     if (words[0] == "sweep") fuzz_sweep(rest);
+    if (words[0] == "kernels") fuzz_kernels(rest);
   });
   return 0;
 }

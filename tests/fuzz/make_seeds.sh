@@ -85,6 +85,8 @@ seed fuzz_cli time_bad_precision time LeNet --precision fp16
 seed fuzz_cli unknown_verb sumary VGG16
 seed fuzz_cli summary_mlp summary MLP:784,2048,10 --batch 3
 seed fuzz_cli time_mlp time mlp:100,7
+seed fuzz_cli kernels_lenet kernels LeNet --batch 8 --warmup 1 --precision tf32 --json x.json
+seed fuzz_cli kernels_cpu kernels VGG11 --device cpu
 
 # fuzz_bench_flags: bench_nets' arguments.
 seed fuzz_bench_flags test_cli_run --device=cpu '--benchmark_filter=^LeNet/forward/' --benchmark_min_time=0.01 --benchmark_format=json

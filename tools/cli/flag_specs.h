@@ -53,6 +53,16 @@ inline const std::vector<FlagSpec>& trace_flags() {
   return flags;
 }
 
+inline const std::vector<FlagSpec>& kernels_flags() {
+  static const std::vector<FlagSpec> flags = {
+      {"--batch", "N", "batch size (default: the network's default for the device)"},
+      {"--device", "D", "cuda or cuda:N (default: the first GPU); kernel records come from CUPTI, so not cpu"},
+      {"--warmup", "N", "untimed train steps first (default 2); one more runs under CUPTI before the recorded one"},
+      {"--precision", "P", "fp32 (TF32 off, default) or tf32"},
+      {"--json", "FILE", "also write the map as JSON: every span's kernels, the families, the unattributed"}};
+  return flags;
+}
+
 inline const std::vector<FlagSpec>& sweep_flags() {
   static const std::vector<FlagSpec> flags = {
       {"--batches", "LIST", "batch sizes, growing: 1,2,4,...,256 (the default; '...' continues the ratio) or 1,3,8"},

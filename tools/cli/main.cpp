@@ -3,6 +3,7 @@
 //   glassbox summary VGG16              per-layer shapes, parameters, FLOPs
 //   glassbox time VGG16 --batch 8       per-layer forward/backward times
 //   glassbox trace VGG16 --out F.json   one training step as a Chrome trace
+//   glassbox kernels VGG16              the GPU kernels of each layer's passes (CUPTI)
 //   glassbox sweep ResNet50 --batches 1,2,4,...,256   speed and memory against batch
 //   glassbox max-batch VGG16            the largest batch that fits, by trying
 //   glassbox train LeNet --data fashion-mnist   real training, checkpoints, logs
@@ -41,6 +42,10 @@ void print_usage() {
       "  trace NET [--out FILE] [--batch N] [--device D] [--warmup N] [--steps N] [--precision P] [--no-nvtx]\n"
       "                               one training step as a Chrome trace (Perfetto, chrome://tracing):\n"
       "                               each layer's forward, backward-data, backward-weights, the optimizer\n"
+      "  kernels NET [--batch N] [--device cuda|cuda:N] [--warmup N] [--precision P] [--json FILE]\n"
+      "                               the GPU kernels each layer's forward, backward-data, backward-weights\n"
+      "                               and the optimizer ran in one training step, with their share of the\n"
+      "                               step's GPU time, per kernel family; needs a GPU (CUPTI; docs/kernels.md)\n"
       "  sweep NET [--batches 1,2,4,...,256] [--out FILE] [--device D] [--steps N] [--warmup N]\n"
       "            [--memory-limit SIZE] [--precision P]\n"
       "                               train-step speed and memory per batch until memory runs out,\n"
@@ -80,6 +85,7 @@ const std::vector<glassbox::cli::FlagSpec>* flags_of(const std::string& verb) {
   if (verb == "scale") return &scale_flags();
   if (verb == "trace") return &trace_flags();
   if (verb == "sweep") return &sweep_flags();
+  if (verb == "kernels") return &kernels_flags();
   return nullptr;
 }
 
@@ -117,7 +123,8 @@ int main(int argc, char** argv) {
     if (verb == "scale") return cli::run_scale(rest);
     if (verb == "trace") return cli::run_trace(rest);
     if (verb == "sweep") return cli::run_sweep(rest);
+    if (verb == "kernels") return cli::run_kernels(rest);
     throw ConfigError(cat("unknown command '", verb,
-                          "'; valid: summary, time, trace, sweep, max-batch, train, eval, make-folder, scale"));
+                          "'; valid: summary, time, trace, kernels, sweep, max-batch, train, eval, make-folder, scale"));
   });
 }

@@ -1,0 +1,190 @@
+// tools/cli/kernels.cpp: `glassbox kernels NET`: which GPU kernels each
+// layer's forward, backward-data, backward-weights and the optimizer ran in
+// one training step, and how much of the step's GPU time each took.
+//
+// Warm-up train steps first (first calls allocate, load kernels, choose
+// algorithms), then one more with the CUPTI collector attached (its own
+// start-up costs land there), then the recorded step: every kernel, memcpy and
+// memset, each attributed to the span that launched it through CUPTI's
+// external correlation ids (tensor/kernel_trace.h), grouped by graph/kernel_map.h.
+//
+// Needs a CUDA device: on the CPU there are no kernels, and kernel records
+// come from CUPTI. `glassbox trace` and `glassbox time` cover the CPU.
+// Written without a GPU to run it on: the map is tested on hand-made records,
+// the collection itself not yet.
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "data/synthetic.h"
+#include "graph/finite_check.h"
+#include "graph/kernel_map.h"
+#include "optim/train_step.h"
+#include "tensor/atomic_file.h"
+#include "tensor/kernel_trace.h"
+#include "tensor/parse.h"
+#include "tensor/runtime_info.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/flag_specs.h"
+#include "tools/cli/network_arg.h"
+#include "tools/cli/table.h"
+
+namespace glassbox::cli {
+namespace {
+
+constexpr int kMaxSteps = 1'000'000;
+
+std::string percent(double share) { return fixed(100.0 * share, 1) + "%"; }
+
+std::string kernels_table(const KernelMap& map) {
+  Table table({{"layer"}, {"pass"}, {"kernel"}, {"family"}, {"count", Table::Align::kRight},
+               {"GPU ms", Table::Align::kRight}, {"share", Table::Align::kRight}});
+  for (const SpanKernels& span : map.spans) {
+    if (span.kernels.empty()) {
+      table.add_row({span.name, std::string(pass_name(span.pass)), "(no kernels)", "", "0", fixed(0.0, 3), ""});
+      continue;
+    }
+    bool first = true;
+    for (const KernelGroup& group : span.kernels) {
+      table.add_row({first ? span.name : "", first ? std::string(pass_name(span.pass)) : "", group.name,
+                     std::string(name_of(group.family)), std::to_string(group.count), fixed(group.gpu_ms, 3),
+                     percent(group.share)});
+      first = false;
+    }
+    if (span.kernels.size() > 1) {
+      table.add_row({"", "", "(all of " + span.name + " " + std::string(pass_name(span.pass)) + ")", "",
+                     std::to_string(span.count), fixed(span.gpu_ms, 3), percent(span.share)});
+    }
+  }
+  table.add_rule();
+  table.add_row({"attributed", "", "", "", std::to_string(map.attributed_records), fixed(map.attributed_ms, 3),
+                 percent(map.coverage)});
+  return table.str();
+}
+
+std::string families_table(const KernelMap& map) {
+  Table table({{"family"}, {"count", Table::Align::kRight}, {"GPU ms", Table::Align::kRight},
+               {"share", Table::Align::kRight}});
+  for (const FamilyTotal& family : map.families) {
+    table.add_row({std::string(name_of(family.family)), std::to_string(family.count), fixed(family.gpu_ms, 3),
+                   percent(family.share)});
+  }
+  table.add_rule();
+  table.add_row({"all", std::to_string(map.records), fixed(map.gpu_ms, 3), percent(map.gpu_ms > 0 ? 1.0 : 0.0)});
+  return table.str();
+}
+
+std::string unattributed_table(const KernelMap& map) {
+  Table table({{"kernel (outside every span)"}, {"family"}, {"count", Table::Align::kRight},
+               {"GPU ms", Table::Align::kRight}, {"share", Table::Align::kRight}});
+  for (const KernelGroup& group : map.unattributed) {
+    table.add_row({group.name, std::string(name_of(group.family)), std::to_string(group.count),
+                   fixed(group.gpu_ms, 3), percent(group.share)});
+  }
+  return table.str();
+}
+
+nlohmann::json group_json(const KernelGroup& group) {
+  return {{"name", group.name}, {"full_name", group.full_name}, {"family", name_of(group.family)},
+          {"count", group.count}, {"gpu_ms", group.gpu_ms}, {"share", group.share}};
+}
+
+nlohmann::json map_json(const KernelMap& map, const RuntimeInfo& info, const std::string& network, int batch,
+                        uint64_t dropped) {
+  nlohmann::json spans = nlohmann::json::array();
+  for (const SpanKernels& span : map.spans) {
+    nlohmann::json kernels = nlohmann::json::array();
+    for (const KernelGroup& group : span.kernels) kernels.push_back(group_json(group));
+    spans.push_back({{"id", span.id}, {"layer", span.name}, {"pass", pass_name(span.pass)},
+                     {"span_ms", span.span_ms}, {"count", span.count}, {"gpu_ms", span.gpu_ms},
+                     {"share", span.share}, {"kernels", kernels}});
+  }
+  nlohmann::json families = nlohmann::json::array();
+  for (const FamilyTotal& family : map.families) {
+    families.push_back({{"family", name_of(family.family)}, {"count", family.count}, {"gpu_ms", family.gpu_ms},
+                        {"share", family.share}});
+  }
+  nlohmann::json unattributed = nlohmann::json::array();
+  for (const KernelGroup& group : map.unattributed) unattributed.push_back(group_json(group));
+  nlohmann::json runtime = nlohmann::json::object();
+  for (const auto& [key, value] : info.fields()) runtime[key] = value;
+  return {{"kind", "glassbox.kernels"}, {"network", network}, {"batch", batch}, {"device", info.device},
+          {"device_name", info.device_name}, {"runtime", runtime}, {"records", map.records},
+          {"attributed_records", map.attributed_records}, {"gpu_ms", map.gpu_ms},
+          {"attributed_ms", map.attributed_ms}, {"unattributed_ms", map.unattributed_ms},
+          {"coverage", map.coverage}, {"dropped_records", dropped}, {"spans", spans}, {"families", families},
+          {"unattributed", unattributed}};
+}
+
+}  // namespace
+
+int run_kernels(const std::vector<std::string>& words) {
+  const Args args("kernels", kernels_flags(), words);
+  const NetSpec& net = network_arg(args, "kernels");
+  const Precision precision = parse_precision(args.get("--precision", "fp32"));
+  const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
+  const int batch = args.int_in("--batch", net.default_batch(choice.device), 1, kMaxInt);
+  const int warmup = args.int_in("--warmup", 2, 0, kMaxSteps);
+  const std::string json_out = args.get("--json", "");
+  if (!choice.device.is_cuda()) {  // after the flags, so that a bad one is named first
+    const std::string why = choice.note.empty() ? "" : " (no usable GPU: " + cuda_availability().reason + ")";
+    throw ConfigError(cat("kernels: needs a CUDA device: kernel records come from CUPTI, and ", choice.device.str(),
+                          " runs no kernels", why, "; on the CPU, `glassbox trace ", net.name,
+                          "` shows each layer's passes and `glassbox time ", net.name, "` their times"));
+  }
+  if (!json_out.empty()) check_writable(json_out);  // before the run, not after it
+
+  Context ctx = Context::on(choice.device);
+  Graph graph = build_net(net, batch);
+  CompileOptions options;
+  options.precision = precision;
+  options.layer_timing = true;  // spans with ids, read back by graph.spans()
+  graph.compile(ctx, options);
+  fill_synthetic_batch(ctx, graph, net.classes);
+  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 1e-4f, .momentum = 0.9f, .weight_decay = 5e-4f});
+  int64_t step_number = 0;
+  for (int i = 0; i < warmup; ++i) {
+    train_step(ctx, graph, sgd);
+    checked_loss(ctx, graph, ++step_number);
+  }
+  KernelTrace trace(ctx);
+  graph.step_spans().set_listener(&trace);
+  train_step(ctx, graph, sgd);  // the first step under CUPTI, not recorded
+  checked_loss(ctx, graph, ++step_number);
+  trace.start_step();
+  train_step(ctx, graph, sgd);
+  const std::vector<KernelRecord> records = trace.finish_step();
+  graph.step_spans().set_listener(nullptr);
+  checked_loss(ctx, graph, ++step_number);
+  const std::vector<SpanTime> spans = graph.spans();
+  const KernelMap map = map_kernels(spans, records);
+
+  const RuntimeInfo info = runtime_info(ctx);
+  double spans_ms = 0.0;
+  for (const SpanTime& span : spans) spans_ms += span.duration_ms;
+  std::printf("%s on %s (%s), batch %d: %d warm-up train steps, one under CUPTI, then the recorded one\n",
+              net.name.c_str(), info.device.c_str(), info.device_name.c_str(), batch, warmup);
+  std::printf("%d records (kernels, copies, sets): %s ms of GPU time; the %zu spans last %s ms on the stream\n\n",
+              map.records, fixed(map.gpu_ms, 3).c_str(), spans.size(), fixed(spans_ms, 3).c_str());
+  std::printf("%s\n", kernels_table(map).c_str());
+  std::printf("%s\n", families_table(map).c_str());
+  std::printf("coverage: %s of %s ms of GPU time attributed to a layer's pass or the optimizer (%s)\n",
+              fixed(map.attributed_ms, 3).c_str(), fixed(map.gpu_ms, 3).c_str(), percent(map.coverage).c_str());
+  if (!map.unattributed.empty()) {
+    std::printf("unattributed: %d records, %s ms, launched outside every span (zeroing gradients, copies of the "
+                "loss):\n%s", map.records - map.attributed_records, fixed(map.unattributed_ms, 3).c_str(),
+                unattributed_table(map).c_str());
+  }
+  const uint64_t dropped = trace.dropped();
+  if (dropped > 0) {
+    std::printf("warning: CUPTI dropped %llu records for want of buffer space: the totals above miss them\n",
+                static_cast<unsigned long long>(dropped));
+  }
+  if (!json_out.empty()) {
+    write_file_atomically(json_out, map_json(map, info, net.name, batch, dropped).dump(2) + "\n");
+    std::printf("wrote %s\n", json_out.c_str());
+  }
+  return 0;
+}
+
+}  // namespace glassbox::cli
