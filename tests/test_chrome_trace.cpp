@@ -9,8 +9,10 @@
 
 #include "graph/chrome_trace.h"
 #include "tensor/error.h"
+#include "tensor/kernel_names.h"
 #include "tests/support/command.h"
 #include "tests/support/temp_dir.h"
+#include "tools/cli/trace_kernels.h"
 
 namespace glassbox {
 namespace {
@@ -71,6 +73,52 @@ TEST(ChromeTrace, MalformedEventsAreNamed) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "chrome trace: event 0 (conv1 forward): track 7 was not declared");
   }
+}
+
+// Kernels placed under their spans: the anchor is the first record of the
+// earliest span with any, and a memset launched before every span moves all
+// events later so that none starts before 0.
+TEST(TraceKernels, RecordsGoOnAStreamTrackUnderTheirSpans) {
+  ChromeTrace trace = two_spans();
+  const std::vector<SpanTime> spans = {{.id = 0, .node = 1, .name = "conv1", .pass = Pass::kForward,
+                                        .start_ms = 0.0, .duration_ms = 0.0125},
+                                       {.id = 1, .node = 2, .name = "relu1", .pass = Pass::kForward,
+                                        .start_ms = 0.0125, .duration_ms = 0.001}};
+  std::vector<KernelRecord> records(3);
+  records[0] = {.kind = KernelRecordKind::kMemset, .name = "memset", .start_ns = 998'000, .end_ns = 999'000,
+                .stream = 7, .span = kNoSpan, .bytes = 4096};
+  records[1] = {.kind = KernelRecordKind::kKernel, .name = "void cudnn::winograd_nonfused::winogradForwardData4x4<float, float>(int)",
+                .start_ns = 1'000'000, .end_ns = 1'010'000, .stream = 7, .span = 0};
+  records[2] = {.kind = KernelRecordKind::kKernel, .name = "ampere_sgemm_128x64_nn", .start_ns = 1'012'000,
+                .end_ns = 1'013'000, .stream = 9, .span = 1};
+  cli::add_kernel_events(trace, spans, records, 2);
+  ASSERT_EQ(trace.tracks.size(), 3u);
+  EXPECT_EQ(trace.tracks[1].name, "stream 7 (kernels, copies, sets)");
+  EXPECT_EQ(trace.tracks[2].name, "stream 9 (kernels, copies, sets)");
+  ASSERT_EQ(trace.events.size(), 5u);
+  // The memset began 2 us before the anchor (conv1's first kernel, at 0): all move 2 us later.
+  EXPECT_DOUBLE_EQ(trace.events[0].start_us, 2.0);  // conv1 forward, a layer span
+  EXPECT_DOUBLE_EQ(trace.events[2].start_us, 0.0);  // the memset
+  EXPECT_DOUBLE_EQ(trace.events[3].start_us, 2.0);  // conv1's kernel, where conv1's span starts
+  EXPECT_DOUBLE_EQ(trace.events[3].duration_us, 10.0);
+  EXPECT_DOUBLE_EQ(trace.events[4].start_us, 14.0);
+  EXPECT_EQ(trace.events[3].track, 2);
+  EXPECT_EQ(trace.events[4].track, 3);
+  EXPECT_EQ(trace.events[3].category, "kernel");
+  EXPECT_EQ(trace.events[2].category, "memset");
+  const auto args = [](const TraceEvent& e, const std::string& key) {
+    for (const auto& [k, v] : e.text_args) {
+      if (k == key) return v;
+    }
+    return std::string("(none)");
+  };
+  EXPECT_EQ(args(trace.events[3], "layer"), "conv1");
+  EXPECT_EQ(args(trace.events[3], "pass"), "forward");
+  EXPECT_EQ(args(trace.events[4], "layer"), "relu1");
+  EXPECT_EQ(args(trace.events[2], "span"), "none: launched outside every span");
+  EXPECT_TRUE(testing::contains(trace.events[3].name, "winogradForwardData4x4")) << trace.events[3].name;
+  EXPECT_EQ(args(trace.events[3], "family"), std::string(name_of(kernel_family(records[1].name))));
+  EXPECT_NO_THROW(to_chrome_json(trace));
 }
 
 const std::string kCli = GLASSBOX_CLI_PATH;

@@ -8,7 +8,10 @@
 // where it does not, and the optimizer. On the CPU the spans are the host
 // clock's; on a GPU they are CUDA events in stream order. The steps after
 // the warm-up alternate with and without spans (--steps of each), to report
-// what recording costs; the last step with spans is the one written.
+// what recording costs; on the CPU the last step with spans is the one
+// written. On a GPU one more step runs with CUPTI recording every kernel, copy
+// and set (tensor/kernel_trace.h), which go on a track per stream under the
+// layer spans (tools/cli/trace_kernels.h); that step is the one written.
 #include <algorithm>
 #include <cstdio>
 
@@ -18,6 +21,7 @@
 #include "optim/train_step.h"
 #include "tensor/atomic_file.h"
 #include "tensor/event_timer.h"
+#include "tensor/kernel_trace.h"
 #include "tensor/machine_state.h"
 #include "tensor/parse.h"
 #include "tensor/runtime_info.h"
@@ -25,6 +29,7 @@
 #include "tools/cli/flag_specs.h"
 #include "tools/cli/network_arg.h"
 #include "tools/cli/table.h"
+#include "tools/cli/trace_kernels.h"
 
 namespace glassbox::cli {
 namespace {
@@ -122,20 +127,40 @@ int run_trace(const std::vector<std::string>& words) {
   graph.step_spans().set_paused(false);
   const std::vector<std::pair<std::string, std::string>> machine =
       machine_fields(machine_start, sample_machine(ctx), int64_t{2} * overhead_steps * batch);
-  const double step_ms = traced_ms.back();
+  double step_ms = traced_ms.back();
+  // On a GPU, one more step with CUPTI listening (after one under CUPTI that
+  // is not kept: its start-up): the written step, with its kernels.
+  std::vector<KernelRecord> kernels;
+  if (ctx.is_cuda()) {
+    KernelTrace collector(ctx);
+    graph.step_spans().set_listener(&collector);
+    train_step(ctx, graph, sgd);
+    checked_loss(ctx, graph, ++step_number);
+    collector.start_step();
+    step_marks.record(0);
+    train_step(ctx, graph, sgd);
+    step_marks.record(1);
+    kernels = collector.finish_step();
+    graph.step_spans().set_listener(nullptr);
+    step_ms = step_marks.elapsed_ms(0, 1);
+    checked_loss(ctx, graph, ++step_number);
+  }
   const std::vector<SpanTime> spans = graph.spans();
 
   const RuntimeInfo info = runtime_info(ctx);
   ChromeTrace trace = step_trace(graph, spans, info, net.name, batch, step_ms);
   for (const auto& [key, value] : machine) trace.text_metadata.emplace_back("machine." + key, value);
+  add_kernel_events(trace, spans, kernels, kLayerTrack + 1);
   write_file_atomically(out, to_chrome_json(trace));
   double spans_ms = 0.0;
   for (const SpanTime& span : spans) spans_ms += span.duration_ms;
   std::printf("%s on %s (%s), batch %d: %d warm-up train steps, then %d with spans and %d without, interleaved\n",
               net.name.c_str(), info.device.c_str(), info.device_name.c_str(), batch, warmup, overhead_steps,
               overhead_steps);
-  std::printf("the traced train step (the last with spans): %s ms; %zu spans (layer passes and the optimizer) cover "
-              "%s ms of it\n", fixed(step_ms, 3).c_str(), spans.size(), fixed(spans_ms, 3).c_str());
+  std::printf("the written train step (%s): %s ms; %zu spans (layer passes and the optimizer) cover %s ms of it\n",
+              ctx.is_cuda() ? "one more, with CUPTI recording its kernels" : "the last with spans",
+              fixed(step_ms, 3).c_str(), spans.size(), fixed(spans_ms, 3).c_str());
+  if (ctx.is_cuda()) std::printf("%zu kernels, copies and sets under the spans\n", kernels.size());
   const double traced = median(traced_ms), plain = median(plain_ms);
   std::printf("recording's cost: median step %s ms with spans, %s ms without (%s%%), %d of each, interleaved\n",
               fixed(traced, 3).c_str(), fixed(plain, 3).c_str(), fixed(100.0 * (traced - plain) / plain, 1).c_str(),
