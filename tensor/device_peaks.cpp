@@ -71,7 +71,9 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 constexpr int kGemmSize = 1024;          // 2 * 1024^3 FLOP: tens of milliseconds on a few cores
 constexpr size_t kCopyBytes = 256 << 20;  // larger than any CPU's last-level cache
-constexpr int kRepeats = 3;               // best of: the first also pays for page faults
+// Best of: the first also pays for page faults and thread start-up, and on a
+// shared machine any one run may lose its cores for a while.
+constexpr int kRepeats = 5;
 
 MeasuredPeak measure_cpu() {
   MeasuredPeak peak;

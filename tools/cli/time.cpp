@@ -117,13 +117,14 @@ int run_time(const std::vector<std::string>& words) {
   const bool gpu = device.is_cuda();
   const double rate_scale = gpu ? 1e12 : 1e9;
   const std::string unit = gpu ? "TFLOP/s" : "GFLOP/s";
+  const double work_scale = gpu ? 1e9 : 1e6;  // a pass's FLOPs: GFLOP on a GPU's batches, MFLOP on a CPU's
   const RuntimeInfo info = runtime_info(ctx);
   const RooflinePeak peak = choose_peak(info.device_name, precision, measure_peak(ctx));
   const Peak roof{peak.flops_per_s, peak.bytes_per_s};
   // One row per layer and pass, the layer named on its first row only.
   using Align = Table::Align;
   std::vector<Table::Column> columns = {{"layer"}, {"type"}, {"output"}, {"pass"}, {"ms", Align::kRight},
-                                        {"MFLOP", Align::kRight}, {"MB", Align::kRight}, {unit, Align::kRight},
+                                        {gpu ? "GFLOP" : "MFLOP", Align::kRight}, {"MB", Align::kRight}, {unit, Align::kRight},
                                         {"GB/s", Align::kRight}, {"FLOP/B", Align::kRight},
                                         {"% roofline", Align::kRight}};
   if (gpu) columns.push_back({"cuDNN algorithms"});
@@ -135,7 +136,7 @@ int run_time(const std::vector<std::string>& words) {
     for (const PassCost& p : layer_passes(graph, t)) {
       std::vector<std::string> row = {first ? node.name : "", first ? std::string(node.layer->type()) : "",
                                       first ? node.shape.str() : "", std::string(pass_name(p.pass)), fixed(p.ms, 3),
-                                      fixed(static_cast<double>(p.flops) / 1e6, 2),
+                                      fixed(static_cast<double>(p.flops) / work_scale, 2),
                                       fixed(static_cast<double>(p.bytes) / 1e6, 3),
                                       p.flops > 0 ? fixed(flops_per_s(p) / rate_scale, 2) : "",
                                       fixed(bytes_per_s(p) / 1e9, 2), p.flops > 0 ? fixed(intensity(p), 2) : "",
