@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "layers/conv2d.h"
+#include "layers/dropout.h"
 #include "layers/linear.h"
 #include "layers/pool2d.h"
 #include "layers/relu.h"
@@ -65,6 +66,13 @@ TEST(PassCosts, SoftmaxCrossEntropyAddsItsSavedLogProbabilities) {
   loss.bind(std::vector<Shape>{Shape{4, 10}, Shape{4}});  // logits 160 B, int32 labels 16 B, loss 4 B
   EXPECT_EQ(loss.bytes_moved(Pass::kForward), 160 + 16 + 4 + 160);    // logits, labels; loss, logp
   EXPECT_EQ(loss.bytes_moved(Pass::kBackward), 16 + 4 + 160 + 160);   // labels, loss, logp; dlogits (no dy)
+}
+
+TEST(PassCosts, DropoutAddsItsMask) {
+  Dropout dropout("drop", {.p = 0.5f});
+  dropout.bind(std::vector<Shape>{Shape{4, 10}});  // 160 B each: x, y, mask, dy, dx
+  EXPECT_EQ(dropout.bytes_moved(Pass::kForward), 160 + 160 + 160);   // x; y, mask
+  EXPECT_EQ(dropout.bytes_moved(Pass::kBackward), 160 + 160 + 160);  // dy, mask; dx
 }
 
 }  // namespace
