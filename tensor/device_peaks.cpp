@@ -8,7 +8,6 @@
 #include <array>
 #include <cctype>
 #include <chrono>
-#include <cstring>
 #include <vector>
 
 #include "tensor/cuda_entry.h"
@@ -52,7 +51,8 @@ constexpr std::array kTable = {
 
 std::string lower(std::string_view text) {
   std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
 }
 

@@ -124,8 +124,8 @@ int run_time(const std::vector<std::string>& words) {
   // One row per layer and pass, the layer named on its first row only.
   using Align = Table::Align;
   std::vector<Table::Column> columns = {{"layer"}, {"type"}, {"output"}, {"pass"}, {"ms", Align::kRight},
-                                        {gpu ? "GFLOP" : "MFLOP", Align::kRight}, {"MB", Align::kRight}, {unit, Align::kRight},
-                                        {"GB/s", Align::kRight}, {"FLOP/B", Align::kRight},
+                                        {gpu ? "GFLOP" : "MFLOP", Align::kRight}, {"MB", Align::kRight},
+                                        {unit, Align::kRight}, {"GB/s", Align::kRight}, {"FLOP/B", Align::kRight},
                                         {"% roofline", Align::kRight}};
   if (gpu) columns.push_back({"cuDNN algorithms"});
   Table table(columns);

@@ -16,7 +16,8 @@ std::string time_json(const TimeRun& run, const Graph& graph, const std::vector<
     const Node& node = graph.nodes()[static_cast<size_t>(t.node)];
     json passes = json::array();
     for (const PassCost& p : layer_passes(graph, t)) {
-      passes.push_back({{"pass", std::string(pass_name(p.pass))}, {"ms", p.ms}, {"flops", p.flops}, {"bytes", p.bytes}});
+      passes.push_back(
+          {{"pass", std::string(pass_name(p.pass))}, {"ms", p.ms}, {"flops", p.flops}, {"bytes", p.bytes}});
     }
     layers.push_back({{"name", node.name},
                       {"type", std::string(node.layer->type())},
