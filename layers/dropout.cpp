@@ -54,6 +54,12 @@ void Dropout::set_probability(float p) {
   options_.p = p;
 }
 
+int64_t Dropout::bytes_moved(Pass pass) const {
+  const int64_t mask = output_shape().numel() * static_cast<int64_t>(size_of(DType::kFloat32));
+  const bool moves_mask = pass == Pass::kForward || pass == Pass::kBackward;
+  return Layer::bytes_moved(pass) + (moves_mask ? mask : 0);
+}
+
 std::string Dropout::describe() const { return cat("p ", options_.p); }
 
 void Dropout::prepare_cpu(Context& ctx, const PrepareOptions& options) {

@@ -27,6 +27,10 @@ class Dropout final : public Layer {
   bool backward_reads_input(int) const override { return false; }
   bool backward_reads_output() const override { return false; }
   std::string describe() const override;  // "p 0.5"
+  // The default, plus the mask: forward writes it, backward reads it. Counted
+  // as the CPU's float per element; cuDNN's reserve space is smaller (its size
+  // is known only after prepare on a GPU), so on a GPU this overcounts.
+  int64_t bytes_moved(Pass pass) const override;
   Shape infer(std::span<const Shape> inputs) const override { return inputs[0]; }
   const Options& options() const { return options_; }
   // The probability from the next training forward on, before or after

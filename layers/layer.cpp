@@ -59,6 +59,47 @@ const Shape& Layer::bind(std::span<const Shape> inputs) {
   return output_shape_;
 }
 
+namespace {
+int64_t bytes_of(const Shape& shape, DType dtype) { return shape.numel() * static_cast<int64_t>(size_of(dtype)); }
+}  // namespace
+
+int64_t Layer::flops(Pass pass) const {
+  const int64_t forward = 2 * macs();
+  switch (pass) {
+    case Pass::kForward: return forward;
+    case Pass::kBackwardData:
+    case Pass::kBackwardWeights: return splits_backward() ? forward : 0;
+    case Pass::kBackward: return splits_backward() ? 2 * forward : 0;
+    case Pass::kOptimizer: return 0;
+  }
+  return 0;
+}
+
+int64_t Layer::bytes_moved(Pass pass) const {
+  int64_t inputs = 0, float_inputs = 0, read_inputs = 0, params = 0;
+  for (size_t i = 0; i < input_shapes_.size(); ++i) {
+    const DType dtype = input_dtype(static_cast<int>(i));
+    const int64_t bytes = bytes_of(input_shapes_[i], dtype);
+    inputs += bytes;
+    if (dtype == DType::kFloat32) float_inputs += bytes;  // the inputs that get a gradient (not labels)
+    if (backward_reads_input(static_cast<int>(i))) read_inputs += bytes;
+  }
+  for (const Shape& shape : param_shapes_) params += bytes_of(shape, DType::kFloat32);
+  const int64_t weight = param_shapes_.empty() ? 0 : bytes_of(param_shapes_[0], DType::kFloat32);
+  const int64_t output = bytes_of(output_shape_, DType::kFloat32);
+  const int64_t output_grad = is_loss() ? 0 : output;
+  switch (pass) {
+    case Pass::kForward: return inputs + params + output;
+    case Pass::kBackwardData: return output_grad + weight + float_inputs;
+    case Pass::kBackwardWeights: return output_grad + inputs + 2 * params;
+    case Pass::kBackward:
+      return output_grad + read_inputs + (backward_reads_output() ? output : 0) + params + float_inputs +
+             2 * params;
+    case Pass::kOptimizer: return 0;
+  }
+  return 0;
+}
+
 void Layer::prepare(Context& ctx, const PrepareOptions& options) {
   if (!bound_) fail("prepare before its input shapes are known (bind first)");
   workspace_bytes_ = 0;

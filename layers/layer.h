@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "tensor/context.h"
+#include "tensor/pass.h"
 #include "tensor/tensor.h"
 
 namespace glassbox {
@@ -173,6 +174,28 @@ class Layer {
   // convolutions and linear layers (forward FLOPs = 2 x MACs), zero for the
   // memory-bound layers, as the reference tables count them.
   virtual int64_t macs() const { return 0; }
+  // The roofline's work and traffic of one pass over the whole batch
+  // (glassbox time, tools/cli/roofline.h). Analytic, from the bound shapes:
+  //   flops: forward 2*macs(); a split backward's backward-data and
+  //     backward-weights 2*macs() each, kBackward (the whole) their sum; zero
+  //     for the memory-bound layers, as macs() counts them, and for kOptimizer
+  //     (the update is the optimizer's, not a layer's).
+  //   bytes_moved: every tensor read or written once, 4 bytes per float32 or
+  //     int32 element; caches and re-reads (im2col, a tiled GEMM) are not
+  //     counted, so this is the least traffic the pass can have.
+  //     forward:          reads the inputs and parameters, writes the output
+  //     backward-data:    reads dy and the weight (parameter 0), writes dx
+  //     backward-weights: reads dy and the inputs, reads and writes every
+  //                       parameter gradient (they accumulate, dW += ...)
+  //     backward (whole): reads dy (none for a loss), the inputs and output
+  //                       that backward_reads_input/backward_reads_output
+  //                       name, and the parameters; writes dx for every
+  //                       float input and reads and writes the parameter gradients
+  // A layer whose passes move something else (saved state) overrides them and
+  // says why. The caller adds the passes that ran: a split layer whose input
+  // is the data runs no backward-data (graph/step_spans.h).
+  virtual int64_t flops(Pass pass) const;
+  virtual int64_t bytes_moved(Pass pass) const;
   // Whether backward computes the input gradient and then, apart, the
   // parameter gradients, calling ctx.switch_pass(Pass::kBackwardWeights)
   // between the two, so that each is timed and traced as its own pass

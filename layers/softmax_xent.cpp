@@ -37,6 +37,12 @@ void SoftmaxCrossEntropy::check_labels(const Tensor& labels) const {
   }
 }
 
+int64_t SoftmaxCrossEntropy::bytes_moved(Pass pass) const {
+  const int64_t log_probs = input_shapes()[0].numel() * static_cast<int64_t>(size_of(DType::kFloat32));
+  const bool moves_log_probs = pass == Pass::kForward || pass == Pass::kBackward;
+  return Layer::bytes_moved(pass) + (moves_log_probs ? log_probs : 0);
+}
+
 void SoftmaxCrossEntropy::prepare_cpu(Context& ctx, const PrepareOptions&) {
   log_probs_ = ctx.allocate(input_shapes()[0], DType::kFloat32, MemoryCategory::kLayerState);
 }

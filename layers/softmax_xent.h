@@ -29,6 +29,9 @@ class SoftmaxCrossEntropy final : public Layer {
   int max_inputs() const override { return 2; }
   DType input_dtype(int index) const override { return index == 1 ? DType::kInt32 : DType::kFloat32; }
   bool is_loss() const override { return true; }
+  // The default, plus the saved log-probabilities (N,K): forward writes them
+  // and backward reads them, a tensor the size of the logits each way.
+  int64_t bytes_moved(Pass pass) const override;
   Shape infer(std::span<const Shape> inputs) const override;
 
  private:

@@ -28,6 +28,8 @@ void fill_zero(const CudaResources&, void*, size_t) { not_built("fill_zero"); }
 std::shared_ptr<EventSet> create_events(const CudaResources&, int) { not_built("EventTimer"); }
 void record_event(const CudaResources&, EventSet&, int) { not_built("EventTimer"); }
 float elapsed_ms(EventSet&, int, int) { not_built("EventTimer"); }
+double measure_gemm_flops(const CudaResources&, int, int) { not_built("measure_gemm_flops"); }
+double measure_copy_bytes(const CudaResources&, size_t, int) { not_built("measure_copy_bytes"); }
 // StepSpans pushes NVTX ranges only for a GPU context, which this build cannot make.
 void nvtx_push(const char*) { not_built("NVTX"); }
 void nvtx_pop() { not_built("NVTX"); }

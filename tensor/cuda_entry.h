@@ -33,6 +33,13 @@ std::shared_ptr<EventSet> create_events(const CudaResources& resources, int coun
 void record_event(const CudaResources& resources, EventSet& events, int index);
 float elapsed_ms(EventSet& events, int from, int to);  // waits for `to`
 
+// The roofline's probes (tensor/device_peaks.h), on the resources' stream:
+// the best of `repeats` n x n x n SGEMMs (cuBLAS, at the handle's math mode),
+// in FLOP/s, and of `repeats` device-to-device copies of `bytes`, in bytes
+// read + written per second.
+double measure_gemm_flops(const CudaResources& resources, int n, int repeats);
+double measure_copy_bytes(const CudaResources& resources, size_t bytes, int repeats);
+
 // An NVTX range on the calling thread (graph/step_spans.h), for Nsight Systems.
 void nvtx_push(const char* label);
 void nvtx_pop();

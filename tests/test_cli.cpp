@@ -4,10 +4,14 @@
 #include <stdlib.h>
 
 #include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "tests/support/command.h"
+#include "tests/support/temp_dir.h"
 
 namespace {
 
@@ -75,10 +79,63 @@ TEST(Cli, SummaryPrintsTheLayerTableAndTotals) {
 TEST(Cli, TimePrintsLayersAgainstTheMeasuredStep) {
   const Outcome r = run(kCli + " time LeNet --device cpu --batch 8 --steps 2 --warmup 1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* expected : {"LeNet on cpu", "conv1", "fwd ms", "bwd ms", "sum of layers: forward",
+  for (const char* expected : {"LeNet on cpu", "conv1", "backward-data", "backward-weights", "% roofline",
+                               "peaks: ", "(measured: Eigen GEMM 1024^3, copy 256 MiB)", "sum of layers: forward",
                                "measured step:", "images/s", "memory over the timed steps", "activation gradients"}) {
     EXPECT_TRUE(contains(r.output, expected)) << "missing '" << expected << "' in:\n" << r.output;
   }
+}
+
+TEST(Cli, TimeJsonHasEveryLayerWithThePassesItRan) {
+  const glassbox::testing::TempDir dir;
+  const std::string path = dir / "time.json";
+  const Outcome r = run(kCli + " time LeNet --device cpu --batch 8 --steps 1 --warmup 0 --json " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream file(path);
+  const nlohmann::json doc = nlohmann::json::parse(file);  // throws, failing the test, if it does not parse
+  EXPECT_EQ(doc.at("kind"), "glassbox.time");
+  EXPECT_EQ(doc.at("version"), 1);
+  EXPECT_EQ(doc.at("network"), "LeNet");
+  EXPECT_EQ(doc.at("batch"), 8);
+  EXPECT_EQ(doc.at("device"), "cpu");
+  EXPECT_EQ(doc.at("steps"), 1);
+  EXPECT_GT(doc.at("step_ms").get<double>(), 0.0);
+  EXPECT_GT(doc.at("images_per_s").get<double>(), 0.0);
+  EXPECT_TRUE(doc.at("runtime").contains("build"));
+  EXPECT_GT(doc.at("peak").at("flops_per_s").get<double>(), 0.0);
+  EXPECT_GT(doc.at("peak").at("bytes_per_s").get<double>(), 0.0);
+  EXPECT_EQ(doc.at("peak").at("source"), "measured: Eigen GEMM 1024^3, copy 256 MiB");
+  EXPECT_GT(doc.at("memory").at("parameters").get<int64_t>(), 0);
+  EXPECT_GT(doc.at("memory").at("peak").get<int64_t>(), 0);
+  // LeNet: conv1 relu1 pool1 conv2 relu2 pool2 flatten fc3 relu3 fc4 relu4 fc5 loss.
+  const nlohmann::json& layers = doc.at("layers");
+  ASSERT_EQ(layers.size(), 13u);
+  auto passes = [&](const std::string& name) {
+    std::vector<std::string> names;
+    for (const auto& layer : layers) {
+      if (layer.at("name") != name) continue;
+      for (const auto& pass : layer.at("passes")) {
+        names.push_back(pass.at("pass"));
+        EXPECT_GE(pass.at("ms").get<double>(), 0.0);
+        EXPECT_GT(pass.at("bytes").get<int64_t>(), 0) << name;
+      }
+    }
+    return names;
+  };
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(passes("conv1"), (Names{"forward", "backward-weights"}));  // its input is the data
+  EXPECT_EQ(passes("conv2"), (Names{"forward", "backward-data", "backward-weights"}));
+  EXPECT_EQ(passes("relu1"), (Names{"forward", "backward"}));
+  EXPECT_EQ(layers[0].at("type"), "Conv2d");
+  EXPECT_EQ(layers[0].at("output"), "(8, 6, 28, 28)");
+  EXPECT_EQ(layers[0].at("passes")[0].at("flops"), 2 * 8 * 6 * 28 * 28 * 25);  // 2 * N*K*P*Q * C*R*S
+}
+
+TEST(Cli, TimeJsonIntoAMissingFolderFailsBeforeTheRun) {
+  const Outcome r = run(kCli + " time LeNet --device cpu --batch 2 --steps 1 --warmup 0 --json /nonexistent/t.json");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "/nonexistent/t.json")) << r.output;
+  EXPECT_FALSE(contains(r.output, "sum of layers")) << r.output;
 }
 
 TEST(Cli, TimePrintsTheLossOfTheFirstAndLastTimedStep) {

@@ -37,7 +37,9 @@ inline const std::vector<FlagSpec>& time_flags() {
       {"--cudnn-search", "", "time every cuDNN algorithm and keep the fastest"},
       {"--deterministic", "",
        cat("only cuDNN algorithms that give the same bits on every run; the CPU path always does (",
-           kDeterministicByDefault ? "on: built with GLASSBOX_DETERMINISTIC" : "off by default", ")")}});
+           kDeterministicByDefault ? "on: built with GLASSBOX_DETERMINISTIC" : "off by default", ")")},
+      {"--json", "FILE",
+       "also write the per-layer, per-pass times, FLOPs, bytes, peaks and memory as JSON (glassbox.time v1)"}});
   return flags;
 }
 

@@ -3,8 +3,10 @@
 // Runs forward + backward (no update, like `caffe time`) with a mark recorded
 // between consecutive layers in stream order, reads the marks after each step
 // (no host synchronisation per layer), and prints each layer's mean forward
-// and backward time, its achieved FLOP rate, the cuDNN algorithms it chose,
-// and the sum of the layers against the separately measured step time.
+// backward-data, backward-weights (or whole backward) time with its analytic
+// FLOPs and bytes, achieved rates and fraction of the device's roofline
+// (roofline.h), the cuDNN algorithms it chose, and the sum of the layers
+// against the separately measured step time; --json writes it all (time_json.h).
 // Under mpirun, every rank then runs data-parallel train steps and rank 0
 // adds their split and a line per gradient bucket (time_data_parallel.h).
 #include <cstdio>
@@ -13,6 +15,8 @@
 #include "graph/finite_check.h"
 #include "graph/memory_plan.h"
 #include "optim/data_parallel_job.h"
+#include "tensor/atomic_file.h"
+#include "tensor/device_peaks.h"
 #include "tensor/event_timer.h"
 #include "tensor/parse.h"
 #include "tensor/runtime_info.h"
@@ -22,8 +26,10 @@
 #include "tools/cli/layer_means.h"
 #include "tools/cli/memory_report.h"
 #include "tools/cli/network_arg.h"
+#include "tools/cli/roofline.h"
 #include "tools/cli/table.h"
 #include "tools/cli/time_data_parallel.h"
+#include "tools/cli/time_json.h"
 
 namespace glassbox::cli {
 namespace {
@@ -64,6 +70,8 @@ int run_time(const std::vector<std::string>& words) {
   const int steps = args.int_in("--steps", 5, 1, kMaxSteps);
   const int warmup = args.int_in("--warmup", 2, 0, kMaxSteps);
   const DataParallelArgs parallel = data_parallel_args(args);
+  const std::string json_path = args.get("--json", "");
+  if (args.has("--json") && speaks) check_writable(json_path);  // before the run, not after it
   const GradientSyncOptions& sync = parallel.sync;
 
   Context ctx = Context::on(device);
@@ -109,40 +117,53 @@ int run_time(const std::vector<std::string>& words) {
   const bool gpu = device.is_cuda();
   const double rate_scale = gpu ? 1e12 : 1e9;
   const std::string unit = gpu ? "TFLOP/s" : "GFLOP/s";
+  const double work_scale = gpu ? 1e9 : 1e6;  // a pass's FLOPs: GFLOP on a GPU's batches, MFLOP on a CPU's
+  const RuntimeInfo info = runtime_info(ctx);
+  const RooflinePeak peak = choose_peak(info.device_name, precision, measure_peak(ctx));
+  const Peak roof{peak.flops_per_s, peak.bytes_per_s};
+  // One row per layer and pass, the layer named on its first row only.
   using Align = Table::Align;
-  std::vector<Table::Column> columns = {{"layer"}, {"type"}, {"output"}, {"fwd ms", Align::kRight},
-                                        {"bwd ms", Align::kRight}, {"fwd " + unit, Align::kRight},
-                                        {"bwd " + unit, Align::kRight}};
+  std::vector<Table::Column> columns = {{"layer"}, {"type"}, {"output"}, {"pass"}, {"ms", Align::kRight},
+                                        {gpu ? "GFLOP" : "MFLOP", Align::kRight}, {"MB", Align::kRight},
+                                        {unit, Align::kRight}, {"GB/s", Align::kRight}, {"FLOP/B", Align::kRight},
+                                        {"% roofline", Align::kRight}};
   if (gpu) columns.push_back({"cuDNN algorithms"});
   Table table(columns);
   double forward_sum = 0.0, backward_sum = 0.0;
   for (const LayerTime& t : mean) {
     const Node& node = graph.nodes()[static_cast<size_t>(t.node)];
-    const double macs = static_cast<double>(node.layer->macs());
-    // Backward does the input gradient (as much work as the forward) unless the
-    // input is the data, plus the weight gradient (as much again).
-    const bool needs_input_grad = !graph.nodes()[static_cast<size_t>(node.inputs[0])].is_input();
-    const double backward_flops = (needs_input_grad ? 2.0 : 1.0) * 2.0 * macs;
-    auto rate = [&](double flops, double ms) { return macs > 0 && ms > 0 ? fixed(flops / (ms / 1e3) / rate_scale, 2) : ""; };
-    std::vector<std::string> row = {node.name, std::string(node.layer->type()), node.shape.str(),
-                                    fixed(t.forward_ms, 3), fixed(t.backward_ms, 3), rate(2.0 * macs, t.forward_ms),
-                                    rate(backward_flops, t.backward_ms)};
-    if (gpu) row.push_back(node.layer->algorithms());
-    table.add_row(row);
+    bool first = true;
+    for (const PassCost& p : layer_passes(graph, t)) {
+      std::vector<std::string> row = {first ? node.name : "", first ? std::string(node.layer->type()) : "",
+                                      first ? node.shape.str() : "", std::string(pass_name(p.pass)), fixed(p.ms, 3),
+                                      fixed(static_cast<double>(p.flops) / work_scale, 2),
+                                      fixed(static_cast<double>(p.bytes) / 1e6, 3),
+                                      p.flops > 0 ? fixed(flops_per_s(p) / rate_scale, 2) : "",
+                                      fixed(bytes_per_s(p) / 1e9, 2), p.flops > 0 ? fixed(intensity(p), 2) : "",
+                                      fixed(100.0 * roofline_fraction(p, roof), 1)};
+      if (gpu && first) row.push_back(node.layer->algorithms());
+      table.add_row(row);
+      first = false;
+    }
     forward_sum += t.forward_ms;
     backward_sum += t.backward_ms;
   }
   table.add_rule();
-  table.add_row({"sum of layers", "", "", fixed(forward_sum, 3), fixed(backward_sum, 3)});
+  table.add_row({"sum of layers", "", "", "", fixed(forward_sum + backward_sum, 3)});
 
-  const RuntimeInfo info = runtime_info(ctx);
   const char* how = !gpu ? "CPU path: Eigen + OpenMP"
                     : options.layers.algo_search == AlgoSearch::kMeasured ? "cuDNN algorithms measured"
                                                                           : "cuDNN heuristics";
   std::printf("%s on %s (%s), batch %d, %s, %s%s\n", net.name.c_str(), info.device.c_str(),
               info.device_name.c_str(), batch, info.precision.c_str(), how,
               options.layers.deterministic ? ", deterministic" : "");
-  std::printf("%d warm-up, then %d timed forward+backward steps; times are means per step\n\n", warmup, steps);
+  std::printf("%d warm-up, then %d timed forward+backward steps; times are means per step\n", warmup, steps);
+  std::printf("peaks: %s %s, %s GB/s (%s); measured %s %s, %s GB/s (%s)\n",
+              fixed(peak.flops_per_s / rate_scale, 2).c_str(), unit.c_str(), fixed(peak.bytes_per_s / 1e9, 1).c_str(),
+              peak.source.c_str(), fixed(peak.measured.flops_per_s / rate_scale, 2).c_str(), unit.c_str(),
+              fixed(peak.measured.bytes_per_s / 1e9, 1).c_str(), peak.measured.how.c_str());
+  std::printf("FLOPs and bytes are analytic, each tensor read or written once (docs/roofline.md); "
+              "%% roofline = max(FLOP/peak, bytes/bandwidth) / time\n\n");
   std::printf("%s\n", table.str().c_str());
   const double layers_ms = forward_sum + backward_sum;
   std::printf("sum of layers: forward %s ms + backward %s ms = %s ms\n", fixed(forward_sum, 3).c_str(),
@@ -157,6 +178,11 @@ int run_time(const std::vector<std::string>& words) {
               fixed(last_loss, 6).c_str());
   std::printf("\nmemory over the timed steps (forward + backward, no optimizer):\n%s",
               memory_table(ctx.memory(), graph.memory_plan()).c_str());
+  if (args.has("--json")) {
+    const TimeRun run{net.name, batch, steps, step_ms, info, peak, ctx.memory()};
+    write_file_atomically(json_path, time_json(run, graph, mean));
+    std::printf("\nwrote %s\n", json_path.c_str());
+  }
   return finish_time(ctx, graph, *communicator, sync, warmup, steps, speaks);
 }
 

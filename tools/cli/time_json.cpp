@@ -1,0 +1,61 @@
+// tools/cli/time_json.cpp
+#include "tools/cli/time_json.h"
+
+#include <nlohmann/json.hpp>
+
+#include "tools/cli/roofline.h"
+
+namespace glassbox::cli {
+
+std::string time_json(const TimeRun& run, const Graph& graph, const std::vector<LayerTime>& mean) {
+  using json = nlohmann::ordered_json;  // keys in the order of the schema, for a reader
+  json runtime = json::object();
+  for (const auto& [key, value] : run.info.fields()) runtime[key] = value;
+  json layers = json::array();
+  for (const LayerTime& t : mean) {
+    const Node& node = graph.nodes()[static_cast<size_t>(t.node)];
+    json passes = json::array();
+    for (const PassCost& p : layer_passes(graph, t)) {
+      passes.push_back(
+          {{"pass", std::string(pass_name(p.pass))}, {"ms", p.ms}, {"flops", p.flops}, {"bytes", p.bytes}});
+    }
+    layers.push_back({{"name", node.name},
+                      {"type", std::string(node.layer->type())},
+                      {"output", node.shape.str()},
+                      {"passes", std::move(passes)}});
+  }
+  auto peak = [&](MemoryCategory c) { return run.memory.peak[static_cast<size_t>(c)]; };
+  const json memory = {
+      {"parameters", peak(MemoryCategory::kParameters)},
+      {"gradients", peak(MemoryCategory::kGradients)},
+      {"optimizer_state", peak(MemoryCategory::kOptimizerState)},
+      {"activations", peak(MemoryCategory::kActivations)},
+      {"activation_gradients", peak(MemoryCategory::kActivationGrads)},
+      {"workspace", peak(MemoryCategory::kWorkspace)},
+      {"other", peak(MemoryCategory::kLayerState) + peak(MemoryCategory::kData)},  // as memory_table's "other"
+      {"peak", run.memory.peak_total},
+  };
+  const json document = {
+      {"kind", "glassbox.time"},
+      {"version", 1},
+      {"network", run.network},
+      {"batch", run.batch},
+      {"device", run.info.device},
+      {"device_name", run.info.device_name},
+      {"runtime", std::move(runtime)},
+      {"peak",
+       {{"flops_per_s", run.peak.flops_per_s},
+        {"bytes_per_s", run.peak.bytes_per_s},
+        {"source", run.peak.source},
+        {"measured_flops_per_s", run.peak.measured.flops_per_s},
+        {"measured_bytes_per_s", run.peak.measured.bytes_per_s}}},
+      {"steps", run.steps},
+      {"step_ms", run.step_ms},
+      {"images_per_s", run.step_ms > 0.0 ? run.batch / (run.step_ms / 1e3) : 0.0},
+      {"layers", std::move(layers)},
+      {"memory", memory},
+  };
+  return document.dump(1) + "\n";
+}
+
+}  // namespace glassbox::cli

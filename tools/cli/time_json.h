@@ -1,0 +1,37 @@
+// tools/cli/time_json.h: `glassbox time NET --json FILE`, the per-layer,
+// per-pass timings with their analytic FLOPs and bytes, for reports that draw
+// them (an HTML roofline). Schema "glassbox.time", version 1:
+//   {"kind": "glassbox.time", "version": 1, "network", "batch", "device", "device_name",
+//    "runtime": {RuntimeInfo::fields(), as strings},
+//    "peak": {"flops_per_s", "bytes_per_s", "source", "measured_flops_per_s", "measured_bytes_per_s"},
+//    "steps", "step_ms", "images_per_s",
+//    "layers": [{"name", "type", "output", "passes": [{"pass": pass_name(), "ms", "flops", "bytes"}]}],
+//    "memory": {"parameters", "gradients", "optimizer_state", "activations",
+//               "activation_gradients", "workspace", "other", "peak"}}  (bytes, the timed steps' peaks)
+// Add fields freely; renaming or removing one is a new version.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "tensor/allocator.h"
+#include "tensor/device_peaks.h"
+#include "tensor/runtime_info.h"
+
+namespace glassbox::cli {
+
+struct TimeRun {
+  std::string network;
+  int batch = 0;
+  int steps = 0;
+  double step_ms = 0.0;
+  RuntimeInfo info;
+  RooflinePeak peak;
+  MemoryStats memory;
+};
+
+// The document, indented, ending in a newline.
+std::string time_json(const TimeRun& run, const Graph& graph, const std::vector<LayerTime>& mean);
+
+}  // namespace glassbox::cli
