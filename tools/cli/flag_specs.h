@@ -34,6 +34,7 @@ inline const std::vector<FlagSpec>& time_flags() {
       {"--steps", "N", "timed steps, averaged (default 5)"},
       {"--warmup", "N", "untimed steps first (default 2)"},
       {"--precision", "P", "fp32 (TF32 off, default) or tf32"},
+      {"--no-nvtx", "", "push no NVTX ranges (GPU builds push one per layer and pass for Nsight Systems)"},
       {"--cudnn-search", "", "time every cuDNN algorithm and keep the fastest"},
       {"--deterministic", "",
        cat("only cuDNN algorithms that give the same bits on every run; the CPU path always does (",

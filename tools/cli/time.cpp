@@ -18,6 +18,7 @@
 #include "tensor/atomic_file.h"
 #include "tensor/device_peaks.h"
 #include "tensor/event_timer.h"
+#include "tensor/machine_state.h"
 #include "tensor/parse.h"
 #include "tensor/runtime_info.h"
 #include "tools/cli/commands.h"
@@ -80,6 +81,7 @@ int run_time(const std::vector<std::string>& words) {
   CompileOptions options;
   options.precision = precision;
   options.layer_timing = true;
+  options.nvtx = !args.has("--no-nvtx");
   options.layers.algo_search = args.has("--cudnn-search") ? AlgoSearch::kMeasured : AlgoSearch::kHeuristic;
   options.layers.deterministic = options.layers.deterministic || args.has("--deterministic");
   graph.compile(ctx, options);
@@ -99,6 +101,7 @@ int run_time(const std::vector<std::string>& words) {
 
   ctx.allocator().reset_peak();  // the timed steps' peak, not compile's or the algorithm search's
   EventTimer step_marks(ctx, 2);
+  const MachineSample machine_start = sample_machine(ctx);
   double step_ms = 0.0;
   float first_loss = 0.0f, last_loss = 0.0f;
   std::vector<LayerTime> mean;
@@ -112,6 +115,8 @@ int run_time(const std::vector<std::string>& words) {
     add_layer_times(graph, steps, mean);
   }
 
+  const std::vector<std::pair<std::string, std::string>> machine =
+      machine_fields(machine_start, sample_machine(ctx), int64_t{steps} * batch);
   if (!speaks) return finish_time(ctx, graph, *communicator, sync, warmup, steps, speaks);
   // Rates in TFLOP/s on a GPU, GFLOP/s on a CPU: numbers a person can read.
   const bool gpu = device.is_cuda();
@@ -178,8 +183,10 @@ int run_time(const std::vector<std::string>& words) {
               fixed(last_loss, 6).c_str());
   std::printf("\nmemory over the timed steps (forward + backward, no optimizer):\n%s",
               memory_table(ctx.memory(), graph.memory_plan()).c_str());
+  std::printf("\nthe machine over the timed steps (tensor/machine_state.h):\n");
+  for (const auto& [key, value] : machine) std::printf("  %-11s %s\n", key.c_str(), value.c_str());
   if (args.has("--json")) {
-    const TimeRun run{net.name, batch, steps, step_ms, info, peak, ctx.memory()};
+    const TimeRun run{net.name, batch, steps, step_ms, info, peak, ctx.memory(), machine};
     write_file_atomically(json_path, time_json(run, graph, mean));
     std::printf("\nwrote %s\n", json_path.c_str());
   }

@@ -35,7 +35,7 @@ std::string time_json(const TimeRun& run, const Graph& graph, const std::vector<
       {"other", peak(MemoryCategory::kLayerState) + peak(MemoryCategory::kData)},  // as memory_table's "other"
       {"peak", run.memory.peak_total},
   };
-  const json document = {
+  json document = {
       {"kind", "glassbox.time"},
       {"version", 1},
       {"network", run.network},
@@ -55,6 +55,9 @@ std::string time_json(const TimeRun& run, const Graph& graph, const std::vector<
       {"layers", std::move(layers)},
       {"memory", memory},
   };
+  json machine = json::object();
+  for (const auto& [key, value] : run.machine) machine[key] = value;
+  document["machine"] = std::move(machine);
   return document.dump(1) + "\n";
 }
 

@@ -7,7 +7,8 @@
 //    "steps", "step_ms", "images_per_s",
 //    "layers": [{"name", "type", "output", "passes": [{"pass": pass_name(), "ms", "flops", "bytes"}]}],
 //    "memory": {"parameters", "gradients", "optimizer_state", "activations",
-//               "activation_gradients", "workspace", "other", "peak"}}  (bytes, the timed steps' peaks)
+//               "activation_gradients", "workspace", "other", "peak"},  (bytes, the timed steps' peaks)
+//    "machine": {machine_fields(): clocks, energy, ... as strings}}
 // Add fields freely; renaming or removing one is a new version.
 #pragma once
 
@@ -29,6 +30,7 @@ struct TimeRun {
   RuntimeInfo info;
   RooflinePeak peak;
   MemoryStats memory;
+  std::vector<std::pair<std::string, std::string>> machine;  // tensor/machine_state.h, over the timed steps
 };
 
 // The document, indented, ending in a newline.

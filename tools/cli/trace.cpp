@@ -37,13 +37,6 @@ namespace {
 constexpr int kMaxSteps = 1'000'000;
 constexpr int kLayerTrack = 1;
 
-// The analytic FLOPs of a span: a convolution's or linear layer's forward,
-// backward-data and backward-weights each do 2 x MACs; the other layers are
-// counted as moving memory, not as FLOPs (Layer::macs).
-double span_flops(const Graph& graph, const SpanTime& span) {
-  if (span.node < 0 || span.pass == Pass::kOptimizer) return 0.0;
-  return 2.0 * static_cast<double>(graph.nodes()[static_cast<size_t>(span.node)].layer->macs());
-}
 
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -67,8 +60,11 @@ ChromeTrace step_trace(const Graph& graph, const std::vector<SpanTime>& spans, c
     if (span.node >= 0) {
       event.text_args.emplace_back("type", std::string(graph.nodes()[static_cast<size_t>(span.node)].layer->type()));
     }
-    const double flops = span_flops(graph, span);
-    if (flops > 0) event.number_args.emplace_back("flops", flops);
+    if (span.node >= 0) {  // the analytic work and traffic of the pass (Layer::flops, docs/roofline.md)
+      const Layer& layer = *graph.nodes()[static_cast<size_t>(span.node)].layer;
+      event.number_args.emplace_back("flops", static_cast<double>(layer.flops(span.pass)));
+      event.number_args.emplace_back("bytes", static_cast<double>(layer.bytes_moved(span.pass)));
+    }
     end_us = std::max(end_us, event.start_us + event.duration_us);
     trace.events.push_back(std::move(event));
   }
