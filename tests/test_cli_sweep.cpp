@@ -47,6 +47,9 @@ TEST(CliSweep, TimesEachBatchUntilOneDoesNotFitAndStops) {
       EXPECT_GT(points[i]["peak_bytes"], points[i - 1]["peak_bytes"]);
     }
   }
+  EXPECT_EQ(doc["largest"]["kind"], "glassbox.time");  // the per-layer document of batch 16
+  EXPECT_EQ(doc["largest"]["batch"], 16);
+  EXPECT_EQ(doc["largest"]["layers"].size(), 13u);
   EXPECT_EQ(points[5]["batch"], 32);
   EXPECT_TRUE(contains(points[5]["error"].get<std::string>(), "limit of 2.00 MiB")) << points[5];
 }

@@ -6,7 +6,9 @@
 // built at that batch, compiled, SGD with momentum, warm-up steps, then timed
 // train steps. A batch that does not fit (OutOfMemoryError; --memory-limit caps
 // the allocator as in `max-batch`) is recorded with its error, and the larger
-// batches are not tried: they would not fit either.
+// batches are not tried: they would not fit either. The largest batch that
+// fitted also gets its per-layer document ("largest": what `glassbox time
+// --json` writes), so the report can draw its layers and roofline.
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -15,6 +17,7 @@
 #include "graph/finite_check.h"
 #include "optim/train_step.h"
 #include "tensor/atomic_file.h"
+#include "tensor/device_peaks.h"
 #include "tensor/event_timer.h"
 #include "tensor/machine_state.h"
 #include "tensor/parse.h"
@@ -22,8 +25,10 @@
 #include "tools/cli/batch_list.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/flag_specs.h"
+#include "tools/cli/layer_means.h"
 #include "tools/cli/network_arg.h"
 #include "tools/cli/table.h"
+#include "tools/cli/time_json.h"
 
 namespace glassbox::cli {
 namespace {
@@ -35,16 +40,21 @@ struct SweepRun {
   int steps = 3;
   Precision precision = Precision::kFp32;
   int64_t memory_limit = 0;  // bytes; 0: the device's own
+  RooflinePeak peak;         // for the per-layer document of each batch
 };
 
 // One batch: the mean train step over `run.steps` after `run.warmup`, and the
-// memory it held, by category. Throws OutOfMemoryError where it does not fit.
-nlohmann::json measure_batch(const NetSpec& net, int batch, const Device& device, const SweepRun& run) {
+// memory it held, by category; `layers` gets the batch's per-layer, per-pass
+// document (tools/cli/time_json.h) for the report's bar chart and roofline.
+// Throws OutOfMemoryError where it does not fit.
+nlohmann::json measure_batch(const NetSpec& net, int batch, const Device& device, const SweepRun& run,
+                             std::string& layers) {
   Context ctx = Context::on(device);
   if (run.memory_limit > 0) ctx.allocator().set_limit(run.memory_limit);
   Graph graph = build_net(net, batch);
   CompileOptions options;
   options.precision = run.precision;
+  options.layer_timing = true;
   graph.compile(ctx, options);
   fill_synthetic_batch(ctx, graph, net.classes);
   Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 1e-4f, .momentum = 0.9f, .weight_decay = 5e-4f});
@@ -56,18 +66,21 @@ nlohmann::json measure_batch(const NetSpec& net, int batch, const Device& device
   EventTimer marks(ctx, 2);
   const MachineSample start = sample_machine(ctx);
   double step_ms = 0.0;
+  std::vector<LayerTime> mean;
   for (int s = 0; s < run.steps; ++s) {
     marks.record(0);
     train_step(ctx, graph, sgd);
     marks.record(1);
     step_ms += marks.elapsed_ms(0, 1) / run.steps;
     checked_loss(ctx, graph, ++step_number);
+    add_layer_times(graph, run.steps, mean);
   }
   nlohmann::json machine = nlohmann::json::object();
   for (const auto& [key, value] : machine_fields(start, sample_machine(ctx), int64_t{run.steps} * batch)) {
     machine[key] = value;
   }
   const MemoryStats memory = ctx.memory();
+  layers = time_json({net.name, batch, run.steps, step_ms, runtime_info(ctx), run.peak, memory, {}}, graph, mean);
   nlohmann::json categories = nlohmann::json::object();
   for (int c = 0; c < kMemoryCategoryCount; ++c) {
     categories[std::string(name_of(static_cast<MemoryCategory>(c)))] = memory.peak[static_cast<size_t>(c)];
@@ -92,16 +105,21 @@ int run_sweep(const std::vector<std::string>& words) {
   const std::string out = args.get("--out", net.name + ".sweep.json");
   check_writable(out);
 
-  const RuntimeInfo info = runtime_info(Context::on(choice.device));
+  Context probe = Context::on(choice.device);
+  const RuntimeInfo info = runtime_info(probe);
+  run.peak = choose_peak(info.device_name, run.precision, measure_peak(probe));
   std::printf("%s on %s (%s): train steps (SGD with momentum), %d warm-up and %d timed per batch%s\n",
               net.name.c_str(), info.device.c_str(), info.device_name.c_str(), run.warmup, run.steps,
               run.memory_limit ? cat(", memory limited to ", format_bytes(run.memory_limit)).c_str() : "");
   Table table({{"batch", Table::Align::kRight}, {"step ms", Table::Align::kRight},
                {"images/s", Table::Align::kRight}, {"peak memory", Table::Align::kRight}, {"note"}});
   nlohmann::json points = nlohmann::json::array();
+  nlohmann::json largest = nullptr;  // the per-layer document of the largest batch that fitted
   for (int batch : batches) {
     try {
-      nlohmann::json point = measure_batch(net, batch, choice.device, run);
+      std::string layers;
+      nlohmann::json point = measure_batch(net, batch, choice.device, run, layers);
+      largest = nlohmann::json::parse(layers);
       table.add_row({std::to_string(batch), fixed(point["step_ms"].get<double>(), 3),
                      fixed(point["images_per_s"].get<double>(), 1), format_bytes(point["peak_bytes"].get<int64_t>()),
                      ""});
@@ -118,7 +136,7 @@ int run_sweep(const std::vector<std::string>& words) {
   for (const auto& [key, value] : info.fields()) runtime[key] = value;
   const nlohmann::json document = {{"kind", "glassbox.sweep"}, {"version", 1},       {"network", net.name},
                                    {"device", info.device},    {"device_name", info.device_name},
-                                   {"runtime", runtime},       {"points", points},  {"largest", nullptr}};
+                                   {"runtime", runtime},       {"points", points},  {"largest", largest}};
   write_file_atomically(out, document.dump(1) + "\n");
   std::printf("\n%s\nwrote %s (`glassbox report %s` makes the HTML report)\n", table.str().c_str(), out.c_str(),
               out.c_str());
