@@ -5,8 +5,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <memory>
+#include <string>
 
 #include "tensor/atomic_file.h"
 #include "tensor/error.h"
@@ -19,11 +19,16 @@ namespace glassbox::cli {
 namespace {
 
 std::string read_whole(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::ostringstream contents;
-  if (file) contents << file.rdbuf();
-  if (!file || file.bad()) throw Error(cat("cannot read ", path, ": ", std::strerror(errno)));
-  return contents.str();
+  errno = 0;
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  std::string contents;
+  if (file != nullptr) {
+    char buffer[1 << 16];
+    size_t got = 0;
+    while ((got = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) contents.append(buffer, got);
+  }
+  if (file == nullptr || std::ferror(file.get())) throw Error(cat("cannot read ", path, ": ", std::strerror(errno)));
+  return contents;
 }
 
 // FILE.json -> FILE.html; any other name gets .html added.
