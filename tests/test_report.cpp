@@ -224,6 +224,8 @@ TEST(Report, BadFilesNameTheFileAndTheProblem) {
       {bad_ms.dump(), "f.json: field layers[1].passes[0].ms must be a number, got string \"fast\""},
       {sweep.dump(), "f.json: field points[2].step_ms is missing"},
       {trace.dump(), "f.json: field traceEvents[0].dur is missing"},
+      {"{\"kind\": \"glassbox.sweep\", \"network\": \"x\", \"points\": [{\"batch\": 1.5}]}",
+       "f.json: field points[0].batch must be an integer, got number 1.5"},
   };
   for (const auto& c : cases) {
     try {
@@ -233,6 +235,37 @@ TEST(Report, BadFilesNameTheFileAndTheProblem) {
       EXPECT_TRUE(contains(e.what(), c.message)) << e.what() << "\nexpected: " << c.message;
     }
   }
+}
+
+// What `glassbox trace` and `glassbox sweep` write, end to end: the trace's
+// numeric otherData are doubles (batch 4.0) and its runtime is "runtime.KEY";
+// a sweep's "largest" may be null.
+TEST(Report, WhatTraceAndSweepWriteMakesAPage) {
+  TempDir dir;
+  auto r = glassbox::testing::run_command(kCli + " trace LeNet --device cpu --batch 4 --warmup 1 --steps 1 --out " +
+                                          (dir / "t.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = glassbox::testing::run_command(kCli + " report " + (dir / "t.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::string html = read_text(dir / "t.html");
+  EXPECT_EQ(nesting_problem(html), "");
+  EXPECT_TRUE(contains(html, "LeNet: trace summary"));
+  EXPECT_TRUE(contains(html, "batch 4,"));
+  EXPECT_TRUE(contains(html, "<h2>Runtime</h2>"));
+  EXPECT_TRUE(contains(html, "<title>conv1 forward: "));
+  EXPECT_GE(svgs(html).size(), 1u);
+
+  r = glassbox::testing::run_command(kCli + " sweep LeNet --device cpu --batches 1,2 --warmup 0 --steps 1 --out " +
+                                     (dir / "s.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = glassbox::testing::run_command(kCli + " report " + (dir / "s.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  html = read_text(dir / "s.html");
+  EXPECT_EQ(nesting_problem(html), "");
+  const std::vector<std::string> charts = svgs(html);
+  ASSERT_GE(charts.size(), 2u);
+  EXPECT_EQ(count(charts[0], "<circle"), 2);
+  EXPECT_EQ(count(charts[1], "<circle"), 2);
 }
 
 TEST(Report, TheCommandWritesThePageBesideTheInputOrToOut) {

@@ -2,6 +2,7 @@
 #include "tools/cli/report_data.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -38,7 +39,13 @@ class Node {
   const Node& object() const { return expect(value_.is_object(), "an object"); }
   const Node& array() const { return expect(value_.is_array(), "an array"); }
   double number() const { return expect(value_.is_number(), "a number").value_.get<double>(); }
-  int64_t integer() const { return expect(value_.is_number_integer(), "an integer").value_.get<int64_t>(); }
+  // A whole number, written as one or not (a Chrome trace's numeric otherData are all doubles: 8.0).
+  int64_t integer() const {
+    const bool whole = value_.is_number_integer() ||
+                       (value_.is_number_float() && std::isfinite(value_.get<double>()) &&
+                        value_.get<double>() == std::floor(value_.get<double>()) && std::fabs(value_.get<double>()) < 9e15);
+    return expect(whole, "an integer").value_.get<int64_t>();
+  }
   std::string text() const { return expect(value_.is_string(), "a string").value_.get<std::string>(); }
 
   // Optional fields: the fallback when absent (or null), checked when present.
@@ -129,6 +136,11 @@ TraceData read_trace(const Node& top) {
     t.header.device_name = other.text_or("device_name", "");
     t.header.batch = other.integer_or("batch", 0);
     t.step_ms = other.number_or("step_ms", 0.0);
+    for (const auto& [key, value] : other.value().items()) {  // glassbox trace writes the runtime as "runtime.KEY"
+      if (key.starts_with("runtime.") && value.is_string()) {
+        t.header.runtime.emplace_back(key.substr(8), value.get<std::string>());
+      }
+    }
   }
   struct Sum {
     double first_ts = 0.0;
