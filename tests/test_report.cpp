@@ -213,6 +213,7 @@ TEST(Report, BadFilesNameTheFileAndTheProblem) {
       {"<html>", "f.json: not JSON: [json.exception.parse_error.101] parse error at line 1, column 1: syntax error "
                  "while parsing value - invalid literal; last read: '<'"},
       {"", "f.json: not JSON: [json.exception.parse_error.101] parse error at line 1, column 1"},
+      {"{\"kind\": 1E60000}", "f.json: not JSON: [json.exception.out_of_range.406] number overflow parsing '1E60000'"},
       {"[1, 2]", "f.json: not a Glassbox report file: the top level is a JSON array, not an object; known kinds: "
                  "glassbox.time, glassbox.sweep, glassbox.trace"},
       {"{\"network\": \"LeNet\"}", "f.json: not a Glassbox report file: no \"kind\" field and no \"traceEvents\"; "

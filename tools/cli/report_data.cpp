@@ -203,7 +203,7 @@ ReportData read_report_data(std::string_view text, const std::string& file) {
   Json doc;
   try {
     doc = Json::parse(text);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // a syntax error, or a number too large for a double (out_of_range)
     throw DataError(cat(file, ": not JSON: ", e.what()));
   }
   const Node top(doc, "", file);

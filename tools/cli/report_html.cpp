@@ -48,7 +48,10 @@ std::string fmt(double value, int digits) {
   return buffer;
 }
 
-std::string bytes_text(double bytes) { return format_bytes(static_cast<int64_t>(bytes)); }
+std::string bytes_text(double bytes) {
+  if (!(bytes >= 0.0 && bytes < 9e18)) return si(bytes, "bytes");  // not an int64_t's worth: no cast
+  return format_bytes(static_cast<int64_t>(bytes));
+}
 
 // The passes in the layers: the known ones in their order, then any others
 // as they first appear; each with its colour.
@@ -140,13 +143,17 @@ std::string roofline(const std::vector<LayerTime>& layers, double peak_flops, do
         continue;
       }
       const double x = p.flops / p.bytes, y = p.flops / (p.ms / 1e3);
+      if (!std::isfinite(x) || !std::isfinite(y) || x <= 0 || y <= 0) {
+        ++skipped;
+        continue;
+      }
       points.push_back({x, y, color_of(passes, p.pass),
                         l.name + " " + p.pass + ": " + si(y, "FLOP/s") + " at " + si(x, "FLOP/byte") + " (" + si(p.flops, "FLOP") +
                             ", " + si(p.bytes, "bytes") + ", " + fmt(p.ms, 3) + " ms)"});
     }
   }
   if (points.empty()) return "";
-  const bool roof = peak_flops > 0 && peak_bw > 0;
+  const bool roof = peak_flops > 0 && peak_bw > 0 && std::isfinite(peak_flops / peak_bw) && peak_flops / peak_bw > 0;
   const double ridge = roof ? peak_flops / peak_bw : points.front().x;
   double xlo = ridge, xhi = ridge, ylo = roof ? peak_flops : points.front().y, yhi = ylo;
   for (const Pt& p : points) {
@@ -201,6 +208,7 @@ std::string sweep_chart(const SweepData& s, const std::string& y_label, double s
   double xlo = 0, xhi = 0, ylo = 0, yhi = 0;
   bool first = true;
   for (const SweepPoint& p : s.points) {
+    if (p.batch < 1) continue;  // not on a log axis (the table lists it)
     const double y = p.error.empty() ? value(p) / scale : 0.0;
     xlo = first ? p.batch : std::min(xlo, static_cast<double>(p.batch));
     xhi = first ? p.batch : std::max(xhi, static_cast<double>(p.batch));
@@ -217,10 +225,11 @@ std::string sweep_chart(const SweepData& s, const std::string& y_label, double s
                                log_y ? ylo : 0.0, yhi > 0 ? yhi : 1.0));
   std::vector<std::pair<double, double>> line;
   for (const SweepPoint& p : s.points) {
-    if (p.error.empty() && value(p) > 0) line.push_back({static_cast<double>(p.batch), value(p) / scale});
+    if (p.batch >= 1 && p.error.empty() && value(p) > 0) line.push_back({static_cast<double>(p.batch), value(p) / scale});
   }
   if (line.size() > 1) plot.line(line, "#4e79a7");
   for (const SweepPoint& p : s.points) {
+    if (p.batch < 1) continue;
     if (!p.error.empty()) {
       plot.cross_at_bottom(static_cast<double>(p.batch), "#c0392b", "batch " + std::to_string(p.batch) + ": " + p.error);
     } else if (value(p) > 0) {

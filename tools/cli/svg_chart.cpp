@@ -106,14 +106,17 @@ std::vector<double> ticks(const Axis& a) {
   std::vector<double> out;
   if (a.kind == ScaleKind::kLinear) {
     const double step = nice_step(a.hi - a.lo, 5);
+    if (!(std::isfinite(step) && step > 0 && std::isfinite(a.lo) && std::isfinite(a.hi))) return out;
     for (double v = std::ceil(a.lo / step) * step; v <= a.hi + step * 1e-9; v += step) {
       out.push_back(std::fabs(v) < step * 1e-9 ? 0.0 : v);
     }
     return out;
   }
   const double base = a.kind == ScaleKind::kLog10 ? 10.0 : 2.0;
-  const int first = static_cast<int>(std::ceil(std::log(a.lo) / std::log(base) - 1e-9));
-  const int last = static_cast<int>(std::floor(std::log(a.hi) / std::log(base) + 1e-9));
+  const double first_power = std::ceil(std::log(a.lo) / std::log(base) - 1e-9);
+  const double last_power = std::floor(std::log(a.hi) / std::log(base) + 1e-9);
+  if (!(std::isfinite(first_power) && std::isfinite(last_power) && last_power - first_power <= 2100)) return out;
+  const int first = static_cast<int>(first_power), last = static_cast<int>(last_power);
   const int every = a.kind == ScaleKind::kLog2 && last - first > 12 ? 2 : 1;
   const bool minor = a.kind == ScaleKind::kLog10 && last - first <= 2;
   for (int k = first; k <= last; k += every) {
