@@ -235,6 +235,10 @@ std::string stacked_bars(const std::vector<BarRow>& rows, const std::string& x_l
     s += "<line class=\"grid\" x1=\"" + num(px(t)) + "\" y1=\"" + num(kTop) + "\" x2=\"" + num(px(t)) + "\" y2=\"" +
          num(y0) + "\"/><text class=\"ticklabel\" x=\"" + num(px(t)) + "\" y=\"" + num(y0 + 18) +
          "\" text-anchor=\"middle\">" + escape(si(t)) + "</text>\n";
+    if (rows.size() > 30) {  // a tall chart: the scale at the top too
+      s += "<text class=\"ticklabel\" x=\"" + num(px(t)) + "\" y=\"" + num(kTop - 4) + "\" text-anchor=\"middle\">" +
+           escape(si(t)) + "</text>\n";
+    }
   }
   // Long names keep their start (the block they belong to) and lose their end.
   const size_t fits = static_cast<size_t>((left - 16.0) / kCharWidth);
