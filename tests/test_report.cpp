@@ -62,7 +62,8 @@ std::string nesting_problem(const std::string& html) {
     const size_t name_start = closing ? 1 : 0;
     const std::string name = tag.substr(name_start, tag.find_first_of(" /", name_start) - name_start);
     if (closing) {
-      if (open.empty() || open.back() != name) return "</" + name + "> closes " + (open.empty() ? "nothing" : open.back());
+      if (open.empty() || open.back() != name)
+        return "</" + name + "> closes " + (open.empty() ? "nothing" : open.back());
       open.pop_back();
     } else if (!self_closed) {
       if (open.empty()) ++roots;
@@ -205,19 +206,23 @@ TEST(Report, BadFilesNameTheFileAndTheProblem) {
   bad_ms["layers"][1]["passes"][0]["ms"] = "fast";
   Json sweep = Json::parse(read_text(kData + "sweep.json"));
   sweep["points"][2].erase("step_ms");
-  const Json trace = {{"traceEvents", {{{"ph", "X"}, {"cat", "forward"}, {"ts", 1.0}, {"args", {{"layer", "conv1"}}}}}}};
+  const Json trace = {
+      {"traceEvents", {{{"ph", "X"}, {"cat", "forward"}, {"ts", 1.0}, {"args", {{"layer", "conv1"}}}}}}};
   const struct {
     std::string text;
     std::string message;
   } cases[] = {
-      {"<html>", "f.json: not JSON: [json.exception.parse_error.101] parse error at line 1, column 1: syntax error "
-                 "while parsing value - invalid literal; last read: '<'"},
+      {"<html>",
+       "f.json: not JSON: [json.exception.parse_error.101] parse error at line 1, column 1: syntax error "
+       "while parsing value - invalid literal; last read: '<'"},
       {"", "f.json: not JSON: [json.exception.parse_error.101] parse error at line 1, column 1"},
       {"{\"kind\": 1E60000}", "f.json: not JSON: [json.exception.out_of_range.406] number overflow parsing '1E60000'"},
-      {"[1, 2]", "f.json: not a Glassbox report file: the top level is a JSON array, not an object; known kinds: "
-                 "glassbox.time, glassbox.sweep, glassbox.trace"},
-      {"{\"network\": \"LeNet\"}", "f.json: not a Glassbox report file: no \"kind\" field and no \"traceEvents\"; "
-                                   "known kinds: glassbox.time, glassbox.sweep, glassbox.trace"},
+      {"[1, 2]",
+       "f.json: not a Glassbox report file: the top level is a JSON array, not an object; known kinds: "
+       "glassbox.time, glassbox.sweep, glassbox.trace"},
+      {"{\"network\": \"LeNet\"}",
+       "f.json: not a Glassbox report file: no \"kind\" field and no \"traceEvents\"; "
+       "known kinds: glassbox.time, glassbox.sweep, glassbox.trace"},
       {"{\"kind\": \"glassbox.tiem\"}",
        "f.json: unknown kind \"glassbox.tiem\"; known kinds: glassbox.time, glassbox.sweep, glassbox.trace"},
       {"{\"kind\": 3}", "f.json: field kind must be a string, got number 3"},
@@ -292,11 +297,13 @@ TEST(Report, CommandErrorsNameTheFileAndExitOneOrTwo) {
     int exit_code;
     std::string message;
   } cases[] = {
-      {"report", 2, "glassbox: report takes one JSON file (got 0): what glassbox time --json, glassbox sweep or "
-                    "glassbox trace wrote"},
+      {"report", 2,
+       "glassbox: report takes one JSON file (got 0): what glassbox time --json, glassbox sweep or "
+       "glassbox trace wrote"},
       {"report a.json b.json", 2, "glassbox: report takes one JSON file (got 2)"},
       {"report " + kData + "time.json --out", 2, "glassbox: --out needs a value (--out FILE)"},
-      {"report " + (dir / "none.json"), 1, "glassbox: cannot read " + (dir / "none.json") + ": No such file or directory"},
+      {"report " + (dir / "none.json"), 1,
+       "glassbox: cannot read " + (dir / "none.json") + ": No such file or directory"},
       {"report " + dir.path(), 1, "glassbox: cannot read " + dir.path() + ": Is a directory"},
       {"report " + (dir / "bad.json") + " --out " + (dir / "old.html"), 1,
        "glassbox: " + (dir / "bad.json") + ": field layers is missing"},
@@ -324,7 +331,7 @@ TEST(Report, AxesTickAtRoundNumbersAndPowers) {
   EXPECT_EQ(decades.hi, 1e12);
   EXPECT_EQ(ticks(decades), (std::vector<double>{1e9, 1e10, 1e11, 1e12}));
   const Axis batches = fit_axis("batch", ScaleKind::kLog2, 1, 512);
-  EXPECT_EQ(ticks(batches).size(), 10u);  // 1, 2, ..., 512
+  EXPECT_EQ(ticks(batches).size(), 10u);                                       // 1, 2, ..., 512
   EXPECT_EQ(ticks(fit_axis("batch", ScaleKind::kLog2, 1, 65536)).size(), 9u);  // every other power past 12
 }
 

@@ -41,9 +41,8 @@ class Node {
   double number() const { return expect(value_.is_number(), "a number").value_.get<double>(); }
   // A whole number, written as one or not (a Chrome trace's numeric otherData are all doubles: 8.0).
   int64_t integer() const {
-    const bool whole = value_.is_number_integer() ||
-                       (value_.is_number_float() && std::isfinite(value_.get<double>()) &&
-                        value_.get<double>() == std::floor(value_.get<double>()) && std::fabs(value_.get<double>()) < 9e15);
+    const double v = value_.is_number() ? value_.get<double>() : 0.5;
+    const bool whole = value_.is_number_integer() || (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9e15);
     return expect(whole, "an integer").value_.get<int64_t>();
   }
   std::string text() const { return expect(value_.is_string(), "a string").value_.get<std::string>(); }
@@ -90,12 +89,14 @@ TimeData read_time(const Node& top) {
   const Node layers = top.at("layers").array();
   for (size_t i = 0; i < layers.size(); ++i) {
     const Node layer = layers[i].object();
-    LayerTime l{.name = layer.at("name").text(), .type = layer.text_or("type", ""),
-                .output = layer.text_or("output", "")};
+    LayerTime l{
+        .name = layer.at("name").text(), .type = layer.text_or("type", ""), .output = layer.text_or("output", "")};
     const Node passes = layer.at("passes").array();
     for (size_t k = 0; k < passes.size(); ++k) {
       const Node p = passes[k].object();
-      l.passes.push_back({.pass = p.at("pass").text(), .ms = p.at("ms").number(), .flops = p.number_or("flops", 0.0),
+      l.passes.push_back({.pass = p.at("pass").text(),
+                          .ms = p.at("ms").number(),
+                          .flops = p.number_or("flops", 0.0),
                           .bytes = p.number_or("bytes", 0.0)});
     }
     t.layers.push_back(std::move(l));
@@ -207,8 +208,10 @@ ReportData read_report_data(std::string_view text, const std::string& file) {
     throw DataError(cat(file, ": not JSON: ", e.what()));
   }
   const Node top(doc, "", file);
-  if (!doc.is_object()) top.fail(cat("not a Glassbox report file: the top level is a JSON ", doc.type_name(),
-                                     ", not an object; known kinds: ", kKnownReportKinds));
+  if (!doc.is_object()) {
+    top.fail(cat("not a Glassbox report file: the top level is a JSON ", doc.type_name(),
+                 ", not an object; known kinds: ", kKnownReportKinds));
+  }
   ReportData data;
   if (top.has("kind")) {
     data.kind = top.at("kind").text();
@@ -216,8 +219,8 @@ ReportData read_report_data(std::string_view text, const std::string& file) {
     data.kind = "glassbox.trace";  // a Chrome trace names its kind in otherData, if at all
     if (top.has("otherData")) data.kind = top.at("otherData").object().text_or("kind", data.kind);
   } else {
-    top.fail(cat("not a Glassbox report file: no \"kind\" field and no \"traceEvents\"; known kinds: ",
-                 kKnownReportKinds));
+    top.fail(
+        cat("not a Glassbox report file: no \"kind\" field and no \"traceEvents\"; known kinds: ", kKnownReportKinds));
   }
   if (data.kind == "glassbox.time") {
     data.time = read_time(top);

@@ -68,7 +68,8 @@ std::vector<svg::LegendItem> passes_of(const std::vector<LayerTime>& layers) {
   }
   size_t other = 0;
   for (const std::string& pass : seen) {
-    const bool known = std::any_of(std::begin(kPasses), std::end(kPasses), [&](const PassStyle& s) { return pass == s.pass; });
+    const bool known =
+        std::any_of(std::begin(kPasses), std::end(kPasses), [&](const PassStyle& s) { return pass == s.pass; });
     if (!known) items.push_back({pass, kOtherColors[other++ % std::size(kOtherColors)]});
   }
   return items;
@@ -148,8 +149,8 @@ std::string roofline(const std::vector<LayerTime>& layers, double peak_flops, do
         continue;
       }
       points.push_back({x, y, color_of(passes, p.pass),
-                        l.name + " " + p.pass + ": " + si(y, "FLOP/s") + " at " + si(x, "FLOP/byte") + " (" + si(p.flops, "FLOP") +
-                            ", " + si(p.bytes, "bytes") + ", " + fmt(p.ms, 3) + " ms)"});
+                        l.name + " " + p.pass + ": " + si(y, "FLOP/s") + " at " + si(x, "FLOP/byte") + " (" +
+                            si(p.flops, "FLOP") + ", " + si(p.bytes, "bytes") + ", " + fmt(p.ms, 3) + " ms)"});
     }
   }
   if (points.empty()) return "";
@@ -159,7 +160,8 @@ std::string roofline(const std::vector<LayerTime>& layers, double peak_flops, do
   for (const Pt& p : points) {
     xlo = std::min(xlo, p.x), xhi = std::max(xhi, p.x), ylo = std::min(ylo, p.y), yhi = std::max(yhi, p.y);
   }
-  svg::Plot plot(960, 520, svg::fit_axis("arithmetic intensity (FLOP/byte, log scale)", svg::ScaleKind::kLog10, xlo, xhi),
+  svg::Plot plot(960, 520,
+                 svg::fit_axis("arithmetic intensity (FLOP/byte, log scale)", svg::ScaleKind::kLog10, xlo, xhi),
                  svg::fit_axis("achieved FLOP/s (log scale)", svg::ScaleKind::kLog10, ylo, yhi * 1.5));
   if (roof) {
     const svg::Axis x = svg::fit_axis("", svg::ScaleKind::kLog10, xlo, xhi);
@@ -168,12 +170,14 @@ std::string roofline(const std::vector<LayerTime>& layers, double peak_flops, do
     plot.line({{start, std::min(peak_flops, start * peak_bw)}, {ridge, peak_flops}, {x.hi, peak_flops}}, "#555", 2.0);
     plot.text(x.hi, peak_flops * 1.12, "peak " + si(peak_flops, "FLOP/s"), "rooflabel", "end");
     const double along = std::max(start * 2.0, ridge / 8.0);  // a point on the slope, left of the ridge
-    if (along < ridge) plot.text(along, along * peak_bw * 1.25, "bandwidth " + si(peak_bw, "B/s") + " ", "rooflabel", "end");
+    if (along < ridge)
+      plot.text(along, along * peak_bw * 1.25, "bandwidth " + si(peak_bw, "B/s") + " ", "rooflabel", "end");
   }
   for (const Pt& p : points) plot.point(p.x, p.y, p.color, p.title);
   std::vector<svg::LegendItem> drawn;  // the passes that have points
   for (const svg::LegendItem& item : passes) {
-    if (std::any_of(points.begin(), points.end(), [&](const Pt& p) { return p.color == item.color; })) drawn.push_back(item);
+    if (std::any_of(points.begin(), points.end(), [&](const Pt& p) { return p.color == item.color; }))
+      drawn.push_back(item);
   }
   plot.legend(drawn);
   std::string note =
@@ -190,7 +194,8 @@ std::string roofline(const std::vector<LayerTime>& layers, double peak_flops, do
 
 std::string time_body(const TimeData& t, int& charts) {
   std::vector<std::pair<std::string, std::string>> rows;
-  if (t.step_ms > 0) rows.push_back({"training step", fmt(t.step_ms, 3) + " ms (mean of " + std::to_string(t.steps) + " steps)"});
+  if (t.step_ms > 0)
+    rows.push_back({"training step", fmt(t.step_ms, 3) + " ms (mean of " + std::to_string(t.steps) + " steps)"});
   if (t.images_per_s > 0) rows.push_back({"throughput", fmt(t.images_per_s, 1) + " images/s"});
   if (t.peak_flops_per_s > 0) rows.push_back({"peak arithmetic", si(t.peak_flops_per_s, "FLOP/s")});
   if (t.peak_bytes_per_s > 0) rows.push_back({"peak memory bandwidth", si(t.peak_bytes_per_s, "B/s")});
@@ -219,19 +224,21 @@ std::string sweep_chart(const SweepData& s, const std::string& y_label, double s
     first = false;
   }
   const bool log_y = ylo > 0 && yhi / ylo >= 10.0;  // the data span a decade or more
-  svg::Plot plot(960, 380, svg::fit_axis("batch size (images, log2 scale)", svg::ScaleKind::kLog2, xlo, xhi),
-                 svg::fit_axis(log_y ? y_label.substr(0, y_label.size() - 1) + ", log scale)" : y_label, log_y ? svg::ScaleKind::kLog10
-                                                                          : svg::ScaleKind::kLinear,
-                               log_y ? ylo : 0.0, yhi > 0 ? yhi : 1.0));
+  svg::Plot plot(
+      960, 380, svg::fit_axis("batch size (images, log2 scale)", svg::ScaleKind::kLog2, xlo, xhi),
+      svg::fit_axis(log_y ? y_label.substr(0, y_label.size() - 1) + ", log scale)" : y_label,
+                    log_y ? svg::ScaleKind::kLog10 : svg::ScaleKind::kLinear, log_y ? ylo : 0.0, yhi > 0 ? yhi : 1.0));
   std::vector<std::pair<double, double>> line;
   for (const SweepPoint& p : s.points) {
-    if (p.batch >= 1 && p.error.empty() && value(p) > 0) line.push_back({static_cast<double>(p.batch), value(p) / scale});
+    if (p.batch >= 1 && p.error.empty() && value(p) > 0)
+      line.push_back({static_cast<double>(p.batch), value(p) / scale});
   }
   if (line.size() > 1) plot.line(line, "#4e79a7");
   for (const SweepPoint& p : s.points) {
     if (p.batch < 1) continue;
     if (!p.error.empty()) {
-      plot.cross_at_bottom(static_cast<double>(p.batch), "#c0392b", "batch " + std::to_string(p.batch) + ": " + p.error);
+      plot.cross_at_bottom(static_cast<double>(p.batch), "#c0392b",
+                           "batch " + std::to_string(p.batch) + ": " + p.error);
     } else if (value(p) > 0) {
       plot.point(static_cast<double>(p.batch), value(p) / scale, "#4e79a7",
                  "batch " + std::to_string(p.batch) + ": " + si(value(p) / scale) + " " + y_label);
@@ -246,8 +253,9 @@ std::string sweep_chart(const SweepData& s, const std::string& y_label, double s
 }
 
 std::string sweep_body(const SweepData& s, int& charts) {
-  std::string table = "<h2>Batches</h2>\n<table>\n<tr><th>batch</th><th>step (ms)</th><th>images/s</th>"
-                      "<th>peak memory</th><th></th></tr>\n";
+  std::string table =
+      "<h2>Batches</h2>\n<table>\n<tr><th>batch</th><th>step (ms)</th><th>images/s</th>"
+      "<th>peak memory</th><th></th></tr>\n";
   double most = 0;
   for (const SweepPoint& p : s.points) {
     if (p.error.empty()) {
@@ -265,7 +273,8 @@ std::string sweep_body(const SweepData& s, int& charts) {
     double scale;
     const char* unit;
   } units[] = {{1024.0 * 1024 * 1024, "GiB"}, {1024.0 * 1024, "MiB"}, {1024.0, "KiB"}, {1.0, "bytes"}};
-  const auto& unit = *std::find_if(std::begin(units), std::end(units), [&](const auto& u) { return most >= u.scale || u.scale == 1.0; });
+  const auto& unit = *std::find_if(std::begin(units), std::end(units),
+                                   [&](const auto& u) { return most >= u.scale || u.scale == 1.0; });
   std::string out = table;
   out += figure("Throughput against batch size",
                 sweep_chart(s, "throughput (images/s)", 1.0, [](const SweepPoint& p) { return p.images_per_s; }),
@@ -305,7 +314,8 @@ std::string trace_body(const TraceData& t, int& charts) {
   }
   rows.push_back({"sum of layer spans", fmt(total, 3) + " ms"});
   if (t.kernel_events > 0) {
-    rows.push_back({"GPU kernels", std::to_string(t.kernel_events) + " events, " + fmt(t.kernel_ms, 3) + " ms per step"});
+    rows.push_back(
+        {"GPU kernels", std::to_string(t.kernel_events) + " events, " + fmt(t.kernel_ms, 3) + " ms per step"});
   }
   std::string s = "<h2>Summary</h2>\n" + key_values(rows);
   s += layer_bars(t.layers, t.steps > 1 ? " (ms, mean per step)" : " (ms)", charts);
@@ -331,14 +341,15 @@ ReportPage report_html(const ReportData& data, const std::string& source) {
     title = s.header.network + " batch sweep";
   } else if (data.trace) {
     const RunHeader& h = data.trace->header;
-    body = header_html(h, "trace summary", h.batch > 0 ? "batch " + std::to_string(h.batch) : "batch not given",
-                       source) +
-           trace_body(*data.trace, page.charts);
+    body =
+        header_html(h, "trace summary", h.batch > 0 ? "batch " + std::to_string(h.batch) : "batch not given", source) +
+        trace_body(*data.trace, page.charts);
     title = h.network + " trace";
   }
-  page.html = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>Glassbox: " +
-              escape(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n" + body +
-              "<p class=\"note\">Made by glassbox report.</p>\n</body>\n</html>\n";
+  page.html =
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>Glassbox: " + escape(title) +
+      "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n" + body +
+      "<p class=\"note\">Made by glassbox report.</p>\n</body>\n</html>\n";
   return page;
 }
 

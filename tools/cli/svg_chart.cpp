@@ -2,8 +2,8 @@
 #include "tools/cli/svg_chart.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 
 namespace glassbox::cli::svg {
@@ -20,9 +20,11 @@ std::string num(double v) {  // a coordinate
 
 double to_unit(const Axis& a, double v) {  // [lo, hi] -> [0, 1]
   switch (a.kind) {
-    case ScaleKind::kLinear: return (v - a.lo) / (a.hi - a.lo);
+    case ScaleKind::kLinear:
+      return (v - a.lo) / (a.hi - a.lo);
     case ScaleKind::kLog10:
-    case ScaleKind::kLog2: return (std::log(v) - std::log(a.lo)) / (std::log(a.hi) - std::log(a.lo));
+    case ScaleKind::kLog2:
+      return (std::log(v) - std::log(a.lo)) / (std::log(a.hi) - std::log(a.lo));
   }
   return 0.0;
 }
@@ -43,12 +45,23 @@ std::string escape(std::string_view text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -151,8 +164,8 @@ void Plot::line(const std::vector<std::pair<double, double>>& points, const std:
     d += ',';
     d += num(py(y));
   }
-  body_ += "<polyline fill=\"none\" stroke=\"" + color + "\" stroke-width=\"" + num(width) + "\" points=\"" + d +
-           "\"/>\n";
+  body_ +=
+      "<polyline fill=\"none\" stroke=\"" + color + "\" stroke-width=\"" + num(width) + "\" points=\"" + d + "\"/>\n";
 }
 
 void Plot::point(double x, double y, const std::string& color, const std::string& title) {
@@ -162,10 +175,10 @@ void Plot::point(double x, double y, const std::string& color, const std::string
 
 void Plot::cross_at_bottom(double x, const std::string& color, const std::string& title) {
   const double cx = px(x), cy = height_ - bottom_ - 10;
-  body_ += "<path class=\"failed\" d=\"M" + num(cx - 6) + "," + num(cy - 6) + " L" + num(cx + 6) + "," +
-           num(cy + 6) + " M" + num(cx - 6) + "," + num(cy + 6) + " L" + num(cx + 6) + "," + num(cy - 6) +
-           "\" stroke=\"" + color + "\" stroke-width=\"3\"><title>" + escape(title) + "</title></path>\n" +
-           "<text class=\"failedlabel\" x=\"" + num(cx) + "\" y=\"" + num(cy - 12) + "\" text-anchor=\"middle\">failed</text>\n";
+  body_ += "<path class=\"failed\" d=\"M" + num(cx - 6) + "," + num(cy - 6) + " L" + num(cx + 6) + "," + num(cy + 6) +
+           " M" + num(cx - 6) + "," + num(cy + 6) + " L" + num(cx + 6) + "," + num(cy - 6) + "\" stroke=\"" + color +
+           "\" stroke-width=\"3\"><title>" + escape(title) + "</title></path>\n" + "<text class=\"failedlabel\" x=\"" +
+           num(cx) + "\" y=\"" + num(cy - 12) + "\" text-anchor=\"middle\">failed</text>\n";
 }
 
 void Plot::text(double x, double y, const std::string& text, const std::string& css_class, const char* anchor) {
@@ -229,8 +242,8 @@ std::string stacked_bars(const std::vector<BarRow>& rows, const std::string& x_l
   const auto px = [&](double v) { return x0 + (v - x.lo) / (x.hi - x.lo) * (x1 - x0); };
 
   std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(width) + "\" height=\"" +
-                  std::to_string(height) + "\" viewBox=\"0 0 " + std::to_string(width) + " " +
-                  std::to_string(height) + "\">\n";
+                  std::to_string(height) + "\" viewBox=\"0 0 " + std::to_string(width) + " " + std::to_string(height) +
+                  "\">\n";
   for (double t : ticks(x)) {
     s += "<line class=\"grid\" x1=\"" + num(px(t)) + "\" y1=\"" + num(kTop) + "\" x2=\"" + num(px(t)) + "\" y2=\"" +
          num(y0) + "\"/><text class=\"ticklabel\" x=\"" + num(px(t)) + "\" y=\"" + num(y0 + 18) +
@@ -256,16 +269,16 @@ std::string stacked_bars(const std::vector<BarRow>& rows, const std::string& x_l
     for (const BarSegment& seg : row.segments) {
       if (seg.value <= 0) continue;
       s += "<rect class=\"bar\" x=\"" + num(px(at)) + "\" y=\"" + num(y + 3) + "\" width=\"" +
-           num(px(at + seg.value) - px(at)) + "\" height=\"" + num(kRow - 6) + "\" fill=\"" + seg.color +
-           "\"><title>" + escape(seg.title) + "</title></rect>\n";
+           num(px(at + seg.value) - px(at)) + "\" height=\"" + num(kRow - 6) + "\" fill=\"" + seg.color + "\"><title>" +
+           escape(seg.title) + "</title></rect>\n";
       at += seg.value;
     }
     s += "<text class=\"bartotal\" x=\"" + num(px(at) + 4) + "\" y=\"" + num(y + kRow - 5) + "\">" + escape(si(at)) +
          "</text>\n";
   }
   s += "<line class=\"tick\" x1=\"" + num(x0) + "\" y1=\"" + num(kTop) + "\" x2=\"" + num(x0) + "\" y2=\"" + num(y0) +
-       "\"/><line class=\"tick\" x1=\"" + num(x0) + "\" y1=\"" + num(y0) + "\" x2=\"" + num(x1) + "\" y2=\"" +
-       num(y0) + "\"/>\n";
+       "\"/><line class=\"tick\" x1=\"" + num(x0) + "\" y1=\"" + num(y0) + "\" x2=\"" + num(x1) + "\" y2=\"" + num(y0) +
+       "\"/>\n";
   s += "<text class=\"axislabel\" x=\"" + num((x0 + x1) / 2) + "\" y=\"" + num(height - 12.0) +
        "\" text-anchor=\"middle\">" + escape(x_label) + "</text>\n";
   double lx = x0;
