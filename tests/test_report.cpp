@@ -243,13 +243,25 @@ TEST(Report, BadFilesNameTheFileAndTheProblem) {
   }
 }
 
-// What `glassbox trace` and `glassbox sweep` write, end to end: the trace's
+// What `glassbox time --json`, `glassbox trace` and `glassbox sweep` write, end to end: the trace's
 // numeric otherData are doubles (batch 4.0) and its runtime is "runtime.KEY";
 // a sweep's "largest" may be null.
 TEST(Report, WhatTraceAndSweepWriteMakesAPage) {
   TempDir dir;
-  auto r = glassbox::testing::run_command(kCli + " trace LeNet --device cpu --batch 4 --warmup 1 --steps 1 --out " +
-                                          (dir / "t.json"));
+  auto r = glassbox::testing::run_command(kCli + " time LeNet --device cpu --batch 4 --warmup 1 --steps 1 --json " +
+                                          (dir / "time.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = glassbox::testing::run_command(kCli + " report " + (dir / "time.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string time_html = read_text(dir / "time.html");
+  EXPECT_EQ(nesting_problem(time_html), "");
+  const std::vector<std::string> time_charts = svgs(time_html);
+  ASSERT_EQ(time_charts.size(), 2u);
+  EXPECT_EQ(count(time_charts[1], "<circle"), passes_with_flops(Json::parse(read_text(dir / "time.json"))));
+  EXPECT_TRUE(contains(time_html, "memory: optimizer state"));
+
+  r = glassbox::testing::run_command(kCli + " trace LeNet --device cpu --batch 4 --warmup 1 --steps 1 --out " +
+                                     (dir / "t.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   r = glassbox::testing::run_command(kCli + " report " + (dir / "t.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;

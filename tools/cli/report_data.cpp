@@ -16,28 +16,28 @@ using Json = nlohmann::ordered_json;
 
 // A JSON value with its path from the top ("layers[2].passes[0]") and the
 // file, for errors that say where the problem is.
-class Node {
+class Field {
  public:
-  Node(const Json& value, std::string path, const std::string& file)
+  Field(const Json& value, std::string path, const std::string& file)
       : value_(value), path_(std::move(path)), file_(file) {}
 
   [[noreturn]] void fail(const std::string& what) const { throw DataError(cat(file_, ": ", what)); }
 
   const Json& value() const { return value_; }
   bool has(const char* key) const { return value_.is_object() && value_.contains(key) && !value_.at(key).is_null(); }
-  Node at(const char* key) const {
+  Field at(const char* key) const {
     if (!has(key)) fail(cat("field ", child_path(key), " is missing"));
-    return Node(value_.at(key), child_path(key), file_);
+    return Field(value_.at(key), child_path(key), file_);
   }
-  Node operator[](size_t i) const { return Node(value_.at(i), cat(path_, "[", i, "]"), file_); }
+  Field operator[](size_t i) const { return Field(value_.at(i), cat(path_, "[", i, "]"), file_); }
   size_t size() const { return value_.size(); }
 
-  const Node& expect(bool ok, const char* what) const {
+  const Field& expect(bool ok, const char* what) const {
     if (!ok) fail(cat("field ", path_, " must be ", what, ", got ", value_.type_name(), " ", value_.dump()));
     return *this;
   }
-  const Node& object() const { return expect(value_.is_object(), "an object"); }
-  const Node& array() const { return expect(value_.is_array(), "an array"); }
+  const Field& object() const { return expect(value_.is_object(), "an object"); }
+  const Field& array() const { return expect(value_.is_array(), "an array"); }
   double number() const { return expect(value_.is_number(), "a number").value_.get<double>(); }
   // A whole number, written as one or not (a Chrome trace's numeric otherData are all doubles: 8.0).
   int64_t integer() const {
@@ -60,7 +60,7 @@ class Node {
   const std::string& file_;
 };
 
-RunHeader read_header(const Node& top) {
+RunHeader read_header(const Field& top) {
   RunHeader h;
   h.network = top.at("network").text();
   h.device = top.text_or("device", "");
@@ -74,11 +74,11 @@ RunHeader read_header(const Node& top) {
   return h;
 }
 
-TimeData read_time(const Node& top) {
+TimeData read_time(const Field& top) {
   TimeData t;
   t.header = read_header(top);
   if (top.has("peak")) {
-    const Node peak = top.at("peak").object();
+    const Field peak = top.at("peak").object();
     t.peak_flops_per_s = peak.at("flops_per_s").number();
     t.peak_bytes_per_s = peak.at("bytes_per_s").number();
     t.peak_source = peak.text_or("source", "");
@@ -86,14 +86,14 @@ TimeData read_time(const Node& top) {
   t.steps = top.integer_or("steps", 0);
   t.step_ms = top.number_or("step_ms", 0.0);
   t.images_per_s = top.number_or("images_per_s", 0.0);
-  const Node layers = top.at("layers").array();
+  const Field layers = top.at("layers").array();
   for (size_t i = 0; i < layers.size(); ++i) {
-    const Node layer = layers[i].object();
-    LayerTime l{
+    const Field layer = layers[i].object();
+    LayerPasses l{
         .name = layer.at("name").text(), .type = layer.text_or("type", ""), .output = layer.text_or("output", "")};
-    const Node passes = layer.at("passes").array();
+    const Field passes = layer.at("passes").array();
     for (size_t k = 0; k < passes.size(); ++k) {
-      const Node p = passes[k].object();
+      const Field p = passes[k].object();
       l.passes.push_back({.pass = p.at("pass").text(),
                           .ms = p.at("ms").number(),
                           .flops = p.number_or("flops", 0.0),
@@ -102,18 +102,18 @@ TimeData read_time(const Node& top) {
     t.layers.push_back(std::move(l));
   }
   if (top.has("memory")) {
-    const Node memory = top.at("memory").object();
+    const Field memory = top.at("memory").object();
     for (const auto& [key, value] : memory.value().items()) t.memory.emplace_back(key, memory.at(key.c_str()).number());
   }
   return t;
 }
 
-SweepData read_sweep(const Node& top) {
+SweepData read_sweep(const Field& top) {
   SweepData s;
   s.header = read_header(top);
-  const Node points = top.at("points").array();
+  const Field points = top.at("points").array();
   for (size_t i = 0; i < points.size(); ++i) {
-    const Node p = points[i].object();
+    const Field p = points[i].object();
     SweepPoint point{.batch = p.at("batch").integer(), .error = p.text_or("error", "")};
     if (point.error.empty()) {
       point.step_ms = p.at("step_ms").number();
@@ -128,10 +128,10 @@ SweepData read_sweep(const Node& top) {
 
 // Layer spans: complete events ("ph":"X") with args.layer, not GPU kernels
 // (which name the span they ran in, args.layer too, and would count twice).
-TraceData read_trace(const Node& top) {
+TraceData read_trace(const Field& top) {
   TraceData t;
   if (top.has("otherData")) {
-    const Node other = top.at("otherData").object();
+    const Field other = top.at("otherData").object();
     t.header.network = other.text_or("network", "");
     t.header.device = other.text_or("device", "");
     t.header.device_name = other.text_or("device_name", "");
@@ -145,14 +145,14 @@ TraceData read_trace(const Node& top) {
   }
   struct Sum {
     double first_ts = 0.0;
-    LayerTime layer;
+    LayerPasses layer;
   };
   std::map<std::string, Sum> sums;
   bool flops_without_bytes = false, any_flops = false;
   int optimizer_spans = 0;
-  const Node events = top.at("traceEvents").array();
+  const Field events = top.at("traceEvents").array();
   for (size_t i = 0; i < events.size(); ++i) {
-    const Node e = events[i].object();
+    const Field e = events[i].object();
     if (e.text_or("ph", "") != "X") continue;
     const std::string category = e.text_or("cat", "");
     if (category == "kernel") {
@@ -161,7 +161,7 @@ TraceData read_trace(const Node& top) {
       continue;
     }
     if (!e.has("args") || !e.at("args").object().has("layer")) continue;
-    const Node args = e.at("args");
+    const Field args = e.at("args");
     const std::string name = args.at("layer").text();
     const std::string pass = args.text_or("pass", category);
     const double ts = e.at("ts").number(), ms = e.at("dur").number() / 1e3;
@@ -207,7 +207,7 @@ ReportData read_report_data(std::string_view text, const std::string& file) {
   } catch (const Json::exception& e) {  // a syntax error, or a number too large for a double (out_of_range)
     throw DataError(cat(file, ": not JSON: ", e.what()));
   }
-  const Node top(doc, "", file);
+  const Field top(doc, "", file);
   if (!doc.is_object()) {
     top.fail(cat("not a Glassbox report file: the top level is a JSON ", doc.type_name(),
                  ", not an object; known kinds: ", kKnownReportKinds));

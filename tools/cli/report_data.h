@@ -30,7 +30,7 @@ struct PassTime {
   double bytes = 0.0;
 };
 
-struct LayerTime {
+struct LayerPasses {
   std::string name;
   std::string type;    // may be empty
   std::string output;  // the output shape as text; may be empty
@@ -54,7 +54,7 @@ struct TimeData {
   int64_t steps = 0;
   double step_ms = 0.0;
   double images_per_s = 0.0;
-  std::vector<LayerTime> layers;                       // in graph order
+  std::vector<LayerPasses> layers;                     // in graph order
   std::vector<std::pair<std::string, double>> memory;  // category -> bytes
 };
 
@@ -74,9 +74,9 @@ struct SweepData {
 
 struct TraceData {
   RunHeader header;
-  double step_ms = 0.0;           // 0: not given
-  int steps = 1;                  // optimizer spans in the trace (at least 1); times below are per step
-  std::vector<LayerTime> layers;  // mean per step, in the order the layers first start
+  double step_ms = 0.0;             // 0: not given
+  int steps = 1;                    // optimizer spans in the trace (at least 1); times below are per step
+  std::vector<LayerPasses> layers;  // mean per step, in the order the layers first start
   int layer_spans = 0;
   int kernel_events = 0;
   double kernel_ms = 0.0;            // per step

@@ -55,9 +55,9 @@ std::string bytes_text(double bytes) {
 
 // The passes in the layers: the known ones in their order, then any others
 // as they first appear; each with its colour.
-std::vector<svg::LegendItem> passes_of(const std::vector<LayerTime>& layers) {
+std::vector<svg::LegendItem> passes_of(const std::vector<LayerPasses>& layers) {
   std::vector<std::string> seen;
-  for (const LayerTime& l : layers) {
+  for (const LayerPasses& l : layers) {
     for (const PassTime& p : l.passes) {
       if (std::find(seen.begin(), seen.end(), p.pass) == seen.end()) seen.push_back(p.pass);
     }
@@ -105,10 +105,10 @@ std::string header_html(const RunHeader& h, const std::string& what, const std::
   return s;
 }
 
-std::string layer_bars(const std::vector<LayerTime>& layers, const std::string& per, int& charts) {
+std::string layer_bars(const std::vector<LayerPasses>& layers, const std::string& per, int& charts) {
   const std::vector<svg::LegendItem> passes = passes_of(layers);
   std::vector<svg::BarRow> rows;
-  for (const LayerTime& l : layers) {
+  for (const LayerPasses& l : layers) {
     svg::BarRow row{.label = l.name, .title = l.name};
     if (!l.type.empty()) row.title += " (" + l.type + ")";
     if (!l.output.empty()) row.title += " -> " + l.output;
@@ -127,7 +127,7 @@ std::string layer_bars(const std::vector<LayerTime>& layers, const std::string& 
 }
 
 // The roofline of `layers` under the given peaks (0: no roof drawn).
-std::string roofline(const std::vector<LayerTime>& layers, double peak_flops, double peak_bw,
+std::string roofline(const std::vector<LayerPasses>& layers, double peak_flops, double peak_bw,
                      const std::string& peak_source, int& charts) {
   struct Pt {
     double x, y;
@@ -136,7 +136,7 @@ std::string roofline(const std::vector<LayerTime>& layers, double peak_flops, do
   const std::vector<svg::LegendItem> passes = passes_of(layers);
   std::vector<Pt> points;
   int skipped = 0;
-  for (const LayerTime& l : layers) {
+  for (const LayerPasses& l : layers) {
     for (const PassTime& p : l.passes) {
       if (p.flops <= 0) continue;
       if (p.bytes <= 0 || p.ms <= 0) {
@@ -200,7 +200,11 @@ std::string time_body(const TimeData& t, int& charts) {
   if (t.peak_flops_per_s > 0) rows.push_back({"peak arithmetic", si(t.peak_flops_per_s, "FLOP/s")});
   if (t.peak_bytes_per_s > 0) rows.push_back({"peak memory bandwidth", si(t.peak_bytes_per_s, "B/s")});
   if (!t.peak_source.empty()) rows.push_back({"peaks from", t.peak_source});
-  for (const auto& [key, bytes] : t.memory) rows.push_back({"memory: " + key, bytes_text(bytes)});
+  for (const auto& [key, bytes] : t.memory) {
+    std::string name = key;  // "optimizer_state" -> "optimizer state"
+    std::replace(name.begin(), name.end(), '_', ' ');
+    rows.push_back({"memory: " + name, bytes_text(bytes)});
+  }
   std::string s = "<h2>Step</h2>\n" + key_values(rows);
   s += layer_bars(t.layers, " (ms per training step)", charts);
   s += roofline(t.layers, t.peak_flops_per_s, t.peak_bytes_per_s, t.peak_source, charts);
@@ -303,7 +307,7 @@ std::string trace_body(const TraceData& t, int& charts) {
   double total = 0.0;
   for (const svg::LegendItem& item : passes_of(t.layers)) {
     double ms = 0.0;
-    for (const LayerTime& l : t.layers) {
+    for (const LayerPasses& l : t.layers) {
       for (const PassTime& p : l.passes) ms += p.pass == item.label ? p.ms : 0.0;
     }
     per_pass.push_back({item.label, ms});
