@@ -173,6 +173,18 @@ TEST(Report, ATraceSumsLayerSpansPerStepAndLeavesKernelsOut) {
   EXPECT_TRUE(contains(page.html, "62 over 2 steps"));
   EXPECT_TRUE(contains(page.html, "12 events"));
 
+  // A GPU trace's copies name their span too (tools/cli/trace_kernels.cpp): not a layer's time either.
+  Json with_copy = Json::parse(read_text(kData + "trace.json"));
+  with_copy["traceEvents"].push_back({{"name", "HtoD"},
+                                      {"cat", "memcpy"},
+                                      {"ph", "X"},
+                                      {"ts", 1.0},
+                                      {"dur", 5000.0},
+                                      {"args", {{"layer", "conv1"}, {"pass", "forward"}, {"bytes", 1e6}}}});
+  const std::string copy_html = report_html(read_report_data(with_copy.dump(), "t.json"), "t.json").html;
+  EXPECT_TRUE(contains(copy_html, "<title>conv1 forward: 0.410 ms</title>"));
+  EXPECT_TRUE(contains(copy_html, "1 event, 2.500 ms per step"));
+
   // Without FLOPs and bytes in the spans, no roofline.
   Json trace = Json::parse(read_text(kData + "trace.json"));
   for (Json& event : trace["traceEvents"]) {

@@ -126,8 +126,9 @@ SweepData read_sweep(const Field& top) {
   return s;
 }
 
-// Layer spans: complete events ("ph":"X") with args.layer, not GPU kernels
-// (which name the span they ran in, args.layer too, and would count twice).
+// Layer spans: complete events ("ph":"X") with args.layer, except a GPU's
+// device records (cat "kernel", "memcpy", "memset"), which name the span they
+// ran in with args.layer too and would count twice.
 TraceData read_trace(const Field& top) {
   TraceData t;
   if (top.has("otherData")) {
@@ -155,9 +156,9 @@ TraceData read_trace(const Field& top) {
     const Field e = events[i].object();
     if (e.text_or("ph", "") != "X") continue;
     const std::string category = e.text_or("cat", "");
-    if (category == "kernel") {
-      ++t.kernel_events;
-      t.kernel_ms += e.at("dur").number() / 1e3;
+    if (category == "kernel" || category == "memcpy" || category == "memset") {
+      (category == "kernel" ? t.kernel_events : t.copy_events) += 1;
+      (category == "kernel" ? t.kernel_ms : t.copy_ms) += e.at("dur").number() / 1e3;
       continue;
     }
     if (!e.has("args") || !e.at("args").object().has("layer")) continue;
@@ -183,6 +184,7 @@ TraceData read_trace(const Field& top) {
   }
   t.steps = std::max(1, optimizer_spans);
   t.kernel_ms /= t.steps;
+  t.copy_ms /= t.steps;
   t.has_flops_and_bytes = any_flops && !flops_without_bytes;
   std::vector<Sum> ordered;
   for (auto& [name, sum] : sums) ordered.push_back(std::move(sum));

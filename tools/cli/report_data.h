@@ -80,6 +80,8 @@ struct TraceData {
   int layer_spans = 0;
   int kernel_events = 0;
   double kernel_ms = 0.0;            // per step
+  int copy_events = 0;               // GPU memcpy and memset records
+  double copy_ms = 0.0;              // per step
   bool has_flops_and_bytes = false;  // every span with flops also has bytes
 };
 

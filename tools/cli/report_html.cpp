@@ -318,8 +318,13 @@ std::string trace_body(const TraceData& t, int& charts) {
   }
   rows.push_back({"sum of layer spans", fmt(total, 3) + " ms"});
   if (t.kernel_events > 0) {
-    rows.push_back(
-        {"GPU kernels", std::to_string(t.kernel_events) + " events, " + fmt(t.kernel_ms, 3) + " ms per step"});
+    rows.push_back({"GPU kernels", std::to_string(t.kernel_events) + (t.kernel_events == 1 ? " event, " : " events, ") +
+                                       fmt(t.kernel_ms, 3) + " ms per step"});
+  }
+  if (t.copy_events > 0) {
+    rows.push_back({"GPU copies and sets", std::to_string(t.copy_events) +
+                                               (t.copy_events == 1 ? " event, " : " events, ") + fmt(t.copy_ms, 3) +
+                                               " ms per step"});
   }
   std::string s = "<h2>Summary</h2>\n" + key_values(rows);
   s += layer_bars(t.layers, t.steps > 1 ? " (ms, mean per step)" : " (ms)", charts);
