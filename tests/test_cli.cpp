@@ -27,7 +27,9 @@ TEST(Cli, UsageErrorsListTheChoicesAndExitTwo) {
     std::string message;
   } cases[] = {
       {"", "usage: glassbox <command> <network> [flags]"},
-      {"sumary VGG16", "glassbox: unknown command 'sumary'; valid: summary, time, trace, kernels, sweep, max-batch, train, eval, make-folder, scale"},
+      {"sumary VGG16",
+       "glassbox: unknown command 'sumary'; valid: summary, time, trace, kernels, sweep, max-batch, train, eval, "
+       "make-folder, scale, report"},
       {"summary LeNet --device cpu", "glassbox: summary: --device is for --memory (the table itself does not"},
       {"max-batch LeNet --memory-limit 2GB", "glassbox: --memory-limit must be a size like 512MiB or 2GiB"},
       {"max-batch LeNet --max 0", "glassbox: --max must be an integer from 1 to 2147483647, got '0'"},

@@ -29,6 +29,9 @@
 //            --memory-limit, --steps/--warmup, and --batches (the "..."
 //            runs): every accepted list grows strictly; not the runs.
 //
+//   report:  Args with its flags and the one file it takes (reading the
+//            file and the page are tests/fuzz/fuzz_report.cpp's).
+//
 // Invariants of an accepted command line: the parameter count does not depend
 // on the batch, and the forward MACs are exactly batch x those of one image.
 #include <map>
@@ -175,6 +178,13 @@ void fuzz_sweep(const std::vector<std::string>& words) {
   for (size_t i = 1; i < batches.size(); ++i) FUZZ_CHECK(batches[i] > batches[i - 1]);
 }
 
+// report's command line, as run_report parses it, up to reading the file.
+void fuzz_report(const std::vector<std::string>& words) {
+  const cli::Args args("report", cli::report_flags(), words);
+  if (args.positionals().size() != 1) return;  // run_report's ConfigError
+  FUZZ_CHECK(!args.has("--out") || !args.get("--out", "").empty());
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -189,6 +199,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (words[0] == "trace") fuzz_trace(rest);
     if (words[0] == "sweep") fuzz_sweep(rest);
     if (words[0] == "kernels") fuzz_kernels(rest);
+    if (words[0] == "report") fuzz_report(rest);
   });
   return 0;
 }

@@ -87,6 +87,10 @@ seed fuzz_cli summary_mlp summary MLP:784,2048,10 --batch 3
 seed fuzz_cli time_mlp time mlp:100,7
 seed fuzz_cli kernels_lenet kernels LeNet --batch 8 --warmup 1 --precision tf32 --json x.json
 seed fuzz_cli kernels_cpu kernels VGG11 --device cpu
+seed fuzz_cli report_out report time.json --out page.html
+
+# fuzz_report: the JSON files of tests/data/report/ (the trace cut to its first
+# events) and a few broken ones, copied into corpus/fuzz_report/ by hand.
 
 # fuzz_bench_flags: bench_nets' arguments.
 seed fuzz_bench_flags test_cli_run --device=cpu '--benchmark_filter=^LeNet/forward/' --benchmark_min_time=0.01 --benchmark_format=json

@@ -157,4 +157,10 @@ inline const std::vector<FlagSpec>& make_folder_flags() {
   return flags;
 }
 
+inline const std::vector<FlagSpec>& report_flags() {
+  static const std::vector<FlagSpec> flags = {
+      {"--out", "FILE", "the HTML file to write (default: the input's name with .html for .json)"}};
+  return flags;
+}
+
 }  // namespace glassbox::cli

@@ -10,6 +10,7 @@
 //   glassbox eval LeNet --weights F --data fashion-mnist   a trained network's accuracy
 //   glassbox make-folder --synthetic --out DIR   a folder of JPEGs (docs/data.md)
 //   glassbox scale ResNet50 --gpus 1,2,4,8       data-parallel scaling, predicted (docs/scaling.md)
+//   glassbox report time.json                    an HTML page of charts (docs/report.md)
 //
 // Usage errors (unknown verb, network, flag, a bad value) print one line
 // naming the problem and the valid choices and exit 2; failures while running
@@ -68,7 +69,10 @@ void print_usage() {
       "  scale NET [--gpus 1,2,4,8] [--link nvlink|infiniband|custom] [--bandwidth-gbps X] [--latency-us X]\n"
       "            [--bucket-mb X] [--batch N] [--device D]\n"
       "                               data-parallel step time and efficiency per device count, predicted\n"
-      "                               from this machine's measured layer times (docs/scaling.md)\n\n"
+      "                               from this machine's measured layer times (docs/scaling.md)\n"
+      "  report FILE.json [--out FILE.html]\n"
+      "                               an HTML page with charts (per-layer time, roofline, batch sweep)\n"
+      "                               from what time --json, sweep or trace wrote (docs/report.md)\n\n"
       "networks: %s,\n"
       "          or MLP:<features>,<hidden>,...,<classes> (fully connected, e.g. MLP:784,2048,10)\n",
       glassbox::net_names().c_str());
@@ -87,11 +91,13 @@ const std::vector<glassbox::cli::FlagSpec>* flags_of(const std::string& verb) {
   if (verb == "trace") return &trace_flags();
   if (verb == "sweep") return &sweep_flags();
   if (verb == "kernels") return &kernels_flags();
+  if (verb == "report") return &report_flags();
   return nullptr;
 }
 
 void print_flags(const std::string& verb, const std::vector<glassbox::cli::FlagSpec>& flags) {
-  std::printf("usage: glassbox %s%s [flags]\n\nflags:\n", verb.c_str(), verb == "make-folder" ? "" : " <network>");
+  const char* operand = verb == "make-folder" ? "" : verb == "report" ? " <file.json>" : " <network>";
+  std::printf("usage: glassbox %s%s [flags]\n\nflags:\n", verb.c_str(), operand);
   for (const glassbox::cli::FlagSpec& flag : flags) {
     const std::string left = flag.name + (flag.value_name.empty() ? "" : " " + flag.value_name);
     std::printf("  %-22s %s\n", left.c_str(), flag.help.c_str());
@@ -125,7 +131,9 @@ int main(int argc, char** argv) {
     if (verb == "trace") return cli::run_trace(rest);
     if (verb == "sweep") return cli::run_sweep(rest);
     if (verb == "kernels") return cli::run_kernels(rest);
+    if (verb == "report") return cli::run_report(rest);
     throw ConfigError(cat("unknown command '", verb,
-                          "'; valid: summary, time, trace, kernels, sweep, max-batch, train, eval, make-folder, scale"));
+                          "'; valid: summary, time, trace, kernels, sweep, max-batch, train, eval, make-folder, scale, "
+                          "report"));
   });
 }

@@ -1,0 +1,57 @@
+// tools/cli/report.cpp: `glassbox report FILE.json [--out FILE.html]`: an HTML
+// page with charts (tools/cli/report_html.h) from what `glassbox time --json`,
+// `glassbox sweep` or `glassbox trace` wrote. The page is written whole or
+// not at all (tensor/atomic_file.h); by default beside the input, FILE.html.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "tensor/atomic_file.h"
+#include "tensor/error.h"
+#include "tools/cli/args.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/flag_specs.h"
+#include "tools/cli/report_html.h"
+
+namespace glassbox::cli {
+namespace {
+
+std::string read_whole(const std::string& path) {
+  errno = 0;
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  std::string contents;
+  if (file != nullptr) {
+    char buffer[1 << 16];
+    size_t got = 0;
+    while ((got = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) contents.append(buffer, got);
+  }
+  if (file == nullptr || std::ferror(file.get())) throw Error(cat("cannot read ", path, ": ", std::strerror(errno)));
+  return contents;
+}
+
+// FILE.json -> FILE.html; any other name gets .html added.
+std::string default_out(const std::string& in) {
+  const std::string json = ".json";
+  if (in.size() > json.size() && in.ends_with(json)) return in.substr(0, in.size() - json.size()) + ".html";
+  return in + ".html";
+}
+
+}  // namespace
+
+int run_report(const std::vector<std::string>& words) {
+  const Args args("report", report_flags(), words);
+  if (args.positionals().size() != 1) {
+    throw ConfigError(cat("report takes one JSON file (got ", args.positionals().size(),
+                          "): what glassbox time --json, glassbox sweep or glassbox trace wrote"));
+  }
+  const std::string& in = args.positionals()[0];
+  const std::string out = args.get("--out", default_out(in));
+  const ReportPage page = report_html(read_report_data(read_whole(in), in), in);
+  write_file_atomically(out, page.html);
+  std::printf("wrote %s (%d chart%s)\n", out.c_str(), page.charts, page.charts == 1 ? "" : "s");
+  return 0;
+}
+
+}  // namespace glassbox::cli
