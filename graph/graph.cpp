@@ -350,17 +350,6 @@ void Graph::forward(Context& ctx, Phase phase, const std::function<void(const No
   }
 }
 
-// The pass a layer's backward starts in: backward-data where it splits and
-// an input gradient is wanted, backward-weights where it splits and none is
-// (the first layer: its input is the data), else one whole backward.
-Pass Graph::backward_pass(const Node& node) const {
-  if (!node.layer->splits_backward()) return Pass::kBackward;
-  for (const Tensor& grad : node.input_grads) {
-    if (grad.defined()) return Pass::kBackwardData;
-  }
-  return Pass::kBackwardWeights;
-}
-
 void Graph::zero_grad(Context& ctx) {
   check_context(ctx, "zero_grad");
   check_training("zero_grad");
@@ -398,34 +387,6 @@ void Graph::backward(Context& ctx, const std::function<void(const Node&, int pos
 float Graph::loss(Context& ctx) const {
   check_context(ctx, "loss");
   return to_vector<float>(ctx, nodes_[static_cast<size_t>(loss_)].value)[0];
-}
-
-std::vector<SpanTime> Graph::spans() const {
-  if (!compiled_ || !options_.layer_timing) throw Error("spans: compile with CompileOptions::layer_timing = true");
-  return spans_->read();
-}
-
-StepSpans& Graph::step_spans() {
-  if (!compiled_) throw Error("step_spans: the graph is not compiled; call compile(ctx) first");
-  return *spans_;
-}
-
-std::vector<LayerTime> Graph::layer_times() const {
-  if (!compiled_ || !options_.layer_timing) throw Error("layer_times: compile with CompileOptions::layer_timing = true");
-  std::vector<LayerTime> times;
-  std::vector<int> row_of(nodes_.size(), -1);
-  for (int index : layers_) {
-    row_of[static_cast<size_t>(index)] = static_cast<int>(times.size());
-    times.push_back({.node = index});
-  }
-  for (const SpanTime& span : spans_->read()) {
-    if (span.node < 0) continue;  // not a layer's (the optimizer)
-    LayerTime& t = times[static_cast<size_t>(row_of[static_cast<size_t>(span.node)])];
-    if (span.pass == Pass::kForward) t.forward_ms += span.duration_ms;
-    if (span.pass != Pass::kForward && span.pass != Pass::kOptimizer) t.backward_ms += span.duration_ms;
-    if (span.pass == Pass::kBackwardWeights) t.backward_weights_ms += span.duration_ms;
-  }
-  return times;
 }
 
 }  // namespace glassbox
