@@ -39,6 +39,7 @@
 
 #include "bench/support/bench_flags.h"
 #include "bench/support/data_parallel_counters.h"
+#include "bench/support/machine_counters.h"
 #include "bench/support/net_session.h"
 #include "bench/support/plain_names.h"
 #include "bench/support/rank_reporting.h"
@@ -115,6 +116,7 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
     // are behind us (what the PyTorch peer's max_memory_allocated measures).
     session.ctx().allocator().reset_peak();
     EventTimer timer(session.ctx(), 2);
+    const MachineSample machine_start = sample_machine(session.ctx());
     double seconds = 0.0, data_seconds = 0.0;
     float first_loss = 0.0f, last_loss = 0.0f;
     bool first = true;
@@ -156,6 +158,8 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
     state.counters["first_loss"] = first_loss;
     state.counters["last_loss"] = last_loss;
     add_memory_counters(state, session.ctx().memory());
+    add_machine_counters(state, machine_start, sample_machine(session.ctx()),
+                         static_cast<int64_t>(state.iterations()) * key.batch);
   } catch (const std::exception& e) {
     // In a job of several ranks, the others would wait for this one at the
     // next all-reduce: the whole job ends, with this error (tools/entry_point.h).
@@ -313,6 +317,7 @@ int run(int argc, char** argv) {
   }
   for (const auto& [key, value] : info.fields()) benchmark::AddCustomContext(key, value);
   benchmark::AddCustomContext("deterministic", settings.deterministic ? "yes" : "no");
+  add_machine_context(sample_machine(ctx));
   benchmark::AddCustomContext("protocol", "10 warm-up steps per mode, then each step timed (CUDA events on "
                                           "the GPU, steady clock on the CPU) for at least 2 s unless "
                                           "--benchmark_min_time says otherwise; counters from the mean step; "

@@ -50,18 +50,35 @@ std::string describe_gpu(const GpuSample& g) {
              " C, throttle: ", g.throttle);
 }
 
-// Energy per image over the interval, from a counter read at both ends.
-std::string per_image(std::optional<double> start, std::optional<double> end, double wrap, int64_t images,
-                      double seconds) {
-  if (!start || !end) return "";
+// The energy between two readings of a counter; nullopt where either is missing.
+std::optional<double> joules_between(std::optional<double> start, std::optional<double> end, double wrap) {
+  if (!start || !end) return std::nullopt;
   double joules = *end - *start;
   if (joules < 0 && wrap > 0) joules += wrap;  // the counter wrapped once
-  if (joules < 0 || images <= 0) return "";
-  return cat(fixed(joules / static_cast<double>(images), 4), " J per image (", fixed(joules, 2), " J over ",
-             fixed(seconds, 3), " s, mean ", fixed(seconds > 0 ? joules / seconds : 0.0, 1), " W)");
+  if (joules < 0) return std::nullopt;
+  return joules;
+}
+
+std::string per_image(std::optional<double> joules, int64_t images, double seconds) {
+  if (!joules || images <= 0) return "";
+  return cat(fixed(*joules / static_cast<double>(images), 4), " J per image (", fixed(*joules, 2), " J over ",
+             fixed(seconds, 3), " s, mean ", fixed(seconds > 0 ? *joules / seconds : 0.0, 1), " W)");
 }
 
 }  // namespace
+
+std::optional<double> cpu_joules_per_image(const MachineSample& start, const MachineSample& end, int64_t images) {
+  const std::optional<double> joules = joules_between(start.cpu_energy_j, end.cpu_energy_j, start.cpu_energy_range_j);
+  if (!joules || images <= 0) return std::nullopt;
+  return *joules / static_cast<double>(images);
+}
+
+std::optional<double> gpu_joules_per_image(const MachineSample& start, const MachineSample& end, int64_t images) {
+  if (!start.gpu || !end.gpu || images <= 0) return std::nullopt;
+  const std::optional<double> joules = joules_between(start.gpu->energy_j, end.gpu->energy_j, 0.0);
+  if (!joules) return std::nullopt;
+  return *joules / static_cast<double>(images);
+}
 
 std::string throttle_reasons(unsigned long long mask) {
   // nvmlClocksThrottleReasons' bits, as NVML's documentation numbers them.
@@ -99,15 +116,15 @@ std::vector<std::pair<std::string, std::string>> machine_fields(const MachineSam
   std::vector<std::pair<std::string, std::string>> fields;
   auto mhz = [](double value) { return value > 0 ? cat(fixed(value, 0), " MHz") : std::string("not available"); };
   fields.emplace_back("cpu_mhz", cat(mhz(start.cpu_mhz), " at start, ", mhz(end.cpu_mhz), " at end"));
-  const std::string cpu_energy = per_image(start.cpu_energy_j, end.cpu_energy_j, start.cpu_energy_range_j, images,
-                                           seconds);
+  const std::string cpu_energy =
+      per_image(joules_between(start.cpu_energy_j, end.cpu_energy_j, start.cpu_energy_range_j), images, seconds);
   fields.emplace_back("cpu_energy", !cpu_energy.empty()          ? cpu_energy + ", RAPL package 0"
                                     : start.cpu_energy_missing.empty() ? std::string("not available")
                                                                        : start.cpu_energy_missing);
   if (start.gpu && end.gpu) {
     fields.emplace_back("gpu_start", describe_gpu(*start.gpu));
     fields.emplace_back("gpu_end", describe_gpu(*end.gpu));
-    const std::string energy = per_image(start.gpu->energy_j, end.gpu->energy_j, 0.0, images, seconds);
+    const std::string energy = per_image(joules_between(start.gpu->energy_j, end.gpu->energy_j, 0.0), images, seconds);
     fields.emplace_back("gpu_energy", energy.empty() ? "not available (NVML's energy counter)" : energy + ", NVML");
   } else if (!start.gpu_missing.empty() || !end.gpu_missing.empty()) {
     fields.emplace_back("gpu_state", cat("not available: ", start.gpu_missing.empty() ? end.gpu_missing

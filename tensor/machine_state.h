@@ -49,6 +49,11 @@ MachineSample sample_machine(const Context& ctx);
 std::vector<std::pair<std::string, std::string>> machine_fields(const MachineSample& start, const MachineSample& end,
                                                                  int64_t images);
 
+// Joules per image over the interval, from a counter read at both ends (a
+// RAPL counter that wrapped once is unwrapped); nullopt where there is none.
+std::optional<double> cpu_joules_per_image(const MachineSample& start, const MachineSample& end, int64_t images);
+std::optional<double> gpu_joules_per_image(const MachineSample& start, const MachineSample& end, int64_t images);
+
 // A throttle-reasons bit mask (NVML's nvmlClocksThrottleReasons) in words.
 std::string throttle_reasons(unsigned long long mask);
 
