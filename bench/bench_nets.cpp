@@ -71,6 +71,7 @@ struct Settings {
   Precision precision = Precision::kFp32;
   AlgoSearch algo_search = AlgoSearch::kHeuristic;
   bool deterministic = kDeterministicByDefault;
+  bool nvtx = true;  // an NVTX range per layer and pass on a GPU (graph/step_spans.h)
   Communicator* communicator = nullptr;  // a job of several ranks (mpirun); null for one process
   GradientSyncOptions sync;
   int steps = 0;  // timed steps of every benchmark; 0: Google Benchmark decides
@@ -99,6 +100,7 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
     options.precision = key.precision;
     options.layers.algo_search = settings.algo_search;
     options.layers.deterministic = settings.deterministic;
+    options.nvtx = settings.nvtx;
     NetSession& session = cached_session(net, key, options);
     session.begin(mode);
     session.set_data_parallel(data_parallel ? settings.communicator : nullptr, settings.sync);
@@ -241,11 +243,12 @@ constexpr const char* kDiscardedOut = "--benchmark_out=/dev/null";
 void print_help() {
   std::printf(
       "bench_nets [--device=cpu|cuda|cuda:N] [--batch=N] [--net=NAME] [--precision=fp32|tf32] [--cudnn-search]\n"
-      "           [--deterministic] [--data=SPEC [--workers=N]]\n"
+      "           [--deterministic] [--no-nvtx] [--data=SPEC [--workers=N]]\n"
       "           [under mpirun: --bucket-mb=X --no-overlap --comm-timeout=S --steps=N] [--data-parallel]\n"
       "           [Google Benchmark flags: --benchmark_filter=REGEX --benchmark_out=FILE ...]\n"
       "--data=folder:PATH (or fashion-mnist, ...): also time each train_step on that real data, named\n"
       "<Net>/train_step/batch:<N>/real_data, with counters data_wait_ms, compute_ms and data_share.\n"
+      "--no-nvtx: no NVTX range per layer and pass (a GPU build pushes them for Nsight Systems).\n"
       "--deterministic: only cuDNN algorithms that give the same bits on every run (%s); the CPU path\n"
       "always does, so there it changes nothing but the names, which end in /deterministic.\n"
       "Networks: %s; --net=MLP:<features>,<hidden>,...,<classes> for any MLP.\n"
@@ -282,7 +285,7 @@ int run(int argc, char** argv) {
 
   Settings settings{.batch = flags.batch, .net = flags.net, .data = flags.data, .workers = flags.workers,
                     .precision = flags.precision,
-                    .algo_search = flags.algo_search, .deterministic = flags.deterministic};
+                    .algo_search = flags.algo_search, .deterministic = flags.deterministic, .nvtx = flags.nvtx};
   const JobPlacement placement = job_placement();
   const bool speaks = placement.rank == 0;  // in a job of several ranks, rank 0 reports
   const DeviceChoice choice = choose_device(flags.device, "--device");

@@ -70,6 +70,9 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
     } else if (name == "--no-overlap") {
       if (equals != std::string::npos) throw ConfigError("--no-overlap takes no value");
       flags.overlap = false;
+    } else if (name == "--no-nvtx") {
+      if (equals != std::string::npos) throw ConfigError("--no-nvtx takes no value");
+      flags.nvtx = false;
     } else if (name == "--cudnn-search") {
       if (equals != std::string::npos) throw ConfigError("--cudnn-search takes no value");
       flags.algo_search = AlgoSearch::kMeasured;

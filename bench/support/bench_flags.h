@@ -32,6 +32,7 @@ struct BenchFlags {
   int workers = 0;  // --workers=: the data loader's threads; 0: one per core
   AlgoSearch algo_search = AlgoSearch::kHeuristic;
   bool deterministic = kDeterministicByDefault;  // --deterministic (PrepareOptions::deterministic)
+  bool nvtx = true;  // --no-nvtx: no NVTX range per layer and pass (CompileOptions::nvtx)
   // Data-parallel runs under mpirun (optim/gradient_sync.h): --bucket-mb=,
   // --no-overlap, --comm-timeout= (seconds), and --steps=, the timed steps
   // of every benchmark (each rank must run as many: Note [Fixed step counts across ranks]).
