@@ -1,7 +1,7 @@
 # Glassbox: the two commands.
 #   make bench   install what is missing, build, run build/bench_nets --benchmark_filter=VGG16
 #   make test    install what is missing, build the three configurations, run every
-#                test in each, then each fuzz target for a minute
+#                test in each, then each fuzz target for a minute (one per core at a time)
 #
 # `build/` is the main build: CUDA when nvcc is found (GLASSBOX_CUDA=AUTO).
 # `build-cpu/` is the CPU-only build (GLASSBOX_CUDA=OFF), which `make test`
@@ -67,7 +67,7 @@ test-sanitize: build-sanitize
 	cd $(BUILD_SANITIZE) && $(SANITIZE_ENV) ctest --output-on-failure --timeout 900 -j $(JOBS)
 
 test-fuzz: build-sanitize
-	$(SANITIZE_ENV) tests/fuzz/run_fuzzers.sh $(BUILD_SANITIZE) $(FUZZ_SECONDS)
+	$(SANITIZE_ENV) FUZZ_JOBS=$(JOBS) tests/fuzz/run_fuzzers.sh $(BUILD_SANITIZE) $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(BUILD) $(BUILD_CPU) $(BUILD_SANITIZE)

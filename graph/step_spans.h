@@ -79,12 +79,21 @@ class StepSpans final : public PassObserver {
     std::string_view name;
     Pass pass;
   };
+  struct NvtxLabel {
+    std::string name;       // the span's name and pass, compared (no allocation) before reuse
+    Pass pass = Pass::kForward;
+    std::string text;       // "conv1 forward"
+  };
+  // The NVTX label of span `id` (Note [NVTX labels made once], step_spans.cpp).
+  const char* nvtx_label(uint64_t id, std::string_view name, Pass pass);
+
   int capacity_;
   SpanOptions options_;
   bool nvtx_;  // NVTX asked for and this is a GPU context
   SpanListener* listener_ = nullptr;
   std::unique_ptr<EventTimer> marks_;  // two per span: begin, end
   std::vector<Open> spans_;
+  std::vector<NvtxLabel> nvtx_labels_;  // by span id
   bool open_ = false;
   bool paused_ = false;
 };

@@ -92,17 +92,8 @@ class NetSession {
   int epoch_ = 0;
 };
 
-// SGD settings of every benchmark train step (the PyTorch peer uses the same).
-//
-// Note [The benchmarks' learning rate]: a step costs the same at any learning
-// rate, but it must compute finite numbers to be a fair measurement. At lr
-// 0.01 (momentum 0.9), VGG16, which has no batch norm, sends the loss on its
-// fixed synthetic batch of 2 to NaN by step 6: earlier train_step timings of
-// the VGGs on the CPU timed NaN arithmetic, found once every step's loss was
-// checked. At 1e-4 every network stayed finite (VGG16 batch 2 for 30 steps,
-// AlexNet batch 16 and 128, LeNet batch 64 and 256 for 300 steps); a run that
-// still diverges now stops with an error instead of timing garbage.
-inline constexpr SgdOptions kBenchmarkSgd{.lr = 1e-4f, .momentum = 0.9f, .weight_decay = 5e-4f};
+// kBenchmarkSgd (optim/sgd.h): the SGD settings of every benchmark train step.
+
 
 // The cached session for `key`; a different key releases the previous session first.
 NetSession& cached_session(const NetSpec& net, const SessionKey& key, const CompileOptions& options);

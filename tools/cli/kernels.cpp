@@ -16,10 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "data/synthetic.h"
-#include "graph/finite_check.h"
 #include "graph/kernel_map.h"
-#include "optim/train_step.h"
 #include "tensor/atomic_file.h"
 #include "tensor/kernel_trace.h"
 #include "tensor/parse.h"
@@ -27,6 +24,7 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/flag_specs.h"
 #include "tools/cli/network_arg.h"
+#include "tools/cli/synthetic_training.h"
 #include "tools/cli/table.h"
 
 namespace glassbox::cli {
@@ -135,27 +133,20 @@ int run_kernels(const std::vector<std::string>& words) {
   if (!json_out.empty()) check_writable(json_out);  // before the run, not after it
 
   Context ctx = Context::on(choice.device);
-  Graph graph = build_net(net, batch);
   CompileOptions options;
   options.precision = precision;
   options.layer_timing = true;  // spans with ids, read back by graph.spans()
-  graph.compile(ctx, options);
-  fill_synthetic_batch(ctx, graph, net.classes);
-  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 1e-4f, .momentum = 0.9f, .weight_decay = 5e-4f});
-  int64_t step_number = 0;
-  for (int i = 0; i < warmup; ++i) {
-    train_step(ctx, graph, sgd);
-    checked_loss(ctx, graph, ++step_number);
-  }
+  SyntheticTraining run(ctx, net, batch, options);
+  Graph& graph = run.graph();
+  run.warm_up(warmup);
   KernelTrace trace(ctx);
   graph.step_spans().set_listener(&trace);
-  train_step(ctx, graph, sgd);  // the first step under CUPTI, not recorded
-  checked_loss(ctx, graph, ++step_number);
+  run.step();  // the first step under CUPTI, not recorded
   trace.start_step();
-  train_step(ctx, graph, sgd);
+  run.train_step();
   const std::vector<KernelRecord> records = trace.finish_step();
   graph.step_spans().set_listener(nullptr);
-  checked_loss(ctx, graph, ++step_number);
+  run.check_loss();
   const std::vector<SpanTime> spans = graph.spans();
   const KernelMap map = map_kernels(spans, records);
 

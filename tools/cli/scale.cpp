@@ -4,10 +4,7 @@
 // (optim/scale_model.h, docs/scaling.md), bucket by bucket, with overlap.
 #include <cstdio>
 
-#include "data/synthetic.h"
-#include "graph/finite_check.h"
 #include "optim/scale_model.h"
-#include "optim/train_step.h"
 #include "tensor/event_timer.h"
 #include "tensor/parse.h"
 #include "tensor/runtime_info.h"
@@ -16,28 +13,25 @@
 #include "tools/cli/flag_specs.h"
 #include "tools/cli/layer_means.h"
 #include "tools/cli/network_arg.h"
+#include "tools/cli/synthetic_training.h"
 #include "tools/cli/table.h"
 
 namespace glassbox::cli {
 namespace {
 
 // The mean of `steps` train steps after `warmup`, per layer, as scale_step reads it.
-MeasuredStep measure(Context& ctx, Graph& graph, int warmup, int steps) {
-  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 1e-4f, .momentum = 0.9f, .weight_decay = 5e-4f});
-  int64_t number = 0;
-  for (int i = 0; i < warmup; ++i) {
-    train_step(ctx, graph, sgd);
-    checked_loss(ctx, graph, ++number);
-  }
+MeasuredStep measure(Context& ctx, SyntheticTraining& run, int warmup, int steps) {
+  Graph& graph = run.graph();
+  run.warm_up(warmup);
   EventTimer marks(ctx, 2);
   double step_ms = 0.0;
   std::vector<LayerTime> mean;
   for (int s = 0; s < steps; ++s) {
     marks.record(0);
-    train_step(ctx, graph, sgd);
+    run.train_step();
     marks.record(1);
     step_ms += marks.elapsed_ms(0, 1) / steps;
-    checked_loss(ctx, graph, ++number);
+    run.check_loss();
     add_layer_times(graph, steps, mean);
   }
   MeasuredStep measured;
@@ -72,10 +66,8 @@ int run_scale(const std::vector<std::string>& words) {
   const int warmup = args.int_in("--warmup", 1, 0, 1'000'000);
 
   Context ctx = Context::on(choice.device);
-  Graph graph = build_net(net, batch);
-  graph.compile(ctx, {.layer_timing = true});
-  fill_synthetic_batch(ctx, graph, net.classes);
-  const MeasuredStep measured = measure(ctx, graph, warmup, steps);
+  SyntheticTraining run(ctx, net, batch, {.layer_timing = true});
+  const MeasuredStep measured = measure(ctx, run, warmup, steps);
   const RuntimeInfo info = runtime_info(ctx);
 
   std::printf("%s, batch %d per device: its train step measured on %s (%s), mean of %d after %d warm-up\n",

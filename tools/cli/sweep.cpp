@@ -13,9 +13,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "data/synthetic.h"
-#include "graph/finite_check.h"
-#include "optim/train_step.h"
 #include "tensor/atomic_file.h"
 #include "tensor/device_peaks.h"
 #include "tensor/event_timer.h"
@@ -27,6 +24,7 @@
 #include "tools/cli/flag_specs.h"
 #include "tools/cli/layer_means.h"
 #include "tools/cli/network_arg.h"
+#include "tools/cli/synthetic_training.h"
 #include "tools/cli/table.h"
 #include "tools/cli/time_json.h"
 
@@ -51,28 +49,22 @@ nlohmann::json measure_batch(const NetSpec& net, int batch, const Device& device
                              std::string& layers) {
   Context ctx = Context::on(device);
   if (run.memory_limit > 0) ctx.allocator().set_limit(run.memory_limit);
-  Graph graph = build_net(net, batch);
   CompileOptions options;
   options.precision = run.precision;
   options.layer_timing = true;
-  graph.compile(ctx, options);
-  fill_synthetic_batch(ctx, graph, net.classes);
-  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 1e-4f, .momentum = 0.9f, .weight_decay = 5e-4f});
-  int64_t step_number = 0;
-  for (int i = 0; i < run.warmup; ++i) {
-    train_step(ctx, graph, sgd);
-    checked_loss(ctx, graph, ++step_number);
-  }
+  SyntheticTraining training(ctx, net, batch, options);
+  Graph& graph = training.graph();
+  training.warm_up(run.warmup);
   EventTimer marks(ctx, 2);
   const MachineSample start = sample_machine(ctx);
   double step_ms = 0.0;
   std::vector<LayerTime> mean;
   for (int s = 0; s < run.steps; ++s) {
     marks.record(0);
-    train_step(ctx, graph, sgd);
+    training.train_step();
     marks.record(1);
     step_ms += marks.elapsed_ms(0, 1) / run.steps;
-    checked_loss(ctx, graph, ++step_number);
+    training.check_loss();
     add_layer_times(graph, run.steps, mean);
   }
   nlohmann::json machine = nlohmann::json::object();

@@ -11,7 +11,7 @@ std::string time_data_parallel(Context& ctx, Graph& graph, Communicator& communi
                                const GradientSyncOptions& options, int warmup, int steps) {
   // The benchmarks' update (Note [The benchmarks' learning rate]): what is
   // timed is the step, and it must stay finite.
-  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 1e-4f, .momentum = 0.9f, .weight_decay = 5e-4f});
+  Sgd sgd(ctx, graph.parameters(), graph.gradients(), kBenchmarkSgd);
   GradientSync sync(ctx, graph, communicator, options);
   int64_t step_number = 0;
   for (int i = 0; i < warmup; ++i) {

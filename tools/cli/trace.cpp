@@ -15,10 +15,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "data/synthetic.h"
 #include "graph/chrome_trace.h"
-#include "graph/finite_check.h"
-#include "optim/train_step.h"
 #include "tensor/atomic_file.h"
 #include "tensor/event_timer.h"
 #include "tensor/kernel_trace.h"
@@ -28,6 +25,7 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/flag_specs.h"
 #include "tools/cli/network_arg.h"
+#include "tools/cli/synthetic_training.h"
 #include "tools/cli/table.h"
 #include "tools/cli/trace_kernels.h"
 
@@ -93,19 +91,13 @@ int run_trace(const std::vector<std::string>& words) {
   check_writable(out);  // before the run, not after it
 
   Context ctx = Context::on(choice.device);
-  Graph graph = build_net(net, batch);
   CompileOptions options;
   options.precision = precision;
   options.layer_timing = true;
   options.nvtx = !args.has("--no-nvtx");
-  graph.compile(ctx, options);
-  fill_synthetic_batch(ctx, graph, net.classes);
-  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 1e-4f, .momentum = 0.9f, .weight_decay = 5e-4f});
-  int64_t step_number = 0;
-  for (int i = 0; i < warmup; ++i) {
-    train_step(ctx, graph, sgd);
-    checked_loss(ctx, graph, ++step_number);
-  }
+  SyntheticTraining run(ctx, net, batch, options);
+  Graph& graph = run.graph();
+  run.warm_up(warmup);
   // What recording costs: steps with spans and without, interleaved, so that
   // both see the same machine; the last step with spans is the one written.
   EventTimer step_marks(ctx, 2);
@@ -115,10 +107,10 @@ int run_trace(const std::vector<std::string>& words) {
     const bool traced = i % 2 == 1;
     graph.step_spans().set_paused(!traced);
     step_marks.record(0);
-    train_step(ctx, graph, sgd);
+    run.train_step();
     step_marks.record(1);
     (traced ? traced_ms : plain_ms).push_back(step_marks.elapsed_ms(0, 1));
-    checked_loss(ctx, graph, ++step_number);
+    run.check_loss();
   }
   graph.step_spans().set_paused(false);
   const std::vector<std::pair<std::string, std::string>> machine =
@@ -130,16 +122,15 @@ int run_trace(const std::vector<std::string>& words) {
   if (ctx.is_cuda()) {
     KernelTrace collector(ctx);
     graph.step_spans().set_listener(&collector);
-    train_step(ctx, graph, sgd);
-    checked_loss(ctx, graph, ++step_number);
+    run.step();
     collector.start_step();
     step_marks.record(0);
-    train_step(ctx, graph, sgd);
+    run.train_step();
     step_marks.record(1);
     kernels = collector.finish_step();
     graph.step_spans().set_listener(nullptr);
     step_ms = step_marks.elapsed_ms(0, 1);
-    checked_loss(ctx, graph, ++step_number);
+    run.check_loss();
   }
   const std::vector<SpanTime> spans = graph.spans();
 
