@@ -2,6 +2,8 @@
 #include "optim/sgd.h"
 
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "tensor/eigen_maps.h"
 #include "tensor/parallel_for.h"
@@ -23,8 +25,21 @@ Sgd::Sgd(Context& ctx, Tensor params, Tensor grads, SgdOptions options)
   if (!(options_.weight_decay >= 0.0f && std::isfinite(options_.weight_decay))) {
     throw ConfigError(cat("Sgd: weight_decay must be finite and not negative, got ", options_.weight_decay));
   }
+  if (!(options_.max_grad_norm >= 0.0f && std::isfinite(options_.max_grad_norm))) {
+    throw ConfigError(cat("Sgd: max_grad_norm must be finite and not negative (0: no clipping), got ",
+                          options_.max_grad_norm));
+  }
   velocity_ = ctx.allocate(params_.shape(), DType::kFloat32, MemoryCategory::kOptimizerState);
   fill_zero(ctx, velocity_);
+  if (options_.max_grad_norm > 0.0f) {
+    grad_norm_ = ctx.allocate(Shape{1}, DType::kFloat32, MemoryCategory::kOptimizerState);
+    from_vector<float>(ctx, std::vector<float>{std::numeric_limits<float>::quiet_NaN()}, grad_norm_);
+  }
+}
+
+float Sgd::last_grad_norm(Context& ctx) const {
+  if (!grad_norm_.defined()) return std::numeric_limits<float>::quiet_NaN();
+  return to_vector<float>(ctx, grad_norm_)[0];
 }
 
 void Sgd::check_lr(float lr) {
@@ -47,22 +62,49 @@ void Sgd::step(Context& ctx) {
   }
 }
 
+// The sum of squares in double, per chunk and then over the chunks in chunk
+// order: the same bits for a given thread count (docs/determinism.md).
+float Sgd::grad_scale_cpu() {
+  float* g = grads_.data<float>();  // read only
+  const int64_t count = grads_.numel();
+  const int64_t chunks = std::clamp<int64_t>(count / kElementwiseGrain, 1, 64);
+  std::vector<double> sums(static_cast<size_t>(chunks), 0.0);
+  parallel_for(chunks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      const int64_t from = count * c / chunks, to = count * (c + 1) / chunks;
+      sums[static_cast<size_t>(c)] = as_array(g + from, to - from).cast<double>().square().sum();
+    }
+  });
+  double total = 0.0;
+  for (double s : sums) total += s;
+  const float norm = static_cast<float>(std::sqrt(total));
+  grad_norm_.data<float>()[0] = norm;
+  return clip_scale(norm, options_.max_grad_norm);
+}
+
 void Sgd::step_cpu() {
   float* w = params_.data<float>();
   float* g = grads_.data<float>();
   float* v = velocity_.data<float>();
   const float lr = options_.lr, momentum = options_.momentum, decay = options_.weight_decay;
   const bool nesterov = options_.nesterov;
+  const float scale = options_.max_grad_norm > 0.0f ? grad_scale_cpu() : 1.0f;
   parallel_for(params_.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
     const int64_t n = end - begin;
     auto wv = as_array(w + begin, n);
     auto vv = as_array(v + begin, n);
-    auto gv = as_array(g + begin, n);
-    vv = momentum * vv + (gv + decay * wv);
-    if (nesterov) {
-      wv -= lr * ((gv + decay * wv) + momentum * vv);
+    auto update = [&](const auto& gv) {  // gv: the gradient, or the clipped one (not written back)
+      vv = momentum * vv + (gv + decay * wv);
+      if (nesterov) {
+        wv -= lr * ((gv + decay * wv) + momentum * vv);
+      } else {
+        wv -= lr * vv;
+      }
+    };
+    if (scale == 1.0f) {
+      update(as_array(g + begin, n));
     } else {
-      wv -= lr * vv;
+      update(as_array(g + begin, n) * scale);
     }
   });
 }

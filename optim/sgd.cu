@@ -8,11 +8,14 @@
 namespace glassbox {
 namespace {
 
+// grad_norm: null (no clipping) or the gradients' norm, on the device.
 __global__ void sgd_momentum_kernel(float* __restrict__ w, const float* __restrict__ g, float* __restrict__ v,
-                                    int64_t n, float lr, float momentum, float decay, bool nesterov) {
+                                    int64_t n, float lr, float momentum, float decay, bool nesterov,
+                                    const float* __restrict__ grad_norm, float max_grad_norm) {
+  const float scale = grad_norm ? clip_scale(*grad_norm, max_grad_norm) : 1.0f;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const float d = g[i] + decay * w[i];
+    const float d = scale * g[i] + decay * w[i];
     const float velocity = momentum * v[i] + d;
     v[i] = velocity;
     w[i] -= lr * (nesterov ? d + momentum * velocity : velocity);
@@ -26,10 +29,23 @@ void Sgd::step_cuda(Context& ctx) {
   const int64_t n = params_.numel();
   // Enough blocks to fill the GPU several times over; the grid-stride loop covers the rest.
   const int blocks = static_cast<int>(std::min<int64_t>((n + kThreads - 1) / kThreads, 65536));
+  float* grad_norm = nullptr;
+  if (options_.max_grad_norm > 0.0f) {
+    // Note [A norm left on the device]: in device pointer mode cuBLAS writes
+    // the result to device memory and returns without waiting, so the kernel
+    // below reads it in stream order; the handle goes back to host mode,
+    // which every other caller of it assumes.
+    grad_norm = grad_norm_.data<float>();
+    cublasHandle_t cublas = cublas_of(ctx);
+    CUBLAS_CHECK(cublasSetPointerMode(cublas, CUBLAS_POINTER_MODE_DEVICE));
+    const cublasStatus_t status = cublasSnrm2_64(cublas, n, grads_.data<float>(), 1, grad_norm);
+    CUBLAS_CHECK(cublasSetPointerMode(cublas, CUBLAS_POINTER_MODE_HOST));
+    CUBLAS_CHECK(status);
+  }
   sgd_momentum_kernel<<<blocks, kThreads, 0, stream_of(ctx)>>>(params_.data<float>(), grads_.data<float>(),
                                                               velocity_.data<float>(), n, options_.lr,
                                                               options_.momentum, options_.weight_decay,
-                                                              options_.nesterov);
+                                                              options_.nesterov, grad_norm, options_.max_grad_norm);
   CUDA_CHECK_LAUNCH();
 }
 

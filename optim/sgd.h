@@ -6,7 +6,18 @@
 //   w = w - lr * (d + momentum * v)       (Nesterov: Sutskever et al., 2013, as PyTorch writes it)
 // Weight decay applies to every parameter, biases included (as PyTorch's
 // default). CPU: Eigen over thread-sized chunks; CUDA: one fused kernel (sgd.cu).
+//
+// Gradient-norm clipping (max_grad_norm > 0), as torch.nn.utils.clip_grad_norm_
+// before the step: with ||g|| the L2 norm of all the gradients together,
+//   g = g * min(1, max_grad_norm / (||g|| + 1e-6))
+// The language models need it (Zaremba et al. clip at 5). The scale is folded
+// into the update's one pass, so clipping costs one more read of the
+// gradients (the norm), not a read and a write; on CUDA the norm stays on the
+// device (cuBLAS nrm2 into device memory), so the step still never waits.
 #pragma once
+
+#include <cfloat>
+#include <cmath>
 
 #include "tensor/context.h"
 #include "tensor/tensor.h"
@@ -18,6 +29,7 @@ struct SgdOptions {
   float momentum = 0.9f;
   float weight_decay = 5e-4f;
   bool nesterov = false;
+  float max_grad_norm = 0.0f;  // clip the gradients' global L2 norm to this; 0: no clipping
 };
 
 // SGD settings of every benchmark train step and of the CLI commands that time
@@ -33,6 +45,19 @@ struct SgdOptions {
 // still diverges now stops with an error instead of timing garbage.
 inline constexpr SgdOptions kBenchmarkSgd{.lr = 1e-4f, .momentum = 0.9f, .weight_decay = 5e-4f};
 
+// What clipping multiplies the gradients by: min(1, max_norm / (norm + 1e-6)).
+// A norm that is NaN or infinite gives NaN, so that the step makes the loss
+// NaN and checked_loss reports it (torch.nn.utils.clip_grad_norm_ would scale
+// by 0 for an infinite norm: a silently skipped update).
+// Shared by the CPU step and the CUDA kernel (sgd.cu), hence host and device.
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+inline float clip_scale(float norm, float max_norm) {
+  if (!(norm <= FLT_MAX)) return nanf("");  // NaN or infinite: neither is <= FLT_MAX
+  return norm > max_norm ? max_norm / (norm + 1e-6f) : 1.0f;
+}
+
 class Sgd {
  public:
   // params and grads: the graph's flat buffers (Graph::parameters(), gradients()).
@@ -44,6 +69,9 @@ class Sgd {
   void step(Context& ctx);
   const SgdOptions& options() const { return options_; }
   void set_lr(float lr);  // checked as in the constructor
+  // The gradients' L2 norm before clipping, in the last step (NaN before the
+  // first step and when not clipping). Waits for the device.
+  float last_grad_norm(Context& ctx) const;
   // The momentum buffers v, laid out as the parameters (Graph::named_views
   // names them): checkpoints save and restore them.
   const Tensor& velocity() const { return velocity_; }
@@ -51,11 +79,13 @@ class Sgd {
  private:
   static void check_lr(float lr);
   void step_cpu();
+  float grad_scale_cpu();  // min(1, max_grad_norm / (||g|| + 1e-6)), the norm kept in grad_norm_
   void step_cuda(Context& ctx);
 
   Tensor params_;
   Tensor grads_;
   Tensor velocity_;
+  Tensor grad_norm_;  // (1): the last step's gradient norm, where clipping is on
   SgdOptions options_;
 };
 

@@ -1,6 +1,7 @@
 // tests/test_optim.cpp: the SGD update, its checks, and CUDA against CPU.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 
 #include "optim/sgd.h"
@@ -83,6 +84,44 @@ TEST_P(SgdTest, MatchesTheCpuOnALargeBuffer) {
   for (size_t i = 0; i < expected.size(); ++i) ASSERT_NEAR(actual[i], expected[i], 1e-6) << "element " << i;
 }
 
+// clip_grad_norm_'s rule: gradients of norm 5 clipped to 1 are scaled by
+// 1 / (5 + 1e-6); a norm under the limit leaves them as they are. With
+// lr 1, no momentum and no decay the step is w -= clipped g.
+TEST_P(SgdTest, ClipsTheGradientNormBeforeTheStep) {
+  Context& c = ctx();
+  for (const float g_scale : {1.0f, 0.1f}) {  // norms 5 (clipped) and 0.5 (not)
+    Tensor w = c.allocate(Shape{3}, DType::kFloat32, MemoryCategory::kParameters);
+    Tensor g = c.allocate(Shape{3}, DType::kFloat32, MemoryCategory::kGradients);
+    from_vector<float>(c, std::vector<float>{0.0f, 0.0f, 1.0f}, w);
+    from_vector<float>(c, std::vector<float>{3.0f * g_scale, -4.0f * g_scale, 0.0f}, g);
+    Sgd sgd(c, w, g, {.lr = 1.0f, .momentum = 0.0f, .weight_decay = 0.0f, .max_grad_norm = 1.0f});
+    EXPECT_TRUE(std::isnan(sgd.last_grad_norm(c))) << "no step yet";
+    sgd.step(c);
+    const float norm = 5.0f * g_scale;
+    EXPECT_NEAR(sgd.last_grad_norm(c), norm, 1e-6);
+    const float scale = norm > 1.0f ? 1.0f / (norm + 1e-6f) : 1.0f;
+    const std::vector<float> got = to_vector<float>(c, w);
+    EXPECT_NEAR(got[0], -3.0f * g_scale * scale, 1e-6) << "norm " << norm;
+    EXPECT_NEAR(got[1], 4.0f * g_scale * scale, 1e-6) << "norm " << norm;
+    EXPECT_EQ(got[2], 1.0f) << "a zero gradient moves nothing";
+    EXPECT_EQ(to_vector<float>(c, g)[0], 3.0f * g_scale) << "clipping scales the update, not the stored gradient";
+  }
+}
+
+// An infinite gradient must not be clipped to a zero update (what a scale of
+// max / inf would give): the weights go NaN, so the loss shows it.
+TEST_P(SgdTest, AnInfiniteGradientNormPoisonsTheStepInsteadOfSkippingIt) {
+  Context& c = ctx();
+  Tensor w = c.allocate(Shape{2}, DType::kFloat32, MemoryCategory::kParameters);
+  Tensor g = c.allocate(Shape{2}, DType::kFloat32, MemoryCategory::kGradients);
+  from_vector<float>(c, std::vector<float>{1.0f, 1.0f}, w);
+  from_vector<float>(c, std::vector<float>{std::numeric_limits<float>::infinity(), 0.0f}, g);
+  Sgd sgd(c, w, g, {.lr = 0.1f, .momentum = 0.0f, .weight_decay = 0.0f, .max_grad_norm = 5.0f});
+  sgd.step(c);
+  EXPECT_TRUE(std::isinf(sgd.last_grad_norm(c)));
+  for (float v : to_vector<float>(c, w)) EXPECT_TRUE(std::isnan(v)) << v;
+}
+
 GLASSBOX_INSTANTIATE_ON_DEVICES(SgdTest);
 
 TEST(Sgd, RejectsBadOptionsAndMismatchedBuffers) {
@@ -104,6 +143,9 @@ TEST(Sgd, RejectsBadOptionsAndMismatchedBuffers) {
       {{.weight_decay = -1e-4f}, "Sgd: weight_decay must be finite and not negative, got -0.0001"},
       {{.weight_decay = inf}, "Sgd: weight_decay must be finite and not negative, got inf"},
       {{.weight_decay = nan}, "Sgd: weight_decay must be finite and not negative, got nan"},
+      {{.max_grad_norm = -1.0f}, "Sgd: max_grad_norm must be finite and not negative (0: no clipping), got -1"},
+      {{.max_grad_norm = nan}, "Sgd: max_grad_norm must be finite and not negative (0: no clipping), got nan"},
+      {{.max_grad_norm = inf}, "Sgd: max_grad_norm must be finite and not negative (0: no clipping), got inf"},
   };
   for (const auto& c_ : cases) {
     try {
