@@ -10,16 +10,25 @@
 namespace glassbox {
 
 void fill_synthetic_batch(Context& ctx, const Graph& graph, int classes, uint64_t seed) {
-  const Tensor& images = graph.input("images");
-  const Tensor& labels = graph.input("labels");
   std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  std::vector<float> pixels(static_cast<size_t>(images.numel()));
-  for (float& p : pixels) p = uniform(rng);
-  from_vector<float>(ctx, pixels, images);
-  std::vector<int> classes_of(static_cast<size_t>(labels.numel()));
-  for (size_t n = 0; n < classes_of.size(); ++n) classes_of[n] = static_cast<int>(n % static_cast<size_t>(classes));
-  from_vector<int>(ctx, classes_of, labels);
+  for (const Node& node : graph.nodes()) {
+    if (!node.is_input()) continue;
+    const size_t count = static_cast<size_t>(node.value.numel());
+    if (node.dtype == DType::kFloat32) {
+      std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+      std::vector<float> values(count);
+      for (float& v : values) v = uniform(rng);
+      from_vector<float>(ctx, values, node.value);
+    } else if (node.dtype == DType::kInt32) {
+      std::uniform_int_distribution<int> ids(0, classes - 1);
+      std::vector<int> values(count);
+      for (size_t n = 0; n < count; ++n) values[n] = node.name == "labels" ? static_cast<int>(n % static_cast<size_t>(classes)) : ids(rng);
+      from_vector<int>(ctx, values, node.value);
+    } else {
+      throw ConfigError(cat("fill_synthetic_batch: input '", node.name, "' is ", name_of(node.dtype),
+                            "; synthetic batches hold float32 and int32 inputs"));
+    }
+  }
 }
 
 SyntheticDataset::SyntheticDataset(SyntheticOptions options) : options_(std::move(options)) {

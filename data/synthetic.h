@@ -1,6 +1,7 @@
 // data/synthetic.h: synthetic data, no files. Images are drawn from U(-1, 1)
 // with a fixed seed (never zeros, which would hide unwritten outputs and can
-// run faster than real data); labels are n % classes.
+// run faster than real data); labels are n % classes; a language model's
+// tokens are drawn uniformly from its vocabulary (its `classes`).
 //   fill_synthetic_batch: one batch, made once and left on the device (the benchmarks)
 //   SyntheticDataset:     a Dataset whose sample n depends only on (seed, n)
 #pragma once
@@ -13,7 +14,9 @@
 
 namespace glassbox {
 
-// Fills the graph's "images" and "labels" inputs (compile the graph first).
+// Fills every input of the graph (compile it first): float32 inputs (the
+// images) from U(-1, 1), "labels" with n % classes, any other int32 input
+// (a language model's tokens) with ids from U{0, ..., classes - 1}.
 void fill_synthetic_batch(Context& ctx, const Graph& graph, int classes, uint64_t seed = 42);
 
 struct SyntheticOptions {

@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 
 #include "data/data_spec.h"
 #include "data/idx_dataset.h"
 #include "data/synthetic.h"
+#include "graph/builder.h"
+#include "tensor/copy.h"
 #include "tests/support/data_files.h"
 
 namespace glassbox {
@@ -93,6 +96,30 @@ TEST(DataSpec, SyntheticSamplesDependOnlyOnSeedAndIndex) {
     sum += v;
   }
   EXPECT_NEAR(sum / 192, 0.0, 0.15);
+}
+
+// The benchmarks' one batch: float inputs from U(-1, 1), "labels" n % classes,
+// any other int32 input (a language model's tokens) random ids below classes.
+TEST(DataSpec, SyntheticBatchFillsEveryInputByItsType) {
+  for (const char* label_input : {"labels", "tokens"}) {
+    GraphBuilder g;
+    const Value x = g.input("images", {64, 3});
+    const Value ids = g.input(label_input, {64}, DType::kInt32);
+    Graph graph = std::move(g).build(g.softmax_cross_entropy(g.linear(x, {.out_features = 5}), ids));
+    Context ctx = Context::cpu();
+    graph.compile(ctx);
+    fill_synthetic_batch(ctx, graph, 5);
+    const std::vector<int> got = to_vector<int>(ctx, graph.input(label_input));
+    std::set<int> distinct(got.begin(), got.end());
+    EXPECT_EQ(distinct, (std::set<int>{0, 1, 2, 3, 4})) << label_input << ": every id below 5 drawn, none outside";
+    bool is_n_mod_5 = true;
+    for (size_t n = 0; n < got.size(); ++n) is_n_mod_5 = is_n_mod_5 && got[n] == static_cast<int>(n % 5);
+    EXPECT_EQ(is_n_mod_5, std::string(label_input) == "labels") << label_input;
+    for (float v : to_vector<float>(ctx, graph.input("images"))) {
+      EXPECT_GE(v, -1.0f);
+      EXPECT_LT(v, 1.0f);
+    }
+  }
 }
 
 TEST(DataSpec, RefusalsNameWhatIsWrong) {
