@@ -12,7 +12,8 @@
 // runs 10 warm-up steps; then every step is timed on its own (CUDA events on
 // the GPU, the steady clock on the CPU) and fed to Google Benchmark as manual
 // time. inference runs on its own graph, compiled for inference only (no
-// gradients, nothing kept for backward). Counters: images/s and TFLOP/s
+// gradients, nothing kept for backward). Counters: images/s (a language
+// model's: tokens/s, B x T per step) and TFLOP/s
 // (analytic: 2 x MACs forward, 3x that with backward) from the mean step time,
 // peak device memory over the timed steps (peak_memory) and by category
 // (mem_*: the optimizer's state exists only in train_step), and the loss of
@@ -140,7 +141,7 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
     }
     const double mean = seconds / static_cast<double>(state.iterations());
     const double flops = flop_multiplier(mode) * 2.0 * static_cast<double>(session.graph().macs());
-    state.counters["images/s"] = key.batch / mean;
+    state.counters[cat(net.item_name(), "/s")] = static_cast<double>(key.batch * net.items_per_sample()) / mean;
     if (data_parallel) {
       split.report(state, *session.sync(), key.net, key.batch, mean);
       session.set_data_parallel(nullptr, settings.sync);

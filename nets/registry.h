@@ -14,13 +14,21 @@ namespace glassbox {
 struct NetSpec {
   std::string name;         // "VGG16": what benchmarks and the CLI call it
   std::string description;  // one line: what it is and where it comes from
-  Shape sample;             // one input image: (C, H, W)
-  int classes = 0;
+  Shape sample;             // one input image: (C, H, W); a language model's: (T) tokens
+  int classes = 0;          // a language model's: its vocabulary
   int gpu_batch = 0;        // default batches (DESIGN.md section 5); the CPU's
   int cpu_batch = 0;        // are small enough for a 2-core machine
   std::function<Graph(int batch)> build;
+  // A language model reads sequences: its inputs are "tokens" and "labels"
+  // (the next tokens), (T, B) int32, time-major, and the batch is B
+  // sequences of T tokens. Every other network reads images (or an MLP's
+  // feature vectors) into "images" and "labels" (N).
+  bool language_model = false;
 
   int default_batch(const Device& device) const { return device.is_cuda() ? gpu_batch : cpu_batch; }
+  // Throughput's unit: images, or tokens (T of them per sequence).
+  std::string_view item_name() const { return language_model ? "tokens" : "images"; }
+  int64_t items_per_sample() const { return language_model ? sample[0] : 1; }
 };
 
 // The named networks. MLPs named by their sizes are not listed: there are

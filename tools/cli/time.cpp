@@ -176,8 +176,9 @@ int run_time(const std::vector<std::string>& words) {
   std::printf("measured step: %s ms; outside the layers: %s ms (%s%%)\n", fixed(step_ms, 3).c_str(),
               fixed(step_ms - layers_ms, 3).c_str(), fixed(100.0 * (step_ms - layers_ms) / step_ms, 1).c_str());
   const double step_flops = 3.0 * 2.0 * static_cast<double>(graph.macs());
-  std::printf("throughput: %s images/s, %s %s (analytic: 3 x 2 x %s GMAC per step)\n",
-              fixed(batch / (step_ms / 1e3), 1).c_str(), fixed(step_flops / (step_ms / 1e3) / rate_scale, 2).c_str(),
+  std::printf("throughput: %s %s/s, %s %s (analytic: 3 x 2 x %s GMAC per step)\n",
+              fixed(static_cast<double>(batch * net.items_per_sample()) / (step_ms / 1e3), 1).c_str(),
+              std::string(net.item_name()).c_str(), fixed(step_flops / (step_ms / 1e3) / rate_scale, 2).c_str(),
               unit.c_str(), fixed(static_cast<double>(graph.macs()) / 1e9, 3).c_str());
   std::printf("loss: %s at the first timed step, %s at the last\n", fixed(first_loss, 6).c_str(),
               fixed(last_loss, 6).c_str());
