@@ -106,9 +106,14 @@ int64_t Graph::macs() const {
 
 int Graph::batch() const {
   for (const Node& n : nodes_) {
-    if (n.is_input()) return static_cast<int>(n.shape[0]);
+    if (n.is_input()) return static_cast<int>(n.name == "tokens" && n.shape.rank() == 2 ? n.shape[1] : n.shape[0]);
   }
   return 0;
+}
+
+void Graph::reset_carried_state(Context& ctx) {
+  if (!compiled_) throw Error("reset_carried_state: the graph is not compiled; call compile(ctx) first");
+  for (int i : layers_) nodes_[static_cast<size_t>(i)].layer->reset_carried_state(ctx);
 }
 
 void Graph::compile(Context& ctx, const CompileOptions& options) {

@@ -101,7 +101,9 @@ class Graph {
   int loss_node() const { return loss_; }
   int64_t parameter_count() const;  // learnable scalars
   int64_t macs() const;             // multiply-accumulates of one forward pass (whole batch)
-  int batch() const;                // dimension 0 of the first input
+  // The batch: dimension 0 of the first input, or dimension 1 of a
+  // language model's time-major "tokens" (T, B).
+  int batch() const;
 
   void compile(Context& ctx, const CompileOptions& options = {});
   bool compiled() const { return compiled_; }
@@ -136,6 +138,10 @@ class Graph {
   // (optim/gradient_sync.h).
   void backward(Context& ctx, const std::function<void(const Node&, int position)>& after_each_layer = {});
   float loss(Context& ctx) const;  // waits for the device
+  // Zeroes what layers carry from one forward to the next (an LSTM's final
+  // hidden and cell state, the next window's initial state): at the start of
+  // each epoch of a language model and of each evaluation. Queued on ctx's stream.
+  void reset_carried_state(Context& ctx);
 
   const Tensor& parameters() const { return parameters_; }  // flat, all learnable parameters
   const Tensor& gradients() const { return gradients_; }    // flat, same layout (undefined in inference plans)

@@ -170,6 +170,11 @@ class Layer {
   // prepare()): a model's tensors listed without allocating it (nets/torch_names.h).
   virtual std::vector<StateSpec> state_specs() const { return {}; }
 
+  // Zeroes state a layer carries from one forward to the next (a recurrent
+  // layer's final state, truncated backpropagation through time's next
+  // initial state); the default carries none. Graph::reset_carried_state calls it.
+  virtual void reset_carried_state(Context& /*ctx*/) {}
+
   // Multiply-accumulates of one forward pass over the whole batch. Counted for
   // convolutions and linear layers (forward FLOPs = 2 x MACs), zero for the
   // memory-bound layers, as the reference tables count them.

@@ -33,22 +33,33 @@ void score_rows(std::span<const float> logits, std::span<const int> labels, int 
   }
 }
 
-Evaluation evaluate(Context& ctx, Graph& graph, Loader& loader) {
+Evaluation evaluate(Context& ctx, Graph& graph, BatchSource& batches) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
-  const Tensor& images = graph.input("images");
   const Tensor& labels = graph.input("labels");
   const Tensor& logits = logits_of(graph);
-  const int classes = static_cast<int>(logits.shape()[1]);
+  const int classes = static_cast<int>(logits.shape().dims().back());
   Evaluation result;
-  loader.start_epoch(0);
-  while (const int count = loader.next(images, labels)) {
+  result.has_accuracy = !batches.continues();
+  if (batches.continues()) graph.reset_carried_state(ctx);
+  batches.start_epoch(0);
+  while (const int64_t count = batches.next(graph)) {
     graph.forward(ctx, Phase::kInference);
-    score_rows(to_vector<float>(ctx, logits), to_vector<int>(ctx, labels), count, classes, result);
+    if (batches.continues()) {  // whole windows: the loss layer's mean is exact
+      result.loss_sum += static_cast<double>(graph.loss(ctx)) * static_cast<double>(count);
+      result.samples += count;
+    } else {
+      score_rows(to_vector<float>(ctx, logits), to_vector<int>(ctx, labels), static_cast<int>(count), classes, result);
+    }
   }
-  result.wait_seconds = loader.stats().wait_seconds;
+  result.wait_seconds = batches.stats().wait_seconds;
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
+}
+
+Evaluation evaluate(Context& ctx, Graph& graph, Loader& loader) {
+  LoaderBatches batches(loader);
+  return evaluate(ctx, graph, batches);
 }
 
 }  // namespace glassbox

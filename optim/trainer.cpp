@@ -74,20 +74,36 @@ Trainer::Trainer(Context& ctx, const NetSpec& net, Graph& graph, DataSplits data
   const int batch = graph_.batch();
   const int rank = data_parallel() ? options_.communicator->rank() : 0;
   const int ranks = data_parallel() ? options_.communicator->size() : 1;
-  train_loader_ = std::make_unique<Loader>(ctx_, data_.train,
-                                           LoaderOptions{.batch = batch, .workers = options_.workers,
-                                                         .seed = options_.seed, .shuffle = true,
-                                                         .mode = SampleMode::kTraining, .drop_last = true,
-                                                         .shard = rank, .shards = ranks, .warn = options_.warn});
-  if (data_parallel()) sync_ = std::make_unique<GradientSync>(ctx_, graph_, *options_.communicator, options_.sync);
+  train_ = std::make_unique<LoaderBatches>(std::make_unique<Loader>(
+      ctx_, data_.train,
+      LoaderOptions{.batch = batch, .workers = options_.workers, .seed = options_.seed, .shuffle = true,
+                    .mode = SampleMode::kTraining, .drop_last = true, .shard = rank, .shards = ranks,
+                    .warn = options_.warn}));
   if (options_.evaluate && data_.test != nullptr) {
-    test_loader_ = std::make_unique<Loader>(ctx_, data_.test,
-                                            LoaderOptions{.batch = batch, .workers = options_.workers,
-                                                          .seed = options_.seed, .shuffle = false,
-                                                          .mode = SampleMode::kEvaluation, .drop_last = false,
-                                                          .warn = options_.warn});
+    test_ = std::make_unique<LoaderBatches>(std::make_unique<Loader>(
+        ctx_, data_.test,
+        LoaderOptions{.batch = batch, .workers = options_.workers, .seed = options_.seed, .shuffle = false,
+                      .mode = SampleMode::kEvaluation, .drop_last = false, .warn = options_.warn}));
   }
-  steps_per_epoch_ = train_loader_->batches_per_epoch();
+  finish_setup();
+}
+
+Trainer::Trainer(Context& ctx, const NetSpec& net, Graph& graph, std::unique_ptr<BatchSource> train,
+                 std::unique_ptr<BatchSource> test, TrainerOptions options)
+    : ctx_(ctx),
+      net_(net),
+      graph_(graph),
+      options_(std::move(options)),
+      sgd_(ctx, graph.parameters(), graph.gradients(), options_.sgd),
+      train_(std::move(train)),
+      test_(options_.evaluate ? std::move(test) : nullptr) {
+  if (train_ == nullptr) throw ConfigError("Trainer: no training batches (a null pointer)");
+  finish_setup();
+}
+
+void Trainer::finish_setup() {
+  if (data_parallel()) sync_ = std::make_unique<GradientSync>(ctx_, graph_, *options_.communicator, options_.sync);
+  steps_per_epoch_ = train_->batches_per_epoch();
   if (options_.steps_per_epoch > 0) steps_per_epoch_ = std::min(steps_per_epoch_, options_.steps_per_epoch);
   if (options_.warmup_epochs > 0) options_.schedule.warmup_steps = options_.warmup_epochs * steps_per_epoch_;
   state_.config = options_.config;
@@ -123,7 +139,7 @@ void Trainer::run(const TrainerHooks& hooks) {
   }
   for (int epoch = state_.epoch + 1; epoch <= options_.epochs; ++epoch) {
     EpochReport report = train_epoch(epoch, hooks);
-    if (test_loader_) report.test = evaluate(ctx_, graph_, *test_loader_);
+    if (test_) report.test = evaluate(ctx_, graph_, *test_);
     state_.epoch = epoch;
     const bool writes = !data_parallel() || options_.communicator->rank() == 0;  // the replicas are the same
     if (!options_.checkpoint_dir.empty() && writes) {
@@ -136,11 +152,11 @@ void Trainer::run(const TrainerHooks& hooks) {
 
 EpochReport Trainer::train_epoch(int epoch, const TrainerHooks& hooks) {
   ctx_.rng().seed(epoch_seed(options_.seed, epoch - 1));
-  train_loader_->start_epoch(epoch - 1);
-  const Tensor& images = graph_.input("images");
+  if (train_->continues()) graph_.reset_carried_state(ctx_);
+  train_->start_epoch(epoch - 1);
   const Tensor& labels = graph_.input("labels");
   const Tensor& logits = logits_of(graph_);
-  const int classes = static_cast<int>(logits.shape()[1]);
+  const int classes = static_cast<int>(logits.shape().dims().back());
   const int64_t total_steps = steps_per_epoch_ * options_.epochs;
 
   EpochReport report{.epoch = epoch, .epochs = options_.epochs, .steps = steps_per_epoch_};
@@ -148,7 +164,7 @@ EpochReport Trainer::train_epoch(int epoch, const TrainerHooks& hooks) {
   double compute = 0.0;
   const auto start = Clock::now();
   for (int64_t step = 1; step <= steps_per_epoch_; ++step) {
-    const int count = train_loader_->next(images, labels);
+    const int64_t count = train_->next(graph_);
     if (count == 0) break;  // the loader ran dry early: cannot happen with drop_last, kept for safety
     report.lr = options_.schedule.at(options_.sgd.lr, state_.step, total_steps, steps_per_epoch_);
     sgd_.set_lr(report.lr);
@@ -168,8 +184,14 @@ EpochReport Trainer::train_epoch(int epoch, const TrainerHooks& hooks) {
       throw NumericalError(cat("epoch ", epoch, ", ", e.what()));
     }
     compute += seconds_since(step_start);
-    // The logits stay as forward left them: backward writes only gradients.
-    score_rows(to_vector<float>(ctx_, logits), to_vector<int>(ctx_, labels), count, classes, seen);
+    if (train_->continues()) {  // whole windows: the loss is exact, and the logits too many to copy (evaluate.h)
+      seen.loss_sum += static_cast<double>(loss) * static_cast<double>(count);
+      seen.samples += count;
+      seen.has_accuracy = false;
+    } else {
+      // The logits stay as forward left them: backward writes only gradients.
+      score_rows(to_vector<float>(ctx_, logits), to_vector<int>(ctx_, labels), static_cast<int>(count), classes, seen);
+    }
     if (hooks.on_step) {
       const double elapsed = seconds_since(start);
       hooks.on_step({.epoch = epoch, .epochs = options_.epochs, .step = step, .steps = steps_per_epoch_, .global_step = state_.step,
@@ -178,7 +200,7 @@ EpochReport Trainer::train_epoch(int epoch, const TrainerHooks& hooks) {
                      .elapsed_seconds = elapsed});
     }
   }
-  const LoaderStats stats = train_loader_->stats();
+  const LoaderStats stats = train_->stats();
   if (data_parallel()) seen = summed_over_ranks(seen);
   report.seconds = seconds_since(start);
   report.global_step = state_.step;

@@ -36,6 +36,7 @@
 #include <optional>
 #include <string>
 
+#include "data/batch_source.h"
 #include "data/data_spec.h"
 #include "data/loader.h"
 #include "graph/graph.h"
@@ -114,6 +115,13 @@ class Trainer {
   // training on `ctx`. Throws ConfigError if the data does not fit the
   // network (sample shape, classes).
   Trainer(Context& ctx, const NetSpec& net, Graph& graph, DataSplits data, TrainerOptions options);
+  // The same loop over batches made elsewhere (data/batch_source.h: a
+  // language model's text windows), already checked against the network;
+  // `test` may be null (no evaluation). Where the batches continue from each
+  // other, the graph's carried state is reset at the start of every epoch.
+  // TrainerOptions' workers and warn belong to loaders and are not used here.
+  Trainer(Context& ctx, const NetSpec& net, Graph& graph, std::unique_ptr<BatchSource> train,
+          std::unique_ptr<BatchSource> test, TrainerOptions options);
   ~Trainer();
 
   // Loads the latest checkpoint of `dir` (parameters, running statistics,
@@ -128,6 +136,7 @@ class Trainer {
   const Sgd& optimizer() const { return sgd_; }
 
  private:
+  void finish_setup();  // what both constructors do once the batches exist
   EpochReport train_epoch(int epoch, const TrainerHooks& hooks);
   bool data_parallel() const { return options_.communicator != nullptr && options_.communicator->size() > 1; }
   Evaluation summed_over_ranks(const Evaluation& mine) const;
@@ -138,8 +147,8 @@ class Trainer {
   DataSplits data_;
   TrainerOptions options_;
   Sgd sgd_;
-  std::unique_ptr<Loader> train_loader_;
-  std::unique_ptr<Loader> test_loader_;
+  std::unique_ptr<BatchSource> train_;
+  std::unique_ptr<BatchSource> test_;  // null: no evaluation
   std::unique_ptr<GradientSync> sync_;  // data-parallel only
   int64_t steps_per_epoch_ = 0;
   TrainingState state_;

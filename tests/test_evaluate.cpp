@@ -5,6 +5,8 @@
 #include <cmath>
 
 #include "data/data_spec.h"
+#include "graph/builder.h"
+#include "tensor/copy.h"
 #include "nets/nets.h"
 #include "optim/evaluate.h"
 
@@ -67,6 +69,57 @@ TEST(Evaluate, EverySampleOnceWhateverTheBatch) {
   }
   EXPECT_EQ(results[0].correct, results[1].correct);
   EXPECT_NEAR(results[0].loss(), results[1].loss(), 1e-5);
+}
+
+// Batches that continue from each other (a language model's windows) are
+// scored by the loss layer's mean, weighted by the rows of each batch, with
+// no accuracy, and the graph's carried state is reset first.
+class ContinuingBatches final : public BatchSource {
+ public:
+  std::string describe() const override { return "three fixed batches"; }
+  int64_t batches_per_epoch() const override { return 3; }
+  void start_epoch(int epoch) override {
+    EXPECT_EQ(epoch, 0);
+    next_ = 0;
+  }
+  int64_t next(Graph& graph) override {
+    if (next_ == 3) return 0;
+    Context cpu = Context::cpu();
+    std::vector<float> x(8);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(next_ + 1) * 0.25f * static_cast<float>(i);
+    from_vector<float>(cpu, x, graph.input("images"));
+    from_vector<int>(cpu, std::vector<int>{next_ % 2, 1}, graph.input("labels"));
+    ++next_;
+    return 2;
+  }
+  LoaderStats stats() const override { return {}; }
+  bool continues() const override { return true; }
+
+ private:
+  int next_ = 0;
+};
+
+TEST(Evaluate, ContinuingBatchesAreScoredByTheLossLayer) {
+  Context ctx = Context::cpu();
+  GraphBuilder g;
+  const Value x = g.input("images", {2, 4});
+  const Value labels = g.input("labels", {2}, DType::kInt32);
+  Graph graph = std::move(g).build(g.softmax_cross_entropy(g.linear(x, {.out_features = 3}), labels));
+  graph.compile(ctx);
+  ContinuingBatches batches;
+  const Evaluation result = evaluate(ctx, graph, batches);
+  // The same three batches scored one by one from the loss layer.
+  double sum = 0.0;
+  batches.start_epoch(0);
+  while (batches.next(graph) > 0) {
+    graph.forward(ctx, Phase::kInference);
+    sum += 2.0 * graph.loss(ctx);
+  }
+  EXPECT_EQ(result.samples, 6);
+  EXPECT_NEAR(result.loss(), sum / 6.0, 1e-6);
+  EXPECT_NEAR(result.perplexity(), std::exp(sum / 6.0), 1e-5);
+  EXPECT_FALSE(result.has_accuracy);
+  EXPECT_EQ(result.correct, 0);
 }
 
 }  // namespace

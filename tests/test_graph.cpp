@@ -234,6 +234,12 @@ TEST(Graph, UseBeforeCompileAndWrongDeviceAreErrors) {
     EXPECT_STREQ(e.what(), "forward: the graph is not compiled; call compile(ctx) first");
   }
   try {
+    graph.reset_carried_state(ctx);
+    FAIL() << "carried state reset before compile";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "reset_carried_state: the graph is not compiled; call compile(ctx) first");
+  }
+  try {
     graph.input("images");
     FAIL() << "an input's tensor before compile";
   } catch (const Error& e) {
