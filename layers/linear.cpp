@@ -48,24 +48,10 @@ constexpr int64_t kRowsPerBlock = 64;
 constexpr int64_t kColumnsPerBlock = 384;
 
 // body(begin, end) for consecutive blocks of `block` features, over the threads.
-//
-// Note [No team around a lone product]: one block is called here, outside any
-// OpenMP region, so that Eigen's product threads itself from the process's
-// one thread pool. Inside an `if (false)` region (a team of one),
-// omp_get_num_threads() is 1, so Eigen opens a nested region of its own: with
-// GCC 12's libgomp (nesting off by default) that runs serially, one core for
-// the whole product, and with nesting on it makes a fresh team per call. The
-// issue 11 report of a pthread_create per call did not reproduce at 8c2f0c7
-// (strace: one clone in a whole `bench_nets --net=LeNet --batch=256` forward
-// run); the product is simply no longer run under a team.
 template <typename Body>
 void for_each_block(int64_t count, int64_t block, const Body& body) {
   const int64_t blocks = (count + block - 1) / block;
-  if (blocks == 1) {
-    body(int64_t{0}, count);
-    return;
-  }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (blocks > 1)
   for (int64_t b = 0; b < blocks; ++b) body(b * block, std::min(count, (b + 1) * block));
 }
 
