@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include <omp.h>
 #include <unistd.h>
 
 #include "bench/support/bench_flags.h"
@@ -244,12 +245,14 @@ constexpr const char* kDiscardedOut = "--benchmark_out=/dev/null";
 void print_help() {
   std::printf(
       "bench_nets [--device=cpu|cuda|cuda:N] [--batch=N] [--net=NAME] [--precision=fp32|tf32] [--cudnn-search]\n"
-      "           [--deterministic] [--no-nvtx] [--data=SPEC [--workers=N]]\n"
+      "           [--deterministic] [--no-nvtx] [--data=SPEC [--workers=N]] [--threads=N]\n"
       "           [under mpirun: --bucket-mb=X --no-overlap --comm-timeout=S --steps=N] [--data-parallel]\n"
       "           [Google Benchmark flags: --benchmark_filter=REGEX --benchmark_out=FILE ...]\n"
       "--data=folder:PATH (or fashion-mnist, ...): also time each train_step on that real data, named\n"
       "<Net>/train_step/batch:<N>/real_data, with counters data_wait_ms, compute_ms and data_share.\n"
       "--no-nvtx: no NVTX range per layer and pass (a GPU build pushes them for Nsight Systems).\n"
+      "--threads=N: OpenMP threads of every CPU kernel (default: OMP_NUM_THREADS, else one per core), in the\n"
+      "context as cpu_threads.\n"
       "--deterministic: only cuDNN algorithms that give the same bits on every run (%s); the CPU path\n"
       "always does, so there it changes nothing but the names, which end in /deterministic.\n"
       "Networks: %s; --net=MLP:<features>,<hidden>,...,<classes> for any MLP.\n"
@@ -291,7 +294,9 @@ int run(int argc, char** argv) {
   const bool speaks = placement.rank == 0;  // in a job of several ranks, rank 0 reports
   const DeviceChoice choice = choose_device(flags.device, "--device");
   settings.device = device_for_rank(choice.device, flags.device, placement, cuda_availability().device_count);
-  const int threads = share_cpu_cores(settings.device, placement);
+  // A thread count asked for wins over the share of the cores a rank gets.
+  if (flags.threads > 0) omp_set_num_threads(flags.threads);
+  const int threads = flags.threads > 0 ? flags.threads : share_cpu_cores(settings.device, placement);
   if (!choice.note.empty() && speaks) {
     std::fprintf(stderr, "bench_nets: %s with CPU batch sizes\n", choice.note.c_str());
   }

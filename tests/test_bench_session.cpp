@@ -19,6 +19,12 @@ TEST(BenchFlags, DeterministicIsASwitchThatDefaultsToTheBuild) {
   EXPECT_TRUE(parse_bench_flags({"--deterministic"}).passed_on.empty()) << "Google Benchmark does not see it";
 }
 
+TEST(BenchFlags, ThreadsIsOursNotGoogleBenchmarks) {
+  EXPECT_EQ(parse_bench_flags({}).threads, 0) << "0: OMP_NUM_THREADS or one per core";
+  EXPECT_EQ(parse_bench_flags({"--threads=3"}).threads, 3);
+  EXPECT_TRUE(parse_bench_flags({"--threads=3"}).passed_on.empty()) << "Google Benchmark does not see it";
+}
+
 TEST(NetSession, ANonFiniteLossIsAnErrorNamingTheStep) {
   const NetSpec net = find_net("LeNet");
   NetSession session(net, {.net = "LeNet", .batch = 4, .device = Device::cpu()}, CompileOptions{});

@@ -50,6 +50,8 @@ TEST(Cli, UsageErrorsListTheChoicesAndExitTwo) {
        "glassbox: --batch must be an integer from 1 to 2147483647, got '2147483648'"},
       {"time LeNet --steps 0", "glassbox: --steps must be an integer from 1 to 1000000, got '0'"},
       {"time LeNet --warmup -1", "glassbox: --warmup must be an integer from 0 to 1000000, got '-1'"},
+      {"time LeNet --threads 0", "glassbox: --threads must be an integer from 1 to 1024, got '0'"},
+      {"summary LeNet --threads", "glassbox: --threads needs a value: the CPU threads, e.g. --threads 2"},
       {"summary VGG16 --batch 2 --batch 3", "glassbox: --batch is given twice ('2' and '3'); give it once"},
       {"time LeNet --device=", "glassbox: --device needs a value (--device D), got an empty one"},
       {"time LeNet --cudnn-search=1", "glassbox: --cudnn-search takes no value"},
@@ -138,6 +140,18 @@ TEST(Cli, TimeJsonIntoAMissingFolderFailsBeforeTheRun) {
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "/nonexistent/t.json")) << r.output;
   EXPECT_FALSE(contains(r.output, "sum of layers")) << r.output;
+}
+
+// --threads, for every command, sets the threads of every CPU kernel: time says how many ran.
+TEST(Cli, ThreadsIsOneFlagForEveryCommandAndTimeSaysIt) {
+  for (const char* threads : {"1", "3"}) {
+    const Outcome r = run(kCli + " time LeNet --device cpu --batch 2 --steps 1 --warmup 0 --threads " + threads);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const std::string said = std::string("CPU path: Eigen + OpenMP, ") + threads + (threads[0] == '1' ? " thread\n" : " threads\n");
+    EXPECT_TRUE(contains(r.output, said)) << "missing '" << said << "' in:\n" << r.output;
+  }
+  const Outcome summary = run(kCli + " summary LeNet --threads 1");
+  EXPECT_EQ(summary.exit_code, 0) << summary.output;
 }
 
 TEST(Cli, TimePrintsTheLossOfTheFirstAndLastTimedStep) {
@@ -280,6 +294,7 @@ TEST(BenchNets, EveryBadFlagIsAUsageErrorNamingIt) {
       {"--data-parallel=1", "bench_nets: --data-parallel takes no value"},
       {"--bucket-mb=0", "bench_nets: --bucket-mb must be a number from 0.001 to 1048576, got '0'"},
       {"--steps=0", "bench_nets: --steps must be an integer from 1 to 1000000, got '0'"},
+      {"--threads=0", "bench_nets: --threads must be an integer from 1 to 1024, got '0'"},
       {"VGG16", "bench_nets: unexpected argument 'VGG16': bench_nets takes only flags; choose networks with "
                 "--benchmark_filter=REGEX (e.g. --benchmark_filter=VGG16)"},
       {"--device=cpu --benchmark_out=/nonexistent-dir/r.json --benchmark_filter=LeNet",

@@ -13,7 +13,7 @@ namespace {
 
 constexpr std::string_view kOwnFlags[] = {"--device", "--batch",     "--net",          "--precision",
                                           "--data",   "--workers",   "--bucket-mb",    "--comm-timeout",
-                                          "--steps"};  // each takes =VALUE
+                                          "--steps",  "--threads"};  // each takes =VALUE
 
 ReportFormat parse_format(std::string_view flag, std::string_view value) {
   if (value == "console") return ReportFormat::kConsole;
@@ -62,6 +62,8 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
       flags.bucket_mb = parse_number("--bucket-mb", value, 0.001, 1 << 20);
     } else if (name == "--comm-timeout") {
       flags.comm_timeout = parse_number("--comm-timeout", value, 0.001, 1e7);
+    } else if (name == "--threads") {
+      flags.threads = static_cast<int>(parse_int("--threads", value, 1, 1024));
     } else if (name == "--steps") {
       flags.steps = static_cast<int>(parse_int("--steps", value, 1, 1'000'000));
     } else if (name == "--data-parallel") {

@@ -30,6 +30,7 @@ struct BenchFlags {
   // per network, "<Net>/train_step/batch:<N>/real_data", beside the synthetic one.
   std::string data;
   int workers = 0;  // --workers=: the data loader's threads; 0: one per core
+  int threads = 0;  // --threads=: OpenMP threads of every CPU kernel; 0: OMP_NUM_THREADS or one per core
   AlgoSearch algo_search = AlgoSearch::kHeuristic;
   bool deterministic = kDeterministicByDefault;  // --deterministic (PrepareOptions::deterministic)
   bool nvtx = true;  // --no-nvtx: no NVTX range per layer and pass (CompileOptions::nvtx)

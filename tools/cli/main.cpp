@@ -20,7 +20,10 @@
 #include <string>
 #include <vector>
 
+#include <omp.h>
+
 #include "nets/registry.h"
+#include "tensor/parse.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/flag_specs.h"
 #include "tools/entry_point.h"
@@ -73,6 +76,8 @@ void print_usage() {
       "  report FILE.json [--out FILE.html]\n"
       "                               an HTML page with charts (per-layer time, roofline, batch sweep)\n"
       "                               from what time --json, sweep or trace wrote (docs/report.md)\n\n"
+      "every command: --threads N   OpenMP threads of every CPU kernel (default: OMP_NUM_THREADS, else one\n"
+      "                             per core)\n\n"
       "networks: %s,\n"
       "          or MLP:<features>,<hidden>,...,<classes> (fully connected, e.g. MLP:784,2048,10)\n",
       glassbox::net_names().c_str());
@@ -104,6 +109,22 @@ void print_flags(const std::string& verb, const std::vector<glassbox::cli::FlagS
   }
 }
 
+// Note [One thread count for every kernel]: every CPU kernel sizes its work
+// by omp_get_max_threads() (convolutions when they are compiled, the
+// elementwise loops, linear blocks, pooling, batch norm and the optimizer at
+// each call), and Eigen's products run inside those teams
+// (Note [Eigen's own threads]), so setting OpenMP's count once, before any
+// context or graph exists, is what makes them all follow it. OMP_NUM_THREADS
+// does the same from the environment; --threads, given, wins.
+// Takes `--threads N` out of `words`, wherever it is, for every command.
+void apply_thread_flag(std::vector<std::string>& words) {
+  const auto flag = std::find(words.begin(), words.end(), "--threads");
+  if (flag == words.end()) return;
+  if (flag + 1 == words.end()) throw glassbox::ConfigError("--threads needs a value: the CPU threads, e.g. --threads 2");
+  omp_set_num_threads(static_cast<int>(glassbox::parse_int("--threads", *(flag + 1), 1, 1024)));
+  words.erase(flag, flag + 2);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -115,7 +136,8 @@ int main(int argc, char** argv) {
       return words.empty() ? kExitUsage : 0;
     }
     const std::string& verb = words[0];
-    const std::vector<std::string> rest(words.begin() + 1, words.end());
+    std::vector<std::string> rest(words.begin() + 1, words.end());
+    apply_thread_flag(rest);
     if (const auto* flags = flags_of(verb);
         flags != nullptr && std::find(rest.begin(), rest.end(), "--help") != rest.end()) {
       print_flags(verb, *flags);

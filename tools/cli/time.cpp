@@ -156,11 +156,12 @@ int run_time(const std::vector<std::string>& words) {
   table.add_rule();
   table.add_row({"sum of layers", "", "", "", fixed(forward_sum + backward_sum, 3)});
 
-  const char* how = !gpu ? "CPU path: Eigen + OpenMP"
-                    : options.layers.algo_search == AlgoSearch::kMeasured ? "cuDNN algorithms measured"
-                                                                          : "cuDNN heuristics";
+  const std::string how = !gpu ? cat("CPU path: Eigen + OpenMP, ", info.cpu_threads, " thread",
+                                     info.cpu_threads == 1 ? "" : "s")
+                          : options.layers.algo_search == AlgoSearch::kMeasured ? "cuDNN algorithms measured"
+                                                                                : "cuDNN heuristics";
   std::printf("%s on %s (%s), batch %d, %s, %s%s\n", net.name.c_str(), info.device.c_str(),
-              info.device_name.c_str(), batch, info.precision.c_str(), how,
+              info.device_name.c_str(), batch, info.precision.c_str(), how.c_str(),
               options.layers.deterministic ? ", deterministic" : "");
   std::printf("%d warm-up, then %d timed forward+backward steps; times are means per step\n", warmup, steps);
   std::printf("peaks: %s %s, %s GB/s (%s); measured %s %s, %s GB/s (%s)\n",
