@@ -74,9 +74,10 @@ void BpttWindows::window(int64_t w, std::span<int32_t> inputs, std::span<int32_t
 }
 
 std::string BpttWindows::describe() const {
-  return cat(what_, ": ", options_.streams, " streams of ", grouped(batches_.length), " tokens, ", grouped(windows_),
-             windows_ == 1 ? " window of " : " windows of ", options_.steps, " steps (",
-             grouped(batches_.dropped), " tokens past the last full stream, ", grouped(dropped_tail()),
+  auto count = [](int64_t n, const char* one, const char* many) { return cat(grouped(n), n == 1 ? one : many); };
+  return cat(what_, ": ", options_.streams, " streams of ", count(batches_.length, " token, ", " tokens, "),
+             count(windows_, " window of ", " windows of "), options_.steps, " steps (",
+             count(batches_.dropped, " token", " tokens"), " past the last full stream, ", grouped(dropped_tail()),
              " in a partial last window: dropped)");
 }
 

@@ -65,8 +65,8 @@ class BpttWindows {
   std::span<const int32_t> inputs(int64_t w) const;
   std::span<const int32_t> targets(int64_t w) const;
 
-  // "fortunes valid: 20 streams of 1,525 tokens, 43 windows of 35 steps (5
-  // tokens past the last full stream, 140 in a partial last window: dropped)".
+  // "fortunes valid: 20 streams of 1,490 tokens, 42 windows of 35 steps (2
+  // tokens past the last full stream, 380 in a partial last window: dropped)".
   std::string describe() const;
 
  private:

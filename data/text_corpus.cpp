@@ -177,12 +177,16 @@ void TextCorpus::build(const std::vector<std::string>& files) {
   for (int32_t id : streams_[index(Split::kTrain)]) ++training_counts_[static_cast<size_t>(id)];
 }
 
-const std::string& TextCorpus::word(int32_t id) const {
+size_t TextCorpus::checked(int32_t id) const {
   if (id < 0 || id >= vocabulary_size()) {
     throw Error(cat(options_.name, ": word id ", id, " is outside the vocabulary [0, ", vocabulary_size(), ")"));
   }
-  return words_[static_cast<size_t>(id)];
+  return static_cast<size_t>(id);
 }
+
+const std::string& TextCorpus::word(int32_t id) const { return words_[checked(id)]; }
+
+int64_t TextCorpus::training_count(int32_t id) const { return training_counts_[checked(id)]; }
 
 int32_t TextCorpus::id(std::string_view word) const {
   const auto it = ids_.find(word);

@@ -25,7 +25,10 @@
 // add-one smoothed so that an id the training split never shows (<unk>, when
 // every training word is in the vocabulary) does not make it infinite.
 // perplexity(split) = exp(-mean over the split's ids of log p(id)). An LSTM
-// that has learned more than word frequencies is below it.
+// that has learned more than word frequencies is below it. <unk> is one
+// frequent word to every model here, so a split with more of it (valid and
+// test hold words train never showed) can score lower than train does:
+// compare models on one split and one vocabulary only.
 //
 // Batches for training: data/bptt.h, over tokens(split).
 #pragma once
@@ -62,8 +65,8 @@ class TextCorpus {
   // directory with no text files; a NUL byte in a file; no tokens at all.
   explicit TextCorpus(TextCorpusOptions options);
 
-  // "fortunes: 548,894 train / 30,505 valid / 30,918 test tokens, vocabulary
-  // 10,000 (<unk> 5.3% of train) (/usr/share/games/fortunes)".
+  // "fortunes: 534,957 train / 29,802 valid / 30,240 test tokens, vocabulary
+  // 10,000 (<unk> 5.2% of train) (/usr/share/games/fortunes)".
   std::string describe() const;
   const std::string& name() const { return options_.name; }
   const std::string& path() const { return options_.path; }
@@ -76,19 +79,21 @@ class TextCorpus {
   const std::string& word(int32_t id) const;  // Error for an id outside [0, vocabulary_size())
   int32_t id(std::string_view word) const;    // kUnknown for a word outside the vocabulary
 
-  // Split `split` as one stream of ids, entries in order.
+  // Split `split` as one stream of ids, its entries one after another in
+  // corpus order (nothing marks where an entry ends but its last "<eos>").
   std::span<const int32_t> tokens(Split split) const { return streams_[index(split)]; }
   int64_t token_count(Split split) const { return static_cast<int64_t>(streams_[index(split)].size()); }
   int64_t entries(Split split) const { return entries_[index(split)]; }
   int64_t files() const { return files_; }
   int64_t unknown_count(Split split) const { return unknown_[index(split)]; }
   double unknown_rate(Split split) const;  // unknown_count / token_count (0 for an empty split)
-  int64_t training_count(int32_t id) const { return training_counts_.at(static_cast<size_t>(id)); }
+  int64_t training_count(int32_t id) const;  // the id's count in tokens(kTrain); Error as word()
 
   double unigram_perplexity(Split split) const;  // as above; NaN for an empty split
 
  private:
   static size_t index(Split split) { return static_cast<size_t>(split); }
+  size_t checked(int32_t id) const;  // Error for an id outside the vocabulary
   void build(const std::vector<std::string>& files);
 
   TextCorpusOptions options_;

@@ -198,7 +198,7 @@ TEST(Bptt, WindowsAreConsecutiveAndTargetsAreTheNextToken) {
   EXPECT_EQ(targets, (std::vector<int32_t>{7, 18, 8, 19, 9, 20}));
   EXPECT_EQ(std::vector<int32_t>(windows.inputs(2).begin(), windows.inputs(2).end()), inputs);
   EXPECT_EQ(std::vector<int32_t>(windows.targets(2).begin(), windows.targets(2).end()), targets);
-  EXPECT_EQ(windows.describe(), "tiny train: 2 streams of 11 tokens, 3 windows of 3 steps (1 tokens past the last "
+  EXPECT_EQ(windows.describe(), "tiny train: 2 streams of 11 tokens, 3 windows of 3 steps (1 token past the last "
                                 "full stream, 2 in a partial last window: dropped)");
   // Exactly B * (T + 1) ids make one window.
   EXPECT_EQ(BpttWindows(iota(8), {.streams = 2, .steps = 3}, "x").windows(), 1);
@@ -254,6 +254,7 @@ TEST(TextCorpus, EveryBadPathOrFileIsADataErrorNamingIt) {
                 ": a vocabulary of 2 words is too small: it needs at least 3 (\"<unk>\", \"<eos>\" and one word)");
   const TextCorpus corpus({.path = dir / "ok", .vocabulary = 3});
   EXPECT_EQ(message_of<Error>([&] { corpus.word(3); }), "ok: word id 3 is outside the vocabulary [0, 3)");
+  EXPECT_EQ(message_of<Error>([&] { corpus.training_count(-1); }), "ok: word id -1 is outside the vocabulary [0, 3)");
 }
 
 TEST(TextCorpus, ReadsDebiansFortunes) {
@@ -265,7 +266,9 @@ TEST(TextCorpus, ReadsDebiansFortunes) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cout << corpus.describe() << "\n  loaded in " << seconds << " s; " << corpus.files() << " files, entries "
             << corpus.entries(Split::kTrain) << " / " << corpus.entries(Split::kValid) << " / "
-            << corpus.entries(Split::kTest) << ", training word types " << corpus.training_word_types() << "\n";
+            << corpus.entries(Split::kTest) << ", training word types " << corpus.training_word_types() << "\n  ";
+  for (int32_t id = 0; id < 24; ++id) std::cout << corpus.word(id) << " " << corpus.training_count(id) << "  ";
+  std::cout << "\n";
   for (Split split : kSplits) {
     std::cout << "  " << name_of(split) << ": " << corpus.token_count(split) << " tokens, <unk> "
               << 100.0 * corpus.unknown_rate(split) << "%, unigram perplexity " << corpus.unigram_perplexity(split)
