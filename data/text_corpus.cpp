@@ -203,7 +203,9 @@ double TextCorpus::unigram_perplexity(Split split) const {
   if (stream.empty()) return std::numeric_limits<double>::quiet_NaN();
   const double total = static_cast<double>(token_count(Split::kTrain) + vocabulary_size());
   std::vector<double> log_p(words_.size());
-  for (size_t i = 0; i < log_p.size(); ++i) log_p[i] = std::log((static_cast<double>(training_counts_[i]) + 1.0) / total);
+  for (size_t i = 0; i < log_p.size(); ++i) {
+    log_p[i] = std::log((static_cast<double>(training_counts_[i]) + 1.0) / total);
+  }
   double sum = 0.0;
   for (int32_t id : stream) sum += log_p[static_cast<size_t>(id)];
   return std::exp(-sum / static_cast<double>(stream.size()));
