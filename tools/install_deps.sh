@@ -12,6 +12,9 @@ packages=(cmake make g++ git python3 libeigen3-dev libgtest-dev libbenchmark-dev
 # safetensors header), and Fashion-MNIST itself (its four IDX .gz files under
 # /usr/share/datasets/fashion-mnist), for `glassbox train LeNet --data fashion-mnist`.
 packages+=(libturbojpeg0-dev zlib1g-dev nlohmann-json3-dev dataset-fashion-mnist)
+# The word-level text corpus of the LSTM language model (data/text_corpus.h):
+# the fortune cookies' text files under /usr/share/games/fortunes.
+packages+=(fortunes)
 # Data-parallel jobs (optim/communicator.h, docs/data_parallel.md): Open MPI's
 # headers and library (the CPU communicator, and the exchange of NCCL's unique
 # id between GPU ranks) and mpirun (openmpi-bin), which launches the ranks and
