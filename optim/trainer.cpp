@@ -89,13 +89,15 @@ Trainer::Trainer(Context& ctx, const NetSpec& net, Graph& graph, DataSplits data
 }
 
 Trainer::Trainer(Context& ctx, const NetSpec& net, Graph& graph, std::unique_ptr<BatchSource> train,
-                 std::unique_ptr<BatchSource> test, TrainerOptions options)
+                 std::unique_ptr<BatchSource> validation, std::unique_ptr<BatchSource> test,
+                 TrainerOptions options)
     : ctx_(ctx),
       net_(net),
       graph_(graph),
       options_(std::move(options)),
       sgd_(ctx, graph.parameters(), graph.gradients(), options_.sgd),
       train_(std::move(train)),
+      validation_(options_.evaluate ? std::move(validation) : nullptr),
       test_(options_.evaluate ? std::move(test) : nullptr) {
   if (train_ == nullptr) throw ConfigError("Trainer: no training batches (a null pointer)");
   finish_setup();
@@ -139,6 +141,7 @@ void Trainer::run(const TrainerHooks& hooks) {
   }
   for (int epoch = state_.epoch + 1; epoch <= options_.epochs; ++epoch) {
     EpochReport report = train_epoch(epoch, hooks);
+    if (validation_) report.validation = evaluate(ctx_, graph_, *validation_);
     if (test_) report.test = evaluate(ctx_, graph_, *test_);
     state_.epoch = epoch;
     const bool writes = !data_parallel() || options_.communicator->rank() == 0;  // the replicas are the same

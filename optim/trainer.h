@@ -95,6 +95,7 @@ struct EpochReport {
   float lr = 0.0f;               // of the epoch's last step
   double train_loss = 0.0;       // mean over the epoch's samples (training phase: dropout on)
   double train_accuracy = 0.0;
+  std::optional<Evaluation> validation;  // where a validation split is given
   std::optional<Evaluation> test;  // unless evaluation is off
   double seconds = 0.0;          // the training part's wall time
   double data_wait_seconds = 0.0;  // of which waiting for and copying data
@@ -116,12 +117,14 @@ class Trainer {
   // network (sample shape, classes).
   Trainer(Context& ctx, const NetSpec& net, Graph& graph, DataSplits data, TrainerOptions options);
   // The same loop over batches made elsewhere (data/batch_source.h: a
-  // language model's text windows), already checked against the network;
-  // `test` may be null (no evaluation). Where the batches continue from each
-  // other, the graph's carried state is reset at the start of every epoch.
-  // TrainerOptions' workers and warn belong to loaders and are not used here.
+  // language model's text windows), already checked against the network.
+  // `validation` and `test` may be null; each one given is evaluated after
+  // every epoch (unless options.evaluate is off). Where the batches continue
+  // from each other, the graph's carried state is reset at the start of
+  // every epoch. TrainerOptions' workers and warn belong to loaders and are
+  // not used here.
   Trainer(Context& ctx, const NetSpec& net, Graph& graph, std::unique_ptr<BatchSource> train,
-          std::unique_ptr<BatchSource> test, TrainerOptions options);
+          std::unique_ptr<BatchSource> validation, std::unique_ptr<BatchSource> test, TrainerOptions options);
   ~Trainer();
 
   // Loads the latest checkpoint of `dir` (parameters, running statistics,
@@ -148,7 +151,8 @@ class Trainer {
   TrainerOptions options_;
   Sgd sgd_;
   std::unique_ptr<BatchSource> train_;
-  std::unique_ptr<BatchSource> test_;  // null: no evaluation
+  std::unique_ptr<BatchSource> validation_;  // null: none
+  std::unique_ptr<BatchSource> test_;        // null: no evaluation
   std::unique_ptr<GradientSync> sync_;  // data-parallel only
   int64_t steps_per_epoch_ = 0;
   TrainingState state_;

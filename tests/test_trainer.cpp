@@ -201,7 +201,7 @@ TEST(Trainer, RefusesDataThatDoesNotFitTheNetwork) {
     EXPECT_STREQ(e.what(), "Narrow takes images of (3, 32, 32); the training set of 'synthetic:8' gives (1, 28, 28)");
   }
   try {
-    Trainer(ctx, five_classes, graph, std::unique_ptr<BatchSource>(), nullptr, {});
+    Trainer(ctx, five_classes, graph, std::unique_ptr<BatchSource>(), nullptr, nullptr, {});
     FAIL() << "trained on no batches";
   } catch (const ConfigError& e) {
     EXPECT_STREQ(e.what(), "Trainer: no training batches (a null pointer)");

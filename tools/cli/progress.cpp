@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "tools/cli/table.h"
@@ -16,6 +17,11 @@ constexpr int kBarWidth = 20;
 constexpr auto kRedrawInterval = std::chrono::milliseconds(100);
 constexpr const char* kHeader =
     "epoch  train loss  train acc  test loss  test acc  time (s)   data wait      compute  images/s        lr";
+constexpr const char* kLanguageModelHeader =
+    "epoch   train ppl   valid ppl    test ppl  time (s)   data wait      compute  tokens/s        lr";
+
+// A perplexity, or "-" where there is no evaluation.
+std::string perplexity(const std::optional<Evaluation>& e) { return e ? fixed(e->perplexity(), 2) : "-"; }
 
 std::string percent(double fraction) { return fixed(100.0 * fraction, 2) + "%"; }
 
@@ -39,10 +45,10 @@ std::string clock_time(double seconds) {
   return text;
 }
 
-Progress::Progress(std::FILE* out) : out_(out), terminal_(isatty(fileno(out)) == 1) {}
+Progress::Progress(std::FILE* out, Units units) : out_(out), terminal_(isatty(fileno(out)) == 1), units_(units) {}
 
 void Progress::header() {
-  std::fprintf(out_, "%s\n", kHeader);
+  std::fprintf(out_, "%s\n", units_ == Units::kTokens ? kLanguageModelHeader : kHeader);
   std::fflush(out_);
 }
 
@@ -50,7 +56,8 @@ void Progress::step(const StepReport& s) {
   const double eta = s.step > 0 ? s.elapsed_seconds / static_cast<double>(s.step) * static_cast<double>(s.steps - s.step)
                                 : 0.0;
   const std::string numbers = cat("loss ", fixed(s.loss, 4), "  lr ", fixed(s.lr, 4), "  ",
-                                  with_commas(static_cast<int64_t>(s.images_per_second)), " img/s  ETA ",
+                                  with_commas(static_cast<int64_t>(s.images_per_second)),
+                                  units_ == Units::kTokens ? " tok/s  ETA " : " img/s  ETA ",
                                   clock_time(eta));
   if (terminal_) {
     const auto now = std::chrono::steady_clock::now();
@@ -78,10 +85,15 @@ void Progress::epoch(const EpochReport& e) {
     bar_shown_ = false;
   }
   const double time = std::max(e.seconds, 1e-9);
-  std::string row = right(cat(e.epoch, "/", e.epochs), 5) + right(fixed(e.train_loss, 4), 12) +
-                    right(percent(e.train_accuracy), 11) +
-                    right(e.test ? fixed(e.test->loss(), 4) : "-", 11) +
-                    right(e.test ? percent(e.test->accuracy()) : "-", 10) + right(fixed(e.seconds, 2), 10) +
+  std::string row = right(cat(e.epoch, "/", e.epochs), 5);
+  if (units_ == Units::kTokens) {
+    row += right(fixed(std::exp(e.train_loss), 2), 12) + right(perplexity(e.validation), 12) +
+           right(perplexity(e.test), 12);
+  } else {
+    row += right(fixed(e.train_loss, 4), 12) + right(percent(e.train_accuracy), 11) +
+           right(e.test ? fixed(e.test->loss(), 4) : "-", 11) + right(e.test ? percent(e.test->accuracy()) : "-", 10);
+  }
+  row += right(fixed(e.seconds, 2), 10) +
                     right(fixed(e.data_wait_seconds, 2), 7) +
                     right(cat(static_cast<int>(std::round(100.0 * e.data_wait_seconds / time)), "%"), 5) +
                     right(fixed(e.compute_seconds, 2), 8) +

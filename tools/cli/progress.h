@@ -7,6 +7,9 @@
 // After each epoch, one row of a table whose header is printed first:
 //   epoch  train loss  train acc  test loss  test acc  time (s)   data wait      compute  images/s        lr
 //    3/10      0.3412     87.65%     0.3301    88.10%      6.10   0.12   2%   5.83  96%     9,822  0.042100
+// A language model's rows are perplexities (exp of the mean loss per token)
+// and tokens/s:
+//   epoch   train ppl   valid ppl    test ppl  time (s)   data wait      compute  tokens/s        lr
 #pragma once
 
 #include <chrono>
@@ -18,7 +21,9 @@ namespace glassbox::cli {
 
 class Progress {
  public:
-  explicit Progress(std::FILE* out);  // a terminal or not: isatty(out)
+  enum class Units { kImages, kTokens };
+  // A terminal or not: isatty(out). kTokens: a language model's table.
+  explicit Progress(std::FILE* out, Units units = Units::kImages);
 
   void header();                      // the epoch table's header
   void step(const StepReport& step);  // the bar, or a plain line now and then
@@ -27,6 +32,7 @@ class Progress {
  private:
   std::FILE* out_;
   bool terminal_;
+  Units units_;
   bool bar_shown_ = false;
   std::chrono::steady_clock::time_point last_draw_{};
 };

@@ -62,9 +62,19 @@ void TrainingLog::epoch(const EpochReport& e) {
                          {"compute_seconds", e.compute_seconds},
                          {"images_per_second", e.images_per_second},
                          {"skipped", e.skipped}};
+  // A language model's evaluations score no accuracy: its perplexities instead.
+  if (e.validation) {
+    line["valid_loss"] = e.validation->loss();
+    line["valid_perplexity"] = e.validation->perplexity();
+    line["valid_seconds"] = e.validation->seconds;
+  }
   if (e.test) {
     line["test_loss"] = e.test->loss();
-    line["test_accuracy"] = e.test->accuracy();
+    if (e.test->has_accuracy) {
+      line["test_accuracy"] = e.test->accuracy();
+    } else {
+      line["test_perplexity"] = e.test->perplexity();
+    }
     line["test_seconds"] = e.test->seconds;
   }
   if (!e.checkpoint.empty()) line["checkpoint"] = e.checkpoint;

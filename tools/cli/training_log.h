@@ -7,6 +7,8 @@
 //   {"event":"step","epoch":1,"step":100,"global_step":100,"loss":0.61,"lr":0.0499,"images_per_second":9811.2}
 //   {"event":"epoch","epoch":1,"train_loss":0.60,"train_accuracy":0.78,"test_loss":0.45,"test_accuracy":0.83,
 //    "seconds":6.1,"data_wait_seconds":0.1,"compute_seconds":5.9,"images_per_second":9822.0,"lr":0.0488,...}
+// A language model's epoch lines carry valid_loss, valid_perplexity and
+// test_perplexity instead of accuracies (its images_per_second counts tokens).
 #pragma once
 
 #include <cstdio>
