@@ -89,15 +89,18 @@ inline const std::vector<FlagSpec>& max_batch_flags() {
 
 inline const std::vector<FlagSpec>& train_flags() {
   static const std::vector<FlagSpec> flags = with_data_parallel_flags({
-      {"--data", "SPEC", "fashion-mnist, fashion-mnist:DIR, mnist:DIR, folder:PATH or synthetic[:N] (data/data_spec.h)"},
+      {"--data", "SPEC", "fashion-mnist, fashion-mnist:DIR, mnist:DIR, folder:PATH or synthetic[:N] (data/data_spec.h);"
+                         " a language model's: text:PATH or fortunes (data/text_corpus.h)"},
       {"--epochs", "N", "epochs to train (default 10); with --resume, the total to reach"},
       {"--batch", "N", "batch size (default: the network's default for the device)"},
-      {"--lr", "X", "base learning rate (default 0.05)"},
-      {"--schedule", "S", "learning rate schedule: cosine (default), constant or step:EPOCHS:GAMMA"},
+      {"--lr", "X", "base learning rate (default 0.05; a language model's 1)"},
+      {"--schedule", "S", "learning rate schedule: cosine (default; a language model's: constant), constant or "
+                          "step:EPOCHS:GAMMA"},
       {"--warmup-epochs", "N", "linear warm-up over the first N epochs (default 0)"},
-      {"--momentum", "X", "SGD momentum (default 0.9)"},
+      {"--momentum", "X", "SGD momentum (default 0.9; a language model's 0)"},
       {"--nesterov", "", "Nesterov momentum"},
-      {"--weight-decay", "X", "L2 weight decay (default 5e-4)"},
+      {"--weight-decay", "X", "L2 weight decay (default 5e-4; a language model's 0)"},
+      {"--clip", "X", "clip the gradients' global L2 norm to X (default: off; a language model's 5)"},
       {"--seed", "N", "data order, augmentation and dropout (default 1); the weights' seed is fixed"},
       {"--workers", "N", "data loader threads (default: one per core)"},
       {"--steps-per-epoch", "N", "at most N steps per epoch (default: the whole training set)"},

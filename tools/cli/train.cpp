@@ -23,6 +23,7 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/data_parallel_args.h"
 #include "tools/cli/flag_specs.h"
+#include "tools/cli/text_data.h"
 #include "tools/cli/network_arg.h"
 #include "tools/cli/progress.h"
 #include "tools/cli/table.h"
@@ -86,20 +87,31 @@ int run_train(const std::vector<std::string>& words) {
     }
   }
   if (!args.has("--data") && !saved.contains("data")) {
-    throw ConfigError("train needs --data SPEC: fashion-mnist, fashion-mnist:DIR, mnist:DIR, folder:PATH or "
-                      "synthetic[:N]");
+    throw ConfigError(net.language_model
+                          ? cat("train needs --data SPEC: ", net.name, " is a language model: text:PATH or fortunes")
+                          : "train needs --data SPEC: fashion-mnist, fashion-mnist:DIR, mnist:DIR, folder:PATH or "
+                            "synthetic[:N]");
+  }
+  if (net.language_model && placement.size > 1) {
+    throw ConfigError(cat(net.name, " is a language model, which trains in one process for now: its streams are not "
+                          "sharded over ranks (run without mpirun)"));
   }
   Settings settings(args, saved);
   settings.text("net", "", net.name);
   const std::string data_spec = settings.text("data", "--data", "");
   const int batch = static_cast<int>(settings.integer("batch", "--batch", net.default_batch(device), 1, kMaxInt));
   TrainerOptions options;
-  options.sgd.lr = static_cast<float>(settings.number("lr", "--lr", 0.05, 1e-12, 1e6));
-  options.schedule = parse_lr_schedule(settings.text("schedule", "--schedule", "cosine"), "--schedule");
+  // Language models default to Zaremba et al.'s recipe (plain SGD at lr 1,
+  // gradients clipped to norm 5), the image networks to momentum SGD.
+  const bool lm = net.language_model;
+  options.sgd.lr = static_cast<float>(settings.number("lr", "--lr", lm ? 1.0 : 0.05, 1e-12, 1e6));
+  options.schedule = parse_lr_schedule(settings.text("schedule", "--schedule", lm ? "constant" : "cosine"), "--schedule");
   options.warmup_epochs = static_cast<int>(settings.integer("warmup_epochs", "--warmup-epochs", 0, 0, kMaxEpochs));
-  options.sgd.momentum = static_cast<float>(settings.number("momentum", "--momentum", 0.9, 0.0, 1.0));
+  options.sgd.momentum = static_cast<float>(settings.number("momentum", "--momentum", lm ? 0.0 : 0.9, 0.0, 1.0));
   options.sgd.nesterov = settings.toggle("nesterov", "--nesterov");
-  options.sgd.weight_decay = static_cast<float>(settings.number("weight_decay", "--weight-decay", 5e-4, 0.0, 1e6));
+  options.sgd.weight_decay =
+      static_cast<float>(settings.number("weight_decay", "--weight-decay", lm ? 0.0 : 5e-4, 0.0, 1e6));
+  options.sgd.max_grad_norm = static_cast<float>(settings.number("clip", "--clip", lm ? 5.0 : 0.0, 0.0, 1e6));
   options.seed = static_cast<uint64_t>(settings.integer("seed", "--seed", 1, 0, INT64_MAX));
   options.steps_per_epoch = settings.integer("steps_per_epoch", "--steps-per-epoch", 0, 0, INT64_MAX);
   const Precision precision = parse_precision(settings.text("precision", "--precision", "fp32"));
@@ -132,7 +144,21 @@ int run_train(const std::vector<std::string>& words) {
   // --check-numerics reads every value after the step: none may share memory.
   compile.memory_reuse = options.check_numerics ? MemoryReuse::kOff : MemoryReuse::kOn;
   graph.compile(ctx, compile);
-  Trainer trainer(ctx, net, graph, open_data(data_spec, net.sample, net.classes), options);
+  std::optional<Trainer> trainer_storage;
+  std::string data_line = data_spec;
+  if (lm) {
+    TextData text = open_text_data(ctx, data_spec, net, batch);
+    data_line = cat(text.corpus->describe(), "\n      windows of ", net.sample[0], " tokens x ", batch,
+                    " streams: ", text.train->describe());
+    trainer_storage.emplace(ctx, net, graph, std::move(text.train), std::move(text.validation), std::move(text.test),
+                            options);
+  } else {
+    if (is_text_spec(data_spec)) {
+      throw ConfigError(cat("--data ", data_spec, " is text, for a language model; ", net.name, " reads images"));
+    }
+    trainer_storage.emplace(ctx, net, graph, open_data(data_spec, net.sample, net.classes), options);
+  }
+  Trainer& trainer = *trainer_storage;
   if (!resume_dir.empty()) trainer.resume(resume_dir);
 
   const RuntimeInfo info = runtime_info(ctx);
@@ -142,7 +168,7 @@ int run_train(const std::vector<std::string>& words) {
   }
   std::printf("%s on %s (%s), batch %d, %s\n", net.name.c_str(), info.device.c_str(), info.device_name.c_str(), batch,
               info.precision.c_str());
-  std::printf("data: %s\n", data_spec.c_str());
+  std::printf("data: %s\n", data_line.c_str());
   if (placement.size > 1) {
     std::printf("data-parallel: %d ranks (%s), batch %d per rank, %d in all; %s gradient buckets of %s MiB; "
                 "%d CPU thread%s per rank\n",
@@ -151,13 +177,15 @@ int run_train(const std::vector<std::string>& words) {
                 cat(static_cast<double>(options.sync.bucket_bytes) / (1 << 20)).c_str(), threads,
                 threads == 1 ? "" : "s");
   }
-  std::printf("SGD: lr %s, %s schedule%s, momentum %s%s, weight decay %s; seed %llu\n",
+  std::printf("SGD: lr %s, %s schedule%s, momentum %s%s, weight decay %s%s; seed %llu\n",
               options.config.at("lr").c_str(), options.schedule.str().c_str(),
               options.warmup_epochs
                   ? cat(" after ", options.warmup_epochs, " warm-up epoch", options.warmup_epochs == 1 ? "" : "s").c_str()
                   : "",
               options.config.at("momentum").c_str(), options.sgd.nesterov ? " (Nesterov)" : "",
-              options.config.at("weight_decay").c_str(), static_cast<unsigned long long>(options.seed));
+              options.config.at("weight_decay").c_str(),
+              options.sgd.max_grad_norm > 0 ? cat(", gradients clipped to norm ", options.config.at("clip")).c_str() : "",
+              static_cast<unsigned long long>(options.seed));
   std::printf("%d epochs of %lld steps%s%s\n\n", options.epochs, static_cast<long long>(trainer.steps_per_epoch()),
               resume_dir.empty() ? "" : cat(", resumed after epoch ", trainer.state().epoch).c_str(),
               options.checkpoint_dir.empty() ? "" : cat("; checkpoints in ", options.checkpoint_dir).c_str());
@@ -167,7 +195,7 @@ int run_train(const std::vector<std::string>& words) {
     log->start(start);
   }
 
-  Progress progress(stdout);
+  Progress progress(stdout, lm ? Progress::Units::kTokens : Progress::Units::kImages);
   progress.header();
   std::optional<EpochReport> last;
   trainer.run({.on_step =
@@ -181,7 +209,10 @@ int run_train(const std::vector<std::string>& words) {
                      if (log) log->epoch(epoch);
                      last = epoch;
                    }});
-  if (last && last->test) {
+  if (last && last->test && !last->test->has_accuracy) {
+    std::printf("\ntest perplexity after epoch %d: %s (%s tokens)\n", last->epoch,
+                fixed(last->test->perplexity(), 2).c_str(), with_commas(last->test->samples).c_str());
+  } else if (last && last->test) {
     std::printf("\ntest accuracy after epoch %d: %s%% (%s of %s)\n", last->epoch,
                 fixed(100.0 * last->test->accuracy(), 2).c_str(), with_commas(last->test->correct).c_str(),
                 with_commas(last->test->samples).c_str());

@@ -1,0 +1,33 @@
+// tools/cli/text_data.cpp
+#include "tools/cli/text_data.h"
+
+#include "data/text_batches.h"
+#include "tensor/error.h"
+#include "tools/cli/table.h"
+
+namespace glassbox::cli {
+
+bool is_text_spec(const std::string& spec) { return spec == "fortunes" || spec.starts_with("text:"); }
+
+TextData open_text_data(Context& ctx, const std::string& spec, const NetSpec& net, int batch) {
+  if (!is_text_spec(spec)) {
+    throw ConfigError(cat(net.name, " is a language model: it trains on text, --data text:PATH (a text file, or a "
+                          "folder of fortune files) or fortunes (", kFortunesPath, "); got '", spec, "'"));
+  }
+  const std::string path = spec == "fortunes" ? kFortunesPath : spec.substr(5);
+  if (path.empty()) throw ConfigError("--data text:PATH needs a path, e.g. text:/usr/share/games/fortunes");
+  TextData data;
+  data.corpus = std::make_shared<const TextCorpus>(TextCorpusOptions{.path = path, .vocabulary = net.classes});
+  if (data.corpus->vocabulary_size() != net.classes) {
+    throw ConfigError(cat(net.name, " predicts ", with_commas(net.classes), " words, but ", data.corpus->describe(),
+                          ": its training split has only ", with_commas(data.corpus->training_word_types()),
+                          " distinct words; give it a larger corpus"));
+  }
+  const BpttOptions windows{.streams = batch, .steps = static_cast<int>(net.sample[0])};
+  data.train = std::make_unique<TextBatches>(ctx, data.corpus, Split::kTrain, windows);
+  data.validation = std::make_unique<TextBatches>(ctx, data.corpus, Split::kValid, windows);
+  data.test = std::make_unique<TextBatches>(ctx, data.corpus, Split::kTest, windows);
+  return data;
+}
+
+}  // namespace glassbox::cli

@@ -1,0 +1,33 @@
+// tools/cli/text_data.h: `glassbox train`'s data for a language model:
+// `--data text:PATH` (a file, or a folder of fortune files) or `fortunes`
+// (Debian's fortunes package, /usr/share/games/fortunes), made into the BPTT
+// windows (data/bptt.h) of its three splits at the network's T and the batch.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "data/batch_source.h"
+#include "data/text_corpus.h"
+#include "nets/registry.h"
+#include "tensor/context.h"
+
+namespace glassbox::cli {
+
+struct TextData {
+  std::shared_ptr<const TextCorpus> corpus;
+  std::unique_ptr<BatchSource> train, validation, test;
+};
+
+// Where Debian's `fortunes` package puts its fortune files.
+inline constexpr const char* kFortunesPath = "/usr/share/games/fortunes";
+
+// Whether `spec` names text (a language model's data).
+bool is_text_spec(const std::string& spec);
+
+// Opens `spec` for `net` (a language model) at `batch` streams. Throws
+// ConfigError for a spec that is not text, or a corpus whose vocabulary is
+// not the network's output size; DataError for what the corpus cannot read.
+TextData open_text_data(Context& ctx, const std::string& spec, const NetSpec& net, int batch);
+
+}  // namespace glassbox::cli
