@@ -55,5 +55,18 @@ Graph xception(int batch, const XceptionSizes& sizes = {});
 Shape mlp_sample(int features);
 Graph mlp(int batch, const std::vector<int>& sizes, bool bias);
 Graph fcn5(int batch);  // FCN-5: 784-4096-2048-1024-10 without biases
+// ---- Language models (nets/lstm_lm.cpp) ----
+// A word-level LSTM language model (Zaremba et al., 2014), laid out as
+// PyTorch's word_language_model example: encoder (Embedding), rnn (LSTM),
+// decoder (Linear over the last dimension), dropout on the non-recurrent
+// connections. Inputs "tokens" and "labels" (the next tokens), (T, B) int32.
+struct LstmLmConfig {
+  int vocabulary = 10000;  // V
+  int hidden = 650;        // H, also the embedding's size
+  int layers = 2;
+  int steps = 35;          // T: unrolled time steps per window
+  float dropout = 0.5f;    // on the embedding, between layers and before the decoder; 0: none
+};
+Graph lstm_language_model(const LstmLmConfig& config, int batch);
 
 }  // namespace glassbox

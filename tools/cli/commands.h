@@ -18,5 +18,6 @@ int run_sweep(const std::vector<std::string>& words);      // glassbox sweep NET
 int run_scale(const std::vector<std::string>& words);      // glassbox scale NET [--gpus 1,2,4,8] [--link L] ...
 int run_make_folder(const std::vector<std::string>& words);  // glassbox make-folder --from SPEC|--synthetic --out DIR ...
 int run_report(const std::vector<std::string>& words);       // glassbox report FILE.json [--out FILE.html]
+int run_corpus(const std::vector<std::string>& words);       // glassbox corpus text:PATH|fortunes [--out FILE]
 
 }  // namespace glassbox::cli

@@ -160,6 +160,14 @@ inline const std::vector<FlagSpec>& make_folder_flags() {
   return flags;
 }
 
+inline const std::vector<FlagSpec>& corpus_flags() {
+  static const std::vector<FlagSpec> flags = {
+      {"--vocabulary", "N", "words kept, <unk> and <eos> included (default 10000, the language models' output)"},
+      {"--out", "FILE", "also write the three splits' token ids (I32 train, valid, test) and the vocabulary as "
+                        "safetensors, for the PyTorch peer (bench/peers/lstm_lm.py)"}};
+  return flags;
+}
+
 inline const std::vector<FlagSpec>& report_flags() {
   static const std::vector<FlagSpec> flags = {
       {"--out", "FILE", "the HTML file to write (default: the input's name with .html for .json)"}};

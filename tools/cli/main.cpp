@@ -11,6 +11,7 @@
 //   glassbox make-folder --synthetic --out DIR   a folder of JPEGs (docs/data.md)
 //   glassbox scale ResNet50 --gpus 1,2,4,8       data-parallel scaling, predicted (docs/scaling.md)
 //   glassbox report time.json                    an HTML page of charts (docs/report.md)
+//   glassbox corpus fortunes                     a language model's text: splits, vocabulary, a baseline
 //
 // Usage errors (unknown verb, network, flag, a bad value) print one line
 // naming the problem and the valid choices and exit 2; failures while running
@@ -75,7 +76,10 @@ void print_usage() {
       "                               from this machine's measured layer times (docs/scaling.md)\n"
       "  report FILE.json [--out FILE.html]\n"
       "                               an HTML page with charts (per-layer time, roofline, batch sweep)\n"
-      "                               from what time --json, sweep or trace wrote (docs/report.md)\n\n"
+      "                               from what time --json, sweep or trace wrote (docs/report.md)\n"
+      "  corpus text:PATH|fortunes [--vocabulary N] [--out FILE.safetensors]\n"
+      "                               a language model's text as Glassbox reads it: the splits, the\n"
+      "                               vocabulary and the unigram baseline's perplexity (docs/data.md)\n\n"
       "every command: --threads N   OpenMP threads of every CPU kernel (default: OMP_NUM_THREADS, else one\n"
       "                             per core)\n\n"
       "networks: %s,\n"
@@ -97,11 +101,15 @@ const std::vector<glassbox::cli::FlagSpec>* flags_of(const std::string& verb) {
   if (verb == "sweep") return &sweep_flags();
   if (verb == "kernels") return &kernels_flags();
   if (verb == "report") return &report_flags();
+  if (verb == "corpus") return &corpus_flags();
   return nullptr;
 }
 
 void print_flags(const std::string& verb, const std::vector<glassbox::cli::FlagSpec>& flags) {
-  const char* operand = verb == "make-folder" ? "" : verb == "report" ? " <file.json>" : " <network>";
+  const char* operand = verb == "make-folder"  ? ""
+                        : verb == "report" ? " <file.json>"
+                        : verb == "corpus" ? " <text:PATH|fortunes>"
+                                           : " <network>";
   std::printf("usage: glassbox %s%s [flags]\n\nflags:\n", verb.c_str(), operand);
   for (const glassbox::cli::FlagSpec& flag : flags) {
     const std::string left = flag.name + (flag.value_name.empty() ? "" : " " + flag.value_name);
@@ -154,8 +162,9 @@ int main(int argc, char** argv) {
     if (verb == "sweep") return cli::run_sweep(rest);
     if (verb == "kernels") return cli::run_kernels(rest);
     if (verb == "report") return cli::run_report(rest);
+    if (verb == "corpus") return cli::run_corpus(rest);
     throw ConfigError(cat("unknown command '", verb,
                           "'; valid: summary, time, trace, kernels, sweep, max-batch, train, eval, make-folder, scale, "
-                          "report"));
+                          "report, corpus"));
   });
 }

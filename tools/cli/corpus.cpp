@@ -1,0 +1,75 @@
+// tools/cli/corpus.cpp: `glassbox corpus text:PATH|fortunes`: a language
+// model's text as Glassbox reads it (data/text_corpus.h): per split its
+// entries, tokens, unknown words and the unigram baseline's perplexity, the
+// number any language model must beat; with --out, the splits' token ids
+// and the vocabulary as safetensors, so that the PyTorch peer
+// (bench/peers/lstm_lm.py) trains on exactly the same ids.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "data/text_corpus.h"
+#include "tensor/safetensors.h"
+#include "tools/cli/args.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/flag_specs.h"
+#include "tools/cli/table.h"
+#include "tools/cli/text_data.h"
+
+namespace glassbox::cli {
+namespace {
+
+// The ids of one split as an I32 tensor (little-endian, as this machine is).
+HostTensor ids_tensor(const std::string& name, std::span<const int32_t> ids) {
+  HostTensor t{.name = name, .dtype = "I32", .shape = {static_cast<int64_t>(ids.size())}, .bytes = {}};
+  t.bytes.resize(ids.size_bytes());
+  std::memcpy(t.bytes.data(), ids.data(), ids.size_bytes());
+  return t;
+}
+
+}  // namespace
+
+int run_corpus(const std::vector<std::string>& words) {
+  const Args args("corpus", corpus_flags(), words);
+  if (args.positionals().size() != 1) {
+    throw ConfigError(cat("corpus takes one text spec (got ", args.positionals().size(),
+                          "): text:PATH (a text file, or a folder of fortune files) or fortunes"));
+  }
+  const std::string spec = args.positionals()[0];
+  if (!is_text_spec(spec)) {
+    throw ConfigError(cat("corpus reads text: text:PATH (a text file, or a folder of fortune files) or fortunes (",
+                          kFortunesPath, "); got '", spec, "'"));
+  }
+  const std::string path = spec == "fortunes" ? kFortunesPath : spec.substr(5);
+  const int vocabulary = args.int_in("--vocabulary", 10000, 3, 1 << 30);
+  const std::string out = args.get("--out", "");
+  const TextCorpus corpus({.path = path, .vocabulary = vocabulary});
+
+  std::printf("%s\n", corpus.describe().c_str());
+  std::printf("%s files; vocabulary: the %s most frequent training words of %s, with <unk> and <eos>\n\n",
+              with_commas(corpus.files()).c_str(), with_commas(corpus.vocabulary_size() - 2).c_str(),
+              with_commas(corpus.training_word_types()).c_str());
+  Table table({{"split"}, {"entries", Table::Align::kRight}, {"tokens", Table::Align::kRight},
+               {"<unk>", Table::Align::kRight}, {"unigram perplexity", Table::Align::kRight}});
+  for (Split split : kSplits) {
+    table.add_row({name_of(split), with_commas(corpus.entries(split)), with_commas(corpus.token_count(split)),
+                   fixed(100.0 * corpus.unknown_rate(split), 2) + "%", fixed(corpus.unigram_perplexity(split), 1)});
+  }
+  std::printf("%s\n", table.str().c_str());
+  std::printf("unigram: each token's probability is its training count plus one over the training tokens plus the "
+              "vocabulary (add-one); a language model must do better than this\n");
+  if (!out.empty()) {
+    SafetensorsFile file;
+    file.metadata = {{"format", "glassbox.corpus v1"}, {"path", path}, {"describe", corpus.describe()}};
+    std::string words_text;
+    for (int32_t id = 0; id < corpus.vocabulary_size(); ++id) words_text += corpus.word(id) + "\n";
+    file.metadata["vocabulary"] = words_text;  // one word per line, line i is id i
+    for (Split split : kSplits) file.tensors.push_back(ids_tensor(name_of(split), corpus.tokens(split)));
+    write_safetensors(out, file);
+    std::printf("wrote %s: I32 train, valid, test (token ids) and the vocabulary (metadata, one word per line)\n",
+                out.c_str());
+  }
+  return 0;
+}
+
+}  // namespace glassbox::cli
