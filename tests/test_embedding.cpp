@@ -126,8 +126,10 @@ TEST(Embedding, RejectsBadOptions) {
   const std::pair<Embedding::Options, const char*> cases[] = {
       {{.vocabulary = 0, .dim = 4}, "embed (Embedding): vocabulary must be positive, got 0"},
       {{.vocabulary = 10, .dim = -2}, "embed (Embedding): dim must be positive, got -2"},
-      {{.vocabulary = 10, .dim = 4, .init_range = 0.0f}, "embed (Embedding): init_range must be positive and finite, got 0"},
-      {{.vocabulary = 10, .dim = 4, .init_range = NAN}, "embed (Embedding): init_range must be positive and finite, got nan"},
+      {{.vocabulary = 10, .dim = 4, .init_range = 0.0f},
+       "embed (Embedding): init_range must be positive and finite, got 0"},
+      {{.vocabulary = 10, .dim = 4, .init_range = NAN},
+       "embed (Embedding): init_range must be positive and finite, got nan"},
   };
   for (const auto& [options, message] : cases) {
     try {
