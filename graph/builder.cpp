@@ -126,6 +126,9 @@ Value GraphBuilder::add(std::vector<Value> terms, std::string name) {
 Value GraphBuilder::concat(std::vector<Value> parts, std::string name) {
   return append(std::make_unique<Concat>(name_or_default(std::move(name), "concat")), std::move(parts));
 }
+Value GraphBuilder::embedding(Value tokens, Embedding::Options options, std::string name) {
+  return append(std::make_unique<Embedding>(name_or_default(std::move(name), "embed"), options), {tokens});
+}
 Value GraphBuilder::softmax_cross_entropy(Value logits, Value labels, std::string name) {
   return append(std::make_unique<SoftmaxCrossEntropy>(std::move(name)), {logits, labels});
 }

@@ -23,6 +23,7 @@
 #include "layers/batch_norm.h"
 #include "layers/conv2d.h"
 #include "layers/dropout.h"
+#include "layers/embedding.h"
 #include "layers/linear.h"
 #include "layers/lrn.h"
 #include "layers/pool2d.h"
@@ -49,6 +50,8 @@ class GraphBuilder {
   Value flatten(Value x, std::string name = "");
   Value add(std::vector<Value> terms, std::string name = "");  // elementwise sum (residuals)
   Value concat(std::vector<Value> parts, std::string name = "");
+  // tokens (...) int32 -> (..., dim): a row of the (vocabulary, dim) table per token.
+  Value embedding(Value tokens, Embedding::Options options, std::string name = "");
   Value softmax_cross_entropy(Value logits, Value labels, std::string name = "loss");
 
   const Shape& shape(Value v) const;

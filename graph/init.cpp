@@ -25,6 +25,17 @@ void fill_initial_values(const ParamSpec& spec, uint64_t seed, int index, std::s
       for (float& v : values) v = uniform(rng);
       break;
     }
+    case Init::kUniform: {
+      // A layer's constant, so a bad one is the layer's bug, caught before it
+      // fills a network with zeros (bound 0) or NaN.
+      if (!(spec.bound > 0.0f) || !std::isfinite(spec.bound)) {
+        throw ConfigError(cat("parameter '", spec.name, "': Init::kUniform needs a positive, finite bound, got ",
+                              spec.bound));
+      }
+      std::uniform_real_distribution<float> uniform(-spec.bound, spec.bound);
+      for (float& v : values) v = uniform(rng);
+      break;
+    }
     case Init::kZeros:
       std::fill(values.begin(), values.end(), 0.0f);
       break;

@@ -47,6 +47,7 @@ enum class Init {
   kFanInUniform,  // U(-1/sqrt(fan_in), 1/sqrt(fan_in)): linear layers and their biases (PyTorch's default)
   kZeros,         // convolution biases, batch-norm shift
   kOnes,          // batch-norm scale
+  kUniform,       // U(-bound, bound), ParamSpec::bound fixed by the layer: embeddings (U(-0.1, 0.1), Zaremba et al.)
 };
 
 // How layers make their choices at compile time.
@@ -85,6 +86,7 @@ struct ParamSpec {
   Shape shape;
   Init init;
   int64_t fan_in = 1;  // inputs feeding one output unit, for the scaled initialisers
+  float bound = 0.0f;  // Init::kUniform's range, which depends on no shape (positive; unused by the others)
 };
 
 // A tensor of layer state (Layer::state), by name and shape.

@@ -11,20 +11,36 @@ Linear::Linear(std::string name, Options options) : Layer(std::move(name)), opti
   if (options_.out_features <= 0) fail_option(cat("out_features must be positive, got ", options_.out_features));
 }
 
+int64_t Linear::in_features() const {
+  const Shape& x = input_shapes().at(0);
+  return x[x.rank() - 1];
+}
+int64_t Linear::rows() const { return input_shapes().at(0).numel() / in_features(); }
+
 std::string Linear::describe() const {
-  return cat(input_shapes().at(0)[1], " -> ", options_.out_features, options_.bias ? "" : ", no bias");
+  return cat(in_features(), " -> ", options_.out_features, options_.bias ? "" : ", no bias");
 }
 
+// Note [Linear over leading dims]: only with over_last_dim does a rank above
+// 2 pass; by default (N, C, H, W) stays an error that says to flatten, since
+// read as (N*C*H) rows of W features it would train, just not as the network
+// its author wrote.
 Shape Linear::infer(std::span<const Shape> inputs) const {
-  if (inputs[0].rank() != 2) {
-    fail(cat("expects (N, features) input, got ", inputs[0].str(),
-             inputs[0].rank() > 2 ? "; flatten it first" : ""));
+  const Shape& x = inputs[0];
+  if (options_.over_last_dim) {
+    if (x.rank() < 2) fail(cat("expects (..., features) input with a batch dimension, got ", x.str()));
+    std::vector<int64_t> dims = x.dims();
+    dims.back() = options_.out_features;
+    return Shape(std::move(dims));
   }
-  return Shape{inputs[0][0], options_.out_features};
+  if (x.rank() != 2) {
+    fail(cat("expects (N, features) input, got ", x.str(), x.rank() > 2 ? "; flatten it first" : ""));
+  }
+  return Shape{x[0], options_.out_features};
 }
 
 std::vector<ParamSpec> Linear::param_specs() const {
-  const int64_t in = input_shapes().at(0)[1];
+  const int64_t in = in_features();
   std::vector<ParamSpec> specs = {{"weight", Shape{options_.out_features, in}, Init::kFanInUniform, in}};
   if (options_.bias) specs.push_back({"bias", Shape{options_.out_features}, Init::kFanInUniform, in});
   return specs;
@@ -56,7 +72,7 @@ void for_each_block(int64_t count, int64_t block, const Body& body) {
 }
 
 void Linear::forward_cpu(Context&, const ForwardArgs& args) {
-  const int64_t n = input_shapes()[0][0], in = input_shapes()[0][1], out = options_.out_features;
+  const int64_t n = rows(), in = in_features(), out = options_.out_features;
   auto x = as_matrix(args.inputs[0], n, in);
   auto w = as_matrix(args.params[0], out, in);
   auto y = as_matrix(args.output, n, out);
@@ -68,7 +84,7 @@ void Linear::forward_cpu(Context&, const ForwardArgs& args) {
 }
 
 void Linear::backward_cpu(Context& ctx, const BackwardArgs& args) {
-  const int64_t n = input_shapes()[0][0], in = input_shapes()[0][1], out = options_.out_features;
+  const int64_t n = rows(), in = in_features(), out = options_.out_features;
   auto x = as_matrix(args.inputs[0], n, in);
   auto w = as_matrix(args.params[0], out, in);
   auto dy = as_matrix(args.output_grad, n, out);

@@ -2,6 +2,12 @@
 //   x:(N,I)  w:(O,I)  b:(O)  ->  y:(N,O)
 //   y = x w^T + b
 //   backward: dx (= or +=) dy w;  dw += dy^T x;  db += sum_n dy[n,:]
+// With Options::over_last_dim, x may be (..., I) -> y:(..., O), as PyTorch's
+// nn.Linear: every leading dimension is batch, and the maths above runs on
+// the N = numel / I rows of x (a (T, B, H) sequence: T*B rows). It is an
+// option, not the default, because a rank-4 (N, C, H, W) input reaching a
+// classifier's Linear is almost always a missing flatten, and accepting it
+// would silently build a different network (Note [Linear over leading dims]).
 // Weights are (out, in) as in PyTorch, so parameter counts and initial values
 // line up with torchvision's. CPU: Eigen products over blocks of features, one
 // block per OpenMP work item (Note [Blocked linear products]); CUDA: cuBLAS.
@@ -16,6 +22,8 @@ class Linear final : public Layer {
   struct Options {
     int out_features = 0;
     bool bias = true;
+    // Accept x of any rank >= 2 and apply the layer to its last dimension.
+    bool over_last_dim = false;
   };
   Linear(std::string name, Options options);
 
@@ -33,6 +41,11 @@ class Linear final : public Layer {
   void forward_cuda(Context& ctx, const ForwardArgs& args) override;
   void backward_cpu(Context& ctx, const BackwardArgs& args) override;
   void backward_cuda(Context& ctx, const BackwardArgs& args) override;
+
+  // From the bound input: its last dimension, and the rows the layer runs on
+  // (every leading dimension is batch: (N, I) has N rows, (T, B, I) T*B).
+  int64_t in_features() const;
+  int64_t rows() const;
 
   Options options_;
 };

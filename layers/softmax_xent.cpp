@@ -1,7 +1,8 @@
 // layers/softmax_xent.cpp: shapes and the CPU path. Rows are independent:
 // log-softmax row by row in parallel (Eigen, vectorised), then the loss as a
-// serial sum over N in double (N is small; the order is fixed, so the loss is
-// the same whatever the thread count).
+// serial sum over N in double (N is small, a batch or T*B positions; the
+// order is fixed, so the loss is the same whatever the thread count). Over
+// leading dimensions the logits are the same packed (N, K) rows.
 #include "layers/softmax_xent.h"
 
 #include <algorithm>
@@ -12,27 +13,41 @@
 
 namespace glassbox {
 
+int64_t SoftmaxCrossEntropy::classes() const {
+  const Shape& logits = input_shapes().at(0);
+  return logits[logits.rank() - 1];
+}
+int64_t SoftmaxCrossEntropy::rows() const { return input_shapes().at(1).numel(); }
+
 std::string SoftmaxCrossEntropy::describe() const {
-  return cat(input_shapes().at(0)[1], " classes, mean over ", input_shapes().at(0)[0]);
+  const Shape& labels = input_shapes().at(1);
+  return cat(classes(), " classes, mean over ", rows(), labels.rank() > 1 ? cat(" positions ", labels.str()) : "");
 }
 
+// Labels have the logits' shape without its last dimension: one per row,
+// (N) for (N, K), (T, B) for (T, B, K).
 Shape SoftmaxCrossEntropy::infer(std::span<const Shape> inputs) const {
-  expect_rank(inputs, 0, 2, "(N, K) logits");
+  const Shape& logits = inputs[0];
   const Shape& labels = inputs[1];
-  if (labels.rank() != 1 || labels[0] != inputs[0][0]) {
-    fail(cat("input 1 must be (N) labels, one per row of the logits ", inputs[0].str(), ", so (", inputs[0][0],
-             "); got shape ", labels.str()));
+  if (logits.rank() < 2) {
+    fail(cat("input 0 must be (N, K) logits, or (..., K) with more leading dimensions, got shape ", logits.str()));
+  }
+  const std::vector<int64_t> leading(logits.dims().begin(), logits.dims().end() - 1);
+  if (labels.dims() != leading) {
+    fail(cat("input 1 must be the labels, one per row of the logits ", logits.str(), ", so shape ",
+             Shape(leading).str(), "; got shape ", labels.str()));
   }
   return Shape{1};
 }
 
 void SoftmaxCrossEntropy::check_labels(const Tensor& labels) const {
-  const int64_t n = input_shapes()[0][0], k = input_shapes()[0][1];
+  const int64_t n = rows(), k = classes();
+  const Shape& shape = input_shapes()[1];
   const int* label = labels.data<int>();
   for (int64_t i = 0; i < n; ++i) {
     if (label[i] < 0 || label[i] >= k) {
-      throw Error(cat(name(), " (SoftmaxCrossEntropy): sample ", i, " has label ", label[i], ", outside [0, ", k,
-                      ")"));
+      const std::string where = shape.rank() == 1 ? cat("sample ", i) : cat("position ", shape.index_str(i));
+      throw Error(cat(name(), " (SoftmaxCrossEntropy): ", where, " has label ", label[i], ", outside [0, ", k, ")"));
     }
   }
 }
@@ -48,7 +63,7 @@ void SoftmaxCrossEntropy::prepare_cpu(Context& ctx, const PrepareOptions&) {
 }
 
 void SoftmaxCrossEntropy::forward_cpu(Context&, const ForwardArgs& args) {
-  const int64_t n = input_shapes()[0][0], k = input_shapes()[0][1];
+  const int64_t n = rows(), k = classes();
   check_labels(args.inputs[1]);  // before any work, and outside the parallel region
   const float* logits = args.inputs[0].data<float>();
   float* logp = log_probs_.data<float>();
@@ -69,7 +84,7 @@ void SoftmaxCrossEntropy::forward_cpu(Context&, const ForwardArgs& args) {
 void SoftmaxCrossEntropy::backward_cpu(Context&, const BackwardArgs& args) {
   const Tensor& dx_tensor = args.input_grads[0];
   if (!dx_tensor.defined()) return;
-  const int64_t n = input_shapes()[0][0], k = input_shapes()[0][1];
+  const int64_t n = rows(), k = classes();
   check_labels(args.inputs[1]);  // the one-hot index below must be in range
   const float inv_n = 1.0f / static_cast<float>(n);
   const int* labels = args.inputs[1].data<int>();

@@ -8,7 +8,7 @@
 namespace glassbox {
 namespace {
 
-constexpr int kLossThreads = 512;  // one block: N is a batch size
+constexpr int kLossThreads = 512;  // one block: N is a batch size, or T*B positions (thousands)
 constexpr int kGradThreads = 256;  // per row; rows are K wide
 constexpr int kMaxGridRows = 65535 * 32;
 

@@ -1,6 +1,7 @@
 // layers/softmax_xent_kernels_cuda.h: the hand-written kernels of the softmax
 // cross-entropy (layers/softmax_xent.cu), launched on `stream` and checked
-// after launch. log_probs:(N,K) from cudnnSoftmaxForward (log mode), labels:(N) int32.
+// after launch. log_probs:(N,K) from cudnnSoftmaxForward (log mode), labels:(N) int32;
+// over leading dimensions, N rows are all the positions ((T,B,K) logits: N = T*B).
 #pragma once
 
 #include <cuda_runtime.h>

@@ -54,6 +54,17 @@ std::string Shape::str() const {
   return s + ")";
 }
 
+std::string Shape::index_str(int64_t flat) const {
+  std::vector<int64_t> index(dims_.size());
+  for (size_t i = dims_.size(); i-- > 0;) {  // innermost first
+    index[i] = flat % dims_[i];
+    flat /= dims_[i];
+  }
+  std::string s = "(";
+  for (size_t i = 0; i < index.size(); ++i) s += (i ? ", " : "") + std::to_string(index[i]);
+  return s + ")";
+}
+
 Device Device::parse(std::string_view text, std::string_view what) {
   if (text == "cpu") return cpu();
   if (text == "cuda") return cuda(0);

@@ -36,6 +36,9 @@ class Shape {
   // The product of the sizes after dimension `axis`: elements in one "row" of it.
   int64_t numel_from(int axis) const;
   std::string str() const;  // "(8, 3, 224, 224)"
+  // The multi-index of element `flat` (row-major, 0 <= flat < numel()), for
+  // errors that name a position: element 7 of (4, 3) is "(2, 1)".
+  std::string index_str(int64_t flat) const;
 
   friend bool operator==(const Shape&, const Shape&) = default;
 

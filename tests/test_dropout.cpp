@@ -149,6 +149,11 @@ TEST(Dropout, GradientsMatchFiniteDifferences) {
                            {Shape{3, 17}});
 }
 
+TEST(Dropout, GradientsOverASequence) {
+  testing::check_gradients([] { return std::make_unique<Dropout>("drop", Dropout::Options{.p = 0.4f}); },
+                           {Shape{3, 2, 5}});
+}
+
 // The backends draw different masks, so CUDA is checked for structure, not parity.
 TEST(Dropout, CudaKeepsAboutOneMinusPAndBackwardUsesTheMask) {
   GLASSBOX_REQUIRE_CUDA();
@@ -248,6 +253,23 @@ TEST_P(DropoutDeviceTest, AQuarterKeepsAboutThreeQuarters) {
   h.poison(h.input_grads[0]);
   h.backward();
   expect_backward_uses_forward_mask(h);
+}
+
+// A language model's (T, B, F) sequence: elementwise, so the rank changes
+// nothing (cuDNN reads it as (T, B, F, 1)).
+TEST_P(DropoutDeviceTest, WorksOnASequence) {
+  Dropout drop("drop", {.p = 0.5f});
+  testing::LayerHarness h(ctx(), drop, {Shape{20, 8, 301}});
+  h.randomize(6);
+  h.poison(h.output);
+  h.forward(Phase::kTraining);
+  EXPECT_NEAR(expect_dropout_structure(h.read(h.inputs[0]), h.read(h.output), 0.5f), 0.5, 0.01);
+  h.poison(h.input_grads[0]);
+  h.backward();
+  expect_backward_uses_forward_mask(h);
+  h.poison(h.output);
+  h.forward(Phase::kInference);
+  EXPECT_EQ(h.read(h.output), h.read(h.inputs[0]));
 }
 
 // Changing p must not restart the generator (Note [Changing p keeps the

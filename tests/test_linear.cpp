@@ -40,6 +40,60 @@ TEST(Linear, RejectsUnflattenedInput) {
   }
 }
 
+// Note [Linear over leading dims]: a rank-4 input is still an error unless
+// the layer was asked to run over the last dimension; rank 1 always is.
+TEST(Linear, OverLastDimAcceptsLeadingDimsButNotRankOne) {
+  Linear seq("decoder", {.out_features = 10, .over_last_dim = true});
+  EXPECT_EQ(seq.bind(std::vector<Shape>{Shape{35, 20, 650}}), (Shape{35, 20, 10}));
+  EXPECT_EQ(seq.param_specs()[0].shape, (Shape{10, 650}));
+  EXPECT_EQ(seq.param_specs()[0].fan_in, 650);
+  EXPECT_EQ(seq.describe(), "650 -> 10");
+  EXPECT_EQ(seq.macs(), int64_t{35} * 20 * 650 * 10);
+  EXPECT_EQ(seq.bind(std::vector<Shape>{Shape{4, 650}}), (Shape{4, 10}));
+  EXPECT_EQ(seq.bind(std::vector<Shape>{Shape{2, 3, 4, 650}}), (Shape{2, 3, 4, 10}));
+  try {
+    seq.bind(std::vector<Shape>{Shape{650}});
+    FAIL() << "accepted a rank-1 input";
+  } catch (const ShapeError& e) {
+    EXPECT_STREQ(e.what(), "decoder (Linear): expects (..., features) input with a batch dimension, got (650)");
+  }
+  Linear plain("fc", {.out_features = 10});
+  try {
+    plain.bind(std::vector<Shape>{Shape{650}});
+    FAIL() << "accepted a rank-1 input";
+  } catch (const ShapeError& e) {
+    EXPECT_STREQ(e.what(), "fc (Linear): expects (N, features) input, got (650)");
+  }
+}
+
+// A (T, B, F) sequence is T*B rows: the same numbers as the (T*B, F) matrix.
+TEST(Linear, OverLastDimEqualsTheFlattenedRows) {
+  Context ctx = Context::cpu();
+  Linear seq("seq", {.out_features = 5, .over_last_dim = true});
+  Linear flat("flat", {.out_features = 5});
+  testing::LayerHarness s(ctx, seq, {Shape{3, 4, 7}});
+  testing::LayerHarness f(ctx, flat, {Shape{12, 7}});
+  s.randomize(2);
+  f.copy_values_from(s);
+  s.forward();
+  f.forward();
+  EXPECT_EQ(s.read(s.output), f.read(f.output));
+  s.backward();
+  f.backward();
+  EXPECT_EQ(s.read(s.input_grads[0]), f.read(f.input_grads[0]));
+  EXPECT_EQ(s.read(s.param_grads[0]), f.read(f.param_grads[0]));
+  EXPECT_EQ(s.read(s.param_grads[1]), f.read(f.param_grads[1]));
+}
+
+TEST(Linear, GradientsOverLeadingDims) {
+  testing::check_gradients(
+      [] { return std::make_unique<Linear>("fc", Linear::Options{.out_features = 5, .over_last_dim = true}); },
+      {Shape{3, 2, 7}});
+  testing::check_gradients(
+      [] { return std::make_unique<Linear>("fc", Linear::Options{.out_features = 70, .over_last_dim = true}); },
+      {Shape{2, 2, 3, 400}});  // several feature blocks, rank 4
+}
+
 TEST(Linear, RejectsNonPositiveWidth) {
   try {
     Linear("fc", {.out_features = 0});
@@ -69,6 +123,18 @@ TEST(Linear, GradientsAcrossFeatureBlocks) {
 TEST(Linear, CudaMatchesCpu) {
   testing::check_cpu_cuda_parity(
       [] { return std::make_unique<Linear>("fc", Linear::Options{.out_features = 33}); }, {Shape{16, 70}});
+}
+
+// (T, B, F) on cuBLAS and cuDNN's bias ops: the bias must broadcast over T*B rows.
+TEST(Linear, CudaMatchesCpuOverLeadingDims) {
+  testing::check_cpu_cuda_parity(
+      [] { return std::make_unique<Linear>("fc", Linear::Options{.out_features = 33, .over_last_dim = true}); },
+      {Shape{5, 3, 70}});
+  testing::check_cpu_cuda_parity(
+      [] {
+        return std::make_unique<Linear>("fc", Linear::Options{.out_features = 9, .bias = false, .over_last_dim = true});
+      },
+      {Shape{4, 2, 6}});
 }
 
 }  // namespace

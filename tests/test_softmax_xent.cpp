@@ -101,19 +101,73 @@ TEST(SoftmaxCrossEntropy, Describes) {
   SoftmaxCrossEntropy xent("loss");
   xent.bind(std::vector<Shape>{Shape{64, 1000}, Shape{64}});
   EXPECT_EQ(xent.describe(), "1000 classes, mean over 64");
+  xent.bind(std::vector<Shape>{Shape{35, 20, 10000}, Shape{35, 20}});
+  EXPECT_EQ(xent.describe(), "10000 classes, mean over 700 positions (35, 20)");
+}
+
+// (T, B, K) logits and (T, B) targets: every position is a row, the loss the
+// mean over all T*B of them. The rows of the (N, K) example above and two more.
+TEST(SoftmaxCrossEntropy, HandComputedLossOverASequence) {
+  Context ctx = Context::cpu();
+  SoftmaxCrossEntropy xent("xent");
+  testing::LayerHarness h(ctx, xent, {Shape{2, 2, 3}, Shape{2, 2}});
+  h.write(h.inputs[0], {1.0f, 2.0f, 3.0f,  // t0 b0
+                        1.0f, 1.0f, 1.0f,  // t0 b1
+                        0.0f, 1.0f, 0.0f,  // t1 b0
+                        2.0f, 0.0f, 0.0f});  // t1 b1
+  set_labels(h, {2, 0, 1, 2});
+  h.poison(h.output);
+  h.forward();
+  // -logp per position: log(1 + e^-1 + e^-2) = 0.4076060, log 3 = 1.0986123,
+  // log(1 + 2/e) = 0.5514447, 2 + log(1 + 2/e^2) = 2.2395448; their mean:
+  EXPECT_NEAR(h.read(h.output)[0], 1.0743019f, 1e-6);
+  h.poison(h.input_grads[0]);
+  h.backward();
+  testing::expect_close(h.read(h.input_grads[0]),
+                        {0.0225076f, 0.0611821f, -0.0836898f,  //
+                         -1.0f / 6.0f, 1.0f / 12.0f, 1.0f / 12.0f,  //
+                         0.0529854f, -0.1059708f, 0.0529854f,  //
+                         0.1967465f, 0.0266267f, -0.2233733f},
+                        1e-6, "dlogits, (softmax - onehot) / 4");
+}
+
+TEST(SoftmaxCrossEntropy, GradientsOverASequence) {
+  testing::check_gradients(make_xent, {Shape{3, 2, 5}, Shape{3, 2}},
+                           {.fill = [](testing::LayerHarness& h) { set_labels(h, {4, 0, 2, 2, 1, 3}); }});
+}
+
+TEST(SoftmaxCrossEntropy, RejectsALabelOutOfRangeNamingItsPosition) {
+  Context ctx = Context::cpu();
+  SoftmaxCrossEntropy xent("loss");
+  testing::LayerHarness h(ctx, xent, {Shape{3, 2, 4}, Shape{3, 2}});
+  h.randomize(1);
+  set_labels(h, {0, 1, 2, 3, 4, 0});
+  try {
+    h.forward();
+    FAIL() << "accepted label 4 of 4 classes";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "loss (SoftmaxCrossEntropy): position (2, 0) has label 4, outside [0, 4)");
+  }
 }
 
 TEST(SoftmaxCrossEntropy, RejectsBadShapes) {
   SoftmaxCrossEntropy xent("loss");
   const std::pair<std::vector<Shape>, const char*> cases[] = {
+      {{Shape{5}, Shape{}},
+       "loss (SoftmaxCrossEntropy): input 0 must be (N, K) logits, or (..., K) with more leading dimensions, got "
+       "shape (5)"},
       {{Shape{2, 3, 4}, Shape{2}},
-       "loss (SoftmaxCrossEntropy): input 0 must be (N, K) logits, got shape (2, 3, 4)"},
+       "loss (SoftmaxCrossEntropy): input 1 must be the labels, one per row of the logits (2, 3, 4), so shape "
+       "(2, 3); got shape (2)"},
+      {{Shape{2, 3, 4}, Shape{3, 2}},
+       "loss (SoftmaxCrossEntropy): input 1 must be the labels, one per row of the logits (2, 3, 4), so shape "
+       "(2, 3); got shape (3, 2)"},
       {{Shape{2, 3}, Shape{3}},
-       "loss (SoftmaxCrossEntropy): input 1 must be (N) labels, one per row of the logits (2, 3), so (2); got "
-       "shape (3)"},
+       "loss (SoftmaxCrossEntropy): input 1 must be the labels, one per row of the logits (2, 3), so shape (2); "
+       "got shape (3)"},
       {{Shape{2, 3}, Shape{2, 1}},
-       "loss (SoftmaxCrossEntropy): input 1 must be (N) labels, one per row of the logits (2, 3), so (2); got "
-       "shape (2, 1)"},
+       "loss (SoftmaxCrossEntropy): input 1 must be the labels, one per row of the logits (2, 3), so shape (2); "
+       "got shape (2, 1)"},
       {{Shape{2, 3}}, "loss (SoftmaxCrossEntropy): takes 2 input(s), got 1"},
   };
   for (const auto& [shapes, message] : cases) {
@@ -128,7 +182,8 @@ TEST(SoftmaxCrossEntropy, RejectsBadShapes) {
 
 // Labels (i * 37) % K: spread over the classes.
 void spread_labels(testing::LayerHarness& h) {
-  const int64_t n = h.inputs[1].numel(), k = h.inputs[0].shape()[1];
+  const Shape& logits = h.inputs[0].shape();
+  const int64_t n = h.inputs[1].numel(), k = logits[logits.rank() - 1];
   std::vector<int> labels(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) labels[static_cast<size_t>(i)] = static_cast<int>((i * 37) % k);
   set_labels(h, labels);
@@ -138,6 +193,9 @@ TEST(SoftmaxCrossEntropy, CudaMatchesCpu) {
   testing::check_cpu_cuda_parity(make_xent, {Shape{6, 10}, Shape{6}}, {.fill = spread_labels});
   // ImageNet-sized: gradients are about 1e-5 here, so the tolerance is tight.
   testing::check_cpu_cuda_parity(make_xent, {Shape{64, 1000}, Shape{64}},
+                                 {.tolerance = 5e-6, .fill = spread_labels});
+  // A language model's (T, B, V): cuDNN's softmax must run over each position's V values.
+  testing::check_cpu_cuda_parity(make_xent, {Shape{7, 3, 500}, Shape{7, 3}},
                                  {.tolerance = 5e-6, .fill = spread_labels});
 }
 

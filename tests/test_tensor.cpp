@@ -19,6 +19,13 @@ TEST(Shape, CountsAndPrints) {
   EXPECT_EQ(Shape{}.numel(), 1);
 }
 
+TEST(Shape, NamesTheMultiIndexOfAnElement) {
+  EXPECT_EQ((Shape{4, 3}).index_str(7), "(2, 1)");
+  EXPECT_EQ((Shape{4, 3}).index_str(0), "(0, 0)");
+  EXPECT_EQ((Shape{2, 3, 5}).index_str(29), "(1, 2, 4)");
+  EXPECT_EQ((Shape{6}).index_str(5), "(5)");
+}
+
 TEST(Shape, RejectsZeroAndNegativeSizes) {
   try {
     Shape bad{8, 0, 224};
