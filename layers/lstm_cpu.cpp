@@ -18,6 +18,8 @@
 #include <cmath>
 #include <utility>
 
+#include <omp.h>
+
 #include "tensor/eigen_maps.h"
 #include "tensor/parallel_for.h"
 
@@ -25,8 +27,15 @@ namespace glassbox {
 namespace {
 
 constexpr int64_t kRowsPerBlock = 64;     // rows of a weight matrix per work item
-constexpr int64_t kUnitsPerBlock = 64;    // hidden units per work item within a step
 constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
+
+// Hidden units per work item within a step: an even share per thread, in
+// multiples of 16 floats. A step is small (B rows), and every step ends in a
+// barrier, so one block per thread wastes least waiting for the slowest.
+int64_t units_per_block(int64_t hidden) {
+  const int64_t share = (hidden + omp_get_max_threads() - 1) / omp_get_max_threads();
+  return std::max<int64_t>(16, (share + 15) / 16 * 16);
+}
 
 template <typename Body>
 void for_each_block(int64_t count, int64_t block, const Body& body) {
@@ -93,7 +102,7 @@ void forward_layer(const LayerForward& l, int64_t T, int64_t B, int64_t H) {
     const float* c_prev = t == 0 ? l.c0 : (l.cells ? c_t - B * H : l.c_last);
     float* h_t = l.h + t * B * H;
     const MatrixMap hp(h_prev, B, H);
-    for_each_block(H, kUnitsPerBlock, [&](int64_t j0, int64_t j1) {
+    for_each_block(H, units_per_block(H), [&](int64_t j0, int64_t j1) {
       const int64_t n = j1 - j0;
       for (int64_t k = 0; k < 4; ++k) {  // gate k's columns of these units: += h_{t-1} W_hh[kH + j, :]^T
         columns(a_t + k * H + j0, B, n, G).noalias() += hp * w_hh.middleRows(k * H + j0, n).transpose();
@@ -139,7 +148,7 @@ void backward_recurrence(const LayerBackward& l, int64_t T, int64_t B, int64_t H
   const MatrixMap w_hh(l.w_hh, G, H);
   for (int64_t t = T - 1; t >= 0; --t) {
     const float* c_prev = t == 0 ? l.c0 : l.cells + (t - 1) * B * H;
-    for_each_block(H, kUnitsPerBlock, [&](int64_t j0, int64_t j1) {
+    for_each_block(H, units_per_block(H), [&](int64_t j0, int64_t j1) {
       const int64_t n = j1 - j0;
       auto dh = columns(l.dh_step + j0, B, n, H);
       dh = columns(l.dh + t * B * H + j0, B, n, H);

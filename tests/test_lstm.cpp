@@ -113,7 +113,8 @@ TEST(Lstm, GradientsWithDropoutBetweenLayers) {
   testing::check_gradients([] { return make_lstm({.hidden = 4, .layers = 2, .dropout = 0.3f}); }, {Shape{3, 2, 3}});
 }
 
-// Wide enough that the steps and products split into several blocks of units and rows.
+// Wide enough that the products split into several blocks of rows, and (with
+// two or more threads) each step into blocks of units.
 TEST(Lstm, GradientsAcrossBlocks) {
   testing::check_gradients([] { return make_lstm({.hidden = 70}); }, {Shape{2, 2, 5}}, {.max_elements = 24});
 }
@@ -397,6 +398,7 @@ TEST(Lstm, CudaCarriesTheStateAsTheCpuDoes) {
     testing::expect_close(g.read(g.param_grads[k]), c.read(c.param_grads[k]), 1e-4, on_cpu.param_specs()[k].name);
   }
 }
+
 
 }  // namespace
 }  // namespace glassbox
