@@ -52,13 +52,29 @@ void check_plan_fits(const Context& ctx, std::initializer_list<std::pair<MemoryC
   }
 }
 
+// Reserves one layer's parameters and returns their offsets: each aligned on
+// its own, or, for a layer that packs them (Layer::packs_parameters), as one
+// block aligned at its start, the parameters back to back in it.
+std::vector<size_t> reserve_parameters(ArenaPlan& plan, const Layer& layer) {
+  std::vector<size_t> offsets;
+  const std::vector<ParamSpec> specs = layer.param_specs();
+  if (!layer.packs_parameters()) {
+    for (const ParamSpec& spec : specs) offsets.push_back(plan.reserve(bytes_of(spec.shape, DType::kFloat32)));
+    return offsets;
+  }
+  size_t block = 0;
+  for (const ParamSpec& spec : specs) block += bytes_of(spec.shape, DType::kFloat32);
+  size_t offset = plan.reserve(block);
+  for (const ParamSpec& spec : specs) {
+    offsets.push_back(offset);
+    offset += bytes_of(spec.shape, DType::kFloat32);
+  }
+  return offsets;
+}
+
 size_t parameter_bytes(const std::vector<Node>& nodes, const std::vector<int>& layers) {
   ArenaPlan plan;
-  for (int i : layers) {
-    for (const ParamSpec& spec : nodes[static_cast<size_t>(i)].layer->param_specs()) {
-      plan.reserve(bytes_of(spec.shape, DType::kFloat32));
-    }
-  }
+  for (int i : layers) reserve_parameters(plan, *nodes[static_cast<size_t>(i)].layer);
   return plan.total();
 }
 
@@ -164,11 +180,7 @@ void Graph::allocate_parameters(Context& ctx) {
   const bool training = options_.phase == Phase::kTraining;
   ArenaPlan plan;
   std::vector<std::vector<size_t>> offsets(nodes_.size());
-  for (int i : layers_) {
-    for (const ParamSpec& spec : nodes_[static_cast<size_t>(i)].layer->param_specs()) {
-      offsets[static_cast<size_t>(i)].push_back(plan.reserve(bytes_of(spec.shape, DType::kFloat32)));
-    }
-  }
+  for (int i : layers_) offsets[static_cast<size_t>(i)] = reserve_parameters(plan, *nodes_[static_cast<size_t>(i)].layer);
   parameters_ = allocate_arena(ctx, plan.total(), MemoryCategory::kParameters);
   fill_zero(ctx, parameters_);  // the alignment gaps too, so the optimizer sees only zeros there
   gradients_ = Tensor();

@@ -208,6 +208,13 @@ class Layer {
   // between the two, so that each is timed and traced as its own pass
   // (graph/step_spans.h). Layers whose one call computes both (batch norm) say no.
   virtual bool splits_backward() const { return false; }
+  // Whether the graph must place this layer's parameters back to back, in
+  // param_specs() order, with no alignment gaps between them (one block,
+  // aligned at its start), and their gradients likewise. For a layer whose
+  // library call takes all its weights as one buffer (cuDNN's RNN weight
+  // space, layers/lstm_cuda.cpp): the parameters are then views into that
+  // buffer, and nothing is copied. Other layers' parameters are each aligned.
+  virtual bool packs_parameters() const { return false; }
 
   // Makes everything the layer needs on ctx's device: saved state,
   // descriptors, algorithm choices, its workspace size. Called once, at graph

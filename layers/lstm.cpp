@@ -1,0 +1,122 @@
+// layers/lstm.cpp: the LSTM's options, shapes and costs, and the state it
+// carries between forwards, for both backends. The CPU path is in
+// layers/lstm_cpu.cpp, the CUDA path in layers/lstm_cuda.cpp.
+#include "layers/lstm.h"
+
+#include <utility>
+
+#include "tensor/copy.h"
+
+namespace glassbox {
+
+Lstm::Lstm(std::string name, Options options) : Layer(std::move(name)), options_(options) {
+  if (options_.hidden <= 0) fail_option(cat("hidden must be positive, got ", options_.hidden));
+  if (options_.layers <= 0) fail_option(cat("layers must be positive, got ", options_.layers));
+  if (!(options_.dropout >= 0.0f && options_.dropout < 1.0f)) {  // also rejects NaN
+    fail_option(cat("dropout must be in [0, 1), got ", options_.dropout));
+  }
+}
+
+std::string Lstm::describe() const {
+  const Options& o = options_;
+  return cat(input_shapes().at(0)[2], " -> ", o.hidden, o.layers > 1 ? cat(", ", o.layers, " layers") : "",
+             o.dropout > 0.0f ? cat(", dropout ", o.dropout) : "", o.bias ? "" : ", no bias",
+             o.carry_state ? ", carried state" : "");
+}
+
+Shape Lstm::infer(std::span<const Shape> inputs) const {
+  expect_rank(inputs, 0, 3, "(T, B, features), time-major");
+  return Shape{inputs[0][0], inputs[0][1], options_.hidden};
+}
+
+int64_t Lstm::input_size(int layer) const { return layer == 0 ? input_shapes().at(0)[2] : options_.hidden; }
+
+std::vector<ParamSpec> Lstm::param_specs() const {
+  const int64_t H = options_.hidden;
+  std::vector<ParamSpec> specs;
+  for (int l = 0; l < options_.layers; ++l) {
+    // U(-1/sqrt(H), 1/sqrt(H)) for all four, as nn.LSTM initialises them.
+    specs.push_back({cat("weight_ih_l", l), Shape{4 * H, input_size(l)}, Init::kFanInUniform, H});
+    specs.push_back({cat("weight_hh_l", l), Shape{4 * H, H}, Init::kFanInUniform, H});
+    if (!options_.bias) continue;
+    specs.push_back({cat("bias_ih_l", l), Shape{4 * H}, Init::kFanInUniform, H});
+    specs.push_back({cat("bias_hh_l", l), Shape{4 * H}, Init::kFanInUniform, H});
+  }
+  return specs;
+}
+
+int64_t Lstm::macs() const {
+  const Shape& x = input_shapes().at(0);
+  const int64_t H = options_.hidden;
+  int64_t per_step = 0;  // per step and sequence
+  for (int l = 0; l < options_.layers; ++l) {
+    per_step = checked_add(per_step, checked_multiply(4 * H, input_size(l) + H, "multiply-accumulates"),
+                           "multiply-accumulates");
+  }
+  return checked_multiply(checked_multiply(x[0], x[1], "multiply-accumulates"), per_step, "multiply-accumulates");
+}
+
+int64_t Lstm::bytes_moved(Pass pass) const {
+  const Shape& x = input_shapes().at(0);
+  const int64_t per_value = x[0] * x[1] * options_.hidden * options_.layers * static_cast<int64_t>(sizeof(float));
+  const int64_t saved = 6 * per_value, gate_grads = 4 * per_value;
+  const bool moves_saved = pass == Pass::kForward || pass == Pass::kBackwardData || pass == Pass::kBackward;
+  const int64_t gate_grad_passes = pass == Pass::kBackward ? 2 : (pass == Pass::kForward ? 0 : 1);
+  if (pass == Pass::kOptimizer) return 0;
+  return Layer::bytes_moved(pass) + (moves_saved ? saved : 0) + gate_grad_passes * gate_grads;
+}
+
+// ---- the carried state (both backends)
+
+void Lstm::allocate_state(Context& ctx) {
+  const Shape shape{options_.layers, input_shapes().at(0)[1], options_.hidden};
+  for (Tensor* t : {&h0_, &c0_, &hT_, &cT_}) {
+    *t = ctx.allocate(shape, DType::kFloat32, MemoryCategory::kLayerState);
+    fill_zero(ctx, *t);
+  }
+  state_given_ = true;
+}
+
+void Lstm::begin_forward() {
+  // The final state becomes the initial one; the old initial state's memory
+  // takes the new final state. No copy, and backward reads h0, c0 as used.
+  if (options_.carry_state && !state_given_) {
+    std::swap(h0_, hT_);
+    std::swap(c0_, cT_);
+  }
+  state_given_ = false;
+}
+
+void Lstm::reset_state(Context& ctx) {
+  require_prepared("reset_state");
+  for (const Tensor* t : {&h0_, &c0_, &hT_, &cT_}) fill_zero(ctx, *t);
+  state_given_ = true;
+}
+
+void Lstm::set_initial_state(Context& ctx, const Tensor& h, const Tensor& c) {
+  require_prepared("set_initial_state");
+  check_state_shape(h, "h");
+  check_state_shape(c, "c");
+  copy(ctx, h, h0_);
+  copy(ctx, c, c0_);
+  state_given_ = true;
+}
+
+void Lstm::require_prepared(const char* call) const {
+  if (!h0_.defined()) throw Error(cat(name(), " (LSTM): ", call, " before prepare: the state does not exist yet"));
+}
+
+void Lstm::check_state_shape(const Tensor& t, const char* what) const {
+  if (t.shape() != h0_.shape()) {
+    fail(cat("initial state ", what, " must be (layers, batch, hidden) ", h0_.shape().str(), ", got ",
+             t.shape().str()));
+  }
+}
+
+}  // namespace glassbox
+
+#if !GLASSBOX_WITH_CUDA
+namespace glassbox {
+GLASSBOX_LAYER_WITHOUT_CUDA(Lstm)
+}  // namespace glassbox
+#endif

@@ -1,0 +1,310 @@
+// layers/lstm_cpu.cpp: the LSTM's CPU path (layers/lstm.h has the maths).
+//
+// CPU forward, per layer: the input projection of all T steps as one product
+// (T*B, I) x (I, 4H) with both biases added, then per step the recurrent
+// product h_{t-1} W_hh^T fused with the gates and the cell update, split over
+// blocks of hidden units (each block needs the four gate columns of its own
+// units only, so blocks are independent within a step). Backward mirrors it:
+// per step, from the last, dL/dh_t (from above plus the recurrent product of
+// step t + 1's gate gradients) and dL/da_t for a block of units; then the
+// whole-sequence products dx = da W_ih (the data half) and dW_ih += da^T x,
+// dW_hh += da^T h_{t-1}, db += sum da (the weight half). The gate gradients of
+// every layer are kept between the halves, so the two are timed apart.
+// Eigen runs single-threaded (Note [Eigen's own threads]); the products are
+// split into blocks over OpenMP threads, as layers/linear.cpp does.
+#include "layers/lstm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include <omp.h>
+
+#include "tensor/eigen_maps.h"
+#include "tensor/parallel_for.h"
+
+namespace glassbox {
+namespace {
+
+constexpr int64_t kRowsPerBlock = 64;     // rows of a weight matrix per work item
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
+
+// Hidden units per work item within a step: an even share per thread, in
+// multiples of 16 floats. A step is small (B rows), and every step ends in a
+// barrier, so one block per thread wastes least waiting for the slowest.
+int64_t units_per_block(int64_t hidden) {
+  const int64_t share = (hidden + omp_get_max_threads() - 1) / omp_get_max_threads();
+  return std::max<int64_t>(16, (share + 15) / 16 * 16);
+}
+
+template <typename Body>
+void for_each_block(int64_t count, int64_t block, const Body& body) {
+  const int64_t blocks = (count + block - 1) / block;
+#pragma omp parallel for schedule(static) if (blocks > 1)
+  for (int64_t b = 0; b < blocks; ++b) body(b * block, std::min(count, (b + 1) * block));
+}
+
+// SplitMix64's output function, as layers/dropout.cpp uses it (Note [Dropout mask bits]).
+inline uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+StridedMatrixMap columns(float* data, int64_t rows, int64_t cols, int64_t stride) {
+  return StridedMatrixMap(data, rows, cols, Eigen::OuterStride<>(stride));
+}
+
+// One layer's tensors in a forward. Pointers into (T,B,.) buffers, row-major.
+struct LayerForward {
+  float* x;                // (T*B, in)
+  int64_t in;
+  float* w_ih;             // (4H, in)
+  float* w_hh;             // (4H, H)
+  float* b_ih;             // (4H), or null without bias
+  float* b_hh;
+  float* h0;               // (B,H)
+  float* c0;
+  float* gates;            // (T,B,4H): pre-activations, then the activated gates
+  float* cells;            // (T,B,H), or null: only the running c, in c_last (inference)
+  float* h;                // (T,B,H)
+  float* h_last;           // (B,H): the final state
+  float* c_last;
+};
+
+// Units [j0, j0 + n) of one sequence: a (4H) holds the pre-activations,
+// which become i, f, g, o in place; then c and h.
+void gate_step(float* a, const float* c_prev, float* c, float* h, int64_t H, int64_t j0, int64_t n) {
+  ArrayMap i(a + j0, n), f(a + H + j0, n), g(a + 2 * H + j0, n), o(a + 3 * H + j0, n);
+  i = (1.0f + (-i).exp()).inverse();
+  f = (1.0f + (-f).exp()).inverse();
+  g = g.tanh();
+  o = (1.0f + (-o).exp()).inverse();
+  ArrayMap cell(c + j0, n);
+  cell = f * Eigen::Map<const Eigen::ArrayXf>(c_prev + j0, n) + i * g;  // c_prev may be c (inference)
+  ArrayMap(h + j0, n) = o * cell.tanh();
+}
+
+void forward_layer(const LayerForward& l, int64_t T, int64_t B, int64_t H) {
+  const int64_t G = 4 * H, rows = T * B;
+  MatrixMap a(l.gates, rows, G), x(l.x, rows, l.in), w_ih(l.w_ih, G, l.in), w_hh(l.w_hh, G, H);
+  for_each_block(G, kRowsPerBlock, [&](int64_t begin, int64_t end) {  // a = x W_ih^T + b_ih + b_hh
+    auto block = a.middleCols(begin, end - begin);
+    block.noalias() = x * w_ih.middleRows(begin, end - begin).transpose();
+    if (l.b_ih) {
+      block.rowwise() += (MatrixMap(l.b_ih, 1, G) + MatrixMap(l.b_hh, 1, G)).row(0).segment(begin, end - begin);
+    }
+  });
+  for (int64_t t = 0; t < T; ++t) {
+    float* a_t = l.gates + t * B * G;
+    float* h_prev = t == 0 ? l.h0 : l.h + (t - 1) * B * H;
+    float* c_t = l.cells ? l.cells + t * B * H : l.c_last;
+    const float* c_prev = t == 0 ? l.c0 : (l.cells ? c_t - B * H : l.c_last);
+    float* h_t = l.h + t * B * H;
+    const MatrixMap hp(h_prev, B, H);
+    for_each_block(H, units_per_block(H), [&](int64_t j0, int64_t j1) {
+      const int64_t n = j1 - j0;
+      for (int64_t k = 0; k < 4; ++k) {  // gate k's columns of these units: += h_{t-1} W_hh[kH + j, :]^T
+        columns(a_t + k * H + j0, B, n, G).noalias() += hp * w_hh.middleRows(k * H + j0, n).transpose();
+      }
+      for (int64_t b = 0; b < B; ++b) gate_step(a_t + b * G, c_prev + b * H, c_t + b * H, h_t + b * H, H, j0, n);
+    });
+  }
+  std::copy_n(l.h + (T - 1) * B * H, B * H, l.h_last);
+  if (l.cells) std::copy_n(l.cells + (T - 1) * B * H, B * H, l.c_last);
+}
+
+// One layer's tensors in a backward: forward's saved state and the gradients.
+struct LayerBackward {
+  float* h0;       // (B,H)
+  float* c0;
+  float* gates;    // (T,B,4H): i, f, g, o
+  float* cells;    // (T,B,H)
+  float* dh;       // (T,B,H): dL/dh_t from above (dy, or the next layer's input gradient)
+  float* dgates;   // (T,B,4H): dL/da_t, written
+  float* w_hh;     // (4H, H)
+  float* dh_step;  // (B,H) scratch: dL/dh_t in total
+  float* dc;       // (B,H) scratch: dL/dc_t carried from step t + 1
+};
+
+// Units [j0, j0 + n) of one sequence at one step: dL/da from dL/dh_t and the
+// dL/dc_t carried from t + 1, which becomes the dL/dc_{t-1} that step t - 1 takes.
+void gate_grad_step(const float* a, const float* c, const float* c_prev, const float* dh_total, float* dc,
+                    float* da, int64_t H, int64_t j0, int64_t n) {
+  using ConstArray = Eigen::Map<const Eigen::ArrayXf>;
+  ConstArray i(a + j0, n), f(a + H + j0, n), g(a + 2 * H + j0, n), o(a + 3 * H + j0, n);
+  ConstArray cell(c + j0, n), cp(c_prev + j0, n), dh(dh_total + j0, n);
+  ArrayMap dcell(dc + j0, n);
+  ArrayMap(da + 3 * H + j0, n) = dh * cell.tanh() * o * (1.0f - o);
+  dcell = dh * o * (1.0f - cell.tanh().square()) + dcell;  // all of dL/dc_t
+  ArrayMap(da + j0, n) = dcell * g * i * (1.0f - i);
+  ArrayMap(da + H + j0, n) = dcell * cp * f * (1.0f - f);
+  ArrayMap(da + 2 * H + j0, n) = dcell * i * (1.0f - g.square());
+  dcell *= f;
+}
+
+void backward_recurrence(const LayerBackward& l, int64_t T, int64_t B, int64_t H) {
+  const int64_t G = 4 * H;
+  const MatrixMap w_hh(l.w_hh, G, H);
+  for (int64_t t = T - 1; t >= 0; --t) {
+    const float* c_prev = t == 0 ? l.c0 : l.cells + (t - 1) * B * H;
+    for_each_block(H, units_per_block(H), [&](int64_t j0, int64_t j1) {
+      const int64_t n = j1 - j0;
+      auto dh = columns(l.dh_step + j0, B, n, H);
+      dh = columns(l.dh + t * B * H + j0, B, n, H);
+      if (t + 1 < T) {  // h_t also fed step t + 1: + da_{t+1} W_hh[:, j]
+        dh.noalias() += MatrixMap(l.dgates + (t + 1) * B * G, B, G) * w_hh.middleCols(j0, n);
+      } else {
+        columns(l.dc + j0, B, n, H).setZero();  // nothing flows back from the final state
+      }
+      for (int64_t b = 0; b < B; ++b) {
+        gate_grad_step(l.gates + (t * B + b) * G, l.cells + (t * B + b) * H, c_prev + b * H, l.dh_step + b * H,
+                       l.dc + b * H, l.dgates + (t * B + b) * G, H, j0, n);
+      }
+    });
+  }
+}
+
+}  // namespace
+
+void Lstm::prepare_cpu(Context& ctx, const PrepareOptions& options) {
+  allocate_state(ctx);
+  const int64_t T = input_shapes()[0][0], B = input_shapes()[0][1], H = options_.hidden;
+  const int L = options_.layers;
+  auto allocate = [&](Shape shape) {
+    return ctx.allocate(std::move(shape), DType::kFloat32, MemoryCategory::kLayerState);
+  };
+  for (auto* list : {&gates_, &cells_, &hidden_, &masks_, &dropped_, &dgates_}) list->clear();
+  dhidden_ = dh_step_ = dc_step_ = Tensor();
+  last_forward_dropped_ = false;
+  if (options.phase == Phase::kInference) {  // scratch only: one gate buffer, layer outputs in turn
+    gates_.push_back(allocate(Shape{T, B, 4 * H}));
+    for (int l = 0; l < std::min(L - 1, 2); ++l) hidden_.push_back(allocate(Shape{T, B, H}));
+    return;
+  }
+  for (int l = 0; l < L; ++l) {
+    gates_.push_back(allocate(Shape{T, B, 4 * H}));
+    cells_.push_back(allocate(Shape{T, B, H}));
+    dgates_.push_back(allocate(Shape{T, B, 4 * H}));
+    if (l == L - 1) continue;
+    hidden_.push_back(allocate(Shape{T, B, H}));
+    if (options_.dropout == 0.0f) continue;
+    masks_.push_back(allocate(Shape{T, B, H}));
+    dropped_.push_back(allocate(Shape{T, B, H}));
+  }
+  if (L > 1) dhidden_ = allocate(Shape{T, B, H});
+  dh_step_ = allocate(Shape{B, H});
+  dc_step_ = allocate(Shape{B, H});
+}
+
+void Lstm::forward_cpu(Context& ctx, const ForwardArgs& args) {
+  begin_forward();
+  const int64_t T = input_shapes()[0][0], B = input_shapes()[0][1], H = options_.hidden;
+  const int L = options_.layers, per_layer = options_.bias ? 4 : 2;
+  const bool keep = !cells_.empty();  // prepared for training: keep what backward reads, whatever the phase
+  last_forward_dropped_ = args.phase == Phase::kTraining && options_.dropout > 0.0f;
+  float* input = args.inputs[0].data<float>();
+  for (int l = 0; l < L; ++l) {
+    const Tensor* p = &args.params[static_cast<size_t>(l * per_layer)];
+    const bool top = l == L - 1;
+    const int64_t state = l * B * H;
+    const LayerForward layer{
+        .x = input, .in = input_size(l), .w_ih = p[0].data<float>(), .w_hh = p[1].data<float>(),
+        .b_ih = options_.bias ? p[2].data<float>() : nullptr, .b_hh = options_.bias ? p[3].data<float>() : nullptr,
+        .h0 = h0_.data<float>() + state, .c0 = c0_.data<float>() + state,
+        .gates = (keep ? gates_[static_cast<size_t>(l)] : gates_[0]).data<float>(),
+        .cells = keep ? cells_[static_cast<size_t>(l)].data<float>() : nullptr,
+        .h = top ? args.output.data<float>() : hidden_[static_cast<size_t>(keep ? l : l % 2)].data<float>(),
+        .h_last = hT_.data<float>() + state, .c_last = cT_.data<float>() + state};
+    forward_layer(layer, T, B, H);
+    input = layer.h;
+    if (top || !last_forward_dropped_) continue;
+    // Inverted dropout on this layer's output, the next layer's input: the
+    // mask drawn as layers/dropout.cpp draws it (Note [Dropout mask bits]).
+    const uint64_t key = ctx.rng()();
+    const auto threshold = static_cast<uint64_t>(std::llround(static_cast<double>(options_.dropout) * 4294967296.0));
+    const float scale = 1.0f / (1.0f - options_.dropout);
+    float* m = masks_[static_cast<size_t>(l)].data<float>();
+    float* out = dropped_[static_cast<size_t>(l)].data<float>();
+    parallel_for(T * B * H, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t j = begin; j < end; ++j) {
+        const uint64_t bits = mix64(key + static_cast<uint64_t>(j + 1) * kGolden);
+        m[j] = (bits & 0xFFFFFFFFull) >= threshold ? scale : 0.0f;
+        out[j] = input[j] * m[j];
+      }
+    });
+    input = out;
+  }
+}
+
+void Lstm::backward_cpu(Context& ctx, const BackwardArgs& args) {
+  const int64_t T = input_shapes()[0][0], B = input_shapes()[0][1], H = options_.hidden, G = 4 * H;
+  const int L = options_.layers, per_layer = options_.bias ? 4 : 2;
+  auto layer_input = [&](int l) -> float* {
+    if (l == 0) return args.inputs[0].data<float>();
+    return (last_forward_dropped_ ? dropped_ : hidden_)[static_cast<size_t>(l - 1)].data<float>();
+  };
+  auto layer_output = [&](int l) {
+    return l == L - 1 ? args.output.data<float>() : hidden_[static_cast<size_t>(l)].data<float>();
+  };
+  auto da_of = [&](int l) { return MatrixMap(dgates_[static_cast<size_t>(l)].data<float>(), T * B, G); };
+
+  // The data half: from the top layer down, dL/da of every step, and each
+  // layer's input gradient, which is dL/dh of the layer below (through the mask).
+  float* dh = args.output_grad.data<float>();
+  for (int l = L - 1; l >= 0; --l) {
+    const Tensor* p = &args.params[static_cast<size_t>(l * per_layer)];
+    const int64_t state = l * B * H;
+    backward_recurrence({.h0 = h0_.data<float>() + state, .c0 = c0_.data<float>() + state,
+                         .gates = gates_[static_cast<size_t>(l)].data<float>(),
+                         .cells = cells_[static_cast<size_t>(l)].data<float>(), .dh = dh,
+                         .dgates = dgates_[static_cast<size_t>(l)].data<float>(), .w_hh = p[1].data<float>(),
+                         .dh_step = dh_step_.data<float>(), .dc = dc_step_.data<float>()},
+                        T, B, H);
+    const int64_t in = input_size(l);
+    const MatrixMap da = da_of(l), w_ih(p[0].data<float>(), G, in);
+    if (l > 0) {  // dL/dh of layer l - 1: da W_ih, then through the dropout mask
+      MatrixMap dx(dhidden_.data<float>(), T * B, in);
+      for_each_block(in, kRowsPerBlock, [&](int64_t begin, int64_t end) {
+        dx.middleCols(begin, end - begin).noalias() = da * w_ih.middleCols(begin, end - begin);
+      });
+      if (last_forward_dropped_) {
+        float* mask = masks_[static_cast<size_t>(l - 1)].data<float>();
+        parallel_for(T * B * H, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+          as_array(dhidden_.data<float>() + begin, end - begin) *= as_array(mask + begin, end - begin);
+        });
+      }
+      dh = dhidden_.data<float>();
+    } else if (args.input_grads[0].defined()) {
+      MatrixMap dx(args.input_grads[0].data<float>(), T * B, in);
+      for_each_block(in, kRowsPerBlock, [&](int64_t begin, int64_t end) {
+        write_or_add(args.input_grad_modes[0], dx.middleCols(begin, end - begin).noalias(),
+                     da * w_ih.middleCols(begin, end - begin));
+      });
+    }
+  }
+
+  // The weight half: dW_ih += da^T x, dW_hh += da_t^T h_{t-1} (h_{-1} = h0), db += sum da.
+  ctx.switch_pass(Pass::kBackwardWeights);
+  for (int l = 0; l < L; ++l) {
+    const Tensor* dp = &args.param_grads[static_cast<size_t>(l * per_layer)];
+    const int64_t in = input_size(l);
+    const MatrixMap da = da_of(l), x(layer_input(l), T * B, in), h(layer_output(l), T * B, H);
+    const MatrixMap h0(h0_.data<float>() + l * B * H, B, H);
+    MatrixMap dw_ih(dp[0].data<float>(), G, in), dw_hh(dp[1].data<float>(), G, H);
+    for_each_block(G, kRowsPerBlock, [&](int64_t begin, int64_t end) {
+      const int64_t n = end - begin;
+      const auto da_rows = da.middleCols(begin, n);
+      dw_ih.middleRows(begin, n).noalias() += da_rows.transpose() * x;
+      dw_hh.middleRows(begin, n).noalias() += da_rows.topRows(B).transpose() * h0;
+      if (T > 1) {
+        dw_hh.middleRows(begin, n).noalias() += da_rows.bottomRows((T - 1) * B).transpose() * h.topRows((T - 1) * B);
+      }
+    });
+    if (!options_.bias) continue;
+    as_matrix(dp[2], 1, G).row(0) += da.colwise().sum();
+    as_matrix(dp[3], 1, G).row(0) += da.colwise().sum();
+  }
+}
+
+}  // namespace glassbox
