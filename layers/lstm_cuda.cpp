@@ -25,8 +25,8 @@
 // Note [LSTM weight space]: cuDNN takes all of an RNN's weights as one buffer,
 // the weight space, whose layout is cuDNN's to define; cudnnGetRNNWeightParams
 // says where each matrix and bias of each layer (pseudoLayer) lies. The
-// layout it has for a unidirectional CUDNN_LSTM with two biases, and that
-// PyTorch's flat weights rely on, is per layer: the input matrices of gates
+// layout expected for a unidirectional CUDNN_LSTM with two biases (the one
+// PyTorch's flat weights are views into) is, per layer: the input matrices of gates
 // i, f, g, o (linLayerID 0-3), each (H, I_l) row-major, then the recurrent
 // ones (4-7), each (H, H), then the input biases of 0-3 and the recurrent ones
 // of 4-7. That is param_specs() laid back to back: weight_ih_l{l} (4H, I_l) is
