@@ -62,6 +62,7 @@ class Lstm final : public Layer {
   // Zeroes the initial and final state; the next forward starts from zeros
   // (the start of an epoch, before an evaluation). After prepare.
   void reset_state(Context& ctx);
+  void reset_carried_state(Context& ctx) override { reset_state(ctx); }  // Graph::reset_carried_state
   // The next forward starts from (h, c), each (L,B,H) on any device; without
   // carry_state, every forward does until reset_state. After prepare.
   void set_initial_state(Context& ctx, const Tensor& h, const Tensor& c);

@@ -57,6 +57,22 @@ const std::vector<NetSpec>& all_nets() {
                     Shape{3, 299, 299}, 1000, 32, 2, [](int batch) { return xception(batch); }});
     list.push_back({"FCN5", "FCN-5: fully connected 784-4096-2048-1024-10, ReLU, no biases, on 28x28 images",
                     mlp_sample(784), 10, 256, 64, fcn5});
+    // ---- Language models: Zaremba et al. (2014)'s LSTMs on a 10,000-word
+    // vocabulary at batch 20: medium (2 x 650, 35 steps, dropout 0.5) and
+    // large (2 x 1500, 35 steps, dropout 0.65), the benchmark pair of dlbench
+    // and DeepBench, and small (2 x 200, 20 steps, no dropout), which trains
+    // on a 2-core CPU in minutes an epoch.
+    const struct { const char* name; const char* what; LstmLmConfig config; } lms[] = {
+        {"LSTM", "medium: 2 x 650 units, 35 steps, dropout 0.5", {.hidden = 650, .steps = 35, .dropout = 0.5f}},
+        {"LSTMLarge", "large: 2 x 1500 units, 35 steps, dropout 0.65", {.hidden = 1500, .steps = 35, .dropout = 0.65f}},
+        {"LSTMSmall", "small: 2 x 200 units, 20 steps, no dropout", {.hidden = 200, .steps = 20, .dropout = 0.0f}},
+    };
+    for (const auto& lm : lms) {
+      list.push_back({lm.name, cat("LSTM language model (Zaremba et al., 2014), ", lm.what, ", 10,000 words"),
+                      Shape{lm.config.steps}, lm.config.vocabulary, 20, 20,
+                      [config = lm.config](int batch) { return lstm_language_model(config, batch); },
+                      /*language_model=*/true});
+    }
     return list;
   }();
   return nets;

@@ -61,8 +61,14 @@ TEST(MemoryPlan, NoNetworkPlanGivesOneByteToTwoLiveTensors) {
       const MemoryPlan plan = plan_of(graph, phase);
       EXPECT_EQ(find_overlap(plan.value_blocks, plan.values), "") << net.name;
       EXPECT_EQ(find_overlap(plan.grad_blocks, plan.grads), "") << net.name;
-      EXPECT_LT(plan.values.total, plan.values_without_reuse) << net.name;
+      EXPECT_LE(plan.values.total, plan.values_without_reuse) << net.name;
+      // The language models are a short chain whose training plan keeps every
+      // value for backward (an LSTM's input, the decoder's): nothing to share.
+      if (!net.language_model) {
+        EXPECT_LT(plan.values.total, plan.values_without_reuse) << net.name;
+      }
     }
+    if (net.language_model) continue;  // int32 tokens have no gradient to ask for
     const MemoryPlan with_input = plan_activations(graph, Phase::kTraining, MemoryReuse::kOn, images);
     EXPECT_EQ(find_overlap(with_input.value_blocks, with_input.values), "") << net.name << " with input gradients";
     EXPECT_EQ(find_overlap(with_input.grad_blocks, with_input.grads), "") << net.name << " with input gradients";

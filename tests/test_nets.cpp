@@ -115,7 +115,8 @@ TEST(NetRegistry, FindsNamesIgnoringCaseAndListsThemOtherwise) {
   } catch (const ConfigError& e) {
     EXPECT_STREQ(e.what(),
                  "unknown network 'vgg17'; valid: LeNet, AlexNet, VGG11, VGG13, VGG16, VGG19, Overfeat, GoogLeNet, "
-                 "InceptionV3, ResNet18, ResNet34, ResNet50, ResNet101, ResNet152, ResNet56, Xception, FCN5, "
+                 "InceptionV3, ResNet18, ResNet34, ResNet50, ResNet101, ResNet152, ResNet56, Xception, FCN5, LSTM, "
+                 "LSTMLarge, LSTMSmall, "
                  "or MLP:<features>,<hidden>,...,<classes>");
   }
 }

@@ -5,7 +5,8 @@ tests/test_torch_names.cpp to check Glassbox's names against without torch.
 
 For each network of peer_models.py (torchvision's AlexNet, VGG11/13/16/19,
 GoogLeNet and InceptionV3 without aux heads, ResNet18..152; the peer's own
-LeNet, Overfeat, ResNet56, Xception, FCN5) and a few MLP specs
+LeNet, Overfeat, ResNet56, Xception, FCN5), the LSTM language models
+(peer_language_models.py) and a few MLP specs
 (peer_custom_models.mlp), tests/data/torch_keys/<NAME>.txt holds
 
     # NET: <Glassbox's network name>
@@ -57,6 +58,9 @@ def models():
     """(file stem, Glassbox network name, builder) for every model."""
     import peer_custom_models
     for spec in NETS:
+        yield spec.name, spec.name, spec.build
+    from peer_language_models import LANGUAGE_MODELS
+    for spec in LANGUAGE_MODELS:
         yield spec.name, spec.name, spec.build
     for sizes in MLP_SPECS:
         name = "MLP:" + ",".join(str(s) for s in sizes)
