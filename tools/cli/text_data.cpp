@@ -20,8 +20,7 @@ TextData open_text_data(Context& ctx, const std::string& spec, const NetSpec& ne
   data.corpus = std::make_shared<const TextCorpus>(TextCorpusOptions{.path = path, .vocabulary = net.classes});
   if (data.corpus->vocabulary_size() != net.classes) {
     throw ConfigError(cat(net.name, " predicts ", with_commas(net.classes), " words, but ", data.corpus->describe(),
-                          ": its training split has only ", with_commas(data.corpus->training_word_types()),
-                          " distinct words; give it a larger corpus"));
+                          "; give it a larger corpus"));
   }
   const BpttOptions windows{.streams = batch, .steps = static_cast<int>(net.sample[0])};
   data.train = std::make_unique<TextBatches>(ctx, data.corpus, Split::kTrain, windows);

@@ -1,0 +1,120 @@
+// tests/test_cli_text.cpp: a language model's text through the glassbox
+// tool, as a user runs it: `glassbox corpus` and `glassbox train LSTMSmall
+// --data text:PATH`, and every refusal that names what is wrong.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "tensor/safetensors.h"
+#include "tests/support/command.h"
+#include "tests/support/temp_dir.h"
+
+namespace glassbox {
+namespace {
+
+using testing::contains;
+using testing::run_command;
+
+const std::string kCli = GLASSBOX_CLI_PATH;
+
+testing::CommandOutcome glassbox(const std::string& arguments) { return run_command(kCli + " " + arguments); }
+
+// `lines` lines of ten words each from a vocabulary of `words` made-up words
+// ("x0", "x1", ...), in a fixed pseudo-random order.
+std::string made_up_text(int lines, int words) {
+  std::string text;
+  uint64_t state = 12345;
+  for (int line = 0; line < lines; ++line) {
+    for (int w = 0; w < 10; ++w) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      text += 'x';
+      text += std::to_string((state >> 33) % static_cast<uint64_t>(words));
+      text += w == 9 ? '\n' : ' ';
+    }
+  }
+  return text;
+}
+
+TEST(CliText, CorpusPrintsTheSplitsAndWritesTheIdsForThePeer) {
+  testing::TempDir dir;
+  std::ofstream(dir / "text.txt") << made_up_text(200, 100);
+  const std::string out = dir / "ids.safetensors";
+  const testing::CommandOutcome r = glassbox("corpus text:" + dir / "text.txt" + " --vocabulary 50 --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* expected : {"text.txt: 1,980 train / 110 valid / 110 test tokens, vocabulary 50", "unigram perplexity",
+                               "train      180", "wrote " }) {
+    EXPECT_TRUE(contains(r.output, expected)) << "missing '" << expected << "' in:\n" << r.output;
+  }
+  const SafetensorsFile file = read_safetensors(out);
+  ASSERT_EQ(file.tensors.size(), 3u);
+  const int64_t counts[] = {1980, 110, 110};
+  const char* names[] = {"train", "valid", "test"};
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(file.tensors[i].name, names[i]);
+    EXPECT_EQ(file.tensors[i].dtype, "I32");
+    EXPECT_EQ(file.tensors[i].shape, std::vector<int64_t>{counts[i]});
+  }
+  std::istringstream vocabulary(file.metadata.at("vocabulary"));
+  std::vector<std::string> words;
+  for (std::string word; std::getline(vocabulary, word);) words.push_back(word);
+  ASSERT_EQ(words.size(), 50u);
+  EXPECT_EQ(words[0], "<unk>");
+  EXPECT_EQ(words[1], "<eos>");
+}
+
+TEST(CliText, ALanguageModelTrainsOnTextAndReportsPerplexities) {
+  testing::TempDir dir;
+  std::ofstream(dir / "text.txt") << made_up_text(3000, 30000);  // about 17,800 distinct training words
+  const std::string log = dir / "log.jsonl";
+  const testing::CommandOutcome r = glassbox("train LSTMSmall --data text:" + dir / "text.txt" +
+                                             " --device cpu --epochs 1 --steps-per-epoch 2 --log " + log);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* expected : {"SGD: lr 1, constant schedule, momentum 0, weight decay 0, gradients clipped to norm 5",
+                               "windows of 20 tokens x 20 streams", "epoch   train ppl   valid ppl    test ppl",
+                               "tokens/s", "test perplexity after epoch 1: "}) {
+    EXPECT_TRUE(contains(r.output, expected)) << "missing '" << expected << "' in:\n" << r.output;
+  }
+  std::ifstream lines(log);
+  std::string all((std::istreambuf_iterator<char>(lines)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(contains(all, "\"valid_perplexity\"")) << all;
+  EXPECT_TRUE(contains(all, "\"test_perplexity\"")) << all;
+}
+
+TEST(CliText, RefusalsNameTheNetworkAndTheData) {
+  testing::TempDir dir;
+  std::ofstream(dir / "small.txt") << made_up_text(200, 100);
+  const struct {
+    std::string args;
+    std::string message;
+    std::string env = "";
+  } cases[] = {
+      {"corpus", "glassbox: corpus takes one text spec (got 0): text:PATH (a text file, or a folder of fortune "
+                 "files) or fortunes"},
+      {"corpus LeNet", "glassbox: corpus reads text: text:PATH (a text file, or a folder of fortune files) or "
+                       "fortunes (/usr/share/games/fortunes); got 'LeNet'"},
+      {"train LSTMSmall", "glassbox: train needs --data SPEC: LSTMSmall is a language model: text:PATH or fortunes"},
+      {"train LSTMSmall --data fashion-mnist --device cpu",
+       "glassbox: LSTMSmall is a language model: it trains on text, --data text:PATH (a text file, or a folder of "
+       "fortune files) or fortunes (/usr/share/games/fortunes); got 'fashion-mnist'"},
+      {"train LSTMSmall --data text: --device cpu",
+       "glassbox: --data text:PATH needs a path, e.g. text:/usr/share/games/fortunes"},
+      {"train LSTMSmall --data text:" + dir / "small.txt" + " --device cpu",
+       "glassbox: LSTMSmall predicts 10,000 words, but small.txt: 1,980 train / 110 valid / 110 test tokens, "
+       "vocabulary 102 (not the 10,000 asked for"},
+      {"train LeNet --data text:" + dir / "small.txt" + " --device cpu",
+       "glassbox: --data text:" + dir / "small.txt" + " is text, for a language model; LeNet reads images"},
+      {"train LSTMSmall --data fortunes --device cpu",
+       "LSTMSmall is a language model, which trains in one process for now: its streams are not sharded "
+       "over ranks (run without mpirun)",
+       "OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_RANK=0 OMPI_COMM_WORLD_LOCAL_SIZE=2 "},
+  };
+  for (const auto& c : cases) {
+    const testing::CommandOutcome r = run_command(c.env + kCli + " " + c.args);
+    EXPECT_NE(r.exit_code, 0) << "glassbox " << c.args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, c.message)) << "glassbox " << c.args << " printed:\n" << r.output;
+  }
+}
+
+}  // namespace
+}  // namespace glassbox
