@@ -202,7 +202,9 @@ void register_benchmarks(const Settings& s) {
           run_network(state, net, mode, key, s, /*data_parallel=*/true);
         })->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(s.steps);
       }
-      if (mode == StepMode::kTrainStep && !s.data.empty()) {  // beside the synthetic run of the same step
+      // Beside the synthetic run of the same step; --data names images, which
+      // the language models do not read (glassbox train LSTM --data text:PATH does).
+      if (mode == StepMode::kTrainStep && !s.data.empty() && !net.language_model) {
         SessionKey real = key;
         real.data = s.data;
         auto* real_run =

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "tensor/safetensors.h"
@@ -67,8 +68,9 @@ TEST(CliText, ALanguageModelTrainsOnTextAndReportsPerplexities) {
   testing::TempDir dir;
   std::ofstream(dir / "text.txt") << made_up_text(3000, 30000);  // about 17,800 distinct training words
   const std::string log = dir / "log.jsonl";
-  const testing::CommandOutcome r = glassbox("train LSTMSmall --data text:" + dir / "text.txt" +
-                                             " --device cpu --epochs 1 --steps-per-epoch 2 --log " + log);
+  const std::string run = dir / "run";
+  const testing::CommandOutcome r = glassbox("train LSTMSmall --data text:" + dir / "text.txt" + " --device cpu " +
+                                             "--epochs 1 --steps-per-epoch 2 --log " + log + " --checkpoint-dir " + run);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* expected : {"SGD: lr 1, constant schedule, momentum 0, weight decay 0, gradients clipped to norm 5",
                                "windows of 20 tokens x 20 streams", "epoch   train ppl   valid ppl    test ppl",
@@ -79,6 +81,15 @@ TEST(CliText, ALanguageModelTrainsOnTextAndReportsPerplexities) {
   std::string all((std::istreambuf_iterator<char>(lines)), std::istreambuf_iterator<char>());
   EXPECT_TRUE(contains(all, "\"valid_perplexity\"")) << all;
   EXPECT_TRUE(contains(all, "\"test_perplexity\"")) << all;
+  // The checkpoint scores the same test split again, from a model file.
+  const std::regex said("test perplexity after epoch 1: ([0-9.]+)");
+  std::smatch trained;
+  ASSERT_TRUE(std::regex_search(r.output, trained, said)) << r.output;
+  const testing::CommandOutcome e = glassbox("eval LSTMSmall --data text:" + dir / "text.txt" + " --device cpu " +
+                                             "--weights " + run + "/epoch-0001.safetensors");
+  ASSERT_EQ(e.exit_code, 0) << e.output;
+  EXPECT_TRUE(contains(e.output, "perplexity: " + trained[1].str() + " (loss ")) << r.output << e.output;
+  EXPECT_TRUE(contains(e.output, "the unigram baseline's: ")) << e.output;
 }
 
 TEST(CliText, RefusalsNameTheNetworkAndTheData) {
@@ -94,6 +105,11 @@ TEST(CliText, RefusalsNameTheNetworkAndTheData) {
       {"corpus LeNet", "glassbox: corpus reads text: text:PATH (a text file, or a folder of fortune files) or "
                        "fortunes (/usr/share/games/fortunes); got 'LeNet'"},
       {"train LSTMSmall", "glassbox: train needs --data SPEC: LSTMSmall is a language model: text:PATH or fortunes"},
+      {"eval LSTMSmall --weights w --input x.safetensors --device cpu",
+       "glassbox: LSTMSmall is a language model: eval scores it on a text's test split (--data text:PATH or "
+       "fortunes); --input takes images"},
+      {"eval LeNet --weights w --data fortunes --device cpu",
+       "glassbox: --data fortunes is text, for a language model; LeNet reads images"},
       {"train LSTMSmall --data fashion-mnist --device cpu",
        "glassbox: LSTMSmall is a language model: it trains on text, --data text:PATH (a text file, or a folder of "
        "fortune files) or fortunes (/usr/share/games/fortunes); got 'fashion-mnist'"},

@@ -22,6 +22,7 @@
 #include "tools/cli/flag_specs.h"
 #include "tools/cli/network_arg.h"
 #include "tools/cli/table.h"
+#include "tools/cli/text_data.h"
 
 namespace glassbox::cli {
 namespace {
@@ -79,8 +80,30 @@ int eval_input(const Args& args, const NetSpec& net, Context& ctx, const Compile
   return 0;
 }
 
+// A language model's test split: its perplexity over every whole window, the
+// state carried from window to window from zeros, as train reports it.
+int eval_text(const Args& args, const NetSpec& net, Context& ctx, const CompileOptions& options) {
+  const std::string spec = args.get("--data", "");
+  const int batch = args.int_in("--batch", net.default_batch(ctx.device()), 1, kMaxInt);
+  Graph graph = build_net(net, batch);
+  graph.compile(ctx, options);
+  load_model(args.get("--weights", ""), ctx, graph, net);
+  TextData data = open_text_data(ctx, spec, net, batch);
+  const Evaluation result = evaluate(ctx, graph, *data.test);
+  std::printf("%s on the test split of %s: %s\n", net.name.c_str(), data.corpus->describe().c_str(),
+              data.test->describe().c_str());
+  std::printf("perplexity: %s (loss %s over %s tokens); the unigram baseline's: %s\n",
+              fixed(result.perplexity(), 2).c_str(), fixed(result.loss(), 4).c_str(),
+              with_commas(result.samples).c_str(), fixed(data.corpus->unigram_perplexity(Split::kTest), 1).c_str());
+  std::printf("time: %s s (%s tokens/s)\n", fixed(result.seconds, 2).c_str(),
+              with_commas(static_cast<int64_t>(static_cast<double>(result.samples) / result.seconds)).c_str());
+  return 0;
+}
+
 int eval_data(const Args& args, const NetSpec& net, Context& ctx, const CompileOptions& options) {
   const std::string spec = args.get("--data", "");
+  if (net.language_model) return eval_text(args, net, ctx, options);
+  refuse_text_for_images(spec, net);
   const int batch = args.int_in("--batch", net.default_batch(ctx.device()), 1, kMaxInt);
   const DataSplits data = open_data(spec, net.sample, net.classes);
   Graph graph = build_net(net, batch);
@@ -110,6 +133,10 @@ int run_eval(const std::vector<std::string>& words) {
   if (!args.has("--weights")) throw ConfigError("eval needs --weights FILE (a model file)");
   if (args.has("--data") == args.has("--input")) {
     throw ConfigError("eval needs one of --data SPEC (score a test set) or --input FILE (logits of given images)");
+  }
+  if (net.language_model && args.has("--input")) {
+    throw ConfigError(cat(net.name, " is a language model: eval scores it on a text's test split (--data text:PATH "
+                          "or fortunes); --input takes images"));
   }
   if (args.has("--logits") && !args.has("--input")) {
     throw ConfigError("--logits goes with --input FILE: it writes the logits of those images");

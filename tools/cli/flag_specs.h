@@ -132,7 +132,7 @@ inline const std::vector<FlagSpec>& scale_flags() {
 inline const std::vector<FlagSpec>& eval_flags() {
   static const std::vector<FlagSpec> flags = {
       {"--weights", "FILE", "a model file: a Glassbox checkpoint, or a PyTorch state_dict saved with safetensors"},
-      {"--data", "SPEC", "score the test set of SPEC (as for train)"},
+      {"--data", "SPEC", "score the test set of SPEC (as for train); a language model: the perplexity of a text's test split"},
       {"--input", "FILE", "run on the images of a safetensors file (an F32 tensor \"images\", (N, C, H, W))"},
       {"--logits", "FILE", "with --input: write the logits, an F32 tensor \"logits\" (N, classes), to a safetensors file"},
       {"--batch", "N", "with --data: batch size (default: the network's default for the device)"},

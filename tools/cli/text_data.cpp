@@ -9,6 +9,12 @@ namespace glassbox::cli {
 
 bool is_text_spec(const std::string& spec) { return spec == "fortunes" || spec.starts_with("text:"); }
 
+void refuse_text_for_images(const std::string& spec, const NetSpec& net) {
+  if (is_text_spec(spec)) {
+    throw ConfigError(cat("--data ", spec, " is text, for a language model; ", net.name, " reads images"));
+  }
+}
+
 TextData open_text_data(Context& ctx, const std::string& spec, const NetSpec& net, int batch) {
   if (!is_text_spec(spec)) {
     throw ConfigError(cat(net.name, " is a language model: it trains on text, --data text:PATH (a text file, or a "

@@ -25,6 +25,9 @@ inline constexpr const char* kFortunesPath = "/usr/share/games/fortunes";
 // Whether `spec` names text (a language model's data).
 bool is_text_spec(const std::string& spec);
 
+// Throws ConfigError if `spec` names text: `net` reads images.
+void refuse_text_for_images(const std::string& spec, const NetSpec& net);
+
 // Opens `spec` for `net` (a language model) at `batch` streams. Throws
 // ConfigError for a spec that is not text, or a corpus whose vocabulary is
 // not the network's output size; DataError for what the corpus cannot read.

@@ -153,9 +153,7 @@ int run_train(const std::vector<std::string>& words) {
     trainer_storage.emplace(ctx, net, graph, std::move(text.train), std::move(text.validation), std::move(text.test),
                             options);
   } else {
-    if (is_text_spec(data_spec)) {
-      throw ConfigError(cat("--data ", data_spec, " is text, for a language model; ", net.name, " reads images"));
-    }
+    refuse_text_for_images(data_spec, net);
     trainer_storage.emplace(ctx, net, graph, open_data(data_spec, net.sample, net.classes), options);
   }
   Trainer& trainer = *trainer_storage;

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""bench/peers/lstm_lm.py: the PyTorch peer of `glassbox train LSTM...`: the
+same language model (peer_language_models.py), trained on the same token
+ids with the same schedule, so that the two perplexities can be compared.
+
+The ids come from Glassbox itself, so that both sides read the same data:
+
+    build/glassbox corpus fortunes --out /tmp/fortunes.safetensors
+    /work/venv-torch/bin/python bench/peers/lstm_lm.py /tmp/fortunes.safetensors \\
+        --net LSTMSmall --epochs 4 [--lr 1 --clip 5 --schedule constant|step:E:G] [--threads 1]
+
+What it does, as Glassbox does it (data/bptt.h, optim/trainer.h, optim/sgd.h):
+  batchify   each split cut into B streams of L = floor(n / B) ids, time-major
+  windows    window w: inputs rows wT..wT+T-1, targets the same rows + 1;
+             floor((L - 1) / T) whole windows per epoch, in order, the rest dropped
+  state      carried from window to window (detached: truncated BPTT), zeros
+             at the start of every epoch and of every evaluation
+  SGD        plain (no momentum, no weight decay), the gradients' global norm
+             clipped to --clip first (torch.nn.utils.clip_grad_norm_)
+  schedule   constant, or step:E:G (lr * G^floor(epoch / E)), per epoch
+  scores     train perplexity: exp of the mean of the windows' losses;
+             valid and test: exp of the mean loss over all their whole windows,
+             in eval mode (no dropout)
+Prints one row per epoch; --json FILE writes them.
+"""
+
+import argparse
+import json
+import math
+import os
+import struct
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from peer_language_models import LANGUAGE_MODELS, find_language_model  # noqa: E402
+
+
+def read_ids(path):
+    """{split: int64 tensor of ids} and the vocabulary size from `glassbox corpus --out`."""
+    import torch
+    with open(path, "rb") as f:
+        data = f.read()
+    (header_length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + header_length])
+    body = data[8 + header_length:]
+    metadata = header.pop("__metadata__", {})
+    if metadata.get("format") != "glassbox.corpus v1":
+        sys.exit(f"lstm_lm.py: {path} is not what `glassbox corpus --out` writes")
+    splits = {}
+    for name in ("train", "valid", "test"):
+        entry = header[name]
+        begin, end = entry["data_offsets"]
+        splits[name] = torch.frombuffer(bytearray(body[begin:end]), dtype=torch.int32).to(torch.int64)
+    vocabulary = len(metadata["vocabulary"].splitlines())
+    return splits, vocabulary
+
+
+def batchify(ids, streams):
+    """(L, B), time-major: column b is ids[b*L : (b+1)*L]."""
+    length = ids.numel() // streams
+    return ids[:length * streams].view(streams, length).t().contiguous()
+
+
+def windows(data, steps):
+    for w in range((data.size(0) - 1) // steps):
+        yield data[w * steps:(w + 1) * steps], data[w * steps + 1:(w + 1) * steps + 1]
+
+
+def lr_at(base, schedule, epoch):
+    if schedule == "constant":
+        return base
+    _, every, gamma = schedule.split(":")
+    return base * float(gamma) ** (epoch // int(every))
+
+
+def evaluate(model, data, steps, batch):
+    import torch
+    model.eval()
+    state = model.zero_state(batch, data.device)
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for x, y in windows(data, steps):
+            logits, state = model(x, state)
+            total += torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), y.reshape(-1)).item() * y.numel()
+            count += y.numel()
+    return math.exp(total / count)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("ids", help="the file `glassbox corpus SPEC --out FILE` wrote")
+    parser.add_argument("--net", default="LSTMSmall", help=", ".join(m.name for m in LANGUAGE_MODELS))
+    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--batch", type=int, default=20)
+    parser.add_argument("--lr", type=float, default=1.0)
+    parser.add_argument("--clip", type=float, default=5.0)
+    parser.add_argument("--schedule", default="constant", help="constant or step:EPOCHS:GAMMA")
+    parser.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (default: torch's)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--json", help="write the epochs' rows to this file")
+    args = parser.parse_args()
+    spec = find_language_model(args.net)
+    if spec is None:
+        sys.exit(f"lstm_lm.py: unknown network '{args.net}'; valid: {', '.join(m.name for m in LANGUAGE_MODELS)}")
+
+    import torch
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    splits, vocabulary = read_ids(args.ids)
+    if vocabulary != spec.vocabulary:
+        sys.exit(f"lstm_lm.py: {args.net} predicts {spec.vocabulary} words; the file's vocabulary has {vocabulary}")
+    data = {name: batchify(ids, args.batch) for name, ids in splits.items()}
+    model = spec.build()
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.0, weight_decay=0.0)
+    print(f"{args.net} in PyTorch {torch.__version__}, {torch.get_num_threads()} threads: batch {args.batch}, "
+          f"{spec.steps} steps, lr {args.lr} ({args.schedule}), clip {args.clip}")
+    print("epoch   train ppl   valid ppl    test ppl  time (s)  tokens/s")
+    rows = []
+    for epoch in range(args.epochs):
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at(args.lr, args.schedule, epoch)
+        model.train()
+        state = model.zero_state(args.batch, "cpu")
+        start, total, count = time.perf_counter(), 0.0, 0
+        for x, y in windows(data["train"], spec.steps):
+            state = tuple(s.detach() for s in state)
+            logits, state = model(x, state)
+            loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), y.reshape(-1))
+            optimizer.zero_grad(set_to_none=False)
+            loss.backward()
+            if args.clip > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+            optimizer.step()
+            total += loss.item() * y.numel()
+            count += y.numel()
+        seconds = time.perf_counter() - start
+        row = {"epoch": epoch + 1, "train_perplexity": math.exp(total / count),
+               "valid_perplexity": evaluate(model, data["valid"], spec.steps, args.batch),
+               "test_perplexity": evaluate(model, data["test"], spec.steps, args.batch),
+               "seconds": seconds, "tokens_per_second": count / seconds}
+        rows.append(row)
+        print(f"{epoch + 1:>2}/{args.epochs}  {row['train_perplexity']:10.2f}  {row['valid_perplexity']:10.2f}  "
+              f"{row['test_perplexity']:10.2f}  {seconds:8.1f}  {row['tokens_per_second']:8.0f}", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"net": args.net, "torch": torch.__version__, "args": vars(args), "epochs": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
