@@ -4,7 +4,9 @@ sides see the same machine (load, clocks, thermal state) within minutes.
 
 For each round and each network: build/bench_nets runs that network's
 benchmarks, then bench/peers/pytorch_nets.py runs the same names (order
-swapped every other round). Each side's images/s per benchmark is the median
+swapped every other round; a language model's peer is
+bench/peers/lstm_lm.py --time). Each side's images/s (a language model's
+tokens/s) per benchmark is the median
 over the rounds; PyTorch's is the better of its layouts (NCHW and
 channels_last, as bench/compare.py takes it). Prints one row per benchmark:
 images/s of each, the ratio Glassbox / PyTorch (above 1: Glassbox is faster),
@@ -32,16 +34,19 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "peers"))
+from peer_language_models import find_language_model  # noqa: E402  (after the path is set)
 TIME_SUFFIX = re.compile(r"/(manual_time|real_time|process_time)$")
 LAYOUT_SUFFIX = "/channels_last"
 
 
 def rates(path):
-    """{benchmark name: images/s} from Google-Benchmark-shaped JSON."""
+    """{benchmark name: images/s, or a language model's tokens/s} from Google-Benchmark-shaped JSON."""
     with open(path) as f:
         runs = json.load(f)["benchmarks"]
-    return {TIME_SUFFIX.sub("", r["name"]): r["images/s"] for r in runs
-            if "images/s" in r and not r.get("error_occurred") and r.get("run_type", "iteration") == "iteration"}
+    return {TIME_SUFFIX.sub("", r["name"]): r.get("images/s", r.get("tokens/s")) for r in runs
+            if ("images/s" in r or "tokens/s" in r) and not r.get("error_occurred")
+            and r.get("run_type", "iteration") == "iteration"}
 
 
 def run(command, env):
@@ -66,6 +71,13 @@ def glassbox(args, net, modes, tmp, env):
 
 def pytorch(args, net, modes, tmp, env):
     out = os.path.join(tmp, "p.json")
+    if find_language_model(net):  # nn.LSTM's peer: bench/peers/lstm_lm.py
+        command = [args.python, os.path.join(HERE, "peers", "lstm_lm.py"), "--time", ",".join(modes), "--net", net,
+                   "--min-time", str(args.min_time), "--threads", str(args.threads), "--json", out]
+        if args.batch:
+            command += ["--batch", str(args.batch)]
+        run(command, env)
+        return rates(out)
     command = [args.python, os.path.join(HERE, "peers", "pytorch_nets.py"), "--device", args.device,
                "--filter", f"^{net}/({'|'.join(modes)})/", "--min-time", str(args.min_time),
                "--threads", str(args.threads), "--layouts", args.layouts, "--json", out, net]
@@ -120,7 +132,8 @@ def main():
                      "pytorch_layout": best[1], "pytorch_by_layout": layouts,
                      "ratio": ours / best[0] if ours and best[0] else None})
 
-    print(f"{args.device}, {args.precision}, {args.threads} threads, {args.rounds} interleaved rounds, medians; images/s")
+    print(f"{args.device}, {args.precision}, {args.threads} threads, {args.rounds} interleaved rounds, medians; "
+          "images/s (a language model's: tokens/s)")
     header = f"{'benchmark':36s} {'Glassbox':>10s} {'PyTorch':>10s} {'ratio':>6s}  PyTorch layout"
     print(header)
     print("-" * len(header))

@@ -22,6 +22,16 @@ What it does, as Glassbox does it (data/bptt.h, optim/trainer.h, optim/sgd.h):
              valid and test: exp of the mean loss over all their whole windows,
              in eval mode (no dropout)
 Prints one row per epoch; --json FILE writes them.
+
+--time MODES (no ids file) times steps instead, as bench_nets times them
+(bench/peers/pytorch_nets.py's protocol): forward (training mode, with the
+loss), forward_backward, train_step (SGD lr 1e-4, momentum 0.9, weight decay
+5e-4: Glassbox's kBenchmarkSgd) and inference (eval, inference_mode, no
+loss), on random token ids from a fixed seed and labels n % V, 10 warm-up
+steps, then timed steps for --min-time seconds (at least 3); --json writes
+Google-Benchmark-shaped rows with tokens/s, which bench/interleave.py reads:
+
+    /work/venv-torch/bin/python bench/peers/lstm_lm.py --time forward_backward --net LSTM --threads 2
 """
 
 import argparse
@@ -89,9 +99,56 @@ def evaluate(model, data, steps, batch):
     return math.exp(total / count)
 
 
+def time_modes(spec, args):
+    """{name: tokens/s} of each mode in args.time, and prints them."""
+    import torch
+    torch.manual_seed(args.seed)
+    model = spec.build()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-4, momentum=0.9, weight_decay=5e-4)
+    tokens = torch.randint(0, spec.vocabulary, (spec.steps, args.batch))
+    labels = (torch.arange(spec.steps * args.batch) % spec.vocabulary).view(spec.steps, args.batch)
+    state = model.zero_state(args.batch, "cpu")
+
+    def loss():
+        logits, _ = model(tokens, state)
+        return torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), labels.reshape(-1))
+
+    def step(mode):
+        if mode == "inference":
+            with torch.inference_mode():
+                model(tokens, state)
+            return
+        if mode == "train_step":
+            optimizer.zero_grad(set_to_none=False)
+        value = loss()
+        if mode != "forward":
+            value.backward()
+        if mode == "train_step":
+            optimizer.step()
+
+    rates = {}
+    for mode in args.time.split(","):
+        model.eval() if mode == "inference" else model.train()
+        if mode == "forward_backward":
+            optimizer.zero_grad(set_to_none=False)
+        for _ in range(10):
+            step(mode)
+        times = []
+        while sum(times) < args.min_time or len(times) < 3:
+            start = time.perf_counter()
+            step(mode)
+            times.append(time.perf_counter() - start)
+        name = f"{spec.name}/{mode}/batch:{args.batch}"
+        rates[name] = spec.steps * args.batch * len(times) / sum(times)
+        print(f"{name:40s} {1e3 * sum(times) / len(times):10.2f} ms  {rates[name]:10.1f} tokens/s", flush=True)
+    return rates
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("ids", help="the file `glassbox corpus SPEC --out FILE` wrote")
+    parser.add_argument("ids", nargs="?", help="the file `glassbox corpus SPEC --out FILE` wrote")
+    parser.add_argument("--time", metavar="MODES", help="time these modes instead of training (see above)")
+    parser.add_argument("--min-time", type=float, default=2.0, help="with --time: seconds timed per mode")
     parser.add_argument("--net", default="LSTMSmall", help=", ".join(m.name for m in LANGUAGE_MODELS))
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--batch", type=int, default=20)
@@ -109,6 +166,16 @@ def main():
     import torch
     if args.threads > 0:
         torch.set_num_threads(args.threads)
+    if args.time:
+        rates = time_modes(spec, args)
+        if args.json:
+            rows = [{"name": name, "run_type": "iteration", "tokens/s": rate} for name, rate in rates.items()]
+            with open(args.json, "w") as f:
+                json.dump({"context": {"torch": torch.__version__, "threads": torch.get_num_threads()},
+                           "benchmarks": rows}, f, indent=1)
+        return 0
+    if args.ids is None:
+        parser.error("give the ids file (glassbox corpus SPEC --out FILE), or --time MODES")
     torch.manual_seed(args.seed)
     splits, vocabulary = read_ids(args.ids)
     if vocabulary != spec.vocabulary:
