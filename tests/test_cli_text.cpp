@@ -92,6 +92,20 @@ TEST(CliText, ALanguageModelTrainsOnTextAndReportsPerplexities) {
   EXPECT_TRUE(contains(e.output, "the unigram baseline's: ")) << e.output;
 }
 
+TEST(CliText, SummaryAndTimeShowALanguageModelsLayers) {
+  testing::CommandOutcome r = glassbox("summary LSTM");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* expected : {"encoder   Embedding", "10000 x 650", "650 -> 650, 2 layers, dropout 0.5, carried state",
+                               "(35, 1, 10000)", "parameters: 19,780,400", "per sequence of 35 tokens"}) {
+    EXPECT_TRUE(contains(r.output, expected)) << "missing '" << expected << "' in:\n" << r.output;
+  }
+  r = glassbox("time LSTMSmall --batch 2 --steps 1 --warmup 0 --device cpu");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* expected : {"rnn", "backward-data", "backward-weights", "decoder", " tokens/s, "}) {
+    EXPECT_TRUE(contains(r.output, expected)) << "missing '" << expected << "' in:\n" << r.output;
+  }
+}
+
 TEST(CliText, RefusalsNameTheNetworkAndTheData) {
   testing::TempDir dir;
   std::ofstream(dir / "small.txt") << made_up_text(200, 100);

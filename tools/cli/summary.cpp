@@ -61,8 +61,9 @@ int run_summary(const std::vector<std::string>& words) {
   std::printf("%s\n", table.str().c_str());
   std::printf("parameters: %s (%s as float32)\n", with_commas(graph.parameter_count()).c_str(),
               format_bytes(graph.parameter_count() * 4).c_str());
-  std::printf("forward: %s GMAC = %s GFLOP for the batch of %d (%s GMAC per image)\n", fixed(gmacs, 3).c_str(),
-              fixed(2.0 * gmacs, 3).c_str(), batch, fixed(gmacs / batch, 3).c_str());
+  std::printf("forward: %s GMAC = %s GFLOP for the batch of %d (%s GMAC per %s)\n", fixed(gmacs, 3).c_str(),
+              fixed(2.0 * gmacs, 3).c_str(), batch, fixed(gmacs / batch, 3).c_str(),
+              net.language_model ? cat("sequence of ", net.sample[0], " tokens").c_str() : "image");
   std::printf("a training step (forward + backward) is counted as 3x the forward: %s GFLOP\n",
               fixed(6.0 * gmacs, 3).c_str());
   if (args.has("--memory")) print_memory(net, graph, batch, args);
