@@ -14,6 +14,12 @@ BUILD          ?= build
 BUILD_CPU      ?= build-cpu
 BUILD_SANITIZE ?= build-sanitize
 JOBS           ?= $(shell nproc)
+# Ninja where it is installed (tools/install_deps.sh installs it): a build
+# folder that exists keeps the generator it was made with (CMake refuses to
+# change it). An up-to-date build-cpu/ took 17.6 s to find nothing to do
+# with Makefiles, 0.02 s with Ninja (2-core EPYC): what each of `make test`'s
+# three builds pays on every target.
+generator = $(if $(wildcard $(1)/CMakeCache.txt),,$(if $(shell command -v ninja),-G Ninja,))
 CMAKE_ARGS     ?=
 CLANGXX        ?= clang++-14
 FUZZ_SECONDS   ?= 60
@@ -36,11 +42,11 @@ deps:
 	@tools/install_deps.sh
 
 build: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD) $(call generator,$(BUILD)) -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
 build-cpu: deps
-	cmake -S . -B $(BUILD_CPU) -DCMAKE_BUILD_TYPE=Release -DGLASSBOX_CUDA=OFF $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD_CPU) $(call generator,$(BUILD_CPU)) -DCMAKE_BUILD_TYPE=Release -DGLASSBOX_CUDA=OFF $(CMAKE_ARGS)
 	cmake --build $(BUILD_CPU) -j $(JOBS)
 
 bench: build
@@ -59,7 +65,8 @@ test-cpu: build-cpu
 # numbers in reports), no Google Benchmark binaries (nothing there that the
 # tests and fuzzers do not already cover: bench_flags.cpp has its own fuzzer).
 build-sanitize: deps
-	cmake -S . -B $(BUILD_SANITIZE) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=$(CLANGXX) \
+	cmake -S . -B $(BUILD_SANITIZE) $(call generator,$(BUILD_SANITIZE)) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_COMPILER=$(CLANGXX) \
 	  -DGLASSBOX_CUDA=OFF -DGLASSBOX_FUZZ=ON -DGLASSBOX_BENCHMARKS=OFF $(CMAKE_ARGS)
 	cmake --build $(BUILD_SANITIZE) -j $(JOBS)
 
