@@ -16,9 +16,10 @@ BUILD_SANITIZE ?= build-sanitize
 JOBS           ?= $(shell nproc)
 # Ninja where it is installed (tools/install_deps.sh installs it): a build
 # folder that exists keeps the generator it was made with (CMake refuses to
-# change it). An up-to-date build-cpu/ took 17.6 s to find nothing to do
-# with Makefiles, 0.02 s with Ninja (2-core EPYC): what each of `make test`'s
-# three builds pays on every target.
+# change it). An up-to-date build-cpu/ took 1.2-1.4 s to find nothing to do
+# with Makefiles, 0.05-0.07 s with Ninja (`cmake --build`, three runs each,
+# 2-core EPYC, quiet): the generator's own overhead, which a full build pays
+# per target too.
 generator = $(if $(wildcard $(1)/CMakeCache.txt),,$(if $(shell command -v ninja),-G Ninja,))
 CMAKE_ARGS     ?=
 CLANGXX        ?= clang++-14
