@@ -21,8 +21,9 @@ void fill_synthetic_batch(Context& ctx, const Graph& graph, int classes, uint64_
       from_vector<float>(ctx, values, node.value);
     } else if (node.dtype == DType::kInt32) {
       std::uniform_int_distribution<int> ids(0, classes - 1);
+      const bool labels = node.name == "labels";
       std::vector<int> values(count);
-      for (size_t n = 0; n < count; ++n) values[n] = node.name == "labels" ? static_cast<int>(n % static_cast<size_t>(classes)) : ids(rng);
+      for (size_t n = 0; n < count; ++n) values[n] = labels ? static_cast<int>(n % static_cast<size_t>(classes)) : ids(rng);
       from_vector<int>(ctx, values, node.value);
     } else {
       throw ConfigError(cat("fill_synthetic_batch: input '", node.name, "' is ", name_of(node.dtype),

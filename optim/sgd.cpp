@@ -1,6 +1,7 @@
 // optim/sgd.cpp: checks and the CPU step.
 #include "optim/sgd.h"
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -67,8 +68,9 @@ void Sgd::step(Context& ctx) {
 float Sgd::grad_scale_cpu() {
   float* g = grads_.data<float>();  // read only
   const int64_t count = grads_.numel();
-  const int64_t chunks = std::clamp<int64_t>(count / kElementwiseGrain, 1, 64);
-  std::vector<double> sums(static_cast<size_t>(chunks), 0.0);
+  constexpr int64_t kMostChunks = 64;
+  const int64_t chunks = std::clamp<int64_t>(count / kElementwiseGrain, 1, kMostChunks);
+  std::array<double, kMostChunks> sums{};  // on the stack: nothing allocated per step
   parallel_for(chunks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
       const int64_t from = count * c / chunks, to = count * (c + 1) / chunks;
@@ -76,7 +78,7 @@ float Sgd::grad_scale_cpu() {
     }
   });
   double total = 0.0;
-  for (double s : sums) total += s;
+  for (int64_t c = 0; c < chunks; ++c) total += sums[static_cast<size_t>(c)];
   const float norm = static_cast<float>(std::sqrt(total));
   grad_norm_.data<float>()[0] = norm;
   return clip_scale(norm, options_.max_grad_norm);

@@ -349,6 +349,14 @@ std::string encode_prefix(const SafetensorsFile& file, const std::string& path) 
 
 }  // namespace
 
+HostTensor host_tensor(std::string name, std::string dtype, std::vector<int64_t> shape, const void* data,
+                       size_t bytes) {
+  HostTensor t{.name = std::move(name), .dtype = std::move(dtype), .shape = std::move(shape), .bytes = {}};
+  t.bytes.resize(bytes);
+  if (bytes > 0) std::memcpy(t.bytes.data(), data, bytes);
+  return t;
+}
+
 int64_t HostTensor::numel() const {
   int64_t n = 1;
   for (const int64_t d : shape) n = checked_multiply(n, d, cat("the elements of tensor '", name, "'"));

@@ -30,6 +30,11 @@ struct HostTensor {
   int64_t numel() const;
 };
 
+// A HostTensor holding a copy of `bytes` bytes at `data`, as a file would
+// hold them (dtype and shape are not checked here; write_safetensors checks them).
+HostTensor host_tensor(std::string name, std::string dtype, std::vector<int64_t> shape, const void* data,
+                       size_t bytes);
+
 // Bytes per element of a safetensors dtype name; throws DataError for an
 // unknown one, and for the sub-byte types (F4, F6_*), which Glassbox does not read.
 size_t safetensors_element_size(const std::string& dtype);

@@ -5,7 +5,7 @@
 // and the vocabulary as safetensors, so that the PyTorch peer
 // (bench/peers/lstm_lm.py) trains on exactly the same ids.
 #include <cstdio>
-#include <cstring>
+#include <span>
 #include <string>
 
 #include "data/text_corpus.h"
@@ -18,14 +18,6 @@
 
 namespace glassbox::cli {
 namespace {
-
-// The ids of one split as an I32 tensor (little-endian, as this machine is).
-HostTensor ids_tensor(const std::string& name, std::span<const int32_t> ids) {
-  HostTensor t{.name = name, .dtype = "I32", .shape = {static_cast<int64_t>(ids.size())}, .bytes = {}};
-  t.bytes.resize(ids.size_bytes());
-  std::memcpy(t.bytes.data(), ids.data(), ids.size_bytes());
-  return t;
-}
 
 }  // namespace
 
@@ -64,7 +56,11 @@ int run_corpus(const std::vector<std::string>& words) {
     std::string words_text;
     for (int32_t id = 0; id < corpus.vocabulary_size(); ++id) words_text += corpus.word(id) + "\n";
     file.metadata["vocabulary"] = words_text;  // one word per line, line i is id i
-    for (Split split : kSplits) file.tensors.push_back(ids_tensor(name_of(split), corpus.tokens(split)));
+    for (Split split : kSplits) {  // little-endian, as this machine is
+      const std::span<const int32_t> ids = corpus.tokens(split);
+      file.tensors.push_back(
+          host_tensor(name_of(split), "I32", {static_cast<int64_t>(ids.size())}, ids.data(), ids.size_bytes()));
+    }
     write_safetensors(out, file);
     std::printf("wrote %s: I32 train, valid, test (token ids) and the vocabulary (metadata, one word per line)\n",
                 out.c_str());

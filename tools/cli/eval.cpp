@@ -9,7 +9,6 @@
 // layouts). The network runs in the inference phase (batch norm on running
 // statistics, dropout off) on a plan compiled for inference.
 #include <cstdio>
-#include <cstring>
 
 #include "data/data_spec.h"
 #include "optim/checkpoint.h"
@@ -27,13 +26,6 @@
 namespace glassbox::cli {
 namespace {
 
-HostTensor host_tensor(std::string name, const std::string& dtype, const Shape& shape, const void* data, size_t bytes) {
-  HostTensor t{.name = std::move(name), .dtype = dtype};
-  for (int i = 0; i < shape.rank(); ++i) t.shape.push_back(shape[i]);
-  t.bytes.resize(bytes);
-  std::memcpy(t.bytes.data(), data, bytes);
-  return t;
-}
 
 // The F32 tensor "images" of an --input file, checked against the network's sample.
 HostTensor read_images(const std::string& path, const NetSpec& net) {
@@ -67,7 +59,7 @@ int eval_input(const Args& args, const NetSpec& net, Context& ctx, const Compile
   if (args.has("--logits")) {
     write_safetensors(args.get("--logits", ""),
                       {.metadata = {{"net", net.name}, {"weights", args.get("--weights", "")}},
-                       .tensors = {host_tensor("logits", "F32", logits.shape(), values.data(), logits.bytes())}});
+                       .tensors = {host_tensor("logits", "F32", logits.shape().dims(), values.data(), logits.bytes())}});
     std::printf("wrote the logits of %d images to %s\n", batch, args.get("--logits", "").c_str());
     return 0;
   }
