@@ -68,7 +68,7 @@ test-cpu: build-cpu
 build-sanitize: deps
 	cmake -S . -B $(BUILD_SANITIZE) $(call generator,$(BUILD_SANITIZE)) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCMAKE_CXX_COMPILER=$(CLANGXX) \
-	  -DGLASSBOX_CUDA=OFF -DGLASSBOX_FUZZ=ON -DGLASSBOX_BENCHMARKS=OFF $(CMAKE_ARGS)
+	  -DGLASSBOX_CUDA=OFF -DGLASSBOX_FUZZ=ON -DGLASSBOX_BENCHMARKS=OFF -DGLASSBOX_BLAS=Eigen $(CMAKE_ARGS)
 	cmake --build $(BUILD_SANITIZE) -j $(JOBS)
 
 test-sanitize: build-sanitize

@@ -229,7 +229,10 @@ void register_benchmarks(const Settings& s) {
     })->UseManualTime()->Unit(benchmark::kMillisecond);
 #endif
   } else {
-    benchmark::RegisterBenchmark("SGEMM/eigen/n:2048", [](benchmark::State& state) { sgemm_eigen(state, 2048); })
+    // "SGEMM/openblas/n:2048" or "SGEMM/eigen/n:2048": the kernels behind Eigen's products here.
+    const std::string kernels = GLASSBOX_OPENBLAS ? "openblas" : "eigen";
+    benchmark::RegisterBenchmark(cat("SGEMM/", kernels, "/n:2048").c_str(),
+                                 [](benchmark::State& state) { sgemm_eigen(state, 2048); })
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
   }

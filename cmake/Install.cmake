@@ -24,7 +24,7 @@ include(CMakePackageConfigHelpers)
 set(GLASSBOX_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/Glassbox")
 
 # (The include directory comes with the target: its INSTALL_INTERFACE in CMakeLists.txt.)
-install(TARGETS glassbox EXPORT GlassboxTargets ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}")
+install(TARGETS glassbox glassbox_cpu_blas EXPORT GlassboxTargets ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}")
 # The folders, not a list of files: a header added to a folder is installed
 # without an edit here (the folders are read at install time).
 foreach(folder IN LISTS library_folders)

@@ -1,6 +1,7 @@
 // tensor/context.cpp: contexts, the workspace and the math mode.
 #include "tensor/context.h"
 
+#include "tensor/cpu_blas.h"
 #include "tensor/cuda_entry.h"
 #include "tensor/eigen_maps.h"
 #include "tensor/error.h"
@@ -42,6 +43,7 @@ Context::~Context() = default;
 
 Context Context::cpu(uint64_t seed) {
   keep_eigen_single_threaded();  // Note [Eigen's own threads]
+  check_cpu_blas();              // Note [OpenBLAS's OpenMP build] (cmake/CpuBlas.cmake)
   Context ctx(Device::cpu(), seed);
   ctx.allocator_ = make_cpu_allocator();
   return ctx;

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <vector>
 
+#include "tensor/cpu_blas.h"
 #include "tensor/cuda_entry.h"
 #include "tensor/error.h"
 
@@ -80,6 +81,8 @@ MeasuredPeak measure_cpu() {
   // The layers keep Eigen on one thread and split their work over the OpenMP
   // threads themselves (Note [Eigen's own threads], tensor/eigen_maps.h); the
   // peak is what every core together does, so Eigen gets every thread here.
+  // On OpenBLAS (cmake/CpuBlas.cmake) the product, called outside any
+  // parallel region, takes every OpenMP thread by itself.
   struct EigenThreads {
     int before = Eigen::nbThreads();
     EigenThreads() { Eigen::setNbThreads(omp_get_max_threads()); }
@@ -104,7 +107,7 @@ MeasuredPeak measure_cpu() {
     for (int64_t j = 0; j < count; ++j) dst[static_cast<size_t>(j)] = src[static_cast<size_t>(j)];
     peak.bytes_per_s = std::max(peak.bytes_per_s, 2.0 * static_cast<double>(kCopyBytes) / seconds_since(start));
   }
-  peak.how = cat("Eigen GEMM ", kGemmSize, "^3, copy ", kCopyBytes >> 20, " MiB");
+  peak.how = cat(cpu_gemm_name(), " GEMM ", kGemmSize, "^3, copy ", kCopyBytes >> 20, " MiB");
   return peak;
 }
 

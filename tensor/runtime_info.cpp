@@ -6,6 +6,8 @@
 #include <Eigen/Core>
 #include <fstream>
 
+#include "tensor/cpu_blas.h"
+
 #include "glassbox_build_info.h"  // generated: GLASSBOX_COMMIT, GLASSBOX_BUILD
 
 namespace glassbox {
@@ -29,7 +31,8 @@ std::vector<std::pair<std::string, std::string>> RuntimeInfo::fields() const {
   std::vector<std::pair<std::string, std::string>> out = {
       {"device", device},       {"device_name", device_name}, {"cpu", cpu_model},
       {"cpu_threads", std::to_string(cpu_threads)},          {"cpu_simd", simd},
-      {"precision", precision}, {"build", build},             {"commit", commit}};
+      {"cpu_blas", blas},       {"precision", precision},     {"build", build},
+      {"commit", commit}};
   const std::pair<const char*, const std::string*> optional[] = {
       {"gpu_memory", &gpu_memory}, {"driver", &driver}, {"cuda_runtime", &cuda_runtime},
       {"cudnn", &cudnn},           {"cublas", &cublas}, {"nccl", &nccl}};
@@ -46,6 +49,7 @@ RuntimeInfo runtime_info(const Context& ctx) {
   info.device_name = info.cpu_model;
   info.cpu_threads = omp_get_max_threads();
   info.simd = Eigen::SimdInstructionSetsInUse();
+  info.blas = cpu_blas_description();
   info.precision = std::string(name_of(ctx.precision()));
   info.build = GLASSBOX_BUILD;
   info.commit = GLASSBOX_COMMIT;

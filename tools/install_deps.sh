@@ -15,6 +15,10 @@ packages+=(libturbojpeg0-dev zlib1g-dev nlohmann-json3-dev dataset-fashion-mnist
 # The word-level text corpus of the LSTM language model (data/text_corpus.h):
 # the fortune cookies' text files under /usr/share/games/fortunes.
 packages+=(fortunes)
+# The kernels under Eigen's CPU products (cmake/CpuBlas.cmake): OpenBLAS's
+# OpenMP build, which shares OpenMP's threads (Note [OpenBLAS's OpenMP build]);
+# the serial build only stands in for a wrong one in tests/test_cpu_blas.cpp.
+packages+=(libopenblas-openmp-dev libopenblas0-serial)
 # Data-parallel jobs (optim/communicator.h, docs/data_parallel.md): Open MPI's
 # headers and library (the CPU communicator, and the exchange of NCCL's unique
 # id between GPU ranks) and mpirun (openmpi-bin), which launches the ranks and

@@ -1,7 +1,9 @@
-// bench/support/sgemm_reference.cpp: Eigen's own large SGEMM, with Eigen's
-// own threading (OpenMP), timed by the host clock. Glassbox's layers keep
-// Eigen on one thread (Note [Eigen's own threads] in tensor/eigen_maps.h);
-// this yardstick gives it every OpenMP thread while it runs.
+// bench/support/sgemm_reference.cpp: a large SGEMM through Eigen's product,
+// on the build's kernels (cmake/CpuBlas.cmake), timed by the host clock, on
+// every OpenMP thread. Glassbox's layers keep Eigen on one thread (Note
+// [Eigen's own threads] in tensor/eigen_maps.h); this yardstick gives Eigen's
+// own kernels every thread while it runs, and OpenBLAS's SGEMM, called
+// outside any parallel region, takes every OpenMP thread by itself.
 #include "bench/support/sgemm_reference.h"
 
 #include <omp.h>

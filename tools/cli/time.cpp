@@ -16,6 +16,7 @@
 #include "graph/memory_plan.h"
 #include "optim/data_parallel_job.h"
 #include "tensor/atomic_file.h"
+#include "tensor/cpu_blas.h"
 #include "tensor/device_peaks.h"
 #include "tensor/event_timer.h"
 #include "tensor/machine_state.h"
@@ -156,7 +157,7 @@ int run_time(const std::vector<std::string>& words) {
   table.add_rule();
   table.add_row({"sum of layers", "", "", "", fixed(forward_sum + backward_sum, 3)});
 
-  const std::string how = !gpu ? cat("CPU path: Eigen + OpenMP, ", info.cpu_threads, " thread",
+  const std::string how = !gpu ? cat("CPU path: ", cpu_path_name(), " + OpenMP, ", info.cpu_threads, " thread",
                                      info.cpu_threads == 1 ? "" : "s")
                           : options.layers.algo_search == AlgoSearch::kMeasured ? "cuDNN algorithms measured"
                                                                                 : "cuDNN heuristics";

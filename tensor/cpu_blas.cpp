@@ -1,0 +1,60 @@
+// tensor/cpu_blas.cpp: the CPU products' kernels, described and checked.
+#include "tensor/cpu_blas.h"
+
+#include <Eigen/Core>
+
+#include "tensor/error.h"
+
+#if GLASSBOX_OPENBLAS
+#include <cblas.h>  // openblas_get_parallel, openblas_get_config: OpenBLAS's own extensions
+#endif
+
+namespace glassbox {
+
+#if GLASSBOX_OPENBLAS
+
+namespace {
+const char* threading_of(int parallel) {
+  switch (parallel) {
+    case OPENBLAS_SEQUENTIAL: return "sequential build";
+    case OPENBLAS_THREAD: return "pthreads build";
+    case OPENBLAS_OPENMP: return "OpenMP build";
+    default: return "unknown build";
+  }
+}
+}  // namespace
+
+std::string cpu_blas_description() {
+  // The config string starts "OpenBLAS 0.3.21 ..."; keep its name and version only.
+  const std::string config = openblas_get_config();
+  const size_t second_space = config.find(' ', config.find(' ') + 1);
+  return cat(config.substr(0, second_space), " (", threading_of(openblas_get_parallel()), ", ",
+             openblas_get_corename(), " kernels)");
+}
+
+const char* cpu_gemm_name() { return "OpenBLAS"; }
+
+void check_cpu_blas() {
+  const int parallel = openblas_get_parallel();
+  if (parallel == OPENBLAS_OPENMP) return;
+  throw ConfigError(cat("the OpenBLAS loaded at run time is its ", threading_of(parallel),
+                        ", not the OpenMP build Glassbox was linked against: its GEMMs would not share OpenMP's "
+                        "threads. Check LD_LIBRARY_PATH and LD_PRELOAD; Debian's OpenMP build lives in "
+                        "/usr/lib/<arch>/openblas-openmp (libopenblas0-openmp)"));
+}
+
+#else
+
+std::string cpu_blas_description() {
+  return cat("Eigen ", EIGEN_WORLD_VERSION, ".", EIGEN_MAJOR_VERSION, ".", EIGEN_MINOR_VERSION, " (its own kernels)");
+}
+
+const char* cpu_gemm_name() { return "Eigen"; }
+
+void check_cpu_blas() {}
+
+#endif
+
+std::string cpu_path_name() { return GLASSBOX_OPENBLAS ? "Eigen on OpenBLAS" : "Eigen"; }
+
+}  // namespace glassbox

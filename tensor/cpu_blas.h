@@ -1,0 +1,26 @@
+// tensor/cpu_blas.h: which kernels run Eigen's matrix products on the CPU
+// (cmake/CpuBlas.cmake chooses: OpenBLAS's OpenMP build, or Eigen's own).
+#pragma once
+
+#include <string>
+
+namespace glassbox {
+
+// "OpenBLAS 0.3.21 (OpenMP build, Cooperlake kernels)" or "Eigen 3.4.0 (its own
+// kernels)": printed with every result, as cpu_blas.
+std::string cpu_blas_description();
+
+// "OpenBLAS" or "Eigen": whose kernels a product runs on, for short labels
+// ("OpenBLAS GEMM 1024^3", "CPU path: Eigen on OpenBLAS + OpenMP").
+const char* cpu_gemm_name();
+
+// "Eigen on OpenBLAS" or "Eigen": the CPU path's maths, as `glassbox time` heads its table.
+std::string cpu_path_name();
+
+// Throws ConfigError when the OpenBLAS that the loader found is not the OpenMP
+// build this one was linked against (Note [OpenBLAS's OpenMP build] in
+// cmake/CpuBlas.cmake): another build would run its own threads beside
+// OpenMP's. Called by Context::cpu(); nothing to check on Eigen's kernels.
+void check_cpu_blas();
+
+}  // namespace glassbox

@@ -1,0 +1,77 @@
+// tests/test_cpu_blas.cpp: the kernels under Eigen's CPU products
+// (cmake/CpuBlas.cmake): what a result says they were, and the refusal of an
+// OpenBLAS build other than the OpenMP one the library was linked against.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tensor/context.h"
+#include "tensor/cpu_blas.h"
+#include "tensor/eigen_maps.h"
+#include "tensor/runtime_info.h"
+#include "tests/support/command.h"
+
+namespace glassbox {
+namespace {
+
+using testing::contains;
+
+TEST(CpuBlas, EveryResultNamesTheKernelsItRanOn) {
+  const Context ctx = Context::cpu();
+  const RuntimeInfo info = runtime_info(ctx);
+  bool listed = false;
+  for (const auto& [key, value] : info.fields()) listed |= key == "cpu_blas" && value == cpu_blas_description();
+  EXPECT_TRUE(listed) << "cpu_blas is missing from the run context";
+#if GLASSBOX_OPENBLAS
+  EXPECT_TRUE(contains(cpu_blas_description(), "OpenBLAS 0.")) << cpu_blas_description();
+  EXPECT_TRUE(contains(cpu_blas_description(), "(OpenMP build, ")) << cpu_blas_description();
+#else
+  EXPECT_TRUE(contains(cpu_blas_description(), "(its own kernels)")) << cpu_blas_description();
+#endif
+}
+
+// The product Eigen hands to the BLAS (large enough not to be Eigen's
+// coefficient-wise small product) against a plain triple loop.
+TEST(CpuBlas, AStridedProductMatchesThePlainSum) {
+  const int64_t m = 37, k = 53, n = 29, stride = 61;
+  std::vector<float> a(m * k), b(k * stride), c(m * n, 1.0f);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 7) - 3.0f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 5) * 0.5f - 1.0f;
+  StridedMatrixMap bm(b.data(), k, n, Eigen::OuterStride<>(stride));
+  MatrixMap(c.data(), m, n).noalias() += MatrixMap(a.data(), m, k) * bm;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 1.0;
+      for (int64_t p = 0; p < k; ++p) sum += double{a[i * k + p]} * b[p * stride + j];
+      ASSERT_NEAR(c[i * n + j], sum, 1e-3) << "at (" << i << ", " << j << ")";
+    }
+  }
+}
+
+// Note [OpenBLAS's OpenMP build] (cmake/CpuBlas.cmake): the loader may find
+// another build first (LD_PRELOAD, LD_LIBRARY_PATH); the program must refuse
+// it by name rather than run two thread pools. The serial or pthreads build
+// stands in for the wrong one (tools/install_deps.sh installs the serial one).
+TEST(CpuBlas, AnotherOpenBlasBuildIsRefusedByName) {
+#if !GLASSBOX_OPENBLAS
+  GTEST_SKIP() << "built on Eigen's own kernels (GLASSBOX_BLAS=Eigen): no OpenBLAS to check";
+#else
+  const char* candidates[][2] = {{"openblas-serial", "sequential build"}, {"openblas-pthread", "pthreads build"}};
+  for (const auto& [folder, build] : candidates) {
+    const std::string library = std::string("/usr/lib/" GLASSBOX_LIBRARY_ARCH "/") + folder + "/libopenblas.so.0";
+    if (!std::filesystem::exists(library)) continue;
+    const testing::CommandOutcome r =
+        testing::run_command("LD_PRELOAD=" + library + " " + GLASSBOX_CLI_PATH + " time LeNet --batch 1");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_TRUE(contains(r.output, std::string("the OpenBLAS loaded at run time is its ") + build +
+                                       ", not the OpenMP build Glassbox was linked against"))
+        << r.output;
+    return;
+  }
+  GTEST_SKIP() << "no other OpenBLAS build installed to stand in for the wrong one "
+                  "(apt-get install libopenblas0-serial)";
+#endif
+}
+
+}  // namespace
+}  // namespace glassbox
