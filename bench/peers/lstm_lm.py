@@ -23,6 +23,15 @@ What it does, as Glassbox does it (data/bptt.h, optim/trainer.h, optim/sgd.h):
              in eval mode (no dropout)
 Prints one row per epoch; --json FILE writes them.
 
+Checkpoints both ways (docs/language_model.md, "Checkpoints in PyTorch"):
+  --weights FILE  no training: FILE (a `glassbox train --checkpoint-dir`
+                  checkpoint, or any model file `glassbox eval --weights`
+                  reads) into the model with load_state_dict(strict=True),
+                  then its valid and test perplexity
+  --save FILE     after the epochs (--epochs 0: the initial weights), the
+                  model's state_dict as safetensors, for `glassbox eval
+                  NET --weights FILE --data SPEC`
+
 --time MODES (no ids file) times steps instead, as bench_nets times them
 (bench/peers/pytorch_nets.py's protocol): forward (training mode, with the
 loss), forward_backward, train_step (SGD lr 1e-4, momentum 0.9, weight decay
@@ -158,6 +167,8 @@ def main():
     parser.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (default: torch's)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", help="write the epochs' rows to this file")
+    parser.add_argument("--weights", help="score this model file instead of training (strict load)")
+    parser.add_argument("--save", help="write the trained model's state_dict here (safetensors)")
     args = parser.parse_args()
     spec = find_language_model(args.net)
     if spec is None:
@@ -182,6 +193,8 @@ def main():
         sys.exit(f"lstm_lm.py: {args.net} predicts {spec.vocabulary} words; the file's vocabulary has {vocabulary}")
     data = {name: batchify(ids, args.batch) for name, ids in splits.items()}
     model = spec.build()
+    if args.weights:
+        return score_weights(model, args, data, spec)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.0, weight_decay=0.0)
     print(f"{args.net} in PyTorch {torch.__version__}, {torch.get_num_threads()} threads: batch {args.batch}, "
           f"{spec.steps} steps, lr {args.lr} ({args.schedule}), clip {args.clip}")
@@ -215,6 +228,20 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"net": args.net, "torch": torch.__version__, "args": vars(args), "epochs": rows}, f, indent=1)
+    if args.save:
+        import safetensors.torch
+        safetensors.torch.save_file(model.state_dict(), args.save, metadata={"format": "pt"})
+        print(f"wrote {args.save}: test perplexity {evaluate(model, data['test'], spec.steps, args.batch):.4f}")
+    return 0
+
+
+def score_weights(model, args, data, spec):
+    """--weights: a Glassbox model file in PyTorch's model, strictly, then its perplexities."""
+    import safetensors.torch
+    model.load_state_dict(safetensors.torch.load_file(args.weights), strict=True)
+    valid = evaluate(model, data["valid"], spec.steps, args.batch)
+    test = evaluate(model, data["test"], spec.steps, args.batch)
+    print(f"{args.weights} in PyTorch's {args.net} (strict load): valid perplexity {valid:.4f}, test perplexity {test:.4f}")
     return 0
 
 
