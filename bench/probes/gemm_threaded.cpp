@@ -10,6 +10,17 @@
 //   g++ -O3 -march=native -fopenmp -I/usr/include/eigen3 bench/probes/gemm_threaded.cpp -o /tmp/gemm -lopenblas
 //   /tmp/gemm [threads]    (default 2)
 //
+// Built as Glassbox builds it (cmake/CpuBlas.cmake: EIGEN_USE_BLAS, Debian's
+// OpenMP OpenBLAS), the "eigen" column is Eigen's product on OpenBLAS, the
+// path every CPU layer takes:
+//   g++ -O3 -march=native -fopenmp -DEIGEN_USE_BLAS -I/usr/include/eigen3 \
+//       -I/usr/include/x86_64-linux-gnu/openblas-openmp bench/probes/gemm_threaded.cpp -o /tmp/gemm_blas \
+//       -L/usr/lib/x86_64-linux-gnu/openblas-openmp -Wl,-rpath,/usr/lib/x86_64-linux-gnu/openblas-openmp -lopenblas
+//
+// The last rows are the convolutions' products, one image's im2col as one
+// product (K filters x P*Q pixels x C*R*S): ResNet-50's 7x7 stem, 3x3 layers
+// of each stage and a 1x1 expansion, and three of VGG16's layers.
+//
 // Each figure is the best of 5 runs of at least 0.5 s each (a product
 // repeated), C = A B, row-major, A (m, k), B (k, n).
 #include <cblas.h>
@@ -52,7 +63,16 @@ int main(int argc, char** argv) {
                             {700, 2600, 650},     // an LSTM layer's input projection, 35 x 20 tokens
                             {700, 10000, 650},    // the decoder's forward
                             {700, 650, 10000},    // the decoder's backward-data
-                            {20, 2600, 650}};     // one recurrent step
+                            {20, 2600, 650},      // one recurrent step
+                            {64, 12544, 147},     // ResNet-50 conv1, 7x7 s2
+                            {64, 3136, 576},      // ResNet-50 layer1 3x3
+                            {128, 784, 1152},     // ResNet-50 layer2 3x3
+                            {256, 196, 2304},     // ResNet-50 layer3 3x3
+                            {512, 49, 4608},      // ResNet-50 layer4 3x3
+                            {256, 3136, 64},      // ResNet-50 layer1 1x1 expansion
+                            {64, 50176, 576},     // VGG16 conv1_2
+                            {256, 3136, 2304},    // VGG16 conv3_2
+                            {512, 196, 4608}};    // VGG16 conv5_2
   std::printf("%d threads; GFLOP/s, best of 5\n", threads);
   for (const auto& s : shapes) {
     const long m = s[0], n = s[1], k = s[2];
