@@ -31,6 +31,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -48,6 +49,7 @@
 #include "bench/support/sgemm_reference.h"
 #include "optim/data_parallel_job.h"
 #include "tensor/atomic_file.h"
+#include "tensor/cpu_blas.h"
 #include "tensor/event_timer.h"
 #include "tensor/runtime_info.h"
 #include "tools/entry_point.h"
@@ -230,7 +232,8 @@ void register_benchmarks(const Settings& s) {
 #endif
   } else {
     // "SGEMM/openblas/n:2048" or "SGEMM/eigen/n:2048": the kernels behind Eigen's products here.
-    const std::string kernels = GLASSBOX_OPENBLAS ? "openblas" : "eigen";
+    std::string kernels = cpu_gemm_name();
+    std::transform(kernels.begin(), kernels.end(), kernels.begin(), [](unsigned char c) { return std::tolower(c); });
     benchmark::RegisterBenchmark(cat("SGEMM/", kernels, "/n:2048").c_str(),
                                  [](benchmark::State& state) { sgemm_eigen(state, 2048); })
         ->UseManualTime()

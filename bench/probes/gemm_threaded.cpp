@@ -3,8 +3,8 @@
 // products of the LSTM language model (issue 10: T x B = 700 rows, H = 650,
 // 4H = 2600 gates, V = 10,000 words) and of one LSTM step (B = 20 rows).
 // bench/probes/torch_matmul.py times torch.matmul on the same shapes. Not part
-// of the build: it measures whether routing Eigen to a BLAS library is worth
-// doing (issue 11), so it links a library the project does not install.
+// of the build: it measured whether routing Eigen to a BLAS library was worth
+// doing (issue 11; it was: cmake/CpuBlas.cmake), and links cblas directly.
 //
 //   apt-get install libopenblas-dev
 //   g++ -O3 -march=native -fopenmp -I/usr/include/eigen3 bench/probes/gemm_threaded.cpp -o /tmp/gemm -lopenblas
