@@ -74,6 +74,7 @@ struct Settings {
   int workers = 0;   // --workers: its loader's threads
   Precision precision = Precision::kFp32;
   AlgoSearch algo_search = AlgoSearch::kHeuristic;
+  CpuConvPath cpu_conv = CpuConvPath::kAuto;
   bool deterministic = kDeterministicByDefault;
   bool nvtx = true;  // an NVTX range per layer and pass on a GPU (graph/step_spans.h)
   Communicator* communicator = nullptr;  // a job of several ranks (mpirun); null for one process
@@ -104,6 +105,7 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
     options.precision = key.precision;
     options.layers.algo_search = settings.algo_search;
     options.layers.deterministic = settings.deterministic;
+    options.layers.cpu_conv = settings.cpu_conv;
     options.nvtx = settings.nvtx;
     NetSession& session = cached_session(net, key, options);
     session.begin(mode);
@@ -253,12 +255,15 @@ constexpr const char* kDiscardedOut = "--benchmark_out=/dev/null";
 void print_help() {
   std::printf(
       "bench_nets [--device=cpu|cuda|cuda:N] [--batch=N] [--net=NAME] [--precision=fp32|tf32] [--cudnn-search]\n"
-      "           [--deterministic] [--no-nvtx] [--data=SPEC [--workers=N]] [--threads=N]\n"
+      "           [--cpu-conv=auto|glassbox|onednn] [--deterministic] [--no-nvtx] [--data=SPEC [--workers=N]]\n"
+      "           [--threads=N]\n"
       "           [under mpirun: --bucket-mb=X --no-overlap --comm-timeout=S --steps=N] [--data-parallel]\n"
       "           [Google Benchmark flags: --benchmark_filter=REGEX --benchmark_out=FILE ...]\n"
       "--data=folder:PATH (or fashion-mnist, ...): also time each train_step on that real data, named\n"
       "<Net>/train_step/batch:<N>/real_data, with counters data_wait_ms, compute_ms and data_share.\n"
       "--no-nvtx: no NVTX range per layer and pass (a GPU build pushes them for Nsight Systems).\n"
+      "--cpu-conv=PATH: what runs the CPU's convolutions: auto (oneDNN above 1x1 where built with it),\n"
+      "glassbox (its own im2col + GEMM) or onednn; in the context as cpu_conv.\n"
       "--threads=N: OpenMP threads of every CPU kernel (default: OMP_NUM_THREADS, else one per core), in the\n"
       "context as cpu_threads.\n"
       "--deterministic: only cuDNN algorithms that give the same bits on every run (%s); the CPU path\n"
@@ -297,7 +302,7 @@ int run(int argc, char** argv) {
 
   Settings settings{.batch = flags.batch, .net = flags.net, .data = flags.data, .workers = flags.workers,
                     .precision = flags.precision,
-                    .algo_search = flags.algo_search, .deterministic = flags.deterministic, .nvtx = flags.nvtx};
+                    .algo_search = flags.algo_search, .cpu_conv = flags.cpu_conv, .deterministic = flags.deterministic, .nvtx = flags.nvtx};
   const JobPlacement placement = job_placement();
   const bool speaks = placement.rank == 0;  // in a job of several ranks, rank 0 reports
   const DeviceChoice choice = choose_device(flags.device, "--device");
@@ -334,6 +339,7 @@ int run(int argc, char** argv) {
   }
   for (const auto& [key, value] : info.fields()) benchmark::AddCustomContext(key, value);
   benchmark::AddCustomContext("deterministic", settings.deterministic ? "yes" : "no");
+  benchmark::AddCustomContext("cpu_conv_path", std::string(name_of(settings.cpu_conv)));  // --cpu-conv
   add_machine_context(sample_machine(ctx));
   benchmark::AddCustomContext("protocol", "10 warm-up steps per mode, then each step timed (CUDA events on "
                                           "the GPU, steady clock on the CPU) for at least 2 s unless "

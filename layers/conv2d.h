@@ -4,11 +4,15 @@
 //   y[n,k,p,q] = b[k] + sum_{c in group(k), r, s} w[k,c,r,s] * x[n,c, p*stride_h - pad_h + r*dil_h, q*stride_w - pad_w + s*dil_w]
 //   backward: dx (= or +=) conv_transpose(dy, w);  dw += corr(x, dy);  db += sum_{n,p,q} dy
 //
-// CPU: im2col + GEMM, tiled. Work items are (image, group, tile of output
-// pixels); each thread unfolds its tile into its slice of the workspace and
-// multiplies it with Eigen single-threaded, so the unfolded tile stays in
-// cache and the two cores never wait on each other inside a product.
-// Depthwise convolutions (groups == C) skip the GEMM: layers/conv2d_depthwise.h.
+// CPU: three paths, chosen per layer at prepare (Conv2d::CpuPath):
+//   - oneDNN's convolutions (layers/conv2d_onednn.h) for kernels larger than
+//     1x1, in builds with oneDNN (cmake/CpuConv.cmake, the default);
+//   - Glassbox's own im2col + GEMM, tiled (layers/conv2d_im2col.cpp): 1x1
+//     layers, builds without oneDNN, and the plain reference the oneDNN path
+//     is tested against. Work items are (image, group, tile of output pixels);
+//     each thread unfolds its tile into its slice of the workspace and
+//     multiplies it with Eigen single-threaded;
+//   - stride-1 depthwise layers (groups == C) skip the GEMM: layers/conv2d_depthwise.h.
 // CUDA: cuDNN's convolution, with the algorithms chosen at compile time (cuDNN's
 // heuristics by default, measured search on request), the workspace sized from
 // the choice, and a fall-back to the next candidate when one is not supported
@@ -48,7 +52,20 @@ class Conv2d final : public Layer {
   bool splits_backward() const override { return true; }  // dx, then dw and db
   const Options& options() const { return options_; }
 
-  // ---- cuDNN algorithms (CUDA devices only; the CPU path has no choice) ----
+  // ---- The CPU path ----
+  // kAuto: oneDNN where the build has it and the kernel is larger than 1x1
+  // (measured faster there; docs/performance.md, "Convolutions on oneDNN"),
+  // unless oneDNN offers only its reference code for these shapes; stride-1
+  // depthwise layers take their direct path; everything else Glassbox's im2col
+  // + GEMM (kGlassbox, which also covers the depthwise path). The path comes
+  // from PrepareOptions::cpu_conv unless pinned here; prepare() on the CPU
+  // throws ConfigError for kOneDnn in a build without oneDNN. algorithms()
+  // names the path taken, and oneDNN's implementation of each pass.
+  using CpuPath = CpuConvPath;
+  void pin_cpu_path(CpuPath path) { cpu_pin_ = path; }
+  CpuPath cpu_path() const { return plan_.path; }  // as prepared: kGlassbox or kOneDnn (kAuto before)
+
+  // ---- cuDNN algorithms (CUDA devices only) ----
   // The three passes, each with its own cuDNN algorithm.
   enum class Pass { kForward, kBackwardData, kBackwardFilter };
   static constexpr int kPassCount = 3;
@@ -94,6 +111,7 @@ class Conv2d final : public Layer {
     int64_t channel_blocks = 1;     // backward-data work items per (image, group)
     bool pointwise = false;         // 1x1, stride 1, no padding: x is its own unfolding
     bool depthwise = false;         // one input channel per group: layers/conv2d_depthwise.cpp
+    CpuPath path = CpuPath::kAuto;  // what prepare chose
     int threads = 1;                // also backward-filter's slots (Note [Reproducible weight gradients])
     int64_t col_floats = 0;         // per-thread unfolded tile
     int64_t partial_floats = 0;     // per-slot (but slot 0) partial weight gradient
@@ -101,8 +119,13 @@ class Conv2d final : public Layer {
   void check_options() const;
   DepthwisePlan depthwise_plan() const;
   float* cpu_workspace(const Context& ctx) const;
-  void backward_data_cpu(const BackwardArgs& args, float* workspace) const;
-  void backward_filter_cpu(const BackwardArgs& args, float* workspace) const;
+  // False where `asked` is kAuto and oneDNN has only reference code for these shapes.
+  bool prepare_onednn(Phase phase, CpuPath asked);
+  // Glassbox's own im2col + GEMM path: layers/conv2d_im2col.cpp.
+  void plan_im2col();
+  void forward_im2col(const ForwardArgs& args, float* workspace) const;
+  void backward_data_im2col(const BackwardArgs& args, float* workspace) const;
+  void backward_filter_im2col(const BackwardArgs& args, float* workspace) const;
 
   void prepare_cpu(Context& ctx, const PrepareOptions& options) override;
   void prepare_cuda(Context& ctx, const PrepareOptions& options) override;
@@ -114,6 +137,7 @@ class Conv2d final : public Layer {
   Options options_;
   CpuPlan plan_;
   AlgorithmPins pins_;
+  CpuPath cpu_pin_ = CpuPath::kAuto;
   std::array<std::vector<AlgorithmCandidate>, kPassCount> candidates_;
 };
 

@@ -3,6 +3,22 @@
 
 namespace glassbox {
 
+CpuConvPath parse_cpu_conv_path(std::string_view text) {
+  if (text == "auto") return CpuConvPath::kAuto;
+  if (text == "glassbox") return CpuConvPath::kGlassbox;
+  if (text == "onednn") return CpuConvPath::kOneDnn;
+  throw ConfigError(cat("unknown CPU convolution path '", text, "'; valid: auto, glassbox, onednn"));
+}
+
+std::string_view name_of(CpuConvPath path) {
+  switch (path) {
+    case CpuConvPath::kAuto: return "auto";
+    case CpuConvPath::kGlassbox: return "glassbox";
+    case CpuConvPath::kOneDnn: return "onednn";
+  }
+  return "?";
+}
+
 void throw_not_built(std::string_view layer_type) {
   throw NotBuiltError(cat(layer_type, ": Glassbox was built without CUDA (configure with -DGLASSBOX_CUDA=ON)"));
 }

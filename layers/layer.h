@@ -55,6 +55,16 @@ enum class AlgoSearch {
   kHeuristic,  // cuDNN's ranked heuristics: fast to compile, usually good
   kMeasured,   // time every candidate once and keep the fastest (glassbox --cudnn-search)
 };
+// Which path runs Conv2d on the CPU (layers/conv2d.h, cmake/CpuConv.cmake).
+enum class CpuConvPath {
+  kAuto,      // oneDNN for kernels above 1x1 where the build has it; Glassbox's own for the rest
+  kGlassbox,  // Glassbox's own im2col + GEMM (and depthwise taps) for every layer
+  kOneDnn,    // oneDNN for every layer (ConfigError at prepare in a build without oneDNN)
+};
+// "auto", "glassbox" or "onednn" (the --cpu-conv flags); throws ConfigError otherwise.
+CpuConvPath parse_cpu_conv_path(std::string_view text);
+std::string_view name_of(CpuConvPath path);  // "auto", "glassbox", "onednn"
+
 // The default of PrepareOptions::deterministic: the CMake option
 // GLASSBOX_DETERMINISTIC (OFF unless configured ON) defines it for every
 // target that links the library.
@@ -79,6 +89,9 @@ struct PrepareOptions {
   // Bit-identical runs also need the same algorithms each time, which the
   // heuristic search gives and a measured search (timing noise) need not.
   bool deterministic = kDeterministicByDefault;
+  // What runs Conv2d on the CPU (glassbox time --cpu-conv); a layer's own pin
+  // (Conv2d::pin_cpu_path) wins. CUDA devices ignore it.
+  CpuConvPath cpu_conv = CpuConvPath::kAuto;
 };
 
 struct ParamSpec {
@@ -113,8 +126,9 @@ struct BackwardArgs {
   std::span<const Tensor> param_grads;  // accumulated: dW += ...
 };
 
-// What a layer's CUDA half keeps between calls (descriptors, algorithm
-// choices). Its concrete type is defined in the layer's x_cuda.cpp.
+// What a layer's device half keeps between calls: cuDNN descriptors and
+// algorithm choices (the concrete type is defined in the layer's x_cuda.cpp),
+// or a CPU path's own state (Conv2d's oneDNN primitives, layers/conv2d_onednn.h).
 struct BackendState {
   virtual ~BackendState() = default;
   // The algorithms chosen at compile time, for reports ("" if none).
@@ -222,7 +236,8 @@ class Layer {
   void prepare(Context& ctx, const PrepareOptions& options = {});
   // Bytes of shared workspace the layer needs (valid after prepare()).
   size_t workspace_bytes() const { return workspace_bytes_; }
-  // Algorithms chosen for this device ("" on the CPU and for layers with no choice).
+  // Algorithms chosen for this device ("" for layers with no choice): cuDNN's,
+  // or on the CPU the path a Conv2d took (oneDNN's implementations).
   std::string algorithms() const { return backend_ ? backend_->algorithms() : ""; }
 
   void forward(Context& ctx, const ForwardArgs& args);
@@ -241,7 +256,7 @@ class Layer {
   // Fails unless input `index` has `rank` dimensions ("(N, C, H, W)" names the layout).
   void expect_rank(std::span<const Shape> inputs, int index, int rank, std::string_view layout) const;
 
-  std::unique_ptr<BackendState> backend_;  // the CUDA half's state, set by prepare_cuda
+  std::unique_ptr<BackendState> backend_;  // the device half's state, set by prepare_cuda (or prepare_cpu)
 
  private:
   // The backend halves: *_cpu in layers/x.cpp, *_cuda in layers/x_cuda.cpp.

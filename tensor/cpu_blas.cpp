@@ -8,6 +8,9 @@
 #if GLASSBOX_OPENBLAS
 #include <cblas.h>  // openblas_get_parallel, openblas_get_config: OpenBLAS's own extensions
 #endif
+#if GLASSBOX_WITH_ONEDNN
+#include "oneapi/dnnl/dnnl.h"  // dnnl_version
+#endif
 
 namespace glassbox {
 
@@ -55,6 +58,19 @@ void check_cpu_blas() {}
 
 #endif
 
-std::string cpu_path_name() { return GLASSBOX_OPENBLAS ? "Eigen on OpenBLAS" : "Eigen"; }
+std::string cpu_path_name() {
+  std::string name = GLASSBOX_OPENBLAS ? "Eigen on OpenBLAS" : "Eigen";
+  if (GLASSBOX_WITH_ONEDNN) name += ", oneDNN convolutions";
+  return name;
+}
+
+std::string cpu_conv_description() {
+#if GLASSBOX_WITH_ONEDNN
+  const dnnl_version_t* v = dnnl_version();
+  return cat("oneDNN ", v->major, ".", v->minor, ".", v->patch, " (kernels above 1x1; 1x1 on im2col + GEMM)");
+#else
+  return "Glassbox im2col + GEMM";
+#endif
+}
 
 }  // namespace glassbox

@@ -1,5 +1,6 @@
 // tensor/cpu_blas.h: which kernels run Eigen's matrix products on the CPU
-// (cmake/CpuBlas.cmake chooses: OpenBLAS's OpenMP build, or Eigen's own).
+// (cmake/CpuBlas.cmake chooses: OpenBLAS's OpenMP build, or Eigen's own), and
+// which the convolutions (cmake/CpuConv.cmake: oneDNN, or Glassbox's own).
 #pragma once
 
 #include <string>
@@ -14,8 +15,14 @@ std::string cpu_blas_description();
 // ("OpenBLAS GEMM 1024^3", "CPU path: Eigen on OpenBLAS + OpenMP").
 const char* cpu_gemm_name();
 
-// "Eigen on OpenBLAS" or "Eigen": the CPU path's maths, as `glassbox time` heads its table.
+// "Eigen on OpenBLAS, oneDNN convolutions" (or "Eigen", without either): the
+// CPU path's maths, as `glassbox time` heads its table.
 std::string cpu_path_name();
+
+// What runs the CPU's convolutions (cmake/CpuConv.cmake): "oneDNN 2.6.3 (kernels
+// above 1x1; 1x1 on im2col + GEMM)" or "Glassbox im2col + GEMM". Printed with
+// every result, as cpu_conv.
+std::string cpu_conv_description();
 
 // Throws ConfigError when the OpenBLAS that the loader found is not the OpenMP
 // build this one was linked against (Note [OpenBLAS's OpenMP build] in

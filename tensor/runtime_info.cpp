@@ -31,7 +31,8 @@ std::vector<std::pair<std::string, std::string>> RuntimeInfo::fields() const {
   std::vector<std::pair<std::string, std::string>> out = {
       {"device", device},       {"device_name", device_name}, {"cpu", cpu_model},
       {"cpu_threads", std::to_string(cpu_threads)},          {"cpu_simd", simd},
-      {"cpu_blas", blas},       {"precision", precision},     {"build", build},
+      {"cpu_blas", blas},       {"cpu_conv", conv},           {"precision", precision},
+      {"build", build},
       {"commit", commit}};
   const std::pair<const char*, const std::string*> optional[] = {
       {"gpu_memory", &gpu_memory}, {"driver", &driver}, {"cuda_runtime", &cuda_runtime},
@@ -50,6 +51,7 @@ RuntimeInfo runtime_info(const Context& ctx) {
   info.cpu_threads = omp_get_max_threads();
   info.simd = Eigen::SimdInstructionSetsInUse();
   info.blas = cpu_blas_description();
+  info.conv = cpu_conv_description();
   info.precision = std::string(name_of(ctx.precision()));
   info.build = GLASSBOX_BUILD;
   info.commit = GLASSBOX_COMMIT;

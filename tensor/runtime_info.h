@@ -17,6 +17,7 @@ struct RuntimeInfo {
   int cpu_threads = 0;       // OpenMP threads the CPU path uses
   std::string simd;          // vector extensions the CPU code was built with (Eigen's report)
   std::string blas;          // the kernels under Eigen's products (tensor/cpu_blas.h)
+  std::string conv;          // what runs the CPU's convolutions (tensor/cpu_blas.h)
   std::string driver;        // CUDA driver version, when a GPU is used
   std::string cuda_runtime;  // versions of the libraries linked in ("" in a CPU-only build)
   std::string cudnn;

@@ -288,13 +288,15 @@ TEST(Conv2d, ParametersAndMacs) {
   EXPECT_EQ(grouped.macs(), int64_t{2} * 256 * 28 * 28 * 4 * 9);
 }
 
-TEST(Conv2d, CpuHasNoAlgorithmChoice) {
+TEST(Conv2d, CpuReadsNoCudnnPinsAndNamesItsOwnPath) {
   Context ctx = Context::cpu();
   Conv2d conv("conv", {.out_channels = 4, .kernel = 3, .pad = 1});
   conv.bind(std::vector<Shape>{Shape{1, 3, 8, 8}});
   conv.pin_algorithms({.forward = 1});  // only CUDA devices read pins
   conv.prepare(ctx);
-  EXPECT_EQ(conv.algorithms(), "");
+  // The CPU path taken (tests/test_conv2d_cpu_paths.cpp), never a cuDNN algorithm.
+  EXPECT_TRUE(conv.algorithms().starts_with(GLASSBOX_WITH_ONEDNN ? "oneDNN fwd " : "Glassbox im2col + GEMM"))
+      << conv.algorithms();
   EXPECT_TRUE(conv.algorithm_candidates(Conv2d::Pass::kForward).empty());
 }
 

@@ -172,7 +172,7 @@ step_build() {
   fi
   show cmake -S "$repo" -B "$repo/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DGLASSBOX_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DGLASSBOX_STAGED_DEPS="$staged" \
-    -DGLASSBOX_BLAS=Eigen ${python:+-DGLASSBOX_PYTHON="$python"} "${cmake_extra[@]}"
+    -DGLASSBOX_BLAS=Eigen -DGLASSBOX_CPU_CONV=im2col ${python:+-DGLASSBOX_PYTHON="$python"} "${cmake_extra[@]}"
   show cmake --build "$repo/build-gpu" -j "$jobs"
 }
 

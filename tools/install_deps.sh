@@ -19,6 +19,9 @@ packages+=(fortunes)
 # OpenMP build, which shares OpenMP's threads (Note [OpenBLAS's OpenMP build]);
 # the serial build only stands in for a wrong one in tests/test_cpu_blas.cpp.
 packages+=(libopenblas-openmp-dev libopenblas0-serial)
+# The CPU's convolutions above 1x1 (cmake/CpuConv.cmake): oneDNN, whose Debian
+# build runs on the same OpenMP runtime (libgomp) as Glassbox's own loops.
+packages+=(libdnnl-dev)
 # Data-parallel jobs (optim/communicator.h, docs/data_parallel.md): Open MPI's
 # headers and library (the CPU communicator, and the exchange of NCCL's unique
 # id between GPU ranks) and mpirun (openmpi-bin), which launches the ranks and

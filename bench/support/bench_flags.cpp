@@ -54,6 +54,8 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
       }
     } else if (name == "--precision") {
       flags.precision = parse_precision(value);
+    } else if (name == "--cpu-conv") {
+      flags.cpu_conv = parse_cpu_conv_path(value);
     } else if (name == "--data") {
       flags.data = value;  // opened for each network, which knows its input shape (data/data_spec.h)
     } else if (name == "--workers") {

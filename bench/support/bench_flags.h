@@ -2,7 +2,7 @@
 // anything runs.
 //
 // Glassbox's own flags (--device=, --batch=, --net=, --precision=, --data=,
-// --workers=, --cudnn-search, --deterministic) are taken out and parsed; Google
+// --workers=, --cudnn-search, --cpu-conv=, --deterministic, ...) are taken out and parsed; Google
 // Benchmark's are passed on, after checking the ones Google Benchmark 1.7.1
 // would mishandle: a bad --benchmark_format prints its usage and exits 0, a
 // bad number is reported as an "unrecognized flag", and a duplicate flag
@@ -32,6 +32,7 @@ struct BenchFlags {
   int workers = 0;  // --workers=: the data loader's threads; 0: one per core
   int threads = 0;  // --threads=: OpenMP threads of every CPU kernel; 0: OMP_NUM_THREADS or one per core
   AlgoSearch algo_search = AlgoSearch::kHeuristic;
+  CpuConvPath cpu_conv = CpuConvPath::kAuto;  // --cpu-conv= (PrepareOptions::cpu_conv)
   bool deterministic = kDeterministicByDefault;  // --deterministic (PrepareOptions::deterministic)
   bool nvtx = true;  // --no-nvtx: no NVTX range per layer and pass (CompileOptions::nvtx)
   // Data-parallel runs under mpirun (optim/gradient_sync.h): --bucket-mb=,

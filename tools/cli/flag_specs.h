@@ -36,6 +36,8 @@ inline const std::vector<FlagSpec>& time_flags() {
       {"--precision", "P", "fp32 (TF32 off, default) or tf32"},
       {"--no-nvtx", "", "push no NVTX ranges (GPU builds push one per layer and pass for Nsight Systems)"},
       {"--cudnn-search", "", "time every cuDNN algorithm and keep the fastest"},
+      {"--cpu-conv", "PATH",
+       "what runs the CPU's convolutions: auto (default: oneDNN above 1x1 where built with it), glassbox, onednn"},
       {"--deterministic", "",
        cat("only cuDNN algorithms that give the same bits on every run; the CPU path always does (",
            kDeterministicByDefault ? "on: built with GLASSBOX_DETERMINISTIC" : "off by default", ")")},

@@ -68,6 +68,10 @@ int run_time(const std::vector<std::string>& words) {
     std::fprintf(stderr, "glassbox: --deterministic restricts cuDNN algorithms; the CPU path is deterministic "
                          "already\n");
   }
+  const CpuConvPath cpu_conv = parse_cpu_conv_path(args.get("--cpu-conv", "auto"));
+  if (args.has("--cpu-conv") && device.is_cuda()) {
+    std::fprintf(stderr, "glassbox: --cpu-conv chooses the CPU's convolution path; it has no effect on a GPU\n");
+  }
   const int batch = args.int_in("--batch", net.default_batch(device), 1, kMaxInt);
   const int steps = args.int_in("--steps", 5, 1, kMaxSteps);
   const int warmup = args.int_in("--warmup", 2, 0, kMaxSteps);
@@ -85,6 +89,7 @@ int run_time(const std::vector<std::string>& words) {
   options.nvtx = !args.has("--no-nvtx");
   options.layers.algo_search = args.has("--cudnn-search") ? AlgoSearch::kMeasured : AlgoSearch::kHeuristic;
   options.layers.deterministic = options.layers.deterministic || args.has("--deterministic");
+  options.layers.cpu_conv = cpu_conv;
   graph.compile(ctx, options);
   fill_synthetic_batch(ctx, graph, net.classes);
 
@@ -133,7 +138,7 @@ int run_time(const std::vector<std::string>& words) {
                                         {gpu ? "GFLOP" : "MFLOP", Align::kRight}, {"MB", Align::kRight},
                                         {unit, Align::kRight}, {"GB/s", Align::kRight}, {"FLOP/B", Align::kRight},
                                         {"% roofline", Align::kRight}};
-  if (gpu) columns.push_back({"cuDNN algorithms"});
+  columns.push_back({gpu ? "cuDNN algorithms" : "CPU path"});  // Layer::algorithms(): blank for most layers
   Table table(columns);
   double forward_sum = 0.0, backward_sum = 0.0;
   for (const LayerTime& t : mean) {
@@ -147,7 +152,7 @@ int run_time(const std::vector<std::string>& words) {
                                       p.flops > 0 ? fixed(flops_per_s(p) / rate_scale, 2) : "",
                                       fixed(bytes_per_s(p) / 1e9, 2), p.flops > 0 ? fixed(intensity(p), 2) : "",
                                       fixed(100.0 * roofline_fraction(p, roof), 1)};
-      if (gpu && first) row.push_back(node.layer->algorithms());
+      if (first) row.push_back(node.layer->algorithms());
       table.add_row(row);
       first = false;
     }

@@ -1,0 +1,280 @@
+// layers/conv2d_onednn.cpp: Conv2d's CPU passes on oneDNN's convolution
+// primitives (layers/conv2d_onednn.h says what and why).
+#include "layers/conv2d_onednn.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <vector>
+
+#include "oneapi/dnnl/dnnl.hpp"
+#include "tensor/error.h"
+
+namespace glassbox {
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+constexpr size_t kAlignment = 64;  // a cache line: where every buffer in the workspace starts
+
+size_t aligned(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+memory::desc plain(const memory::dims& dims, Tag tag) { return {dims, memory::data_type::f32, tag}; }
+
+// Every primitive hands its scratchpad to the caller (Note [oneDNN's scratchpad]).
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+// Note [oneDNN's scratchpad]: by default a oneDNN primitive allocates its own
+// temporary memory when it runs (or keeps a global buffer), out of sight of
+// Glassbox's accounting. In "user" mode it asks for it instead: each pass's
+// scratchpad is the first slice of the workspace, sized at prepare as the
+// largest that the pass's convolution and reorders ask for (they run one
+// after another, so they share it).
+
+// One tensor a pass reads or writes: Glassbox's NCHW (or OIHW) layout outside,
+// the layout the primitive chose inside. When they differ, the inside copy is
+// a slice of the workspace and reorders move the data.
+struct Operand {
+  memory outside, inside;
+  bool copied = false;  // inside is a workspace slice (else it is `outside` itself)
+  size_t offset = 0;    // of the slice
+  dnnl::reorder in, out, add_out;
+
+  // `always_copy`: results that are added to what is outside (dW += ...) go
+  // through the workspace even when the layouts agree.
+  void plan(const memory::desc& outside_desc, const memory::desc& inside_desc, size_t* next_offset,
+            size_t* scratchpad, bool reads, bool writes, bool always_copy) {
+    dnnl::engine& engine = cpu_engine();
+    outside = memory(outside_desc, engine, DNNL_MEMORY_NONE);
+    copied = always_copy || inside_desc != outside_desc;
+    if (!copied) {
+      inside = outside;
+      return;
+    }
+    inside = memory(inside_desc, engine, DNNL_MEMORY_NONE);
+    offset = *next_offset;
+    *next_offset += aligned(inside_desc.get_size());
+    auto make = [&](const memory::desc& from, const memory::desc& to, dnnl::primitive_attr attr) {
+      dnnl::reorder::primitive_desc pd(engine, from, engine, to, attr);
+      *scratchpad = std::max(*scratchpad, pd.scratchpad_desc().get_size());
+      return dnnl::reorder(pd);
+    };
+    if (reads) in = make(outside_desc, inside_desc, user_scratchpad());
+    if (writes) {
+      out = make(inside_desc, outside_desc, user_scratchpad());
+      dnnl::primitive_attr sum = user_scratchpad();
+      dnnl::post_ops ops;
+      ops.append_sum(1.0f);
+      sum.set_post_ops(ops);
+      add_out = make(inside_desc, outside_desc, sum);
+    }
+  }
+
+  void bind(const void* data, char* workspace) {
+    outside.set_data_handle(const_cast<void*>(data));
+    if (copied) inside.set_data_handle(workspace + offset);
+  }
+};
+
+// A primitive, its operands and the slice of workspace its pass uses.
+struct PassPlan {
+  dnnl::primitive primitive;
+  std::string implementation;
+  size_t scratchpad = 0;  // bytes, at the workspace's start
+  size_t bytes = 0;       // scratchpad and the copied operands
+  memory scratchpad_memory;
+};
+
+}  // namespace
+
+struct OneDnnConv::Impl {
+  dnnl::stream stream{cpu_engine()};
+  bool training = true, bias = false;
+  PassPlan forward, backward_data, backward_filter;
+  // Forward: x, w, y (and the bias, read where it is).
+  Operand fwd_x, fwd_w, fwd_y;
+  memory bias_memory;
+  // Backward-data: dy, w -> dx. Backward-filter: x, dy -> dW.
+  Operand data_dy, data_w, data_dx, filter_x, filter_dy, filter_dw;
+
+  void run(PassPlan& pass, std::unordered_map<int, memory> args, char* workspace) {
+    pass.scratchpad_memory.set_data_handle(workspace);
+    args.emplace(DNNL_ARG_SCRATCHPAD, pass.scratchpad_memory);
+    pass.primitive.execute(stream, args);
+  }
+  void reorder(dnnl::reorder& r, memory& from, memory& to, PassPlan& pass) {
+    r.execute(stream, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, {DNNL_ARG_SCRATCHPAD, pass.scratchpad_memory}});
+  }
+  void read(Operand& o, PassPlan& pass) {
+    if (o.copied) reorder(o.in, o.outside, o.inside, pass);
+  }
+};
+
+namespace {
+
+// Workspace slices for one pass: scratchpad first, then the copied operands.
+template <typename Make>
+void plan_pass(PassPlan& pass, const dnnl::primitive_desc_base& pd, Make&& plan_operands) {
+  size_t scratchpad = pd.scratchpad_desc().get_size();
+  size_t next = 0;  // operands' offsets, shifted past the scratchpad below
+  std::vector<Operand*> planned = plan_operands(&next, &scratchpad);
+  const size_t scratchpad_bytes = aligned(scratchpad);
+  for (Operand* o : planned) {
+    if (o->copied) o->offset += scratchpad_bytes;
+  }
+  pass.scratchpad = scratchpad_bytes;
+  pass.bytes = scratchpad_bytes + next;
+  pass.implementation = pd.impl_info_str();
+  // Bytes, as large as the largest of the pass's asks (the convolution's own
+  // scratchpad_desc may be smaller than a reorder's).
+  const memory::desc bytes({static_cast<memory::dim>(std::max<size_t>(scratchpad_bytes, kAlignment))},
+                           memory::data_type::u8, Tag::x);
+  pass.scratchpad_memory = memory(bytes, cpu_engine(), DNNL_MEMORY_NONE);
+}
+
+}  // namespace
+
+OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const Shape& x, const Shape& y,
+                       Phase phase)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.training = phase == Phase::kTraining;
+  m.bias = o.bias;
+  const memory::dims x_dims{x[0], x[1], x[2], x[3]}, y_dims{y[0], y[1], y[2], y[3]};
+  const bool grouped = o.groups > 1;
+  const memory::dims w_dims = grouped ? memory::dims{o.groups, y[1] / o.groups, x[1] / o.groups, o.kernel.h, o.kernel.w}
+                                      : memory::dims{y[1], x[1], o.kernel.h, o.kernel.w};
+  const Tag w_tag = grouped ? Tag::goihw : Tag::oihw;
+  const memory::dims strides{o.stride.h, o.stride.w}, pads{o.pad.h, o.pad.w};
+  const memory::dims dilates{o.dilation.h - 1, o.dilation.w - 1};  // oneDNN counts the gaps: 0 is dense
+  const memory::desc x_md = plain(x_dims, Tag::nchw), y_md = plain(y_dims, Tag::nchw), w_md = plain(w_dims, w_tag);
+  const memory::desc any_x(x_dims, memory::data_type::f32, Tag::any), any_y(y_dims, memory::data_type::f32, Tag::any);
+  const memory::desc any_w(w_dims, memory::data_type::f32, Tag::any);
+  const memory::desc bias_md = o.bias ? plain({y[1]}, Tag::x) : memory::desc();
+  const auto algorithm = dnnl::algorithm::convolution_direct;
+
+  try {
+    const auto kind = m.training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
+    dnnl::convolution_forward::desc fd(kind, algorithm, any_x, any_w, bias_md, any_y, strides, dilates, pads, pads);
+    dnnl::convolution_forward::primitive_desc fpd(fd, user_scratchpad(), cpu_engine());
+    plan_pass(m.forward, fpd, [&](size_t* next, size_t* scratchpad) {
+      m.fwd_x.plan(x_md, fpd.src_desc(), next, scratchpad, true, false, false);
+      m.fwd_w.plan(w_md, fpd.weights_desc(), next, scratchpad, true, false, false);
+      m.fwd_y.plan(y_md, fpd.dst_desc(), next, scratchpad, false, true, false);
+      return std::vector<Operand*>{&m.fwd_x, &m.fwd_w, &m.fwd_y};
+    });
+    m.forward.primitive = dnnl::convolution_forward(fpd);
+    if (o.bias) m.bias_memory = memory(bias_md, cpu_engine(), DNNL_MEMORY_NONE);
+    if (!m.training) return;
+
+    dnnl::convolution_backward_data::desc dd(algorithm, any_x, any_w, any_y, strides, dilates, pads, pads);
+    dnnl::convolution_backward_data::primitive_desc dpd(dd, user_scratchpad(), cpu_engine(), fpd);
+    plan_pass(m.backward_data, dpd, [&](size_t* next, size_t* scratchpad) {
+      m.data_dy.plan(y_md, dpd.diff_dst_desc(), next, scratchpad, true, false, false);
+      m.data_w.plan(w_md, dpd.weights_desc(), next, scratchpad, true, false, false);
+      // dx may be added to (GradMode::kAdd), so it always has a slice to land in.
+      m.data_dx.plan(x_md, dpd.diff_src_desc(), next, scratchpad, false, true, true);
+      return std::vector<Operand*>{&m.data_dy, &m.data_w, &m.data_dx};
+    });
+    m.backward_data.primitive = dnnl::convolution_backward_data(dpd);
+
+    // The bias gradient stays with Conv2d (one sum per channel): no diff_bias here.
+    dnnl::convolution_backward_weights::desc wd(algorithm, any_x, any_w, any_y, strides, dilates, pads, pads);
+    dnnl::convolution_backward_weights::primitive_desc wpd(wd, user_scratchpad(), cpu_engine(), fpd);
+    plan_pass(m.backward_filter, wpd, [&](size_t* next, size_t* scratchpad) {
+      m.filter_x.plan(x_md, wpd.src_desc(), next, scratchpad, true, false, false);
+      m.filter_dy.plan(y_md, wpd.diff_dst_desc(), next, scratchpad, true, false, false);
+      m.filter_dw.plan(w_md, wpd.diff_weights_desc(), next, scratchpad, false, true, true);
+      return std::vector<Operand*>{&m.filter_x, &m.filter_dy, &m.filter_dw};
+    });
+    m.backward_filter.primitive = dnnl::convolution_backward_weights(wpd);
+  } catch (const dnnl::error& e) {
+    throw ConfigError(cat(layer, " (Conv2d): oneDNN cannot build its convolution for input ", x.str(), " -> ", y.str(), ": ",
+                          e.what(), " (status ", static_cast<int>(e.status), "); pin the layer to Glassbox's "
+                          "own path (Conv2d::pin_cpu_path) or build with -DGLASSBOX_CPU_CONV=im2col"));
+  }
+}
+
+OneDnnConv::~OneDnnConv() = default;
+
+std::string OneDnnConv::algorithms() const {
+  const Impl& m = *impl_;
+  std::string text = cat("oneDNN fwd ", m.forward.implementation);
+  if (m.training) {
+    text += cat(", bwd-data ", m.backward_data.implementation, ", bwd-filter ", m.backward_filter.implementation);
+  }
+  return text;
+}
+
+bool OneDnnConv::uses_reference_code() const {
+  const Impl& m = *impl_;
+  for (const PassPlan* pass : {&m.forward, &m.backward_data, &m.backward_filter}) {
+    if (pass->implementation.starts_with("ref")) return true;
+  }
+  return false;
+}
+
+size_t OneDnnConv::workspace_bytes() const {
+  const Impl& m = *impl_;
+  return std::max({m.forward.bytes, m.backward_data.bytes, m.backward_filter.bytes});
+}
+
+void OneDnnConv::forward(const float* x, const float* w, const float* b, float* y, void* workspace) {
+  Impl& m = *impl_;
+  char* ws = static_cast<char*>(workspace);
+  m.fwd_x.bind(x, ws), m.fwd_w.bind(w, ws), m.fwd_y.bind(y, ws);
+  m.forward.scratchpad_memory.set_data_handle(ws);
+  m.read(m.fwd_x, m.forward);
+  m.read(m.fwd_w, m.forward);
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, m.fwd_x.inside}, {DNNL_ARG_WEIGHTS, m.fwd_w.inside}, {DNNL_ARG_DST, m.fwd_y.inside}};
+  if (m.bias) {
+    m.bias_memory.set_data_handle(const_cast<float*>(b));
+    args.emplace(DNNL_ARG_BIAS, m.bias_memory);
+  }
+  m.run(m.forward, std::move(args), ws);
+  if (m.fwd_y.copied) m.reorder(m.fwd_y.out, m.fwd_y.inside, m.fwd_y.outside, m.forward);
+  m.stream.wait();
+}
+
+void OneDnnConv::backward_data(const float* w, const float* dy, float* dx, GradMode mode, void* workspace) {
+  Impl& m = *impl_;
+  char* ws = static_cast<char*>(workspace);
+  m.data_dy.bind(dy, ws), m.data_w.bind(w, ws), m.data_dx.bind(dx, ws);
+  m.backward_data.scratchpad_memory.set_data_handle(ws);
+  m.read(m.data_dy, m.backward_data);
+  m.read(m.data_w, m.backward_data);
+  m.run(m.backward_data,
+        {{DNNL_ARG_DIFF_DST, m.data_dy.inside}, {DNNL_ARG_WEIGHTS, m.data_w.inside},
+         {DNNL_ARG_DIFF_SRC, m.data_dx.inside}},
+        ws);
+  Operand& dx_op = m.data_dx;
+  m.reorder(mode == GradMode::kAdd ? dx_op.add_out : dx_op.out, dx_op.inside, dx_op.outside, m.backward_data);
+  m.stream.wait();
+}
+
+void OneDnnConv::backward_filter(const float* x, const float* dy, float* dw, void* workspace) {
+  Impl& m = *impl_;
+  char* ws = static_cast<char*>(workspace);
+  m.filter_x.bind(x, ws), m.filter_dy.bind(dy, ws), m.filter_dw.bind(dw, ws);
+  m.backward_filter.scratchpad_memory.set_data_handle(ws);
+  m.read(m.filter_x, m.backward_filter);
+  m.read(m.filter_dy, m.backward_filter);
+  m.run(m.backward_filter,
+        {{DNNL_ARG_SRC, m.filter_x.inside}, {DNNL_ARG_DIFF_DST, m.filter_dy.inside},
+         {DNNL_ARG_DIFF_WEIGHTS, m.filter_dw.inside}},
+        ws);
+  m.reorder(m.filter_dw.add_out, m.filter_dw.inside, m.filter_dw.outside, m.backward_filter);
+  m.stream.wait();
+}
+
+}  // namespace glassbox

@@ -1,0 +1,48 @@
+// layers/conv2d_onednn.h: Conv2d's CPU path on oneDNN (cmake/CpuConv.cmake),
+// built only with -DGLASSBOX_CPU_CONV=oneDNN (the default).
+//
+// Glassbox keeps activations in NCHW; oneDNN's fast convolutions want their
+// own blocked layouts (nChw16c and the like, "format any"). So each pass
+// reorders its operands into the workspace, runs oneDNN's primitive there, and
+// reorders the result back: the reorders are in the layer's time, as they are
+// in the measurements that chose this path (docs/performance.md, "Convolutions
+// on oneDNN"). Everything oneDNN needs (the blocked copies and its own
+// scratchpad) lives in the context's workspace, sized at prepare: nothing is
+// allocated inside a step.
+//
+// Gradients keep Glassbox's contract: dW is added to (dW += ...), dx written
+// or added as the graph asks; both through a reorder with a sum post-op.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "layers/conv2d.h"
+
+namespace glassbox {
+
+class OneDnnConv final : public BackendState {
+ public:
+  // Builds the primitives for the passes `phase` runs (inference: forward
+  // only). Throws ConfigError naming `layer` if oneDNN refuses the shapes.
+  OneDnnConv(const std::string& layer, const Conv2d::Options& options, const Shape& x, const Shape& y,
+             Phase phase);
+  ~OneDnnConv() override;
+
+  // "oneDNN fwd brgconv:avx512_core, bwd-data jit:avx512_core, bwd-filter jit:avx512_core"
+  std::string algorithms() const override;
+  // oneDNN found only its reference code ("ref:...") for some pass: correct
+  // but far slower than Glassbox's own path (probe: 100x and more).
+  bool uses_reference_code() const;
+  size_t workspace_bytes() const;
+
+  void forward(const float* x, const float* w, const float* b, float* y, void* workspace);
+  void backward_data(const float* w, const float* dy, float* dx, GradMode mode, void* workspace);
+  void backward_filter(const float* x, const float* dy, float* dw, void* workspace);  // dw +=
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace glassbox
