@@ -106,8 +106,9 @@ struct OneDnnConv::Impl {
   // Backward-data: dy, w -> dx. Backward-filter: x, dy -> dW.
   Operand data_dy, data_w, data_dx, filter_x, filter_dy, filter_dw;
 
-  void run(PassPlan& pass, std::unordered_map<int, memory> args, char* workspace) {
-    pass.scratchpad_memory.set_data_handle(workspace);
+  // The pass's scratchpad_memory points at the workspace already (set first
+  // thing in each pass: the reorders before the primitive use it too).
+  void run(PassPlan& pass, std::unordered_map<int, memory> args) {
     args.emplace(DNNL_ARG_SCRATCHPAD, pass.scratchpad_memory);
     pass.primitive.execute(stream, args);
   }
@@ -241,7 +242,7 @@ void OneDnnConv::forward(const float* x, const float* w, const float* b, float* 
     m.bias_memory.set_data_handle(const_cast<float*>(b));
     args.emplace(DNNL_ARG_BIAS, m.bias_memory);
   }
-  m.run(m.forward, std::move(args), ws);
+  m.run(m.forward, std::move(args));
   if (m.fwd_y.copied) m.reorder(m.fwd_y.out, m.fwd_y.inside, m.fwd_y.outside, m.forward);
   m.stream.wait();
 }
@@ -255,8 +256,7 @@ void OneDnnConv::backward_data(const float* w, const float* dy, float* dx, GradM
   m.read(m.data_w, m.backward_data);
   m.run(m.backward_data,
         {{DNNL_ARG_DIFF_DST, m.data_dy.inside}, {DNNL_ARG_WEIGHTS, m.data_w.inside},
-         {DNNL_ARG_DIFF_SRC, m.data_dx.inside}},
-        ws);
+         {DNNL_ARG_DIFF_SRC, m.data_dx.inside}});
   Operand& dx_op = m.data_dx;
   m.reorder(mode == GradMode::kAdd ? dx_op.add_out : dx_op.out, dx_op.inside, dx_op.outside, m.backward_data);
   m.stream.wait();
@@ -271,8 +271,7 @@ void OneDnnConv::backward_filter(const float* x, const float* dy, float* dw, voi
   m.read(m.filter_dy, m.backward_filter);
   m.run(m.backward_filter,
         {{DNNL_ARG_SRC, m.filter_x.inside}, {DNNL_ARG_DIFF_DST, m.filter_dy.inside},
-         {DNNL_ARG_DIFF_WEIGHTS, m.filter_dw.inside}},
-        ws);
+         {DNNL_ARG_DIFF_WEIGHTS, m.filter_dw.inside}});
   m.reorder(m.filter_dw.add_out, m.filter_dw.inside, m.filter_dw.outside, m.backward_filter);
   m.stream.wait();
 }
