@@ -128,8 +128,45 @@ void max_backward_plane(const float* x, const float* dy, float* dx, const Geomet
   }
 }
 
+// Note [2x2 max pooling backward]: the commonest window (LeNet, VGG, AlexNet's
+// kin) is 2x2 at stride 2 without padding. When every window lies inside the
+// plane they do not overlap, and each output's four inputs are compared in
+// scan order directly (the same first maximum as max_backward_plane) without
+// its span bookkeeping, which dominates on short rows: LeNet's pool backward
+// took 3.5 times its forward (`glassbox time LeNet`).
+bool max_2x2_inside(const Geometry& g) {
+  return g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 && 2 * g.p <= g.h &&
+         2 * g.q <= g.w;
+}
+
+void max_backward_plane_2x2(const float* x, const float* dy, float* dx, const Geometry& g) {
+  for (int64_t p = 0; p < g.p; ++p) {
+    const float* top = x + 2 * p * g.w;
+    const float* bottom = top + g.w;
+    float* dx_top = dx + 2 * p * g.w;
+    const float* dy_row = dy + p * g.q;
+    for (int64_t q = 0; q < g.q; ++q) {
+      const int64_t c = 2 * q;
+      // Scan order with a strict >, so the first maximum wins (and the first
+      // element stands even if NaN). std::max(a, b) is (a < b ? b : a): the
+      // same choice, as a max instruction. The winner's offset is picked with
+      // integer selects: on ReLU outputs (ties, zeros) branches mispredicted
+      // half the time (perf annotate).
+      const float t0 = top[c], t1 = top[c + 1], b0 = bottom[c], b1 = bottom[c + 1];
+      const float best01 = std::max(t0, t1);
+      const float best012 = std::max(best01, b0);
+      int64_t offset = t1 > t0 ? 1 : 0;
+      offset = b0 > best01 ? g.w : offset;
+      offset = b1 > best012 ? g.w + 1 : offset;
+      dx_top[c + offset] += dy_row[q];
+    }
+  }
+}
+
 void max_backward_plane_any_stride(const float* x, const float* dy, float* dx, const Geometry& g) {
-  if (g.sw == 1) {
+  if (max_2x2_inside(g)) {
+    max_backward_plane_2x2(x, dy, dx, g);
+  } else if (g.sw == 1) {
     max_backward_plane<1>(x, dy, dx, g);
   } else if (g.sw == 2) {
     max_backward_plane<2>(x, dy, dx, g);
