@@ -49,13 +49,17 @@ struct Operand {
   size_t offset = 0;    // of the slice
   dnnl::reorder in, out, add_out;
 
-  // `always_copy`: results that are added to what is outside (dW += ...) go
-  // through the workspace even when the layouts agree.
-  void plan(const memory::desc& outside_desc, const memory::desc& inside_desc, size_t* next_offset,
-            size_t* scratchpad, bool reads, bool writes, bool always_copy) {
+  // kRead: the primitive reads it (reordered in). kWritten: it writes it
+  // (reordered out). kAddedTo: it writes a result that is added to what is
+  // outside (dW += ..., dx in GradMode::kAdd), so it lands in the workspace
+  // even when the layouts agree.
+  enum class Role { kRead, kWritten, kAddedTo };
+  void plan(const memory::desc& outside_desc, const memory::desc& inside_desc, Role role, size_t* next_offset,
+            size_t* scratchpad) {
     dnnl::engine& engine = cpu_engine();
+    const bool reads = role == Role::kRead, writes = !reads;
     outside = memory(outside_desc, engine, DNNL_MEMORY_NONE);
-    copied = always_copy || inside_desc != outside_desc;
+    copied = role == Role::kAddedTo || inside_desc != outside_desc;
     if (!copied) {
       inside = outside;
       return;
@@ -168,9 +172,9 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
     dnnl::convolution_forward::desc fd(kind, algorithm, any_x, any_w, bias_md, any_y, strides, dilates, pads, pads);
     dnnl::convolution_forward::primitive_desc fpd(fd, user_scratchpad(), cpu_engine());
     plan_pass(m.forward, fpd, [&](size_t* next, size_t* scratchpad) {
-      m.fwd_x.plan(x_md, fpd.src_desc(), next, scratchpad, true, false, false);
-      m.fwd_w.plan(w_md, fpd.weights_desc(), next, scratchpad, true, false, false);
-      m.fwd_y.plan(y_md, fpd.dst_desc(), next, scratchpad, false, true, false);
+      m.fwd_x.plan(x_md, fpd.src_desc(), Operand::Role::kRead, next, scratchpad);
+      m.fwd_w.plan(w_md, fpd.weights_desc(), Operand::Role::kRead, next, scratchpad);
+      m.fwd_y.plan(y_md, fpd.dst_desc(), Operand::Role::kWritten, next, scratchpad);
       return std::vector<Operand*>{&m.fwd_x, &m.fwd_w, &m.fwd_y};
     });
     m.forward.primitive = dnnl::convolution_forward(fpd);
@@ -180,10 +184,10 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
     dnnl::convolution_backward_data::desc dd(algorithm, any_x, any_w, any_y, strides, dilates, pads, pads);
     dnnl::convolution_backward_data::primitive_desc dpd(dd, user_scratchpad(), cpu_engine(), fpd);
     plan_pass(m.backward_data, dpd, [&](size_t* next, size_t* scratchpad) {
-      m.data_dy.plan(y_md, dpd.diff_dst_desc(), next, scratchpad, true, false, false);
-      m.data_w.plan(w_md, dpd.weights_desc(), next, scratchpad, true, false, false);
+      m.data_dy.plan(y_md, dpd.diff_dst_desc(), Operand::Role::kRead, next, scratchpad);
+      m.data_w.plan(w_md, dpd.weights_desc(), Operand::Role::kRead, next, scratchpad);
       // dx may be added to (GradMode::kAdd), so it always has a slice to land in.
-      m.data_dx.plan(x_md, dpd.diff_src_desc(), next, scratchpad, false, true, true);
+      m.data_dx.plan(x_md, dpd.diff_src_desc(), Operand::Role::kAddedTo, next, scratchpad);
       return std::vector<Operand*>{&m.data_dy, &m.data_w, &m.data_dx};
     });
     m.backward_data.primitive = dnnl::convolution_backward_data(dpd);
@@ -192,9 +196,9 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
     dnnl::convolution_backward_weights::desc wd(algorithm, any_x, any_w, any_y, strides, dilates, pads, pads);
     dnnl::convolution_backward_weights::primitive_desc wpd(wd, user_scratchpad(), cpu_engine(), fpd);
     plan_pass(m.backward_filter, wpd, [&](size_t* next, size_t* scratchpad) {
-      m.filter_x.plan(x_md, wpd.src_desc(), next, scratchpad, true, false, false);
-      m.filter_dy.plan(y_md, wpd.diff_dst_desc(), next, scratchpad, true, false, false);
-      m.filter_dw.plan(w_md, wpd.diff_weights_desc(), next, scratchpad, false, true, true);
+      m.filter_x.plan(x_md, wpd.src_desc(), Operand::Role::kRead, next, scratchpad);
+      m.filter_dy.plan(y_md, wpd.diff_dst_desc(), Operand::Role::kRead, next, scratchpad);
+      m.filter_dw.plan(w_md, wpd.diff_weights_desc(), Operand::Role::kAddedTo, next, scratchpad);
       return std::vector<Operand*>{&m.filter_x, &m.filter_dy, &m.filter_dw};
     });
     m.backward_filter.primitive = dnnl::convolution_backward_weights(wpd);
