@@ -83,18 +83,34 @@ struct Operand {
     }
   }
 
+  // The reorders' arguments, made once (memory objects are handles: binding
+  // new pointers later changes what these maps point at too).
+  void finish(const memory& scratchpad) {
+    to_inside = {{DNNL_ARG_FROM, outside}, {DNNL_ARG_TO, inside}, {DNNL_ARG_SCRATCHPAD, scratchpad}};
+    to_outside = {{DNNL_ARG_FROM, inside}, {DNNL_ARG_TO, outside}, {DNNL_ARG_SCRATCHPAD, scratchpad}};
+  }
+
   void bind(const void* data, char* workspace) {
     outside.set_data_handle(const_cast<void*>(data));
     if (copied) inside.set_data_handle(workspace + offset);
   }
+  void read(dnnl::stream& stream) {
+    if (copied) in.execute(stream, to_inside);
+  }
+  void write(dnnl::stream& stream, bool add) {
+    if (copied) (add ? add_out : out).execute(stream, to_outside);
+  }
+
+ private:
+  std::unordered_map<int, memory> to_inside, to_outside;
 };
 
-// A primitive, its operands and the slice of workspace its pass uses.
+// A primitive, its arguments (made once) and the slice of workspace its pass uses.
 struct PassPlan {
   dnnl::primitive primitive;
+  std::unordered_map<int, memory> args;
   std::string implementation;
-  size_t scratchpad = 0;  // bytes, at the workspace's start
-  size_t bytes = 0;       // scratchpad and the copied operands
+  size_t bytes = 0;  // the scratchpad (at the workspace's start) and the copied operands
   memory scratchpad_memory;
 };
 
@@ -110,33 +126,18 @@ struct OneDnnConv::Impl {
   // Backward-data: dy, w -> dx. Backward-filter: x, dy -> dW.
   Operand data_dy, data_w, data_dx, filter_x, filter_dy, filter_dw;
 
-  // The pass's scratchpad_memory points at the workspace already (set first
-  // thing in each pass: the reorders before the primitive use it too).
-  void run(PassPlan& pass, std::unordered_map<int, memory> args) {
-    args.emplace(DNNL_ARG_SCRATCHPAD, pass.scratchpad_memory);
-    pass.primitive.execute(stream, args);
-  }
-  void reorder(dnnl::reorder& r, memory& from, memory& to, PassPlan& pass) {
-    r.execute(stream, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, {DNNL_ARG_SCRATCHPAD, pass.scratchpad_memory}});
-  }
-  void read(Operand& o, PassPlan& pass) {
-    if (o.copied) reorder(o.in, o.outside, o.inside, pass);
-  }
 };
 
 namespace {
 
 // Workspace slices for one pass: scratchpad first, then the copied operands.
+// plan_operands plans each operand and returns them with their argument ids.
 template <typename Make>
 void plan_pass(PassPlan& pass, const dnnl::primitive_desc_base& pd, Make&& plan_operands) {
   size_t scratchpad = pd.scratchpad_desc().get_size();
   size_t next = 0;  // operands' offsets, shifted past the scratchpad below
-  std::vector<Operand*> planned = plan_operands(&next, &scratchpad);
+  const std::vector<std::pair<int, Operand*>> planned = plan_operands(&next, &scratchpad);
   const size_t scratchpad_bytes = aligned(scratchpad);
-  for (Operand* o : planned) {
-    if (o->copied) o->offset += scratchpad_bytes;
-  }
-  pass.scratchpad = scratchpad_bytes;
   pass.bytes = scratchpad_bytes + next;
   pass.implementation = pd.impl_info_str();
   // Bytes, as large as the largest of the pass's asks (the convolution's own
@@ -144,6 +145,12 @@ void plan_pass(PassPlan& pass, const dnnl::primitive_desc_base& pd, Make&& plan_
   const memory::desc bytes({static_cast<memory::dim>(std::max<size_t>(scratchpad_bytes, kAlignment))},
                            memory::data_type::u8, Tag::x);
   pass.scratchpad_memory = memory(bytes, cpu_engine(), DNNL_MEMORY_NONE);
+  pass.args = {{DNNL_ARG_SCRATCHPAD, pass.scratchpad_memory}};
+  for (const auto& [arg, o] : planned) {
+    if (o->copied) o->offset += scratchpad_bytes;
+    o->finish(pass.scratchpad_memory);
+    pass.args.emplace(arg, o->inside);
+  }
 }
 
 }  // namespace
@@ -175,10 +182,14 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
       m.fwd_x.plan(x_md, fpd.src_desc(), Operand::Role::kRead, next, scratchpad);
       m.fwd_w.plan(w_md, fpd.weights_desc(), Operand::Role::kRead, next, scratchpad);
       m.fwd_y.plan(y_md, fpd.dst_desc(), Operand::Role::kWritten, next, scratchpad);
-      return std::vector<Operand*>{&m.fwd_x, &m.fwd_w, &m.fwd_y};
+      return std::vector<std::pair<int, Operand*>>{
+          {DNNL_ARG_SRC, &m.fwd_x}, {DNNL_ARG_WEIGHTS, &m.fwd_w}, {DNNL_ARG_DST, &m.fwd_y}};
     });
     m.forward.primitive = dnnl::convolution_forward(fpd);
-    if (o.bias) m.bias_memory = memory(bias_md, cpu_engine(), DNNL_MEMORY_NONE);
+    if (o.bias) {
+      m.bias_memory = memory(bias_md, cpu_engine(), DNNL_MEMORY_NONE);
+      m.forward.args.emplace(DNNL_ARG_BIAS, m.bias_memory);  // read where it is
+    }
     if (!m.training) return;
 
     dnnl::convolution_backward_data::desc dd(algorithm, any_x, any_w, any_y, strides, dilates, pads, pads);
@@ -188,7 +199,8 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
       m.data_w.plan(w_md, dpd.weights_desc(), Operand::Role::kRead, next, scratchpad);
       // dx may be added to (GradMode::kAdd), so it always has a slice to land in.
       m.data_dx.plan(x_md, dpd.diff_src_desc(), Operand::Role::kAddedTo, next, scratchpad);
-      return std::vector<Operand*>{&m.data_dy, &m.data_w, &m.data_dx};
+      return std::vector<std::pair<int, Operand*>>{
+          {DNNL_ARG_DIFF_DST, &m.data_dy}, {DNNL_ARG_WEIGHTS, &m.data_w}, {DNNL_ARG_DIFF_SRC, &m.data_dx}};
     });
     m.backward_data.primitive = dnnl::convolution_backward_data(dpd);
 
@@ -199,7 +211,8 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
       m.filter_x.plan(x_md, wpd.src_desc(), Operand::Role::kRead, next, scratchpad);
       m.filter_dy.plan(y_md, wpd.diff_dst_desc(), Operand::Role::kRead, next, scratchpad);
       m.filter_dw.plan(w_md, wpd.diff_weights_desc(), Operand::Role::kAddedTo, next, scratchpad);
-      return std::vector<Operand*>{&m.filter_x, &m.filter_dy, &m.filter_dw};
+      return std::vector<std::pair<int, Operand*>>{
+          {DNNL_ARG_SRC, &m.filter_x}, {DNNL_ARG_DIFF_DST, &m.filter_dy}, {DNNL_ARG_DIFF_WEIGHTS, &m.filter_dw}};
     });
     m.backward_filter.primitive = dnnl::convolution_backward_weights(wpd);
   } catch (const dnnl::error& e) {
@@ -237,17 +250,12 @@ void OneDnnConv::forward(const float* x, const float* w, const float* b, float* 
   Impl& m = *impl_;
   char* ws = static_cast<char*>(workspace);
   m.fwd_x.bind(x, ws), m.fwd_w.bind(w, ws), m.fwd_y.bind(y, ws);
+  if (m.bias) m.bias_memory.set_data_handle(const_cast<float*>(b));
   m.forward.scratchpad_memory.set_data_handle(ws);
-  m.read(m.fwd_x, m.forward);
-  m.read(m.fwd_w, m.forward);
-  std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, m.fwd_x.inside}, {DNNL_ARG_WEIGHTS, m.fwd_w.inside}, {DNNL_ARG_DST, m.fwd_y.inside}};
-  if (m.bias) {
-    m.bias_memory.set_data_handle(const_cast<float*>(b));
-    args.emplace(DNNL_ARG_BIAS, m.bias_memory);
-  }
-  m.run(m.forward, std::move(args));
-  if (m.fwd_y.copied) m.reorder(m.fwd_y.out, m.fwd_y.inside, m.fwd_y.outside, m.forward);
+  m.fwd_x.read(m.stream);
+  m.fwd_w.read(m.stream);
+  m.forward.primitive.execute(m.stream, m.forward.args);
+  m.fwd_y.write(m.stream, /*add=*/false);
   m.stream.wait();
 }
 
@@ -256,13 +264,10 @@ void OneDnnConv::backward_data(const float* w, const float* dy, float* dx, GradM
   char* ws = static_cast<char*>(workspace);
   m.data_dy.bind(dy, ws), m.data_w.bind(w, ws), m.data_dx.bind(dx, ws);
   m.backward_data.scratchpad_memory.set_data_handle(ws);
-  m.read(m.data_dy, m.backward_data);
-  m.read(m.data_w, m.backward_data);
-  m.run(m.backward_data,
-        {{DNNL_ARG_DIFF_DST, m.data_dy.inside}, {DNNL_ARG_WEIGHTS, m.data_w.inside},
-         {DNNL_ARG_DIFF_SRC, m.data_dx.inside}});
-  Operand& dx_op = m.data_dx;
-  m.reorder(mode == GradMode::kAdd ? dx_op.add_out : dx_op.out, dx_op.inside, dx_op.outside, m.backward_data);
+  m.data_dy.read(m.stream);
+  m.data_w.read(m.stream);
+  m.backward_data.primitive.execute(m.stream, m.backward_data.args);
+  m.data_dx.write(m.stream, /*add=*/mode == GradMode::kAdd);
   m.stream.wait();
 }
 
@@ -271,12 +276,10 @@ void OneDnnConv::backward_filter(const float* x, const float* dy, float* dw, voi
   char* ws = static_cast<char*>(workspace);
   m.filter_x.bind(x, ws), m.filter_dy.bind(dy, ws), m.filter_dw.bind(dw, ws);
   m.backward_filter.scratchpad_memory.set_data_handle(ws);
-  m.read(m.filter_x, m.backward_filter);
-  m.read(m.filter_dy, m.backward_filter);
-  m.run(m.backward_filter,
-        {{DNNL_ARG_SRC, m.filter_x.inside}, {DNNL_ARG_DIFF_DST, m.filter_dy.inside},
-         {DNNL_ARG_DIFF_WEIGHTS, m.filter_dw.inside}});
-  m.reorder(m.filter_dw.add_out, m.filter_dw.inside, m.filter_dw.outside, m.backward_filter);
+  m.filter_x.read(m.stream);
+  m.filter_dy.read(m.stream);
+  m.backward_filter.primitive.execute(m.stream, m.backward_filter.args);
+  m.filter_dw.write(m.stream, /*add=*/true);
   m.stream.wait();
 }
 
