@@ -138,6 +138,52 @@ TEST(BatchNorm2d, StatisticsStayAccurateForALargeMean) {
                         "output");
 }
 
+// Channels whose runs are not a multiple of the 16 lanes (37 = 2*16 + 5) and
+// long enough (5 runs x 7 x 37 = 1295 values) that the lanes are flushed to
+// double more than once: statistics, output and the parameter gradients
+// against sums in double.
+TEST(BatchNorm2d, SumsHoldOverLongRaggedChannels) {
+  Context ctx = Context::cpu();
+  BatchNorm2d bn("bn", {.momentum = 1.0f});
+  const Shape shape{5, 2, 7, 37};
+  testing::LayerHarness h(ctx, bn, {shape});
+  h.randomize(21);
+  std::vector<float> x = testing::random_values(shape.numel(), 22);
+  for (float& v : x) v += 10.0f;
+  h.write(h.inputs[0], x);
+  h.write(h.params[0], {1, 1});
+  h.write(h.params[1], {0, 0});
+  h.zero_param_grads();
+  h.forward(Phase::kTraining);
+  const Stats s = stats_of(x, shape);
+  const double m = static_cast<double>(shape.numel() / shape[1]);
+  std::vector<float> mean, unbiased;
+  for (double v : s.mean) mean.push_back(static_cast<float>(v));
+  for (double v : s.var) unbiased.push_back(static_cast<float>(v * m / (m - 1)));
+  testing::expect_close(h.read(bn.running_mean()), mean, 1e-6, "running mean (momentum 1)");
+  testing::expect_close(h.read(bn.running_var()), unbiased, 1e-6, "running variance (momentum 1)");
+  testing::expect_close(h.read(h.output), normalise(x, shape, s.mean, s.var, {1, 1}, {0, 0}, 1e-5), 1e-5, "output");
+
+  h.backward();
+  const std::vector<float> dy = h.read(h.output_grad);
+  const int64_t hw = shape[2] * shape[3];
+  std::vector<double> sum_dy(2, 0.0), sum_dy_xhat(2, 0.0);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const auto c = static_cast<size_t>(static_cast<int64_t>(i) / hw % 2);
+    sum_dy[c] += dy[i];
+    sum_dy_xhat[c] += dy[i] * (x[i] - s.mean[c]) / std::sqrt(s.var[c] + 1e-5);
+  }
+  testing::expect_close(h.read(h.param_grads[1]), {static_cast<float>(sum_dy[0]), static_cast<float>(sum_dy[1])},
+                        1e-4, "shift gradient (sum of dy)");
+  testing::expect_close(h.read(h.param_grads[0]),
+                        {static_cast<float>(sum_dy_xhat[0]), static_cast<float>(sum_dy_xhat[1])}, 1e-4,
+                        "scale gradient (sum of dy * xhat)");
+}
+
+TEST(BatchNorm2d, RaggedChannelGradientsMatchFiniteDifferences) {
+  testing::check_gradients(make_bn(), {Shape{3, 2, 5, 7}});  // runs of 35: two blocks of lanes and 3 more
+}
+
 TEST(BatchNorm2d, DescribesAndDeclaresParameters) {
   BatchNorm2d bn("bn1", {});
   bn.bind(std::vector<Shape>{Shape{8, 64, 7, 7}});
