@@ -9,7 +9,7 @@
 //                 different lengths (one empty)
 //   timeout       rank 0 waits (timeout 2 s) for a reduction that rank 1 never
 //                 starts: CommunicationError, then the job ends (exit 1)
-//   setup-timeout the same for a broadcast that rank 1 never joins
+//   setup-timeout the same for a broadcast from rank 1 that rank 1 never joins
 //   exit-early    rank 1 exits (code 3) before starting the reduction rank 0
 //                 waits for: the job ends, it does not hang
 //   progress-check  measures Note [Progressing MPI]: how much of a reduction
@@ -130,14 +130,18 @@ int timeout(Communicator& comm, Context& ctx) {
   return 0;
 }
 
-// A set-up collective has the same deadline: rank 1 never joins the broadcast.
+// A set-up collective has the same deadline: rank 1, the broadcast's root,
+// never joins it, so rank 0 waits for data that never comes. (With rank 0 as
+// the root, MPI may send its 4 KiB eagerly and finish the root's side without
+// the other rank: rank 0 then returned and waited 60 s in MPI_Finalize, and
+// the test failed now and then under load.)
 int setup_timeout(Communicator& comm, Context& ctx) {
   Tensor t = ctx.allocate(Shape{1000}, DType::kFloat32, MemoryCategory::kParameters);
   if (comm.rank() == 1) {
     std::this_thread::sleep_for(std::chrono::seconds(60));
     return 0;
   }
-  comm.broadcast(ctx, t, 0);
+  comm.broadcast(ctx, t, /*root=*/1);
   return 0;
 }
 

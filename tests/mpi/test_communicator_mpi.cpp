@@ -61,7 +61,7 @@ TEST(MpiCommunicator, SetUpCollectivesHaveTheDeadlineToo) {
   const Job job = run_job("setup-timeout");
   EXPECT_EQ(job.outcome.exit_code, 1) << job.outcome.output;
   EXPECT_TRUE(contains(job.outcome.output,
-                       "communicator_driver: rank 0 of 2: broadcast of 3.91 KiB from rank 0 did not finish within "
+                       "communicator_driver: rank 0 of 2: broadcast of 3.91 KiB from rank 1 did not finish within "
                        "2 s; another rank may have exited or hung"))
       << job.outcome.output;
   EXPECT_LT(job.seconds, 20.0) << job.outcome.output;
