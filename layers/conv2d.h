@@ -56,14 +56,19 @@ class Conv2d final : public Layer {
   // kAuto: oneDNN where the build has it and the kernel is larger than 1x1
   // (measured faster there; docs/performance.md, "Convolutions on oneDNN"),
   // unless oneDNN offers only its reference code for these shapes; stride-1
-  // depthwise layers take their direct path; everything else Glassbox's im2col
-  // + GEMM (kGlassbox, which also covers the depthwise path). The path comes
-  // from PrepareOptions::cpu_conv unless pinned here; prepare() on the CPU
-  // throws ConfigError for kOneDnn in a build without oneDNN. algorithms()
-  // names the path taken, and oneDNN's implementation of each pass.
+  // depthwise layers take their direct path; pointwise layers (1x1, stride 1,
+  // no padding) run their forward on oneDNN's GEMM in Glassbox's own layout
+  // and their backward on Glassbox's 1x1 GEMM (each measured the faster for
+  // its pass); everything else Glassbox's im2col + GEMM (kGlassbox, which also
+  // covers the depthwise path). The path comes from PrepareOptions::cpu_conv
+  // unless pinned here; prepare() on the CPU throws ConfigError for kOneDnn in
+  // a build without oneDNN. algorithms() names the path of each pass.
   using CpuPath = CpuConvPath;
   void pin_cpu_path(CpuPath path) { cpu_pin_ = path; }
-  CpuPath cpu_path() const { return plan_.path; }  // as prepared: kGlassbox or kOneDnn (kAuto before)
+  // As prepared: kGlassbox or kOneDnn (kAuto before), for the forward pass
+  // and for the backward passes.
+  CpuPath cpu_path() const { return plan_.path; }
+  CpuPath cpu_backward_path() const { return plan_.backward_path; }
 
   // ---- cuDNN algorithms (CUDA devices only) ----
   // The three passes, each with its own cuDNN algorithm.
@@ -111,7 +116,8 @@ class Conv2d final : public Layer {
     int64_t channel_blocks = 1;     // backward-data work items per (image, group)
     bool pointwise = false;         // 1x1, stride 1, no padding: x is its own unfolding
     bool depthwise = false;         // one input channel per group: layers/conv2d_depthwise.cpp
-    CpuPath path = CpuPath::kAuto;  // what prepare chose
+    CpuPath path = CpuPath::kAuto;           // what prepare chose for the forward
+    CpuPath backward_path = CpuPath::kAuto;  // ... and for the backward
     int threads = 1;                // also backward-filter's slots (Note [Reproducible weight gradients])
     int64_t col_floats = 0;         // per-thread unfolded tile
     int64_t partial_floats = 0;     // per-slot (but slot 0) partial weight gradient
@@ -119,8 +125,9 @@ class Conv2d final : public Layer {
   void check_options() const;
   DepthwisePlan depthwise_plan() const;
   float* cpu_workspace(const Context& ctx) const;
-  // False where `asked` is kAuto and oneDNN has only reference code for these shapes.
-  bool prepare_onednn(Phase phase, CpuPath asked);
+  // False where `asked` is kAuto and oneDNN has only reference code for these
+  // shapes. `pointwise_forward`: oneDNN runs the forward alone, in Glassbox's layout.
+  bool prepare_onednn(Phase phase, CpuPath asked, bool pointwise_forward);
   // Glassbox's own im2col + GEMM path: layers/conv2d_im2col.cpp.
   void plan_im2col();
   void forward_im2col(const ForwardArgs& args, float* workspace) const;

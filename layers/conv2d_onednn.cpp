@@ -119,6 +119,8 @@ struct PassPlan {
 struct OneDnnConv::Impl {
   dnnl::stream stream{cpu_engine()};
   bool training = true, bias = false;
+  bool backward = true;            // the backward passes are built here
+  std::string backward_elsewhere;  // else the path that runs them
   PassPlan forward, backward_data, backward_filter;
   // Forward: x, w, y (and the bias, read where it is).
   Operand fwd_x, fwd_w, fwd_y;
@@ -156,10 +158,12 @@ void plan_pass(PassPlan& pass, const dnnl::primitive_desc_base& pd, Make&& plan_
 }  // namespace
 
 OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const Shape& x, const Shape& y,
-                       Phase phase)
+                       const Plan& plan)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
-  m.training = phase == Phase::kTraining;
+  m.training = plan.phase == Phase::kTraining;
+  m.backward = m.training && plan.backward_elsewhere.empty();
+  m.backward_elsewhere = plan.backward_elsewhere;
   m.bias = o.bias;
   const memory::dims x_dims{x[0], x[1], x[2], x[3]}, y_dims{y[0], y[1], y[2], y[3]};
   const bool grouped = o.groups > 1;
@@ -169,8 +173,11 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
   const memory::dims strides{o.stride.h, o.stride.w}, pads{o.pad.h, o.pad.w};
   const memory::dims dilates{o.dilation.h - 1, o.dilation.w - 1};  // oneDNN counts the gaps: 0 is dense
   const memory::desc x_md = plain(x_dims, Tag::nchw), y_md = plain(y_dims, Tag::nchw), w_md = plain(w_dims, w_tag);
-  const memory::desc any_x(x_dims, memory::data_type::f32, Tag::any), any_y(y_dims, memory::data_type::f32, Tag::any);
-  const memory::desc any_w(w_dims, memory::data_type::f32, Tag::any);
+  // The layouts the primitives work in: their choice ("any"), or Glassbox's own.
+  auto inside = [&](const memory::dims& dims, const memory::desc& own) {
+    return plan.plain_layouts ? own : memory::desc(dims, memory::data_type::f32, Tag::any);
+  };
+  const memory::desc any_x = inside(x_dims, x_md), any_y = inside(y_dims, y_md), any_w = inside(w_dims, w_md);
   const memory::desc bias_md = o.bias ? plain({y[1]}, Tag::x) : memory::desc();
   const auto algorithm = dnnl::algorithm::convolution_direct;
 
@@ -190,7 +197,7 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
       m.bias_memory = memory(bias_md, cpu_engine(), DNNL_MEMORY_NONE);
       m.forward.args.emplace(DNNL_ARG_BIAS, m.bias_memory);  // read where it is
     }
-    if (!m.training) return;
+    if (!m.backward) return;
 
     dnnl::convolution_backward_data::desc dd(algorithm, any_x, any_w, any_y, strides, dilates, pads, pads);
     dnnl::convolution_backward_data::primitive_desc dpd(dd, user_scratchpad(), cpu_engine(), fpd);
@@ -227,8 +234,10 @@ OneDnnConv::~OneDnnConv() = default;
 std::string OneDnnConv::algorithms() const {
   const Impl& m = *impl_;
   std::string text = cat("oneDNN fwd ", m.forward.implementation);
-  if (m.training) {
+  if (m.backward) {
     text += cat(", bwd-data ", m.backward_data.implementation, ", bwd-filter ", m.backward_filter.implementation);
+  } else if (m.training) {
+    text += cat("; backward: ", m.backward_elsewhere);
   }
   return text;
 }

@@ -23,10 +23,19 @@ namespace glassbox {
 
 class OneDnnConv final : public BackendState {
  public:
-  // Builds the primitives for the passes `phase` runs (inference: forward
-  // only). Throws ConfigError naming `layer` if oneDNN refuses the shapes.
+  struct Plan {
+    Phase phase = Phase::kTraining;  // inference builds the forward alone
+    // Glassbox's own NCHW and OIHW layouts inside too, so no reorders: for 1x1
+    // layers oneDNN then runs its GEMM (x64:gemm:jit) on the tensors in place.
+    bool plain_layouts = false;
+    // Non-empty: only the forward is built here; the backward runs on the
+    // path named (Conv2d runs it), and algorithms() says so.
+    std::string backward_elsewhere;
+  };
+  // Builds the primitives for the passes the plan asks for. Throws
+  // ConfigError naming `layer` if oneDNN refuses the shapes.
   OneDnnConv(const std::string& layer, const Conv2d::Options& options, const Shape& x, const Shape& y,
-             Phase phase);
+             const Plan& plan);
   ~OneDnnConv() override;
 
   // "oneDNN fwd brgconv:avx512_core, bwd-data jit:avx512_core, bwd-filter jit:avx512_core"

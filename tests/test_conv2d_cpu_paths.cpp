@@ -62,7 +62,18 @@ TEST(Conv2dCpuPaths, AutoTakesOneDnnAbove1x1AndGlassboxsOwnPathsElsewhere) {
   } else {
     EXPECT_EQ(three, "Glassbox im2col + GEMM");
   }
-  EXPECT_EQ(prepared_path({.out_channels = 8, .kernel = 1}, Shape{2, 4, 8, 8}), "Glassbox 1x1 GEMM");
+  // Pointwise: the forward on oneDNN's GEMM in place, the backward on Glassbox's
+  // (Note [Pointwise forward on oneDNN's GEMM]); a strided 1x1 layer stays Glassbox's.
+  const std::string pointwise = prepared_path({.out_channels = 8, .kernel = 1}, Shape{2, 4, 8, 8});
+  if (GLASSBOX_WITH_ONEDNN) {
+    EXPECT_TRUE(pointwise.starts_with("oneDNN fwd ")) << pointwise;
+    EXPECT_TRUE(pointwise.ends_with("; backward: Glassbox 1x1 GEMM")) << pointwise;
+    EXPECT_EQ(prepared_path({.out_channels = 8, .kernel = 1}, Shape{2, 4, 8, 8}, {.phase = Phase::kInference}),
+              pointwise.substr(0, pointwise.find(';')));
+  } else {
+    EXPECT_EQ(pointwise, "Glassbox 1x1 GEMM");
+  }
+  EXPECT_EQ(prepared_path({.out_channels = 8, .kernel = 1, .stride = 2}, Shape{2, 4, 8, 8}), "Glassbox im2col + GEMM");
   EXPECT_EQ(prepared_path({.out_channels = 4, .kernel = 3, .pad = 1, .groups = 4}, Shape{2, 4, 8, 8}),
             "Glassbox depthwise taps");
   // PrepareOptions::cpu_conv asks for a path; a layer's pin wins over it.
@@ -138,32 +149,58 @@ class OneDnnMatchesGlassbox : public ::testing::TestWithParam<size_t> {
 // Products summed in another order: a few float ulps of the sums' magnitude.
 constexpr double kTolerance = 1e-5;
 
-TEST_P(OneDnnMatchesGlassbox, ForwardAndBothGradientsInBothModes) {
-  const Case& c = cases()[GetParam()];
-  Context ctx = Context::cpu();
-  PathRun reference(ctx, c, CpuPath::kGlassbox), onednn(ctx, c, CpuPath::kOneDnn);
-  ASSERT_EQ(onednn.conv.cpu_path(), CpuPath::kOneDnn) << onednn.conv.algorithms();
+// `candidate` (the case on some path) against the reference: the forward, dx
+// written and added, and dW (and db) accumulated over two backward passes.
+void expect_agrees_with_reference(Context& ctx, const Case& c, PathRun& candidate) {
+  PathRun reference(ctx, c, CpuPath::kGlassbox);
   ASSERT_EQ(reference.conv.cpu_path(), CpuPath::kGlassbox);
-  onednn.h.poison(onednn.h.output);
+  candidate.h.poison(candidate.h.output);
   reference.h.forward();
-  onednn.h.forward();
-  testing::expect_close(onednn.h.read(onednn.h.output), reference.h.read(reference.h.output), kTolerance,
+  candidate.h.forward();
+  testing::expect_close(candidate.h.read(candidate.h.output), reference.h.read(reference.h.output), kTolerance,
                         c.what + ": y");
 
   // dx written (over NaN: every element must be written) ...
-  onednn.h.poison(onednn.h.input_grads[0]);
+  candidate.h.poison(candidate.h.input_grads[0]);
   reference.h.backward();
-  onednn.h.backward();
-  testing::expect_close(onednn.h.read(onednn.h.input_grads[0]), reference.h.read(reference.h.input_grads[0]),
+  candidate.h.backward();
+  testing::expect_close(candidate.h.read(candidate.h.input_grads[0]), reference.h.read(reference.h.input_grads[0]),
                         kTolerance, c.what + ": dx written");
   // ... then added, and dW (and db) accumulated over the two backward passes.
   reference.h.backward({GradMode::kAdd});
-  onednn.h.backward({GradMode::kAdd});
-  testing::expect_close(onednn.h.read(onednn.h.input_grads[0]), reference.h.read(reference.h.input_grads[0]),
+  candidate.h.backward({GradMode::kAdd});
+  testing::expect_close(candidate.h.read(candidate.h.input_grads[0]), reference.h.read(reference.h.input_grads[0]),
                         kTolerance, c.what + ": dx added");
   for (size_t i = 0; i < reference.h.param_grads.size(); ++i) {
-    testing::expect_close(onednn.h.read(onednn.h.param_grads[i]), reference.h.read(reference.h.param_grads[i]),
+    testing::expect_close(candidate.h.read(candidate.h.param_grads[i]), reference.h.read(reference.h.param_grads[i]),
                           kTolerance, c.what + ": parameter gradient " + std::to_string(i) + ", accumulated twice");
+  }
+}
+
+TEST_P(OneDnnMatchesGlassbox, ForwardAndBothGradientsInBothModes) {
+  const Case& c = cases()[GetParam()];
+  Context ctx = Context::cpu();
+  PathRun onednn(ctx, c, CpuPath::kOneDnn);
+  ASSERT_EQ(onednn.conv.cpu_path(), CpuPath::kOneDnn) << onednn.conv.algorithms();
+  ASSERT_EQ(onednn.conv.cpu_backward_path(), CpuPath::kOneDnn) << onednn.conv.algorithms();
+  expect_agrees_with_reference(ctx, c, onednn);
+}
+
+// kAuto on pointwise layers: the forward on oneDNN's GEMM in Glassbox's
+// layout, the backward on Glassbox's own 1x1 GEMM.
+TEST(Conv2dCpuPaths, PointwiseForwardOnOneDnnMatchesTheReference) {
+  if (!GLASSBOX_WITH_ONEDNN) GTEST_SKIP() << "built without oneDNN (-DGLASSBOX_CPU_CONV=im2col)";
+  const std::vector<Case> pointwise = {
+      {"1x1, 8 -> 24, bias", {.out_channels = 24, .kernel = 1}, Shape{2, 8, 9, 11}},
+      {"1x1, 5 -> 3, no bias", {.out_channels = 3, .kernel = 1, .bias = false}, Shape{3, 5, 4, 7}},
+      {"1x1, 32 -> 16 groups 2", {.out_channels = 16, .kernel = 1, .groups = 2, .bias = false}, Shape{2, 32, 6, 6}},
+  };
+  for (const Case& c : pointwise) {
+    Context ctx = Context::cpu();
+    PathRun automatic(ctx, c, CpuPath::kAuto);
+    ASSERT_EQ(automatic.conv.cpu_path(), CpuPath::kOneDnn) << c.what << ": " << automatic.conv.algorithms();
+    ASSERT_EQ(automatic.conv.cpu_backward_path(), CpuPath::kGlassbox) << c.what;
+    expect_agrees_with_reference(ctx, c, automatic);
   }
 }
 
