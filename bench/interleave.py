@@ -15,9 +15,14 @@ and which PyTorch layout won; --json writes the rows and every round.
 Usage:
   python3 bench/interleave.py [--bench build/bench_nets]
       [--python /work/venv-torch/bin/python] [--device cpu] [--rounds 3]
-      [--modes forward,forward_backward,train_step,inference] [--batch N]
+      [--modes forward,forward_backward,train_step,inference] [--batch N[,N...]]
       [--threads 2] [--min-time S] [--layouts nchw,channels_last]
       [--precision fp32|tf32] [--json PATH] NET ...
+
+--batch takes one batch or several, each a number of samples or a multiple
+of the network's default batch on that device, as bench_nets lists it
+("0.5x", "1x", "4x"): `--batch 0.5x,1x,4x` times every network at half,
+once and four times its default, the issue-11 table in one command.
 
 On a GPU (--device cuda) bench_nets runs with --cudnn-search, since the peer
 sets cudnn.benchmark (measured algorithm choice on both sides).
@@ -55,12 +60,40 @@ def run(command, env):
         sys.exit(f"interleave.py: {' '.join(command)} failed ({done.returncode}):\n{done.stdout.decode(errors='replace')[-3000:]}")
 
 
-def glassbox(args, net, modes, tmp, env):
+def default_batch(args, net, env):
+    """The network's default batch on args.device, from bench_nets' own list of its benchmarks."""
+    done = subprocess.run([args.bench, f"--device={args.device}", "--benchmark_list_tests=true",
+                           f"--benchmark_filter=^{net}/"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    found = re.search(rf"^{re.escape(net)}/[a-z_]+/batch:(\d+)", done.stdout.decode(errors="replace"), re.M)
+    if done.returncode != 0 or not found:
+        sys.exit(f"interleave.py: no default batch for {net} in `{args.bench} --benchmark_list_tests` "
+                 f"({done.returncode}):\n{done.stdout.decode(errors='replace')[-2000:]}")
+    return int(found.group(1))
+
+
+def batches_for(args, net, env):
+    """The batches asked for, numbers as they are, multiples ("2x") of net's default; [None]: the default."""
+    if not args.batch:
+        return [None]
+    batches = []
+    for item in args.batch.split(","):
+        if re.fullmatch(r"\d*\.?\d+x", item) and float(item[:-1]) > 0:
+            batch = max(1, round(float(item[:-1]) * default_batch(args, net, env)))
+        elif item.isdigit() and int(item) > 0:
+            batch = int(item)
+        else:
+            sys.exit(f"interleave.py: --batch takes positive numbers or multiples such as 0.5x or 4x, got '{item}'")
+        if batch not in batches:
+            batches.append(batch)
+    return batches
+
+
+def glassbox(args, net, modes, batch, tmp, env):
     out = os.path.join(tmp, "g.json")
     command = [args.bench, f"--device={args.device}", f"--benchmark_filter=^{net}/({'|'.join(modes)})/",
                f"--benchmark_min_time={args.min_time}", f"--benchmark_out={out}"]
-    if args.batch:
-        command.append(f"--batch={args.batch}")
+    if batch:
+        command.append(f"--batch={batch}")
     if args.precision != "fp32":
         command.append(f"--precision={args.precision}")
     if args.device.startswith("cuda"):
@@ -69,20 +102,20 @@ def glassbox(args, net, modes, tmp, env):
     return rates(out)
 
 
-def pytorch(args, net, modes, tmp, env):
+def pytorch(args, net, modes, batch, tmp, env):
     out = os.path.join(tmp, "p.json")
     if find_language_model(net):  # nn.LSTM's peer: bench/peers/lstm_lm.py
         command = [args.python, os.path.join(HERE, "peers", "lstm_lm.py"), "--time", ",".join(modes), "--net", net,
                    "--min-time", str(args.min_time), "--threads", str(args.threads), "--json", out]
-        if args.batch:
-            command += ["--batch", str(args.batch)]
+        if batch:
+            command += ["--batch", str(batch)]
         run(command, env)
         return rates(out)
     command = [args.python, os.path.join(HERE, "peers", "pytorch_nets.py"), "--device", args.device,
                "--filter", f"^{net}/({'|'.join(modes)})/", "--min-time", str(args.min_time),
                "--threads", str(args.threads), "--layouts", args.layouts, "--json", out, net]
-    if args.batch:
-        command += ["--batch", str(args.batch)]
+    if batch:
+        command += ["--batch", str(batch)]
     command += ["--precision", args.precision]
     run(command, env)
     return rates(out)
@@ -96,7 +129,7 @@ def main():
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--modes", default="forward,forward_backward,train_step,inference")
-    parser.add_argument("--batch", type=int)
+    parser.add_argument("--batch", help="N, or several: 2,8 or 0.5x,1x,4x (multiples of each default)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--min-time", type=float, default=2.0)
     parser.add_argument("--layouts", default="nchw,channels_last")
@@ -106,15 +139,18 @@ def main():
     modes = [m for m in args.modes.split(",") if m]
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
 
+    batches = {net: batches_for(args, net, env) for net in args.nets}
     rounds = []  # per round: {"glassbox": {...}, "pytorch": {...}}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             found = {"glassbox": {}, "pytorch": {}}
             for net in args.nets:
-                sides = [("glassbox", glassbox), ("pytorch", pytorch)]
-                for side, measure in (sides if r % 2 == 0 else sides[::-1]):
-                    found[side].update(measure(args, net, modes, tmp, env))
-                print(f"round {r + 1}/{args.rounds}: {net} done", file=sys.stderr, flush=True)
+                for batch in batches[net]:
+                    sides = [("glassbox", glassbox), ("pytorch", pytorch)]
+                    for side, measure in (sides if r % 2 == 0 else sides[::-1]):
+                        found[side].update(measure(args, net, modes, batch, tmp, env))
+                    at = f" batch {batch}" if batch else ""
+                    print(f"round {r + 1}/{args.rounds}: {net}{at} done", file=sys.stderr, flush=True)
             rounds.append(found)
 
     def median(side, name):
@@ -122,8 +158,12 @@ def main():
         return statistics.median(values) if values else None
 
     rows = []
-    names = sorted({n for rnd in rounds for n in rnd["glassbox"]},
-                   key=lambda n: (args.nets.index(n.split("/")[0]) if n.split("/")[0] in args.nets else 99, n))
+    def order(name):  # as the networks were given, then mode, then batch as a number
+        net, mode, batch = (name.split("/") + ["", ""])[:3]
+        size = int(batch.split(":")[1]) if batch.startswith("batch:") else 0
+        return (args.nets.index(net) if net in args.nets else 99, mode, size, name)
+
+    names = sorted({n for rnd in rounds for n in rnd["glassbox"]}, key=order)
     for name in names:
         ours = median("glassbox", name)
         layouts = {"nchw": median("pytorch", name), "channels_last": median("pytorch", name + LAYOUT_SUFFIX)}

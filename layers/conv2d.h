@@ -4,14 +4,15 @@
 //   y[n,k,p,q] = b[k] + sum_{c in group(k), r, s} w[k,c,r,s] * x[n,c, p*stride_h - pad_h + r*dil_h, q*stride_w - pad_w + s*dil_w]
 //   backward: dx (= or +=) conv_transpose(dy, w);  dw += corr(x, dy);  db += sum_{n,p,q} dy
 //
-// CPU: three paths, chosen per layer at prepare (Conv2d::CpuPath):
+// CPU: three paths, chosen per layer (and pass) at prepare (Conv2d::CpuPath):
 //   - oneDNN's convolutions (layers/conv2d_onednn.h) for kernels larger than
-//     1x1, in builds with oneDNN (cmake/CpuConv.cmake, the default);
+//     1x1, and the forward of pointwise layers, in builds with oneDNN
+//     (cmake/CpuConv.cmake, the default);
 //   - Glassbox's own im2col + GEMM, tiled (layers/conv2d_im2col.cpp): 1x1
-//     layers, builds without oneDNN, and the plain reference the oneDNN path
-//     is tested against. Work items are (image, group, tile of output pixels);
-//     each thread unfolds its tile into its slice of the workspace and
-//     multiplies it with Eigen single-threaded;
+//     layers (the backward of pointwise ones), builds without oneDNN, and the
+//     plain reference the oneDNN path is tested against. Work items are
+//     (image, group, tile of output pixels); each thread unfolds its tile into
+//     its slice of the workspace and multiplies it with Eigen single-threaded;
 //   - stride-1 depthwise layers (groups == C) skip the GEMM: layers/conv2d_depthwise.h.
 // CUDA: cuDNN's convolution, with the algorithms chosen at compile time (cuDNN's
 // heuristics by default, measured search on request), the workspace sized from

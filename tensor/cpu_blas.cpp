@@ -67,7 +67,7 @@ std::string cpu_path_name() {
 std::string cpu_conv_description() {
 #if GLASSBOX_WITH_ONEDNN
   const dnnl_version_t* v = dnnl_version();
-  return cat("oneDNN ", v->major, ".", v->minor, ".", v->patch, " (kernels above 1x1; 1x1 on im2col + GEMM)");
+  return cat("oneDNN ", v->major, ".", v->minor, ".", v->patch, " (kernels above 1x1, and the forward of 1x1 ones; their backward on im2col + GEMM)");
 #else
   return "Glassbox im2col + GEMM";
 #endif
