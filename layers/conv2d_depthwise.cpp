@@ -204,7 +204,7 @@ void depthwise_forward(const DepthwisePlan& pl, const float* x, const float* w, 
     copy_inside(u, g, x + plane * hw, xp);
     for (int64_t j = 0; j < pl.multiplier; ++j) {
       const int64_t k = plane % pl.c * pl.multiplier + j;
-      const float* wk = w + k * rs;
+      const float* wk = pl.shared_weights ? w : w + k * rs;
       float* yk = y + (plane * pl.multiplier + j) * pq;  // (n * K + k) * P * Q
       const Taps taps{offsets.data(), wk, rs, b != nullptr ? b[k] : 0.0f};
       for_each_chunk(pl, g, [&](const Chunk& c) {

@@ -14,6 +14,8 @@
 // half the kernel, every window holds at least one input element.
 #include "layers/pool2d.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -293,7 +295,35 @@ int64_t plane_grain(const Geometry& g) { return std::max<int64_t>(1, kElementwis
 
 }  // namespace
 
-void Pool2d::forward_cpu(Context&, const ForwardArgs& args) {
+// Note [Average pooling by taps]: a stride-1 average pool is a depthwise
+// convolution whose channels all have the same R*S weights, 1/(R*S) (padding
+// counts in the divisor, as here), so its forward runs on the depthwise taps
+// (Note [Depthwise convolution by taps]): planes padded once, every tap of a
+// block of outputs summed in registers. The loops below spend most of their
+// time starting short rows on small planes: InceptionV3's nine 3x3 pools
+// (17x17 and 8x8 planes) took 15.9 ms of a ~260 ms forward, at 2 to 7 GB/s.
+// Each output sums inv_area * x over the window where the loops sum x and
+// then scale: the same value but for rounding. Backward keeps the loops.
+void Pool2d::prepare_cpu(Context&, const PrepareOptions&) {
+  tap_weights_.clear();
+  set_workspace_bytes(0);
+  const Window w = window();
+  if (mode_ != Mode::kAverage || w.global || w.stride != Size2(1)) return;
+  const Shape& x = input_shapes()[0];
+  const Shape& y = output_shape();
+  taps_ = DepthwisePlan{.n = x[0], .c = x[1], .multiplier = 1, .p = y[2],
+                        .u = Unfold{x[2], x[3], y[3], w.kernel.h, w.kernel.w, 1, 1, w.pad.h, w.pad.w, 1, 1},
+                        .threads = std::max(1, omp_get_max_threads()), .shared_weights = true};
+  tap_weights_.assign(static_cast<size_t>(w.kernel.h * w.kernel.w), 1.0f / static_cast<float>(w.kernel.h * w.kernel.w));
+  set_workspace_bytes(static_cast<size_t>(depthwise_workspace_floats(taps_)) * sizeof(float));
+}
+
+void Pool2d::forward_cpu(Context& ctx, const ForwardArgs& args) {
+  if (!tap_weights_.empty()) {
+    depthwise_forward(taps_, args.inputs[0].data<float>(), tap_weights_.data(), nullptr, args.output.data<float>(),
+                      static_cast<float*>(checked_workspace(ctx)));
+    return;
+  }
   const Geometry g = geometry_of(input_shapes()[0], output_shape(), window());
   const int64_t planes = output_shape()[0] * output_shape()[1];
   const float inv_area = 1.0f / static_cast<float>(g.kh * g.kw);

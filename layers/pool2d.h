@@ -21,7 +21,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "layers/conv2d_depthwise.h"
 #include "layers/layer.h"
 #include "layers/size2.h"
 
@@ -51,6 +53,7 @@ class Pool2d final : public Layer {
   Window window() const;
 
  private:
+  void prepare_cpu(Context& ctx, const PrepareOptions& options) override;
   void prepare_cuda(Context& ctx, const PrepareOptions& options) override;
   void forward_cpu(Context& ctx, const ForwardArgs& args) override;
   void forward_cuda(Context& ctx, const ForwardArgs& args) override;
@@ -63,6 +66,10 @@ class Pool2d final : public Layer {
 
   Mode mode_;
   Window window_;
+  // Stride-1 average pooling's CPU forward, as depthwise taps (Note [Average
+  // pooling by taps] in pool2d.cpp); empty weights: the plain loops.
+  DepthwisePlan taps_;
+  std::vector<float> tap_weights_;
 };
 
 }  // namespace glassbox

@@ -137,6 +137,53 @@ TEST(Pool2d, AverageCountsPadding) {
   testing::expect_close(h.read(h.input_grads[0]), {3.0f, 4.0f, 6.0f, 7.0f}, 1e-7, "average backward");
 }
 
+// Stride-1 average pools run on the depthwise taps (Note [Average pooling by
+// taps]): against the window sums in double, over planes long enough for
+// blocks of 64 outputs, padding wider than a plane's edge values, and
+// rectangular windows.
+TEST(Pool2d, StrideOneAveragesMatchTheWindowSums) {
+  struct Case {
+    Pool2d::Window window;
+    Shape x;
+  };
+  const std::vector<Case> cases = {
+      {{.kernel = 3, .stride = 1, .pad = 1}, Shape{2, 3, 17, 17}},
+      {{.kernel = 3, .stride = 1, .pad = 1}, Shape{1, 2, 8, 8}},
+      {{.kernel = 5, .stride = 1, .pad = 2}, Shape{1, 2, 9, 7}},
+      {{.kernel = {3, 1}, .stride = 1, .pad = {1, 0}}, Shape{2, 2, 6, 5}},
+      {{.kernel = 2, .stride = 1}, Shape{1, 3, 40, 33}},
+  };
+  for (const Case& c : cases) {
+    Context ctx = Context::cpu();
+    Pool2d pool("pool", Mode::kAverage, c.window);
+    testing::LayerHarness h(ctx, pool, {c.x});
+    const std::vector<float> x = testing::random_values(c.x.numel(), 7);
+    h.write(h.inputs[0], x);
+    h.poison(h.output);
+    h.forward();
+    const Shape y = h.output.shape();
+    const int64_t kh = c.window.kernel.h, kw = c.window.kernel.w, ph = c.window.pad.h, pw = c.window.pad.w;
+    std::vector<float> expected;
+    for (int64_t plane = 0; plane < y[0] * y[1]; ++plane) {
+      for (int64_t p = 0; p < y[2]; ++p) {
+        for (int64_t q = 0; q < y[3]; ++q) {
+          double sum = 0.0;
+          for (int64_t i = 0; i < kh; ++i) {
+            for (int64_t j = 0; j < kw; ++j) {
+              const int64_t r = p - ph + i, col = q - pw + j;
+              if (r >= 0 && r < c.x[2] && col >= 0 && col < c.x[3]) {
+                sum += x[static_cast<size_t>((plane * c.x[2] + r) * c.x[3] + col)];
+              }
+            }
+          }
+          expected.push_back(static_cast<float>(sum / static_cast<double>(kh * kw)));
+        }
+      }
+    }
+    testing::expect_close(h.read(h.output), expected, 1e-6, "average of " + c.x.str() + " by " + pool.describe());
+  }
+}
+
 TEST(Pool2d, GlobalAverageAndMax) {
   Context ctx = Context::cpu();
   Pool2d avg("gap", Mode::kAverage, {.global = true});
