@@ -28,7 +28,6 @@
 
 #include <algorithm>
 #include <type_traits>
-#include <vector>
 
 #include <Eigen/Core>
 
@@ -54,15 +53,15 @@ void product_add(const float* __restrict a, const float* __restrict b, float* __
   for (int64_t i = 0; i < n; ++i) sums[i] += a[i] * b[i];
 }
 
-// One output channel's taps: tap t reads the input `offsets[t]` floats on.
+// One output channel's taps: tap (r, s) reads the input r * row_step +
+// s * col_step floats on, and weighs it by weights[r * cols + s].
 struct Taps {
-  const int64_t* offsets;
+  int64_t rows, cols, row_step, col_step;
   const float* weights;
-  int64_t count;
   float bias;
 };
 
-// out[i] = bias + sum over taps t, in order, of weights[t] * xp[offsets[t] + i],
+// out[i] = bias + sum over taps (r, s), in order, of their weight times xp[i + their offset],
 // for i in [0, n) and on to the next multiple of 16: the reads past the last
 // row land in the padded plane's slack (Geometry), the extra outputs in the
 // chunk's, and are dropped with the other columns past Q. Each block of
@@ -74,7 +73,11 @@ void sum_taps(const Taps& taps, const float* xp, float* out, int64_t n) {
   auto block = [&]<int kWidth>(std::integral_constant<int, kWidth>, int64_t i) {
     using Lanes = Eigen::Array<float, kWidth, 1>;
     Lanes acc = Lanes::Constant(taps.bias);
-    for (int64_t t = 0; t < taps.count; ++t) acc += taps.weights[t] * Eigen::Map<const Lanes>(xp + taps.offsets[t] + i);
+    const float* weight = taps.weights;
+    for (int64_t r = 0; r < taps.rows; ++r) {
+      const float* row = xp + r * taps.row_step + i;
+      for (int64_t s = 0; s < taps.cols; ++s) acc += *weight++ * Eigen::Map<const Lanes>(row + s * taps.col_step);
+    }
     Eigen::Map<Lanes>(out + i) = acc;
   };
   int64_t i = 0;
@@ -193,10 +196,6 @@ void depthwise_forward(const DepthwisePlan& pl, const float* x, const float* w, 
   const Unfold& u = pl.u;
   const Geometry g = geometry(pl);
   const int64_t hw = u.h * u.w, pq = pl.p * u.q, rs = u.r * u.s;
-  std::vector<int64_t> offsets(static_cast<size_t>(rs));
-  for (int64_t r = 0; r < u.r; ++r) {
-    for (int64_t s = 0; s < u.s; ++s) offsets[static_cast<size_t>(r * u.s + s)] = tap_offset(u, g, r, s);
-  }
   zero_padded_planes(pl, g, workspace);
   for_each_item(pl, pl.n * pl.c, workspace, [&](int64_t plane, float* scratch) {  // plane = n * C + c
     float* xp = scratch;
@@ -206,7 +205,7 @@ void depthwise_forward(const DepthwisePlan& pl, const float* x, const float* w, 
       const int64_t k = plane % pl.c * pl.multiplier + j;
       const float* wk = pl.shared_weights ? w : w + k * rs;
       float* yk = y + (plane * pl.multiplier + j) * pq;  // (n * K + k) * P * Q
-      const Taps taps{offsets.data(), wk, rs, b != nullptr ? b[k] : 0.0f};
+      const Taps taps{u.r, u.s, u.dh * g.wp, u.dw, wk, b != nullptr ? b[k] : 0.0f};
       for_each_chunk(pl, g, [&](const Chunk& c) {
         sum_taps(taps, xp + c.begin, out, c.length);
         for (int64_t i = 0; i < c.rows; ++i) copy(out + i * g.wp, u.q, yk + (c.p0 + i) * u.q);
