@@ -27,10 +27,14 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
+#include <optional>
 #include <type_traits>
+#include <utility>
 
 #include <Eigen/Core>
 
+#include "tensor/eigen_maps.h"
 #include "tensor/parallel_for.h"  // kElementwiseGrain
 
 namespace glassbox {
@@ -49,9 +53,41 @@ void copy(const float* from, int64_t n, float* to) {
 void multiply_add(float a, const float* __restrict x, float* __restrict y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
-void product_add(const float* __restrict a, const float* __restrict b, float* __restrict sums, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) sums[i] += a[i] * b[i];
+
+// Backward-filter's sums for a group of taps over one chunk: sums[t] (kLanes
+// floats) += the products spread[i] * xp[i + offsets[t]], lane by lane, for
+// i in [0, n) rounded up to whole blocks (the caller zeroes spread's extra
+// lanes). Every tap's products stay in registers through the chunk: dy's
+// block is loaded once for the group and x's once per tap, where a pass per
+// tap (the first version) also loaded and stored a row of sums per tap.
+#if defined(__AVX512F__)
+constexpr int64_t kLanes = 16;     // one vector register
+constexpr int64_t kMaxGroup = 16;  // taps in registers at once, of 32 registers (a 3x3 kernel in one group)
+#else
+constexpr int64_t kLanes = 8;
+constexpr int64_t kMaxGroup = 8;  // of 16 registers
+#endif
+int64_t whole_lanes(int64_t n) { return (n + kLanes - 1) / kLanes * kLanes; }
+
+template <int kGroup>
+void tap_group_sums(const float* spread, const float* xp, const int64_t* offsets, int64_t n, float* sums) {
+  using Lanes = Eigen::Array<float, kLanes, 1>;
+  Lanes acc[kGroup];
+  for (Lanes& a : acc) a.setZero();
+  for (int64_t i = 0; i < n; i += kLanes) {
+    const Lanes d = Eigen::Map<const Lanes>(spread + i);
+#pragma GCC unroll 16
+    for (int t = 0; t < kGroup; ++t) acc[t] += d * Eigen::Map<const Lanes>(xp + i + offsets[t]);
+  }
+  for (int t = 0; t < kGroup; ++t) Eigen::Map<Lanes>(sums + t * kLanes) += acc[t];
 }
+
+using TapGroupSums = void (*)(const float*, const float*, const int64_t*, int64_t, float*);
+template <int... kGroups>
+constexpr std::array<TapGroupSums, sizeof...(kGroups) + 1> tap_group_table(std::integer_sequence<int, kGroups...>) {
+  return {nullptr, &tap_group_sums<kGroups + 1>...};
+}
+constexpr auto kTapGroupSums = tap_group_table(std::make_integer_sequence<int, kMaxGroup>{});
 
 // One output channel's taps: tap (r, s) reads the input r * row_step +
 // s * col_step floats on, and weighs it by weights[r * cols + s].
@@ -85,23 +121,6 @@ void sum_taps(const Taps& taps, const float* xp, float* out, int64_t n) {
   for (; i < n; i += 16) block(std::integral_constant<int, 16>{}, i);
 }
 
-// The sum of v[0, n) in a fixed order that vectorises: 16 running sums
-// (lane l takes elements l, l + 16, ...), then those 16 in order. A plain
-// loop waits on each addition in turn: summing Xception's 9 x 19 x 21 filter
-// sums that way took longer than computing them.
-float fixed_order_sum(const float* v, int64_t n) {
-  constexpr int64_t kLanes = 16;
-  float lanes[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int64_t l = 0; l < kLanes; ++l) lanes[l] += v[i + l];
-  }
-  for (int64_t l = 0; i + l < n; ++l) lanes[l] += v[i + l];
-  float total = 0.0f;
-  for (float lane : lanes) total += lane;
-  return total;
-}
-
 // The padded plane and the chunks of output rows. At stride 1, P = Hp -
 // (R-1)*dil_h and Q = Wp - (S-1)*dil_w, so every tap of every output on the
 // padded width reads inside the padded plane.
@@ -109,7 +128,7 @@ struct Geometry {
   int64_t hp, wp;   // padded plane
   int64_t rows;     // output rows per chunk
   int64_t lanes;    // rows * wp: outputs per chunk on the padded width
-  int64_t padded, chunk, sums;  // per-thread workspace: padded plane, one chunk, per-tap filter sums
+  int64_t padded, chunk, sums;  // per-thread workspace: padded plane, one chunk, per-tap filter sums (kLanes each)
 };
 
 // Floats after the padded plane that sum_taps may read (its last block of 16
@@ -124,7 +143,7 @@ Geometry geometry(const DepthwisePlan& pl) {
   g.lanes = g.rows * g.wp;
   g.padded = whole_lines(g.hp * g.wp) + kSlack;
   g.chunk = whole_lines(g.lanes);
-  g.sums = whole_lines(u.r * u.s * g.lanes);
+  g.sums = u.r * u.s * kLanes;
   return g;
 }
 
@@ -160,13 +179,15 @@ void spread_rows(const DepthwisePlan& pl, const Geometry& g, const Chunk& c, con
   }
 }
 
+int64_t floats_per_thread(const DepthwisePlan& pl);
+
 // Runs body(item, this thread's workspace) for items [0, count) on
 // pl.threads threads, or on this one where the whole pass is too small to pay
 // for waking the others. Each item writes only its own outputs, so which
 // thread takes which item never changes a result.
 template <typename Body>
 void for_each_item(const DepthwisePlan& pl, int64_t count, float* workspace, const Body& body) {
-  const int64_t per_thread = depthwise_workspace_floats(pl) / pl.threads;
+  const int64_t per_thread = floats_per_thread(pl);
   const int64_t multiply_adds = pl.n * pl.c * pl.multiplier * pl.p * pl.u.q * pl.u.r * pl.u.s;
   const bool parallel = pl.threads > 1 && multiply_adds >= kElementwiseGrain;
 #pragma omp parallel num_threads(pl.threads) if (parallel)
@@ -180,16 +201,43 @@ void for_each_item(const DepthwisePlan& pl, int64_t count, float* workspace, con
 // Zeroes the padded plane (border and slack) at the start of every
 // thread's workspace, as for_each_item slices it.
 void zero_padded_planes(const DepthwisePlan& pl, const Geometry& g, float* workspace) {
-  const int64_t per_thread = depthwise_workspace_floats(pl) / pl.threads;
+  const int64_t per_thread = floats_per_thread(pl);
   for (int t = 0; t < pl.threads; ++t) std::fill_n(workspace + t * per_thread, g.padded, 0.0f);
+}
+
+// Note [Depthwise backward-data as a forward]: at stride 1, dx is dy
+// convolved with the kernel turned end for end (tap (r, s) weighted by
+// w[R-1-r, S-1-s]) over dy padded by (R-1)*dil_h - pad_h rows and
+// (S-1)*dil_w - pad_w columns on each side, which makes the output H x W. So
+// backward-data runs the forward's register blocks (sum_taps) over dy's
+// planes, one load per tap and one store per output, where scattering dy
+// into a padded dx plane (the first version, kept for layers padded past
+// their kernel, where that padding would be negative) loaded and stored dx's
+// plane once per tap. The turned kernel is the same weights read with
+// negative steps from its far corner: no copy of them.
+std::optional<DepthwisePlan> backward_data_as_forward(const DepthwisePlan& pl) {
+  const Unfold& u = pl.u;
+  const int64_t ph = (u.r - 1) * u.dh - u.ph, pw = (u.s - 1) * u.dw - u.pw;
+  if (ph < 0 || pw < 0) return std::nullopt;
+  DepthwisePlan t = pl;
+  t.u.h = pl.p, t.u.w = u.q, t.u.q = u.w, t.u.ph = ph, t.u.pw = pw;
+  t.p = u.h;
+  return t;
+}
+
+int64_t floats_per_thread(const DepthwisePlan& pl) {
+  const Geometry g = geometry(pl);
+  int64_t floats = g.padded + g.chunk + g.sums;
+  if (const auto t = backward_data_as_forward(pl)) {
+    const Geometry gt = geometry(*t);
+    floats = std::max(floats, gt.padded + gt.chunk);
+  }
+  return floats;
 }
 
 }  // namespace
 
-int64_t depthwise_workspace_floats(const DepthwisePlan& pl) {
-  const Geometry g = geometry(pl);
-  return pl.threads * (g.padded + g.chunk + g.sums);
-}
+int64_t depthwise_workspace_floats(const DepthwisePlan& pl) { return pl.threads * floats_per_thread(pl); }
 
 void depthwise_forward(const DepthwisePlan& pl, const float* x, const float* w, const float* b, float* y,
                        float* workspace) {
@@ -216,6 +264,36 @@ void depthwise_forward(const DepthwisePlan& pl, const float* x, const float* w, 
 
 void depthwise_backward_data(const DepthwisePlan& pl, const float* w, const float* dy, GradMode mode, float* dx,
                              float* workspace) {
+  if (const auto t = backward_data_as_forward(pl)) {
+    const Unfold& u = t->u;  // dy's planes in, dx's out
+    const Geometry g = geometry(*t);
+    const int64_t pq = u.h * u.w, hw = t->p * u.q, rs = u.r * u.s;
+    const int64_t far_corner = (u.r - 1) * u.dh * g.wp + (u.s - 1) * u.dw;
+    zero_padded_planes(pl, g, workspace);  // pl: the workspace is sliced by pl's threads and sizes
+    for_each_item(pl, pl.n * pl.c, workspace, [&](int64_t plane, float* scratch) {  // owns dx's plane n * C + c
+      float* dyp = scratch;
+      float* out = scratch + g.padded;
+      float* dxc = dx + plane * hw;
+      for (int64_t j = 0; j < pl.multiplier; ++j) {  // every output channel that read input channel c
+        const int64_t k = plane % pl.c * pl.multiplier + j;
+        copy_inside(u, g, dy + (plane * pl.multiplier + j) * pq, dyp);
+        const Taps turned{u.r, u.s, -u.dh * g.wp, -u.dw, pl.shared_weights ? w : w + k * rs, 0.0f};
+        const bool add = j > 0 || mode == GradMode::kAdd;
+        for_each_chunk(*t, g, [&](const Chunk& c) {
+          sum_taps(turned, dyp + far_corner + c.begin, out, c.length);
+          for (int64_t i = 0; i < c.rows; ++i) {
+            float* to = dxc + (c.p0 + i) * u.q;
+            if (add) {
+              as_array(to, u.q) += as_array(out + i * g.wp, u.q);
+            } else {
+              copy(out + i * g.wp, u.q, to);
+            }
+          }
+        });
+      }
+    });
+    return;
+  }
   const Unfold& u = pl.u;
   const Geometry g = geometry(pl);
   const int64_t hw = u.h * u.w, pq = pl.p * u.q, rs = u.r * u.s;
@@ -225,7 +303,7 @@ void depthwise_backward_data(const DepthwisePlan& pl, const float* w, const floa
     std::fill_n(dxp, g.hp * g.wp, 0.0f);
     for (int64_t j = 0; j < pl.multiplier; ++j) {
       const int64_t k = plane % pl.c * pl.multiplier + j;
-      const float* wk = w + k * rs;
+      const float* wk = pl.shared_weights ? w : w + k * rs;
       const float* dyk = dy + (plane * pl.multiplier + j) * pq;
       for_each_chunk(pl, g, [&](const Chunk& c) {
         spread_rows(pl, g, c, dyk, spread);
@@ -250,9 +328,9 @@ void depthwise_backward_data(const DepthwisePlan& pl, const float* w, const floa
 }
 
 // One item per output channel: its weight gradient sums images, then chunks,
-// then lanes, always in that order. The thread count changes which thread
-// sums a channel, never the order (Note [Reproducible weight gradients] in
-// conv2d.cpp).
+// then the lanes of each tap's running sums, always in that order. The thread
+// count changes which thread sums a channel, never the order (Note
+// [Reproducible weight gradients] in conv2d.cpp).
 void depthwise_backward_filter(const DepthwisePlan& pl, const float* x, const float* dy, float* dw,
                                float* workspace) {
   const Unfold& u = pl.u;
@@ -263,21 +341,27 @@ void depthwise_backward_filter(const DepthwisePlan& pl, const float* x, const fl
     const int64_t c = k / pl.multiplier;
     float* xp = scratch;
     float* spread = scratch + g.padded;
-    float* sums = scratch + g.padded + g.chunk;  // (R*S, lanes)
-    std::fill_n(sums, rs * g.lanes, 0.0f);
+    float* sums = scratch + g.padded + g.chunk;  // (R*S, kLanes)
+    std::fill_n(sums, rs * kLanes, 0.0f);
     for (int64_t n = 0; n < pl.n; ++n) {
       copy_inside(u, g, x + (n * pl.c + c) * hw, xp);
       const float* dyk = dy + (n * pl.c * pl.multiplier + k) * pq;
       for_each_chunk(pl, g, [&](const Chunk& ch) {
         spread_rows(pl, g, ch, dyk, spread);
-        for (int64_t r = 0; r < u.r; ++r) {
-          for (int64_t s = 0; s < u.s; ++s) {
-            product_add(spread, xp + ch.begin + tap_offset(u, g, r, s), sums + (r * u.s + s) * g.lanes, ch.length);
-          }
+        std::fill(spread + ch.length, spread + whole_lanes(ch.length), 0.0f);  // the last block's extra lanes
+        for (int64_t t0 = 0; t0 < rs; t0 += kMaxGroup) {
+          const int64_t group = std::min(kMaxGroup, rs - t0);
+          int64_t offsets[kMaxGroup];
+          for (int64_t t = 0; t < group; ++t) offsets[t] = ch.begin + tap_offset(u, g, (t0 + t) / u.s, (t0 + t) % u.s);
+          kTapGroupSums[group](spread, xp, offsets, ch.length, sums + t0 * kLanes);
         }
       });
     }
-    for (int64_t t = 0; t < rs; ++t) dw[k * rs + t] += fixed_order_sum(sums + t * g.lanes, g.lanes);
+    for (int64_t t = 0; t < rs; ++t) {
+      float total = 0.0f;  // the lanes in order
+      for (int64_t l = 0; l < kLanes; ++l) total += sums[t * kLanes + l];
+      dw[k * rs + t] += total;
+    }
   });
 }
 

@@ -26,7 +26,7 @@ struct DepthwisePlan {
   int64_t p = 0;            // output height (u.q is the width)
   Unfold u{};               // one plane: input size, kernel, padding, dilation (stride 1)
   int threads = 1;          // threads, each with its own workspace
-  // One R*S filter for every channel (forward only): a stride-1 average pool
+  // One R*S filter for every channel (forward and backward-data): a stride-1 average pool
   // is this with every weight 1/(R*S) (layers/pool2d.cpp).
   bool shared_weights = false;
 };

@@ -303,7 +303,9 @@ int64_t plane_grain(const Geometry& g) { return std::max<int64_t>(1, kElementwis
 // time starting short rows on small planes: InceptionV3's nine 3x3 pools
 // (17x17 and 8x8 planes) took 15.9 ms of a ~260 ms forward, at 2 to 7 GB/s.
 // Each output sums inv_area * x over the window where the loops sum x and
-// then scale: the same value but for rounding. Backward keeps the loops.
+// then scale: the same value but for rounding. Backward is the depthwise
+// backward-data with the same weights (Note [Depthwise backward-data as a
+// forward]): each dx sums inv_area * dy over the windows that hold it.
 void Pool2d::prepare_cpu(Context&, const PrepareOptions&) {
   tap_weights_.clear();
   set_workspace_bytes(0);
@@ -346,9 +348,14 @@ void Pool2d::forward_cpu(Context& ctx, const ForwardArgs& args) {
   });
 }
 
-void Pool2d::backward_cpu(Context&, const BackwardArgs& args) {
+void Pool2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
   const Tensor& dx_tensor = args.input_grads[0];
   if (!dx_tensor.defined()) return;
+  if (!tap_weights_.empty()) {
+    depthwise_backward_data(taps_, tap_weights_.data(), args.output_grad.data<float>(), args.input_grad_modes[0],
+                            dx_tensor.data<float>(), static_cast<float*>(checked_workspace(ctx)));
+    return;
+  }
   const Geometry g = geometry_of(input_shapes()[0], output_shape(), window());
   const int64_t planes = output_shape()[0] * output_shape()[1];
   const float inv_area = 1.0f / static_cast<float>(g.kh * g.kw);

@@ -66,7 +66,7 @@ class Pool2d final : public Layer {
 
   Mode mode_;
   Window window_;
-  // Stride-1 average pooling's CPU forward, as depthwise taps (Note [Average
+  // Stride-1 average pooling's CPU passes, as depthwise taps (Note [Average
   // pooling by taps] in pool2d.cpp); empty weights: the plain loops.
   DepthwisePlan taps_;
   std::vector<float> tap_weights_;

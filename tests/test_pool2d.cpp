@@ -140,7 +140,8 @@ TEST(Pool2d, AverageCountsPadding) {
 // Stride-1 average pools run on the depthwise taps (Note [Average pooling by
 // taps]): against the window sums in double, over planes long enough for
 // blocks of 64 outputs, padding wider than a plane's edge values, and
-// rectangular windows.
+// rectangular windows; backward against each pixel's share of every window
+// that holds it, written and then added.
 TEST(Pool2d, StrideOneAveragesMatchTheWindowSums) {
   struct Case {
     Pool2d::Window window;
@@ -163,16 +164,20 @@ TEST(Pool2d, StrideOneAveragesMatchTheWindowSums) {
     h.forward();
     const Shape y = h.output.shape();
     const int64_t kh = c.window.kernel.h, kw = c.window.kernel.w, ph = c.window.pad.h, pw = c.window.pad.w;
+    const std::vector<float> dy = testing::random_values(y.numel(), 8);
     std::vector<float> expected;
+    std::vector<double> dx(x.size(), 0.0);
     for (int64_t plane = 0; plane < y[0] * y[1]; ++plane) {
       for (int64_t p = 0; p < y[2]; ++p) {
         for (int64_t q = 0; q < y[3]; ++q) {
           double sum = 0.0;
+          const double share = dy[static_cast<size_t>((plane * y[2] + p) * y[3] + q)] / static_cast<double>(kh * kw);
           for (int64_t i = 0; i < kh; ++i) {
             for (int64_t j = 0; j < kw; ++j) {
               const int64_t r = p - ph + i, col = q - pw + j;
               if (r >= 0 && r < c.x[2] && col >= 0 && col < c.x[3]) {
                 sum += x[static_cast<size_t>((plane * c.x[2] + r) * c.x[3] + col)];
+                dx[static_cast<size_t>((plane * c.x[2] + r) * c.x[3] + col)] += share;
               }
             }
           }
@@ -180,7 +185,17 @@ TEST(Pool2d, StrideOneAveragesMatchTheWindowSums) {
         }
       }
     }
-    testing::expect_close(h.read(h.output), expected, 1e-6, "average of " + c.x.str() + " by " + pool.describe());
+    const std::string what = c.x.str() + " by " + pool.describe();
+    testing::expect_close(h.read(h.output), expected, 1e-6, "average of " + what);
+    h.write(h.output_grad, dy);
+    h.poison(h.input_grads[0]);
+    h.backward();
+    const std::vector<float> dx_written(dx.begin(), dx.end());
+    testing::expect_close(h.read(h.input_grads[0]), dx_written, 1e-6, "dx written, " + what);
+    h.backward({GradMode::kAdd});
+    std::vector<float> dx_added;
+    for (double v : dx) dx_added.push_back(static_cast<float>(2.0 * v));
+    testing::expect_close(h.read(h.input_grads[0]), dx_added, 2e-6, "dx added, " + what);
   }
 }
 
