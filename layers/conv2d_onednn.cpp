@@ -6,7 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "oneapi/dnnl/dnnl.hpp"
+#include "layers/shared_onednn.h"
 #include "tensor/error.h"
 
 namespace glassbox {
@@ -19,19 +19,11 @@ constexpr size_t kAlignment = 64;  // a cache line: where every buffer in the wo
 
 size_t aligned(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
 memory::desc plain(const memory::dims& dims, Tag tag) { return {dims, memory::data_type::f32, tag}; }
 
 // Every primitive hands its scratchpad to the caller (Note [oneDNN's scratchpad]).
-dnnl::primitive_attr user_scratchpad() {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  return attr;
-}
+dnnl::primitive_attr user_scratchpad() { return onednn_user_scratchpad(); }
+dnnl::engine& cpu_engine() { return onednn_cpu_engine(); }
 
 // Note [oneDNN's scratchpad]: by default a oneDNN primitive allocates its own
 // temporary memory when it runs (or keeps a global buffer), out of sight of

@@ -23,7 +23,9 @@
 // after prepare, reset_state or set_initial_state; without it, every forward
 // starts from h0, c0, which are zeros unless set_initial_state gave them.
 // CPU: Eigen products (the input projection of a whole sequence as one GEMM,
-// then per step the recurrent GEMM fused with the gates); CUDA: cuDNN's RNN API.
+// then per step the recurrent GEMM fused with the gates); an inference plan
+// runs oneDNN's LSTM primitive instead where built with oneDNN (Note [LSTM
+// inference on oneDNN] in layers/lstm_onednn.h); CUDA: cuDNN's RNN API.
 #pragma once
 
 #include <string>

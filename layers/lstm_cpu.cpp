@@ -22,6 +22,9 @@
 
 #include "tensor/eigen_maps.h"
 #include "tensor/parallel_for.h"
+#if GLASSBOX_WITH_ONEDNN
+#include "layers/lstm_onednn.h"
+#endif
 
 namespace glassbox {
 namespace {
@@ -177,9 +180,19 @@ void Lstm::prepare_cpu(Context& ctx, const PrepareOptions& options) {
   for (auto* list : {&gates_, &cells_, &hidden_, &masks_, &dropped_, &dgates_}) list->clear();
   dhidden_ = dh_step_ = dc_step_ = Tensor();
   last_forward_dropped_ = false;
-  if (options.phase == Phase::kInference) {  // scratch only: one gate buffer, layer outputs in turn
-    gates_.push_back(allocate(Shape{T, B, 4 * H}));
+  backend_.reset();
+  set_workspace_bytes(0);
+  if (options.phase == Phase::kInference) {  // scratch only: layer outputs in turn, and one gate buffer
     for (int l = 0; l < std::min(L - 1, 2); ++l) hidden_.push_back(allocate(Shape{T, B, H}));
+#if GLASSBOX_WITH_ONEDNN  // Note [LSTM inference on oneDNN] (layers/lstm_onednn.h): no gate buffer
+    auto onednn = std::make_unique<OneDnnLstm>(
+        name(), OneDnnLstm::Sizes{.steps = T, .batch = B, .input = input_size(0), .hidden = H, .layers = L,
+                                  .bias = options_.bias});
+    set_workspace_bytes(onednn->workspace_bytes());
+    backend_ = std::move(onednn);
+#else
+    gates_.push_back(allocate(Shape{T, B, 4 * H}));
+#endif
     return;
   }
   for (int l = 0; l < L; ++l) {
@@ -208,6 +221,20 @@ void Lstm::forward_cpu(Context& ctx, const ForwardArgs& args) {
     const Tensor* p = &args.params[static_cast<size_t>(l * per_layer)];
     const bool top = l == L - 1;
     const int64_t state = l * B * H;
+#if GLASSBOX_WITH_ONEDNN
+    if (!keep) {  // an inference plan (prepare_cpu)
+      float* y = top ? args.output.data<float>() : hidden_[static_cast<size_t>(l % 2)].data<float>();
+      static_cast<OneDnnLstm&>(*backend_).forward(
+          l,
+          {.x = input, .w_ih = p[0].data<float>(), .w_hh = p[1].data<float>(),
+           .b_ih = options_.bias ? p[2].data<float>() : nullptr, .b_hh = options_.bias ? p[3].data<float>() : nullptr,
+           .h0 = h0_.data<float>() + state, .c0 = c0_.data<float>() + state, .y = y, .hT = hT_.data<float>() + state,
+           .cT = cT_.data<float>() + state},
+          checked_workspace(ctx));
+      input = y;
+      continue;
+    }
+#endif
     const LayerForward layer{
         .x = input, .in = input_size(l), .w_ih = p[0].data<float>(), .w_hh = p[1].data<float>(),
         .b_ih = options_.bias ? p[2].data<float>() : nullptr, .b_hh = options_.bias ? p[3].data<float>() : nullptr,

@@ -243,35 +243,6 @@ TEST(Lstm, DropoutKeepsAboutOneMinusPAndScalesByItsInverse) {
   EXPECT_NEAR(static_cast<double>(kept) / static_cast<double>(counted), 1.0 - p, 0.02);
 }
 
-int64_t layer_state_bytes(const Context& ctx) {
-  return ctx.memory().current[static_cast<size_t>(MemoryCategory::kLayerState)];
-}
-
-// An inference plan keeps only the state and scratch (one gate buffer, two
-// layer outputs in turn) and computes what a training plan computes in the
-// inference phase; three layers, so the layer outputs take turns.
-TEST(Lstm, AnInferencePlanKeepsOnlyScratchAndComputesTheSame) {
-  Context ctx = Context::cpu();
-  const Lstm::Options options{.hidden = 8, .layers = 3, .dropout = 0.5f};
-  Lstm trained("lstm", options);
-  testing::LayerHarness h(ctx, trained, {Shape{5, 2, 3}});
-  const int64_t state = 4 * 3 * 2 * 8, gates = 5 * 2 * 32, sequence = 5 * 2 * 8, step = 2 * 8;
-  // Per layer gates, cells, gate gradients; per lower layer its output, mask, masked output; dL/dh; two steps.
-  EXPECT_EQ(layer_state_bytes(ctx), 4 * (state + 3 * (2 * gates + sequence) + 2 * 3 * sequence + sequence + 2 * step));
-  h.randomize(10);
-  h.forward(Phase::kInference);
-
-  const int64_t before = layer_state_bytes(ctx);
-  Lstm inferring("lstm", options);
-  inferring.bind(std::vector<Shape>{Shape{5, 2, 3}});
-  inferring.prepare(ctx, {.phase = Phase::kInference});
-  EXPECT_EQ(layer_state_bytes(ctx) - before, 4 * (state + gates + 2 * sequence));
-  const Tensor y = ctx.allocate(Shape{5, 2, 8}, DType::kFloat32, MemoryCategory::kActivations);
-  inferring.forward(ctx, {.inputs = h.inputs, .output = y, .params = h.params, .phase = Phase::kInference});
-  EXPECT_EQ(h.read(y), h.read(h.output));
-  EXPECT_EQ(h.read(inferring.final_cell()), h.read(trained.final_cell()));
-}
-
 // The graph lays an LSTM's parameters (and gradients) back to back, one
 // 256-byte aligned block, while the linear layer's stay aligned one by one.
 TEST(Lstm, GraphPacksItsParameters) {

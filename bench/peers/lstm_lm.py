@@ -35,8 +35,8 @@ Checkpoints both ways (docs/language_model.md, "Checkpoints in PyTorch"):
 --time MODES (no ids file) times steps instead, as bench_nets times them
 (bench/peers/pytorch_nets.py's protocol): forward (training mode, with the
 loss), forward_backward, train_step (SGD lr 1e-4, momentum 0.9, weight decay
-5e-4: Glassbox's kBenchmarkSgd) and inference (eval, inference_mode, no
-loss), on random token ids from a fixed seed and labels n % V, 10 warm-up
+5e-4: Glassbox's kBenchmarkSgd) and inference (eval, inference_mode, with
+the loss, as Glassbox's inference graph: peer_protocol.py), on random token ids from a fixed seed and labels n % V, 10 warm-up
 steps, then timed steps for --min-time seconds (at least 3); --json writes
 Google-Benchmark-shaped rows with tokens/s, which bench/interleave.py reads:
 
@@ -125,7 +125,7 @@ def time_modes(spec, args):
     def step(mode):
         if mode == "inference":
             with torch.inference_mode():
-                model(tokens, state)
+                loss()
             return
         if mode == "train_step":
             optimizer.zero_grad(set_to_none=False)

@@ -6,8 +6,13 @@ and counted: bench_nets' protocol (DESIGN.md section 5) in PyTorch.
   forward_backward  zero_grad(set_to_none=True) + forward + loss + backward
   train_step        the same + SGD step (lr 1e-4, momentum 0.9, weight decay
                     5e-4: Glassbox's kBenchmarkSgd, bench/support/net_session.h)
-  inference         model.eval() under torch.inference_mode(): forward only,
-                    no loss (batch norm uses its running statistics, dropout is off)
+  inference         model.eval() under torch.inference_mode(): forward + loss,
+                    no autograd (batch norm uses its running statistics, dropout
+                    is off). The loss because Glassbox's inference graph ends in
+                    its loss layer too: the same work on both sides. Before
+                    2026-11-25 (stop 22) this mode left the loss out; only the
+                    language models' 10,000-way softmax made that matter (2% of
+                    LSTM's step).
 
 Layouts: nchw (PyTorch's default, contiguous) or channels_last (model and
 input in torch.channels_last, NHWC in memory).
@@ -96,7 +101,7 @@ class Session:
     def step(self):
         if self.mode == "inference":
             with self.inference_mode():
-                self.model(self.x)
+                self.loss_fn(self.model(self.x), self.y)
             return
         if self.mode == "forward":
             self.loss_fn(self.model(self.x), self.y)  # autograd on, as the forward half of a training step

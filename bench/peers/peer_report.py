@@ -127,7 +127,7 @@ def make_context(torch, torchvision, device, counts, args):
         "protocol": (f"{args.warmup} warm-up steps, then timed steps until {args.min_time:g} s measured "
                      "(at least 3); " + ("CUDA events around each step" if cuda else "wall clock around each step")
                      + "; forward with autograd on; zero_grad(set_to_none=True) before forward_backward "
-                       "and train_step; inference: eval() under torch.inference_mode(), no loss"),
+                       "and train_step; inference: eval() under torch.inference_mode(), forward and loss"),
         "layouts": ", ".join(args.layouts),
         "optimizer": sgd_description(device),
         "peak_memory_note": ("torch.cuda.max_memory_allocated over the timed steps (reset after warm-up, so "

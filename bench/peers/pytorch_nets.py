@@ -11,7 +11,7 @@ ResNet56, Xception, FCN5) with the same protocol, names and counters
             train_step (zero grads + forward + backward + SGD lr 1e-4, momentum
             0.9, weight decay 5e-4: Glassbox's settings, bench/support/net_session.h,
             Note [The benchmarks' learning rate]), inference (eval(), under
-            torch.inference_mode(), forward only, no loss); peer_protocol.py
+            torch.inference_mode(), forward and loss, no autograd); peer_protocol.py
   layouts   nchw (default) and/or channels_last (model and input in
             torch.channels_last; its names end in /channels_last): Glassbox is
             compared with the better of the two (compare.py)

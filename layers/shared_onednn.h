@@ -1,0 +1,15 @@
+// layers/shared_onednn.h: what every oneDNN path shares (layers/conv2d_onednn.cpp,
+// layers/lstm_onednn.cpp): the CPU engine and the attribute that hands each
+// primitive's scratchpad to the caller (Note [oneDNN's scratchpad] in
+// conv2d_onednn.cpp). Built only with oneDNN; includes oneDNN's header, so
+// only *_onednn.cpp files include it.
+#pragma once
+
+#include "oneapi/dnnl/dnnl.hpp"
+
+namespace glassbox {
+
+dnnl::engine& onednn_cpu_engine();
+dnnl::primitive_attr onednn_user_scratchpad();
+
+}  // namespace glassbox
