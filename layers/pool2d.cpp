@@ -7,8 +7,9 @@
 // over the output columns q whose input column lies inside the plane. The
 // border clipping is worked out once per (r, j), so the loop over q is a
 // branch-free strided loop that the compiler vectorises (contiguous for
-// stride 1). Max-pool backward recomputes each window's argmax from x, so
-// forward keeps no indices. Ceil mode needs nothing more: the overhang of a
+// stride 1). Max windows of column stride 1 or 2 run by blocks instead
+// (layers/pool2d_max.cpp), whose forward keeps each window's argmax; for the
+// other strides, backward recomputes it from x. Ceil mode needs nothing more: the overhang of a
 // last window is clipped as padding is, and since every window starts inside
 // the input or the left padding (pooled_length) and the padding is at most
 // half the kernel, every window holds at least one input element.
@@ -127,53 +128,6 @@ void max_backward_plane(const float* x, const float* dy, float* dx, const Geomet
       const float* dy_row = dy + p * g.q + q0;
       for (int64_t k = 0; k < span; ++k) dx[arg[k]] += dy_row[k];
     }
-  }
-}
-
-// Note [2x2 max pooling backward]: the commonest window (LeNet, VGG, AlexNet's
-// kin) is 2x2 at stride 2 without padding. When every window lies inside the
-// plane they do not overlap, and each output's four inputs are compared in
-// scan order directly (the same first maximum as max_backward_plane) without
-// its span bookkeeping, which dominates on short rows: LeNet's pool backward
-// took 3.5 times its forward (`glassbox time LeNet`).
-bool max_2x2_inside(const Geometry& g) {
-  return g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 && 2 * g.p <= g.h &&
-         2 * g.q <= g.w;
-}
-
-void max_backward_plane_2x2(const float* x, const float* dy, float* dx, const Geometry& g) {
-  for (int64_t p = 0; p < g.p; ++p) {
-    const float* top = x + 2 * p * g.w;
-    const float* bottom = top + g.w;
-    float* dx_top = dx + 2 * p * g.w;
-    const float* dy_row = dy + p * g.q;
-    for (int64_t q = 0; q < g.q; ++q) {
-      const int64_t c = 2 * q;
-      // Scan order with a strict >, so the first maximum wins (and the first
-      // element stands even if NaN). std::max(a, b) is (a < b ? b : a): the
-      // same choice, as a max instruction. The winner's offset is picked with
-      // integer selects: on ReLU outputs (ties, zeros) branches mispredicted
-      // half the time (perf annotate).
-      const float t0 = top[c], t1 = top[c + 1], b0 = bottom[c], b1 = bottom[c + 1];
-      const float best01 = std::max(t0, t1);
-      const float best012 = std::max(best01, b0);
-      int64_t offset = t1 > t0 ? 1 : 0;
-      offset = b0 > best01 ? g.w : offset;
-      offset = b1 > best012 ? g.w + 1 : offset;
-      dx_top[c + offset] += dy_row[q];
-    }
-  }
-}
-
-void max_backward_plane_any_stride(const float* x, const float* dy, float* dx, const Geometry& g) {
-  if (max_2x2_inside(g)) {
-    max_backward_plane_2x2(x, dy, dx, g);
-  } else if (g.sw == 1) {
-    max_backward_plane<1>(x, dy, dx, g);
-  } else if (g.sw == 2) {
-    max_backward_plane<2>(x, dy, dx, g);
-  } else {
-    max_backward_plane<0>(x, dy, dx, g);
   }
 }
 
@@ -306,21 +260,39 @@ int64_t plane_grain(const Geometry& g) { return std::max<int64_t>(1, kElementwis
 // then scale: the same value but for rounding. Backward is the depthwise
 // backward-data with the same weights (Note [Depthwise backward-data as a
 // forward]): each dx sums inv_area * dy over the windows that hold it.
-void Pool2d::prepare_cpu(Context&, const PrepareOptions&) {
+void Pool2d::prepare_cpu(Context& ctx, const PrepareOptions& options) {
   tap_weights_.clear();
   set_workspace_bytes(0);
+  max_blocks_ = false;
+  argmax_ = Tensor();
   const Window w = window();
-  if (mode_ != Mode::kAverage || w.global || w.stride != Size2(1)) return;
   const Shape& x = input_shapes()[0];
   const Shape& y = output_shape();
+  const int threads = std::max(1, omp_get_max_threads());
+  if (mode_ == Mode::kMax) {
+    max_plan_ = {.planes = x[0] * x[1], .h = x[2], .w = x[3], .p = y[2], .q = y[3], .kh = w.kernel.h,
+                 .kw = w.kernel.w, .sh = w.stride.h, .sw = w.stride.w, .ph = w.pad.h, .pw = w.pad.w,
+                 .threads = threads};
+    max_blocks_ = !w.global && max_pool_by_blocks(max_plan_) && !max_pool_2x2_inside(max_plan_);
+    if (!max_blocks_) return;
+    set_workspace_bytes(static_cast<size_t>(max_pool_workspace_floats(max_plan_)) * sizeof(float));
+    if (options.phase == Phase::kTraining) argmax_ = ctx.allocate(y, DType::kInt32, MemoryCategory::kLayerState);
+    return;
+  }
+  if (w.global || w.stride != Size2(1)) return;
   taps_ = DepthwisePlan{.n = x[0], .c = x[1], .multiplier = 1, .p = y[2],
                         .u = Unfold{x[2], x[3], y[3], w.kernel.h, w.kernel.w, 1, 1, w.pad.h, w.pad.w, 1, 1},
-                        .threads = std::max(1, omp_get_max_threads()), .shared_weights = true};
+                        .threads = threads, .shared_weights = true};
   tap_weights_.assign(static_cast<size_t>(w.kernel.h * w.kernel.w), 1.0f / static_cast<float>(w.kernel.h * w.kernel.w));
   set_workspace_bytes(static_cast<size_t>(depthwise_workspace_floats(taps_)) * sizeof(float));
 }
 
 void Pool2d::forward_cpu(Context& ctx, const ForwardArgs& args) {
+  if (max_blocks_) {
+    max_pool_forward(max_plan_, args.inputs[0].data<float>(), args.output.data<float>(),
+                     argmax_.defined() ? argmax_.data<int32_t>() : nullptr, static_cast<float*>(checked_workspace(ctx)));
+    return;
+  }
   if (!tap_weights_.empty()) {
     depthwise_forward(taps_, args.inputs[0].data<float>(), tap_weights_.data(), nullptr, args.output.data<float>(),
                       static_cast<float*>(checked_workspace(ctx)));
@@ -351,6 +323,16 @@ void Pool2d::forward_cpu(Context& ctx, const ForwardArgs& args) {
 void Pool2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
   const Tensor& dx_tensor = args.input_grads[0];
   if (!dx_tensor.defined()) return;
+  if (max_blocks_) {
+    max_pool_backward(max_plan_, argmax_.data<int32_t>(), args.output_grad.data<float>(), args.input_grad_modes[0],
+                      dx_tensor.data<float>());
+    return;
+  }
+  if (mode_ == Mode::kMax && !window().global && max_pool_2x2_inside(max_plan_)) {
+    max_pool_backward_2x2(max_plan_, args.inputs[0].data<float>(), args.output_grad.data<float>(),
+                          args.input_grad_modes[0], dx_tensor.data<float>());
+    return;
+  }
   if (!tap_weights_.empty()) {
     depthwise_backward_data(taps_, tap_weights_.data(), args.output_grad.data<float>(), args.input_grad_modes[0],
                             dx_tensor.data<float>(), static_cast<float*>(checked_workspace(ctx)));
@@ -377,7 +359,7 @@ void Pool2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
       }
       if (mode == GradMode::kWrite) std::fill(dxp, dxp + size, 0.0f);
       if (max) {
-        max_backward_plane_any_stride(xp, dyp, dxp, g);
+        max_backward_plane<0>(xp, dyp, dxp, g);  // column strides 1 and 2: layers/pool2d_max.cpp
       } else {
         average_backward_plane_any_stride(dyp, dxp, g, inv_area);
       }

@@ -25,6 +25,7 @@
 
 #include "layers/conv2d_depthwise.h"
 #include "layers/layer.h"
+#include "layers/pool2d_max.h"
 #include "layers/size2.h"
 
 namespace glassbox {
@@ -70,6 +71,12 @@ class Pool2d final : public Layer {
   // pooling by taps] in pool2d.cpp); empty weights: the plain loops.
   DepthwisePlan taps_;
   std::vector<float> tap_weights_;
+  // Max windows of column stride 1 or 2 but the 2x2 ones inside the plane, on
+  // the CPU (Note [Max pooling by blocks] in pool2d_max.cpp); argmax_ (N,C,P,Q)
+  // int32, each window's argmax, kept by a training plan's forward for backward.
+  bool max_blocks_ = false;
+  MaxPoolPlan max_plan_;
+  Tensor argmax_;
 };
 
 }  // namespace glassbox
