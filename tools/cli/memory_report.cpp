@@ -26,7 +26,8 @@ std::string memory_table(const MemoryStats& memory, const MemoryPlan& plan) {
   table.add_row({"workspace", bytes(peak(MemoryCategory::kWorkspace)), "scratch shared by layers in turn"});
   const int64_t state = peak(MemoryCategory::kLayerState), data = peak(MemoryCategory::kData);
   table.add_row({"other", bytes(state + data),
-                 cat("layer state ", bytes(state), " (statistics, dropout masks, log-probabilities), data ", bytes(data))});
+                 cat("layer state ", bytes(state), " (statistics, dropout masks, max-pool indices, log-probabilities), data ",
+                     bytes(data))});
   table.add_rule();
   table.add_row({"total", bytes(memory.peak_total), "the peak of the sum"});
   return table.str();
