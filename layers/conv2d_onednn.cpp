@@ -15,15 +15,8 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 
-constexpr size_t kAlignment = 64;  // a cache line: where every buffer in the workspace starts
-
-size_t aligned(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
-
 memory::desc plain(const memory::dims& dims, Tag tag) { return {dims, memory::data_type::f32, tag}; }
 
-// Every primitive hands its scratchpad to the caller (Note [oneDNN's scratchpad]).
-dnnl::primitive_attr user_scratchpad() { return onednn_user_scratchpad(); }
-dnnl::engine& cpu_engine() { return onednn_cpu_engine(); }
 
 // Note [oneDNN's scratchpad]: by default a oneDNN primitive allocates its own
 // temporary memory when it runs (or keeps a global buffer), out of sight of
@@ -48,7 +41,7 @@ struct Operand {
   enum class Role { kRead, kWritten, kAddedTo };
   void plan(const memory::desc& outside_desc, const memory::desc& inside_desc, Role role, size_t* next_offset,
             size_t* scratchpad) {
-    dnnl::engine& engine = cpu_engine();
+    dnnl::engine& engine = onednn_cpu_engine();
     const bool reads = role == Role::kRead, writes = !reads;
     outside = memory(outside_desc, engine, DNNL_MEMORY_NONE);
     copied = role == Role::kAddedTo || inside_desc != outside_desc;
@@ -58,16 +51,16 @@ struct Operand {
     }
     inside = memory(inside_desc, engine, DNNL_MEMORY_NONE);
     offset = *next_offset;
-    *next_offset += aligned(inside_desc.get_size());
+    *next_offset += onednn_aligned(inside_desc.get_size());
     auto make = [&](const memory::desc& from, const memory::desc& to, dnnl::primitive_attr attr) {
       dnnl::reorder::primitive_desc pd(engine, from, engine, to, attr);
       *scratchpad = std::max(*scratchpad, pd.scratchpad_desc().get_size());
       return dnnl::reorder(pd);
     };
-    if (reads) in = make(outside_desc, inside_desc, user_scratchpad());
+    if (reads) in = make(outside_desc, inside_desc, onednn_user_scratchpad());
     if (writes) {
-      out = make(inside_desc, outside_desc, user_scratchpad());
-      dnnl::primitive_attr sum = user_scratchpad();
+      out = make(inside_desc, outside_desc, onednn_user_scratchpad());
+      dnnl::primitive_attr sum = onednn_user_scratchpad();
       dnnl::post_ops ops;
       ops.append_sum(1.0f);
       sum.set_post_ops(ops);
@@ -109,7 +102,7 @@ struct PassPlan {
 }  // namespace
 
 struct OneDnnConv::Impl {
-  dnnl::stream stream{cpu_engine()};
+  dnnl::stream stream{onednn_cpu_engine()};
   bool training = true, bias = false;
   bool backward = true;            // the backward passes are built here
   std::string backward_elsewhere;  // else the path that runs them
@@ -131,14 +124,14 @@ void plan_pass(PassPlan& pass, const dnnl::primitive_desc_base& pd, Make&& plan_
   size_t scratchpad = pd.scratchpad_desc().get_size();
   size_t next = 0;  // operands' offsets, shifted past the scratchpad below
   const std::vector<std::pair<int, Operand*>> planned = plan_operands(&next, &scratchpad);
-  const size_t scratchpad_bytes = aligned(scratchpad);
+  const size_t scratchpad_bytes = onednn_aligned(scratchpad);
   pass.bytes = scratchpad_bytes + next;
   pass.implementation = pd.impl_info_str();
   // Bytes, as large as the largest of the pass's asks (the convolution's own
   // scratchpad_desc may be smaller than a reorder's).
-  const memory::desc bytes({static_cast<memory::dim>(std::max<size_t>(scratchpad_bytes, kAlignment))},
+  const memory::desc bytes({static_cast<memory::dim>(std::max<size_t>(scratchpad_bytes, kOneDnnAlignment))},
                            memory::data_type::u8, Tag::x);
-  pass.scratchpad_memory = memory(bytes, cpu_engine(), DNNL_MEMORY_NONE);
+  pass.scratchpad_memory = memory(bytes, onednn_cpu_engine(), DNNL_MEMORY_NONE);
   pass.args = {{DNNL_ARG_SCRATCHPAD, pass.scratchpad_memory}};
   for (const auto& [arg, o] : planned) {
     if (o->copied) o->offset += scratchpad_bytes;
@@ -176,7 +169,7 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
   try {
     const auto kind = m.training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
     dnnl::convolution_forward::desc fd(kind, algorithm, any_x, any_w, bias_md, any_y, strides, dilates, pads, pads);
-    dnnl::convolution_forward::primitive_desc fpd(fd, user_scratchpad(), cpu_engine());
+    dnnl::convolution_forward::primitive_desc fpd(fd, onednn_user_scratchpad(), onednn_cpu_engine());
     plan_pass(m.forward, fpd, [&](size_t* next, size_t* scratchpad) {
       m.fwd_x.plan(x_md, fpd.src_desc(), Operand::Role::kRead, next, scratchpad);
       m.fwd_w.plan(w_md, fpd.weights_desc(), Operand::Role::kRead, next, scratchpad);
@@ -186,13 +179,13 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
     });
     m.forward.primitive = dnnl::convolution_forward(fpd);
     if (o.bias) {
-      m.bias_memory = memory(bias_md, cpu_engine(), DNNL_MEMORY_NONE);
+      m.bias_memory = memory(bias_md, onednn_cpu_engine(), DNNL_MEMORY_NONE);
       m.forward.args.emplace(DNNL_ARG_BIAS, m.bias_memory);  // read where it is
     }
     if (!m.backward) return;
 
     dnnl::convolution_backward_data::desc dd(algorithm, any_x, any_w, any_y, strides, dilates, pads, pads);
-    dnnl::convolution_backward_data::primitive_desc dpd(dd, user_scratchpad(), cpu_engine(), fpd);
+    dnnl::convolution_backward_data::primitive_desc dpd(dd, onednn_user_scratchpad(), onednn_cpu_engine(), fpd);
     plan_pass(m.backward_data, dpd, [&](size_t* next, size_t* scratchpad) {
       m.data_dy.plan(y_md, dpd.diff_dst_desc(), Operand::Role::kRead, next, scratchpad);
       m.data_w.plan(w_md, dpd.weights_desc(), Operand::Role::kRead, next, scratchpad);
@@ -205,7 +198,7 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
 
     // The bias gradient stays with Conv2d (one sum per channel): no diff_bias here.
     dnnl::convolution_backward_weights::desc wd(algorithm, any_x, any_w, any_y, strides, dilates, pads, pads);
-    dnnl::convolution_backward_weights::primitive_desc wpd(wd, user_scratchpad(), cpu_engine(), fpd);
+    dnnl::convolution_backward_weights::primitive_desc wpd(wd, onednn_user_scratchpad(), onednn_cpu_engine(), fpd);
     plan_pass(m.backward_filter, wpd, [&](size_t* next, size_t* scratchpad) {
       m.filter_x.plan(x_md, wpd.src_desc(), Operand::Role::kRead, next, scratchpad);
       m.filter_dy.plan(y_md, wpd.diff_dst_desc(), Operand::Role::kRead, next, scratchpad);

@@ -186,8 +186,7 @@ void Lstm::prepare_cpu(Context& ctx, const PrepareOptions& options) {
     for (int l = 0; l < std::min(L - 1, 2); ++l) hidden_.push_back(allocate(Shape{T, B, H}));
 #if GLASSBOX_WITH_ONEDNN  // Note [LSTM inference on oneDNN] (layers/lstm_onednn.h): no gate buffer
     auto onednn = std::make_unique<OneDnnLstm>(
-        name(), OneDnnLstm::Sizes{.steps = T, .batch = B, .input = input_size(0), .hidden = H, .layers = L,
-                                  .bias = options_.bias});
+        name(), OneDnnLstm::Sizes{.steps = T, .batch = B, .input = input_size(0), .hidden = H, .layers = L});
     set_workspace_bytes(onednn->workspace_bytes());
     backend_ = std::move(onednn);
 #else

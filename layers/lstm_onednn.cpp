@@ -14,9 +14,6 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 
-constexpr size_t kAlignment = 64;
-size_t aligned(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
-
 memory::desc floats(const memory::dims& dims, Tag tag) { return {dims, memory::data_type::f32, tag}; }
 memory bare(const memory::desc& desc) { return memory(desc, onednn_cpu_engine(), DNNL_MEMORY_NONE); }
 
@@ -54,13 +51,13 @@ LayerPlan plan_layer(const OneDnnLstm::Sizes& s, int64_t input) {
   const dnnl::reorder::primitive_desc to_iter(onednn_cpu_engine(), user_w_hh, onednn_cpu_engine(),
                                               pd.weights_iter_desc(), onednn_user_scratchpad());
   p.to_weights_layer = dnnl::reorder(to_layer), p.to_weights_iter = dnnl::reorder(to_iter);
-  const size_t scratchpad = aligned(std::max({pd.scratchpad_desc().get_size(), to_layer.scratchpad_desc().get_size(),
-                                              to_iter.scratchpad_desc().get_size(), kAlignment}));
+  const size_t scratchpad = onednn_aligned(std::max({pd.scratchpad_desc().get_size(), to_layer.scratchpad_desc().get_size(),
+                                              to_iter.scratchpad_desc().get_size(), kOneDnnAlignment}));
   p.scratchpad = bare(memory::desc({static_cast<memory::dim>(scratchpad)}, memory::data_type::u8, Tag::x));
   p.weights_layer_at = scratchpad;
-  p.weights_iter_at = p.weights_layer_at + aligned(pd.weights_layer_desc().get_size());
-  p.bias_at = p.weights_iter_at + aligned(pd.weights_iter_desc().get_size());
-  p.bytes = p.bias_at + aligned(bias.get_size());
+  p.weights_iter_at = p.weights_layer_at + onednn_aligned(pd.weights_layer_desc().get_size());
+  p.bias_at = p.weights_iter_at + onednn_aligned(pd.weights_iter_desc().get_size());
+  p.bytes = p.bias_at + onednn_aligned(bias.get_size());
   return p;
 }
 

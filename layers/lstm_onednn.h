@@ -35,7 +35,6 @@ class OneDnnLstm final : public BackendState {
   struct Sizes {
     int64_t steps, batch, input, hidden;  // T, B, I (of layer 0), H
     int layers;
-    bool bias;
   };
   // Builds the primitives (one for layer 0, one for the layers above when
   // I != H). Throws ConfigError naming `layer` if oneDNN refuses the shapes.

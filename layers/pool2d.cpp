@@ -94,10 +94,10 @@ void forward_plane_any_stride(const float* x, float* y, const Geometry& g, float
 // window's first maximum in scan order (row by row, left to right). The
 // argmax is recomputed from x like forward's max, over spans of an output
 // row at once: for each window position in scan order, a strict > keeps the
-// first maximum, written as selects so the loop over q vectorises.
-template <int kStride>
+// first maximum, written as selects so the loop over q vectorises. Column
+// strides 1 and 2 run by blocks instead (layers/pool2d_max.cpp).
 void max_backward_plane(const float* x, const float* dy, float* dx, const Geometry& g) {
-  const int64_t sw = kStride > 0 ? kStride : g.sw;
+  const int64_t sw = g.sw;
   constexpr int64_t kSpan = 256;
   float best[kSpan];
   int32_t arg[kSpan];  // index into the plane; infer() keeps planes below 2^31 elements
@@ -359,7 +359,7 @@ void Pool2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
       }
       if (mode == GradMode::kWrite) std::fill(dxp, dxp + size, 0.0f);
       if (max) {
-        max_backward_plane<0>(xp, dyp, dxp, g);  // column strides 1 and 2: layers/pool2d_max.cpp
+        max_backward_plane(xp, dyp, dxp, g);
       } else {
         average_backward_plane_any_stride(dyp, dxp, g, inv_area);
       }
