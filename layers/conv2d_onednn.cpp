@@ -17,6 +17,8 @@ using Tag = memory::format_tag;
 
 memory::desc plain(const memory::dims& dims, Tag tag) { return {dims, memory::data_type::f32, tag}; }
 
+// Note [Convolutions by slices of the batch]
+constexpr int64_t kSliceBytes = int64_t{2} << 20;
 
 // Note [oneDNN's scratchpad]: by default a oneDNN primitive allocates its own
 // temporary memory when it runs (or keeps a global buffer), out of sight of
@@ -104,6 +106,10 @@ struct PassPlan {
 struct OneDnnConv::Impl {
   dnnl::stream stream{onednn_cpu_engine()};
   bool training = true, bias = false;
+  // Note [Convolutions by slices of the batch]: the primitives are built for
+  // `slice` images and each pass runs them batch / slice times.
+  int64_t slices = 1, slice = 1;
+  int64_t x_slice_floats = 0, y_slice_floats = 0;
   bool backward = true;            // the backward passes are built here
   std::string backward_elsewhere;  // else the path that runs them
   PassPlan forward, backward_data, backward_filter;
@@ -140,6 +146,41 @@ void plan_pass(PassPlan& pass, const dnnl::primitive_desc_base& pd, Make&& plan_
   }
 }
 
+// Note [Convolutions by slices of the batch]: each pass reorders its operands
+// into oneDNN's layouts, runs the primitive and reorders back. On the whole
+// batch at once every one of those copies is as large as the tensor, far past
+// a core's cache: ResNet-56's first stage at batch 256 copies 16.8 MB tensors
+// in and out around each convolution. On a slice of the batch small enough
+// that the copies stay in cache, a pass reads its input and writes its output
+// once from far away. The slice is the largest divisor of the batch whose
+// input and output fit kSliceBytes (one set of primitives, no ragged last
+// slice); a layer whose single image is larger runs image by image. But each
+// slice reads all the weights again (and backward-filter adds its dW into dW:
+// three passes over them), so a layer slices only while those extra passes,
+// 3 (slices - 1) W, stay under the two round trips over the activations that
+// slicing saves, 2 (X + Y): Overfeat's conv5 (37.7 MB of weights, 9.4 MB of
+// activations at batch 8) does not. The weights are reordered once per pass,
+// not per slice; backward-filter's dW += per slice changes the order of the
+// sum, not its terms. Measured on a 2-core Xeon (2 MiB L2 a core), ResNet-56
+// at batch 256: a training step 1064-1121 ms whole, 1022-1026 in slices of 2
+// MiB (1 MiB: 1062, 4 MiB: 1043, 512 KiB: 1121; `glassbox time ResNet56
+// --batch 256`), inference 837-846 -> 884-891 images/s, the workspace 32.0 ->
+// 2.2 MB. At the networks' default batches, alternated bench_nets runs moved
+// within their noise (docs/performance.md, "Convolutions by slices").
+int64_t images_per_slice(const Shape& x, const Shape& y, int64_t weights, bool plain_layouts) {
+  const int64_t batch = x[0];
+  if (plain_layouts) return batch;  // no copies to keep in cache
+  const int64_t image_bytes = (x.numel_from(0) + y.numel_from(0)) * static_cast<int64_t>(sizeof(float));
+  int64_t slice = 1;
+  for (int64_t d = 1; d <= batch; ++d) {
+    if (batch % d == 0 && d * image_bytes <= kSliceBytes) slice = d;
+  }
+  const int64_t slices = batch / slice;
+  const int64_t weight_bytes = weights * static_cast<int64_t>(sizeof(float));
+  if (3 * (slices - 1) * weight_bytes >= 2 * batch * image_bytes) return batch;
+  return slice;
+}
+
 }  // namespace
 
 OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const Shape& x, const Shape& y,
@@ -150,7 +191,12 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
   m.backward = m.training && plan.backward_elsewhere.empty();
   m.backward_elsewhere = plan.backward_elsewhere;
   m.bias = o.bias;
-  const memory::dims x_dims{x[0], x[1], x[2], x[3]}, y_dims{y[0], y[1], y[2], y[3]};
+  const int64_t weights = y[1] * (x[1] / o.groups) * o.kernel.h * o.kernel.w;
+  m.slice = images_per_slice(x, y, weights, plan.plain_layouts);
+  m.slices = x[0] / m.slice;
+  m.x_slice_floats = m.slice * x.numel_from(0);
+  m.y_slice_floats = m.slice * y.numel_from(0);
+  const memory::dims x_dims{m.slice, x[1], x[2], x[3]}, y_dims{m.slice, y[1], y[2], y[3]};
   const bool grouped = o.groups > 1;
   const memory::dims w_dims = grouped ? memory::dims{o.groups, y[1] / o.groups, x[1] / o.groups, o.kernel.h, o.kernel.w}
                                       : memory::dims{y[1], x[1], o.kernel.h, o.kernel.w};
@@ -224,6 +270,7 @@ std::string OneDnnConv::algorithms() const {
   } else if (m.training) {
     text += cat("; backward: ", m.backward_elsewhere);
   }
+  if (m.slices > 1) text += cat("; in ", m.slices, " slices of ", m.slice, m.slice == 1 ? " image" : " images");
   return text;
 }
 
@@ -243,37 +290,46 @@ size_t OneDnnConv::workspace_bytes() const {
 void OneDnnConv::forward(const float* x, const float* w, const float* b, float* y, void* workspace) {
   Impl& m = *impl_;
   char* ws = static_cast<char*>(workspace);
-  m.fwd_x.bind(x, ws), m.fwd_w.bind(w, ws), m.fwd_y.bind(y, ws);
+  m.fwd_w.bind(w, ws);
   if (m.bias) m.bias_memory.set_data_handle(const_cast<float*>(b));
   m.forward.scratchpad_memory.set_data_handle(ws);
-  m.fwd_x.read(m.stream);
   m.fwd_w.read(m.stream);
-  m.forward.primitive.execute(m.stream, m.forward.args);
-  m.fwd_y.write(m.stream, /*add=*/false);
+  for (int64_t s = 0; s < m.slices; ++s) {
+    m.fwd_x.bind(x + s * m.x_slice_floats, ws), m.fwd_y.bind(y + s * m.y_slice_floats, ws);
+    m.fwd_x.read(m.stream);
+    m.forward.primitive.execute(m.stream, m.forward.args);
+    m.fwd_y.write(m.stream, /*add=*/false);
+  }
   m.stream.wait();
 }
 
 void OneDnnConv::backward_data(const float* w, const float* dy, float* dx, GradMode mode, void* workspace) {
   Impl& m = *impl_;
   char* ws = static_cast<char*>(workspace);
-  m.data_dy.bind(dy, ws), m.data_w.bind(w, ws), m.data_dx.bind(dx, ws);
+  m.data_w.bind(w, ws);
   m.backward_data.scratchpad_memory.set_data_handle(ws);
-  m.data_dy.read(m.stream);
   m.data_w.read(m.stream);
-  m.backward_data.primitive.execute(m.stream, m.backward_data.args);
-  m.data_dx.write(m.stream, /*add=*/mode == GradMode::kAdd);
+  for (int64_t s = 0; s < m.slices; ++s) {
+    m.data_dy.bind(dy + s * m.y_slice_floats, ws), m.data_dx.bind(dx + s * m.x_slice_floats, ws);
+    m.data_dy.read(m.stream);
+    m.backward_data.primitive.execute(m.stream, m.backward_data.args);
+    m.data_dx.write(m.stream, /*add=*/mode == GradMode::kAdd);
+  }
   m.stream.wait();
 }
 
 void OneDnnConv::backward_filter(const float* x, const float* dy, float* dw, void* workspace) {
   Impl& m = *impl_;
   char* ws = static_cast<char*>(workspace);
-  m.filter_x.bind(x, ws), m.filter_dy.bind(dy, ws), m.filter_dw.bind(dw, ws);
+  m.filter_dw.bind(dw, ws);
   m.backward_filter.scratchpad_memory.set_data_handle(ws);
-  m.filter_x.read(m.stream);
-  m.filter_dy.read(m.stream);
-  m.backward_filter.primitive.execute(m.stream, m.backward_filter.args);
-  m.filter_dw.write(m.stream, /*add=*/true);
+  for (int64_t s = 0; s < m.slices; ++s) {  // dW += each slice's sum
+    m.filter_x.bind(x + s * m.x_slice_floats, ws), m.filter_dy.bind(dy + s * m.y_slice_floats, ws);
+    m.filter_x.read(m.stream);
+    m.filter_dy.read(m.stream);
+    m.backward_filter.primitive.execute(m.stream, m.backward_filter.args);
+    m.filter_dw.write(m.stream, /*add=*/true);
+  }
   m.stream.wait();
 }
 

@@ -8,7 +8,9 @@
 // in the measurements that chose this path (docs/performance.md, "Convolutions
 // on oneDNN"). Everything oneDNN needs (the blocked copies and its own
 // scratchpad) lives in the context's workspace, sized at prepare: nothing is
-// allocated inside a step.
+// allocated inside a step. A batch larger than the cache runs by slices, so
+// that those copies stay in cache (Note [Convolutions by slices of the batch]
+// in the .cpp).
 //
 // Gradients keep Glassbox's contract: dW is added to (dW += ...), dx written
 // or added as the graph asks; both through a reorder with a sum post-op.

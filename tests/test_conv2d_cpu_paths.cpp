@@ -204,6 +204,34 @@ TEST(Conv2dCpuPaths, PointwiseForwardOnOneDnnMatchesTheReference) {
   }
 }
 
+// Note [Convolutions by slices of the batch]: a batch larger than the cache
+// runs slice by slice, each slice's x, y, dx and dy at its own offset and dW
+// summed over the slices; a layer with large weights runs whole.
+TEST(Conv2dCpuPaths, OneDnnBySlicesOfTheBatchMatchesTheReference) {
+  if (!GLASSBOX_WITH_ONEDNN) GTEST_SKIP() << "built without oneDNN (-DGLASSBOX_CPU_CONV=im2col)";
+  const std::vector<std::pair<Case, std::string>> sliced = {
+      {{"3x3 pad 1, 6 images of 0.66 MB", {.out_channels = 16, .kernel = 3, .pad = 1}, Shape{6, 16, 72, 72}},
+       "; in 2 slices of 3 images"},
+      {{"3x3 stride 2, 5 images of 1.2 MB", {.out_channels = 16, .kernel = 3, .stride = 2, .pad = 1, .bias = false},
+        Shape{5, 8, 160, 160}},
+       "; in 5 slices of 1 image"},
+      {{"3x3 256 -> 256, weights larger than the saving", {.out_channels = 256, .kernel = 3, .pad = 1},
+        Shape{4, 256, 24, 24}},
+       ""},
+  };
+  for (const auto& [c, slices] : sliced) {
+    Context ctx = Context::cpu();
+    PathRun onednn(ctx, c, CpuPath::kOneDnn);
+    const std::string algorithms = onednn.conv.algorithms();
+    if (slices.empty()) {
+      EXPECT_EQ(algorithms.find("slices"), std::string::npos) << c.what << ": " << algorithms;
+    } else {
+      EXPECT_TRUE(algorithms.ends_with(slices)) << c.what << ": " << algorithms;
+    }
+    expect_agrees_with_reference(ctx, c, onednn);
+  }
+}
+
 TEST_P(OneDnnMatchesGlassbox, InferenceForward) {
   const Case& c = cases()[GetParam()];
   Context ctx = Context::cpu();
