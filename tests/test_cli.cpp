@@ -109,6 +109,7 @@ TEST(Cli, TimeJsonHasEveryLayerWithThePassesItRan) {
   EXPECT_EQ(doc.at("batch"), 8);
   EXPECT_EQ(doc.at("device"), "cpu");
   EXPECT_EQ(doc.at("steps"), 1);
+  EXPECT_EQ(doc.at("phase"), "training");
   EXPECT_GT(doc.at("step_ms").get<double>(), 0.0);
   EXPECT_GT(doc.at("images_per_s").get<double>(), 0.0);
   EXPECT_TRUE(doc.at("runtime").contains("build"));
@@ -139,6 +140,33 @@ TEST(Cli, TimeJsonHasEveryLayerWithThePassesItRan) {
   EXPECT_EQ(layers[0].at("type"), "Conv2d");
   EXPECT_EQ(layers[0].at("output"), "(8, 6, 28, 28)");
   EXPECT_EQ(layers[0].at("passes")[0].at("flops"), 2 * 8 * 6 * 28 * 28 * 25);  // 2 * N*K*P*Q * C*R*S
+}
+
+// --inference: the forward of a graph compiled for inference, as bench_nets'
+// inference mode; no backward rows, the phase in the JSON.
+TEST(Cli, TimeInferenceTimesTheForwardOfAnInferenceGraph) {
+  const glassbox::testing::TempDir dir;
+  const std::string path = dir / "time.json";
+  const Outcome r = run(kCli + " time LeNet --device cpu --batch 4 --steps 1 --warmup 0 --inference --json " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* expected : {"timed inference forwards (a graph compiled for inference)",
+                               "(analytic: 1 x 2 x ", "memory over the timed steps (inference forward)"}) {
+    EXPECT_TRUE(contains(r.output, expected)) << "missing '" << expected << "' in:\n" << r.output;
+  }
+  EXPECT_FALSE(contains(r.output, "backward")) << r.output;
+  std::ifstream file(path);
+  const nlohmann::json doc = nlohmann::json::parse(file);
+  EXPECT_EQ(doc.at("phase"), "inference");
+  for (const auto& layer : doc.at("layers")) {
+    ASSERT_EQ(layer.at("passes").size(), 1u) << layer.at("name");
+    EXPECT_EQ(layer.at("passes")[0].at("pass"), "forward");
+  }
+  // Under mpirun, time runs data-parallel training steps: --inference there is an error, not one rank's forward.
+  const Outcome ranks = run("OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_RANK=0 "
+                            "OMPI_COMM_WORLD_LOCAL_SIZE=2 " + kCli + " time LeNet --device cpu --inference");
+  EXPECT_EQ(ranks.exit_code, 2) << ranks.output;
+  EXPECT_TRUE(contains(ranks.output, "time: --inference times one process's forward; under mpirun (2 ranks)"))
+      << ranks.output;
 }
 
 TEST(Cli, TimeJsonIntoAMissingFolderFailsBeforeTheRun) {

@@ -33,6 +33,9 @@ inline const std::vector<FlagSpec>& time_flags() {
       {"--device", "D", "cpu, cuda or cuda:N (default: the GPU when one works)"},
       {"--steps", "N", "timed steps, averaged (default 5)"},
       {"--warmup", "N", "untimed steps first (default 2)"},
+      {"--inference", "",
+       "time the forward of a graph compiled for inference (running statistics, no dropout, nothing kept for a "
+       "backward), as bench_nets' inference mode, instead of forward + backward"},
       {"--precision", "P", "fp32 (TF32 off, default) or tf32"},
       {"--no-nvtx", "", "push no NVTX ranges (GPU builds push one per layer and pass for Nsight Systems)"},
       {"--cudnn-search", "", "time every cuDNN algorithm and keep the fastest"},

@@ -5,7 +5,7 @@
 
 namespace glassbox::cli {
 
-std::string memory_table(const MemoryStats& memory, const MemoryPlan& plan) {
+std::string memory_table(const MemoryStats& memory, const MemoryPlan& plan, Phase phase) {
   auto peak = [&](MemoryCategory c) { return memory.peak[static_cast<size_t>(c)]; };
   auto bytes = [](int64_t b) { return format_bytes(b); };
   auto saving = [&](size_t with, size_t without) {
@@ -20,7 +20,7 @@ std::string memory_table(const MemoryStats& memory, const MemoryPlan& plan) {
   table.add_row({"optimizer state", bytes(peak(MemoryCategory::kOptimizerState)), "SGD momentum, where a step updates"});
   std::string in_place = plan.in_place > 0 ? cat("; ", plan.in_place, " layers run in place") : "";
   table.add_row({"activations", bytes(peak(MemoryCategory::kActivations)),
-                 cat("kept for backward and in flight; ", saving(plan.values.total, plan.values_without_reuse), in_place)});
+                 cat(phase == Phase::kInference ? "in flight; " : "kept for backward and in flight; ", saving(plan.values.total, plan.values_without_reuse), in_place)});
   table.add_row({"activation gradients", bytes(peak(MemoryCategory::kActivationGrads)),
                  saving(plan.grads.total, plan.grads_without_reuse)});
   table.add_row({"workspace", bytes(peak(MemoryCategory::kWorkspace)), "scratch shared by layers in turn"});

@@ -15,7 +15,8 @@
 namespace glassbox::cli {
 
 // The peak of `memory` by category, as a table, with the plan's savings.
-std::string memory_table(const MemoryStats& memory, const MemoryPlan& plan);
+// `phase`: the graph's (an inference plan keeps nothing for a backward).
+std::string memory_table(const MemoryStats& memory, const MemoryPlan& plan, Phase phase = Phase::kTraining);
 
 
 }  // namespace glassbox::cli

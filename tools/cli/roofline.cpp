@@ -33,6 +33,7 @@ std::vector<PassCost> layer_passes(const Graph& graph, const LayerTime& time) {
   const Layer& layer = *node.layer;
   auto cost = [&](Pass pass, double ms) { return PassCost{pass, ms, layer.flops(pass), layer.bytes_moved(pass)}; };
   std::vector<PassCost> passes = {cost(Pass::kForward, time.forward_ms)};
+  if (graph.compiled_phase() == Phase::kInference) return passes;  // no backward was built
   if (layer.splits_backward()) {
     const bool wants_input_grad = !graph.nodes()[static_cast<size_t>(node.inputs[0])].is_input();
     if (wants_input_grad) passes.push_back(cost(Pass::kBackwardData, time.backward_data_ms()));

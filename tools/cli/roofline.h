@@ -46,7 +46,8 @@ double roofline_fraction(const PassCost& cost, const Peak& peak);
 // The passes a layer ran in a step, with `time`'s means: forward; then, for a
 // layer that splits its backward (Layer::splits_backward), backward-data
 // (unless its input is the graph's data, which needs no gradient) and
-// backward-weights; else the whole backward.
+// backward-weights; else the whole backward. A graph compiled for inference
+// ran the forward alone.
 std::vector<PassCost> layer_passes(const Graph& graph, const LayerTime& time);
 
 }  // namespace glassbox::cli

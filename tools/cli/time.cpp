@@ -1,6 +1,7 @@
 // tools/cli/time.cpp: `glassbox time NET`: where a training step's time goes.
 //
-// Runs forward + backward (no update, like `caffe time`) with a mark recorded
+// Runs forward + backward (no update, like `caffe time`), or with --inference
+// the forward of a graph compiled for inference, with a mark recorded
 // between consecutive layers in stream order, reads the marks after each step
 // (no host synchronisation per layer), and prints each layer's mean forward
 // backward-data, backward-weights (or whole backward) time with its analytic
@@ -79,12 +80,18 @@ int run_time(const std::vector<std::string>& words) {
   const std::string json_path = args.get("--json", "");
   if (args.has("--json") && speaks) check_writable(json_path);  // before the run, not after it
   const GradientSyncOptions& sync = parallel.sync;
+  const bool inference = args.has("--inference");
+  if (inference && placement.size > 1) {
+    throw ConfigError(cat("time: --inference times one process's forward; under mpirun (", placement.size,
+                          " ranks) time runs data-parallel training steps. Run it without mpirun"));
+  }
 
   Context ctx = Context::on(device);
   const std::unique_ptr<Communicator> communicator = make_communicator(ctx, parallel.communicator);
   Graph graph = build_net(net, batch);
   CompileOptions options;
   options.precision = precision;
+  options.phase = inference ? Phase::kInference : Phase::kTraining;
   options.layer_timing = true;
   options.nvtx = !args.has("--no-nvtx");
   options.layers.algo_search = args.has("--cudnn-search") ? AlgoSearch::kMeasured : AlgoSearch::kHeuristic;
@@ -96,8 +103,8 @@ int run_time(const std::vector<std::string>& words) {
   // Every step's loss is read and checked: a run that went to NaN stops,
   // naming the step, instead of timing garbage.
   auto step = [&] {
-    graph.forward(ctx, Phase::kTraining);
-    graph.backward(ctx);
+    graph.forward(ctx, options.phase);
+    if (!inference) graph.backward(ctx);
   };
   int64_t step_number = 0;
   for (int i = 0; i < warmup; ++i) {
@@ -169,7 +176,8 @@ int run_time(const std::vector<std::string>& words) {
   std::printf("%s on %s (%s), batch %d, %s, %s%s\n", net.name.c_str(), info.device.c_str(),
               info.device_name.c_str(), batch, info.precision.c_str(), how.c_str(),
               options.layers.deterministic ? ", deterministic" : "");
-  std::printf("%d warm-up, then %d timed forward+backward steps; times are means per step\n", warmup, steps);
+  std::printf("%d warm-up, then %d timed %s; times are means per step\n", warmup, steps,
+              inference ? "inference forwards (a graph compiled for inference)" : "forward+backward steps");
   std::printf("peaks: %s %s, %s GB/s (%s); measured %s %s, %s GB/s (%s)\n",
               fixed(peak.flops_per_s / rate_scale, 2).c_str(), unit.c_str(), fixed(peak.bytes_per_s / 1e9, 1).c_str(),
               peak.source.c_str(), fixed(peak.measured.flops_per_s / rate_scale, 2).c_str(), unit.c_str(),
@@ -178,23 +186,28 @@ int run_time(const std::vector<std::string>& words) {
               "%% roofline = max(FLOP/peak, bytes/bandwidth) / time\n\n");
   std::printf("%s\n", table.str().c_str());
   const double layers_ms = forward_sum + backward_sum;
-  std::printf("sum of layers: forward %s ms + backward %s ms = %s ms\n", fixed(forward_sum, 3).c_str(),
-              fixed(backward_sum, 3).c_str(), fixed(layers_ms, 3).c_str());
+  if (inference) {
+    std::printf("sum of layers: forward %s ms\n", fixed(forward_sum, 3).c_str());
+  } else {
+    std::printf("sum of layers: forward %s ms + backward %s ms = %s ms\n", fixed(forward_sum, 3).c_str(),
+                fixed(backward_sum, 3).c_str(), fixed(layers_ms, 3).c_str());
+  }
   std::printf("measured step: %s ms; outside the layers: %s ms (%s%%)\n", fixed(step_ms, 3).c_str(),
               fixed(step_ms - layers_ms, 3).c_str(), fixed(100.0 * (step_ms - layers_ms) / step_ms, 1).c_str());
-  const double step_flops = 3.0 * 2.0 * static_cast<double>(graph.macs());
-  std::printf("throughput: %s %s/s, %s %s (analytic: 3 x 2 x %s GMAC per step)\n",
+  const int passes_of_macs = inference ? 1 : 3;  // forward; forward, backward-data and backward-weights
+  const double step_flops = passes_of_macs * 2.0 * static_cast<double>(graph.macs());
+  std::printf("throughput: %s %s/s, %s %s (analytic: %d x 2 x %s GMAC per step)\n",
               fixed(static_cast<double>(batch * net.items_per_sample()) / (step_ms / 1e3), 1).c_str(),
               std::string(net.item_name()).c_str(), fixed(step_flops / (step_ms / 1e3) / rate_scale, 2).c_str(),
-              unit.c_str(), fixed(static_cast<double>(graph.macs()) / 1e9, 3).c_str());
+              unit.c_str(), passes_of_macs, fixed(static_cast<double>(graph.macs()) / 1e9, 3).c_str());
   std::printf("loss: %s at the first timed step, %s at the last\n", fixed(first_loss, 6).c_str(),
               fixed(last_loss, 6).c_str());
-  std::printf("\nmemory over the timed steps (forward + backward, no optimizer):\n%s",
-              memory_table(ctx.memory(), graph.memory_plan()).c_str());
+  std::printf("\nmemory over the timed steps (%s):\n%s", inference ? "inference forward" : "forward + backward, no optimizer",
+              memory_table(ctx.memory(), graph.memory_plan(), options.phase).c_str());
   std::printf("\nthe machine over the timed steps (tensor/machine_state.h):\n");
   for (const auto& [key, value] : machine) std::printf("  %-11s %s\n", key.c_str(), value.c_str());
   if (args.has("--json")) {
-    const TimeRun run{net.name, batch, steps, step_ms, info, peak, ctx.memory(), machine};
+    const TimeRun run{net.name, batch, steps, step_ms, info, peak, ctx.memory(), machine, inference};
     write_file_atomically(json_path, time_json(run, graph, mean));
     std::printf("\nwrote %s\n", json_path.c_str());
   }

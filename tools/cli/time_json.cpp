@@ -49,6 +49,7 @@ std::string time_json(const TimeRun& run, const Graph& graph, const std::vector<
         {"source", run.peak.source},
         {"measured_flops_per_s", run.peak.measured.flops_per_s},
         {"measured_bytes_per_s", run.peak.measured.bytes_per_s}}},
+      {"phase", run.inference ? "inference" : "training"},
       {"steps", run.steps},
       {"step_ms", run.step_ms},
       {"images_per_s", run.step_ms > 0.0 ? run.batch / (run.step_ms / 1e3) : 0.0},

@@ -4,6 +4,7 @@
 //   {"kind": "glassbox.time", "version": 1, "network", "batch", "device", "device_name",
 //    "runtime": {RuntimeInfo::fields(), as strings},
 //    "peak": {"flops_per_s", "bytes_per_s", "source", "measured_flops_per_s", "measured_bytes_per_s"},
+//    "phase": "training" (forward + backward) or "inference" (a forward-only graph),
 //    "steps", "step_ms", "images_per_s",
 //    "layers": [{"name", "type", "output", "passes": [{"pass": pass_name(), "ms", "flops", "bytes"}]}],
 //    "memory": {"parameters", "gradients", "optimizer_state", "activations",
@@ -31,6 +32,7 @@ struct TimeRun {
   RooflinePeak peak;
   MemoryStats memory;
   std::vector<std::pair<std::string, std::string>> machine;  // tensor/machine_state.h, over the timed steps
+  bool inference = false;  // --inference: the forward of a graph compiled for inference
 };
 
 // The document, indented, ending in a newline.
