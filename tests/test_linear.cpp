@@ -19,6 +19,39 @@ TEST(Linear, ForwardIsXWTransposePlusBias) {
   EXPECT_EQ(h.read(h.output), (std::vector<float>{8.0f, 23.0f}));
 }
 
+// Note [Linear forward at small batches]: up to 8 rows stream the weights
+// (pairs of rows, 16 lanes, a tail); more go through the GEMM. Every batch
+// from 1 to 10, against sums in double: widths with and without a tail past
+// the last 16, an odd last weight row, several blocks of output features.
+TEST(Linear, ForwardAtEveryBatchMatchesSumsInDouble) {
+  for (const int64_t in : {37, 48}) {
+    for (const bool bias : {true, false}) {
+      for (int64_t n = 1; n <= 10; ++n) {
+        const int64_t out = 131;
+        Context ctx = Context::cpu();
+        Linear fc("fc", {.out_features = out, .bias = bias});
+        testing::LayerHarness h(ctx, fc, {Shape{n, in}});
+        h.randomize(static_cast<uint64_t>(n * 7 + in));
+        h.forward();
+        const std::vector<float> x = h.read(h.inputs[0]), w = h.read(h.params[0]);
+        const std::vector<float> b = bias ? h.read(h.params[1]) : std::vector<float>(out, 0.0f);
+        std::vector<float> expected(static_cast<size_t>(n * out));
+        for (int64_t r = 0; r < n; ++r) {
+          for (int64_t o = 0; o < out; ++o) {
+            double sum = b[static_cast<size_t>(o)];
+            for (int64_t i = 0; i < in; ++i) {
+              sum += static_cast<double>(x[static_cast<size_t>(r * in + i)]) * w[static_cast<size_t>(o * in + i)];
+            }
+            expected[static_cast<size_t>(r * out + o)] = static_cast<float>(sum);
+          }
+        }
+        testing::expect_close(h.read(h.output), expected, 1e-5,
+                              cat("batch ", n, ", ", in, " features in, bias ", bias));
+      }
+    }
+  }
+}
+
 TEST(Linear, CountsParametersAndMacs) {
   Linear fc("fc6", {.out_features = 4096});
   fc.bind(std::vector<Shape>{Shape{64, 25088}});
