@@ -52,6 +52,39 @@ TEST(Linear, ForwardAtEveryBatchMatchesSumsInDouble) {
   }
 }
 
+// The backward-data up to 4 rows streams the weights too: dx written
+// (over NaN, so every element must be) and then added, against sums in double,
+// over one column block and over several with a ragged last one.
+TEST(Linear, BackwardDataAtEveryBatchMatchesSumsInDouble) {
+  for (const int64_t in : {37, 900}) {
+    for (int64_t n = 1; n <= 10; ++n) {
+      const int64_t out = 131;
+      Context ctx = Context::cpu();
+      Linear fc("fc", {.out_features = out});
+      testing::LayerHarness h(ctx, fc, {Shape{n, in}});
+      h.randomize(static_cast<uint64_t>(n * 5 + in));
+      h.forward();
+      const std::vector<float> dy = h.read(h.output_grad), w = h.read(h.params[0]);
+      std::vector<float> expected(static_cast<size_t>(n * in));
+      for (int64_t r = 0; r < n; ++r) {
+        for (int64_t i = 0; i < in; ++i) {
+          double sum = 0.0;
+          for (int64_t o = 0; o < out; ++o) {
+            sum += static_cast<double>(dy[static_cast<size_t>(r * out + o)]) * w[static_cast<size_t>(o * in + i)];
+          }
+          expected[static_cast<size_t>(r * in + i)] = static_cast<float>(sum);
+        }
+      }
+      h.poison(h.input_grads[0]);
+      h.backward();
+      testing::expect_close(h.read(h.input_grads[0]), expected, 1e-5, cat("dx written, batch ", n, ", ", in, " in"));
+      h.backward({GradMode::kAdd});
+      for (float& v : expected) v *= 2.0f;
+      testing::expect_close(h.read(h.input_grads[0]), expected, 1e-5, cat("dx added, batch ", n, ", ", in, " in"));
+    }
+  }
+}
+
 TEST(Linear, CountsParametersAndMacs) {
   Linear fc("fc6", {.out_features = 4096});
   fc.bind(std::vector<Shape>{Shape{64, 25088}});
