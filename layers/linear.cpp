@@ -2,9 +2,8 @@
 #include "layers/linear.h"
 
 #include <algorithm>
-#include <cstring>
-
 #include "tensor/eigen_maps.h"
+#include "tensor/float_lanes.h"
 
 namespace glassbox {
 
@@ -85,35 +84,26 @@ void for_each_block(int64_t count, int64_t block, const Body& body) {
 // At 16 rows (AlexNet's fc6 and fc7) the two paths measured even, and the
 // sums no longer fit the registers, so larger batches keep the GEMM.
 constexpr int64_t kMaxStreamedRows = 8;
-constexpr int kLanes = 16;
-using Floats = float __attribute__((vector_size(kLanes * sizeof(float))));
-
-inline Floats load(const float* from) {
-  Floats v;
-  std::memcpy(&v, from, sizeof v);
-  return v;
-}
-
 // y[r][o] = sum_i x[r][i] w[o][i] for kWeightRows rows o from `o`: the lanes'
 // sums in a fixed order, then the tail past the last full 16.
 template <int kRows, int kWeightRows>
 void streamed_rows(const float* x, int64_t in, const float* w, int64_t o, float* y, int64_t out) {
-  Floats sums[kWeightRows][kRows] = {};
+  FloatLanes sums[kWeightRows][kRows] = {};
   const float* rows[kWeightRows];
   for (int k = 0; k < kWeightRows; ++k) rows[k] = w + (o + k) * in;
   int64_t i = 0;
-  for (; i + kLanes <= in; i += kLanes) {
-    Floats weights[kWeightRows];
-    for (int k = 0; k < kWeightRows; ++k) weights[k] = load(rows[k] + i);
+  for (; i + kFloatLanes <= in; i += kFloatLanes) {
+    FloatLanes weights[kWeightRows];
+    for (int k = 0; k < kWeightRows; ++k) weights[k] = load_lanes(rows[k] + i);
     for (int r = 0; r < kRows; ++r) {
-      const Floats v = load(x + r * in + i);
+      const FloatLanes v = load_lanes(x + r * in + i);
       for (int k = 0; k < kWeightRows; ++k) sums[k][r] += weights[k] * v;
     }
   }
   for (int k = 0; k < kWeightRows; ++k) {
     for (int r = 0; r < kRows; ++r) {
       float sum = 0.0f;
-      for (int lane = 0; lane < kLanes; ++lane) sum += sums[k][r][lane];
+      for (int lane = 0; lane < kFloatLanes; ++lane) sum += sums[k][r][lane];
       for (int64_t j = i; j < in; ++j) sum += rows[k][j] * x[r * in + j];
       y[r * out + o + k] = sum;
     }

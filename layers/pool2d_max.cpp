@@ -23,12 +23,13 @@
 #include <cstring>
 #include <limits>
 
+#include "tensor/float_lanes.h"
 #include "tensor/parallel_for.h"  // kElementwiseGrain
 
 namespace glassbox {
 namespace {
 
-constexpr int64_t kLanes = 16;  // outputs per block
+constexpr int64_t kLanes = kFloatLanes;  // outputs per block: one vector
 constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
 
 // The padded plane: rows [-ph, (P-1)*sh + kh - ph) of the input and columns
@@ -78,17 +79,8 @@ int32_t first_input(const MaxPoolPlan& pl, int64_t p, int64_t q) {
   return static_cast<int32_t>(r * pl.w + c);
 }
 
-// A block of outputs as one vector (GCC's and Clang's vector extension), so
-// that the compare and the two selects are vector instructions: Eigen's
-// select() and a plain loop of ?: both compiled to one scalar blend per lane.
-using Floats = float __attribute__((vector_size(kLanes * sizeof(float))));
-
-inline Floats load(const float* from) {
-  Floats v;
-  std::memcpy(&v, from, sizeof v);
-  return v;
-}
-
+// A block of outputs is one FloatLanes (tensor/float_lanes.h), so that the
+// compare and the two selects are vector instructions.
 template <int kStride>
 void forward_plane(const MaxPoolPlan& pl, const Halves& hv, const float* halves, float* y, int32_t* argmax) {
   alignas(64) float best_out[kLanes], tap_out[kLanes];
@@ -96,13 +88,13 @@ void forward_plane(const MaxPoolPlan& pl, const Halves& hv, const float* halves,
     for (int64_t q0 = 0; q0 < pl.q; q0 += kLanes) {
       // tap: the winner's offset in the input plane from the window's corner,
       // i * W + j, as a float (exact below 2^24: max_pool_by_blocks).
-      Floats best = Floats{} + kMinusInf, tap = Floats{} - 1.0f;
+      FloatLanes best = FloatLanes{} + kMinusInf, tap = FloatLanes{} - 1.0f;
       for (int64_t i = 0; i < pl.kh; ++i) {
         const float* row = halves + (p * pl.sh + i) * hv.width + q0;
         for (int64_t j = 0; j < pl.kw; ++j) {
-          const Floats v = load(row + (j % kStride) * hv.floats + j / kStride);
+          const FloatLanes v = load_lanes(row + (j % kStride) * hv.floats + j / kStride);
           const auto better = v > best;
-          tap = better ? Floats{} + static_cast<float>(i * pl.w + j) : tap;
+          tap = better ? FloatLanes{} + static_cast<float>(i * pl.w + j) : tap;
           best = better ? v : best;
         }
       }

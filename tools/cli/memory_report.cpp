@@ -20,7 +20,8 @@ std::string memory_table(const MemoryStats& memory, const MemoryPlan& plan, Phas
   table.add_row({"optimizer state", bytes(peak(MemoryCategory::kOptimizerState)), "SGD momentum, where a step updates"});
   std::string in_place = plan.in_place > 0 ? cat("; ", plan.in_place, " layers run in place") : "";
   table.add_row({"activations", bytes(peak(MemoryCategory::kActivations)),
-                 cat(phase == Phase::kInference ? "in flight; " : "kept for backward and in flight; ", saving(plan.values.total, plan.values_without_reuse), in_place)});
+                 cat(phase == Phase::kInference ? "in flight; " : "kept for backward and in flight; ",
+                     saving(plan.values.total, plan.values_without_reuse), in_place)});
   table.add_row({"activation gradients", bytes(peak(MemoryCategory::kActivationGrads)),
                  saving(plan.grads.total, plan.grads_without_reuse)});
   table.add_row({"workspace", bytes(peak(MemoryCategory::kWorkspace)), "scratch shared by layers in turn"});
