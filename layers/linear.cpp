@@ -4,6 +4,7 @@
 #include <algorithm>
 #include "tensor/eigen_maps.h"
 #include "tensor/float_lanes.h"
+#include "tensor/parallel_for.h"
 
 namespace glassbox {
 
@@ -59,17 +60,11 @@ int64_t Linear::macs() const {
 // for the forward and a quarter of the time for dx (2-core AVX-512 Xeon).
 // Small blocks stream best: 64 weight rows per block took 24 ms for fc6's
 // forward against 37 ms with 512, and 384 columns per block 36 ms for dx
-// against 46 ms with 3072. Every block of the output has one writer.
+// against 46 ms with 3072. Every block of the output has one writer. From
+// kComputeBoundRows rows on, a block per thread instead (Note [Blocks of a
+// product over the threads] in tensor/parallel_for.h).
 constexpr int64_t kRowsPerBlock = 64;
 constexpr int64_t kColumnsPerBlock = 384;
-
-// body(begin, end) for consecutive blocks of `block` features, over the threads.
-template <typename Body>
-void for_each_block(int64_t count, int64_t block, const Body& body) {
-  const int64_t blocks = (count + block - 1) / block;
-#pragma omp parallel for schedule(static) if (blocks > 1)
-  for (int64_t b = 0; b < blocks; ++b) body(b * block, std::min(count, (b + 1) * block));
-}
 
 // Note [Linear forward at small batches]: with a handful of rows, the forward
 // is a product of the weights with a few vectors, and streaming the weights
@@ -162,14 +157,15 @@ void Linear::forward_cpu(Context&, const ForwardArgs& args) {
   auto w = as_matrix(args.params[0], out, in);
   auto y = as_matrix(args.output, n, out);
   const bool streamed = n <= kMaxStreamedRows;  // Note [Linear forward at small batches]
-  for_each_block(out, kRowsPerBlock, [&](int64_t begin, int64_t end) {  // blocks of output features
-    auto block = y.middleCols(begin, end - begin);
+  const int64_t block = streamed ? kRowsPerBlock : product_block(out, n, kRowsPerBlock);
+  for_each_block(out, block, [&](int64_t begin, int64_t end) {  // blocks of output features
+    auto y_block = y.middleCols(begin, end - begin);
     if (streamed) {
       streamed_forward(n, x.data(), in, w.data(), begin, end, y.data(), out);
     } else {
-      block.noalias() = x * w.middleRows(begin, end - begin).transpose();
+      y_block.noalias() = x * w.middleRows(begin, end - begin).transpose();
     }
-    if (options_.bias) block.rowwise() += as_matrix(args.params[1], 1, out).row(0).segment(begin, end - begin);
+    if (options_.bias) y_block.rowwise() += as_matrix(args.params[1], 1, out).row(0).segment(begin, end - begin);
   });
 }
 
@@ -181,18 +177,19 @@ void Linear::backward_cpu(Context& ctx, const BackwardArgs& args) {
   if (args.input_grads[0].defined()) {
     auto dx = as_matrix(args.input_grads[0], n, in);
     const bool streamed = n <= kMaxStreamedRowsBackward;  // Note [Linear forward at small batches]
-    for_each_block(in, kColumnsPerBlock, [&](int64_t begin, int64_t end) {  // blocks of input features
+    const int64_t block = streamed ? kColumnsPerBlock : product_block(in, n, kColumnsPerBlock);
+    for_each_block(in, block, [&](int64_t begin, int64_t end) {  // blocks of input features
       if (streamed) {
         streamed_backward_data(n, dy.data(), out, w.data(), in, begin, end, args.input_grad_modes[0], dx.data());
         return;
       }
-      auto block = dx.middleCols(begin, end - begin);
-      write_or_add(args.input_grad_modes[0], block.noalias(), dy * w.middleCols(begin, end - begin));
+      auto dx_block = dx.middleCols(begin, end - begin);
+      write_or_add(args.input_grad_modes[0], dx_block.noalias(), dy * w.middleCols(begin, end - begin));
     });
   }
   ctx.switch_pass(Pass::kBackwardWeights);
   auto dw = as_matrix(args.param_grads[0], out, in);
-  for_each_block(out, kRowsPerBlock, [&](int64_t begin, int64_t end) {  // blocks of dw rows
+  for_each_block(out, product_block(out, n, kRowsPerBlock), [&](int64_t begin, int64_t end) {  // blocks of dw rows
     dw.middleRows(begin, end - begin).noalias() += dy.middleCols(begin, end - begin).transpose() * x;
   });
   if (options_.bias) as_matrix(args.param_grads[1], 1, out).row(0) += dy.colwise().sum();

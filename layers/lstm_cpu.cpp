@@ -29,7 +29,9 @@
 namespace glassbox {
 namespace {
 
-constexpr int64_t kRowsPerBlock = 64;     // rows of a weight matrix per work item
+// Rows of a weight matrix per work item, in products of fewer than
+// kComputeBoundRows rows (Note [Blocks of a product over the threads]).
+constexpr int64_t kRowsPerBlock = 64;
 constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
 
 // Hidden units per work item within a step: an even share per thread, in
@@ -38,13 +40,6 @@ constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
 int64_t units_per_block(int64_t hidden) {
   const int64_t share = (hidden + omp_get_max_threads() - 1) / omp_get_max_threads();
   return std::max<int64_t>(16, (share + 15) / 16 * 16);
-}
-
-template <typename Body>
-void for_each_block(int64_t count, int64_t block, const Body& body) {
-  const int64_t blocks = (count + block - 1) / block;
-#pragma omp parallel for schedule(static) if (blocks > 1)
-  for (int64_t b = 0; b < blocks; ++b) body(b * block, std::min(count, (b + 1) * block));
 }
 
 // SplitMix64's output function, as layers/dropout.cpp uses it (Note [Dropout mask bits]).
@@ -91,7 +86,8 @@ void gate_step(float* a, const float* c_prev, float* c, float* h, int64_t H, int
 void forward_layer(const LayerForward& l, int64_t T, int64_t B, int64_t H) {
   const int64_t G = 4 * H, rows = T * B;
   MatrixMap a(l.gates, rows, G), x(l.x, rows, l.in), w_ih(l.w_ih, G, l.in), w_hh(l.w_hh, G, H);
-  for_each_block(G, kRowsPerBlock, [&](int64_t begin, int64_t end) {  // a = x W_ih^T + b_ih + b_hh
+  // a = x W_ih^T + b_ih + b_hh
+  for_each_block(G, product_block(G, rows, kRowsPerBlock), [&](int64_t begin, int64_t end) {
     auto block = a.middleCols(begin, end - begin);
     block.noalias() = x * w_ih.middleRows(begin, end - begin).transpose();
     if (l.b_ih) {
@@ -291,7 +287,7 @@ void Lstm::backward_cpu(Context& ctx, const BackwardArgs& args) {
     const MatrixMap da = da_of(l), w_ih(p[0].data<float>(), G, in);
     if (l > 0) {  // dL/dh of layer l - 1: da W_ih, then through the dropout mask
       MatrixMap dx(dhidden_.data<float>(), T * B, in);
-      for_each_block(in, kRowsPerBlock, [&](int64_t begin, int64_t end) {
+      for_each_block(in, product_block(in, T * B, kRowsPerBlock), [&](int64_t begin, int64_t end) {
         dx.middleCols(begin, end - begin).noalias() = da * w_ih.middleCols(begin, end - begin);
       });
       if (last_forward_dropped_) {
@@ -303,7 +299,7 @@ void Lstm::backward_cpu(Context& ctx, const BackwardArgs& args) {
       dh = dhidden_.data<float>();
     } else if (args.input_grads[0].defined()) {
       MatrixMap dx(args.input_grads[0].data<float>(), T * B, in);
-      for_each_block(in, kRowsPerBlock, [&](int64_t begin, int64_t end) {
+      for_each_block(in, product_block(in, T * B, kRowsPerBlock), [&](int64_t begin, int64_t end) {
         write_or_add(args.input_grad_modes[0], dx.middleCols(begin, end - begin).noalias(),
                      da * w_ih.middleCols(begin, end - begin));
       });
@@ -318,7 +314,7 @@ void Lstm::backward_cpu(Context& ctx, const BackwardArgs& args) {
     const MatrixMap da = da_of(l), x(layer_input(l), T * B, in), h(layer_output(l), T * B, H);
     const MatrixMap h0(h0_.data<float>() + l * B * H, B, H);
     MatrixMap dw_ih(dp[0].data<float>(), G, in), dw_hh(dp[1].data<float>(), G, H);
-    for_each_block(G, kRowsPerBlock, [&](int64_t begin, int64_t end) {
+    for_each_block(G, product_block(G, T * B, kRowsPerBlock), [&](int64_t begin, int64_t end) {
       const int64_t n = end - begin;
       const auto da_rows = da.middleCols(begin, n);
       dw_ih.middleRows(begin, n).noalias() += da_rows.transpose() * x;

@@ -19,14 +19,18 @@ TEST(Linear, ForwardIsXWTransposePlusBias) {
   EXPECT_EQ(h.read(h.output), (std::vector<float>{8.0f, 23.0f}));
 }
 
+// The batches below: every one from 1 to 10, then 16 and 33, where a
+// product takes a block per thread (Note [Blocks of a product over the threads]).
+const std::vector<int64_t> kBatches = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 16, 33};
+
 // Note [Linear forward at small batches]: up to 8 rows stream the weights
 // (pairs of rows, 16 lanes, a tail); more go through the GEMM. Every batch
-// from 1 to 10, against sums in double: widths with and without a tail past
+// of kBatches, against sums in double: widths with and without a tail past
 // the last 16, an odd last weight row, several blocks of output features.
 TEST(Linear, ForwardAtEveryBatchMatchesSumsInDouble) {
   for (const int64_t in : {37, 48}) {
     for (const bool bias : {true, false}) {
-      for (int64_t n = 1; n <= 10; ++n) {
+      for (const int64_t n : kBatches) {
         const int64_t out = 131;
         Context ctx = Context::cpu();
         Linear fc("fc", {.out_features = out, .bias = bias});
@@ -57,7 +61,7 @@ TEST(Linear, ForwardAtEveryBatchMatchesSumsInDouble) {
 // over one column block and over several with a ragged last one.
 TEST(Linear, BackwardDataAtEveryBatchMatchesSumsInDouble) {
   for (const int64_t in : {37, 900}) {
-    for (int64_t n = 1; n <= 10; ++n) {
+    for (const int64_t n : kBatches) {
       const int64_t out = 131;
       Context ctx = Context::cpu();
       Linear fc("fc", {.out_features = out});
@@ -81,6 +85,36 @@ TEST(Linear, BackwardDataAtEveryBatchMatchesSumsInDouble) {
       h.backward({GradMode::kAdd});
       for (float& v : expected) v *= 2.0f;
       testing::expect_close(h.read(h.input_grads[0]), expected, 1e-5, cat("dx added, batch ", n, ", ", in, " in"));
+    }
+  }
+}
+
+// The weight gradient, dW += dy^T x, in blocks of 64 rows below 16 rows of x
+// and a block per thread from 16 on; also a single block (10 outputs), which
+// runs outside any OpenMP team (Note [One block, no team]).
+TEST(Linear, WeightGradientAtEveryBatchMatchesSumsInDouble) {
+  for (const int out : {10, 131}) {
+    for (const int64_t n : kBatches) {
+      const int64_t in = 37;
+      Context ctx = Context::cpu();
+      Linear fc("fc", {.out_features = out});
+      testing::LayerHarness h(ctx, fc, {Shape{n, in}});
+      h.randomize(static_cast<uint64_t>(n * 3 + out));
+      h.forward();
+      const std::vector<float> dy = h.read(h.output_grad), x = h.read(h.inputs[0]);
+      std::vector<float> expected(static_cast<size_t>(out * in));
+      for (int64_t o = 0; o < out; ++o) {
+        for (int64_t i = 0; i < in; ++i) {
+          double sum = 0.0;
+          for (int64_t r = 0; r < n; ++r) {
+            sum += static_cast<double>(dy[static_cast<size_t>(r * out + o)]) * x[static_cast<size_t>(r * in + i)];
+          }
+          expected[static_cast<size_t>(o * in + i)] = static_cast<float>(sum);
+        }
+      }
+      h.zero_param_grads();
+      h.backward();
+      testing::expect_close(h.read(h.param_grads[0]), expected, 1e-5, cat("dW, batch ", n, ", ", out, " out"));
     }
   }
 }

@@ -4,7 +4,11 @@
 Two ranks at batch B, each on its shard of every epoch, take the steps that one
 process takes at batch 2B (optim/trainer.h), so their training loss, test loss
 and test accuracy per epoch must agree with the one-process run's (to float
-rounding: the all-reduce adds in another order). LeNet has no batch norm,
+rounding: the all-reduce adds in another order). Every process runs one
+thread (OMP_NUM_THREADS=1), as mpirun's binding to a core gives each rank
+anyway: a product's blocks follow the thread count (Note [Blocks of a product
+over the threads] in tensor/parallel_for.h), and sums grouped otherwise drift
+apart by 1e-2 within these 80 steps. LeNet has no batch norm,
 whose statistics would stay per rank. Fashion-MNIST comes from Debian's
 dataset-fashion-mnist (tools/install_deps.sh). Run by CTest:
 
@@ -28,7 +32,8 @@ def epochs_of(log_path):
 
 
 def run(command, log_path):
-    result = subprocess.run(command + ["--log", log_path], capture_output=True, text=True, timeout=600)
+    one_thread = dict(os.environ, OMP_NUM_THREADS="1")
+    result = subprocess.run(command + ["--log", log_path], capture_output=True, text=True, timeout=600, env=one_thread)
     if result.returncode != 0:
         sys.exit(f"FAILED: {' '.join(command)} exited {result.returncode}\n{result.stdout}\n{result.stderr}")
     return result.stdout
