@@ -76,9 +76,15 @@ constexpr int64_t kColumnsPerBlock = 384;
 // read once, straight from the weights, against every input row at once
 // (kRows x 2 sums of 16 lanes in registers): fc6 then takes 15 ms at batch
 // 2, 16 at 4 and 20 at 8 (against 34 and 39), fc7 3.0-3.8 against 4.6-5.5.
-// At 16 rows (AlexNet's fc6 and fc7) the two paths measured even, and the
-// sums no longer fit the registers, so larger batches keep the GEMM.
+// More rows than 8 no longer fit their sums in the registers, so up to
+// kMaxStreamedBatch rows go in groups of 8 against a few weight rows at a
+// time (kWeightRowsPerPass), which the second group reads from L2: AlexNet's
+// fc6 at batch 16 (151 MB of weights) 13.4-13.6 -> 10.3-10.5 ms, fc7 6.0-6.1
+// -> 4.7-4.8 (`glassbox time AlexNet --inference`, alternated). At 32 rows
+// the two measured even (fc6 16.4-18.0 ms either way) and at 64 the groups
+// took 40-44 ms against the GEMM's 22-23, so from 17 rows on it is the GEMM.
 constexpr int64_t kMaxStreamedRows = 8;
+constexpr int64_t kMaxStreamedBatch = 16;
 // y[r][o] = sum_i x[r][i] w[o][i] for kWeightRows rows o from `o`: the lanes'
 // sums in a fixed order, then the tail past the last full 16.
 template <int kRows, int kWeightRows>
@@ -112,9 +118,9 @@ void streamed_block(const float* x, int64_t in, const float* w, int64_t begin, i
   if (o < end) streamed_rows<kRows, 1>(x, in, w, o, y, out);
 }
 
-// y = x w^T for the output features [begin, end), n <= kMaxStreamedRows rows.
-void streamed_forward(int64_t n, const float* x, int64_t in, const float* w, int64_t begin, int64_t end, float* y,
-                      int64_t out) {
+// The same for one group of n <= kMaxStreamedRows rows.
+void streamed_group(int64_t n, const float* x, int64_t in, const float* w, int64_t begin, int64_t end, float* y,
+                    int64_t out) {
   switch (n) {
     case 1: return streamed_block<1>(x, in, w, begin, end, y, out);
     case 2: return streamed_block<2>(x, in, w, begin, end, y, out);
@@ -125,6 +131,18 @@ void streamed_forward(int64_t n, const float* x, int64_t in, const float* w, int
     case 7: return streamed_block<7>(x, in, w, begin, end, y, out);
     case 8: return streamed_block<8>(x, in, w, begin, end, y, out);
     default: break;
+  }
+}
+
+// y = x w^T for the output features [begin, end), n <= kMaxStreamedBatch rows.
+constexpr int64_t kWeightRowsPerPass = 4;
+void streamed_forward(int64_t n, const float* x, int64_t in, const float* w, int64_t begin, int64_t end, float* y,
+                      int64_t out) {
+  for (int64_t o = begin; o < end; o += kWeightRowsPerPass) {
+    const int64_t o_end = std::min(end, o + kWeightRowsPerPass);
+    for (int64_t r = 0; r < n; r += kMaxStreamedRows) {
+      streamed_group(std::min(kMaxStreamedRows, n - r), x + r * in, in, w, o, o_end, y + r * out, out);
+    }
   }
 }
 
@@ -156,7 +174,7 @@ void Linear::forward_cpu(Context&, const ForwardArgs& args) {
   auto x = as_matrix(args.inputs[0], n, in);
   auto w = as_matrix(args.params[0], out, in);
   auto y = as_matrix(args.output, n, out);
-  const bool streamed = n <= kMaxStreamedRows;  // Note [Linear forward at small batches]
+  const bool streamed = n <= kMaxStreamedBatch;  // Note [Linear forward at small batches]
   const int64_t block = streamed ? kRowsPerBlock : product_block(out, n, kRowsPerBlock);
   for_each_block(out, block, [&](int64_t begin, int64_t end) {  // blocks of output features
     auto y_block = y.middleCols(begin, end - begin);

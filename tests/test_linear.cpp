@@ -19,12 +19,13 @@ TEST(Linear, ForwardIsXWTransposePlusBias) {
   EXPECT_EQ(h.read(h.output), (std::vector<float>{8.0f, 23.0f}));
 }
 
-// The batches below: every one from 1 to 10, then 16 and 33, where a
+// The batches below: every one from 1 to 10, then 12, 16 and 33; from 16 on a
 // product takes a block per thread (Note [Blocks of a product over the threads]).
-const std::vector<int64_t> kBatches = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 16, 33};
+const std::vector<int64_t> kBatches = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 16, 33};
 
-// Note [Linear forward at small batches]: up to 8 rows stream the weights
-// (pairs of rows, 16 lanes, a tail); more go through the GEMM. Every batch
+// Note [Linear forward at small batches]: up to 16 rows stream the weights
+// (pairs of rows, 16 lanes, a tail; groups of 8 rows and a ragged last one);
+// more go through the GEMM. Every batch
 // of kBatches, against sums in double: widths with and without a tail past
 // the last 16, an odd last weight row, several blocks of output features.
 TEST(Linear, ForwardAtEveryBatchMatchesSumsInDouble) {
