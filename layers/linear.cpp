@@ -147,22 +147,32 @@ void streamed_forward(int64_t n, const float* x, int64_t in, const float* w, int
 }
 
 // The backward-data, dx = dy w, streams the weights once too, up to
-// kMaxStreamedRowsBackward rows: each weight row's segment of the column
-// block is read once and added, times dy[r][o], to every row's sums, kept in
-// L1 (n x 384 floats). OpenBLAS's packed GEMM read VGG16's fc6 there at 8-9
-// GB/s. `glassbox time VGG16`, alternated pairs: fc6's dx 46.6-47.1 -> 30.0-
-// 31.7 ms at batch 2, 44.3-45.4 -> 40.0-41.5 at 4; at 8 it was even or 4%
-// slower (the sums' loads and stores in L1 then cost as much as the packing),
-// so 8 rows keep the GEMM.
-constexpr int64_t kMaxStreamedRowsBackward = 4;
+// kMaxStreamedBatch rows: each weight row's segment of the column block is
+// read once and added, times dy[r][o], to every row's sums, kept in L1 (up to
+// 16 x 384 floats, 24 KiB), four weight rows at a time so that each load and
+// store of a sum carries four products. OpenBLAS's packed GEMM read the
+// weights at 5-9 GB/s here. `glassbox time VGG16` and `glassbox time
+// AlexNet`, alternated, fc6's dx: VGG16 at batch 2 46.6-47.1 ms (GEMM) ->
+// 30.0-31.7 (one weight row at a time) -> 23.9 (four), at 4 44.3-45.4 ->
+// 40.0-41.5 -> 24.5, at 8 48.9-50.6 (GEMM) -> 26.8-29.2; AlexNet at 8
+// 29.8-30.7 -> 11.1-11.3, at 16 28.6-29.1 -> 15.6-17.2.
 void streamed_backward_data(int64_t n, const float* dy, int64_t out, const float* w, int64_t in, int64_t begin,
                             int64_t end, GradMode mode, float* dx) {
   using Segment = Eigen::Map<Eigen::ArrayXf>;
   using ConstSegment = Eigen::Map<const Eigen::ArrayXf>;
   const int64_t width = end - begin;
-  alignas(64) float sums[kMaxStreamedRows][kColumnsPerBlock];
+  alignas(64) float sums[kMaxStreamedBatch][kColumnsPerBlock];
   for (int64_t r = 0; r < n; ++r) Segment(sums[r], width).setZero();
-  for (int64_t o = 0; o < out; ++o) {
+  int64_t o = 0;
+  for (; o + 4 <= out; o += 4) {
+    const ConstSegment w0(w + o * in + begin, width), w1(w + (o + 1) * in + begin, width);
+    const ConstSegment w2(w + (o + 2) * in + begin, width), w3(w + (o + 3) * in + begin, width);
+    for (int64_t r = 0; r < n; ++r) {
+      const float* d = dy + r * out + o;
+      Segment(sums[r], width) += d[0] * w0 + d[1] * w1 + d[2] * w2 + d[3] * w3;
+    }
+  }
+  for (; o < out; ++o) {
     const ConstSegment row(w + o * in + begin, width);
     for (int64_t r = 0; r < n; ++r) Segment(sums[r], width) += dy[r * out + o] * row;
   }
@@ -194,7 +204,7 @@ void Linear::backward_cpu(Context& ctx, const BackwardArgs& args) {
   auto dy = as_matrix(args.output_grad, n, out);
   if (args.input_grads[0].defined()) {
     auto dx = as_matrix(args.input_grads[0], n, in);
-    const bool streamed = n <= kMaxStreamedRowsBackward;  // Note [Linear forward at small batches]
+    const bool streamed = n <= kMaxStreamedBatch;  // Note [Linear forward at small batches]
     const int64_t block = streamed ? kColumnsPerBlock : product_block(in, n, kColumnsPerBlock);
     for_each_block(in, block, [&](int64_t begin, int64_t end) {  // blocks of input features
       if (streamed) {

@@ -57,7 +57,8 @@ TEST(Linear, ForwardAtEveryBatchMatchesSumsInDouble) {
   }
 }
 
-// The backward-data up to 4 rows streams the weights too: dx written
+// The backward-data up to 16 rows streams the weights too (four weight rows
+// at a time, then the odd ones: 131 = 4 x 32 + 3): dx written
 // (over NaN, so every element must be) and then added, against sums in double,
 // over one column block and over several with a ragged last one.
 TEST(Linear, BackwardDataAtEveryBatchMatchesSumsInDouble) {
