@@ -1,14 +1,15 @@
 // optim/sgd.cpp: checks and the CPU step.
 #include "optim/sgd.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "tensor/copy.h"
 #include "tensor/eigen_maps.h"
 #include "tensor/parallel_for.h"
-#include "tensor/copy.h"
 
 namespace glassbox {
 
@@ -84,6 +85,15 @@ float Sgd::grad_scale_cpu() {
   return clip_scale(norm, options_.max_grad_norm);
 }
 
+// Note [The update in one pass]: the update is two Eigen statements, the
+// velocity and then the weights, and each is its own loop. Over a thread's
+// whole range (AlexNet: 7.6M floats, 30 MB an array) the second loop read w
+// and v back from memory; over blocks of kUpdateBlock floats (8 KiB an
+// array) it reads them from L1, and each array crosses the memory bus once.
+// AlexNet's training step at batch 8 less its forward+backward: 65 -> 53-56
+// ms (bench_nets, alternated).
+constexpr int64_t kUpdateBlock = 2048;
+
 void Sgd::step_cpu() {
   float* w = params_.data<float>();
   float* g = grads_.data<float>();
@@ -91,8 +101,7 @@ void Sgd::step_cpu() {
   const float lr = options_.lr, momentum = options_.momentum, decay = options_.weight_decay;
   const bool nesterov = options_.nesterov;
   const float scale = options_.max_grad_norm > 0.0f ? grad_scale_cpu() : 1.0f;
-  parallel_for(params_.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
-    const int64_t n = end - begin;
+  auto update_block = [&](int64_t begin, int64_t n) {
     auto wv = as_array(w + begin, n);
     auto vv = as_array(v + begin, n);
     auto update = [&](const auto& gv) {  // gv: the gradient, or the clipped one (not written back)
@@ -108,6 +117,9 @@ void Sgd::step_cpu() {
     } else {
       update(as_array(g + begin, n) * scale);
     }
+  };
+  parallel_for(params_.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; b += kUpdateBlock) update_block(b, std::min(end, b + kUpdateBlock) - b);
   });
 }
 

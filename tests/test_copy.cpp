@@ -1,8 +1,11 @@
 // tests/test_copy.cpp: what copy(), fill_zero(), to_vector() and from_vector()
 // refuse: sizes and types that differ, and a tensor on another device than the
-// context (tensor/copy.h). Round trips are in test_tensor.cpp (CopyTest).
+// context (tensor/copy.h); and fill_zero over the threads. Round trips are in
+// test_tensor.cpp (CopyTest).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <utility>
 #include <vector>
@@ -15,6 +18,19 @@ namespace {
 
 Tensor host_tensor(Context& ctx, Shape shape, DType dtype = DType::kFloat32) {
   return ctx.allocate(std::move(shape), dtype, MemoryCategory::kData);
+}
+
+// fill_zero on the CPU runs over the threads in chunks of bytes: a tensor of
+// many chunks and a ragged last one, every byte of it zeroed (NaN before).
+TEST(Copy, FillZeroClearsEveryChunkOfALargeTensor) {
+  Context ctx = Context::cpu();
+  const int64_t count = 1'000'003;  // 4 MB: many chunks, the last one short
+  Tensor t = ctx.allocate(Shape{count}, DType::kFloat32, MemoryCategory::kData);
+  from_vector<float>(ctx, std::vector<float>(static_cast<size_t>(count), std::nanf("")), t);
+  fill_zero(ctx, t);
+  const std::vector<float> values = to_vector<float>(ctx, t);
+  const auto nonzero = std::find_if(values.begin(), values.end(), [](float v) { return v != 0.0f; });
+  EXPECT_EQ(nonzero, values.end()) << "element " << (nonzero - values.begin()) << " is not zero";
 }
 
 TEST(Copy, RefusesADestinationOfAnotherSizeOrType) {
