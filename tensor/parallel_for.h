@@ -35,10 +35,12 @@ void parallel_for(int64_t count, int64_t grain, const Body& body) {
 // one thread (`#pragma omp parallel if (false)`) is not an active region: from
 // inside it OpenBLAS opened a nested team, and libgomp starts the threads of a
 // nested team afresh on every call. LeNet's fc4 backward-data at batch 256, a
-// 256x84 by 84x120 product in a single block, took 3.3-3.9 ms instead of
-// 0.045, and the step 11.4 ms instead of 7.4 (`glassbox time LeNet --batch
-// 256`, 2-core Xeon). So a single block runs on the calling thread, outside
-// any team, where OpenBLAS uses OpenMP's own pool.
+// 256x84 by 84x120 product in a single block, took 3.3-3.9 ms, and the step
+// 11.4-11.6 ms (`glassbox time LeNet --batch 256`, 2-core Xeon). So a single
+// block runs on the calling thread, outside any team, where OpenBLAS uses
+// OpenMP's own pool: the same block there took 0.050-0.064 ms, the step 9.2.
+// (At that size the product now takes two blocks, Note [Blocks of a product
+// over the threads] below: 0.04 ms, the step 7.5.)
 //
 // Calls body(begin, end) for consecutive blocks of `block` items covering
 // [0, count), a block per work item, statically over the threads.
