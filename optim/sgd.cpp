@@ -90,7 +90,7 @@ float Sgd::grad_scale_cpu() {
 // whole range (AlexNet: 7.6M floats, 30 MB an array) the second loop read w
 // and v back from memory; over blocks of kUpdateBlock floats (8 KiB an
 // array) it reads them from L1, and each array crosses the memory bus once.
-// AlexNet's training step at batch 8 less its forward+backward: 65 -> 53-56
+// AlexNet's training step at batch 8 less its forward+backward: 61-65 -> 51-56
 // ms (bench_nets, alternated).
 constexpr int64_t kUpdateBlock = 2048;
 
