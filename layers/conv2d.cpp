@@ -17,20 +17,6 @@
 #endif
 
 namespace glassbox {
-namespace {
-
-// The CPU path's name in algorithms(), where Glassbox runs the layer itself.
-class GlassboxPath final : public BackendState {
- public:
-  explicit GlassboxPath(std::string name) : name_(std::move(name)) {}
-  std::string algorithms() const override { return name_; }
-
- private:
-  std::string name_;
-};
-
-}  // namespace
-
 // ---- Options and shapes ------------------------------------------------------------------
 
 Conv2d::Conv2d(std::string name, Options options) : Layer(std::move(name)), options_(options) {
@@ -137,7 +123,7 @@ void Conv2d::prepare_cpu(Context&, const PrepareOptions& prepare_options) {
   pl.depthwise = direct_depthwise;
   if (pl.depthwise) {
     set_workspace_bytes(static_cast<size_t>(depthwise_workspace_floats(depthwise_plan())) * sizeof(float));
-    backend_ = std::make_unique<GlassboxPath>("Glassbox depthwise taps");
+    backend_ = std::make_unique<NamedCpuPath>("Glassbox depthwise taps");
     return;
   }
   plan_im2col();
@@ -151,7 +137,7 @@ void Conv2d::prepare_cpu(Context&, const PrepareOptions& prepare_options) {
       return;
     }
   }
-  backend_ = std::make_unique<GlassboxPath>(std::move(name));
+  backend_ = std::make_unique<NamedCpuPath>(std::move(name));
 }
 
 // Note [Pointwise forward on oneDNN's GEMM]: a pointwise layer's forward is

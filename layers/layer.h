@@ -135,6 +135,17 @@ struct BackendState {
   virtual std::string algorithms() const { return ""; }
 };
 
+// The CPU path's name in algorithms(), where the layer runs its own code or
+// Eigen's products and keeps no other state ("Glassbox im2col + GEMM").
+class NamedCpuPath final : public BackendState {
+ public:
+  explicit NamedCpuPath(std::string name) : name_(std::move(name)) {}
+  std::string algorithms() const override { return name_; }
+
+ private:
+  std::string name_;
+};
+
 class Layer {
  public:
   explicit Layer(std::string name);

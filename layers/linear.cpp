@@ -6,6 +6,10 @@
 #include "tensor/float_lanes.h"
 #include "tensor/parallel_for.h"
 
+#if GLASSBOX_WITH_ONEDNN
+#include "layers/linear_onednn.h"
+#endif
+
 namespace glassbox {
 
 Linear::Linear(std::string name, Options options) : Layer(std::move(name)), options_(options) {
@@ -179,8 +183,54 @@ void streamed_backward_data(int64_t n, const float* dy, int64_t out, const float
   for (int64_t r = 0; r < n; ++r) write_or_add(mode, Segment(dx + r * in + begin, width), Segment(sums[r], width));
 }
 
-void Linear::forward_cpu(Context&, const ForwardArgs& args) {
+// Note [Linear forward on oneDNN's matmul]: from 17 rows the forward is a
+// GEMM, and OpenBLAS's packs every block of the weights before reading the
+// copy, which a product of few rows cannot repay. oneDNN's matmul primitive
+// (brg:avx512_core in Debian's 2.6) reads the row-major weights as they are.
+// y = x w^T in GFLOP/s, OpenBLAS -> oneDNN, 2 threads, 2-core Xeon
+// (bench/probes/linear_onednn.cpp, bench/results/...-linear-onednn-probe.txt):
+// FCN-5's fc2 (4096 -> 2048) at 32 rows 141-147 -> 211-223, at 64 218-222 ->
+// 278-279, at 256 297-299 -> 323-328; AlexNet's fc6 (9216 -> 4096) at 64
+// 203-213 -> 261-262; 2048 -> 2048 at 512 rows 299-320 -> 325-343, at 1024
+// 326 -> 334-338. From 1400 rows on, at the LSTMs' decoders (650 or 1500 ->
+// 10000), OpenBLAS was even or ahead (2800 x 1500: 339-346 against 316-321),
+// and with 10 features out oneDNN took 1.7 times as long (32 x 1024 -> 10),
+// so there the forward stays on Eigen's products. The backward stays there
+// too: oneDNN's dx and dW were slower on about half the same shapes (AlexNet's
+// fc6 dx at 64: 141-144 against 76).
+constexpr int64_t kMaxOneDnnRows = 1024;
+constexpr int64_t kMinOneDnnOutFeatures = 16;
+
+void Linear::prepare_cpu(Context&, const PrepareOptions&) {
   const int64_t n = rows(), in = in_features(), out = options_.out_features;
+  set_workspace_bytes(0);
+  if (n <= kMaxStreamedBatch) {
+    backend_ = std::make_unique<NamedCpuPath>("Glassbox streamed weights (forward, dx); dW: Eigen");
+    return;
+  }
+#if GLASSBOX_WITH_ONEDNN
+  if (n <= kMaxOneDnnRows && out >= kMinOneDnnOutFeatures) {
+    auto onednn = std::make_unique<OneDnnLinearForward>(name(), n, in, out, options_.bias);
+    if (!onednn->uses_reference_code()) {  // Note [oneDNN's reference code] in conv2d.cpp
+      set_workspace_bytes(onednn->workspace_bytes());
+      backend_ = std::move(onednn);
+      return;
+    }
+  }
+#endif
+  backend_ = std::make_unique<NamedCpuPath>("Eigen");
+}
+
+void Linear::forward_cpu(Context& ctx, const ForwardArgs& args) {
+  const int64_t n = rows(), in = in_features(), out = options_.out_features;
+#if GLASSBOX_WITH_ONEDNN
+  if (auto* onednn = dynamic_cast<OneDnnLinearForward*>(backend_.get())) {
+    onednn->forward(args.inputs[0].data<float>(), args.params[0].data<float>(),
+                    options_.bias ? args.params[1].data<float>() : nullptr, args.output.data<float>(),
+                    checked_workspace(ctx));
+    return;
+  }
+#endif
   auto x = as_matrix(args.inputs[0], n, in);
   auto w = as_matrix(args.params[0], out, in);
   auto y = as_matrix(args.output, n, out);

@@ -9,7 +9,10 @@
 // classifier's Linear is almost always a missing flatten, and accepting it
 // would silently build a different network (Note [Linear over leading dims]).
 // Weights are (out, in) as in PyTorch, so parameter counts and initial values
-// line up with torchvision's. CPU: Eigen products over blocks of features, one
+// line up with torchvision's. CPU: up to 16 rows Glassbox's own loops that
+// stream the weights once (Note [Linear forward at small batches]); above,
+// the forward on oneDNN's matmul up to 1024 rows (Note [Linear forward on
+// oneDNN's matmul]) and the rest Eigen products over blocks of features, one
 // block per OpenMP work item (Note [Blocked linear products]); CUDA: cuBLAS.
 #pragma once
 
@@ -36,6 +39,7 @@ class Linear final : public Layer {
   bool splits_backward() const override { return true; }  // dx, then dw and db
 
  private:
+  void prepare_cpu(Context& ctx, const PrepareOptions& options) override;
   void prepare_cuda(Context& ctx, const PrepareOptions& options) override;
   void forward_cpu(Context& ctx, const ForwardArgs& args) override;
   void forward_cuda(Context& ctx, const ForwardArgs& args) override;

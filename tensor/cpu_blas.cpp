@@ -60,7 +60,7 @@ void check_cpu_blas() {}
 
 std::string cpu_path_name() {
   std::string name = GLASSBOX_OPENBLAS ? "Eigen on OpenBLAS" : "Eigen";
-  if (GLASSBOX_WITH_ONEDNN) name += ", oneDNN convolutions";
+  if (GLASSBOX_WITH_ONEDNN) name += ", oneDNN convolutions and linear forwards";
   return name;
 }
 

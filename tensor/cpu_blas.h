@@ -15,8 +15,8 @@ std::string cpu_blas_description();
 // ("OpenBLAS GEMM 1024^3", "CPU path: Eigen on OpenBLAS + OpenMP").
 const char* cpu_gemm_name();
 
-// "Eigen on OpenBLAS, oneDNN convolutions" (or "Eigen", without either): the
-// CPU path's maths, as `glassbox time` heads its table.
+// "Eigen on OpenBLAS, oneDNN convolutions and linear forwards" (or "Eigen",
+// without either): the CPU path's maths, as `glassbox time` heads its table.
 std::string cpu_path_name();
 
 // What runs the CPU's convolutions (cmake/CpuConv.cmake): "oneDNN 2.6.3 (kernels

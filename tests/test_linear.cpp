@@ -19,23 +19,44 @@ TEST(Linear, ForwardIsXWTransposePlusBias) {
   EXPECT_EQ(h.read(h.output), (std::vector<float>{8.0f, 23.0f}));
 }
 
-// The batches below: every one from 1 to 10, then 12, 16 and 33; from 16 on a
-// product takes a block per thread (Note [Blocks of a product over the threads]).
-const std::vector<int64_t> kBatches = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 16, 33};
+// The batches below: every one from 1 to 10, then 12, 16, 33 and 1100; from 16
+// on a product takes a block per thread (Note [Blocks of a product over the
+// threads]).
+const std::vector<int64_t> kBatches = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 16, 33, 1100};
 
-// Note [Linear forward at small batches]: up to 16 rows stream the weights
-// (pairs of rows, 16 lanes, a tail; groups of 8 rows and a ragged last one);
-// more go through the GEMM. Every batch
-// of kBatches, against sums in double: widths with and without a tail past
-// the last 16, an odd last weight row, several blocks of output features.
+// What runs the forward of `out` features at `rows` rows: Note [Linear forward
+// at small batches] up to 16 rows, Note [Linear forward on oneDNN's matmul]
+// from 17 to 1024 rows and 16 features out, else Eigen's products.
+std::string expected_forward_path(int64_t rows, int64_t out) {
+  if (rows <= 16) return "Glassbox streamed weights";
+  if (GLASSBOX_WITH_ONEDNN && rows <= 1024 && out >= 16) return "oneDNN matmul";
+  return "Eigen";
+}
+
+// Every batch of kBatches with 131 features out, and 33 and 1100 rows with 10.
+std::vector<std::pair<int64_t, int64_t>> forward_cases() {
+  std::vector<std::pair<int64_t, int64_t>> cases;
+  for (const int64_t n : kBatches) cases.emplace_back(n, 131);
+  cases.emplace_back(33, 10);
+  cases.emplace_back(1100, 10);
+  return cases;
+}
+const std::vector<std::pair<int64_t, int64_t>> kForwardCases = forward_cases();
+
+// Every batch of kBatches, against sums in double, on each of the forward's
+// three paths: the streamed one (pairs of rows, 16 lanes, a tail; groups of 8
+// rows and a ragged last one), oneDNN's matmul and Eigen's products (from
+// 1025 rows, or fewer than 16 features out); widths with and without a tail
+// past the last 16, an odd last weight row, several blocks of output features.
 TEST(Linear, ForwardAtEveryBatchMatchesSumsInDouble) {
   for (const int64_t in : {37, 48}) {
     for (const bool bias : {true, false}) {
-      for (const int64_t n : kBatches) {
-        const int64_t out = 131;
+      for (const auto [n, out] : kForwardCases) {
         Context ctx = Context::cpu();
         Linear fc("fc", {.out_features = out, .bias = bias});
         testing::LayerHarness h(ctx, fc, {Shape{n, in}});
+        EXPECT_TRUE(fc.algorithms().starts_with(expected_forward_path(n, out)))
+            << "batch " << n << ", " << out << " out: " << fc.algorithms();
         h.randomize(static_cast<uint64_t>(n * 7 + in));
         h.forward();
         const std::vector<float> x = h.read(h.inputs[0]), w = h.read(h.params[0]);
@@ -51,7 +72,7 @@ TEST(Linear, ForwardAtEveryBatchMatchesSumsInDouble) {
           }
         }
         testing::expect_close(h.read(h.output), expected, 1e-5,
-                              cat("batch ", n, ", ", in, " features in, bias ", bias));
+                              cat("batch ", n, ", ", in, " -> ", out, " features, bias ", bias));
       }
     }
   }
