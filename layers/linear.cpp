@@ -2,8 +2,8 @@
 #include "layers/linear.h"
 
 #include <algorithm>
+#include "layers/streamed_product.h"
 #include "tensor/eigen_maps.h"
-#include "tensor/float_lanes.h"
 #include "tensor/parallel_for.h"
 
 #if GLASSBOX_WITH_ONEDNN
@@ -76,112 +76,26 @@ constexpr int64_t kColumnsPerBlock = 384;
 // each block of weight rows into a buffer and then reads the copy: VGG11's
 // fc6 (411 MB of weights) took 33-36 ms at batch 2, 11.6 GB/s, where the
 // machine copies at 25.6 GB/s (`glassbox time VGG11 --batch 2 --inference`,
-// 2-core Xeon). Up to kMaxStreamedRows rows, each pair of weight rows is
-// read once, straight from the weights, against every input row at once
-// (kRows x 2 sums of 16 lanes in registers): fc6 then takes 15 ms at batch
+// 2-core Xeon). Up to 8 rows, streamed_forward (layers/streamed_product.h)
+// reads each pair of weight rows once, straight from the weights, against
+// every input row at once (sums in registers): fc6 then takes 15 ms at batch
 // 2, 16 at 4 and 20 at 8 (against 34 and 39), fc7 3.0-3.8 against 4.6-5.5.
 // More rows than 8 no longer fit their sums in the registers, so up to
 // kMaxStreamedBatch rows go in groups of 8 against a few weight rows at a
-// time (kWeightRowsPerPass), which the second group reads from L2: AlexNet's
-// fc6 at batch 16 (151 MB of weights) 13.4-13.6 -> 10.3-10.5 ms, fc7 6.0-6.1
-// -> 4.7-4.8 (`glassbox time AlexNet --inference`, alternated). At 32 rows
-// the two measured even (fc6 16.4-18.0 ms either way) and at 64 the groups
-// took 40-44 ms against the GEMM's 22-23, so from 17 rows on it is the GEMM.
-constexpr int64_t kMaxStreamedRows = 8;
-constexpr int64_t kMaxStreamedBatch = 16;
-// y[r][o] = sum_i x[r][i] w[o][i] for kWeightRows rows o from `o`: the lanes'
-// sums in a fixed order, then the tail past the last full 16.
-template <int kRows, int kWeightRows>
-void streamed_rows(const float* x, int64_t in, const float* w, int64_t o, float* y, int64_t out) {
-  FloatLanes sums[kWeightRows][kRows] = {};
-  const float* rows[kWeightRows];
-  for (int k = 0; k < kWeightRows; ++k) rows[k] = w + (o + k) * in;
-  int64_t i = 0;
-  for (; i + kFloatLanes <= in; i += kFloatLanes) {
-    FloatLanes weights[kWeightRows];
-    for (int k = 0; k < kWeightRows; ++k) weights[k] = load_lanes(rows[k] + i);
-    for (int r = 0; r < kRows; ++r) {
-      const FloatLanes v = load_lanes(x + r * in + i);
-      for (int k = 0; k < kWeightRows; ++k) sums[k][r] += weights[k] * v;
-    }
-  }
-  for (int k = 0; k < kWeightRows; ++k) {
-    for (int r = 0; r < kRows; ++r) {
-      float sum = 0.0f;
-      for (int lane = 0; lane < kFloatLanes; ++lane) sum += sums[k][r][lane];
-      for (int64_t j = i; j < in; ++j) sum += rows[k][j] * x[r * in + j];
-      y[r * out + o + k] = sum;
-    }
-  }
-}
-
-template <int kRows>
-void streamed_block(const float* x, int64_t in, const float* w, int64_t begin, int64_t end, float* y, int64_t out) {
-  int64_t o = begin;
-  for (; o + 2 <= end; o += 2) streamed_rows<kRows, 2>(x, in, w, o, y, out);
-  if (o < end) streamed_rows<kRows, 1>(x, in, w, o, y, out);
-}
-
-// The same for one group of n <= kMaxStreamedRows rows.
-void streamed_group(int64_t n, const float* x, int64_t in, const float* w, int64_t begin, int64_t end, float* y,
-                    int64_t out) {
-  switch (n) {
-    case 1: return streamed_block<1>(x, in, w, begin, end, y, out);
-    case 2: return streamed_block<2>(x, in, w, begin, end, y, out);
-    case 3: return streamed_block<3>(x, in, w, begin, end, y, out);
-    case 4: return streamed_block<4>(x, in, w, begin, end, y, out);
-    case 5: return streamed_block<5>(x, in, w, begin, end, y, out);
-    case 6: return streamed_block<6>(x, in, w, begin, end, y, out);
-    case 7: return streamed_block<7>(x, in, w, begin, end, y, out);
-    case 8: return streamed_block<8>(x, in, w, begin, end, y, out);
-    default: break;
-  }
-}
-
-// y = x w^T for the output features [begin, end), n <= kMaxStreamedBatch rows.
-constexpr int64_t kWeightRowsPerPass = 4;
-void streamed_forward(int64_t n, const float* x, int64_t in, const float* w, int64_t begin, int64_t end, float* y,
-                      int64_t out) {
-  for (int64_t o = begin; o < end; o += kWeightRowsPerPass) {
-    const int64_t o_end = std::min(end, o + kWeightRowsPerPass);
-    for (int64_t r = 0; r < n; r += kMaxStreamedRows) {
-      streamed_group(std::min(kMaxStreamedRows, n - r), x + r * in, in, w, o, o_end, y + r * out, out);
-    }
-  }
-}
-
+// time, which the second group reads from L2: AlexNet's fc6 at batch 16 (151
+// MB of weights) 13.4-13.6 -> 10.3-10.5 ms, fc7 6.0-6.1 -> 4.7-4.8
+// (`glassbox time AlexNet --inference`, alternated). At 32 rows the two
+// measured even (fc6 16.4-18.0 ms either way) and at 64 the groups took 40-44
+// ms against the GEMM's 22-23, so from 17 rows on it is a GEMM.
+//
 // The backward-data, dx = dy w, streams the weights once too, up to
-// kMaxStreamedBatch rows: each weight row's segment of the column block is
-// read once and added, times dy[r][o], to every row's sums, kept in L1 (up to
-// 16 x 384 floats, 24 KiB), four weight rows at a time so that each load and
-// store of a sum carries four products. OpenBLAS's packed GEMM read the
-// weights at 5-9 GB/s here. `glassbox time VGG16` and `glassbox time
-// AlexNet`, alternated, fc6's dx: VGG16 at batch 2 46.6-47.1 ms (GEMM) ->
-// 30.0-31.7 (one weight row at a time) -> 23.9 (four), at 4 44.3-45.4 ->
-// 40.0-41.5 -> 24.5, at 8 48.9-50.6 (GEMM) -> 26.8-29.2; AlexNet at 8
-// 29.8-30.7 -> 11.1-11.3, at 16 28.6-29.1 -> 15.6-17.2.
-void streamed_backward_data(int64_t n, const float* dy, int64_t out, const float* w, int64_t in, int64_t begin,
-                            int64_t end, GradMode mode, float* dx) {
-  using Segment = Eigen::Map<Eigen::ArrayXf>;
-  using ConstSegment = Eigen::Map<const Eigen::ArrayXf>;
-  const int64_t width = end - begin;
-  alignas(64) float sums[kMaxStreamedBatch][kColumnsPerBlock];
-  for (int64_t r = 0; r < n; ++r) Segment(sums[r], width).setZero();
-  int64_t o = 0;
-  for (; o + 4 <= out; o += 4) {
-    const ConstSegment w0(w + o * in + begin, width), w1(w + (o + 1) * in + begin, width);
-    const ConstSegment w2(w + (o + 2) * in + begin, width), w3(w + (o + 3) * in + begin, width);
-    for (int64_t r = 0; r < n; ++r) {
-      const float* d = dy + r * out + o;
-      Segment(sums[r], width) += d[0] * w0 + d[1] * w1 + d[2] * w2 + d[3] * w3;
-    }
-  }
-  for (; o < out; ++o) {
-    const ConstSegment row(w + o * in + begin, width);
-    for (int64_t r = 0; r < n; ++r) Segment(sums[r], width) += dy[r * out + o] * row;
-  }
-  for (int64_t r = 0; r < n; ++r) write_or_add(mode, Segment(dx + r * in + begin, width), Segment(sums[r], width));
-}
+// kMaxStreamedBatch rows (streamed_backward_data: four weight rows at a time
+// into sums kept in L1). OpenBLAS's packed GEMM read the weights at 5-9 GB/s
+// here. `glassbox time VGG16` and `glassbox time AlexNet`, alternated, fc6's
+// dx: VGG16 at batch 2 46.6-47.1 ms (GEMM) -> 30.0-31.7 (one weight row at a
+// time) -> 23.9 (four), at 4 44.3-45.4 -> 40.0-41.5 -> 24.5, at 8 48.9-50.6
+// (GEMM) -> 26.8-29.2; AlexNet at 8 29.8-30.7 -> 11.1-11.3, at 16 28.6-29.1
+// -> 15.6-17.2.
 
 // Note [Linear forward on oneDNN's matmul]: from 17 rows the forward is a
 // GEMM, and OpenBLAS's packs every block of the weights before reading the
@@ -239,7 +153,7 @@ void Linear::forward_cpu(Context& ctx, const ForwardArgs& args) {
   for_each_block(out, block, [&](int64_t begin, int64_t end) {  // blocks of output features
     auto y_block = y.middleCols(begin, end - begin);
     if (streamed) {
-      streamed_forward(n, x.data(), in, w.data(), begin, end, y.data(), out);
+      streamed_forward(n, x.data(), in, w.data(), begin, end, y.data(), out, GradMode::kWrite);
     } else {
       y_block.noalias() = x * w.middleRows(begin, end - begin).transpose();
     }
@@ -255,7 +169,7 @@ void Linear::backward_cpu(Context& ctx, const BackwardArgs& args) {
   if (args.input_grads[0].defined()) {
     auto dx = as_matrix(args.input_grads[0], n, in);
     const bool streamed = n <= kMaxStreamedBatch;  // Note [Linear forward at small batches]
-    const int64_t block = streamed ? kColumnsPerBlock : product_block(in, n, kColumnsPerBlock);
+    const int64_t block = streamed ? kMaxStreamedColumns : product_block(in, n, kColumnsPerBlock);
     for_each_block(in, block, [&](int64_t begin, int64_t end) {  // blocks of input features
       if (streamed) {
         streamed_backward_data(n, dy.data(), out, w.data(), in, begin, end, args.input_grad_modes[0], dx.data());

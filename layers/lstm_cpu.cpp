@@ -20,6 +20,7 @@
 
 #include <omp.h>
 
+#include "layers/streamed_product.h"
 #include "tensor/eigen_maps.h"
 #include "tensor/parallel_for.h"
 #if GLASSBOX_WITH_ONEDNN
@@ -33,6 +34,22 @@ namespace {
 // kComputeBoundRows rows (Note [Blocks of a product over the threads]).
 constexpr int64_t kRowsPerBlock = 64;
 constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
+
+// Note [The recurrent step streamed]: a step's recurrent product is B rows
+// against all of W_hh (4H x H). At small batches, once W_hh no longer stays
+// in a core's cache, streaming the weights once per step is all its cost, as
+// in a linear layer's forward (Note [Linear forward at small batches] in
+// layers/linear.cpp): OpenBLAS's GEMM, under Eigen's product, packs each
+// block of W_hh before reading the copy, where streamed_forward
+// (layers/streamed_product.h) reads it as it is. The LSTM layer's forward at
+// batch 10, Eigen -> streamed (`glassbox time NET --batch 10`, alternated,
+// 2-core Xeon): LSTMLarge (W_hh 36 MB) 206 -> 157-165 ms, LSTM (6.8 MB)
+// 44-51 -> 33-34; but LSTMSmall (0.64 MB, in L2) 2.1-2.2 -> 3.3-3.6, so only
+// a W_hh past kMinStreamedWeightBytes (a core's L2 here) streams. The
+// backward's dh += da_{t+1} W_hh streamed (streamed_backward_data) measured
+// even to slower (LSTMLarge 176 against 180 ms backward-data), so it stays
+// on Eigen's product.
+constexpr int64_t kMinStreamedWeightBytes = int64_t{2} << 20;
 
 // Hidden units per work item within a step: an even share per thread, in
 // multiples of 16 floats. A step is small (B rows), and every step ends in a
@@ -86,6 +103,7 @@ void gate_step(float* a, const float* c_prev, float* c, float* h, int64_t H, int
 void forward_layer(const LayerForward& l, int64_t T, int64_t B, int64_t H) {
   const int64_t G = 4 * H, rows = T * B;
   MatrixMap a(l.gates, rows, G), x(l.x, rows, l.in), w_ih(l.w_ih, G, l.in), w_hh(l.w_hh, G, H);
+  const bool streamed = B <= kMaxStreamedBatch && G * H * int64_t{sizeof(float)} > kMinStreamedWeightBytes;
   // a = x W_ih^T + b_ih + b_hh
   for_each_block(G, product_block(G, rows, kRowsPerBlock), [&](int64_t begin, int64_t end) {
     auto block = a.middleCols(begin, end - begin);
@@ -104,7 +122,11 @@ void forward_layer(const LayerForward& l, int64_t T, int64_t B, int64_t H) {
     for_each_block(H, units_per_block(H), [&](int64_t j0, int64_t j1) {
       const int64_t n = j1 - j0;
       for (int64_t k = 0; k < 4; ++k) {  // gate k's columns of these units: += h_{t-1} W_hh[kH + j, :]^T
-        columns(a_t + k * H + j0, B, n, G).noalias() += hp * w_hh.middleRows(k * H + j0, n).transpose();
+        if (streamed) {  // Note [The recurrent step streamed]
+          streamed_forward(B, h_prev, H, l.w_hh, k * H + j0, k * H + j1, a_t, G, GradMode::kAdd);
+        } else {
+          columns(a_t + k * H + j0, B, n, G).noalias() += hp * w_hh.middleRows(k * H + j0, n).transpose();
+        }
       }
       for (int64_t b = 0; b < B; ++b) gate_step(a_t + b * G, c_prev + b * H, c_t + b * H, h_t + b * H, H, j0, n);
     });

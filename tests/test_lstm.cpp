@@ -119,6 +119,51 @@ TEST(Lstm, GradientsAcrossBlocks) {
   testing::check_gradients([] { return make_lstm({.hidden = 70}); }, {Shape{2, 2, 5}}, {.max_elements = 24});
 }
 
+// Note [The recurrent step streamed]: with W_hh past 2 MiB (H = 384: 2.25
+// MiB) and at most 16 sequences, each step streams W_hh. Its forward against
+// the LSTM's equations in double, at 5 sequences (a group of 8 rows and none
+// full) and 16 (two full groups), and its gradients.
+TEST(Lstm, StreamedStepMatchesTheEquationsInDouble) {
+  for (const int64_t batch : {5, 16}) {
+    const int64_t T = 3, I = 7, H = 384, G = 4 * H;
+    Context ctx = Context::cpu();
+    Lstm lstm("lstm", {.hidden = static_cast<int>(H)});
+    testing::LayerHarness h(ctx, lstm, {Shape{T, batch, I}});
+    h.randomize(static_cast<uint64_t>(batch));
+    const std::vector<float> x = h.read(h.inputs[0]), w_ih = h.read(h.params[0]), w_hh = h.read(h.params[1]);
+    const std::vector<float> b_ih = h.read(h.params[2]), b_hh = h.read(h.params[3]);
+    h.forward();
+    auto sigmoid = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+    std::vector<double> hidden(static_cast<size_t>(batch * H)), cell(hidden.size()), a(static_cast<size_t>(G));
+    std::vector<float> expected;
+    for (int64_t t = 0; t < T; ++t) {
+      std::vector<double> next_h(hidden.size());
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t r = 0; r < G; ++r) {
+          double sum = static_cast<double>(b_ih[static_cast<size_t>(r)]) + b_hh[static_cast<size_t>(r)];
+          for (int64_t i = 0; i < I; ++i) {
+            sum += static_cast<double>(w_ih[static_cast<size_t>(r * I + i)]) * x[static_cast<size_t>((t * batch + b) * I + i)];
+          }
+          for (int64_t j = 0; j < H; ++j) {
+            sum += static_cast<double>(w_hh[static_cast<size_t>(r * H + j)]) * hidden[static_cast<size_t>(b * H + j)];
+          }
+          a[static_cast<size_t>(r)] = sum;
+        }
+        for (int64_t j = 0; j < H; ++j) {
+          const auto at = [&](int64_t gate) { return a[static_cast<size_t>(gate * H + j)]; };
+          double& c = cell[static_cast<size_t>(b * H + j)];
+          c = sigmoid(at(1)) * c + sigmoid(at(0)) * std::tanh(at(2));
+          next_h[static_cast<size_t>(b * H + j)] = sigmoid(at(3)) * std::tanh(c);
+        }
+      }
+      hidden = next_h;
+      for (const double v : hidden) expected.push_back(static_cast<float>(v));
+    }
+    testing::expect_close(h.read(h.output), expected, 1e-5, cat("y at batch ", batch));
+  }
+  testing::check_gradients([] { return make_lstm({.hidden = 384}); }, {Shape{2, 3, 4}}, {.max_elements = 16});
+}
+
 // Every forward starts from the given (h0, c0): backward through a non-zero start.
 TEST(Lstm, GradientsFromANonZeroInitialState) {
   testing::check_gradients([] { return make_lstm({.hidden = 4, .layers = 2}); }, {Shape{3, 2, 3}},
