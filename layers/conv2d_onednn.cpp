@@ -17,6 +17,23 @@ using Tag = memory::format_tag;
 
 memory::desc plain(const memory::dims& dims, Tag tag) { return {dims, memory::data_type::f32, tag}; }
 
+// Note [An image's few channels in inference]: asked for an inference
+// forward (prop_kind forward_inference), Debian's oneDNN 2.6 picks its
+// brgconv kernel, and for a training forward jit:avx512_core. On the
+// networks' first convolutions, whose input is the image's 3 channels (and
+// LeNet's second, 6), brgconv took 1.3 to 2 times as long: `glassbox time NET
+// --inference`, 2-core Xeon, twice each, brgconv -> jit: VGG16's conv1_1 at
+// batch 8 17.9-18.5 -> 9.5-9.9 ms, AlexNet's conv1 at 64 33.7-34.1 ->
+// 26.5, ResNet-18's at 16 21.2-21.8 -> 12.2-12.6, GoogLeNet's at 16 19.0 ->
+// 11.7-11.9, ResNet-50's at 8 8.6-8.8 -> 5.8-5.9, InceptionV3's at 4 1.85 ->
+// 0.98, Overfeat's at 8 6.5-6.7 -> 5.0-5.3, Xception's at 2 1.12-1.15 ->
+// 0.57-0.60. With 16 channels and more the two were mixed, layer by layer
+// and network by network (VGG16's 224x224 to 28x28 layers faster on jit,
+// its 14x14 ones and ResNet-56's at batch 256 on brgconv), so only a layer
+// of fewer than kFewInputChannels input channels (per group) asks for the
+// training kind's kernel in inference: the same convolution, nothing kept.
+constexpr int64_t kFewInputChannels = 16;
+
 // Note [Convolutions by slices of the batch]
 constexpr int64_t kSliceBytes = int64_t{2} << 20;
 
@@ -213,7 +230,10 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
   const auto algorithm = dnnl::algorithm::convolution_direct;
 
   try {
-    const auto kind = m.training ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
+    // Note [An image's few channels in inference]
+    const bool few_channels = x[1] / o.groups < kFewInputChannels;
+    const auto kind = m.training || few_channels ? dnnl::prop_kind::forward_training
+                                                 : dnnl::prop_kind::forward_inference;
     dnnl::convolution_forward::desc fd(kind, algorithm, any_x, any_w, bias_md, any_y, strides, dilates, pads, pads);
     dnnl::convolution_forward::primitive_desc fpd(fd, onednn_user_scratchpad(), onednn_cpu_engine());
     plan_pass(m.forward, fpd, [&](size_t* next, size_t* scratchpad) {

@@ -95,6 +95,19 @@ TEST(Conv2dCpuPaths, InferencePlansOnlyTheForwardPass) {
   EXPECT_EQ(line.find("bwd"), std::string::npos) << line;
 }
 
+// Note [An image's few channels in inference]: with fewer than 16 input
+// channels an inference plan runs the training forward's kernel.
+TEST(Conv2dCpuPaths, AnImagesFewChannelsTakeTheTrainingForwardsKernelInInference) {
+  if (!GLASSBOX_WITH_ONEDNN) GTEST_SKIP() << "built without oneDNN (-DGLASSBOX_CPU_CONV=im2col)";
+  const Options options{.out_channels = 16, .kernel = 3, .pad = 1};
+  const Shape image{2, 3, 12, 12};
+  const std::string training = prepared_path(options, image);
+  const std::string inference = prepared_path(options, image, {.phase = Phase::kInference});
+  const std::string forward = training.substr(0, training.find(','));  // "oneDNN fwd jit:avx512_core"
+  EXPECT_TRUE(forward.starts_with("oneDNN fwd ")) << training;
+  EXPECT_TRUE(inference.starts_with(forward)) << inference << " against " << training;
+}
+
 TEST(Conv2dCpuPaths, OneDnnInABuildWithoutItIsAConfigErrorNamingTheFlag) {
   if (GLASSBOX_WITH_ONEDNN) GTEST_SKIP() << "built with oneDNN: the pin is honoured (the parity tests below)";
   try {
