@@ -28,10 +28,11 @@ memory::desc plain(const memory::dims& dims, Tag tag) { return {dims, memory::da
 // 11.7-11.9, ResNet-50's at 8 8.6-8.8 -> 5.8-5.9, InceptionV3's at 4 1.85 ->
 // 0.98, Overfeat's at 8 6.5-6.7 -> 5.0-5.3, Xception's at 2 1.12-1.15 ->
 // 0.57-0.60. With 16 channels and more the two were mixed, layer by layer
-// and network by network (VGG16's 224x224 to 28x28 layers faster on jit,
-// its 14x14 ones and ResNet-56's at batch 256 on brgconv), so only a layer
-// of fewer than kFewInputChannels input channels (per group) asks for the
-// training kind's kernel in inference: the same convolution, nothing kept.
+// and network by network (most of VGG16's 224x224 to 28x28 layers faster
+// on jit, its 14x14 ones and ResNet-56's at batch 256 on brgconv), so only
+// an ungrouped layer of fewer than kFewInputChannels input channels asks
+// for the training kind's kernel in inference (grouped ones were not
+// measured): the same convolution, nothing kept for a backward.
 constexpr int64_t kFewInputChannels = 16;
 
 // Note [Convolutions by slices of the batch]
@@ -231,7 +232,7 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
 
   try {
     // Note [An image's few channels in inference]
-    const bool few_channels = x[1] / o.groups < kFewInputChannels;
+    const bool few_channels = o.groups == 1 && x[1] < kFewInputChannels;
     const auto kind = m.training || few_channels ? dnnl::prop_kind::forward_training
                                                  : dnnl::prop_kind::forward_inference;
     dnnl::convolution_forward::desc fd(kind, algorithm, any_x, any_w, bias_md, any_y, strides, dilates, pads, pads);
