@@ -112,19 +112,22 @@ constexpr int64_t kColumnsPerBlock = 384;
 // so there the forward stays on Eigen's products. The backward stays there
 // too: oneDNN's dx and dW were slower on about half the same shapes (AlexNet's
 // fc6 dx at 64: 141-144 against 76).
+#if GLASSBOX_WITH_ONEDNN
 constexpr int64_t kMaxOneDnnRows = 1024;
 constexpr int64_t kMinOneDnnOutFeatures = 16;
+#endif
 
 void Linear::prepare_cpu(Context&, const PrepareOptions&) {
-  const int64_t n = rows(), in = in_features(), out = options_.out_features;
+  const int64_t n = rows();
   set_workspace_bytes(0);
   if (n <= kMaxStreamedBatch) {
     backend_ = std::make_unique<NamedCpuPath>("Glassbox streamed weights (forward, dx); dW: Eigen");
     return;
   }
 #if GLASSBOX_WITH_ONEDNN
+  const int64_t out = options_.out_features;
   if (n <= kMaxOneDnnRows && out >= kMinOneDnnOutFeatures) {
-    auto onednn = std::make_unique<OneDnnLinearForward>(name(), n, in, out, options_.bias);
+    auto onednn = std::make_unique<OneDnnLinearForward>(name(), n, in_features(), out, options_.bias);
     if (!onednn->uses_reference_code()) {  // Note [oneDNN's reference code] in conv2d.cpp
       set_workspace_bytes(onednn->workspace_bytes());
       backend_ = std::move(onednn);
@@ -135,7 +138,7 @@ void Linear::prepare_cpu(Context&, const PrepareOptions&) {
   backend_ = std::make_unique<NamedCpuPath>("Eigen");
 }
 
-void Linear::forward_cpu(Context& ctx, const ForwardArgs& args) {
+void Linear::forward_cpu([[maybe_unused]] Context& ctx, const ForwardArgs& args) {
   const int64_t n = rows(), in = in_features(), out = options_.out_features;
 #if GLASSBOX_WITH_ONEDNN
   if (auto* onednn = dynamic_cast<OneDnnLinearForward*>(backend_.get())) {

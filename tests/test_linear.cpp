@@ -51,9 +51,9 @@ const std::vector<std::pair<int64_t, int64_t>> kForwardCases = forward_cases();
 TEST(Linear, ForwardAtEveryBatchMatchesSumsInDouble) {
   for (const int64_t in : {37, 48}) {
     for (const bool bias : {true, false}) {
-      for (const auto [n, out] : kForwardCases) {
+      for (const auto& [n, out] : kForwardCases) {
         Context ctx = Context::cpu();
-        Linear fc("fc", {.out_features = out, .bias = bias});
+        Linear fc("fc", {.out_features = static_cast<int>(out), .bias = bias});
         testing::LayerHarness h(ctx, fc, {Shape{n, in}});
         EXPECT_TRUE(fc.algorithms().starts_with(expected_forward_path(n, out)))
             << "batch " << n << ", " << out << " out: " << fc.algorithms();
