@@ -9,7 +9,7 @@
 // bench/compare.py, which matches by name, never pairs a restricted run with an
 // unrestricted one (Note [Benchmark names]). Protocol (DESIGN.md section 5): the
 // network is built, compiled and its inputs filled once, untimed; each mode
-// runs 10 warm-up steps; then every step is timed on its own (CUDA events on
+// runs 10 warm-up steps (--warmup=N: N); then every step is timed on its own (CUDA events on
 // the GPU, the steady clock on the CPU) and fed to Google Benchmark as manual
 // time. inference runs on its own graph, compiled for inference only (no
 // gradients, nothing kept for backward). Counters: images/s (a language
@@ -57,7 +57,6 @@
 namespace glassbox::bench {
 namespace {
 
-constexpr int kWarmupSteps = 10;
 // Each benchmark keeps timing steps for at least this long, unless the user
 // passes --benchmark_min_time: Google Benchmark's 0.5 s would time a single
 // 1.4 s VGG16 step on the CPU, and one step on a shared machine is noise.
@@ -80,6 +79,7 @@ struct Settings {
   Communicator* communicator = nullptr;  // a job of several ranks (mpirun); null for one process
   GradientSyncOptions sync;
   int steps = 0;  // timed steps of every benchmark; 0: Google Benchmark decides
+  int warmup = 10;  // untimed steps of each mode first (--warmup)
 };
 
 bool g_any_benchmark_failed = false;
@@ -113,7 +113,7 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
     DataParallelCounters split;
     const bool real_data = !key.data.empty();
     if (!session.warmed_up(mode) || data_parallel) {  // the first all-reduces set up connections: warm them too
-      for (int i = 0; i < kWarmupSteps; ++i) {
+      for (int i = 0; i < settings.warmup; ++i) {
         if (real_data) session.next_real_batch(settings.workers);
         session.step(mode);
         session.checked_loss(mode);  // a step whose loss is not finite ends the benchmark, named
@@ -256,7 +256,7 @@ void print_help() {
   std::printf(
       "bench_nets [--device=cpu|cuda|cuda:N] [--batch=N] [--net=NAME] [--precision=fp32|tf32] [--cudnn-search]\n"
       "           [--cpu-conv=auto|glassbox|onednn] [--deterministic] [--no-nvtx] [--data=SPEC [--workers=N]]\n"
-      "           [--threads=N]\n"
+      "           [--threads=N] [--warmup=N]\n"
       "           [under mpirun: --bucket-mb=X --no-overlap --comm-timeout=S --steps=N] [--data-parallel]\n"
       "           [Google Benchmark flags: --benchmark_filter=REGEX --benchmark_out=FILE ...]\n"
       "--data=folder:PATH (or fashion-mnist, ...): also time each train_step on that real data, named\n"
@@ -266,6 +266,7 @@ void print_help() {
       "glassbox (its own im2col + GEMM) or onednn; in the context as cpu_conv.\n"
       "--threads=N: OpenMP threads of every CPU kernel (default: OMP_NUM_THREADS, else one per core), in the\n"
       "context as cpu_threads.\n"
+      "--warmup=N: untimed steps of each mode before the timed ones (default 10; in the context as protocol).\n"
       "--deterministic: only cuDNN algorithms that give the same bits on every run (%s); the CPU path\n"
       "always does, so there it changes nothing but the names, which end in /deterministic.\n"
       "Networks: %s; --net=MLP:<features>,<hidden>,...,<classes> for any MLP.\n"
@@ -303,6 +304,7 @@ int run(int argc, char** argv) {
   Settings settings{.batch = flags.batch, .net = flags.net, .data = flags.data, .workers = flags.workers,
                     .precision = flags.precision,
                     .algo_search = flags.algo_search, .cpu_conv = flags.cpu_conv, .deterministic = flags.deterministic, .nvtx = flags.nvtx};
+  settings.warmup = flags.warmup;
   const JobPlacement placement = job_placement();
   const bool speaks = placement.rank == 0;  // in a job of several ranks, rank 0 reports
   const DeviceChoice choice = choose_device(flags.device, "--device");
@@ -341,10 +343,10 @@ int run(int argc, char** argv) {
   benchmark::AddCustomContext("deterministic", settings.deterministic ? "yes" : "no");
   benchmark::AddCustomContext("cpu_conv_path", std::string(name_of(settings.cpu_conv)));  // --cpu-conv
   add_machine_context(sample_machine(ctx));
-  benchmark::AddCustomContext("protocol", "10 warm-up steps per mode, then each step timed (CUDA events on "
-                                          "the GPU, steady clock on the CPU) for at least 2 s unless "
-                                          "--benchmark_min_time says otherwise; counters from the mean step; "
-                                          "every step's loss checked to be finite");
+  benchmark::AddCustomContext("protocol", cat(settings.warmup, " warm-up steps per mode, then each step timed (CUDA "
+                                              "events on the GPU, steady clock on the CPU) for at least 2 s unless "
+                                              "--benchmark_min_time says otherwise; counters from the mean step; "
+                                              "every step's loss checked to be finite"));
   register_benchmarks(settings);
 
   std::ostringstream file_contents;

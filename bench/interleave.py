@@ -10,13 +10,15 @@ tokens/s) per benchmark is the median
 over the rounds; PyTorch's is the better of its layouts (NCHW and
 channels_last, as bench/compare.py takes it). Prints one row per benchmark:
 images/s of each, the ratio Glassbox / PyTorch (above 1: Glassbox is faster),
-and which PyTorch layout won; --json writes the rows and every round.
+and which PyTorch layout won; --json writes the rows and every round (and,
+while the run goes on, every round so far after each network and batch,
+marked "partial": a run cut short keeps what it measured).
 
 Usage:
   python3 bench/interleave.py [--bench build/bench_nets]
       [--python /work/venv-torch/bin/python] [--device cpu] [--rounds 3]
       [--modes forward,forward_backward,train_step,inference] [--batch N[,N...]]
-      [--threads 2] [--min-time S] [--layouts nchw,channels_last]
+      [--threads 2] [--min-time S] [--warmup N] [--layouts nchw,channels_last]
       [--precision fp32|tf32] [--json PATH] NET ...
 
 --batch takes one batch or several, each a number of samples or a multiple
@@ -60,6 +62,13 @@ def run(command, env):
         sys.exit(f"interleave.py: {' '.join(command)} failed ({done.returncode}):\n{done.stdout.decode(errors='replace')[-3000:]}")
 
 
+def write_json(path, payload):
+    """Whole or not at all: a temporary file renamed over the old one."""
+    with open(path + ".tmp", "w") as f:
+        json.dump(payload, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
 def default_batch(args, net, env):
     """The network's default batch on args.device, from bench_nets' own list of its benchmarks."""
     done = subprocess.run([args.bench, f"--device={args.device}", "--benchmark_list_tests=true",
@@ -94,6 +103,8 @@ def glassbox(args, net, modes, batch, tmp, env):
                f"--benchmark_min_time={args.min_time}", f"--benchmark_out={out}"]
     if batch:
         command.append(f"--batch={batch}")
+    if args.warmup is not None:
+        command.append(f"--warmup={args.warmup}")
     if args.precision != "fp32":
         command.append(f"--precision={args.precision}")
     if args.device.startswith("cuda"):
@@ -107,6 +118,8 @@ def pytorch(args, net, modes, batch, tmp, env):
     if find_language_model(net):  # nn.LSTM's peer: bench/peers/lstm_lm.py
         command = [args.python, os.path.join(HERE, "peers", "lstm_lm.py"), "--time", ",".join(modes), "--net", net,
                    "--min-time", str(args.min_time), "--threads", str(args.threads), "--json", out]
+        if args.warmup is not None:
+            command += ["--warmup", str(args.warmup)]
         if batch:
             command += ["--batch", str(batch)]
         run(command, env)
@@ -114,11 +127,39 @@ def pytorch(args, net, modes, batch, tmp, env):
     command = [args.python, os.path.join(HERE, "peers", "pytorch_nets.py"), "--device", args.device,
                "--filter", f"^{net}/({'|'.join(modes)})/", "--min-time", str(args.min_time),
                "--threads", str(args.threads), "--layouts", args.layouts, "--json", out, net]
+    if args.warmup is not None:
+        command += ["--warmup", str(args.warmup)]
     if batch:
         command += ["--batch", str(batch)]
     command += ["--precision", args.precision]
     run(command, env)
     return rates(out)
+
+
+def rows_from_rounds(rounds, nets):
+    """One row per Glassbox benchmark in `rounds`: each side's median over the
+    rounds that measured it, PyTorch's better layout, and the ratio; ordered as
+    `nets` lists the networks, then by mode, then by batch."""
+    def median(side, name):
+        values = [rnd[side][name] for rnd in rounds if name in rnd[side]]
+        return statistics.median(values) if values else None
+
+    def order(name):
+        net, mode, batch = (name.split("/") + ["", ""])[:3]
+        size = int(batch.split(":")[1]) if batch.startswith("batch:") else 0
+        return (nets.index(net) if net in nets else 99, mode, size, name)
+
+    rows = []
+    for name in sorted({n for rnd in rounds for n in rnd["glassbox"]}, key=order):
+        ours = median("glassbox", name)
+        layouts = {"nchw": median("pytorch", name), "channels_last": median("pytorch", name + LAYOUT_SUFFIX)}
+        best = max((v, k) for k, v in layouts.items() if v) if any(layouts.values()) else (None, "-")
+        if find_language_model(name.split("/")[0]):
+            best = (best[0], "time-major")  # nn.LSTM's one layout
+        rows.append({"name": name, "glassbox_images_per_s": ours, "pytorch_images_per_s": best[0],
+                     "pytorch_layout": best[1], "pytorch_by_layout": layouts,
+                     "ratio": ours / best[0] if ours and best[0] else None})
+    return rows
 
 
 def main():
@@ -132,6 +173,8 @@ def main():
     parser.add_argument("--batch", help="N, or several: 2,8 or 0.5x,1x,4x (multiples of each default)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--min-time", type=float, default=2.0)
+    parser.add_argument("--warmup", type=int, help="untimed steps of each mode on both sides (default: each "
+                        "side's 10)")
     parser.add_argument("--layouts", default="nchw,channels_last")
     parser.add_argument("--precision", choices=["fp32", "tf32"], default="fp32")
     parser.add_argument("--json", metavar="PATH")
@@ -141,9 +184,11 @@ def main():
 
     batches = {net: batches_for(args, net, env) for net in args.nets}
     rounds = []  # per round: {"glassbox": {...}, "pytorch": {...}}
+    started = datetime.datetime.now().isoformat(timespec="seconds")
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             found = {"glassbox": {}, "pytorch": {}}
+            rounds.append(found)
             for net in args.nets:
                 for batch in batches[net]:
                     sides = [("glassbox", glassbox), ("pytorch", pytorch)]
@@ -151,29 +196,11 @@ def main():
                         found[side].update(measure(args, net, modes, batch, tmp, env))
                     at = f" batch {batch}" if batch else ""
                     print(f"round {r + 1}/{args.rounds}: {net}{at} done", file=sys.stderr, flush=True)
-            rounds.append(found)
+                    if args.json:  # what is measured so far, so that a run cut short keeps it
+                        write_json(args.json, {"date": started, "command": sys.argv, "partial": True,
+                                               "rounds": rounds})
 
-    def median(side, name):
-        values = [rnd[side][name] for rnd in rounds if name in rnd[side]]
-        return statistics.median(values) if values else None
-
-    rows = []
-    def order(name):  # as the networks were given, then mode, then batch as a number
-        net, mode, batch = (name.split("/") + ["", ""])[:3]
-        size = int(batch.split(":")[1]) if batch.startswith("batch:") else 0
-        return (args.nets.index(net) if net in args.nets else 99, mode, size, name)
-
-    names = sorted({n for rnd in rounds for n in rnd["glassbox"]}, key=order)
-    for name in names:
-        ours = median("glassbox", name)
-        layouts = {"nchw": median("pytorch", name), "channels_last": median("pytorch", name + LAYOUT_SUFFIX)}
-        best = max((v, k) for k, v in layouts.items() if v) if any(layouts.values()) else (None, "-")
-        if find_language_model(name.split("/")[0]):
-            best = (best[0], "time-major")  # nn.LSTM's one layout
-        rows.append({"name": name, "glassbox_images_per_s": ours, "pytorch_images_per_s": best[0],
-                     "pytorch_layout": best[1], "pytorch_by_layout": layouts,
-                     "ratio": ours / best[0] if ours and best[0] else None})
-
+    rows = rows_from_rounds(rounds, args.nets)
     print(f"{args.device}, {args.precision}, {args.threads} threads, {args.rounds} interleaved rounds, medians; "
           "images/s (a language model's: tokens/s)")
     header = f"{'benchmark':36s} {'Glassbox':>10s} {'PyTorch':>10s} {'ratio':>6s}  PyTorch layout"
@@ -185,10 +212,7 @@ def main():
         print(f"{row['name']:36s} {fmt(row['glassbox_images_per_s'])} {fmt(row['pytorch_images_per_s'])} {ratio}  "
               f"{row['pytorch_layout']}")
     if args.json:
-        with open(args.json + ".tmp", "w") as f:
-            json.dump({"date": datetime.datetime.now().isoformat(timespec="seconds"), "command": sys.argv,
-                       "rows": rows, "rounds": rounds}, f, indent=1)
-        os.replace(args.json + ".tmp", args.json)
+        write_json(args.json, {"date": started, "command": sys.argv, "rows": rows, "rounds": rounds})
 
 
 if __name__ == "__main__":

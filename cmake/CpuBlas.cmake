@@ -1,8 +1,14 @@
 # cmake/CpuBlas.cmake: which kernels run the CPU's matrix products behind Eigen
 # (docs/performance.md, "The GEMM behind the CPU paths").
 #
-#   -DGLASSBOX_BLAS=OpenBLAS  (default) Eigen's products call Debian's OpenMP
-#                             build of OpenBLAS (EIGEN_USE_BLAS); tools/install_deps.sh
+#   -DGLASSBOX_BLAS=oneDNN    (default) Eigen's products call Glassbox's sgemm_
+#                             (tensor/gemm_onednn.cpp): oneDNN's sgemm, and for
+#                             A B^T OpenBLAS (Note [Eigen's GEMM on oneDNN's
+#                             sgemm]); needs both, and oneDNN for the
+#                             convolutions (GLASSBOX_CPU_CONV=oneDNN, checked
+#                             in CMakeLists.txt once cmake/CpuConv.cmake has run)
+#   -DGLASSBOX_BLAS=OpenBLAS  Eigen's products call Debian's OpenMP build of
+#                             OpenBLAS (EIGEN_USE_BLAS); tools/install_deps.sh
 #                             installs it (libopenblas-openmp-dev)
 #   -DGLASSBOX_BLAS=Eigen     Eigen's own kernels: the sanitizer build, and GPU
 #                             machines, whose staged dependencies have no OpenBLAS
@@ -24,13 +30,13 @@
 # (tensor/cpu_blas.cpp). The clang of the sanitizer build links LLVM's libomp,
 # and this OpenBLAS needs GCC's libgomp: two OpenMP runtimes in one process is
 # not a supported combination, so that pairing is refused.
-set(GLASSBOX_BLAS "OpenBLAS" CACHE STRING "Kernels behind Eigen's CPU products: OpenBLAS or Eigen")
-set_property(CACHE GLASSBOX_BLAS PROPERTY STRINGS OpenBLAS Eigen)
+set(GLASSBOX_BLAS "oneDNN" CACHE STRING "Kernels behind Eigen's CPU products: oneDNN, OpenBLAS or Eigen")
+set_property(CACHE GLASSBOX_BLAS PROPERTY STRINGS oneDNN OpenBLAS Eigen)
 
 add_library(glassbox_cpu_blas INTERFACE)
-if(GLASSBOX_BLAS STREQUAL "OpenBLAS")
+if(GLASSBOX_BLAS STREQUAL "OpenBLAS" OR GLASSBOX_BLAS STREQUAL "oneDNN")
   if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
-    message(FATAL_ERROR "Glassbox: GLASSBOX_BLAS=OpenBLAS needs GCC's OpenMP runtime (Debian's OpenBLAS is "
+    message(FATAL_ERROR "Glassbox: GLASSBOX_BLAS=${GLASSBOX_BLAS} needs GCC's OpenMP runtime (Debian's OpenBLAS is "
                         "built on libgomp; clang links libomp); configure with -DGLASSBOX_BLAS=Eigen")
   endif()
   set(_openblas_dir "/usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp")
@@ -38,16 +44,22 @@ if(GLASSBOX_BLAS STREQUAL "OpenBLAS")
   find_path(GLASSBOX_OPENBLAS_INCLUDE_DIR NAMES cblas.h
             PATHS "/usr/include/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp" NO_DEFAULT_PATH)
   if(NOT GLASSBOX_OPENBLAS_LIBRARY OR NOT GLASSBOX_OPENBLAS_INCLUDE_DIR)
-    message(FATAL_ERROR "Glassbox: GLASSBOX_BLAS=OpenBLAS needs Debian's OpenMP build of OpenBLAS in "
+    message(FATAL_ERROR "Glassbox: GLASSBOX_BLAS=${GLASSBOX_BLAS} needs Debian's OpenMP build of OpenBLAS in "
                         "${_openblas_dir} (apt-get install libopenblas-openmp-dev, or tools/install_deps.sh); "
                         "-DGLASSBOX_BLAS=Eigen builds on Eigen's own kernels instead")
   endif()
-  target_compile_definitions(glassbox_cpu_blas INTERFACE EIGEN_USE_BLAS GLASSBOX_OPENBLAS=1)
+  set(_gemm_onednn "$<STREQUAL:${GLASSBOX_BLAS},oneDNN>")
+  target_compile_definitions(glassbox_cpu_blas INTERFACE EIGEN_USE_BLAS GLASSBOX_OPENBLAS=1
+                                                         GLASSBOX_GEMM_ONEDNN=${_gemm_onednn})
   target_link_libraries(glassbox_cpu_blas INTERFACE "${GLASSBOX_OPENBLAS_LIBRARY}")
-  message(STATUS "Glassbox: Eigen's products on OpenBLAS (${GLASSBOX_OPENBLAS_LIBRARY})")
+  if(GLASSBOX_BLAS STREQUAL "oneDNN")
+    message(STATUS "Glassbox: Eigen's products on oneDNN's sgemm, A B^T on OpenBLAS (${GLASSBOX_OPENBLAS_LIBRARY})")
+  else()
+    message(STATUS "Glassbox: Eigen's products on OpenBLAS (${GLASSBOX_OPENBLAS_LIBRARY})")
+  endif()
 elseif(GLASSBOX_BLAS STREQUAL "Eigen")
-  target_compile_definitions(glassbox_cpu_blas INTERFACE GLASSBOX_OPENBLAS=0)
+  target_compile_definitions(glassbox_cpu_blas INTERFACE GLASSBOX_OPENBLAS=0 GLASSBOX_GEMM_ONEDNN=0)
   message(STATUS "Glassbox: Eigen's products on Eigen's own kernels")
 else()
-  message(FATAL_ERROR "Glassbox: GLASSBOX_BLAS is OpenBLAS or Eigen, got '${GLASSBOX_BLAS}'")
+  message(FATAL_ERROR "Glassbox: GLASSBOX_BLAS is oneDNN, OpenBLAS or Eigen, got '${GLASSBOX_BLAS}'")
 endif()

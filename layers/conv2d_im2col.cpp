@@ -29,6 +29,7 @@
 #include "layers/im2col.h"
 #include "tensor/eigen_maps.h"
 #include "tensor/parallel_for.h"
+#include "tensor/product.h"
 
 namespace glassbox {
 namespace {
@@ -117,10 +118,10 @@ void Conv2d::forward_im2col(const ForwardArgs& args, float* workspace) const {
       ConstMatrixMap w_g(w + g * pl.kg * pl.crs, pl.kg, pl.crs);
       StridedMatrixMap y_tile(y + (n * pl.k + g * pl.kg) * pq + j0, pl.kg, len, Eigen::OuterStride<>(pq));
       if (pl.pointwise) {
-        y_tile.noalias() = w_g * ConstStridedMap(xg + j0, pl.cg, len, Eigen::OuterStride<>(hw));
+        product_into(y_tile, w_g, ConstStridedMap(xg + j0, pl.cg, len, Eigen::OuterStride<>(hw)));
       } else {
         im2col(xg, pl.cg, u, j0, len, col);
-        y_tile.noalias() = w_g * ConstMatrixMap(col, pl.crs, len);
+        product_into(y_tile, w_g, ConstMatrixMap(col, pl.crs, len));
       }
       if (b != nullptr) y_tile.colwise() += ConstVectorMap(b + g * pl.kg, pl.kg);
     }
@@ -157,9 +158,9 @@ void Conv2d::backward_data_im2col(const BackwardArgs& args, float* workspace) co
         ConstStridedMap dy_tile(dy + (n * pl.k + g * pl.kg) * pq + j0, pl.kg, len, Eigen::OuterStride<>(pq));
         if (pl.pointwise) {  // dx is its own unfolding: write or add in place
           StridedMatrixMap dx_tile(dx_block + j0, channels, len, Eigen::OuterStride<>(hw));
-          write_or_add(mode, dx_tile.noalias(), w_block.transpose() * dy_tile);
+          product_into(dx_tile, w_block.transpose(), dy_tile, mode == GradMode::kAdd);
         } else {
-          MatrixMap(dcol, channels * rs, len).noalias() = w_block.transpose() * dy_tile;
+          product_into(MatrixMap(dcol, channels * rs, len), w_block.transpose(), dy_tile);
           col2im_add(dcol, channels, u, j0, len, dx_block);
         }
       }
@@ -205,11 +206,7 @@ void Conv2d::backward_filter_im2col(const BackwardArgs& args, float* workspace) 
         MatrixMap dw_g(target + g * group_floats, pl.kg, pl.crs);
         const bool overwrite = slot != 0 && (item == begin || item % per_group == 0);
         auto accumulate = [&](const auto& col_tile) {
-          if (overwrite) {
-            dw_g.noalias() = dy_tile * col_tile.transpose();
-          } else {
-            dw_g.noalias() += dy_tile * col_tile.transpose();
-          }
+          product_into(dw_g, dy_tile, col_tile.transpose(), !overwrite);
         };
         if (pl.pointwise) {
           accumulate(ConstStridedMap(xg + j0, pl.cg, len, Eigen::OuterStride<>(hw)));

@@ -5,6 +5,7 @@
 #include "layers/streamed_product.h"
 #include "tensor/eigen_maps.h"
 #include "tensor/parallel_for.h"
+#include "tensor/product.h"
 
 #if GLASSBOX_WITH_ONEDNN
 #include "layers/linear_onednn.h"
@@ -158,7 +159,7 @@ void Linear::forward_cpu([[maybe_unused]] Context& ctx, const ForwardArgs& args)
     if (streamed) {
       streamed_forward(n, x.data(), in, w.data(), begin, end, y.data(), out, GradMode::kWrite);
     } else {
-      y_block.noalias() = x * w.middleRows(begin, end - begin).transpose();
+      product_into(y_block, x, w.middleRows(begin, end - begin).transpose());  // Note [Products without Eigen's zeroing pass]
     }
     if (options_.bias) y_block.rowwise() += as_matrix(args.params[1], 1, out).row(0).segment(begin, end - begin);
   });
@@ -179,7 +180,7 @@ void Linear::backward_cpu(Context& ctx, const BackwardArgs& args) {
         return;
       }
       auto dx_block = dx.middleCols(begin, end - begin);
-      write_or_add(args.input_grad_modes[0], dx_block.noalias(), dy * w.middleCols(begin, end - begin));
+      product_into(dx_block, dy, w.middleCols(begin, end - begin), args.input_grad_modes[0] == GradMode::kAdd);
     });
   }
   ctx.switch_pass(Pass::kBackwardWeights);

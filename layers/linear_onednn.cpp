@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "layers/shared_onednn.h"
+#include "tensor/cpu_blas.h"
 #include "tensor/error.h"
 
 namespace glassbox {
@@ -55,7 +56,7 @@ OneDnnLinearForward::OneDnnLinearForward(const std::string& layer, int64_t rows,
 OneDnnLinearForward::~OneDnnLinearForward() = default;
 
 std::string OneDnnLinearForward::algorithms() const {
-  return cat("oneDNN matmul ", impl_->implementation, " (forward); backward: Eigen on OpenBLAS");
+  return cat("oneDNN matmul ", impl_->implementation, " (forward); backward: Eigen on ", cpu_gemm_name());
 }
 
 bool OneDnnLinearForward::uses_reference_code() const { return impl_->implementation.starts_with("ref"); }

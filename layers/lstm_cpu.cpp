@@ -23,6 +23,7 @@
 #include "layers/streamed_product.h"
 #include "tensor/eigen_maps.h"
 #include "tensor/parallel_for.h"
+#include "tensor/product.h"
 #if GLASSBOX_WITH_ONEDNN
 #include "layers/lstm_onednn.h"
 #endif
@@ -107,7 +108,7 @@ void forward_layer(const LayerForward& l, int64_t T, int64_t B, int64_t H) {
   // a = x W_ih^T + b_ih + b_hh
   for_each_block(G, product_block(G, rows, kRowsPerBlock), [&](int64_t begin, int64_t end) {
     auto block = a.middleCols(begin, end - begin);
-    block.noalias() = x * w_ih.middleRows(begin, end - begin).transpose();
+    product_into(block, x, w_ih.middleRows(begin, end - begin).transpose());  // Note [Products without Eigen's zeroing pass]
     if (l.b_ih) {
       block.rowwise() += (MatrixMap(l.b_ih, 1, G) + MatrixMap(l.b_hh, 1, G)).row(0).segment(begin, end - begin);
     }
@@ -310,7 +311,7 @@ void Lstm::backward_cpu(Context& ctx, const BackwardArgs& args) {
     if (l > 0) {  // dL/dh of layer l - 1: da W_ih, then through the dropout mask
       MatrixMap dx(dhidden_.data<float>(), T * B, in);
       for_each_block(in, product_block(in, T * B, kRowsPerBlock), [&](int64_t begin, int64_t end) {
-        dx.middleCols(begin, end - begin).noalias() = da * w_ih.middleCols(begin, end - begin);
+        product_into(dx.middleCols(begin, end - begin), da, w_ih.middleCols(begin, end - begin));
       });
       if (last_forward_dropped_) {
         float* mask = masks_[static_cast<size_t>(l - 1)].data<float>();
@@ -322,8 +323,8 @@ void Lstm::backward_cpu(Context& ctx, const BackwardArgs& args) {
     } else if (args.input_grads[0].defined()) {
       MatrixMap dx(args.input_grads[0].data<float>(), T * B, in);
       for_each_block(in, product_block(in, T * B, kRowsPerBlock), [&](int64_t begin, int64_t end) {
-        write_or_add(args.input_grad_modes[0], dx.middleCols(begin, end - begin).noalias(),
-                     da * w_ih.middleCols(begin, end - begin));
+        product_into(dx.middleCols(begin, end - begin), da, w_ih.middleCols(begin, end - begin),
+                     args.input_grad_modes[0] == GradMode::kAdd);
       });
     }
   }

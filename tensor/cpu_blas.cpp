@@ -25,17 +25,29 @@ const char* threading_of(int parallel) {
     default: return "unknown build";
   }
 }
-}  // namespace
 
-std::string cpu_blas_description() {
+std::string openblas_description() {
   // The config string starts "OpenBLAS 0.3.21 ..."; keep its name and version only.
   const std::string config = openblas_get_config();
   const size_t second_space = config.find(' ', config.find(' ') + 1);
   return cat(config.substr(0, second_space), " (", threading_of(openblas_get_parallel()), ", ",
              openblas_get_corename(), " kernels)");
 }
+}  // namespace
+
+#if GLASSBOX_GEMM_ONEDNN
+// Note [Eigen's GEMM on oneDNN's sgemm] (tensor/gemm_onednn.cpp).
+std::string cpu_blas_description() {
+  const dnnl_version_t* v = dnnl_version();
+  return cat("oneDNN ", v->major, ".", v->minor, ".", v->patch, " sgemm; A B^T on ", openblas_description());
+}
+
+const char* cpu_gemm_name() { return "oneDNN"; }
+#else
+std::string cpu_blas_description() { return openblas_description(); }
 
 const char* cpu_gemm_name() { return "OpenBLAS"; }
+#endif
 
 void check_cpu_blas() {
   const int parallel = openblas_get_parallel();
@@ -58,8 +70,14 @@ void check_cpu_blas() {}
 
 #endif
 
+#if !GLASSBOX_GEMM_ONEDNN
+GemmCalls cpu_gemm_calls() { return {}; }  // no sgemm_ of Glassbox's own (tensor/gemm_onednn.cpp)
+#endif
+
 std::string cpu_path_name() {
-  std::string name = GLASSBOX_OPENBLAS ? "Eigen on OpenBLAS" : "Eigen";
+  std::string name = GLASSBOX_GEMM_ONEDNN ? "Eigen on oneDNN's sgemm and OpenBLAS"
+                     : GLASSBOX_OPENBLAS  ? "Eigen on OpenBLAS"
+                                          : "Eigen";
   if (GLASSBOX_WITH_ONEDNN) name += ", oneDNN convolutions and linear forwards";
   return name;
 }

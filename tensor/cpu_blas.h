@@ -3,6 +3,7 @@
 // which the convolutions (cmake/CpuConv.cmake: oneDNN, or Glassbox's own).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace glassbox {
@@ -23,6 +24,15 @@ std::string cpu_path_name();
 // above 1x1; 1x1 on im2col + GEMM)" or "Glassbox im2col + GEMM". Printed with
 // every result, as cpu_conv.
 std::string cpu_conv_description();
+
+// How many of Eigen's float products ran on each library since the start
+// (Note [Eigen's GEMM on oneDNN's sgemm] in tensor/gemm_onednn.cpp); both stay
+// 0 in a build without it.
+struct GemmCalls {
+  int64_t onednn = 0;
+  int64_t openblas = 0;
+};
+GemmCalls cpu_gemm_calls();
 
 // Throws ConfigError when the OpenBLAS that the loader found is not the OpenMP
 // build this one was linked against (Note [OpenBLAS's OpenMP build] in

@@ -43,6 +43,18 @@ TEST(BenchNets, DeterministicRunsAreNamedSo) {
   EXPECT_EQ(contains(plain.output, "/deterministic"), GLASSBOX_DETERMINISTIC != 0) << plain.output;
 }
 
+// --warmup=N: N untimed steps per mode, said in the context's protocol.
+TEST(BenchNets, WarmupStepsAreAFlagAndSaidInTheProtocol) {
+  const Outcome r = run(kBench + " --device=cpu --warmup=0 --benchmark_filter='^LeNet/forward/' "
+                                 "--benchmark_min_time=0.01 --benchmark_format=json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "\"protocol\": \"0 warm-up steps per mode")) << r.output;
+  const Outcome plain = run(kBench + " --device=cpu --benchmark_filter='^LeNet/forward/' "
+                                     "--benchmark_min_time=0.01 --benchmark_format=json");
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_TRUE(contains(plain.output, "\"protocol\": \"10 warm-up steps per mode")) << plain.output;
+}
+
 TEST(BenchNets, AFilterThatMatchesNothingIsAnError) {
   const Outcome r = run(kBench + " --device=cpu --benchmark_filter=NoSuchNet");
   EXPECT_EQ(r.exit_code, 2) << r.output;
@@ -79,6 +91,8 @@ TEST(BenchNets, EveryBadFlagIsAUsageErrorNamingIt) {
       {"--bucket-mb=0", "bench_nets: --bucket-mb must be a number from 0.001 to 1048576, got '0'"},
       {"--steps=0", "bench_nets: --steps must be an integer from 1 to 1000000, got '0'"},
       {"--threads=0", "bench_nets: --threads must be an integer from 1 to 1024, got '0'"},
+      {"--warmup=-1", "bench_nets: --warmup must be an integer from 0 to 1000000, got '-1'"},
+      {"--warmup", "bench_nets: --warmup needs a value: --warmup=VALUE (bench_nets' flags are written --flag=value)"},
       {"VGG16", "bench_nets: unexpected argument 'VGG16': bench_nets takes only flags; choose networks with "
                 "--benchmark_filter=REGEX (e.g. --benchmark_filter=VGG16)"},
       {"--device=cpu --benchmark_out=/nonexistent-dir/r.json --benchmark_filter=LeNet",

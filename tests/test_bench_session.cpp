@@ -25,6 +25,12 @@ TEST(BenchFlags, ThreadsIsOursNotGoogleBenchmarks) {
   EXPECT_TRUE(parse_bench_flags({"--threads=3"}).passed_on.empty()) << "Google Benchmark does not see it";
 }
 
+TEST(BenchFlags, WarmupIsOursNotGoogleBenchmarks) {
+  EXPECT_EQ(parse_bench_flags({}).warmup, 10) << "DESIGN.md section 5's 10 warm-up steps";
+  EXPECT_EQ(parse_bench_flags({"--warmup=2"}).warmup, 2);
+  EXPECT_TRUE(parse_bench_flags({"--warmup=2"}).passed_on.empty()) << "Google Benchmark does not see it";
+}
+
 TEST(NetSession, ANonFiniteLossIsAnErrorNamingTheStep) {
   const NetSpec net = find_net("LeNet");
   NetSession session(net, {.net = "LeNet", .batch = 4, .device = Device::cpu()}, CompileOptions{});

@@ -37,7 +37,7 @@ Checkpoints both ways (docs/language_model.md, "Checkpoints in PyTorch"):
 loss), forward_backward, train_step (SGD lr 1e-4, momentum 0.9, weight decay
 5e-4: Glassbox's kBenchmarkSgd) and inference (eval, inference_mode, with
 the loss, as Glassbox's inference graph: peer_protocol.py), on random token ids from a fixed seed and labels n % V, 10 warm-up
-steps, then timed steps for --min-time seconds (at least 3); --json writes
+steps (--warmup N: N), then timed steps for --min-time seconds (at least 3); --json writes
 Google-Benchmark-shaped rows with tokens/s, which bench/interleave.py reads:
 
     /work/venv-torch/bin/python bench/peers/lstm_lm.py --time forward_backward --net LSTM --threads 2
@@ -140,7 +140,7 @@ def time_modes(spec, args):
         model.eval() if mode == "inference" else model.train()
         if mode == "forward_backward":
             optimizer.zero_grad(set_to_none=False)
-        for _ in range(10):
+        for _ in range(args.warmup):
             step(mode)
         times = []
         while sum(times) < args.min_time or len(times) < 3:
@@ -158,6 +158,7 @@ def main():
     parser.add_argument("ids", nargs="?", help="the file `glassbox corpus SPEC --out FILE` wrote")
     parser.add_argument("--time", metavar="MODES", help="time these modes instead of training (see above)")
     parser.add_argument("--min-time", type=float, default=2.0, help="with --time: seconds timed per mode")
+    parser.add_argument("--warmup", type=int, default=10, help="with --time: untimed steps of each mode first")
     parser.add_argument("--net", default="LSTMSmall", help=", ".join(m.name for m in LANGUAGE_MODELS))
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--batch", type=int, default=20)
@@ -170,6 +171,8 @@ def main():
     parser.add_argument("--weights", help="score this model file instead of training (strict load)")
     parser.add_argument("--save", help="write the trained model's state_dict here (safetensors)")
     args = parser.parse_args()
+    if args.warmup < 0:
+        sys.exit(f"lstm_lm.py: --warmup must be 0 or more, got {args.warmup}")
     spec = find_language_model(args.net)
     if spec is None:
         sys.exit(f"lstm_lm.py: unknown network '{args.net}'; valid: {', '.join(m.name for m in LANGUAGE_MODELS)}")

@@ -13,7 +13,7 @@ namespace {
 
 constexpr std::string_view kOwnFlags[] = {"--device", "--batch",     "--net",          "--precision",
                                           "--data",   "--workers",   "--bucket-mb",    "--comm-timeout",
-                                          "--steps",  "--threads"};  // each takes =VALUE
+                                          "--steps",  "--threads",   "--warmup"};  // each takes =VALUE
 
 ReportFormat parse_format(std::string_view flag, std::string_view value) {
   if (value == "console") return ReportFormat::kConsole;
@@ -66,6 +66,8 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
       flags.comm_timeout = parse_number("--comm-timeout", value, 0.001, 1e7);
     } else if (name == "--threads") {
       flags.threads = static_cast<int>(parse_int("--threads", value, 1, 1024));
+    } else if (name == "--warmup") {
+      flags.warmup = static_cast<int>(parse_int("--warmup", value, 0, 1'000'000));
     } else if (name == "--steps") {
       flags.steps = static_cast<int>(parse_int("--steps", value, 1, 1'000'000));
     } else if (name == "--data-parallel") {

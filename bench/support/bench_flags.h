@@ -2,7 +2,7 @@
 // anything runs.
 //
 // Glassbox's own flags (--device=, --batch=, --net=, --precision=, --data=,
-// --workers=, --cudnn-search, --cpu-conv=, --deterministic, ...) are taken out and parsed; Google
+// --workers=, --warmup=, --cudnn-search, --cpu-conv=, --deterministic, ...) are taken out and parsed; Google
 // Benchmark's are passed on, after checking the ones Google Benchmark 1.7.1
 // would mishandle: a bad --benchmark_format prints its usage and exits 0, a
 // bad number is reported as an "unrecognized flag", and a duplicate flag
@@ -31,6 +31,7 @@ struct BenchFlags {
   std::string data;
   int workers = 0;  // --workers=: the data loader's threads; 0: one per core
   int threads = 0;  // --threads=: OpenMP threads of every CPU kernel; 0: OMP_NUM_THREADS or one per core
+  int warmup = 10;  // --warmup=: untimed steps of each mode before the timed ones (DESIGN.md section 5: 10)
   AlgoSearch algo_search = AlgoSearch::kHeuristic;
   CpuConvPath cpu_conv = CpuConvPath::kAuto;  // --cpu-conv= (PrepareOptions::cpu_conv)
   bool deterministic = kDeterministicByDefault;  // --deterministic (PrepareOptions::deterministic)

@@ -1,0 +1,160 @@
+// bench/bench_gemm.cpp: the CPU's float GEMM as Glassbox's layers call it
+// (Eigen's product, `C = A B`, row-major, on the build's kernels: tensor/
+// cpu_blas.h), at 2048^3 and at every distinct im2col product of ResNet-50's
+// and VGG16's convolutions (one image: K filters x P*Q pixels x C*R*S), read
+// from the networks themselves. bench/gemm_vs_torch.py runs it against
+// torch.matmul on the same shapes (bench/peers/torch_gemm.py), interleaved.
+//
+//   build/bench_gemm [--threads=N] [--nets=ResNet50,VGG16] [Google Benchmark flags]
+//   build/bench_gemm --list-shapes        m,n,k and the layers of each shape, one per line
+//
+// Each benchmark is "GEMM/<m>x<n>x<k>" with counter GFLOP/s, labelled with
+// the layers it stands for and the library that ran it.
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "layers/conv2d.h"
+#include "nets/registry.h"
+#include "tensor/cpu_blas.h"
+#include "tensor/error.h"
+#include "tensor/parse.h"
+#include "tensor/runtime_info.h"
+
+namespace glassbox {
+namespace {
+
+constexpr int kExitUsage = 2;
+
+struct GemmShape {
+  int64_t m, n, k;
+  std::vector<std::string> layers;  // "ResNet50 conv1", ...: where it comes from
+  auto key() const { return std::make_tuple(m, n, k); }
+};
+
+// Every ungrouped convolution's product for one image, first-seen order, each
+// shape once with all the layers that share it.
+std::vector<GemmShape> convolution_shapes(const std::vector<std::string>& nets) {
+  std::vector<GemmShape> shapes;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, size_t> seen;
+  for (const std::string& net_name : nets) {
+    const NetSpec net = find_net(net_name);
+    const Graph graph = build_net(net, 1);
+    for (const Node& node : graph.nodes()) {
+      const auto* conv = dynamic_cast<const Conv2d*>(node.layer.get());
+      if (conv == nullptr || conv->options().groups != 1) continue;
+      const Shape& x = graph.nodes()[static_cast<size_t>(node.inputs.at(0))].shape;  // (N, C, H, W)
+      const Conv2d::Options& o = conv->options();
+      GemmShape s{.m = o.out_channels, .n = node.shape[2] * node.shape[3],
+                  .k = x[1] * o.kernel.h * o.kernel.w, .layers = {}};
+      const auto [it, added] = seen.try_emplace(s.key(), shapes.size());
+      if (added) shapes.push_back(s);
+      shapes[it->second].layers.push_back(cat(net.name, " ", node.name));
+    }
+  }
+  return shapes;
+}
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> parts;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    const size_t end = std::min(text.find(',', begin), text.size());
+    if (end > begin) parts.push_back(text.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return parts;
+}
+
+std::string label_of(const GemmShape& s) {
+  std::string label = s.layers.front();
+  if (s.layers.size() > 1) label += cat(" (+", s.layers.size() - 1, " more)");
+  return label;
+}
+
+void time_product(benchmark::State& state, const GemmShape& s) {
+  using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  std::srand(7);  // Eigen's Random() draws from rand()
+  const Matrix a = Matrix::Random(s.m, s.k), b = Matrix::Random(s.k, s.n);
+  Matrix c(s.m, s.n);
+  const GemmCalls before = cpu_gemm_calls();
+  c.noalias() = a * b;  // warm-up: first touch of c, thread start-up, oneDNN's kernel generation
+  const GemmCalls after = cpu_gemm_calls();
+  double seconds = 0.0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    c.noalias() = a * b;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    benchmark::DoNotOptimize(c.data());
+    state.SetIterationTime(elapsed);
+    seconds += elapsed;
+  }
+  const double flops = 2.0 * static_cast<double>(s.m * s.n) * static_cast<double>(s.k);
+  state.counters["GFLOP/s"] = flops * static_cast<double>(state.iterations()) / seconds / 1e9;
+  // Which library took the product (Note [Eigen's GEMM on oneDNN's sgemm]); a
+  // build without Glassbox's own sgemm_ counts nothing and names its kernels.
+  const char* ran_on = after.onednn > before.onednn       ? "oneDNN sgemm"
+                       : after.openblas > before.openblas ? "OpenBLAS"
+                                                          : cpu_gemm_name();
+  state.SetLabel(cat(label_of(s), "; ", ran_on));
+}
+
+int run(int argc, char** argv) {
+  std::vector<std::string> nets = {"ResNet50", "VGG16"};
+  int threads = 0;
+  bool list = false;
+  std::vector<char*> passed_on = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.starts_with("--threads=")) {
+      threads = static_cast<int>(parse_int("--threads", arg.substr(10), 1, 1024));
+    } else if (arg.starts_with("--nets=")) {
+      nets = split_commas(arg.substr(7));
+      if (nets.empty()) throw ConfigError("--nets: give one network or more, comma-separated (" + net_names() + ")");
+    } else if (arg == "--list-shapes") {
+      list = true;
+    } else {
+      passed_on.push_back(argv[i]);
+    }
+  }
+  std::vector<GemmShape> shapes = {{.m = 2048, .n = 2048, .k = 2048, .layers = {"the 2048^3 yardstick"}}};
+  for (GemmShape& s : convolution_shapes(nets)) shapes.push_back(std::move(s));
+  if (list) {
+    for (const GemmShape& s : shapes) std::printf("%ld,%ld,%ld %s\n", s.m, s.n, s.k, label_of(s).c_str());
+    return 0;
+  }
+  int count = static_cast<int>(passed_on.size());
+  benchmark::Initialize(&count, passed_on.data());
+  if (benchmark::ReportUnrecognizedArguments(count, passed_on.data())) return kExitUsage;
+  if (threads > 0) omp_set_num_threads(threads);
+  const Context ctx = Context::cpu();
+  for (const auto& [key, value] : runtime_info(ctx).fields()) benchmark::AddCustomContext(key, value);
+  for (const GemmShape& s : shapes) {
+    benchmark::RegisterBenchmark(cat("GEMM/", s.m, "x", s.n, "x", s.k).c_str(),
+                                 [s](benchmark::State& state) { time_product(state, s); })
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
+
+}  // namespace
+}  // namespace glassbox
+
+int main(int argc, char** argv) {
+  try {
+    return glassbox::run(argc, argv);
+  } catch (const glassbox::Error& e) {
+    std::fprintf(stderr, "bench_gemm: %s\n", e.what());
+    return glassbox::kExitUsage;
+  }
+}
