@@ -1,6 +1,6 @@
 // bench/bench_gemm.cpp: the CPU's float GEMM as Glassbox's layers call it
-// (Eigen's product, `C = A B`, row-major, on the build's kernels: tensor/
-// cpu_blas.h), at 2048^3 and at every distinct im2col product of ResNet-50's
+// (`C = A B` on Eigen matrices, row-major, through product_into: tensor/
+// product.h, on the build's kernels: tensor/cpu_blas.h), at 2048^3 and at every distinct im2col product of ResNet-50's
 // and VGG16's convolutions (one image: K filters x P*Q pixels x C*R*S), read
 // from the networks themselves. bench/gemm_vs_torch.py runs it against
 // torch.matmul on the same shapes (bench/peers/torch_gemm.py), interleaved.
@@ -26,6 +26,7 @@
 #include "tensor/cpu_blas.h"
 #include "tensor/error.h"
 #include "tensor/parse.h"
+#include "tensor/product.h"
 #include "tensor/runtime_info.h"
 
 namespace glassbox {
@@ -85,12 +86,12 @@ void time_product(benchmark::State& state, const GemmShape& s) {
   const Matrix a = Matrix::Random(s.m, s.k), b = Matrix::Random(s.k, s.n);
   Matrix c(s.m, s.n);
   const GemmCalls before = cpu_gemm_calls();
-  c.noalias() = a * b;  // warm-up: first touch of c, thread start-up, oneDNN's kernel generation
+  product_into(c, a, b);  // warm-up: first touch of c, thread start-up, oneDNN's kernel generation
   const GemmCalls after = cpu_gemm_calls();
   double seconds = 0.0;
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
-    c.noalias() = a * b;
+    product_into(c, a, b);
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     benchmark::DoNotOptimize(c.data());
     state.SetIterationTime(elapsed);

@@ -34,6 +34,10 @@ struct GemmCalls {
 };
 GemmCalls cpu_gemm_calls();
 
+// A row-major A^T B with fewer columns than this runs on OpenBLAS (Note
+// [Eigen's GEMM on oneDNN's sgemm]).
+inline constexpr int kNarrowColumnsOnOpenBlas = 256;
+
 // Throws ConfigError when the OpenBLAS that the loader found is not the OpenMP
 // build this one was linked against (Note [OpenBLAS's OpenMP build] in
 // cmake/CpuBlas.cmake): another build would run its own threads beside

@@ -1,6 +1,6 @@
 // tensor/gemm_onednn.cpp: the float GEMM that Eigen's products call
 // (EIGEN_USE_BLAS: the Fortran BLAS symbol sgemm_), on oneDNN's sgemm for
-// every layout but one, which stays on OpenBLAS.
+// most layouts and on OpenBLAS for the two it does better.
 //
 // Note [Eigen's GEMM on oneDNN's sgemm]: with EIGEN_USE_BLAS every float
 // product of Eigen matrices calls sgemm_, the Fortran BLAS interface, which
@@ -9,14 +9,21 @@
 // the shared library is searched). oneDNN's dnnl_sgemm (Debian's libdnnl,
 // which runs the convolutions already) and OpenBLAS's cblas_sgemm were timed
 // in one process against torch.matmul (PyTorch's, on MKL), alternating runs
-// (docs/performance.md, "The GEMM behind Linear and the convolutions";
-// bench/probes/gemm_same_process.py). In Glassbox's row-major terms:
-// A B and A^T B (a layer's backward-data and weight gradient, an im2col
-// convolution's forward, the 2048^3 yardstick) ran at 0.86 to 1.07 of
-// torch.matmul on oneDNN, 0.68 to 1.00 on OpenBLAS; A B^T (a linear layer's
-// forward, an LSTM's input projection, a 1x1 convolution's weight gradient)
-// was the other way round, oneDNN 0.56 to 1.02, OpenBLAS 0.86 to 1.59. So
-// A B^T stays on OpenBLAS and the rest runs on oneDNN.
+// of 0.2 s (bench/probes/gemm_same_process.py; docs/performance.md, "Eigen's
+// GEMM on oneDNN's sgemm"). In Glassbox's row-major terms, C = L R:
+// - A B (a layer's backward-data, an im2col convolution's forward, the 2048^3
+//   yardstick): oneDNN 0.82 to 1.36 of torch.matmul, OpenBLAS 0.76 to 1.06.
+// - A^T B (weight gradients of linear layers, a 1x1 convolution's
+//   backward-data): oneDNN 0.86 to 1.20, OpenBLAS 0.68 to 0.95, except with
+//   fewer than 256 columns, one image's 7x7 or 14x14 pixels in ResNet-50's
+//   last stages: at 49 and 98 OpenBLAS ran at 1.20 to 1.41, oneDNN 1.00 to
+//   1.09 (1 thread, as a layer's tiles run), at 196 OpenBLAS 0.97 and 0.93,
+//   oneDNN 0.80 and 0.96 (layer3's 1x1 backward-data, 1024 x 196 x 256 and
+//   256 x 196 x 1024; `glassbox time ResNet50`: 4.1-4.5 ms on OpenBLAS
+//   against 5.1-5.6 on oneDNN for the first).
+// - A B^T (a linear layer's forward, an LSTM's input projections, a 1x1
+//   convolution's weight gradient): oneDNN 0.56 to 1.03, OpenBLAS 0.86 to 1.59.
+// So A B^T and narrow A^T B run on OpenBLAS, the rest on oneDNN.
 //
 // Inside an OpenMP team (a convolution's tiles, a product's blocks) both
 // libraries run a product on the calling thread (omp_in_parallel); outside
@@ -53,11 +60,15 @@ extern "C" int sgemm_(const char* transa, const char* transb, const int* m, cons
   const bool a_transposed = *transa != 'N' && *transa != 'n';
   const bool b_transposed = *transb != 'N' && *transb != 'n';
   // Column-major C (m x n) = op(A) op(B) is row-major C^T (n x m) = op(B)^T op(A)^T:
-  // in row-major terms B's memory is the left operand, transposed when transb is.
-  const bool row_major_a_bt = !b_transposed && a_transposed;
-  if (row_major_a_bt) {
+  // in row-major terms B's memory is the left operand L, transposed when transb
+  // is, A's the right one R, and the row-major product has m columns.
+  const bool l_transposed = b_transposed, r_transposed = a_transposed;
+  const bool openblas = (!l_transposed && r_transposed) ||
+                        (l_transposed && !r_transposed && *m < glassbox::kNarrowColumnsOnOpenBlas);
+  if (openblas) {
     glassbox::g_openblas_calls.fetch_add(1, std::memory_order_relaxed);
-    cblas_sgemm(CblasColMajor, CblasTrans, CblasNoTrans, *m, *n, *k, *alpha, a, *lda, b, *ldb, *beta, c, *ldc);
+    cblas_sgemm(CblasColMajor, a_transposed ? CblasTrans : CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans,
+                *m, *n, *k, *alpha, a, *lda, b, *ldb, *beta, c, *ldc);
     return 0;
   }
   glassbox::g_onednn_calls.fetch_add(1, std::memory_order_relaxed);
