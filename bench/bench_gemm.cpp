@@ -143,8 +143,12 @@ int run(int argc, char** argv) {
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
   }
-  benchmark::RunSpecifiedBenchmarks();
+  const size_t ran = benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  if (ran == 0) {
+    throw ConfigError(cat("no benchmark matches --benchmark_filter='", benchmark::GetBenchmarkFilter(),
+                          "'; --list-shapes lists them (named GEMM/<m>x<n>x<k>)"));
+  }
   return 0;
 }
 

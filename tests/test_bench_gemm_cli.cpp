@@ -1,0 +1,67 @@
+// tests/test_bench_gemm_cli.cpp: bench_gemm run as a user runs it: the
+// shapes it reads from the networks, a timed product's counter and label,
+// and its errors.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/support/command.h"
+
+namespace {
+
+using Outcome = glassbox::testing::CommandOutcome;
+using glassbox::testing::contains;
+Outcome run(const std::string& command) { return glassbox::testing::run_command(command); }
+
+const std::string kBench = BENCH_GEMM_PATH;
+
+// Each shape is one image's im2col product of a convolution, K x P*Q x C*R*S,
+// listed once with the layers that share it.
+TEST(BenchGemm, ListsTheYardstickAndTheConvolutionsOwnShapes) {
+  const Outcome r = run(kBench + " --list-shapes");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "2048,2048,2048 the 2048^3 yardstick\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "64,12544,147 ResNet50 conv1\n")) << "7x7 s2, 3 -> 64 at 112x112:\n" << r.output;
+  EXPECT_TRUE(contains(r.output, "64,50176,27 VGG16 conv1_1\n")) << "3x3, 3 -> 64 at 224x224:\n" << r.output;
+  EXPECT_TRUE(contains(r.output, "512,196,4608 VGG16 conv5_1 (+2 more)\n")) << "conv5_1 to 5_3 share it:\n"
+                                                                            << r.output;
+  const Outcome lenet = run(kBench + " --list-shapes --nets=LeNet");
+  ASSERT_EQ(lenet.exit_code, 0) << lenet.output;
+  EXPECT_EQ(lenet.output, "2048,2048,2048 the 2048^3 yardstick\n6,784,25 LeNet conv1\n16,100,150 LeNet conv2\n");
+}
+
+TEST(BenchGemm, TimesAProductWithItsRateAndTheLibraryThatRanIt) {
+  const Outcome r = run(kBench + " --nets=LeNet --threads=1 --benchmark_filter='^GEMM/16x100x150/' "
+                                 "--benchmark_min_time=0.01 --benchmark_format=json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto doc = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+  ASSERT_EQ(doc.at("benchmarks").size(), 1u) << r.output;
+  const auto& row = doc.at("benchmarks")[0];
+  EXPECT_GT(row.at("GFLOP/s").get<double>(), 0.0) << r.output;
+  const std::string label = row.at("label");
+  EXPECT_TRUE(label.starts_with("LeNet conv2; ")) << label;
+  EXPECT_TRUE(label.ends_with("oneDNN sgemm") || label.ends_with("OpenBLAS") || label.ends_with("Eigen")) << label;
+  EXPECT_EQ(doc.at("context").at("cpu_threads"), "1") << r.output;
+}
+
+TEST(BenchGemm, BadFlagsAreUsageErrorsNamingThem) {
+  const struct {
+    std::string args;
+    std::string message;
+  } cases[] = {
+      {"--threads=0", "bench_gemm: --threads must be an integer from 1 to 1024, got '0'"},
+      {"--nets=", "bench_gemm: --nets: give one network or more, comma-separated ("},
+      {"--nets=NoSuchNet --list-shapes", "NoSuchNet"},
+      {"--benchmark_filter=NoSuchShape --benchmark_min_time=0.01",
+       "bench_gemm: no benchmark matches --benchmark_filter='NoSuchShape'; --list-shapes lists them"},
+      {"--no-such-flag", "unrecognized command-line flag: --no-such-flag"},
+  };
+  for (const auto& c : cases) {
+    const Outcome r = run(kBench + " " + c.args);
+    EXPECT_EQ(r.exit_code, 2) << "bench_gemm " << c.args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, c.message)) << "bench_gemm " << c.args << " printed:\n" << r.output;
+  }
+}
+
+}  // namespace
