@@ -7,6 +7,7 @@
 //
 //   build/bench_gemm [--threads=N] [--nets=ResNet50,VGG16] [Google Benchmark flags]
 //   build/bench_gemm --list-shapes        m,n,k and the layers of each shape, one per line
+//   build/bench_gemm --serve [--threads=N]  "m n k seconds" lines in, "GFLOP/s library" lines out
 //
 // Each benchmark is "GEMM/<m>x<n>x<k>" with counter GFLOP/s, labelled with
 // the layers it stands for and the library that ran it.
@@ -18,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -80,37 +82,91 @@ std::string label_of(const GemmShape& s) {
   return label;
 }
 
-void time_product(benchmark::State& state, const GemmShape& s) {
+// One product's operands, timed window by window: A (m, k) and B (k, n) from
+// U(-1, 1), C (m, n), one untimed product first (first touch of C, thread
+// start-up, oneDNN's kernel generation).
+class TimedProduct {
+ public:
   using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  std::srand(7);  // Eigen's Random() draws from rand()
-  const Matrix a = Matrix::Random(s.m, s.k), b = Matrix::Random(s.k, s.n);
-  Matrix c(s.m, s.n);
-  const GemmCalls before = cpu_gemm_calls();
-  product_into(c, a, b);  // warm-up: first touch of c, thread start-up, oneDNN's kernel generation
-  const GemmCalls after = cpu_gemm_calls();
+  TimedProduct(int64_t m, int64_t n, int64_t k) : m_(m), n_(n), k_(k) {
+    std::srand(7);  // Eigen's Random() draws from rand()
+    a_ = Matrix::Random(m, k);
+    b_ = Matrix::Random(k, n);
+    c_.resize(m, n);
+    const GemmCalls before = cpu_gemm_calls();
+    run_once();
+    const GemmCalls after = cpu_gemm_calls();
+    // Which library took the product (Note [Eigen's GEMM on oneDNN's sgemm]); a
+    // build without Glassbox's own sgemm_ counts nothing and names its kernels.
+    ran_on_ = after.onednn > before.onednn       ? "oneDNN sgemm"
+              : after.openblas > before.openblas ? "OpenBLAS"
+                                                 : cpu_gemm_name();
+  }
+  // Seconds of one product.
+  double run_once() {
+    const auto start = std::chrono::steady_clock::now();
+    product_into(c_, a_, b_);
+    benchmark::DoNotOptimize(c_.data());
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  // Products one after another until they add up to `window` seconds; GFLOP/s.
+  double gflops_over(double window) {
+    double seconds = 0.0;
+    int64_t products = 0;
+    while (seconds < window) {
+      seconds += run_once();
+      ++products;
+    }
+    return flops() * static_cast<double>(products) / seconds / 1e9;
+  }
+  double flops() const { return 2.0 * static_cast<double>(m_ * n_) * static_cast<double>(k_); }
+  const std::string& ran_on() const { return ran_on_; }
+  bool is(int64_t m, int64_t n, int64_t k) const { return m == m_ && n == n_ && k == k_; }
+
+ private:
+  int64_t m_, n_, k_;
+  Matrix a_, b_, c_;
+  std::string ran_on_;
+};
+
+void time_product(benchmark::State& state, const GemmShape& s) {
+  TimedProduct product(s.m, s.n, s.k);
   double seconds = 0.0;
   for (auto _ : state) {
-    const auto start = std::chrono::steady_clock::now();
-    product_into(c, a, b);
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    benchmark::DoNotOptimize(c.data());
+    const double elapsed = product.run_once();
     state.SetIterationTime(elapsed);
     seconds += elapsed;
   }
-  const double flops = 2.0 * static_cast<double>(s.m * s.n) * static_cast<double>(s.k);
-  state.counters["GFLOP/s"] = flops * static_cast<double>(state.iterations()) / seconds / 1e9;
-  // Which library took the product (Note [Eigen's GEMM on oneDNN's sgemm]); a
-  // build without Glassbox's own sgemm_ counts nothing and names its kernels.
-  const char* ran_on = after.onednn > before.onednn       ? "oneDNN sgemm"
-                       : after.openblas > before.openblas ? "OpenBLAS"
-                                                          : cpu_gemm_name();
-  state.SetLabel(cat(label_of(s), "; ", ran_on));
+  state.counters["GFLOP/s"] = product.flops() * static_cast<double>(state.iterations()) / seconds / 1e9;
+  state.SetLabel(cat(label_of(s), "; ", product.ran_on()));
+}
+
+// --serve: for bench/gemm_vs_torch.py, which alternates short windows of this
+// and of the PyTorch peer. Reads "m n k seconds" per line, answers
+// "GFLOP/s library" per line; the operands of the last shape are kept.
+void serve() {
+  std::printf("ready: %s\n", cpu_blas_description().c_str());
+  std::fflush(stdout);
+  std::unique_ptr<TimedProduct> product;
+  char text[256];
+  while (std::fgets(text, sizeof text, stdin) != nullptr) {
+    long long m = 0, n = 0, k = 0;
+    double window = 0.0;
+    if (std::sscanf(text, "%lld %lld %lld %lf", &m, &n, &k, &window) != 4 || m < 1 || n < 1 || k < 1 ||
+        window <= 0.0) {
+      std::printf("error: expected 'm n k seconds', got '%s'\n", text);
+    } else {
+      if (!product || !product->is(m, n, k)) product = std::make_unique<TimedProduct>(m, n, k);
+      std::printf("%.3f %s\n", product->gflops_over(window), product->ran_on().c_str());
+    }
+    std::fflush(stdout);
+  }
 }
 
 int run(int argc, char** argv) {
   std::vector<std::string> nets = {"ResNet50", "VGG16"};
   int threads = 0;
-  bool list = false;
+  bool list = false, serve_requests = false;
   std::vector<char*> passed_on = {argv[0]};
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -121,6 +177,8 @@ int run(int argc, char** argv) {
       if (nets.empty()) throw ConfigError("--nets: give one network or more, comma-separated (" + net_names() + ")");
     } else if (arg == "--list-shapes") {
       list = true;
+    } else if (arg == "--serve") {
+      serve_requests = true;
     } else {
       passed_on.push_back(argv[i]);
     }
@@ -129,6 +187,12 @@ int run(int argc, char** argv) {
   for (GemmShape& s : convolution_shapes(nets)) shapes.push_back(std::move(s));
   if (list) {
     for (const GemmShape& s : shapes) std::printf("%ld,%ld,%ld %s\n", s.m, s.n, s.k, label_of(s).c_str());
+    return 0;
+  }
+  if (serve_requests) {
+    if (threads > 0) omp_set_num_threads(threads);
+    const Context ctx = Context::cpu();  // Eigen on one thread, the BLAS on every one (as the layers run)
+    serve();
     return 0;
   }
   int count = static_cast<int>(passed_on.size());

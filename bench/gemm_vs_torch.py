@@ -5,17 +5,20 @@ torch_gemm.py), shape by shape, alternating which side goes first every
 round, at 2048^3 and at every im2col product of ResNet-50's and VGG16's
 convolutions (issue 11's GEMM bar: at least 0.95 of torch.matmul).
 
-For each shape and round both sides time the same product within seconds of
-each other; the ratio of a shape is the median of its rounds' ratios
-(Glassbox GFLOP/s over PyTorch's), so a slow phase of the machine that hits
-both sides of a round cancels. Prints one row per shape, and the rounds'
-ratios; --json writes every round after each one (an interrupted run keeps
-what it measured).
+Both sides stay running (bench_gemm --serve, torch_gemm.py) and time the
+same product in short windows (--window seconds of products repeated), taking
+turns: a round of a shape is --pairs windows each, the first side swapped
+every pair, and its ratio the median of the pairs' ratios (Glassbox GFLOP/s
+over PyTorch's, windows a fraction of a second apart), so that the machine's
+slow phases, which on a shared 2-core VM come and go within seconds, hit
+both sides of a pair alike. A shape's ratio is the median of its rounds'.
+Prints one row per shape, with each round's ratio; --json writes every round
+after each one (an interrupted run keeps what it measured).
 
 Usage:
   python3 bench/gemm_vs_torch.py [--bench build/bench_gemm]
-      [--python /work/venv-torch/bin/python] [--rounds 5] [--threads 2]
-      [--min-time 0.5] [--nets ResNet50,VGG16] [--filter REGEX] [--json PATH]
+      [--python /work/venv-torch/bin/python] [--rounds 3] [--pairs 5] [--window 0.2]
+      [--threads 2] [--nets ResNet50,VGG16] [--filter REGEX] [--json PATH]
 """
 
 import argparse
@@ -47,38 +50,27 @@ def list_shapes(args, env):
     return shapes
 
 
-def glassbox(args, shape, env):
-    name = f"GEMM/{shape['m']}x{shape['n']}x{shape['k']}"
-    command = [args.bench, f"--nets={args.nets}", f"--threads={args.threads}", f"--benchmark_filter=^{name}(/|$)",
-               f"--benchmark_min_time={args.min_time}", "--benchmark_format=json"]
-    done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    if done.returncode != 0:
-        sys.exit(f"gemm_vs_torch.py: {' '.join(command)} failed ({done.returncode}):\n"
-                 f"{done.stderr.decode(errors='replace')[-3000:]}")
-    runs = [r for r in json.loads(done.stdout)["benchmarks"] if r["name"].startswith(name + "/")]
-    if len(runs) != 1 or runs[0].get("error_occurred"):
-        sys.exit(f"gemm_vs_torch.py: {name}: expected one result from {args.bench}, got {runs}")
-    return runs[0]["GFLOP/s"], runs[0].get("label", "")
+class Server:
+    """A side that stays running and times one shape per request line:
+    "m n k seconds" in, "GFLOP/s [library]" out, after a "ready: ..." line."""
 
-
-class Peer:
-    """bench/peers/torch_gemm.py, started once, asked one shape at a time."""
-
-    def __init__(self, args, env):
-        command = [args.python, os.path.join(HERE, "peers", "torch_gemm.py"), "--threads", str(args.threads)]
+    def __init__(self, command, env):
+        self.command = command
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         self.banner = self.process.stdout.readline().strip()
         if not self.banner.startswith("ready"):
             sys.exit(f"gemm_vs_torch.py: {' '.join(command)} did not start: {self.banner!r}")
 
-    def gflops(self, shape, min_time):
-        self.process.stdin.write(f"{shape['m']} {shape['n']} {shape['k']} {min_time}\n")
+    def time(self, shape, seconds):
+        """(GFLOP/s, the library's name or "") of products repeated for `seconds`."""
+        self.process.stdin.write(f"{shape['m']} {shape['n']} {shape['k']} {seconds}\n")
         self.process.stdin.flush()
         answer = self.process.stdout.readline().strip()
+        rate, _, library = answer.partition(" ")
         try:
-            return float(answer)
+            return float(rate), library
         except ValueError:
-            sys.exit(f"gemm_vs_torch.py: the PyTorch peer answered {answer!r} for {shape}")
+            sys.exit(f"gemm_vs_torch.py: {' '.join(self.command)} answered {answer!r} for {shape}")
 
     def close(self):
         self.process.stdin.close()
@@ -95,50 +87,62 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bench", default="build/bench_gemm")
     parser.add_argument("--python", default="/work/venv-torch/bin/python")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--pairs", type=int, default=5, help="windows of each side per shape and round")
+    parser.add_argument("--window", type=float, default=0.2, help="seconds of one side's products per window")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--min-time", type=float, default=0.5)
     parser.add_argument("--nets", default="ResNet50,VGG16")
     parser.add_argument("--filter", default="", help="only shapes whose 'MxNxK layers' matches this regex")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args()
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
 
+    if args.rounds < 1 or args.pairs < 1 or args.window <= 0:
+        sys.exit("gemm_vs_torch.py: --rounds and --pairs must be 1 or more, --window above 0")
     shapes = list_shapes(args, env)
-    peer = Peer(args, env)
-    print(f"PyTorch peer: {peer.banner}", file=sys.stderr)
-    rounds = []  # per round: [{"glassbox": GFLOP/s, "pytorch": GFLOP/s, "label": ...} per shape]
+    ours = Server([args.bench, "--serve", f"--threads={args.threads}"], env)
+    theirs = Server([args.python, os.path.join(HERE, "peers", "torch_gemm.py"), "--threads", str(args.threads)], env)
+    print(f"Glassbox: {ours.banner}\nPyTorch: {theirs.banner}", file=sys.stderr)
+    rounds = []  # per round, per shape: {"glassbox": [GFLOP/s per window], "pytorch": [...], "library": ...}
     payload = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "command": sys.argv,
-               "peer": peer.banner, "shapes": shapes, "rounds": rounds}
+               "glassbox": ours.banner, "pytorch": theirs.banner, "shapes": shapes, "rounds": rounds}
     for r in range(args.rounds):
         found = []
         for shape in shapes:
-            if r % 2 == 0:
-                ours, label = glassbox(args, shape, env)
-                theirs = peer.gflops(shape, args.min_time)
-            else:
-                theirs = peer.gflops(shape, args.min_time)
-                ours, label = glassbox(args, shape, env)
-            found.append({"glassbox": ours, "pytorch": theirs, "label": label})
+            ours.time(shape, args.window)  # untimed: each side's operands made, first products run
+            theirs.time(shape, args.window)
+            windows = {"glassbox": [], "pytorch": [], "library": ""}
+            for pair in range(args.pairs):
+                sides = [("glassbox", ours), ("pytorch", theirs)]
+                for side, server in (sides if (r + pair) % 2 == 0 else sides[::-1]):
+                    rate, library = server.time(shape, args.window)
+                    windows[side].append(rate)
+                    windows["library"] = windows["library"] or library
+            found.append(windows)
         rounds.append(found)
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
         if args.json:
             write_json(args.json, payload)
-    peer.close()
+    ours.close()
+    theirs.close()
 
-    print(f"{args.threads} threads, {args.rounds} rounds alternating sides, min time {args.min_time} s; "
-          "GFLOP/s medians; ratio: the median of the rounds' Glassbox / PyTorch")
-    header = f"{'m x n x k':18s} {'Glassbox':>9s} {'PyTorch':>9s} {'ratio':>6s}  {'rounds':24s} layers; Glassbox's kernel"
+    def pair_ratio(windows):
+        return statistics.median(g / t for g, t in zip(windows["glassbox"], windows["pytorch"]))
+
+    print(f"{args.threads} threads, {args.rounds} rounds of {args.pairs} alternating {args.window} s windows per "
+          "shape; GFLOP/s medians over all windows; ratio: the median of the rounds' (each the median of its "
+          "pairs' Glassbox / PyTorch)")
+    header = f"{'m x n x k':16s} {'Glassbox':>9s} {'PyTorch':>9s} {'ratio':>6s}  {'rounds':16s} library: layers"
     print(header)
     print("-" * len(header))
     for i, shape in enumerate(shapes):
-        ours = [rnd[i]["glassbox"] for rnd in rounds]
-        theirs = [rnd[i]["pytorch"] for rnd in rounds]
-        ratios = [o / t for o, t in zip(ours, theirs)]
-        each = " ".join(f"{x:.2f}" for x in ratios)
+        per_round = [pair_ratio(rnd[i]) for rnd in rounds]
+        g = statistics.median(x for rnd in rounds for x in rnd[i]["glassbox"])
+        t = statistics.median(x for rnd in rounds for x in rnd[i]["pytorch"])
+        each = " ".join(f"{x:.2f}" for x in per_round)
         mnk = f"{shape['m']}x{shape['n']}x{shape['k']}"
-        print(f"{mnk:18s} {statistics.median(ours):9.1f} {statistics.median(theirs):9.1f} "
-              f"{statistics.median(ratios):6.2f}  {each:24s} {rounds[0][i]['label']}")
+        print(f"{mnk:16s} {g:9.1f} {t:9.1f} {statistics.median(per_round):6.2f}  {each:16s} "
+              f"{rounds[0][i]['library']}: {shape['layers']}")
 
 
 if __name__ == "__main__":
