@@ -2,10 +2,15 @@
 """bench/interleave.py: Glassbox against PyTorch, interleaved, so that both
 sides see the same machine (load, clocks, thermal state) within minutes.
 
-For each round and each network: build/bench_nets runs that network's
-benchmarks, then bench/peers/pytorch_nets.py runs the same names (order
-swapped every other round; a language model's peer is
-bench/peers/lstm_lm.py --time). Each side's images/s (a language model's
+For each round, network, batch and mode: build/bench_nets runs that
+benchmark, then bench/peers/pytorch_nets.py runs the same name (a language
+model's peer is bench/peers/lstm_lm.py --time), the side that goes first
+swapped every mode and every round. Note [Sides a mode apart]: until stop 26
+each side ran all of a network's modes at once, so that the two
+measurements of one benchmark were minutes apart; on the shared 2-core VM of
+stop 26, where the same build's images/s moved by 30% from minute to minute,
+one-round screens that way read 0.57 to 2.8 (--interleave network keeps the
+old way, with fewer processes started). Each side's images/s (a language model's
 tokens/s) per benchmark is the median
 over the rounds; PyTorch's is the better of its layouts (NCHW and
 channels_last, as bench/compare.py takes it). Prints one row per benchmark:
@@ -19,6 +24,7 @@ Usage:
       [--python /work/venv-torch/bin/python] [--device cpu] [--rounds 3]
       [--modes forward,forward_backward,train_step,inference] [--batch N[,N...]]
       [--threads 2] [--min-time S] [--warmup N] [--layouts nchw,channels_last]
+      [--interleave mode|network]
       [--precision fp32|tf32] [--json PATH] NET ...
 
 --batch takes one batch or several, each a number of samples or a multiple
@@ -176,6 +182,8 @@ def main():
     parser.add_argument("--warmup", type=int, help="untimed steps of each mode on both sides (default: each "
                         "side's 10)")
     parser.add_argument("--layouts", default="nchw,channels_last")
+    parser.add_argument("--interleave", choices=["mode", "network"], default="mode",
+                        help="take turns every mode (default) or every network and batch (all modes at once)")
     parser.add_argument("--precision", choices=["fp32", "tf32"], default="fp32")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args()
@@ -191,9 +199,13 @@ def main():
             rounds.append(found)
             for net in args.nets:
                 for batch in batches[net]:
-                    sides = [("glassbox", glassbox), ("pytorch", pytorch)]
-                    for side, measure in (sides if r % 2 == 0 else sides[::-1]):
-                        found[side].update(measure(args, net, modes, batch, tmp, env))
+                    # Note [Sides a mode apart]: one mode at a time, the side that goes
+                    # first swapped every mode and every round.
+                    groups = [[m] for m in modes] if args.interleave == "mode" else [modes]
+                    for g, group in enumerate(groups):
+                        sides = [("glassbox", glassbox), ("pytorch", pytorch)]
+                        for side, measure in (sides if (r + g) % 2 == 0 else sides[::-1]):
+                            found[side].update(measure(args, net, group, batch, tmp, env))
                     at = f" batch {batch}" if batch else ""
                     print(f"round {r + 1}/{args.rounds}: {net}{at} done", file=sys.stderr, flush=True)
                     if args.json:  # what is measured so far, so that a run cut short keeps it

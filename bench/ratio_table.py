@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """bench/ratio_table.py: issue 11's table from bench/interleave.py's JSON
 files: one Markdown row per network and batch, the ratio (Glassbox's images/s,
-a language model's tokens/s, over PyTorch's better layout) in each mode, then
-every ratio under --below (default 1.0), with each round's ratio so that a
-reader sees how far the rounds agree.
+a language model's tokens/s, over PyTorch's better layout) in each mode, and
+Glassbox's backward over its forward (from the medians: forward_backward's
+step less forward's, over forward's), then every ratio under --below
+(default 1.0), with each round's ratio so that a reader sees how far the
+rounds agree.
 
-Several files may be given (a long run split into several commands); a
-benchmark measured in more than one takes its rounds from all of them. A
-file that interleave.py was still writing ("partial") counts with the rounds
-it has.
+Several files may be given (a long run split into several commands, or
+some networks run again after a change): a benchmark measured in more than
+one takes its rounds from the last file given that has it. A file that
+interleave.py was still writing ("partial") counts with the rounds it has.
 
 Usage:
   python3 bench/ratio_table.py [--below 1.0] RESULT.json [RESULT.json ...]
@@ -28,16 +30,28 @@ MODE_HEADINGS = {"forward": "forward", "forward_backward": "fwd+bwd", "train_ste
 
 
 def load_rounds(paths):
-    """Every round of every file, and the networks in the order first given."""
-    rounds, nets = [], []
+    """The rounds of each benchmark from the last file that measured it, and
+    the networks in the order first given."""
+    by_name, nets = {}, []  # Glassbox benchmark name -> that file's rounds
     for path in paths:
         with open(path) as f:
             data = json.load(f)
-        rounds += data["rounds"]
-        for name in (n for rnd in data["rounds"] for n in rnd["glassbox"]):
+        for name in dict.fromkeys(n for rnd in data["rounds"] for n in rnd["glassbox"]):  # in order, once
+            by_name[name] = data["rounds"]
             net = name.split("/")[0]
             if net not in nets:
                 nets.append(net)
+    # One list of rounds holding each benchmark's own: round i of every file merged.
+    rounds = []
+    for name, file_rounds in by_name.items():
+        for i, rnd in enumerate(file_rounds):
+            if i == len(rounds):
+                rounds.append({"glassbox": {}, "pytorch": {}})
+            if name in rnd["glassbox"]:
+                rounds[i]["glassbox"][name] = rnd["glassbox"][name]
+            for peer in (name, name + LAYOUT_SUFFIX):
+                if peer in rnd["pytorch"]:
+                    rounds[i]["pytorch"][peer] = rnd["pytorch"][peer]
     return rounds, nets
 
 
@@ -60,18 +74,24 @@ def main():
     rounds, nets = load_rounds(args.files)
     rows = rows_from_rounds(rounds, nets)
 
-    table = {}  # (net, batch) -> {mode: ratio}
+    table, rates = {}, {}  # (net, batch) -> {mode: ratio}, {mode: Glassbox's images/s}
     for row in rows:
         net, mode, batch = row["name"].split("/")[:3]
         if len(row["name"].split("/")) > 3 or mode not in MODES:
             continue  # tf32, real data, ranks: not this table's
-        table.setdefault((net, int(batch.split(":")[1])), {})[mode] = row["ratio"]
+        key = (net, int(batch.split(":")[1]))
+        table.setdefault(key, {})[mode] = row["ratio"]
+        rates.setdefault(key, {})[mode] = row["glassbox_images_per_s"]
 
-    print("| network | batch | " + " | ".join(MODE_HEADINGS[m] for m in MODES) + " |")
-    print("|---|---:|" + "---:|" * len(MODES))
-    for (net, batch), ratios in sorted(table.items(), key=lambda item: (nets.index(item[0][0]), item[0][1])):
+    def backward_over_forward(key):
+        forward, both = rates[key].get("forward"), rates[key].get("forward_backward")
+        return f"{forward / both - 1:.2f}" if forward and both else ""
+
+    print("| network | batch | " + " | ".join(MODE_HEADINGS[m] for m in MODES) + " | bwd/fwd |")
+    print("|---|---:|" + "---:|" * (len(MODES) + 1))
+    for key, ratios in sorted(table.items(), key=lambda item: (nets.index(item[0][0]), item[0][1])):
         cells = [f"{ratios[m]:.2f}" if ratios.get(m) else "" for m in MODES]
-        print(f"| {net} | {batch} | " + " | ".join(cells) + " |")
+        print(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + f" | {backward_over_forward(key)} |")
 
     low = [row for row in rows if row["ratio"] is not None and row["ratio"] < args.below]
     print(f"\n{len(low)} of {len(rows)} ratios under {args.below}" + (":" if low else "."))

@@ -48,7 +48,10 @@ if(GLASSBOX_BLAS STREQUAL "OpenBLAS" OR GLASSBOX_BLAS STREQUAL "oneDNN")
                         "${_openblas_dir} (apt-get install libopenblas-openmp-dev, or tools/install_deps.sh); "
                         "-DGLASSBOX_BLAS=Eigen builds on Eigen's own kernels instead")
   endif()
-  set(_gemm_onednn "$<STREQUAL:${GLASSBOX_BLAS},oneDNN>")
+  set(_gemm_onednn 0)
+  if(GLASSBOX_BLAS STREQUAL "oneDNN")
+    set(_gemm_onednn 1)
+  endif()
   target_compile_definitions(glassbox_cpu_blas INTERFACE EIGEN_USE_BLAS GLASSBOX_OPENBLAS=1
                                                          GLASSBOX_GEMM_ONEDNN=${_gemm_onednn})
   target_link_libraries(glassbox_cpu_blas INTERFACE "${GLASSBOX_OPENBLAS_LIBRARY}")

@@ -9,10 +9,12 @@
 // the shared library is searched). oneDNN's dnnl_sgemm (Debian's libdnnl,
 // which runs the convolutions already) and OpenBLAS's cblas_sgemm were timed
 // in one process against torch.matmul (PyTorch's, on MKL), alternating runs
-// of 0.2 s (bench/probes/gemm_same_process.py; docs/performance.md, "Eigen's
-// GEMM on oneDNN's sgemm"). In Glassbox's row-major terms, C = L R:
+// of 0.2 s, 2 threads and 1 (bench/probes/gemm_same_process.py; bench/results/
+// 2026-11-26-cpu-xeon-2core-gemm-libraries-probe-stop26.txt; docs/
+// performance.md, "Eigen's GEMM on oneDNN's sgemm"). In Glassbox's row-major
+// terms, C = L R:
 // - A B (a layer's backward-data, an im2col convolution's forward, the 2048^3
-//   yardstick): oneDNN 0.82 to 1.36 of torch.matmul, OpenBLAS 0.76 to 1.06.
+//   yardstick): oneDNN 0.78 to 1.36 of torch.matmul, OpenBLAS 0.78 to 1.06.
 // - A^T B (weight gradients of linear layers, a 1x1 convolution's
 //   backward-data): oneDNN 0.86 to 1.20, OpenBLAS 0.68 to 0.95, except with
 //   fewer than 256 columns, one image's 7x7 or 14x14 pixels in ResNet-50's
@@ -22,7 +24,7 @@
 //   256 x 196 x 1024; `glassbox time ResNet50`: 4.1-4.5 ms on OpenBLAS
 //   against 5.1-5.6 on oneDNN for the first).
 // - A B^T (a linear layer's forward, an LSTM's input projections, a 1x1
-//   convolution's weight gradient): oneDNN 0.56 to 1.03, OpenBLAS 0.86 to 1.59.
+//   convolution's weight gradient): oneDNN 0.56 to 1.03, OpenBLAS 0.75 to 1.59.
 // So A B^T and narrow A^T B run on OpenBLAS, the rest on oneDNN.
 //
 // Inside an OpenMP team (a convolution's tiles, a product's blocks) both
