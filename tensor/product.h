@@ -47,8 +47,8 @@ inline bool small_for_blas(Eigen::Index depth, Eigen::Index rows, Eigen::Index c
 template <typename Dst, typename Lhs, typename Rhs>
 void product_into(Dst&& dst, const Lhs& lhs, const Rhs& rhs, bool accumulate = false) {
   static_assert(int(std::remove_reference_t<Dst>::Flags) & Eigen::RowMajorBit, "dst must be row-major");
-  const Eigen::Index m = dst.rows(), n = dst.cols(), k = lhs.cols();
 #if GLASSBOX_OPENBLAS  // EIGEN_USE_BLAS: sgemm_ is declared by Eigen/src/misc/blas.h
+  const Eigen::Index m = dst.rows(), n = dst.cols(), k = lhs.cols();
   using LhsBlas = Eigen::internal::blas_traits<Lhs>;
   using RhsBlas = Eigen::internal::blas_traits<Rhs>;
   static_assert(LhsBlas::HasUsableDirectAccess && RhsBlas::HasUsableDirectAccess,

@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -127,6 +128,32 @@ TEST(CpuGemm, ProductsOnEveryThreadOfATeamMatchThePlainSum) {
     for (const Case& c : kCases) {
       SCOPED_TRACE(describe(c) + " on thread " + std::to_string(omp_get_thread_num()));
       run_case(c, 40 + omp_get_thread_num() * 9, 33, 70);  // a different product on each thread
+    }
+  }
+}
+
+// beta = 0 means C's old contents are not read: memory planned for one tensor
+// held another's, NaN or infinity included, and none of it may leak through.
+TEST(CpuGemm, ProductIntoOverwritesWhateverDstHeld) {
+  for (const int64_t columns : {int64_t{29}, int64_t{300}}) {
+    for (const bool a_t : {false, true}) {
+      for (const bool b_t : {false, true}) {
+        SCOPED_TRACE(std::string("A") + (a_t ? "^T" : "") + " B" + (b_t ? "^T" : "") + ", " +
+                     std::to_string(columns) + " columns");
+        const int64_t m = 37, k = 53;
+        Operand a = a_t ? Operand(k, m, 1) : Operand(m, k, 1);
+        Operand b = b_t ? Operand(columns, k, 2) : Operand(k, columns, 2);
+        RowMatrix y = RowMatrix::Constant(m, columns, std::numeric_limits<float>::quiet_NaN());
+        y(0, 0) = std::numeric_limits<float>::infinity();
+        if (a_t && b_t) product_into(y, a.map().transpose(), b.map().transpose());
+        else if (a_t) product_into(y, a.map().transpose(), b.map());
+        else if (b_t) product_into(y, a.map(), b.map().transpose());
+        else product_into(y, a.map(), b.map());
+        ASSERT_TRUE(y.allFinite()) << "C's old NaN or infinity reached the product";
+        double sum = 0.0;  // one entry against the plain sum
+        for (int64_t p = 0; p < k; ++p) sum += (a_t ? a.at(p, 5) : a.at(5, p)) * (b_t ? b.at(7, p) : b.at(p, 7));
+        EXPECT_NEAR(y(5, 7), sum, 1e-3 * (1.0 + std::abs(sum)));
+      }
     }
   }
 }
