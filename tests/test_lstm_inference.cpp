@@ -91,7 +91,9 @@ TEST_P(InferenceCases, MatchesGlassboxsOwnForward) {
   Lstm trained("lstm", options);
   testing::LayerHarness h(ctx, trained, {c.x});
   InferencePlan inferring(ctx, options, c.x);
-  if (GLASSBOX_WITH_ONEDNN) EXPECT_NE(inferring.layer.algorithms().find("oneDNN LSTM"), std::string::npos);
+  if (GLASSBOX_WITH_ONEDNN) {
+    EXPECT_NE(inferring.layer.algorithms().find("oneDNN LSTM"), std::string::npos);
+  }
   h.randomize(21);
   const Shape state{options.layers, c.x[1], options.hidden};
   Tensor h0 = ctx.allocate(state, DType::kFloat32, MemoryCategory::kData);
