@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
@@ -48,12 +50,12 @@ bool expect_openblas(const Case& c, int64_t columns) {
 }
 
 // C is a block of a wider matrix too (row stride n + 3), as a layer's block of
-// output features is.
-void run_case(const Case& c, int64_t m, int64_t n, int64_t k) {
+// output features is; every entry of it starts as `initial`.
+void run_case(const Case& c, int64_t m, int64_t n, int64_t k, float initial = 0.5f) {
   Operand a = c.a_transposed ? Operand(k, m, 1) : Operand(m, k, 1);
   Operand b = c.b_transposed ? Operand(n, k, 2) : Operand(k, n, 2);
   const int64_t ldc = n + 3;
-  std::vector<float> out(static_cast<size_t>(m * ldc), 0.5f);
+  std::vector<float> out(static_cast<size_t>(m * ldc), initial);
   StridedMatrixMap y(out.data(), m, n, Eigen::OuterStride<>(ldc));
   auto product = [&](auto&& lhs, auto&& rhs) {
     switch (c.assign) {
@@ -75,14 +77,17 @@ void run_case(const Case& c, int64_t m, int64_t n, int64_t k) {
         sum += (c.a_transposed ? a.at(p, i) : a.at(i, p)) * (c.b_transposed ? b.at(j, p) : b.at(p, j));
       }
       const double expected = c.assign == Assign::kSet || c.assign == Assign::kProductInto ? sum
-                              : c.assign == Assign::kSubtract                            ? 0.5 - sum
-                                                                                         : 0.5 + sum;
+                              : c.assign == Assign::kSubtract                            ? initial - sum
+                                                                                         : initial + sum;
       ASSERT_NEAR(out[static_cast<size_t>(i * ldc + j)], expected, 1e-3 * (1.0 + std::abs(expected)))
           << "at (" << i << ", " << j << ") of " << m << "x" << n << "x" << k;
     }
   }
   for (int64_t i = 0; i < m; ++i) {  // the columns past the block are not C's
-    for (int64_t j = n; j < ldc; ++j) ASSERT_EQ(out[static_cast<size_t>(i * ldc + j)], 0.5f) << "written outside C";
+    for (int64_t j = n; j < ldc; ++j) {
+      const float past = out[static_cast<size_t>(i * ldc + j)];
+      ASSERT_EQ(std::bit_cast<uint32_t>(past), std::bit_cast<uint32_t>(initial)) << "written outside C";
+    }
   }
 }
 
@@ -133,26 +138,14 @@ TEST(CpuGemm, ProductsOnEveryThreadOfATeamMatchThePlainSum) {
 }
 
 // beta = 0 means C's old contents are not read: memory planned for one tensor
-// held another's, NaN or infinity included, and none of it may leak through.
+// held another's, NaN included, and none of it may leak through (0 * NaN is NaN).
 TEST(CpuGemm, ProductIntoOverwritesWhateverDstHeld) {
   for (const int64_t columns : {int64_t{29}, int64_t{300}}) {
     for (const bool a_t : {false, true}) {
       for (const bool b_t : {false, true}) {
-        SCOPED_TRACE(std::string("A") + (a_t ? "^T" : "") + " B" + (b_t ? "^T" : "") + ", " +
-                     std::to_string(columns) + " columns");
-        const int64_t m = 37, k = 53;
-        Operand a = a_t ? Operand(k, m, 1) : Operand(m, k, 1);
-        Operand b = b_t ? Operand(columns, k, 2) : Operand(k, columns, 2);
-        RowMatrix y = RowMatrix::Constant(m, columns, std::numeric_limits<float>::quiet_NaN());
-        y(0, 0) = std::numeric_limits<float>::infinity();
-        if (a_t && b_t) product_into(y, a.map().transpose(), b.map().transpose());
-        else if (a_t) product_into(y, a.map().transpose(), b.map());
-        else if (b_t) product_into(y, a.map(), b.map().transpose());
-        else product_into(y, a.map(), b.map());
-        ASSERT_TRUE(y.allFinite()) << "C's old NaN or infinity reached the product";
-        double sum = 0.0;  // one entry against the plain sum
-        for (int64_t p = 0; p < k; ++p) sum += (a_t ? a.at(p, 5) : a.at(5, p)) * (b_t ? b.at(7, p) : b.at(p, 7));
-        EXPECT_NEAR(y(5, 7), sum, 1e-3 * (1.0 + std::abs(sum)));
+        const Case c{a_t, b_t, Assign::kProductInto};
+        SCOPED_TRACE(describe(c) + ", " + std::to_string(columns) + " columns");
+        run_case(c, 37, columns, 53, std::numeric_limits<float>::quiet_NaN());
       }
     }
   }
