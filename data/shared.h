@@ -1,7 +1,8 @@
 // data/shared.h: what the data sources share: counts and byte offsets in
-// messages with digits grouped by thousands ("47,040,016", as tensor/error.h's
-// DataError example reads), the check of load()'s arguments, and a seeded
-// integer draw that gives the same numbers with any standard library.
+// messages with digits grouped by thousands (tensor/grouped.h, "47,040,016",
+// as tensor/error.h's DataError example reads), the check of load()'s
+// arguments, and a seeded integer draw that gives the same numbers with any
+// standard library.
 #pragma once
 
 #include <cstdint>
@@ -10,23 +11,9 @@
 #include <string>
 
 #include "data/dataset.h"
+#include "tensor/grouped.h"
 
 namespace glassbox {
-
-inline std::string grouped(int64_t value) {
-  const bool negative = value < 0;
-  // Through uint64_t: -INT64_MIN does not fit in int64_t.
-  uint64_t magnitude = negative ? ~static_cast<uint64_t>(value) + 1 : static_cast<uint64_t>(value);
-  std::string digits;
-  int count = 0;
-  do {
-    if (count > 0 && count % 3 == 0) digits.insert(digits.begin(), ',');
-    digits.insert(digits.begin(), static_cast<char>('0' + magnitude % 10));
-    magnitude /= 10;
-    ++count;
-  } while (magnitude > 0);
-  return negative ? "-" + digits : digits;
-}
 
 // Throws Error for an index outside [0, size()), naming the dataset.
 void check_index(const Dataset& dataset, int64_t index);

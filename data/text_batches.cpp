@@ -11,7 +11,6 @@ namespace glassbox {
 TextBatches::TextBatches(Context& ctx, std::shared_ptr<const TextCorpus> corpus, Split split, BpttOptions options)
     : ctx_(ctx),
       corpus_(std::move(corpus)),
-      split_(split),
       windows_(corpus_->tokens(split), options, cat(corpus_->name(), " ", name_of(split))) {}
 
 std::string TextBatches::describe() const { return windows_.describe(); }

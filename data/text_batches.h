@@ -38,7 +38,6 @@ class TextBatches final : public BatchSource {
  private:
   Context& ctx_;
   std::shared_ptr<const TextCorpus> corpus_;
-  Split split_;
   BpttWindows windows_;
   int64_t next_window_ = 0;
   LoaderStats stats_;

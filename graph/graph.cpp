@@ -54,7 +54,7 @@ void check_plan_fits(const Context& ctx, std::initializer_list<std::pair<MemoryC
 
 // Reserves one layer's parameters and returns their offsets: each aligned on
 // its own, or, for a layer that packs them (Layer::packs_parameters), as one
-// block aligned at its start, the parameters back to back in it.
+// block aligned at its start, each parameter at its packed_offsets() entry.
 std::vector<size_t> reserve_parameters(ArenaPlan& plan, const Layer& layer) {
   std::vector<size_t> offsets;
   const std::vector<ParamSpec> specs = layer.param_specs();
@@ -64,11 +64,8 @@ std::vector<size_t> reserve_parameters(ArenaPlan& plan, const Layer& layer) {
   }
   size_t block = 0;
   for (const ParamSpec& spec : specs) block += bytes_of(spec.shape, DType::kFloat32);
-  size_t offset = plan.reserve(block);
-  for (const ParamSpec& spec : specs) {
-    offsets.push_back(offset);
-    offset += bytes_of(spec.shape, DType::kFloat32);
-  }
+  const size_t start = plan.reserve(block);
+  for (size_t packed : layer.packed_offsets()) offsets.push_back(start + packed);
   return offsets;
 }
 
@@ -215,54 +212,6 @@ void Graph::allocate_parameters(Context& ctx) {
       }
     }
   }
-}
-
-std::vector<NamedTensor> Graph::named_parameters() const {
-  if (!compiled_) throw Error("named_parameters: the graph is not compiled; call compile(ctx) first");
-  return named_views(parameters_);
-}
-
-std::vector<NamedTensor> Graph::named_views(const Tensor& flat) const {
-  if (!compiled_) throw Error("named_views: the graph is not compiled; call compile(ctx) first");
-  if (!flat.defined() || flat.bytes() != parameters_.bytes()) {
-    throw ShapeError(cat("named_views: ", flat.defined() ? flat.str() : std::string("an undefined tensor"),
-                         " is not laid out as the parameters (", format_bytes(static_cast<int64_t>(parameters_.bytes())),
-                         ")"));
-  }
-  std::vector<NamedTensor> views;
-  for (const ParameterSlot& slot : parameter_slots_) {
-    views.push_back({slot.name, flat.view(slot.offset, slot.shape, DType::kFloat32).named(slot.name)});
-  }
-  return views;
-}
-
-std::vector<Graph::ParameterRange> Graph::parameter_ranges() const {
-  if (!compiled_) throw Error("parameter_ranges: the graph is not compiled; call compile(ctx) first");
-  std::vector<ParameterRange> ranges;
-  const auto* base = static_cast<const std::byte*>(parameters_.raw());
-  for (size_t k = 0; k < layers_.size(); ++k) {
-    const Node& node = nodes_[static_cast<size_t>(layers_[k])];
-    if (node.params.empty()) continue;
-    const Tensor& first = node.params.front();
-    const Tensor& last = node.params.back();
-    const auto begin = static_cast<size_t>(static_cast<const std::byte*>(first.raw()) - base);
-    const auto end = static_cast<size_t>(static_cast<const std::byte*>(last.raw()) - base) + last.bytes();
-    ranges.push_back({layers_[k], static_cast<int>(layers_.size() - 1 - k), begin, end});
-  }
-  return ranges;
-}
-
-std::vector<NamedTensor> Graph::named_state() const {
-  if (!compiled_) throw Error("named_state: the graph is not compiled; call compile(ctx) first");
-  std::vector<NamedTensor> state;
-  for (int i : layers_) {
-    const Node& node = nodes_[static_cast<size_t>(i)];
-    for (NamedTensor& t : node.layer->state()) {
-      const std::string name = cat(node.name, ".", t.name);
-      state.push_back({name, t.tensor.named(name)});
-    }
-  }
-  return state;
 }
 
 // Inputs in their own arena; activations and their gradients where the

@@ -58,7 +58,8 @@ class Embedding final : public Layer {
   void check_tokens(const Tensor& tokens) const;
 
   Options options_;
-  bool deterministic_ = false;  // CUDA: the ordered backward kernel instead of atomics
+  // CUDA: the ordered backward kernel instead of atomics (unread in a CPU-only build).
+  [[maybe_unused]] bool deterministic_ = false;
 };
 
 }  // namespace glassbox

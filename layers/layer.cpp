@@ -207,4 +207,14 @@ void Layer::backward(Context& ctx, const BackwardArgs& args) {
   }
 }
 
+std::vector<size_t> Layer::packed_offsets() const {
+  std::vector<size_t> offsets;
+  size_t offset = 0;
+  for (const ParamSpec& spec : param_specs()) {
+    offsets.push_back(offset);
+    offset += static_cast<size_t>(spec.shape.numel()) * sizeof(float);
+  }
+  return offsets;
+}
+
 }  // namespace glassbox

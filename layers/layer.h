@@ -233,13 +233,17 @@ class Layer {
   // between the two, so that each is timed and traced as its own pass
   // (graph/step_spans.h). Layers whose one call computes both (batch norm) say no.
   virtual bool splits_backward() const { return false; }
-  // Whether the graph must place this layer's parameters back to back, in
-  // param_specs() order, with no alignment gaps between them (one block,
-  // aligned at its start), and their gradients likewise. For a layer whose
-  // library call takes all its weights as one buffer (cuDNN's RNN weight
-  // space, layers/lstm_cuda.cpp): the parameters are then views into that
-  // buffer, and nothing is copied. Other layers' parameters are each aligned.
+  // Whether the graph must place this layer's parameters in one block with
+  // no gaps (aligned at its start), each at its packed_offsets() entry, and
+  // their gradients likewise. For a layer whose library call takes all its
+  // weights as one buffer (cuDNN's RNN weight space, layers/lstm_cuda.cpp):
+  // the parameters are then views into that buffer, and nothing is copied.
+  // Other layers' parameters are each aligned.
   virtual bool packs_parameters() const { return false; }
+  // Where each parameter (param_specs() order) lies in the packed block, in
+  // bytes: back to back in that order unless the layer's library lays them
+  // out otherwise (Note [LSTM weight space]). Read after prepare.
+  virtual std::vector<size_t> packed_offsets() const;
 
   // Makes everything the layer needs on ctx's device: saved state,
   // descriptors, algorithm choices, its workspace size. Called once, at graph

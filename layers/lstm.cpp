@@ -113,6 +113,10 @@ void Lstm::check_state_shape(const Tensor& t, const char* what) const {
   }
 }
 
+std::vector<size_t> Lstm::packed_offsets() const {
+  return packed_offsets_.empty() ? Layer::packed_offsets() : packed_offsets_;
+}
+
 }  // namespace glassbox
 
 #if !GLASSBOX_WITH_CUDA

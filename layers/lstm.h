@@ -10,9 +10,10 @@
 //   dropout p: inverted dropout on the output of every layer but the last,
 //   in training only (nn.LSTM's `dropout`).
 //   params of layer l, in this order: weight_ih_l{l} (4H, I or H),
-//   weight_hh_l{l} (4H, H), bias_ih_l{l} (4H), bias_hh_l{l} (4H); packed back
-//   to back (packs_parameters: the CUDA path hands them to cuDNN as its
-//   weight space, Note [LSTM weight space] in layers/lstm_cuda.cpp).
+//   weight_hh_l{l} (4H, H), bias_ih_l{l} (4H), bias_hh_l{l} (4H); packed in
+//   one block (packs_parameters: the CUDA path hands it to cuDNN as its
+//   weight space, each parameter where cuDNN has it, Note [LSTM weight
+//   space] in layers/lstm_cuda.cpp).
 //   backward: dx (= or +=) through every layer and step; dW, db += ...; no
 //   gradient flows into the initial state (it is detached, as PyTorch's
 //   repackage_hidden does for truncated back-propagation through time).
@@ -59,6 +60,8 @@ class Lstm final : public Layer {
   // dx through the recurrence of every layer, then dW and db of every layer.
   bool splits_backward() const override { return true; }
   bool packs_parameters() const override { return true; }
+  // Back to back on the CPU; where cuDNN's weight space has them on CUDA.
+  std::vector<size_t> packed_offsets() const override;
   const Options& options() const { return options_; }
 
   // Zeroes the initial and final state; the next forward starts from zeros
@@ -104,6 +107,9 @@ class Lstm final : public Layer {
   Tensor dhidden_;              // (T,B,H): dL/dh of the layer below (L > 1)
   Tensor dh_step_, dc_step_;    // (B,H): the step's dL/dh_t and the carried dL/dc
   bool last_forward_dropped_ = false;
+
+  // CUDA: each parameter's byte offset in cuDNN's weight space (prepare_cuda).
+  std::vector<size_t> packed_offsets_;
 };
 
 }  // namespace glassbox

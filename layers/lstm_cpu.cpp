@@ -191,6 +191,7 @@ void backward_recurrence(const LayerBackward& l, int64_t T, int64_t B, int64_t H
 
 void Lstm::prepare_cpu(Context& ctx, const PrepareOptions& options) {
   allocate_state(ctx);
+  packed_offsets_.clear();  // back to back (Layer::packed_offsets)
   const int64_t T = input_shapes()[0][0], B = input_shapes()[0][1], H = options_.hidden;
   const int L = options_.layers;
   auto allocate = [&](Shape shape) {

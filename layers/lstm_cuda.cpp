@@ -22,23 +22,36 @@
 // CUDNN_RNN_ALGO_STANDARD's backward weights are bitwise reproducible has not
 // been checked on a GPU.
 //
+// Note [One backward per forward]: cudnnRNNBackwardData_v8 takes the reserve
+// space, which the training forward filled, as input and output (a non-const
+// pointer; cudnnRNNBackwardWeights_v8 reads it after). On an H100 with cuDNN
+// 9.19 (tools/gpu_check.sh, 2026-11-27) a two-layer LSTM's first backward
+// matched the CPU in dx and every weight gradient, and a second backward on
+// the same forward got 105 of 105 elements of dx wrong: the reserve space had
+// changed. The CPU path has no such limit, so backward_cuda refuses a second
+// backward rather than return garbage, and the parity check
+// (tests/support/checks.cpp) runs the forward again before its GradMode::kAdd
+// backward. Not yet run on a GPU: the refusal and the re-run parity check
+// (tests/test_lstm_cudnn.cpp, test_lstm.cpp's CudaMatchesCpu).
+//
 // Note [LSTM weight space]: cuDNN takes all of an RNN's weights as one buffer,
 // the weight space, whose layout is cuDNN's to define; cudnnGetRNNWeightParams
-// says where each matrix and bias of each layer (pseudoLayer) lies. The
-// layout expected for a unidirectional CUDNN_LSTM with two biases (the one
-// PyTorch's flat weights are views into) is, per layer: the input matrices of gates
-// i, f, g, o (linLayerID 0-3), each (H, I_l) row-major, then the recurrent
-// ones (4-7), each (H, H), then the input biases of 0-3 and the recurrent ones
-// of 4-7. That is param_specs() laid back to back: weight_ih_l{l} (4H, I_l) is
-// the four input matrices one above the other, and so on. So the layer asks
-// the graph to pack its parameters (Layer::packs_parameters), and the flat
-// parameter and gradient buffers are the weight space and its gradient:
-// nothing is copied. Since the layout is cuDNN's, prepare checks rather than
-// assumes it: the weight space's size must be the parameters' bytes, and each
-// of the 8 matrices and 8 biases of every layer must lie where Glassbox's
-// views put it; otherwise prepare throws ConfigError naming the matrix and
-// both offsets. Forward and backward check that the tensors they get are
-// packed so (a pointer comparison per parameter).
+// says where each matrix and bias of each layer (pseudoLayer) lies. Within one
+// parameter the layout is PyTorch's: weight_ih_l{l} (4H, I_l) is the input
+// matrices of gates i, f, g, o (linLayerID 0-3), each (H, I_l) row-major, one
+// above the other, and so on. The order of the parameters is not per layer:
+// on an H100 with cuDNN 9.19, the matrices of every layer come first, then
+// every layer's biases (a two-layer LSTM's bias_ih_l0 followed weight_hh_l1;
+// tools/gpu_check.sh, 2026-11-27), where the first version of this layer had
+// assumed param_specs() order and refused to run. So prepare asks cuDNN where
+// each parameter's gate i lies, checks that its other gates follow as one
+// block and that the parameters tile the weight space exactly (ConfigError
+// naming the parameter otherwise), and hands those offsets to the graph
+// (Layer::packed_offsets), which places the packed parameters and their
+// gradients there (Layer::packs_parameters): the flat buffers are the weight
+// space and its gradient, and nothing is copied, as PyTorch's flat weights
+// are views into it. Forward and backward check that the tensors they get
+// lie so (a pointer comparison per parameter).
 #include "layers/lstm.h"
 
 #include <algorithm>
@@ -70,6 +83,7 @@ struct LstmState final : BackendState {
   std::vector<size_t> offsets;  // each parameter's byte offset in the weight space
   size_t weight_bytes = 0, work_bytes = 0, reserve_bytes = 0, dx_offset = 0;
   bool last_forward_trained = false;
+  bool reserve_consumed = false;  // a backward has run since the last training forward
   std::string algorithms() const override { return "cuDNN RNN standard"; }
 };
 
@@ -79,9 +93,14 @@ Tensor allocate_bytes(Context& ctx, size_t bytes) {
   return ctx.allocate(Shape{words}, DType::kFloat32, MemoryCategory::kLayerState);
 }
 
+// The weight space's start: where the first parameter's offset counts from.
+void* weight_space_of(std::span<const Tensor> tensors, const std::vector<size_t>& offsets) {
+  return static_cast<std::byte*>(tensors[0].raw()) - offsets[0];
+}
+
 // Which of the parameter tensors does not lie at base + offsets[k]; -1 if all do.
 int unpacked_index(std::span<const Tensor> tensors, const std::vector<size_t>& offsets) {
-  const auto* base = static_cast<const std::byte*>(tensors[0].raw());
+  const auto* base = static_cast<const std::byte*>(weight_space_of(tensors, offsets));
   for (size_t k = 0; k < tensors.size(); ++k) {
     if (static_cast<const std::byte*>(tensors[k].raw()) != base + offsets[k]) return static_cast<int>(k);
   }
@@ -98,16 +117,24 @@ int64_t elements_of(cudnnTensorDescriptor_t desc) {
   return count;
 }
 
-// "" if cuDNN's weight space is the packed parameters (Note [LSTM weight
-// space]), else what differs. `scratch` is a buffer of the weight space's
-// size: cuDNN reports addresses inside it.
-std::string weight_space_mismatch(cudnnHandle_t handle, const LstmState& s, const std::vector<ParamSpec>& specs,
-                                  const Tensor& scratch, int layers, int64_t hidden, bool bias) {
+// Where cuDNN's weight space has each parameter (param_specs() order), in
+// bytes, read from cudnnGetRNNWeightParams (Note [LSTM weight space]); throws
+// ConfigError if a parameter's four gates are not one
+// row-major block or the parameters do not tile the weight space exactly.
+// `scratch` is a buffer of the weight space's size: cuDNN reports addresses
+// inside it.
+std::vector<size_t> weight_space_offsets(const Lstm& layer, cudnnHandle_t handle, const LstmState& s,
+                                         const std::vector<ParamSpec>& specs, const Tensor& scratch) {
+  const int layers = layer.options().layers, per_layer = layer.options().bias ? 4 : 2;
+  const int64_t hidden = layer.options().hidden;
   const auto* base = static_cast<const std::byte*>(scratch.raw());
   auto matrix = make_descriptor<TensorDescriptor>(cudnnCreateTensorDescriptor);
   auto vector = make_descriptor<TensorDescriptor>(cudnnCreateTensorDescriptor);
-  const int per_layer = bias ? 4 : 2;
   const char* gates = "ifgo";
+  std::vector<size_t> offsets(specs.size());
+  const auto fail_at = [&](const std::string& what) {
+    throw ConfigError(cat(layer.name(), " (LSTM): ", what, " (Note [LSTM weight space] in layers/lstm_cuda.cpp)"));
+  };
   for (int l = 0; l < layers; ++l) {
     for (int id = 0; id < 8; ++id) {
       void* m = nullptr;
@@ -115,27 +142,41 @@ std::string weight_space_mismatch(cudnnHandle_t handle, const LstmState& s, cons
       CUDNN_CHECK(cudnnGetRNNWeightParams(handle, s.rnn.get(), l, s.weight_bytes, scratch.raw(), id, matrix.get(), &m,
                                           vector.get(), &b));
       const int gate = id % 4, recurrent = id / 4;
-      const auto where = [&](int param, int64_t gate_elements, const void* got) -> std::string {
-        const size_t expected = s.offsets[static_cast<size_t>(param)] + static_cast<size_t>(gate * gate_elements) * 4;
-        const auto actual = static_cast<const std::byte*>(got) - base;
-        if (got != nullptr && static_cast<size_t>(actual) == expected) return "";
-        return cat("cuDNN expects ", specs[static_cast<size_t>(param)].name, " gate ", gates[gate], " (layer ", l,
-                   ", linLayerID ", id, ") at byte ", got ? std::to_string(actual) : std::string("(none)"),
-                   " of its weight space; Glassbox's packed parameters put it at byte ", expected,
-                   " (Note [LSTM weight space] in layers/lstm_cuda.cpp)");
+      // Gate 0 places the parameter; gates 1-3 must follow it, row-major.
+      const auto place = [&](int param, int64_t gate_elements, const void* got, int64_t described) {
+        const std::string& name = specs[static_cast<size_t>(param)].name;
+        if (got == nullptr) fail_at(cat("cuDNN has no ", name, " gate ", gates[gate], " (layer ", l, ", linLayerID ", id, ")"));
+        if (described != gate_elements) {
+          fail_at(cat("cuDNN describes ", name, " gate ", gates[gate], " with ", described, " elements, Glassbox with ",
+                      gate_elements));
+        }
+        const auto at = static_cast<size_t>(static_cast<const std::byte*>(got) - base);
+        size_t& offset = offsets[static_cast<size_t>(param)];
+        if (gate == 0) offset = at;
+        const size_t expected = offset + static_cast<size_t>(gate * gate_elements) * sizeof(float);
+        if (at != expected) {
+          fail_at(cat("cuDNN has ", name, " gate ", gates[gate], " (layer ", l, ", linLayerID ", id, ") at byte ", at,
+                      " of its weight space, not at byte ", expected, " after gate i: the gates are not one block"));
+        }
       };
       const int w = l * per_layer + recurrent;
       const int64_t in = specs[static_cast<size_t>(w)].shape[1];
-      if (std::string error = where(w, hidden * in, m); !error.empty()) return error;
-      if (elements_of(matrix.get()) != hidden * in) {
-        return cat("cuDNN describes ", specs[static_cast<size_t>(w)].name, " gate ", gates[gate], " with ",
-                   elements_of(matrix.get()), " elements, Glassbox with ", hidden * in);
-      }
-      if (!bias) continue;
-      if (std::string error = where(l * per_layer + 2 + recurrent, hidden, b); !error.empty()) return error;
+      place(w, hidden * in, m, elements_of(matrix.get()));
+      if (per_layer == 4) place(l * per_layer + 2 + recurrent, hidden, b, elements_of(vector.get()));
     }
   }
-  return "";
+  // The sizes add up to the weight space (checked by the caller), so disjoint
+  // parameters inside it tile it exactly.
+  std::vector<size_t> order(specs.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return offsets[a] < offsets[b]; });
+  size_t end = 0;
+  for (size_t k : order) {
+    if (offsets[k] < end) fail_at(cat("cuDNN's ", specs[k].name, " at byte ", offsets[k], " overlaps the parameter before it"));
+    end = offsets[k] + static_cast<size_t>(specs[k].shape.numel()) * sizeof(float);
+  }
+  if (end > s.weight_bytes) fail_at(cat("cuDNN's parameters end at byte ", end, " of a ", s.weight_bytes, "-byte weight space"));
+  return offsets;
 }
 
 }  // namespace
@@ -186,13 +227,11 @@ void Lstm::prepare_cuda(Context& ctx, const PrepareOptions& options) {
   CUDNN_CHECK(cudnnSetTensorNdDescriptor(s->state.get(), CUDNN_DATA_FLOAT, 3, dims, strides));
   s->dx = make_tensor_descriptor(Shape{xs[0] * xs[1], xs[2]});
 
-  // The weight space must be the packed parameters (Note [LSTM weight space]).
+  // The packed parameters are the weight space, each where cuDNN has it
+  // (Note [LSTM weight space]); the graph places them after prepare.
   const std::vector<ParamSpec> specs = param_specs();
   size_t total = 0;
-  for (const ParamSpec& spec : specs) {
-    s->offsets.push_back(total);
-    total += static_cast<size_t>(spec.shape.numel()) * sizeof(float);
-  }
+  for (const ParamSpec& spec : specs) total += static_cast<size_t>(spec.shape.numel()) * sizeof(float);
   CUDNN_CHECK(cudnnGetRNNWeightSpaceSize(handle, s->rnn.get(), &s->weight_bytes));
   if (s->weight_bytes != total) {
     fail_option(cat("cuDNN's weight space is ", s->weight_bytes, " bytes, the parameters are ", total,
@@ -200,9 +239,9 @@ void Lstm::prepare_cuda(Context& ctx, const PrepareOptions& options) {
   }
   {
     const Tensor scratch = allocate_bytes(ctx, s->weight_bytes);  // freed at once: only its addresses are read
-    const std::string mismatch = weight_space_mismatch(handle, *s, specs, scratch, L, H, options_.bias);
-    if (!mismatch.empty()) fail_option(mismatch);
+    s->offsets = weight_space_offsets(*this, handle, *s, specs, scratch);
   }
+  packed_offsets_ = s->offsets;
 
   size_t inference_work = 0, training_work = 0, unused = 0;
   CUDNN_CHECK(cudnnGetRNNTempSpaceSizes(handle, s->rnn.get(), CUDNN_FWD_MODE_INFERENCE, s->x.get(), &inference_work,
@@ -222,16 +261,17 @@ void Lstm::forward_cuda(Context& ctx, const ForwardArgs& args) {
   auto& s = state_as<LstmState>(backend_);
   if (const int k = unpacked_index(args.params, s.offsets); k >= 0) {
     fail_option(cat("parameter ", param_specs()[static_cast<size_t>(k)].name,
-                    " is not where cuDNN's weight space has it: the parameters must be packed back to back"
+                    " is not where cuDNN's weight space has it: the parameters must lie at packed_offsets()"
                     " (Layer::packs_parameters)"));
   }
   begin_forward();
   const bool training = args.phase == Phase::kTraining;
   s.last_forward_trained = training;
+  s.reserve_consumed = false;
   CUDNN_CHECK(cudnnRNNForward(cudnn_of(ctx), s.rnn.get(), training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE,
                               static_cast<const int32_t*>(s.seq_lengths.raw()), s.x.get(), args.inputs[0].raw(),
                               s.y.get(), args.output.raw(), s.state.get(), h0_.raw(), hT_.raw(), s.state.get(),
-                              c0_.raw(), cT_.raw(), s.weight_bytes, args.params[0].raw(), s.work_bytes,
+                              c0_.raw(), cT_.raw(), s.weight_bytes, weight_space_of(args.params, s.offsets), s.work_bytes,
                               checked_workspace(ctx), training ? s.reserve_bytes : 0,
                               training ? s.reserve.raw() : nullptr));
 }
@@ -241,6 +281,11 @@ void Lstm::backward_cuda(Context& ctx, const BackwardArgs& args) {
   if (!s.last_forward_trained) {
     fail("backward after an inference-phase forward: cuDNN kept nothing for it; run a training forward first");
   }
+  if (s.reserve_consumed) {
+    fail("a second backward after one forward: cuDNN's backward uses up what the forward kept in its reserve "
+         "space (Note [One backward per forward] in layers/lstm_cuda.cpp); run the forward again first");
+  }
+  s.reserve_consumed = true;
   if (const int k = unpacked_index(args.param_grads, s.offsets); k >= 0) {
     fail_option(cat("gradient of ", param_specs()[static_cast<size_t>(k)].name,
                     " is not where cuDNN's weight space has it: the gradients must be packed as the parameters"));
@@ -255,14 +300,14 @@ void Lstm::backward_cuda(Context& ctx, const BackwardArgs& args) {
   CUDNN_CHECK(cudnnRNNBackwardData_v8(handle, s.rnn.get(), seq_lengths, s.y.get(), args.output.raw(),
                                       args.output_grad.raw(), s.x.get(), dx_out, s.state.get(), h0_.raw(), nullptr,
                                       nullptr, s.state.get(), c0_.raw(), nullptr, nullptr, s.weight_bytes,
-                                      args.params[0].raw(), s.work_bytes, work, s.reserve_bytes, s.reserve.raw()));
+                                      weight_space_of(args.params, s.offsets), s.work_bytes, work, s.reserve_bytes, s.reserve.raw()));
   if (dx.defined() && !direct) {
     CUDNN_CHECK(cudnnAddTensor(handle, &kOne, s.dx.get(), dx_out, &kOne, s.dx.get(), dx.raw()));
   }
   ctx.switch_pass(Pass::kBackwardWeights);
   CUDNN_CHECK(cudnnRNNBackwardWeights_v8(handle, s.rnn.get(), CUDNN_WGRAD_MODE_ADD, seq_lengths, s.x.get(),
                                          args.inputs[0].raw(), s.state.get(), h0_.raw(), s.y.get(), args.output.raw(),
-                                         s.weight_bytes, args.param_grads[0].raw(), s.work_bytes, work,
+                                         s.weight_bytes, weight_space_of(args.param_grads, s.offsets), s.work_bytes, work,
                                          s.reserve_bytes, s.reserve.raw()));
 }
 

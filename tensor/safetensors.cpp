@@ -21,6 +21,7 @@
 
 #include "tensor/atomic_file.h"
 #include "tensor/error.h"
+#include "tensor/grouped.h"
 #include "tensor/shape.h"
 
 namespace glassbox {
@@ -54,16 +55,6 @@ std::string known_dtypes() {
   std::string names;
   for (const auto& d : kDtypes) names += cat(names.empty() ? "" : ", ", d.name);
   return names;
-}
-
-std::string commas(uint64_t n) {  // 1234567 -> "1,234,567", as DataError's messages write offsets
-  const std::string digits = std::to_string(n);
-  std::string text;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) text += ',';
-    text += digits[i];
-  }
-  return text;
 }
 
 std::string shape_text(const std::vector<int64_t>& shape) {
@@ -141,8 +132,8 @@ Entry parse_entry(const std::string& name, const Json& entry, const std::string&
   e.end = unsigned_at(offsets[1]);
   if (e.end < e.begin) bad_file(path, cat(what, ": data_offsets ", offsets.dump(), " end before they begin"));
   if (e.end - e.begin != numel * size) {
-    bad_file(path, cat(what, ": ", e.tensor.dtype, " ", shape_text(e.tensor.shape), " takes ", commas(numel * size),
-                       " bytes; its data_offsets ", offsets.dump(), " hold ", commas(e.end - e.begin)));
+    bad_file(path, cat(what, ": ", e.tensor.dtype, " ", shape_text(e.tensor.shape), " takes ", grouped(numel * size),
+                       " bytes; its data_offsets ", offsets.dump(), " hold ", grouped(e.end - e.begin)));
   }
   return e;
 }
@@ -192,17 +183,17 @@ Layout parse_header(std::string_view text, uint64_t data_bytes, const std::strin
   // of the input (as in a C string), so "{} <NUL> anything" would parse as {}.
   // JSON has no raw NUL (a string writes \u0000), so one is refused here.
   if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
-    bad_file(path, cat("the header (bytes 8 to ", commas(data_start), ") is not JSON: at byte ", commas(8 + nul),
+    bad_file(path, cat("the header (bytes 8 to ", grouped(data_start), ") is not JSON: at byte ", grouped(8 + nul),
                        ": a NUL byte (padding is spaces)"));
   }
   Json header;
   try {
     header = Json::parse(text.begin(), text.end(), check);
   } catch (const Json::parse_error& e) {
-    bad_file(path, cat("the header (bytes 8 to ", commas(data_start), ") is not JSON: at byte ",
-                       commas(7 + std::max<size_t>(e.byte, 1)), ": ", json_reason(e)));
+    bad_file(path, cat("the header (bytes 8 to ", grouped(data_start), ") is not JSON: at byte ",
+                       grouped(7 + std::max<size_t>(e.byte, 1)), ": ", json_reason(e)));
   } catch (const Json::exception& e) {
-    bad_file(path, cat("the header (bytes 8 to ", commas(data_start), ") is not JSON: ", json_reason(e)));
+    bad_file(path, cat("the header (bytes 8 to ", grouped(data_start), ") is not JSON: ", json_reason(e)));
   }
   if (!header.is_object()) {
     bad_file(path, cat("the header is a JSON ", header.type_name(), "; the format's is an object of tensors"));
@@ -222,33 +213,33 @@ Layout parse_header(std::string_view text, uint64_t data_bytes, const std::strin
   // Past the end first: a truncated file says more than the gaps it makes.
   for (const Entry& e : layout.entries) {
     if (e.end > data_bytes) {
-      bad_file(path, cat("tensor '", e.tensor.name, "' ends at byte ", commas(data_start + e.end),
-                         " (data offset ", commas(e.end), "), past the end of the file at byte ",
-                         commas(data_start + data_bytes), ": the file is truncated"));
+      bad_file(path, cat("tensor '", e.tensor.name, "' ends at byte ", grouped(data_start + e.end),
+                         " (data offset ", grouped(e.end), "), past the end of the file at byte ",
+                         grouped(data_start + data_bytes), ": the file is truncated"));
     }
   }
   uint64_t expected = 0;  // where the next tensor must begin
   const Entry* previous = nullptr;
   for (const Entry& e : layout.entries) {
     if (e.begin > expected) {
-      bad_file(path, cat("bytes ", commas(data_start + expected), " to ", commas(data_start + e.begin),
+      bad_file(path, cat("bytes ", grouped(data_start + expected), " to ", grouped(data_start + e.begin),
                          " belong to no tensor: ",
-                         previous ? cat("'", previous->tensor.name, "' ends at data offset ", commas(expected), ", '",
-                                        e.tensor.name, "' begins at ", commas(e.begin))
+                         previous ? cat("'", previous->tensor.name, "' ends at data offset ", grouped(expected), ", '",
+                                        e.tensor.name, "' begins at ", grouped(e.begin))
                                   : cat("the first tensor, '", e.tensor.name, "', begins at data offset ",
-                                        commas(e.begin), ", not 0")));
+                                        grouped(e.begin), ", not 0")));
     }
     if (e.begin < expected) {
-      bad_file(path, cat("tensor '", e.tensor.name, "' (data offsets ", commas(e.begin), " to ", commas(e.end),
-                         ", bytes ", commas(data_start + e.begin), " on) overlaps '", previous->tensor.name,
-                         "', which ends at data offset ", commas(expected)));
+      bad_file(path, cat("tensor '", e.tensor.name, "' (data offsets ", grouped(e.begin), " to ", grouped(e.end),
+                         ", bytes ", grouped(data_start + e.begin), " on) overlaps '", previous->tensor.name,
+                         "', which ends at data offset ", grouped(expected)));
     }
     expected = e.end;
     previous = &e;
   }
   if (expected < data_bytes) {
-    bad_file(path, cat(commas(data_bytes - expected), " trailing bytes (", commas(data_start + expected), " to ",
-                       commas(data_start + data_bytes), ") belong to no tensor"));
+    bad_file(path, cat(grouped(data_bytes - expected), " trailing bytes (", grouped(data_start + expected), " to ",
+                       grouped(data_start + data_bytes), ") belong to no tensor"));
   }
   return layout;
 }
@@ -265,12 +256,12 @@ SafetensorsFile read_from(uint64_t size, const ReadAt& read, bool with_data, con
   uint64_t header_bytes = 0;
   for (int i = 7; i >= 0; --i) header_bytes = (header_bytes << 8) | prefix[i];
   if (header_bytes > kMaxHeaderBytes) {
-    bad_file(path, cat("the header length at byte 0 is ", commas(header_bytes), " bytes, more than the format's ",
-                       commas(kMaxHeaderBytes), ": not a safetensors file"));
+    bad_file(path, cat("the header length at byte 0 is ", grouped(header_bytes), " bytes, more than the format's ",
+                       grouped(kMaxHeaderBytes), ": not a safetensors file"));
   }
   if (header_bytes > size - 8) {
-    bad_file(path, cat("the header length at byte 0 is ", commas(header_bytes), " bytes, but only ",
-                       commas(size - 8), " follow: the file is truncated"));
+    bad_file(path, cat("the header length at byte 0 is ", grouped(header_bytes), " bytes, but only ",
+                       grouped(size - 8), " follow: the file is truncated"));
   }
   std::string text(header_bytes, '\0');
   if (header_bytes > 0) read(8, text.data(), header_bytes);
@@ -298,7 +289,7 @@ SafetensorsFile read_path(const std::string& path, bool with_data) {
     errno = 0;
     if (std::fseek(file.get(), static_cast<long>(offset), SEEK_SET) != 0 ||
         std::fread(destination, 1, count, file.get()) != count) {
-      bad_file(path, cat("cannot read bytes ", commas(offset), " to ", commas(offset + count), ": ",
+      bad_file(path, cat("cannot read bytes ", grouped(offset), " to ", grouped(offset + count), ": ",
                          errno != 0 ? std::strerror(errno) : "the file ended early (did it change while being read?)"));
     }
   };
@@ -329,8 +320,8 @@ std::string encode_prefix(const SafetensorsFile& file, const std::string& path) 
     }
     if (too_large || bytes != t.bytes.size()) {
       refuse(path, cat("tensor '", t.name, "': ", t.dtype, " ", shape_text(t.shape), " takes ",
-                       too_large ? std::string("more than 2^64") : commas(bytes), " bytes, it has ",
-                       commas(t.bytes.size())));
+                       too_large ? std::string("more than 2^64") : grouped(bytes), " bytes, it has ",
+                       grouped(t.bytes.size())));
     }
     header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;

@@ -273,7 +273,7 @@ TEST(Cli, SummaryAndTimeTakeAnMlpSpec) {
                                "784 -> 32", "25,450"}) {
     EXPECT_TRUE(contains(r.output, expected)) << "missing " << expected << " in:\n" << r.output;
   }
-  r = run(kCli + " time MLP:100,16,7 --batch 4 --steps 1 --warmup 0");
+  r = run(kCli + " time MLP:100,16,7 --device cpu --batch 4 --steps 1 --warmup 0");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "MLP:100,16,7 on cpu")) << r.output;
   r = run(kCli + " summary MLP:784,10,");

@@ -329,6 +329,19 @@ tee -a "$logs/system.log" <"$logs/libraries.out" && rm -f "$logs/libraries.out"
 to_out "$logs/system.log"
 results_file="bench/results/$(date -u +%F)-$(gpu_slug).json"
 
+# With --prebuilt, the CLI tests run glassbox and bench_* where the build put
+# them (tests/CMakeLists.txt compiles that path in): $repo/build-gpu when DIR
+# was built as docs/gpu_check.md says. The tests that read Fashion-MNIST look
+# where Debian's dataset-fashion-mnist puts it; the carried copy stands in.
+if [ "$dry_run" -eq 0 ] && [ -n "$prebuilt" ] && [ ! -e "$repo/build-gpu" ]; then
+  ln -s "$prebuilt" "$repo/build-gpu" && echo "gpu_check: linked $repo/build-gpu -> $prebuilt"
+fi
+if [ "$dry_run" -eq 0 ] && [ ! -e /usr/share/datasets/fashion-mnist ] \
+   && [ -f "$repo/third_party/fashion-mnist/train-images-idx3-ubyte.gz" ]; then
+  mkdir -p /usr/share/datasets && ln -s "$repo/third_party/fashion-mnist" /usr/share/datasets/fashion-mnist \
+    && echo "gpu_check: linked /usr/share/datasets/fashion-mnist -> $repo/third_party/fashion-mnist"
+fi
+
 if [ -n "$prebuilt" ]; then
   record build ok "prebuilt: $prebuilt"
 elif wanted build; then

@@ -31,17 +31,16 @@ LayerHarness::LayerHarness(Context& ctx_, Layer& layer_, std::vector<Shape> inpu
   const std::vector<ParamSpec> specs = layer.param_specs();
   if (layer.packs_parameters() && !specs.empty()) {
     // As the graph lays them out (Layer::packs_parameters): one block each for
-    // the parameters and their gradients, the tensors back to back.
+    // the parameters and their gradients, each tensor at its packed offset.
     int64_t total = 0;
     for (const ParamSpec& spec : specs) total += spec.shape.numel();
     const Tensor packed = ctx.allocate(Shape{total}, DType::kFloat32, MemoryCategory::kParameters);
     const Tensor packed_grads = ctx.allocate(Shape{total}, DType::kFloat32, MemoryCategory::kGradients);
-    size_t offset = 0;
-    for (const ParamSpec& spec : specs) {
-      params.push_back(packed.view(offset, spec.shape, DType::kFloat32));
-      param_grads.push_back(packed_grads.view(offset, spec.shape, DType::kFloat32));
+    const std::vector<size_t> offsets = layer.packed_offsets();
+    for (size_t k = 0; k < specs.size(); ++k) {
+      params.push_back(packed.view(offsets[k], specs[k].shape, DType::kFloat32));
+      param_grads.push_back(packed_grads.view(offsets[k], specs[k].shape, DType::kFloat32));
       fill_zero(ctx, param_grads.back());
-      offset += static_cast<size_t>(spec.shape.numel()) * sizeof(float);
     }
   } else {
     for (const ParamSpec& spec : specs) {

@@ -39,12 +39,12 @@ int run_corpus(const std::vector<std::string>& words) {
 
   std::printf("%s\n", corpus.describe().c_str());
   std::printf("%s files; vocabulary: the %s most frequent training words of %s, with <unk> and <eos>\n\n",
-              with_commas(corpus.files()).c_str(), with_commas(corpus.vocabulary_size() - 2).c_str(),
-              with_commas(corpus.training_word_types()).c_str());
+              grouped(corpus.files()).c_str(), grouped(corpus.vocabulary_size() - 2).c_str(),
+              grouped(corpus.training_word_types()).c_str());
   Table table({{"split"}, {"entries", Table::Align::kRight}, {"tokens", Table::Align::kRight},
                {"<unk>", Table::Align::kRight}, {"unigram perplexity", Table::Align::kRight}});
   for (Split split : kSplits) {
-    table.add_row({name_of(split), with_commas(corpus.entries(split)), with_commas(corpus.token_count(split)),
+    table.add_row({name_of(split), grouped(corpus.entries(split)), grouped(corpus.token_count(split)),
                    fixed(100.0 * corpus.unknown_rate(split), 2) + "%", fixed(corpus.unigram_perplexity(split), 1)});
   }
   std::printf("%s\n", table.str().c_str());

@@ -86,9 +86,9 @@ int eval_text(const Args& args, const NetSpec& net, Context& ctx, const CompileO
               data.test->describe().c_str());
   std::printf("perplexity: %s (loss %s over %s tokens); the unigram baseline's: %s\n",
               fixed(result.perplexity(), 2).c_str(), fixed(result.loss(), 4).c_str(),
-              with_commas(result.samples).c_str(), fixed(data.corpus->unigram_perplexity(Split::kTest), 1).c_str());
+              grouped(result.samples).c_str(), fixed(data.corpus->unigram_perplexity(Split::kTest), 1).c_str());
   std::printf("time: %s s (%s tokens/s)\n", fixed(result.seconds, 2).c_str(),
-              with_commas(static_cast<int64_t>(static_cast<double>(result.samples) / result.seconds)).c_str());
+              grouped(static_cast<int64_t>(static_cast<double>(result.samples) / result.seconds)).c_str());
   return 0;
 }
 
@@ -112,7 +112,7 @@ int eval_data(const Args& args, const NetSpec& net, Context& ctx, const CompileO
               static_cast<long long>(result.correct), static_cast<long long>(result.samples));
   std::printf("loss: %s\n", fixed(result.loss(), 4).c_str());
   std::printf("time: %s s (%s images/s; waiting for data %s s)\n", fixed(result.seconds, 2).c_str(),
-              with_commas(static_cast<int64_t>(static_cast<double>(result.samples) / result.seconds)).c_str(),
+              grouped(static_cast<int64_t>(static_cast<double>(result.samples) / result.seconds)).c_str(),
               fixed(result.wait_seconds, 2).c_str());
   return 0;
 }

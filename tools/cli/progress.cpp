@@ -56,7 +56,7 @@ void Progress::step(const StepReport& s) {
   const double eta = s.step > 0 ? s.elapsed_seconds / static_cast<double>(s.step) * static_cast<double>(s.steps - s.step)
                                 : 0.0;
   const std::string numbers = cat("loss ", fixed(s.loss, 4), "  lr ", fixed(s.lr, 4), "  ",
-                                  with_commas(static_cast<int64_t>(s.images_per_second)),
+                                  grouped(static_cast<int64_t>(s.images_per_second)),
                                   units_ == Units::kTokens ? " tok/s  ETA " : " img/s  ETA ",
                                   clock_time(eta));
   if (terminal_) {
@@ -98,7 +98,7 @@ void Progress::epoch(const EpochReport& e) {
                     right(cat(static_cast<int>(std::round(100.0 * e.data_wait_seconds / time)), "%"), 5) +
                     right(fixed(e.compute_seconds, 2), 8) +
                     right(cat(static_cast<int>(std::round(100.0 * e.compute_seconds / time)), "%"), 5) +
-                    right(with_commas(static_cast<int64_t>(e.images_per_second)), 10) + right(fixed(e.lr, 6), 10);
+                    right(grouped(static_cast<int64_t>(e.images_per_second)), 10) + right(fixed(e.lr, 6), 10);
   if (e.skipped > 0) row += cat("  (", e.skipped, " unreadable files skipped)");
   std::fprintf(out_, "%s\n", row.c_str());
   std::fflush(out_);

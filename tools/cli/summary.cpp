@@ -49,17 +49,17 @@ int run_summary(const std::vector<std::string>& words) {
     int64_t params = 0;
     for (const ParamSpec& spec : node.layer->param_specs()) params += spec.shape.numel();
     const int64_t macs = node.layer->macs();
-    table.add_row({node.name, std::string(node.layer->type()), node.shape.str(), params ? with_commas(params) : "",
+    table.add_row({node.name, std::string(node.layer->type()), node.shape.str(), params ? grouped(params) : "",
                    macs ? fixed(2.0 * static_cast<double>(macs) / 1e9, 3) : "", node.layer->describe()});
   }
   const double gmacs = static_cast<double>(graph.macs()) / 1e9;
   table.add_rule();
-  table.add_row({"total", "", "", with_commas(graph.parameter_count()), fixed(2.0 * gmacs, 3), ""});
+  table.add_row({"total", "", "", grouped(graph.parameter_count()), fixed(2.0 * gmacs, 3), ""});
 
   std::printf("%s: %s\n", net.name.c_str(), net.description.c_str());
   std::printf("batch %d, input %s\n\n", batch, graph.nodes().front().shape.str().c_str());
   std::printf("%s\n", table.str().c_str());
-  std::printf("parameters: %s (%s as float32)\n", with_commas(graph.parameter_count()).c_str(),
+  std::printf("parameters: %s (%s as float32)\n", grouped(graph.parameter_count()).c_str(),
               format_bytes(graph.parameter_count() * 4).c_str());
   std::printf("forward: %s GMAC = %s GFLOP for the batch of %d (%s GMAC per %s)\n", fixed(gmacs, 3).c_str(),
               fixed(2.0 * gmacs, 3).c_str(), batch, fixed(gmacs / batch, 3).c_str(),

@@ -42,16 +42,6 @@ std::string Table::str() const {
   return out;
 }
 
-std::string with_commas(int64_t value) {
-  const std::string digits = std::to_string(value < 0 ? -value : value);
-  std::string out = value < 0 ? "-" : "";
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
-    out.push_back(digits[i]);
-  }
-  return out;
-}
-
 std::string fixed(double value, int digits) {
   char text[64];
   std::snprintf(text, sizeof text, "%.*f", digits, value);

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "tensor/grouped.h"  // grouped(138357544) -> "138,357,544", for the tables' totals
+
 namespace glassbox::cli {
 
 class Table {
@@ -25,8 +27,6 @@ class Table {
   std::vector<std::vector<std::string>> rows_;  // an empty row is a rule
 };
 
-// 138357544 -> "138,357,544"
-std::string with_commas(int64_t value);
 // Fixed-point with `digits` decimals: fixed(3.14159, 2) -> "3.14".
 std::string fixed(double value, int digits);
 

@@ -25,7 +25,7 @@ TextData open_text_data(Context& ctx, const std::string& spec, const NetSpec& ne
   TextData data;
   data.corpus = std::make_shared<const TextCorpus>(TextCorpusOptions{.path = path, .vocabulary = net.classes});
   if (data.corpus->vocabulary_size() != net.classes) {
-    throw ConfigError(cat(net.name, " predicts ", with_commas(net.classes), " words, but ", data.corpus->describe(),
+    throw ConfigError(cat(net.name, " predicts ", grouped(net.classes), " words, but ", data.corpus->describe(),
                           "; give it a larger corpus"));
   }
   const BpttOptions windows{.streams = batch, .steps = static_cast<int>(net.sample[0])};

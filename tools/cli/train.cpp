@@ -209,11 +209,11 @@ int run_train(const std::vector<std::string>& words) {
                    }});
   if (last && last->test && !last->test->has_accuracy) {
     std::printf("\ntest perplexity after epoch %d: %s (%s tokens)\n", last->epoch,
-                fixed(last->test->perplexity(), 2).c_str(), with_commas(last->test->samples).c_str());
+                fixed(last->test->perplexity(), 2).c_str(), grouped(last->test->samples).c_str());
   } else if (last && last->test) {
     std::printf("\ntest accuracy after epoch %d: %s%% (%s of %s)\n", last->epoch,
-                fixed(100.0 * last->test->accuracy(), 2).c_str(), with_commas(last->test->correct).c_str(),
-                with_commas(last->test->samples).c_str());
+                fixed(100.0 * last->test->accuracy(), 2).c_str(), grouped(last->test->correct).c_str(),
+                grouped(last->test->samples).c_str());
   }
   return 0;
 }

@@ -1,0 +1,68 @@
+// graph/graph_parameters.cpp: a compiled graph's parameters and carried
+// state by name (views into the flat buffers that compile() allocated), and
+// each layer's byte range in them (the data-parallel gradient sync's buckets,
+// `glassbox scale`).
+#include "graph/graph.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "tensor/allocator.h"
+#include "tensor/error.h"
+
+namespace glassbox {
+
+std::vector<NamedTensor> Graph::named_parameters() const {
+  if (!compiled_) throw Error("named_parameters: the graph is not compiled; call compile(ctx) first");
+  return named_views(parameters_);
+}
+
+std::vector<NamedTensor> Graph::named_views(const Tensor& flat) const {
+  if (!compiled_) throw Error("named_views: the graph is not compiled; call compile(ctx) first");
+  if (!flat.defined() || flat.bytes() != parameters_.bytes()) {
+    throw ShapeError(cat("named_views: ", flat.defined() ? flat.str() : std::string("an undefined tensor"),
+                         " is not laid out as the parameters (", format_bytes(static_cast<int64_t>(parameters_.bytes())),
+                         ")"));
+  }
+  std::vector<NamedTensor> views;
+  for (const ParameterSlot& slot : parameter_slots_) {
+    views.push_back({slot.name, flat.view(slot.offset, slot.shape, DType::kFloat32).named(slot.name)});
+  }
+  return views;
+}
+
+std::vector<Graph::ParameterRange> Graph::parameter_ranges() const {
+  if (!compiled_) throw Error("parameter_ranges: the graph is not compiled; call compile(ctx) first");
+  std::vector<ParameterRange> ranges;
+  const auto* base = static_cast<const std::byte*>(parameters_.raw());
+  for (size_t k = 0; k < layers_.size(); ++k) {
+    const Node& node = nodes_[static_cast<size_t>(layers_[k])];
+    if (node.params.empty()) continue;
+    // The lowest start and the highest end: a packed layer's parameters need
+    // not lie in param_specs() order (Note [LSTM weight space]).
+    size_t begin = SIZE_MAX, end = 0;
+    for (const Tensor& param : node.params) {
+      const auto at = static_cast<size_t>(static_cast<const std::byte*>(param.raw()) - base);
+      begin = std::min(begin, at);
+      end = std::max(end, at + param.bytes());
+    }
+    ranges.push_back({layers_[k], static_cast<int>(layers_.size() - 1 - k), begin, end});
+  }
+  return ranges;
+}
+
+std::vector<NamedTensor> Graph::named_state() const {
+  if (!compiled_) throw Error("named_state: the graph is not compiled; call compile(ctx) first");
+  std::vector<NamedTensor> state;
+  for (int i : layers_) {
+    const Node& node = nodes_[static_cast<size_t>(i)];
+    for (NamedTensor& t : node.layer->state()) {
+      const std::string name = cat(node.name, ".", t.name);
+      state.push_back({name, t.tensor.named(name)});
+    }
+  }
+  return state;
+}
+
+}  // namespace glassbox
