@@ -1,7 +1,11 @@
 // layers/linear.cpp: shapes and the CPU path (blocked Eigen products).
 #include "layers/linear.h"
 
+#include <omp.h>
+
 #include <algorithm>
+#include <string>
+
 #include "layers/streamed_product.h"
 #include "tensor/eigen_maps.h"
 #include "tensor/parallel_for.h"
@@ -118,25 +122,98 @@ constexpr int64_t kMaxOneDnnRows = 1024;
 constexpr int64_t kMinOneDnnOutFeatures = 16;
 #endif
 
-void Linear::prepare_cpu(Context&, const PrepareOptions&) {
+// Note [Weights whose rows alias in the cache]: dx = dy w reads the weights
+// (out x in, row-major) as the product's right operand, their rows `in` floats
+// apart. Where that is a multiple of 4 KiB (in a multiple of 1024: FCN-5's
+// 4096 and 2048, AlexNet's 9216 and 4096) and the product has under 128 rows,
+// oneDNN's sgemm ran at half speed: 64 x 4096 -> 2048 at 95-96 GFLOP/s, and
+// 178-180 with the rows 16 floats further apart (torch.matmul, on MKL: 161).
+// The parameters stay contiguous (the optimizer, checkpoints and the GPU read
+// them so), so such a dx copies the weights by tiles of kTileRows x
+// kTileColumns into a per-thread buffer with padded rows (260 KiB, in L2) and
+// runs a product per tile: 32 rows 78-79 -> 116-117, 64 95-96 -> 147-148, 64 x
+// 2048 -> 1024 113-115 -> 167-169, AlexNet's fc6 at 64 94 -> 136-137, fc7
+// 94 -> 157. At 128 rows the stride no longer cost anything (178-179 in place,
+// 171-173 by tiles), at 256 the tiles were slower (210 -> 186-188), and with
+// 784 features (no such stride) 204 -> 88 (bench/probes/linear_dx_tiles.cpp,
+// bench/results/2026-11-27-cpu-xeon-2core-linear-dx-tiles-probe.txt; 2
+// threads, 2-core Xeon).
+constexpr int64_t kTileRows = 64, kTileColumns = 1024, kTilePad = 16;
+constexpr int64_t kMaxTiledRows = 127;
+constexpr int64_t kAliasingFeatures = 1024;  // floats in 4 KiB
+constexpr int64_t kTileBufferFloats = kTileRows * (kTileColumns + kTilePad);
+
+// Measured on oneDNN's sgemm only: other builds keep the product in place, as
+// do layers with fewer outputs than a tile's rows (FCN-5's fc4, 1024 -> 10:
+// 0.05 ms in place, 0.08 by tiles).
+bool backward_data_by_tiles(int64_t rows, int64_t in, int64_t out) {
+  return GLASSBOX_GEMM_ONEDNN && rows > kMaxStreamedBatch && rows <= kMaxTiledRows && in % kAliasingFeatures == 0 &&
+         out >= kTileRows;
+}
+
+// dx (rows x in) = dy (rows x out) w (out x in), or += with `add`: per block
+// of kTileColumns of dx, the weights' tiles one after another, each copied into
+// this thread's buffer and multiplied in, summed into dx after the first.
+void backward_data_tiled(const MatrixMap& dy, const MatrixMap& w, MatrixMap& dx, bool add, int threads,
+                         float* buffers) {
+  const int64_t out = w.rows(), in = w.cols();
+  constexpr int64_t ld = kTileColumns + kTilePad;
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (int64_t begin = 0; begin < in; begin += kTileColumns) {
+    float* buffer = buffers + omp_get_thread_num() * kTileBufferFloats;
+    const int64_t width = std::min(in, begin + kTileColumns) - begin;
+    for (int64_t k0 = 0; k0 < out; k0 += kTileRows) {
+      const int64_t depth = std::min(out, k0 + kTileRows) - k0;
+      StridedMatrixMap tile(buffer, depth, width, Eigen::OuterStride<>(ld));
+      tile = w.block(k0, begin, depth, width);
+      product_into(dx.middleCols(begin, width), dy.middleCols(k0, depth), tile, add || k0 > 0);
+    }
+  }
+}
+
+// The same product in place: streamed up to kMaxStreamedBatch rows (Note
+// [Linear forward at small batches]), else a product per block of dx's columns.
+void backward_data_blocks(const MatrixMap& dy, const MatrixMap& w, MatrixMap& dx, GradMode mode) {
+  const int64_t n = dy.rows(), out = w.rows(), in = w.cols();
+  const bool streamed = n <= kMaxStreamedBatch;
+  const int64_t block = streamed ? kMaxStreamedColumns : product_block(in, n, kColumnsPerBlock);
+  for_each_block(in, block, [&](int64_t begin, int64_t end) {  // blocks of input features
+    if (streamed) {
+      streamed_backward_data(n, dy.data(), out, w.data(), in, begin, end, mode, dx.data());
+      return;
+    }
+    product_into(dx.middleCols(begin, end - begin), dy, w.middleCols(begin, end - begin), mode == GradMode::kAdd);
+  });
+}
+
+void Linear::prepare_cpu(Context&, const PrepareOptions& options) {
   const int64_t n = rows();
   set_workspace_bytes(0);
+  tiled_backward_threads_ = 0;
   if (n <= kMaxStreamedBatch) {
     backend_ = std::make_unique<NamedCpuPath>("Glassbox streamed weights (forward, dx); dW: Eigen");
     return;
   }
+  size_t backward_bytes = 0;
+  std::string backward = "Eigen";
+  if (options.phase == Phase::kTraining && backward_data_by_tiles(n, in_features(), options_.out_features)) {
+    tiled_backward_threads_ = std::max(1, omp_get_max_threads());
+    backward_bytes = sizeof(float) * kTileBufferFloats * tiled_backward_threads_;
+    backward = "Eigen (dx by padded tiles of the weights)";  // Note [Weights whose rows alias in the cache]
+  }
+  set_workspace_bytes(backward_bytes);
 #if GLASSBOX_WITH_ONEDNN
   const int64_t out = options_.out_features;
   if (n <= kMaxOneDnnRows && out >= kMinOneDnnOutFeatures) {
-    auto onednn = std::make_unique<OneDnnLinearForward>(name(), n, in_features(), out, options_.bias);
+    auto onednn = std::make_unique<OneDnnLinearForward>(name(), n, in_features(), out, options_.bias, backward);
     if (!onednn->uses_reference_code()) {  // Note [oneDNN's reference code] in conv2d.cpp
-      set_workspace_bytes(onednn->workspace_bytes());
+      set_workspace_bytes(std::max(backward_bytes, onednn->workspace_bytes()));
       backend_ = std::move(onednn);
       return;
     }
   }
 #endif
-  backend_ = std::make_unique<NamedCpuPath>("Eigen");
+  backend_ = std::make_unique<NamedCpuPath>(backward);
 }
 
 void Linear::forward_cpu([[maybe_unused]] Context& ctx, const ForwardArgs& args) {
@@ -172,16 +249,13 @@ void Linear::backward_cpu(Context& ctx, const BackwardArgs& args) {
   auto dy = as_matrix(args.output_grad, n, out);
   if (args.input_grads[0].defined()) {
     auto dx = as_matrix(args.input_grads[0], n, in);
-    const bool streamed = n <= kMaxStreamedBatch;  // Note [Linear forward at small batches]
-    const int64_t block = streamed ? kMaxStreamedColumns : product_block(in, n, kColumnsPerBlock);
-    for_each_block(in, block, [&](int64_t begin, int64_t end) {  // blocks of input features
-      if (streamed) {
-        streamed_backward_data(n, dy.data(), out, w.data(), in, begin, end, args.input_grad_modes[0], dx.data());
-        return;
-      }
-      auto dx_block = dx.middleCols(begin, end - begin);
-      product_into(dx_block, dy, w.middleCols(begin, end - begin), args.input_grad_modes[0] == GradMode::kAdd);
-    });
+    const GradMode mode = args.input_grad_modes[0];
+    if (tiled_backward_threads_ > 0) {  // Note [Weights whose rows alias in the cache]
+      backward_data_tiled(dy, w, dx, mode == GradMode::kAdd, tiled_backward_threads_,
+                          static_cast<float*>(checked_workspace(ctx)));
+    } else {
+      backward_data_blocks(dy, w, dx, mode);
+    }
   }
   ctx.switch_pass(Pass::kBackwardWeights);
   auto dw = as_matrix(args.param_grads[0], out, in);

@@ -52,6 +52,10 @@ class Linear final : public Layer {
   int64_t rows() const;
 
   Options options_;
+  // Threads that run the CPU backward-data by tiles, each with its buffer in
+  // the workspace (fixed at prepare); 0: in place (Note [Weights whose rows
+  // alias in the cache] in linear.cpp).
+  int tiled_backward_threads_ = 0;
 };
 
 }  // namespace glassbox

@@ -18,16 +18,19 @@ struct OneDnnLinearForward::Impl {
   std::string implementation;
   size_t scratchpad_bytes = 0;
   bool bias = false;
+  std::string backward;  // the path the layer's backward runs on
   // Handles bound to the tensors on every call; the argument map holds the
   // same handles, so it is made once.
   memory x, w, b, y, scratchpad;
   std::unordered_map<int, memory> args;
 };
 
-OneDnnLinearForward::OneDnnLinearForward(const std::string& layer, int64_t rows, int64_t in, int64_t out, bool bias)
+OneDnnLinearForward::OneDnnLinearForward(const std::string& layer, int64_t rows, int64_t in, int64_t out, bool bias,
+                                         std::string backward)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   m.bias = bias;
+  m.backward = std::move(backward);
   dnnl::engine& engine = onednn_cpu_engine();
   auto desc = [](memory::dim r, memory::dim c, Tag tag) { return memory::desc({r, c}, memory::data_type::f32, tag); };
   const memory::desc x_md = desc(rows, in, Tag::ab), y_md = desc(rows, out, Tag::ab);
@@ -56,7 +59,7 @@ OneDnnLinearForward::OneDnnLinearForward(const std::string& layer, int64_t rows,
 OneDnnLinearForward::~OneDnnLinearForward() = default;
 
 std::string OneDnnLinearForward::algorithms() const {
-  return cat("oneDNN matmul ", impl_->implementation, " (forward); backward: Eigen on ", cpu_gemm_name());
+  return cat("oneDNN matmul ", impl_->implementation, " (forward); backward: ", impl_->backward, " on ", cpu_gemm_name());
 }
 
 bool OneDnnLinearForward::uses_reference_code() const { return impl_->implementation.starts_with("ref"); }

@@ -18,9 +18,11 @@ namespace glassbox {
 
 class OneDnnLinearForward final : public BackendState {
  public:
-  // Builds the primitive for `rows` rows of `in` features to `out`. Throws
-  // ConfigError naming `layer` if oneDNN refuses the shapes.
-  OneDnnLinearForward(const std::string& layer, int64_t rows, int64_t in, int64_t out, bool bias);
+  // Builds the primitive for `rows` rows of `in` features to `out`; `backward`
+  // names the path the layer's backward runs on ("Eigen"). Throws ConfigError
+  // naming `layer` if oneDNN refuses the shapes.
+  OneDnnLinearForward(const std::string& layer, int64_t rows, int64_t in, int64_t out, bool bias,
+                      std::string backward);
   ~OneDnnLinearForward() override;
 
   // "oneDNN matmul brg:avx512_core (forward); backward: Eigen on OpenBLAS"

@@ -78,10 +78,32 @@ TEST(Linear, ForwardAtEveryBatchMatchesSumsInDouble) {
   }
 }
 
+// dx = dy w of a bound harness (n rows, in -> out), written over NaN (so every
+// element must be) and then added, against sums in double.
+void expect_backward_data_matches_sums_in_double(testing::LayerHarness& h, int64_t n, int64_t in, int64_t out) {
+  h.forward();
+  const std::vector<float> dy = h.read(h.output_grad), w = h.read(h.params[0]);
+  std::vector<float> expected(static_cast<size_t>(n * in));
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t i = 0; i < in; ++i) {
+      double sum = 0.0;
+      for (int64_t o = 0; o < out; ++o) {
+        sum += static_cast<double>(dy[static_cast<size_t>(r * out + o)]) * w[static_cast<size_t>(o * in + i)];
+      }
+      expected[static_cast<size_t>(r * in + i)] = static_cast<float>(sum);
+    }
+  }
+  h.poison(h.input_grads[0]);
+  h.backward();
+  testing::expect_close(h.read(h.input_grads[0]), expected, 1e-5, cat("dx written, batch ", n, ", ", in, " in"));
+  h.backward({GradMode::kAdd});
+  for (float& v : expected) v *= 2.0f;
+  testing::expect_close(h.read(h.input_grads[0]), expected, 1e-5, cat("dx added, batch ", n, ", ", in, " in"));
+}
+
 // The backward-data up to 16 rows streams the weights too (four weight rows
-// at a time, then the odd ones: 131 = 4 x 32 + 3): dx written
-// (over NaN, so every element must be) and then added, against sums in double,
-// over one column block and over several with a ragged last one.
+// at a time, then the odd ones: 131 = 4 x 32 + 3), over one column block and
+// over several with a ragged last one.
 TEST(Linear, BackwardDataAtEveryBatchMatchesSumsInDouble) {
   for (const int64_t in : {37, 900}) {
     for (const int64_t n : kBatches) {
@@ -90,25 +112,27 @@ TEST(Linear, BackwardDataAtEveryBatchMatchesSumsInDouble) {
       Linear fc("fc", {.out_features = out});
       testing::LayerHarness h(ctx, fc, {Shape{n, in}});
       h.randomize(static_cast<uint64_t>(n * 5 + in));
-      h.forward();
-      const std::vector<float> dy = h.read(h.output_grad), w = h.read(h.params[0]);
-      std::vector<float> expected(static_cast<size_t>(n * in));
-      for (int64_t r = 0; r < n; ++r) {
-        for (int64_t i = 0; i < in; ++i) {
-          double sum = 0.0;
-          for (int64_t o = 0; o < out; ++o) {
-            sum += static_cast<double>(dy[static_cast<size_t>(r * out + o)]) * w[static_cast<size_t>(o * in + i)];
-          }
-          expected[static_cast<size_t>(r * in + i)] = static_cast<float>(sum);
-        }
-      }
-      h.poison(h.input_grads[0]);
-      h.backward();
-      testing::expect_close(h.read(h.input_grads[0]), expected, 1e-5, cat("dx written, batch ", n, ", ", in, " in"));
-      h.backward({GradMode::kAdd});
-      for (float& v : expected) v *= 2.0f;
-      testing::expect_close(h.read(h.input_grads[0]), expected, 1e-5, cat("dx added, batch ", n, ", ", in, " in"));
+      expect_backward_data_matches_sums_in_double(h, n, in, out);
     }
+  }
+}
+
+// With a multiple of 1024 features in, from 17 to 127 rows and 64 outputs or
+// more, the build on oneDNN's sgemm copies the weights by tiles of 64 x 1024
+// (Note [Weights whose rows alias in the cache]): two column tiles, 131
+// outputs (tiles of 64, 64 and a ragged 3), at both ends of its rows and just
+// past them (128 rows, and 63 outputs: in place).
+TEST(Linear, BackwardDataByTilesMatchesSumsInDouble) {
+  const int64_t in = 2048;
+  for (const auto& [n, out] : std::vector<std::pair<int64_t, int64_t>>{{17, 131}, {127, 131}, {128, 131}, {33, 63}}) {
+    Context ctx = Context::cpu();
+    Linear fc("fc", {.out_features = static_cast<int>(out)});
+    testing::LayerHarness h(ctx, fc, {Shape{n, in}});
+    const bool tiled = GLASSBOX_GEMM_ONEDNN && n <= 127 && out >= 64;
+    EXPECT_EQ(fc.algorithms().find("dx by padded tiles") != std::string::npos, tiled)
+        << "batch " << n << ", " << out << " out: " << fc.algorithms();
+    h.randomize(static_cast<uint64_t>(n * 11 + out));
+    expect_backward_data_matches_sums_in_double(h, n, in, out);
   }
 }
 
