@@ -95,7 +95,8 @@ constexpr int64_t kColumnsPerBlock = 384;
 //
 // The backward-data, dx = dy w, streams the weights once too, up to
 // kMaxStreamedBatch rows (streamed_backward_data: four weight rows at a time
-// into sums kept in L1). OpenBLAS's packed GEMM read the weights at 5-9 GB/s
+// into sums that stay in cache; the width of its blocks: Note [Streamed
+// backward-data by wide blocks] below). OpenBLAS's packed GEMM read the weights at 5-9 GB/s
 // here. `glassbox time VGG16` and `glassbox time AlexNet`, alternated, fc6's
 // dx: VGG16 at batch 2 46.6-47.1 ms (GEMM) -> 30.0-31.7 (one weight row at a
 // time) -> 23.9 (four), at 4 44.3-45.4 -> 40.0-41.5 -> 24.5, at 8 48.9-50.6
@@ -171,12 +172,40 @@ void backward_data_tiled(const MatrixMap& dy, const MatrixMap& w, MatrixMap& dx,
   }
 }
 
+// Note [Streamed backward-data by wide blocks]: streamed_backward_data reads
+// each weight row's segment of a column block once per four weight rows and
+// sums into dx's segments, which stay in cache from row to row. Blocks of 384
+// columns (sums in L1) left each weight row in 1.5 KiB pieces, too short for
+// the prefetchers: VGG's fc6 (25088 -> 4096) at one row streamed its 411 MB at
+// 14 GB/s where the forward reads 24. Wider blocks, four weight rows at a
+// time, single-threaded, 2 threads (median of 9, ms, 2-core Xeon, the probe in
+// bench/results/2026-11-27-cpu-xeon-2core-streamed-dx-probe.txt):
+//
+//   rows           1     2     4     8    16
+//   fc6, 384    29.2  33.7  39.5  52.5  78.8
+//   fc6, 1024   21.3  24.6  30.2  43.5  56.7
+//   fc6, share  17.0  21.9  31.1  49.7  89.4   (a thread's half, 12544 columns)
+//   9216 -> 4096 (AlexNet's fc6), 384 / 1024 / share: 1 row 10.3 / 7.8 / 6.4,
+//   2 rows 11.5 / 9.1 / 8.2, 16 rows 27.2 / 20.9 / 33.5
+//   4096 -> 4096, 384 / 1024: 1 row 4.9 / 3.0, 16 rows 12.9 / 8.7
+//
+// So up to kMaxRowsForThreadShare rows a block is a thread's share of the
+// columns (one long piece of each weight row), and from there 1024 columns.
+constexpr int64_t kMaxRowsForThreadShare = 2;
+constexpr int64_t kStreamedColumns = 1024;
+
+int64_t streamed_columns_per_block(int64_t rows, int64_t in) {
+  if (rows > kMaxRowsForThreadShare) return kStreamedColumns;
+  const int64_t threads = std::max(1, omp_get_max_threads());
+  return std::max<int64_t>(16, ((in + threads - 1) / threads + 15) / 16 * 16);
+}
+
 // The same product in place: streamed up to kMaxStreamedBatch rows (Note
 // [Linear forward at small batches]), else a product per block of dx's columns.
 void backward_data_blocks(const MatrixMap& dy, const MatrixMap& w, MatrixMap& dx, GradMode mode) {
   const int64_t n = dy.rows(), out = w.rows(), in = w.cols();
   const bool streamed = n <= kMaxStreamedBatch;
-  const int64_t block = streamed ? kMaxStreamedColumns : product_block(in, n, kColumnsPerBlock);
+  const int64_t block = streamed ? streamed_columns_per_block(n, in) : product_block(in, n, kColumnsPerBlock);
   for_each_block(in, block, [&](int64_t begin, int64_t end) {  // blocks of input features
     if (streamed) {
       streamed_backward_data(n, dy.data(), out, w.data(), in, begin, end, mode, dx.data());

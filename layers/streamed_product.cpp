@@ -81,30 +81,32 @@ void streamed_forward(int64_t n, const float* x, int64_t in, const float* w, int
 }
 
 // Each weight row's segment of the column block is read once and added,
-// times dy[r][o], to every row's sums, kept in L1 (up to 16 x 384 floats, 24
-// KiB), four weight rows at a time so that each load and store of a sum
-// carries four products.
+// times dy[r][o], into every row's segment of dx (zeroed first unless mode is
+// kAdd), four weight rows at a time so that each load and store of a sum
+// carries four products. The segments stay in cache between weight rows
+// (Note [Streamed backward-data by wide blocks] in layers/linear.cpp).
 void streamed_backward_data(int64_t n, const float* dy, int64_t out, const float* w, int64_t in, int64_t begin,
                             int64_t end, GradMode mode, float* dx) {
   using Segment = Eigen::Map<Eigen::ArrayXf>;
   using ConstSegment = Eigen::Map<const Eigen::ArrayXf>;
   const int64_t width = end - begin;
-  alignas(64) float sums[kMaxStreamedBatch][kMaxStreamedColumns];
-  for (int64_t r = 0; r < n; ++r) Segment(sums[r], width).setZero();
+  auto sums = [&](int64_t r) { return Segment(dx + r * in + begin, width); };
+  if (mode == GradMode::kWrite) {
+    for (int64_t r = 0; r < n; ++r) sums(r).setZero();
+  }
   int64_t o = 0;
   for (; o + 4 <= out; o += 4) {
     const ConstSegment w0(w + o * in + begin, width), w1(w + (o + 1) * in + begin, width);
     const ConstSegment w2(w + (o + 2) * in + begin, width), w3(w + (o + 3) * in + begin, width);
     for (int64_t r = 0; r < n; ++r) {
       const float* d = dy + r * out + o;
-      Segment(sums[r], width) += d[0] * w0 + d[1] * w1 + d[2] * w2 + d[3] * w3;
+      sums(r) += d[0] * w0 + d[1] * w1 + d[2] * w2 + d[3] * w3;
     }
   }
   for (; o < out; ++o) {
     const ConstSegment row(w + o * in + begin, width);
-    for (int64_t r = 0; r < n; ++r) Segment(sums[r], width) += dy[r * out + o] * row;
+    for (int64_t r = 0; r < n; ++r) sums(r) += dy[r * out + o] * row;
   }
-  for (int64_t r = 0; r < n; ++r) write_or_add(mode, Segment(dx + r * in + begin, width), Segment(sums[r], width));
 }
 
 }  // namespace glassbox

@@ -16,8 +16,6 @@ namespace glassbox {
 
 // The most rows either product takes.
 inline constexpr int64_t kMaxStreamedBatch = 16;
-// The widest column block streamed_backward_data takes (its sums stay in L1).
-inline constexpr int64_t kMaxStreamedColumns = 384;
 
 // y[r][o] = (or += with mode kAdd) sum_i x[r][i] w[o][i] for the n <=
 // kMaxStreamedBatch rows r of x (row-major, `in` floats a row) and the weight
@@ -27,9 +25,9 @@ void streamed_forward(int64_t n, const float* x, int64_t in, const float* w, int
                       int64_t y_stride, GradMode mode);
 
 // dx[r][j] = (or += with mode kAdd) sum_o dy[r][o] w[o][j] for the n <=
-// kMaxStreamedBatch rows r of dy (`out` floats a row), the columns j in
-// [begin, end) of w (out rows of `in` floats), end - begin <=
-// kMaxStreamedColumns; dx's rows are `in` floats apart.
+// kMaxStreamedBatch rows r of dy (`out` floats a row) and the columns j in
+// [begin, end) of w (out rows of `in` floats); dx's rows are `in` floats apart.
+// The sums build up in dx itself.
 void streamed_backward_data(int64_t n, const float* dy, int64_t out, const float* w, int64_t in, int64_t begin,
                             int64_t end, GradMode mode, float* dx);
 

@@ -103,9 +103,10 @@ void expect_backward_data_matches_sums_in_double(testing::LayerHarness& h, int64
 
 // The backward-data up to 16 rows streams the weights too (four weight rows
 // at a time, then the odd ones: 131 = 4 x 32 + 3), over one column block and
-// over several with a ragged last one.
+// over several: up to 2 rows a thread's share of 2100 columns, from 3 rows
+// blocks of 1024 and a ragged 52 (Note [Streamed backward-data by wide blocks]).
 TEST(Linear, BackwardDataAtEveryBatchMatchesSumsInDouble) {
-  for (const int64_t in : {37, 900}) {
+  for (const int64_t in : {37, 2100}) {
     for (const int64_t n : kBatches) {
       const int64_t out = 131;
       Context ctx = Context::cpu();
