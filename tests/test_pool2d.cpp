@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <random>
 
@@ -68,43 +69,49 @@ TEST(Pool2d, MaxWithTiesAndPadding) {
 }
 
 // 2x2 windows at stride 2 take their own backward (Note [2x2 max pooling
-// backward]); checked against the rule written out plainly, on values with
-// many ties, in both gradient modes, and on an odd plane whose last row and
-// column no window reads.
+// backward], by 16 outputs at a time: Note [2x2 max pooling backward by
+// lanes]); checked against the rule written out plainly, on values with many
+// ties and some NaNs, in both gradient modes, on odd planes whose last row and
+// column no window reads, with rows of fewer outputs than a block of lanes
+// (4) and more (35: two blocks and 3 left).
 TEST(Pool2d, Max2x2BackwardMatchesThePlainRule) {
-  Context ctx = Context::cpu();
-  Pool2d pool("pool", Mode::kMax, {.kernel = 2, .stride = 2});
-  const Shape in{2, 3, 7, 9};
-  testing::LayerHarness h(ctx, pool, {in});
-  std::mt19937 rng(5);
-  std::vector<float> x(static_cast<size_t>(in.numel()));
-  for (float& v : x) v = static_cast<float>(rng() % 3);  // 0, 1, 2: ties everywhere
-  h.write(h.inputs[0], x);
-  const std::vector<float> dy = testing::random_values(h.output.shape().numel(), 9);
-  h.write(h.output_grad, dy);
-  const int64_t planes = 6, hh = 7, ww = 9, pp = 3, qq = 4;
-  std::vector<float> expected(x.size(), 0.0f);
-  for (int64_t n = 0; n < planes; ++n) {
-    for (int64_t p = 0; p < pp; ++p) {
-      for (int64_t q = 0; q < qq; ++q) {
-        int64_t best = n * hh * ww + 2 * p * ww + 2 * q;
-        for (int64_t i = 0; i < 2; ++i) {
-          for (int64_t j = 0; j < 2; ++j) {
-            const int64_t at = n * hh * ww + (2 * p + i) * ww + 2 * q + j;
-            if (x[static_cast<size_t>(at)] > x[static_cast<size_t>(best)]) best = at;
+  for (const Shape& in : {Shape{2, 3, 7, 9}, Shape{1, 2, 5, 71}}) {
+    Context ctx = Context::cpu();
+    Pool2d pool("pool", Mode::kMax, {.kernel = 2, .stride = 2});
+    testing::LayerHarness h(ctx, pool, {in});
+    std::mt19937 rng(5);
+    std::vector<float> x(static_cast<size_t>(in.numel()));
+    for (float& v : x) {  // 0, 1, 2: ties everywhere; a NaN now and then
+      const uint32_t draw = rng() % 13;
+      v = draw == 12 ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(draw % 3);
+    }
+    h.write(h.inputs[0], x);
+    const std::vector<float> dy = testing::random_values(h.output.shape().numel(), 9);
+    h.write(h.output_grad, dy);
+    const int64_t planes = in[0] * in[1], hh = in[2], ww = in[3], pp = hh / 2, qq = ww / 2;
+    std::vector<float> expected(x.size(), 0.0f);
+    for (int64_t n = 0; n < planes; ++n) {
+      for (int64_t p = 0; p < pp; ++p) {
+        for (int64_t q = 0; q < qq; ++q) {
+          int64_t best = n * hh * ww + 2 * p * ww + 2 * q;
+          for (int64_t i = 0; i < 2; ++i) {
+            for (int64_t j = 0; j < 2; ++j) {
+              const int64_t at = n * hh * ww + (2 * p + i) * ww + 2 * q + j;
+              if (x[static_cast<size_t>(at)] > x[static_cast<size_t>(best)]) best = at;
+            }
           }
+          expected[static_cast<size_t>(best)] += dy[static_cast<size_t>((n * pp + p) * qq + q)];
         }
-        expected[static_cast<size_t>(best)] += dy[static_cast<size_t>((n * pp + p) * qq + q)];
       }
     }
+    h.forward();
+    h.poison(h.input_grads[0]);
+    h.backward();
+    EXPECT_EQ(h.read(h.input_grads[0]), expected) << in.str();
+    h.backward({GradMode::kAdd});
+    for (float& v : expected) v *= 2.0f;
+    EXPECT_EQ(h.read(h.input_grads[0]), expected) << in.str();
   }
-  h.forward();
-  h.poison(h.input_grads[0]);
-  h.backward();
-  EXPECT_EQ(h.read(h.input_grads[0]), expected);
-  h.backward({GradMode::kAdd});
-  for (float& v : expected) v *= 2.0f;
-  EXPECT_EQ(h.read(h.input_grads[0]), expected);
 }
 
 TEST(Pool2d, MaxOverlappingWindowsAddTheirGradients) {
