@@ -17,22 +17,31 @@ using Tag = memory::format_tag;
 
 memory::desc plain(const memory::dims& dims, Tag tag) { return {dims, memory::data_type::f32, tag}; }
 
-// Note [An image's few channels in inference]: asked for an inference
-// forward (prop_kind forward_inference), Debian's oneDNN 2.6 picks its
-// brgconv kernel, and for a training forward jit:avx512_core. On the
-// networks' first convolutions, whose input is the image's 3 channels (and
-// LeNet's second, 6), brgconv took 1.3 to 2 times as long: `glassbox time NET
-// --inference`, 2-core Xeon, twice each, brgconv -> jit: VGG16's conv1_1 at
-// batch 8 17.9-18.5 -> 9.5-9.9 ms, AlexNet's conv1 at 64 33.7-34.1 ->
-// 26.5, ResNet-18's at 16 21.2-21.8 -> 12.2-12.6, GoogLeNet's at 16 19.0 ->
-// 11.7-11.9, ResNet-50's at 8 8.6-8.8 -> 5.8-5.9, InceptionV3's at 4 1.85 ->
-// 0.98, Overfeat's at 8 6.5-6.7 -> 5.0-5.3, Xception's at 2 1.12-1.15 ->
-// 0.57-0.60. With 16 channels and more the two were mixed, layer by layer
-// and network by network (most of VGG16's 224x224 to 28x28 layers faster
-// on jit, its 14x14 ones and ResNet-56's at batch 256 on brgconv), so only
-// an ungrouped layer of fewer than kFewInputChannels input channels asks
-// for the training kind's kernel in inference (grouped ones were not
-// measured): the same convolution, nothing kept for a backward.
+// Note [One forward kernel for both phases]: asked for an inference forward
+// (prop_kind forward_inference), Debian's oneDNN 2.6 picks its brgconv
+// kernel, and for a training forward jit:avx512_core. The two compute the
+// same convolution (a training forward keeps nothing for the backward), so
+// each layer runs one of them in both phases, and a training graph builds
+// the training kind's forward besides, only as the hint its backward
+// primitives are made from.
+//
+// On the networks' first convolutions, whose input is the image's 3 channels
+// (and LeNet's second, 6), brgconv took 1.3 to 2 times as long: `glassbox
+// time NET --inference`, 2-core Xeon, twice each, brgconv -> jit: VGG16's
+// conv1_1 at batch 8 17.9-18.5 -> 9.5-9.9 ms, AlexNet's conv1 at 64 33.7-34.1
+// -> 26.5, ResNet-18's at 16 21.2-21.8 -> 12.2-12.6, GoogLeNet's at 16 19.0
+// -> 11.7-11.9, ResNet-50's at 8 8.6-8.8 -> 5.8-5.9, InceptionV3's at 4 1.85
+// -> 0.98, Overfeat's at 8 6.5-6.7 -> 5.0-5.3, Xception's at 2 1.12-1.15 ->
+// 0.57-0.60. So an ungrouped layer of fewer than kFewInputChannels input
+// channels runs jit (grouped ones were not measured). With 16 channels and
+// more the two were mixed layer by layer (jit ahead on VGG16's 224x224 and
+// 112x112 layers at batch 2, on ResNet-56's 16x16 ones at 256 and on
+// ResNet-50's 7x7 ones at 8; brgconv on the rest), but brgconv won each
+// network's sum of convolution forwards (jit -> brgconv, `glassbox time NET`,
+// training graphs, twice each): ResNet-56 at 256 382.5 -> 355.8 ms, ResNet-50
+// at 8 311.7 -> 305.0, GoogLeNet at 16 221.6 -> 219.5, VGG16 at 2 (inference
+// graph) 299.8-301.5 -> 292.2-293.7 for the whole forward. Before stop 29
+// the training forward kept jit on every layer.
 constexpr int64_t kFewInputChannels = 16;
 
 // Note [Convolutions by slices of the batch]
@@ -231,12 +240,14 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
   const auto algorithm = dnnl::algorithm::convolution_direct;
 
   try {
-    // Note [An image's few channels in inference]
+    // Note [One forward kernel for both phases]
     const bool few_channels = o.groups == 1 && x[1] < kFewInputChannels;
-    const auto kind = m.training || few_channels ? dnnl::prop_kind::forward_training
-                                                 : dnnl::prop_kind::forward_inference;
-    dnnl::convolution_forward::desc fd(kind, algorithm, any_x, any_w, bias_md, any_y, strides, dilates, pads, pads);
-    dnnl::convolution_forward::primitive_desc fpd(fd, onednn_user_scratchpad(), onednn_cpu_engine());
+    auto forward_pd = [&](dnnl::prop_kind kind) {
+      dnnl::convolution_forward::desc fd(kind, algorithm, any_x, any_w, bias_md, any_y, strides, dilates, pads, pads);
+      return dnnl::convolution_forward::primitive_desc(fd, onednn_user_scratchpad(), onednn_cpu_engine());
+    };
+    const dnnl::convolution_forward::primitive_desc fpd =
+        forward_pd(few_channels ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference);
     plan_pass(m.forward, fpd, [&](size_t* next, size_t* scratchpad) {
       m.fwd_x.plan(x_md, fpd.src_desc(), Operand::Role::kRead, next, scratchpad);
       m.fwd_w.plan(w_md, fpd.weights_desc(), Operand::Role::kRead, next, scratchpad);
@@ -250,9 +261,10 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
       m.forward.args.emplace(DNNL_ARG_BIAS, m.bias_memory);  // read where it is
     }
     if (!m.backward) return;
+    const dnnl::convolution_forward::primitive_desc hint = forward_pd(dnnl::prop_kind::forward_training);
 
     dnnl::convolution_backward_data::desc dd(algorithm, any_x, any_w, any_y, strides, dilates, pads, pads);
-    dnnl::convolution_backward_data::primitive_desc dpd(dd, onednn_user_scratchpad(), onednn_cpu_engine(), fpd);
+    dnnl::convolution_backward_data::primitive_desc dpd(dd, onednn_user_scratchpad(), onednn_cpu_engine(), hint);
     plan_pass(m.backward_data, dpd, [&](size_t* next, size_t* scratchpad) {
       m.data_dy.plan(y_md, dpd.diff_dst_desc(), Operand::Role::kRead, next, scratchpad);
       m.data_w.plan(w_md, dpd.weights_desc(), Operand::Role::kRead, next, scratchpad);
@@ -265,7 +277,7 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
 
     // The bias gradient stays with Conv2d (one sum per channel): no diff_bias here.
     dnnl::convolution_backward_weights::desc wd(algorithm, any_x, any_w, any_y, strides, dilates, pads, pads);
-    dnnl::convolution_backward_weights::primitive_desc wpd(wd, onednn_user_scratchpad(), onednn_cpu_engine(), fpd);
+    dnnl::convolution_backward_weights::primitive_desc wpd(wd, onednn_user_scratchpad(), onednn_cpu_engine(), hint);
     plan_pass(m.backward_filter, wpd, [&](size_t* next, size_t* scratchpad) {
       m.filter_x.plan(x_md, wpd.src_desc(), Operand::Role::kRead, next, scratchpad);
       m.filter_dy.plan(y_md, wpd.diff_dst_desc(), Operand::Role::kRead, next, scratchpad);
