@@ -153,16 +153,20 @@ bool backward_data_by_tiles(int64_t rows, int64_t in, int64_t out) {
 }
 
 // dx (rows x in) = dy (rows x out) w (out x in), or += with `add`: per block
-// of kTileColumns of dx, the weights' tiles one after another, each copied into
-// this thread's buffer and multiplied in, summed into dx after the first.
+// of up to kTileColumns of dx, the weights' tiles one after another, each
+// copied into this thread's buffer and multiplied in, summed into dx after the
+// first.
 void backward_data_tiled(const MatrixMap& dy, const MatrixMap& w, MatrixMap& dx, bool add, int threads,
                          float* buffers) {
   const int64_t out = w.rows(), in = w.cols();
-  constexpr int64_t ld = kTileColumns + kTilePad;
+  // Narrower than kTileColumns where that would leave a thread without a block
+  // (1024 features on 2 threads: 512 each); the rows stay kTilePad apart from 4 KiB.
+  const int64_t columns = std::min(kTileColumns, std::max<int64_t>(16, ((in + threads - 1) / threads + 15) / 16 * 16));
+  const int64_t ld = columns + kTilePad;
 #pragma omp parallel for schedule(static) num_threads(threads)
-  for (int64_t begin = 0; begin < in; begin += kTileColumns) {
+  for (int64_t begin = 0; begin < in; begin += columns) {
     float* buffer = buffers + omp_get_thread_num() * kTileBufferFloats;
-    const int64_t width = std::min(in, begin + kTileColumns) - begin;
+    const int64_t width = std::min(in, begin + columns) - begin;
     for (int64_t k0 = 0; k0 < out; k0 += kTileRows) {
       const int64_t depth = std::min(out, k0 + kTileRows) - k0;
       StridedMatrixMap tile(buffer, depth, width, Eigen::OuterStride<>(ld));
@@ -178,7 +182,7 @@ void backward_data_tiled(const MatrixMap& dy, const MatrixMap& w, MatrixMap& dx,
 // columns (sums in L1) left each weight row in 1.5 KiB pieces, too short for
 // the prefetchers: VGG's fc6 (25088 -> 4096) at one row streamed its 411 MB at
 // 14 GB/s where the forward reads 24. Wider blocks, four weight rows at a
-// time, single-threaded, 2 threads (median of 9, ms, 2-core Xeon, the probe in
+// time, each block on one thread, 2 threads (median of 9, ms, 2-core Xeon, the probe in
 // bench/results/2026-11-27-cpu-xeon-2core-streamed-dx-probe.txt):
 //
 //   rows           1     2     4     8    16

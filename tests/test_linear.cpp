@@ -1,6 +1,8 @@
 // tests/test_linear.cpp
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "layers/linear.h"
 #include "tests/support/checks.h"
 
@@ -119,13 +121,14 @@ TEST(Linear, BackwardDataAtEveryBatchMatchesSumsInDouble) {
 }
 
 // With a multiple of 1024 features in, from 17 to 127 rows and 64 outputs or
-// more, the build on oneDNN's sgemm copies the weights by tiles of 64 x 1024
-// (Note [Weights whose rows alias in the cache]): two column tiles, 131
-// outputs (tiles of 64, 64 and a ragged 3), at both ends of its rows and just
-// past them (128 rows, and 63 outputs: in place).
+// more, the build on oneDNN's sgemm copies the weights by tiles of 64 x up to
+// 1024 (Note [Weights whose rows alias in the cache]): 2048 and 1024 features
+// (narrower tiles, one block a thread), 131 outputs (tiles of 64, 64 and a
+// ragged 3), at both ends of its rows and just past them (128 rows, and 63
+// outputs: in place).
 TEST(Linear, BackwardDataByTilesMatchesSumsInDouble) {
-  const int64_t in = 2048;
-  for (const auto& [n, out] : std::vector<std::pair<int64_t, int64_t>>{{17, 131}, {127, 131}, {128, 131}, {33, 63}}) {
+  for (const auto& [n, in, out] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {17, 2048, 131}, {127, 2048, 131}, {40, 1024, 131}, {128, 2048, 131}, {33, 2048, 63}}) {
     Context ctx = Context::cpu();
     Linear fc("fc", {.out_features = static_cast<int>(out)});
     testing::LayerHarness h(ctx, fc, {Shape{n, in}});
