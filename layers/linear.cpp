@@ -144,6 +144,11 @@ constexpr int64_t kMaxTiledRows = 127;
 constexpr int64_t kAliasingFeatures = 1024;  // floats in 4 KiB
 constexpr int64_t kTileBufferFloats = kTileRows * (kTileColumns + kTilePad);
 
+// A thread's even share of `in` columns, in multiples of 16 floats.
+int64_t columns_per_thread(int64_t in, int64_t threads) {
+  return std::max<int64_t>(16, ((in + threads - 1) / threads + 15) / 16 * 16);
+}
+
 // Measured on oneDNN's sgemm only: other builds keep the product in place, as
 // do layers with fewer outputs than a tile's rows (FCN-5's fc4, 1024 -> 10:
 // 0.05 ms in place, 0.08 by tiles).
@@ -161,7 +166,7 @@ void backward_data_tiled(const MatrixMap& dy, const MatrixMap& w, MatrixMap& dx,
   const int64_t out = w.rows(), in = w.cols();
   // Narrower than kTileColumns where that would leave a thread without a block
   // (1024 features on 2 threads: 512 each); the rows stay kTilePad apart from 4 KiB.
-  const int64_t columns = std::min(kTileColumns, std::max<int64_t>(16, ((in + threads - 1) / threads + 15) / 16 * 16));
+  const int64_t columns = std::min(kTileColumns, columns_per_thread(in, threads));
   const int64_t ld = columns + kTilePad;
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t begin = 0; begin < in; begin += columns) {
@@ -200,8 +205,7 @@ constexpr int64_t kStreamedColumns = 1024;
 
 int64_t streamed_columns_per_block(int64_t rows, int64_t in) {
   if (rows > kMaxRowsForThreadShare) return kStreamedColumns;
-  const int64_t threads = std::max(1, omp_get_max_threads());
-  return std::max<int64_t>(16, ((in + threads - 1) / threads + 15) / 16 * 16);
+  return columns_per_thread(in, std::max(1, omp_get_max_threads()));
 }
 
 // The same product in place: streamed up to kMaxStreamedBatch rows (Note
