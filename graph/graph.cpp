@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "graph/init.h"
+#include "graph/layouts.h"
 #include "graph/memory_plan.h"
 #include "tensor/copy.h"
 
@@ -148,12 +149,14 @@ void Graph::compile(Context& ctx, const CompileOptions& options) {
   // Layers first: a measured cuDNN search allocates scratch tensors and frees
   // them before the plan's arenas exist, so the search's scratch and the
   // network's memory are never held at once.
-  size_t workspace = 0;
   for (int i : layers_) {
     Layer& layer = *nodes_[static_cast<size_t>(i)].layer;
+    layer.set_channels_last(std::vector<bool>(layer.input_shapes().size(), false), false);
     layer.prepare(ctx, options_.layers);
-    workspace = std::max(workspace, layer.workspace_bytes());
   }
+  plan_layouts(ctx);
+  size_t workspace = 0;
+  for (int i : layers_) workspace = std::max(workspace, nodes_[static_cast<size_t>(i)].layer->workspace_bytes());
   ctx.reserve_workspace(workspace);
   allocate_parameters(ctx);
   allocate_activations(ctx);
@@ -164,6 +167,24 @@ void Graph::compile(Context& ctx, const CompileOptions& options) {
   spans_ = std::make_unique<StepSpans>(ctx, span_capacity, SpanOptions{.timing = options.layer_timing, .nvtx = options.nvtx});
   ctx.synchronize();
   compiled_ = true;
+}
+
+// Note [Channels-last values on the CPU]: the layers were prepared in NCHW;
+// those that now read or write a channels-last value are prepared again.
+void Graph::plan_layouts(Context& ctx) {
+  for (Node& node : nodes_) node.channels_last = false;
+  if (ctx.is_cuda() || !options_.channels_last) return;
+  const std::vector<bool> channels_last = plan_channels_last(nodes_, layers_, loss_);
+  for (size_t i = 0; i < nodes_.size(); ++i) nodes_[i].channels_last = channels_last[i];
+  for (int i : layers_) {
+    Node& node = nodes_[static_cast<size_t>(i)];
+    std::vector<bool> inputs;
+    for (int producer : node.inputs) inputs.push_back(channels_last[static_cast<size_t>(producer)]);
+    const bool any = node.channels_last || std::find(inputs.begin(), inputs.end(), true) != inputs.end();
+    if (!any) continue;
+    node.layer->set_channels_last(std::move(inputs), node.channels_last);
+    node.layer->prepare(ctx, options_.layers);
+  }
 }
 
 const MemoryPlan& Graph::memory_plan() const {

@@ -48,6 +48,9 @@ struct Node {
   std::vector<GradMode> input_grad_modes; // write for the first gradient to reach a producer, then add
   std::vector<Tensor> params;             // views into the flat parameter buffer
   std::vector<Tensor> param_grads;        // views into the flat gradient buffer
+  // value and grad hold their (N, C, H, W) in NHWC order: Note [Channels-last
+  // values on the CPU] (graph/layouts.h). Read their bytes accordingly.
+  bool channels_last = false;
 
   bool is_input() const { return layer == nullptr; }
 };
@@ -77,6 +80,11 @@ struct CompileOptions {
   // model. Read them with Graph::input_gradient() after backward. Only float
   // inputs of a training plan; compile throws ConfigError naming the choices.
   std::vector<std::string> input_gradients;
+  // On the CPU, store a value NHWC where the layers that write and read it
+  // can work on it so (oneDNN's convolutions, ReLU): Note [Channels-last
+  // values on the CPU] (graph/layouts.h). false keeps every value NCHW
+  // (glassbox time --nchw-values: the reorders it saves, measured).
+  bool channels_last = true;
 };
 
 // Per-layer times of the last forward and backward, in milliseconds.
@@ -196,6 +204,7 @@ class Graph {
   void check_context(const Context& ctx, std::string_view what) const;
   void allocate_parameters(Context& ctx);
   void allocate_activations(Context& ctx);
+  void plan_layouts(Context& ctx);  // sets Node::channels_last and prepares the layers concerned again
   void check_training(std::string_view what) const;
   Pass backward_pass(const Node& node) const;
   void after_layer(Context& ctx, const Node& node, std::string_view pass) const;

@@ -119,6 +119,9 @@ void Conv2d::prepare_cpu(Context&, const PrepareOptions& prepare_options) {
   const bool auto_onednn = GLASSBOX_WITH_ONEDNN && asked == CpuPath::kAuto && !direct_depthwise;
   const bool want_onednn = GLASSBOX_WITH_ONEDNN && (asked == CpuPath::kOneDnn || (auto_onednn && kernel_above_1x1));
   if (want_onednn && prepare_onednn(prepare_options.phase, asked, /*pointwise_forward=*/false)) return;
+  if (input_channels_last(0) || output_channels_last()) {  // the graph asks only after an NCHW prepare chose oneDNN
+    fail_option("channels-last values need oneDNN's convolution, which this layer no longer takes");
+  }
   pl.path = pl.backward_path = CpuPath::kGlassbox;
   pl.depthwise = direct_depthwise;
   if (pl.depthwise) {
@@ -155,12 +158,15 @@ void Conv2d::prepare_cpu(Context&, const PrepareOptions& prepare_options) {
 bool Conv2d::prepare_onednn(Phase phase, CpuPath asked, bool pointwise_forward) {
   OneDnnConv::Plan plan{.phase = phase, .plain_layouts = pointwise_forward};
   if (pointwise_forward) plan.backward_elsewhere = "Glassbox 1x1 GEMM";
+  plan.x_channels_last = input_channels_last(0);
+  plan.y_channels_last = output_channels_last();
   auto onednn = std::make_unique<OneDnnConv>(name(), options_, input_shapes()[0], output_shape(), plan);
   // Asked for by name, oneDNN's reference code is taken too (tests); kAuto does
   // not take it (Note [oneDNN's reference code]).
   if (asked == CpuPath::kAuto && onednn->uses_reference_code()) return false;
   plan_.path = CpuPath::kOneDnn;
   plan_.backward_path = pointwise_forward ? CpuPath::kGlassbox : CpuPath::kOneDnn;
+  plan_.onednn_layouts = !pointwise_forward;
   set_workspace_bytes(onednn->workspace_bytes());
   backend_ = std::move(onednn);
   return true;
@@ -222,20 +228,31 @@ void Conv2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
     ctx.switch_pass(glassbox::Pass::kBackwardWeights);
     backward_filter_im2col(args, workspace);
   }
-  if (options_.bias) {
-    const CpuPlan& pl = plan_;
-    float* db = args.param_grads[1].data<float>();
-    const int64_t pq = pl.p * pl.q;
+  if (options_.bias) add_bias_gradient(dy, args.param_grads[1].data<float>());
+}
+
+// db += the sum of dy over the images and pixels, per output channel.
+void Conv2d::add_bias_gradient(const float* dy, float* db) const {
+  const CpuPlan& pl = plan_;
+  const int64_t pq = pl.p * pl.q;
+  if (output_channels_last()) {
+    // dy is (N*P*Q) x K: each thread sums its channels' columns over every row.
     parallel_for(pl.k, std::max<int64_t>(1, kElementwiseGrain / (pl.n * pq)), [&](int64_t begin, int64_t end) {
-      for (int64_t k = begin; k < end; ++k) {
-        float sum = 0.0f;
-        for (int64_t n = 0; n < pl.n; ++n) {
-          sum += Eigen::Map<const Eigen::ArrayXf>(dy + (n * pl.k + k) * pq, pq).sum();
-        }
-        db[k] += sum;
-      }
+      const Eigen::Map<const Eigen::ArrayXXf, 0, Eigen::OuterStride<>> columns(dy + begin, end - begin, pl.n * pq,
+                                                                               Eigen::OuterStride<>(pl.k));
+      as_array(db + begin, end - begin) += columns.rowwise().sum();
     });
+    return;
   }
+  parallel_for(pl.k, std::max<int64_t>(1, kElementwiseGrain / (pl.n * pq)), [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      float sum = 0.0f;
+      for (int64_t n = 0; n < pl.n; ++n) {
+        sum += Eigen::Map<const Eigen::ArrayXf>(dy + (n * pl.k + k) * pq, pq).sum();
+      }
+      db[k] += sum;
+    }
+  });
 }
 
 }  // namespace glassbox

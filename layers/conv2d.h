@@ -70,6 +70,11 @@ class Conv2d final : public Layer {
   // and for the backward passes.
   CpuPath cpu_path() const { return plan_.path; }
   CpuPath cpu_backward_path() const { return plan_.backward_path; }
+  // Where every pass runs on oneDNN in its own layouts (not the 1x1 forward
+  // in Glassbox's): the input and output may be NHWC, as its brgconv works
+  // (Note [Channels-last values on the CPU], graph/layouts.h).
+  bool can_read_channels_last(int index) const override { return index == 0 && plan_.onednn_layouts; }
+  bool can_write_channels_last(const std::vector<bool>&) const override { return plan_.onednn_layouts; }
 
   // ---- cuDNN algorithms (CUDA devices only) ----
   // The three passes, each with its own cuDNN algorithm.
@@ -119,6 +124,7 @@ class Conv2d final : public Layer {
     bool depthwise = false;         // one input channel per group: layers/conv2d_depthwise.cpp
     CpuPath path = CpuPath::kAuto;           // what prepare chose for the forward
     CpuPath backward_path = CpuPath::kAuto;  // ... and for the backward
+    bool onednn_layouts = false;    // every pass on oneDNN, in the layouts it chose
     int threads = 1;                // also backward-filter's slots (Note [Reproducible weight gradients])
     int64_t col_floats = 0;         // per-thread unfolded tile
     int64_t partial_floats = 0;     // per-slot (but slot 0) partial weight gradient
@@ -126,6 +132,7 @@ class Conv2d final : public Layer {
   void check_options() const;
   DepthwisePlan depthwise_plan() const;
   float* cpu_workspace(const Context& ctx) const;
+  void add_bias_gradient(const float* dy, float* db) const;  // db += per-channel sums of dy
   // False where `asked` is kAuto and oneDNN has only reference code for these
   // shapes. `pointwise_forward`: oneDNN runs the forward alone, in Glassbox's layout.
   bool prepare_onednn(Phase phase, CpuPath asked, bool pointwise_forward);

@@ -60,6 +60,7 @@ constexpr int64_t kSliceBytes = int64_t{2} << 20;
 struct Operand {
   memory outside, inside;
   bool copied = false;  // inside is a workspace slice (else it is `outside` itself)
+  bool agree = false;   // the layouts agree: a kAddedTo result that is written (not added) can land outside
   size_t offset = 0;    // of the slice
   dnnl::reorder in, out, add_out;
 
@@ -73,7 +74,8 @@ struct Operand {
     dnnl::engine& engine = onednn_cpu_engine();
     const bool reads = role == Role::kRead, writes = !reads;
     outside = memory(outside_desc, engine, DNNL_MEMORY_NONE);
-    copied = role == Role::kAddedTo || inside_desc != outside_desc;
+    agree = inside_desc == outside_desc;
+    copied = role == Role::kAddedTo || !agree;
     if (!copied) {
       inside = outside;
       return;
@@ -104,19 +106,22 @@ struct Operand {
     to_outside = {{DNNL_ARG_FROM, inside}, {DNNL_ARG_TO, outside}, {DNNL_ARG_SCRATCHPAD, scratchpad}};
   }
 
-  void bind(const void* data, char* workspace) {
+  // `add`: the pass will add its result to what is outside (write(add = true)).
+  void bind(const void* data, char* workspace, bool add = true) {
     outside.set_data_handle(const_cast<void*>(data));
-    if (copied) inside.set_data_handle(workspace + offset);
+    direct = agree && !add;
+    if (copied) inside.set_data_handle(direct ? const_cast<void*>(data) : workspace + offset);
   }
   void read(dnnl::stream& stream) {
     if (copied) in.execute(stream, to_inside);
   }
   void write(dnnl::stream& stream, bool add) {
-    if (copied) (add ? add_out : out).execute(stream, to_outside);
+    if (copied && !direct) (add ? add_out : out).execute(stream, to_outside);
   }
 
  private:
   std::unordered_map<int, memory> to_inside, to_outside;
+  bool direct = false;  // this call's result lands outside, in place
 };
 
 // A primitive, its arguments (made once) and the slice of workspace its pass uses.
@@ -133,6 +138,7 @@ struct PassPlan {
 struct OneDnnConv::Impl {
   dnnl::stream stream{onednn_cpu_engine()};
   bool training = true, bias = false;
+  bool x_channels_last = false, y_channels_last = false;  // as stored outside (Plan)
   // Note [Convolutions by slices of the batch]: the primitives are built for
   // `slice` images and each pass runs them batch / slice times.
   int64_t slices = 1, slice = 1;
@@ -218,6 +224,7 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
   m.backward = m.training && plan.backward_elsewhere.empty();
   m.backward_elsewhere = plan.backward_elsewhere;
   m.bias = o.bias;
+  m.x_channels_last = plan.x_channels_last, m.y_channels_last = plan.y_channels_last;
   const int64_t weights = y[1] * (x[1] / o.groups) * o.kernel.h * o.kernel.w;
   m.slice = images_per_slice(x, y, weights, plan.plain_layouts);
   m.slices = x[0] / m.slice;
@@ -230,7 +237,8 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
   const Tag w_tag = grouped ? Tag::goihw : Tag::oihw;
   const memory::dims strides{o.stride.h, o.stride.w}, pads{o.pad.h, o.pad.w};
   const memory::dims dilates{o.dilation.h - 1, o.dilation.w - 1};  // oneDNN counts the gaps: 0 is dense
-  const memory::desc x_md = plain(x_dims, Tag::nchw), y_md = plain(y_dims, Tag::nchw), w_md = plain(w_dims, w_tag);
+  const memory::desc x_md = plain(x_dims, plan.x_channels_last ? Tag::nhwc : Tag::nchw);
+  const memory::desc y_md = plain(y_dims, plan.y_channels_last ? Tag::nhwc : Tag::nchw), w_md = plain(w_dims, w_tag);
   // The layouts the primitives work in: their choice ("any"), or Glassbox's own.
   auto inside = [&](const memory::dims& dims, const memory::desc& own) {
     return plan.plain_layouts ? own : memory::desc(dims, memory::data_type::f32, Tag::any);
@@ -304,6 +312,9 @@ std::string OneDnnConv::algorithms() const {
     text += cat("; backward: ", m.backward_elsewhere);
   }
   if (m.slices > 1) text += cat("; in ", m.slices, " slices of ", m.slice, m.slice == 1 ? " image" : " images");
+  if (m.x_channels_last || m.y_channels_last) {
+    text += m.x_channels_last && m.y_channels_last ? "; x and y NHWC" : m.x_channels_last ? "; x NHWC" : "; y NHWC";
+  }
   return text;
 }
 
@@ -343,7 +354,8 @@ void OneDnnConv::backward_data(const float* w, const float* dy, float* dx, GradM
   m.backward_data.scratchpad_memory.set_data_handle(ws);
   m.data_w.read(m.stream);
   for (int64_t s = 0; s < m.slices; ++s) {
-    m.data_dy.bind(dy + s * m.y_slice_floats, ws), m.data_dx.bind(dx + s * m.x_slice_floats, ws);
+    m.data_dy.bind(dy + s * m.y_slice_floats, ws);
+    m.data_dx.bind(dx + s * m.x_slice_floats, ws, /*add=*/mode == GradMode::kAdd);
     m.data_dy.read(m.stream);
     m.backward_data.primitive.execute(m.stream, m.backward_data.args);
     m.data_dx.write(m.stream, /*add=*/mode == GradMode::kAdd);

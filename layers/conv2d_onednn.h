@@ -1,9 +1,10 @@
 // layers/conv2d_onednn.h: Conv2d's CPU path on oneDNN (cmake/CpuConv.cmake),
 // built only with -DGLASSBOX_CPU_CONV=oneDNN (the default).
 //
-// Glassbox keeps activations in NCHW; oneDNN's fast convolutions want their
-// own blocked layouts (nChw16c and the like, "format any"). So each pass
-// reorders its operands into the workspace, runs oneDNN's primitive there, and
+// Glassbox keeps activations in NCHW (NHWC where the graph stores a value
+// channels-last); oneDNN's fast convolutions want their own layouts (NHWC,
+// nChw16c and the like, "format any"). So each pass reorders the operands
+// whose layouts differ into the workspace, runs oneDNN's primitive there, and
 // reorders the result back: the reorders are in the layer's time, as they are
 // in the measurements that chose this path (docs/performance.md, "Convolutions
 // on oneDNN"). Everything oneDNN needs (the blocked copies and its own
@@ -33,6 +34,10 @@ class OneDnnConv final : public BackendState {
     // Non-empty: only the forward is built here; the backward runs on the
     // path named (Conv2d runs it), and algorithms() says so.
     std::string backward_elsewhere;
+    // The input (and its gradient) and the output (and its gradient) are
+    // stored NHWC (Note [Channels-last values on the CPU], graph/layouts.h):
+    // where oneDNN's kernel works in NHWC too, no reorder moves them.
+    bool x_channels_last = false, y_channels_last = false;
   };
   // Builds the primitives for the passes the plan asks for. Throws
   // ConfigError naming `layer` if oneDNN refuses the shapes.

@@ -61,6 +61,8 @@ const Shape& Layer::bind(std::span<const Shape> inputs) {
   try {
     output_shape_ = infer(inputs);
     input_shapes_.assign(inputs.begin(), inputs.end());
+    input_channels_last_.assign(inputs.size(), false);
+    output_channels_last_ = false;
     bound_ = true;
     param_shapes_.clear();
     for (const ParamSpec& spec : param_specs()) param_shapes_.push_back(spec.shape);
@@ -114,6 +116,24 @@ int64_t Layer::bytes_moved(Pass pass) const {
     case Pass::kOptimizer: return 0;
   }
   return 0;
+}
+
+void Layer::set_channels_last(std::vector<bool> inputs, bool output) {
+  if (!bound_) fail("set_channels_last before its input shapes are known (bind first)");
+  if (inputs.size() != input_shapes_.size()) {
+    fail(cat("set_channels_last with ", inputs.size(), " input layout(s), the layer has ", input_shapes_.size(), " input(s)"));
+  }
+  if (keeps_layout()) {
+    if (inputs.size() != 1 || inputs[0] != output) fail("an elementwise layer's output is in its input's layout");
+  } else {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i] && !can_read_channels_last(static_cast<int>(i))) fail(cat("input ", i, " cannot be channels-last"));
+    }
+    if (output && !can_write_channels_last(inputs)) fail("its output cannot be channels-last with these inputs");
+  }
+  input_channels_last_ = std::move(inputs);
+  output_channels_last_ = output;
+  prepared_ = false;
 }
 
 void Layer::prepare(Context& ctx, const PrepareOptions& options) {

@@ -189,6 +189,22 @@ class Layer {
   // plan does so where nothing else reads that input).
   virtual bool can_run_in_place() const { return false; }
 
+  // Note [Channels-last values on the CPU] (graph/layouts.h): whether the
+  // layer, as prepared, can read input `index` stored in NHWC order (and
+  // write that input's gradient so), and write its output in NHWC order (and
+  // read its gradient so) when its inputs are stored as `inputs` says. The
+  // shapes stay (N, C, H, W). The graph asks after a first prepare in NCHW,
+  // then sets the layouts and prepares again.
+  virtual bool can_read_channels_last(int /*index*/) const { return false; }
+  virtual bool can_write_channels_last(const std::vector<bool>& /*inputs*/) const { return false; }
+  // An elementwise layer whose output and gradients are in its input's
+  // order, whichever it is (ReLU): the graph gives both the same layout.
+  virtual bool keeps_layout() const { return false; }
+  // Set before prepare (bind resets them to NCHW); prepare reads them.
+  void set_channels_last(std::vector<bool> inputs, bool output);
+  bool input_channels_last(int index) const { return input_channels_last_[static_cast<size_t>(index)]; }
+  bool output_channels_last() const { return output_channels_last_; }
+
   // State that belongs to the model but is not learned (batch norm's running
   // statistics), named as PyTorch's buffers are ("running_mean"), valid after
   // prepare(). Checkpoints save and restore it; the default is none.
@@ -291,6 +307,8 @@ class Layer {
   Phase prepared_phase_ = Phase::kTraining;
   std::vector<Shape> input_shapes_;
   Shape output_shape_;
+  std::vector<bool> input_channels_last_;  // Note [Channels-last values on the CPU]
+  bool output_channels_last_ = false;
   std::vector<Shape> param_shapes_;
   size_t workspace_bytes_ = 0;
 };

@@ -269,6 +269,14 @@ void Pool2d::prepare_cpu(Context& ctx, const PrepareOptions& options) {
   const Shape& x = input_shapes()[0];
   const Shape& y = output_shape();
   const int threads = std::max(1, omp_get_max_threads());
+  nhwc_ = input_channels_last(0);
+  if (nhwc_) {
+    nhwc_plan_ = {.n = x[0], .c = x[1], .h = x[2], .w = x[3], .p = y[2], .q = y[3], .kh = w.kernel.h, .kw = w.kernel.w,
+                  .sh = w.stride.h, .sw = w.stride.w, .ph = w.pad.h, .pw = w.pad.w,
+                  .y_channels_last = output_channels_last()};
+    if (options.phase == Phase::kTraining) argmax_ = ctx.allocate(y, DType::kInt32, MemoryCategory::kLayerState);
+    return;
+  }
   if (mode_ == Mode::kMax) {
     max_plan_ = {.planes = x[0] * x[1], .h = x[2], .w = x[3], .p = y[2], .q = y[3], .kh = w.kernel.h,
                  .kw = w.kernel.w, .sh = w.stride.h, .sw = w.stride.w, .ph = w.pad.h, .pw = w.pad.w,
@@ -287,7 +295,16 @@ void Pool2d::prepare_cpu(Context& ctx, const PrepareOptions& options) {
   set_workspace_bytes(static_cast<size_t>(depthwise_workspace_floats(taps_)) * sizeof(float));
 }
 
+bool Pool2d::can_read_channels_last(int index) const {
+  return index == 0 && mode_ == Mode::kMax && !window_.global && max_pool_nhwc_fits(input_shapes()[0][1]);
+}
+
 void Pool2d::forward_cpu(Context& ctx, const ForwardArgs& args) {
+  if (nhwc_) {
+    max_pool_nhwc_forward(nhwc_plan_, args.inputs[0].data<float>(), args.output.data<float>(),
+                          argmax_.defined() ? argmax_.data<int32_t>() : nullptr);
+    return;
+  }
   if (max_blocks_) {
     max_pool_forward(max_plan_, args.inputs[0].data<float>(), args.output.data<float>(),
                      argmax_.defined() ? argmax_.data<int32_t>() : nullptr, static_cast<float*>(checked_workspace(ctx)));
@@ -323,6 +340,11 @@ void Pool2d::forward_cpu(Context& ctx, const ForwardArgs& args) {
 void Pool2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
   const Tensor& dx_tensor = args.input_grads[0];
   if (!dx_tensor.defined()) return;
+  if (nhwc_) {
+    max_pool_nhwc_backward(nhwc_plan_, argmax_.data<int32_t>(), args.output_grad.data<float>(), args.input_grad_modes[0],
+                           dx_tensor.data<float>());
+    return;
+  }
   if (max_blocks_) {
     max_pool_backward(max_plan_, argmax_.data<int32_t>(), args.output_grad.data<float>(), args.input_grad_modes[0],
                       dx_tensor.data<float>());

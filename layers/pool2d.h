@@ -26,6 +26,7 @@
 #include "layers/conv2d_depthwise.h"
 #include "layers/layer.h"
 #include "layers/pool2d_max.h"
+#include "layers/pool2d_max_nhwc.h"
 #include "layers/size2.h"
 
 namespace glassbox {
@@ -52,6 +53,12 @@ class Pool2d final : public Layer {
   Mode mode() const { return mode_; }
   // The window in effect (for global pooling: the input plane, known after bind()).
   Window window() const;
+  // Max pooling, not global, over whole vectors of channels: from an NHWC
+  // input to an NHWC or NCHW output (Note [Channels-last values on the CPU]).
+  bool can_read_channels_last(int index) const override;
+  bool can_write_channels_last(const std::vector<bool>& inputs) const override {
+    return inputs[0] && can_read_channels_last(0);
+  }
 
  private:
   void prepare_cpu(Context& ctx, const PrepareOptions& options) override;
@@ -77,6 +84,10 @@ class Pool2d final : public Layer {
   bool max_blocks_ = false;
   MaxPoolPlan max_plan_;
   Tensor argmax_;
+  // Max pooling of a channels-last input (layers/pool2d_max_nhwc.h); argmax_
+  // is then (N, P, Q, C).
+  bool nhwc_ = false;
+  MaxPoolNhwcPlan nhwc_plan_;
 };
 
 }  // namespace glassbox

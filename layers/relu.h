@@ -16,6 +16,7 @@ class ReLU final : public Layer {
   // Backward needs only y (dx = dy where y > 0), so y may overwrite x.
   bool backward_reads_input(int) const override { return false; }
   bool can_run_in_place() const override { return true; }
+  bool keeps_layout() const override { return true; }  // elementwise: any order of the elements
   std::string describe() const override { return ""; }
   Shape infer(std::span<const Shape> inputs) const override { return inputs[0]; }
 

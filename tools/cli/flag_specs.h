@@ -41,6 +41,9 @@ inline const std::vector<FlagSpec>& time_flags() {
       {"--cudnn-search", "", "time every cuDNN algorithm and keep the fastest"},
       {"--cpu-conv", "PATH",
        "what runs the CPU's convolutions: auto (default: oneDNN above 1x1 where built with it), glassbox, onednn"},
+      {"--nchw-values", "",
+       "keep every CPU value NCHW (by default values between oneDNN convolutions, ReLU and max pooling are NHWC, "
+       "which saves the convolutions' reorders)"},
       {"--deterministic", "",
        cat("only cuDNN algorithms that give the same bits on every run; the CPU path always does (",
            kDeterministicByDefault ? "on: built with GLASSBOX_DETERMINISTIC" : "off by default", ")")},

@@ -1,0 +1,38 @@
+// graph/layouts.h: which values the CPU stores channels-last (NHWC).
+//
+// Note [Channels-last values on the CPU]: Glassbox's values are NCHW, but
+// oneDNN's convolutions (brgconv) work in NHWC, so each oneDNN convolution
+// reordered its input into NHWC and its output back to NCHW: 29 ms of VGG16's
+// 293 ms inference step at batch 2 on the 2-core Xeon (ONEDNN_VERBOSE,
+// docs/performance.md). The copies are memory-bound: oneDNN's reorder runs at
+// 17-34 GB/s on cached data and a tiled transpose is no faster
+// (bench/probes/nchw_nhwc_reorders.cpp), so the way to save them is not to
+// make them. Where a value's producer and every consumer can work on NHWC,
+// the graph stores it so, and its gradient too; PyTorch's channels_last keeps
+// NHWC throughout for the same reason.
+//
+// A layer says what it can do once prepared in NCHW
+// (Layer::can_read_channels_last, can_write_channels_last); an elementwise
+// layer (Layer::keeps_layout: ReLU) takes whichever its input has, so the
+// values it joins are decided together. A value is channels-last where the
+// whole group qualifies: 4-D float, not a graph input (the caller fills those
+// NCHW), not the loss, written by layers that can write NHWC and read only by
+// layers that can read it. Shapes stay (N, C, H, W), the logical dimensions:
+// Node::channels_last says how the bytes are ordered, and whoever reads a
+// value's bytes (a test, a debugger) must look. CUDA devices keep NCHW.
+#pragma once
+
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace glassbox {
+
+// Per node: whether its value (and gradient) is stored NHWC. `layers` in
+// topological order, each prepared.
+std::vector<bool> plan_channels_last(const std::vector<Node>& nodes, const std::vector<int>& layers, int loss);
+
+// The NCHW order of a (N, C, H, W) value stored NHWC (tests, debugging).
+std::vector<float> nchw_from_channels_last(const std::vector<float>& nhwc, const Shape& shape);
+
+}  // namespace glassbox

@@ -1,0 +1,243 @@
+// tests/test_channels_last.cpp: Note [Channels-last values on the CPU]
+// (graph/layouts.h). Which values the graph stores NHWC (where oneDNN's
+// convolutions, ReLU and max pooling meet, and nowhere a layer needs NCHW);
+// that training and inference compute what the all-NCHW graph computes,
+// value by value; and max pooling on NHWC against Pool2d's NCHW paths,
+// outputs and gradients exact.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <limits>
+#include <random>
+
+#include "data/synthetic.h"
+#include "graph/builder.h"
+#include "graph/layouts.h"
+#include "layers/conv2d.h"
+#include "layers/pool2d.h"
+#include "layers/relu.h"
+#include "optim/sgd.h"
+#include "tensor/copy.h"
+#include "tests/support/checks.h"
+#include "tests/support/harness.h"
+
+namespace glassbox {
+namespace {
+
+// Two oneDNN convolutions in a row, max pooling between convolutions and
+// before a flatten (overlapping windows, padding), a batch-norm branch that
+// must stay NCHW, and a 1x1 convolution (Glassbox's own backward: NCHW).
+Graph net(int batch) {
+  GraphBuilder g;
+  Value x = g.input("images", {batch, 3, 12, 12});
+  const Value labels = g.input("labels", {batch}, DType::kInt32);
+  x = g.relu(g.conv(x, {.out_channels = 16, .kernel = 3, .pad = 1}, "conv_a"), "relu_a");
+  x = g.relu(g.conv(x, {.out_channels = 16, .kernel = 3, .pad = 1}, "conv_b"), "relu_b");
+  x = g.max_pool(x, {.kernel = 2, .stride = 2}, "pool_b");
+  const Value normed = g.relu(g.batch_norm(g.conv(x, {.out_channels = 16, .kernel = 3, .pad = 1, .bias = false}, "conv_n")),
+                              "relu_n");
+  x = g.relu(g.conv(normed, {.out_channels = 32, .kernel = 3, .pad = 1}, "conv_c"), "relu_c");
+  x = g.relu(g.conv(x, {.out_channels = 32, .kernel = 1}, "conv_p"), "relu_p");
+  x = g.max_pool(x, {.kernel = 3, .stride = 2, .pad = 1}, "pool_c");
+  const Value loss = g.softmax_cross_entropy(g.linear(g.flatten(x), {.out_features = 5}, "fc"), labels);
+  return std::move(g).build(loss);
+}
+
+TEST(ChannelsLast, TheGraphStoresNhwcWhereEveryWriterAndReaderCan) {
+  if (!GLASSBOX_WITH_ONEDNN) GTEST_SKIP() << "built without oneDNN (-DGLASSBOX_CPU_CONV=im2col): every value is NCHW";
+  for (Phase phase : {Phase::kTraining, Phase::kInference}) {
+    Context ctx = Context::cpu();
+    Graph graph = net(2);
+    graph.compile(ctx, {.phase = phase});
+    std::string nhwc;
+    for (const Node& node : graph.nodes()) {
+      if (node.channels_last) nhwc += (nhwc.empty() ? "" : " ") + node.name;
+    }
+    // conv_a reads the images NCHW; conv_n writes for batch norm; conv_p's
+    // backward is Glassbox's 1x1 GEMM, so it and the layers it meets stay NCHW.
+    EXPECT_EQ(nhwc, "conv_a relu_a conv_b relu_b pool_b") << (phase == Phase::kTraining ? "training" : "inference");
+    EXPECT_NE(graph.node("conv_b").layer->algorithms().find("x and y NHWC"), std::string::npos)
+        << graph.node("conv_b").layer->algorithms();
+    EXPECT_NE(graph.node("conv_a").layer->algorithms().find("; y NHWC"), std::string::npos);
+
+    Graph nchw = net(2);
+    nchw.compile(ctx, {.phase = phase, .channels_last = false});
+    for (const Node& node : nchw.nodes()) EXPECT_FALSE(node.channels_last) << node.name;
+  }
+}
+
+// Every value of a training step (memory reuse off, so each can be read
+// afterwards), the loss and every parameter gradient, and the parameters
+// after three SGD steps: as the all-NCHW graph has them. Not bit for bit:
+// the bias gradients sum over NHWC in another order.
+TEST(ChannelsLast, TrainingComputesWhatTheNchwGraphComputes) {
+  struct Run {
+    std::vector<float> losses, gradients, parameters;
+    std::vector<std::vector<float>> values;  // NCHW order
+    std::vector<std::string> names;
+  };
+  auto run = [](bool channels_last) {
+    Context ctx = Context::cpu();
+    Graph graph = net(3);
+    graph.compile(ctx, {.memory_reuse = MemoryReuse::kOff, .channels_last = channels_last});
+    fill_synthetic_batch(ctx, graph, 5);
+    Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 0.0f});
+    Run r;
+    for (int step = 0; step < 3; ++step) {
+      graph.zero_grad(ctx);
+      graph.forward(ctx, Phase::kTraining);
+      graph.backward(ctx);
+      r.losses.push_back(graph.loss(ctx));
+      if (step == 0) {
+        r.gradients = to_vector<float>(ctx, graph.gradients());
+        for (const Node& node : graph.nodes()) {
+          if (node.dtype != DType::kFloat32) continue;
+          std::vector<float> value = to_vector<float>(ctx, node.value);
+          r.values.push_back(node.channels_last ? nchw_from_channels_last(value, node.shape) : value);
+          r.names.push_back(node.name);
+        }
+      }
+      sgd.step(ctx);
+    }
+    r.parameters = to_vector<float>(ctx, graph.parameters());
+    return r;
+  };
+  const Run nhwc = run(true), nchw = run(false);
+  testing::expect_close(nhwc.losses, nchw.losses, 1e-5, "losses");
+  testing::expect_close(nhwc.gradients, nchw.gradients, 1e-4, "parameter gradients of the first step");
+  testing::expect_close(nhwc.parameters, nchw.parameters, 1e-4, "parameters after three steps");
+  ASSERT_EQ(nhwc.names, nchw.names);
+  for (size_t i = 0; i < nhwc.values.size(); ++i) testing::expect_close(nhwc.values[i], nchw.values[i], 1e-5, nhwc.names[i]);
+}
+
+TEST(ChannelsLast, InferenceComputesWhatTheNchwGraphComputes) {
+  std::vector<float> losses;
+  for (bool channels_last : {true, false}) {
+    Context ctx = Context::cpu();
+    Graph graph = net(2);
+    graph.compile(ctx, {.phase = Phase::kInference, .channels_last = channels_last});
+    fill_synthetic_batch(ctx, graph, 5);
+    graph.forward(ctx, Phase::kInference);
+    losses.push_back(graph.loss(ctx));
+  }
+  EXPECT_NEAR(losses[0], losses[1], 1e-5 * std::abs(losses[1]));
+}
+
+std::vector<float> nhwc_from_nchw(const std::vector<float>& nchw, const Shape& s) {
+  std::vector<float> nhwc(nchw.size());
+  const int64_t pixels = s[2] * s[3];
+  for (int64_t n = 0; n < s[0]; ++n) {
+    for (int64_t c = 0; c < s[1]; ++c) {
+      for (int64_t p = 0; p < pixels; ++p) {
+        nhwc[static_cast<size_t>((n * pixels + p) * s[1] + c)] = nchw[static_cast<size_t>((n * s[1] + c) * pixels + p)];
+      }
+    }
+  }
+  return nhwc;
+}
+
+// Max pooling from NHWC, to NHWC and to NCHW, against the same layer on
+// NCHW: windows with ties, -inf and padding, overlapping or not, both
+// gradient modes, and an inference plan (no argmax kept).
+TEST(ChannelsLast, MaxPoolingOnNhwcMatchesTheNchwPaths) {
+  struct Case {
+    Pool2d::Window window;
+    Shape x;
+  };
+  const std::vector<Case> cases = {
+      {{.kernel = 2, .stride = 2}, Shape{2, 32, 8, 10}},                 // VGG's
+      {{.kernel = 3, .stride = 2, .pad = 1}, Shape{1, 16, 9, 11}},       // ResNet's stem, overlapping rows
+      {{.kernel = 3, .stride = 2, .ceil_mode = true}, Shape{2, 16, 8, 8}},
+      {{.kernel = 3, .stride = 1, .pad = 1}, Shape{1, 48, 5, 6}},
+  };
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const Case& c : cases) {
+    for (bool y_nhwc : {true, false}) {
+      const std::string what = c.x.str() + " by " + Pool2d("p", Pool2d::Mode::kMax, c.window).describe() +
+                               (y_nhwc ? " to NHWC" : " to NCHW");
+      Context ctx = Context::cpu();
+      Pool2d plain("pool", Pool2d::Mode::kMax, c.window), nhwc("pool", Pool2d::Mode::kMax, c.window);
+      testing::LayerHarness ref(ctx, plain, {c.x});
+      testing::LayerHarness h(ctx, nhwc, {c.x});
+      ASSERT_TRUE(nhwc.can_read_channels_last(0)) << what;
+      nhwc.set_channels_last({true}, y_nhwc);
+      nhwc.prepare(ctx);
+      const Shape out = ref.output.shape();
+      std::mt19937 rng(5);
+      std::vector<float> x(static_cast<size_t>(c.x.numel()));
+      for (float& v : x) v = rng() % 7 == 0 ? -inf : static_cast<float>(rng() % 3) - 1.0f;  // ties everywhere
+      const std::vector<float> dy = testing::random_values(out.numel(), 6);
+      auto to_y_layout = [&](const std::vector<float>& v) { return y_nhwc ? nhwc_from_nchw(v, out) : v; };
+      ref.write(ref.inputs[0], x);
+      ref.write(ref.output_grad, dy);
+      h.write(h.inputs[0], nhwc_from_nchw(x, c.x));
+      h.write(h.output_grad, to_y_layout(dy));
+      ref.forward();
+      h.poison(h.output);
+      h.forward();
+      EXPECT_EQ(h.read(h.output), to_y_layout(ref.read(ref.output))) << what;
+      ref.backward();
+      h.poison(h.input_grads[0]);
+      h.backward();
+      EXPECT_EQ(h.read(h.input_grads[0]), nhwc_from_nchw(ref.read(ref.input_grads[0]), c.x)) << what << ": dx written";
+      ref.backward({GradMode::kAdd});
+      h.backward({GradMode::kAdd});
+      EXPECT_EQ(h.read(h.input_grads[0]), nhwc_from_nchw(ref.read(ref.input_grads[0]), c.x)) << what << ": dx added";
+
+      Pool2d inferring("pool", Pool2d::Mode::kMax, c.window);
+      inferring.bind(std::vector<Shape>{c.x});
+      inferring.set_channels_last({true}, y_nhwc);
+      inferring.prepare(ctx, {.phase = Phase::kInference});
+      const Tensor y = ctx.allocate(out, DType::kFloat32, MemoryCategory::kActivations);
+      inferring.forward(ctx, {.inputs = h.inputs, .output = y, .params = {}, .phase = Phase::kInference});
+      EXPECT_EQ(h.read(y), to_y_layout(ref.read(ref.output))) << what << ": inference plan";
+    }
+  }
+}
+
+TEST(ChannelsLast, ALayerRefusesALayoutItCannotWork) {
+  Context ctx = Context::cpu();
+  Pool2d average("avg", Pool2d::Mode::kAverage, {.kernel = 2, .stride = 2});
+  testing::LayerHarness h(ctx, average, {Shape{1, 16, 4, 4}});
+  try {
+    average.set_channels_last({true}, false);
+    FAIL() << "average pooling took an NHWC input";
+  } catch (const ShapeError& e) {
+    EXPECT_EQ(std::string(e.what()), "avg (AvgPool2d): input 0 cannot be channels-last");
+  }
+  Pool2d uneven("uneven", Pool2d::Mode::kMax, {.kernel = 2, .stride = 2});
+  testing::LayerHarness u(ctx, uneven, {Shape{1, 24, 4, 4}});  // 24 channels: not whole vectors of 16
+  EXPECT_FALSE(uneven.can_read_channels_last(0));
+
+  auto message = [](const std::function<void()>& call) {
+    try {
+      call();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  Pool2d max("max", Pool2d::Mode::kMax, {.kernel = 2, .stride = 2});
+  EXPECT_EQ(message([&] { max.set_channels_last({true}, true); }),
+            "max (MaxPool2d): set_channels_last before its input shapes are known (bind first)");
+  testing::LayerHarness m(ctx, max, {Shape{1, 16, 4, 4}});
+  EXPECT_EQ(message([&] { max.set_channels_last({true, true}, true); }),
+            "max (MaxPool2d): set_channels_last with 2 input layout(s), the layer has 1 input(s)");
+  EXPECT_EQ(message([&] { max.set_channels_last({false}, true); }),
+            "max (MaxPool2d): its output cannot be channels-last with these inputs");
+  ReLU relu("relu");
+  testing::LayerHarness r(ctx, relu, {Shape{1, 16, 4, 4}});
+  EXPECT_EQ(message([&] { relu.set_channels_last({true}, false); }),
+            "relu (ReLU): an elementwise layer's output is in its input's layout");
+
+  if (!GLASSBOX_WITH_ONEDNN) return;  // the convolution below needs oneDNN to take NHWC at all
+  Conv2d conv("conv", {.out_channels = 16, .kernel = 3, .pad = 1});
+  testing::LayerHarness c(ctx, conv, {Shape{1, 16, 6, 6}});
+  conv.set_channels_last({true}, true);
+  conv.pin_cpu_path(Conv2d::CpuPath::kGlassbox);  // a path that reads NCHW only
+  EXPECT_EQ(message([&] { conv.prepare(ctx); }),
+            "conv (Conv2d): channels-last values need oneDNN's convolution, which this layer no longer takes");
+}
+
+}  // namespace
+}  // namespace glassbox
