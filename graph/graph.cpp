@@ -256,10 +256,12 @@ void Graph::allocate_activations(Context& ctx) {
     } else {
       const size_t offset = plan.values.offsets[static_cast<size_t>(plan.value_block[i])];
       node.value = values.view(offset, node.shape, node.dtype).named(node.name);
+      if (node.channels_last) node.value = node.value.with_layout(Layout::kNHWC);
     }
     if (plan.grad_block[i] >= 0) {
       const size_t offset = plan.grads.offsets[static_cast<size_t>(plan.grad_block[i])];
       node.grad = grads.view(offset, node.shape, DType::kFloat32).named(node.name + " gradient");
+      if (node.channels_last) node.grad = node.grad.with_layout(Layout::kNHWC);
     } else {
       const char* why = node.is_input()                        ? "not in CompileOptions::input_gradients"
                         : static_cast<int>(i) == loss_          ? "the loss starts backward with 1"

@@ -154,7 +154,7 @@ void Layer::prepare(Context& ctx, const PrepareOptions& options) {
 }
 
 void Layer::check_tensor(const Context& ctx, const Tensor& t, const Shape& shape, DType dtype,
-                         std::string_view role) const {
+                         std::string_view role, Layout layout) const {
   if (!t.defined()) fail(cat(role, " is missing"));
   if (t.shape() != shape) fail(cat(role, " has shape ", t.shape().str(), ", expected ", shape.str()));
   if (t.dtype() != dtype) {
@@ -163,7 +163,13 @@ void Layer::check_tensor(const Context& ctx, const Tensor& t, const Shape& shape
   if (t.device() != ctx.device()) {
     fail(cat(role, " is on ", t.device().str(), ", the context is ", ctx.device().str()));
   }
+  if (t.layout() != layout) fail(cat(role, " is ", name_of(t.layout()), ", the layer was prepared for ", name_of(layout)));
 }
+
+Layout Layer::input_layout(size_t index) const {
+  return input_channels_last_[index] ? Layout::kNHWC : Layout::kNCHW;
+}
+Layout Layer::output_layout() const { return output_channels_last_ ? Layout::kNHWC : Layout::kNCHW; }
 
 void Layer::forward(Context& ctx, const ForwardArgs& args) {
   if (!prepared_) fail("forward before prepare (compile the graph first)");
@@ -174,10 +180,10 @@ void Layer::forward(Context& ctx, const ForwardArgs& args) {
     fail(cat("forward with ", args.inputs.size(), " input(s), prepared for ", input_shapes_.size()));
   }
   for (size_t i = 0; i < args.inputs.size(); ++i) {
-    check_tensor(ctx, args.inputs[i], input_shapes_[i], input_dtype(static_cast<int>(i)),
-                 cat("input ", i));
+    check_tensor(ctx, args.inputs[i], input_shapes_[i], input_dtype(static_cast<int>(i)), cat("input ", i),
+                 input_layout(i));
   }
-  check_tensor(ctx, args.output, output_shape_, DType::kFloat32, "output");
+  check_tensor(ctx, args.output, output_shape_, DType::kFloat32, "output", output_layout());
   if (args.params.size() != param_shapes_.size()) {
     fail(cat("forward with ", args.params.size(), " parameter(s), expected ", param_shapes_.size()));
   }
@@ -200,16 +206,16 @@ void Layer::backward(Context& ctx, const BackwardArgs& args) {
              args.inputs.size(), ", ", args.input_grads.size(), " and ", args.input_grad_modes.size()));
   }
   for (size_t i = 0; i < args.inputs.size(); ++i) {
-    check_tensor(ctx, args.inputs[i], input_shapes_[i], input_dtype(static_cast<int>(i)),
-                 cat("input ", i));
+    check_tensor(ctx, args.inputs[i], input_shapes_[i], input_dtype(static_cast<int>(i)), cat("input ", i),
+                 input_layout(i));
     if (args.input_grads[i].defined()) {
-      check_tensor(ctx, args.input_grads[i], input_shapes_[i], DType::kFloat32,
-                   cat("gradient of input ", i));
+      check_tensor(ctx, args.input_grads[i], input_shapes_[i], DType::kFloat32, cat("gradient of input ", i),
+                   input_layout(i));
     }
   }
-  check_tensor(ctx, args.output, output_shape_, DType::kFloat32, "output");
+  check_tensor(ctx, args.output, output_shape_, DType::kFloat32, "output", output_layout());
   if (args.output_grad.defined()) {
-    check_tensor(ctx, args.output_grad, output_shape_, DType::kFloat32, "output gradient");
+    check_tensor(ctx, args.output_grad, output_shape_, DType::kFloat32, "output gradient", output_layout());
   }
   if (args.params.size() != param_shapes_.size() || args.param_grads.size() != param_shapes_.size()) {
     fail(cat("backward with ", args.params.size(), " parameter(s) and ", args.param_grads.size(),

@@ -200,7 +200,9 @@ class Layer {
   // An elementwise layer whose output and gradients are in its input's
   // order, whichever it is (ReLU): the graph gives both the same layout.
   virtual bool keeps_layout() const { return false; }
-  // Set before prepare (bind resets them to NCHW); prepare reads them.
+  // Set before prepare (bind resets them to NCHW); prepare reads them, and
+  // forward and backward check that the tensors they get say the same
+  // (Tensor::layout).
   void set_channels_last(std::vector<bool> inputs, bool output);
   bool input_channels_last(int index) const { return input_channels_last_[static_cast<size_t>(index)]; }
   bool output_channels_last() const { return output_channels_last_; }
@@ -298,8 +300,11 @@ class Layer {
   virtual void backward_cpu(Context& ctx, const BackwardArgs& args) = 0;
   virtual void backward_cuda(Context& ctx, const BackwardArgs& args) = 0;
 
-  void check_tensor(const Context& ctx, const Tensor& t, const Shape& shape, DType dtype,
-                    std::string_view role) const;
+  // `layout`: what prepare assumed (Note [Channels-last values on the CPU]).
+  Layout input_layout(size_t index) const;
+  Layout output_layout() const;
+  void check_tensor(const Context& ctx, const Tensor& t, const Shape& shape, DType dtype, std::string_view role,
+                    Layout layout = Layout::kNCHW) const;
 
   std::string name_;
   bool bound_ = false;

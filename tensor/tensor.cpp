@@ -56,9 +56,17 @@ Tensor Tensor::view(size_t byte_offset, Shape shape, DType dtype) const {
   return Tensor(buffer_, offset_ + byte_offset, std::move(shape), dtype, layout_);
 }
 
+Tensor Tensor::with_layout(Layout layout) const {
+  Tensor same = *this;
+  same.layout_ = layout;
+  return same;
+}
+
+std::string_view name_of(Layout layout) { return layout == Layout::kNHWC ? "NHWC" : "NCHW"; }
+
 std::string Tensor::str() const {
   if (!buffer_) return "undefined tensor";
-  return cat(name_of(dtype_), " ", shape_.str(), " on ", device().str());
+  return cat(name_of(dtype_), " ", shape_.str(), layout_ == Layout::kNHWC ? ", NHWC" : "", " on ", device().str());
 }
 
 void Tensor::check_dtype(DType requested) const {

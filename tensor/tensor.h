@@ -20,9 +20,12 @@
 
 namespace glassbox {
 
-// Memory order of a rank-4 image tensor. NCHW now; NHWC is what tensor cores
-// prefer and arrives with mixed precision.
+// Memory order of a rank-4 image tensor, whose shape is (N, C, H, W) either
+// way. NCHW, but NHWC where a CPU graph stores a value channels-last (Note
+// [Channels-last values on the CPU], graph/layouts.h); NHWC is also what
+// tensor cores prefer.
 enum class Layout { kNCHW, kNHWC };
+std::string_view name_of(Layout layout);  // "NCHW", "NHWC"
 
 // One allocation, returned to its allocator when the last view of it goes.
 class Buffer {
@@ -71,8 +74,10 @@ class Tensor {
   // A packed sub-view starting `byte_offset` bytes into this tensor's storage
   // (unnamed: a part is not the whole).
   Tensor view(size_t byte_offset, Shape shape, DType dtype) const;
+  // The same view (and name), its elements said to be in `layout` order.
+  Tensor with_layout(Layout layout) const;
 
-  std::string str() const;  // "float32 (8, 3, 224, 224) on cuda:0"
+  std::string str() const;  // "float32 (8, 3, 224, 224) on cuda:0" (", NHWC" after the shape where it is)
 
   // A name for error messages ("conv1_1.weight"); the graph names every
   // tensor it plans, and every undefined one with why there is none. Shared,

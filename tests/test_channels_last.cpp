@@ -52,6 +52,8 @@ TEST(ChannelsLast, TheGraphStoresNhwcWhereEveryWriterAndReaderCan) {
     std::string nhwc;
     for (const Node& node : graph.nodes()) {
       if (node.channels_last) nhwc += (nhwc.empty() ? "" : " ") + node.name;
+      EXPECT_EQ(node.value.layout(), node.channels_last ? Layout::kNHWC : Layout::kNCHW) << node.name;
+      if (node.grad.defined()) EXPECT_EQ(node.grad.layout(), node.value.layout()) << node.name;
     }
     // conv_a reads the images NCHW; conv_n writes for batch norm; conv_p's
     // backward is Glassbox's 1x1 GEMM, so it and the layers it meets stay NCHW.
@@ -162,6 +164,9 @@ TEST(ChannelsLast, MaxPoolingOnNhwcMatchesTheNchwPaths) {
       ASSERT_TRUE(nhwc.can_read_channels_last(0)) << what;
       nhwc.set_channels_last({true}, y_nhwc);
       nhwc.prepare(ctx);
+      const Layout y_layout = y_nhwc ? Layout::kNHWC : Layout::kNCHW;
+      h.inputs[0] = h.inputs[0].with_layout(Layout::kNHWC), h.input_grads[0] = h.input_grads[0].with_layout(Layout::kNHWC);
+      h.output = h.output.with_layout(y_layout), h.output_grad = h.output_grad.with_layout(y_layout);
       const Shape out = ref.output.shape();
       std::mt19937 rng(5);
       std::vector<float> x(static_cast<size_t>(c.x.numel()));
@@ -188,7 +193,7 @@ TEST(ChannelsLast, MaxPoolingOnNhwcMatchesTheNchwPaths) {
       inferring.bind(std::vector<Shape>{c.x});
       inferring.set_channels_last({true}, y_nhwc);
       inferring.prepare(ctx, {.phase = Phase::kInference});
-      const Tensor y = ctx.allocate(out, DType::kFloat32, MemoryCategory::kActivations);
+      const Tensor y = ctx.allocate(out, DType::kFloat32, MemoryCategory::kActivations).with_layout(y_layout);
       inferring.forward(ctx, {.inputs = h.inputs, .output = y, .params = {}, .phase = Phase::kInference});
       EXPECT_EQ(h.read(y), to_y_layout(ref.read(ref.output))) << what << ": inference plan";
     }
@@ -225,6 +230,10 @@ TEST(ChannelsLast, ALayerRefusesALayoutItCannotWork) {
             "max (MaxPool2d): set_channels_last with 2 input layout(s), the layer has 1 input(s)");
   EXPECT_EQ(message([&] { max.set_channels_last({false}, true); }),
             "max (MaxPool2d): its output cannot be channels-last with these inputs");
+  max.set_channels_last({true}, true);
+  max.prepare(ctx);
+  EXPECT_EQ(message([&] { m.forward(); }), "max (MaxPool2d): input 0 is NCHW, the layer was prepared for NHWC");
+  EXPECT_EQ(m.inputs[0].with_layout(Layout::kNHWC).str(), "float32 (1, 16, 4, 4), NHWC on cpu");
   ReLU relu("relu");
   testing::LayerHarness r(ctx, relu, {Shape{1, 16, 4, 4}});
   EXPECT_EQ(message([&] { relu.set_channels_last({true}, false); }),
