@@ -132,7 +132,8 @@ class Conv2d final : public Layer {
   void check_options() const;
   DepthwisePlan depthwise_plan() const;
   float* cpu_workspace(const Context& ctx) const;
-  void add_bias_gradient(const float* dy, float* db) const;  // db += per-channel sums of dy
+  // db += per-channel sums of dy; uses threads x K floats of workspace for NHWC dy.
+  void add_bias_gradient(const float* dy, float* db, float* workspace) const;
   // False where `asked` is kAuto and oneDNN has only reference code for these
   // shapes. `pointwise_forward`: oneDNN runs the forward alone, in Glassbox's layout.
   bool prepare_onednn(Phase phase, CpuPath asked, bool pointwise_forward);

@@ -24,7 +24,8 @@
 namespace glassbox {
 namespace {
 
-// Two oneDNN convolutions in a row, max pooling between convolutions and
+// oneDNN convolutions in a row (one of 24 channels, for the bias gradient's
+// last partial vector), max pooling between convolutions and
 // before a flatten (overlapping windows, padding), a batch-norm branch that
 // must stay NCHW, and a 1x1 convolution (Glassbox's own backward: NCHW).
 Graph net(int batch) {
@@ -32,6 +33,7 @@ Graph net(int batch) {
   Value x = g.input("images", {batch, 3, 12, 12});
   const Value labels = g.input("labels", {batch}, DType::kInt32);
   x = g.relu(g.conv(x, {.out_channels = 16, .kernel = 3, .pad = 1}, "conv_a"), "relu_a");
+  x = g.relu(g.conv(x, {.out_channels = 24, .kernel = 3, .pad = 1}, "conv_t"), "relu_t");  // 24: a vector and 8 more
   x = g.relu(g.conv(x, {.out_channels = 16, .kernel = 3, .pad = 1}, "conv_b"), "relu_b");
   x = g.max_pool(x, {.kernel = 2, .stride = 2}, "pool_b");
   const Value normed = g.relu(g.batch_norm(g.conv(x, {.out_channels = 16, .kernel = 3, .pad = 1, .bias = false}, "conv_n")),
@@ -57,7 +59,7 @@ TEST(ChannelsLast, TheGraphStoresNhwcWhereEveryWriterAndReaderCan) {
     }
     // conv_a reads the images NCHW; conv_n writes for batch norm; conv_p's
     // backward is Glassbox's 1x1 GEMM, so it and the layers it meets stay NCHW.
-    EXPECT_EQ(nhwc, "conv_a relu_a conv_b relu_b pool_b") << (phase == Phase::kTraining ? "training" : "inference");
+    EXPECT_EQ(nhwc, "conv_a relu_a conv_t relu_t conv_b relu_b pool_b") << (phase == Phase::kTraining ? "training" : "inference");
     EXPECT_NE(graph.node("conv_b").layer->algorithms().find("x and y NHWC"), std::string::npos)
         << graph.node("conv_b").layer->algorithms();
     EXPECT_NE(graph.node("conv_a").layer->algorithms().find("; y NHWC"), std::string::npos);
