@@ -216,6 +216,20 @@ int64_t images_per_slice(const Shape& x, const Shape& y, int64_t weights, bool p
 
 }  // namespace
 
+// Note [The backward's layouts on NHWC values]: left to choose ("any"),
+// oneDNN 2.6's backward passes take nChw16c, so with NHWC values (Note
+// [Channels-last values on the CPU]) each reorders dy, x and dx between the
+// two, and that cost more than the NCHW reorders did: VGG16's training step
+// at batch 2 ran even with the all-NCHW graph (961 against 952-970 ms), its
+// forward 30 ms faster and its backward as much slower. Asked to work in
+// NHWC, the same jit kernels were faster on the large planes and far slower
+// on the small ones (one run of `glassbox time VGG16 --batch 2`, ms, any ->
+// NHWC: conv1_2 backward-data 39.9 -> 33.0, conv2_1 19.8 -> 17.2, conv4_2
+// 31.4 -> 48.9, its backward-weights 33.5 -> 43.2). So the backward works in
+// NHWC from 112 x 112 input pixels; the step then read 939-954 ms against
+// 957-972 for the all-NCHW graph (two alternated pairs).
+constexpr int64_t kNhwcBackwardPixels = 112 * 112;
+
 OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const Shape& x, const Shape& y,
                        const Plan& plan)
     : impl_(std::make_unique<Impl>()) {
@@ -271,7 +285,10 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
     if (!m.backward) return;
     const dnnl::convolution_forward::primitive_desc hint = forward_pd(dnnl::prop_kind::forward_training);
 
-    dnnl::convolution_backward_data::desc dd(algorithm, any_x, any_w, any_y, strides, dilates, pads, pads);
+    // Note [The backward's layouts on NHWC values]
+    const bool nhwc_backward = plan.x_channels_last && plan.y_channels_last && x[2] * x[3] >= kNhwcBackwardPixels;
+    const memory::desc back_x = nhwc_backward ? x_md : any_x, back_y = nhwc_backward ? y_md : any_y;
+    dnnl::convolution_backward_data::desc dd(algorithm, back_x, any_w, back_y, strides, dilates, pads, pads);
     dnnl::convolution_backward_data::primitive_desc dpd(dd, onednn_user_scratchpad(), onednn_cpu_engine(), hint);
     plan_pass(m.backward_data, dpd, [&](size_t* next, size_t* scratchpad) {
       m.data_dy.plan(y_md, dpd.diff_dst_desc(), Operand::Role::kRead, next, scratchpad);
@@ -284,7 +301,7 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
     m.backward_data.primitive = dnnl::convolution_backward_data(dpd);
 
     // The bias gradient stays with Conv2d (one sum per channel): no diff_bias here.
-    dnnl::convolution_backward_weights::desc wd(algorithm, any_x, any_w, any_y, strides, dilates, pads, pads);
+    dnnl::convolution_backward_weights::desc wd(algorithm, back_x, any_w, back_y, strides, dilates, pads, pads);
     dnnl::convolution_backward_weights::primitive_desc wpd(wd, onednn_user_scratchpad(), onednn_cpu_engine(), hint);
     plan_pass(m.backward_filter, wpd, [&](size_t* next, size_t* scratchpad) {
       m.filter_x.plan(x_md, wpd.src_desc(), Operand::Role::kRead, next, scratchpad);

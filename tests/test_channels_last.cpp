@@ -202,6 +202,43 @@ TEST(ChannelsLast, MaxPoolingOnNhwcMatchesTheNchwPaths) {
   }
 }
 
+// A oneDNN convolution on NHWC values against the same one on NCHW: y, dx
+// (written and added), dW and db. 112 x 112 pixels run the backward in NHWC
+// too (Note [The backward's layouts on NHWC values]), 12 x 12 in oneDNN's
+// own layout; 24 channels leave a partial vector for the bias gradient.
+TEST(ChannelsLast, AConvolutionOnNhwcMatchesItselfOnNchw) {
+  if (!GLASSBOX_WITH_ONEDNN) GTEST_SKIP() << "built without oneDNN (-DGLASSBOX_CPU_CONV=im2col): no NHWC convolution";
+  for (const Shape& x_shape : {Shape{1, 16, 112, 112}, Shape{2, 16, 12, 12}}) {
+    Context ctx = Context::cpu();
+    Conv2d plain("conv", {.out_channels = 24, .kernel = 3, .pad = 1}), nhwc("conv", {.out_channels = 24, .kernel = 3, .pad = 1});
+    testing::LayerHarness ref(ctx, plain, {x_shape});
+    testing::LayerHarness h(ctx, nhwc, {x_shape});
+    nhwc.set_channels_last({true}, true);
+    nhwc.prepare(ctx);
+    ctx.reserve_workspace(nhwc.workspace_bytes());
+    ref.randomize(7);
+    h.copy_values_from(ref);
+    const Shape y_shape = ref.output.shape();
+    h.inputs[0] = h.inputs[0].with_layout(Layout::kNHWC), h.input_grads[0] = h.input_grads[0].with_layout(Layout::kNHWC);
+    h.output = h.output.with_layout(Layout::kNHWC), h.output_grad = h.output_grad.with_layout(Layout::kNHWC);
+    h.write(h.inputs[0], nhwc_from_nchw(ref.read(ref.inputs[0]), x_shape));
+    h.write(h.output_grad, nhwc_from_nchw(ref.read(ref.output_grad), y_shape));
+    const std::string what = x_shape.str() + ": " + nhwc.algorithms();
+    ref.forward();
+    h.forward();
+    testing::expect_close(h.read(h.output), nhwc_from_nchw(ref.read(ref.output), y_shape), 1e-5, what + ": y");
+    for (GradMode mode : {GradMode::kWrite, GradMode::kAdd}) {
+      ref.backward({mode});
+      h.backward({mode});
+      testing::expect_close(h.read(h.input_grads[0]), nhwc_from_nchw(ref.read(ref.input_grads[0]), x_shape), 1e-5,
+                            what + ": dx");
+      for (size_t i = 0; i < 2; ++i) {
+        testing::expect_close(h.read(h.param_grads[i]), ref.read(ref.param_grads[i]), 1e-5, what + (i ? ": db" : ": dW"));
+      }
+    }
+  }
+}
+
 TEST(ChannelsLast, ALayerRefusesALayoutItCannotWork) {
   Context ctx = Context::cpu();
   Pool2d average("avg", Pool2d::Mode::kAverage, {.kernel = 2, .stride = 2});
