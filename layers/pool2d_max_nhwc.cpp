@@ -19,8 +19,8 @@ namespace {
 
 using IntLanes = int32_t __attribute__((vector_size(kFloatLanes * sizeof(int32_t))));
 
-// Where output (n, c, oh, ow)'s 16 channels from c lie in y or dy: NHWC, one
-// run of 16; NCHW, 16 floats a plane apart.
+// Where output (n, c, oh, ow) lies in y or dy; channels c to c + 15 follow it
+// one apart (NHWC) or a plane apart (NCHW: output_lane_stride).
 int64_t output_offset(const MaxPoolNhwcPlan& g, int64_t n, int64_t oh, int64_t ow, int64_t c) {
   return g.y_channels_last ? ((n * g.p + oh) * g.q + ow) * g.c + c : ((n * g.c + c) * g.p + oh) * g.q + ow;
 }
@@ -60,13 +60,10 @@ Pooled pool_window(const MaxPoolNhwcPlan& g, const float* x_image, int64_t oh, i
 // dx's rows of image n under output row oh: dy at each argmax added in.
 void route_row(const MaxPoolNhwcPlan& g, const int32_t* argmax, const float* dy, float* dx, int64_t n, int64_t oh,
                int64_t c_begin, int64_t c_end) {
-  const int64_t lane_stride = output_lane_stride(g);
   float* dx_image = dx + n * g.h * g.w * g.c;
   for (int64_t ow = 0; ow < g.q; ++ow) {
     const int32_t* arg = argmax + ((n * g.p + oh) * g.q + ow) * g.c;
-    for (int64_t c = c_begin; c < c_end; ++c) {
-      dx_image[arg[c] * g.c + c] += dy[output_offset(g, n, oh, ow, c - c % kFloatLanes) + (c % kFloatLanes) * lane_stride];
-    }
+    for (int64_t c = c_begin; c < c_end; ++c) dx_image[arg[c] * g.c + c] += dy[output_offset(g, n, oh, ow, c)];
   }
 }
 
