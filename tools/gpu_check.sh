@@ -242,9 +242,22 @@ step_memcheck() {
   export GLASSBOX_REQUIRE_GPU=1
   for t in "${list[@]}"; do
     echo "---- $(basename "$t")"
+    # CUPTI takes one subscriber, and under compute-sanitizer that is the
+    # sanitizer: the kernel trace's tests fail with CUPTI error 39
+    # (MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED), seen on the H100, stop 31.
+    if [ "$(basename "$t")" = test_kernel_map ]; then
+      echo "memcheck test_kernel_map: not run (the sanitizer holds CUPTI, which the kernel trace needs)"; continue
+    fi
     code=0
     show timeout "$test_timeout" "$sanitizer" --tool memcheck --error-exitcode 99 --print-limit 50 \
-      "$t" --gtest_color=no --gtest_brief=1 || code=$?
+      "$t" --gtest_color=no --gtest_brief=1 2>&1 | tee "$logs/memcheck.one" || code=${PIPESTATUS[0]}
+    # A binary whose tests make no CUDA call in its own process (the CLI tests
+    # run glassbox as a child) passes, and the sanitizer then exits 255 with
+    # this message: nothing for memcheck to check, not a failure.
+    if [ "$code" -eq 255 ] && grep -q 'terminated before first instrumented API call' "$logs/memcheck.one" \
+       && grep -q '^\[  PASSED  \]' "$logs/memcheck.one"; then
+      echo "memcheck $(basename "$t"): tests passed, no CUDA call in this process (nothing to check)"; continue
+    fi
     case "$code" in
       0) echo "memcheck $(basename "$t"): clean" ;;
       99) echo "memcheck $(basename "$t"): MEMORY ERRORS (above)"; rc=1 ;;
