@@ -345,9 +345,14 @@ void Graph::zero_grad(Context& ctx) {
   fill_zero(ctx, gradients_);
 }
 
-void Graph::backward(Context& ctx, const std::function<void(const Node&, int position)>& after_each_layer) {
+void Graph::backward(Context& ctx, ParamGrads param_grads,
+                     const std::function<void(const Node&, int position)>& after_each_layer) {
   check_context(ctx, "backward");
   check_training("backward");
+  // Note [A step's backward writes the parameter gradients]
+  const bool replace = param_grads == ParamGrads::kReplace;
+  if (replace && ctx.is_cuda()) fill_zero(ctx, gradients_);
+  const bool layers_write = replace && !ctx.is_cuda();
   const bool spans = spans_->active();
   // A split backward tells the spans when it moves on to its parameter
   // gradients (Context::switch_pass); the context forgets them on the way out.
@@ -359,6 +364,14 @@ void Graph::backward(Context& ctx, const std::function<void(const Node&, int pos
   for (size_t j = 0; j < layers_.size(); ++j) {
     const int index = layers_[layers_.size() - 1 - j];
     Node& node = nodes_[static_cast<size_t>(index)];
+    GradMode param_grad_mode = GradMode::kAdd;
+    if (layers_write && !node.param_grads.empty()) {
+      if (node.layer->writes_param_grads()) {
+        param_grad_mode = GradMode::kWrite;
+      } else {
+        for (const Tensor& g : node.param_grads) fill_zero(ctx, g);
+      }
+    }
     if (spans) spans_->begin(index, node.name, backward_pass(node));
     node.layer->backward(ctx, {.inputs = node.input_values,
                                .output = node.value,
@@ -366,7 +379,8 @@ void Graph::backward(Context& ctx, const std::function<void(const Node&, int pos
                                .input_grads = node.input_grads,
                                .input_grad_modes = node.input_grad_modes,
                                .params = node.params,
-                               .param_grads = node.param_grads});
+                               .param_grads = node.param_grads,
+                               .param_grad_mode = param_grad_mode});
     if (spans) spans_->end();
     if (options_.sync_each_layer) after_layer(ctx, node, "backward");
     if (after_each_layer) after_each_layer(node, static_cast<int>(j));

@@ -139,12 +139,23 @@ class Graph {
   // checks that must see a value before its memory is reused).
   void forward(Context& ctx, Phase phase = Phase::kTraining,
                const std::function<void(const Node&)>& after_each_layer = {});
-  void zero_grad(Context& ctx);  // gradients accumulate; a step starts from zero
+  void zero_grad(Context& ctx);  // for backward(kAccumulate): a sum of backwards starts from zero
+  // Note [A step's backward writes the parameter gradients]: with kReplace,
+  // the parameter gradients afterwards hold this backward's alone, whatever
+  // they held before, and no zero_grad is needed: on the CPU each layer that
+  // writes_param_grads() writes them (dW = ...), so they are neither zeroed
+  // nor read back (VGG16's 528 MiB of gradients: a fill and a read of each,
+  // PyTorch's zero_grad(set_to_none=True) skips both too); the graph zeroes
+  // the other layers' just before their backward, and on a CUDA device all
+  // of them first. kAccumulate adds this backward's onto what they hold
+  // (gradient accumulation; zero_grad first for a fresh sum).
+  enum class ParamGrads { kAccumulate, kReplace };
   // `after_each_layer`, when given, is called after each layer's backward has
   // been queued, with its position in backward order (0: the loss layer):
   // data-parallel training starts a bucket's all-reduce there
   // (optim/gradient_sync.h).
-  void backward(Context& ctx, const std::function<void(const Node&, int position)>& after_each_layer = {});
+  void backward(Context& ctx, ParamGrads param_grads = ParamGrads::kAccumulate,
+                const std::function<void(const Node&, int position)>& after_each_layer = {});
   float loss(Context& ctx) const;  // waits for the device
   // Zeroes what layers carry from one forward to the next (an LSTM's final
   // hidden and cell state, the next window's initial state): at the start of

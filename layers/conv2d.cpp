@@ -215,12 +215,18 @@ void Conv2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
   const float* dy = args.output_grad.data<float>();
   const bool wants_dx = args.input_grads[0].defined();
   // ctx.switch_pass names the step's passes (tensor/pass.h), not Conv2d::Pass.
+  const GradMode dw_mode = args.param_grad_mode;
+  float* dw = args.param_grads[0].data<float>();
+  // Glassbox's own passes add into dW: to write it, they start from zeros.
+  auto zero_dw_to_write = [&] {
+    if (dw_mode == GradMode::kWrite) std::fill_n(dw, args.param_grads[0].numel(), 0.0f);
+  };
   if (plan_.backward_path == CpuPath::kOneDnn) {
 #if GLASSBOX_WITH_ONEDNN
     auto& onednn = static_cast<OneDnnConv&>(*backend_);
     if (wants_dx) onednn.backward_data(w, dy, args.input_grads[0].data<float>(), args.input_grad_modes[0], workspace);
     ctx.switch_pass(glassbox::Pass::kBackwardWeights);
-    onednn.backward_filter(x, dy, args.param_grads[0].data<float>(), workspace);
+    onednn.backward_filter(x, dy, dw, dw_mode, workspace);
 #endif
   } else if (plan_.depthwise) {
     if (wants_dx) {
@@ -228,13 +234,15 @@ void Conv2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
                               workspace);
     }
     ctx.switch_pass(glassbox::Pass::kBackwardWeights);
-    depthwise_backward_filter(depthwise_plan(), x, dy, args.param_grads[0].data<float>(), workspace);
+    zero_dw_to_write();
+    depthwise_backward_filter(depthwise_plan(), x, dy, dw, workspace);
   } else {
     if (wants_dx) backward_data_im2col(args, workspace);
     ctx.switch_pass(glassbox::Pass::kBackwardWeights);
+    zero_dw_to_write();
     backward_filter_im2col(args, workspace);
   }
-  if (options_.bias) add_bias_gradient(dy, args.param_grads[1].data<float>(), workspace);
+  if (options_.bias) bias_gradient(dy, args.param_grads[1].data<float>(), dw_mode, workspace);
 }
 
 namespace {
@@ -275,7 +283,8 @@ void sum_rows(const float* m, int64_t rows, int64_t k_count, float* sums) {
 // against 0.66 for NCHW planes. So each thread sums a share of the rows in
 // registers, and the shares are added in their order: the same bits for a
 // given thread count.
-void Conv2d::add_bias_gradient(const float* dy, float* db, float* workspace) const {
+void Conv2d::bias_gradient(const float* dy, float* db, GradMode mode, float* workspace) const {
+  if (mode == GradMode::kWrite) std::fill_n(db, plan_.k, 0.0f);  // K floats: the sums below add
   const CpuPlan& pl = plan_;
   const int64_t pq = pl.p * pl.q;
   if (output_channels_last()) {

@@ -133,7 +133,7 @@ class Conv2d final : public Layer {
   DepthwisePlan depthwise_plan() const;
   float* cpu_workspace(const Context& ctx) const;
   // db += per-channel sums of dy; uses threads x K floats of workspace for NHWC dy.
-  void add_bias_gradient(const float* dy, float* db, float* workspace) const;
+  void bias_gradient(const float* dy, float* db, GradMode mode, float* workspace) const;
   // False where `asked` is kAuto and oneDNN has only reference code for these
   // shapes. `pointwise_forward`: oneDNN runs the forward alone, in Glassbox's layout.
   bool prepare_onednn(Phase phase, CpuPath asked, bool pointwise_forward);
@@ -148,6 +148,7 @@ class Conv2d final : public Layer {
   void forward_cpu(Context& ctx, const ForwardArgs& args) override;
   void forward_cuda(Context& ctx, const ForwardArgs& args) override;
   void backward_cpu(Context& ctx, const BackwardArgs& args) override;
+  bool writes_param_grads_on_cpu() const override { return true; }
   void backward_cuda(Context& ctx, const BackwardArgs& args) override;
 
   Options options_;

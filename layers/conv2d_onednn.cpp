@@ -380,17 +380,18 @@ void OneDnnConv::backward_data(const float* w, const float* dy, float* dx, GradM
   m.stream.wait();
 }
 
-void OneDnnConv::backward_filter(const float* x, const float* dy, float* dw, void* workspace) {
+void OneDnnConv::backward_filter(const float* x, const float* dy, float* dw, GradMode mode, void* workspace) {
   Impl& m = *impl_;
   char* ws = static_cast<char*>(workspace);
-  m.filter_dw.bind(dw, ws);
   m.backward_filter.scratchpad_memory.set_data_handle(ws);
-  for (int64_t s = 0; s < m.slices; ++s) {  // dW += each slice's sum
+  for (int64_t s = 0; s < m.slices; ++s) {  // dW += each slice's sum; written by the first where mode says so
+    const bool add = mode == GradMode::kAdd || s > 0;
+    m.filter_dw.bind(dw, ws, add);  // written: in place where the layouts agree
     m.filter_x.bind(x + s * m.x_slice_floats, ws), m.filter_dy.bind(dy + s * m.y_slice_floats, ws);
     m.filter_x.read(m.stream);
     m.filter_dy.read(m.stream);
     m.backward_filter.primitive.execute(m.stream, m.backward_filter.args);
-    m.filter_dw.write(m.stream, /*add=*/true);
+    m.filter_dw.write(m.stream, add);
   }
   m.stream.wait();
 }

@@ -54,7 +54,8 @@ class OneDnnConv final : public BackendState {
 
   void forward(const float* x, const float* w, const float* b, float* y, void* workspace);
   void backward_data(const float* w, const float* dy, float* dx, GradMode mode, void* workspace);
-  void backward_filter(const float* x, const float* dy, float* dw, void* workspace);  // dw +=
+  // dw = (kWrite) or += (kAdd) the filter gradient.
+  void backward_filter(const float* x, const float* dy, float* dw, GradMode mode, void* workspace);
 
  private:
   struct Impl;

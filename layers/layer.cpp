@@ -106,13 +106,14 @@ int64_t Layer::bytes_moved(Pass pass) const {
   const int64_t weight = param_shapes_.empty() ? 0 : bytes_of(param_shapes_[0], DType::kFloat32);
   const int64_t output = bytes_of(output_shape_, DType::kFloat32);
   const int64_t output_grad = is_loss() ? 0 : output;
+  const int64_t param_grads = (writes_param_grads() ? 1 : 2) * params;  // written, or read and written
   switch (pass) {
     case Pass::kForward: return inputs + params + output;
     case Pass::kBackwardData: return output_grad + weight + float_inputs;
-    case Pass::kBackwardWeights: return output_grad + inputs + 2 * params;
+    case Pass::kBackwardWeights: return output_grad + inputs + param_grads;
     case Pass::kBackward:
       return output_grad + read_inputs + (backward_reads_output() ? output : 0) + params + float_inputs +
-             2 * params;
+             param_grads;
     case Pass::kOptimizer: return 0;
   }
   return 0;
@@ -151,6 +152,7 @@ void Layer::prepare(Context& ctx, const PrepareOptions& options) {
   }
   prepared_ = true;
   prepared_phase_ = options.phase;
+  prepared_on_cpu_ = !ctx.is_cuda();
 }
 
 void Layer::check_tensor(const Context& ctx, const Tensor& t, const Shape& shape, DType dtype,
@@ -225,6 +227,10 @@ void Layer::backward(Context& ctx, const BackwardArgs& args) {
     check_tensor(ctx, args.params[i], param_shapes_[i], DType::kFloat32, cat("parameter ", i));
     check_tensor(ctx, args.param_grads[i], param_shapes_[i], DType::kFloat32,
                  cat("gradient of parameter ", i));
+  }
+  if (args.param_grad_mode == GradMode::kWrite && !writes_param_grads()) {
+    fail(cat("backward asked to write the parameter gradients, but this layer only adds to them on ",
+             ctx.device().str(), " (Layer::writes_param_grads): zero them and pass GradMode::kAdd"));
   }
   if (ctx.is_cuda()) {
     backward_cuda(ctx, args);

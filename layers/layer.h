@@ -8,10 +8,12 @@
 // x.cpp and x_cuda.cpp. Layers never allocate inside forward or backward:
 // everything they keep is allocated in prepare(), at graph compile time.
 //
-// Gradients: parameter gradients always accumulate (+=); the step zeroes them.
-// Input gradients are written or added per GradMode, which the graph chooses
-// where a value fans out to several layers. That is cuDNN's and cuBLAS's
-// beta = 0 | 1, one to one.
+// Gradients: input gradients are written or added per GradMode, which the
+// graph chooses where a value fans out to several layers. That is cuDNN's and
+// cuBLAS's beta = 0 | 1, one to one. Parameter gradients accumulate (+=),
+// except that a layer which writes_param_grads() writes them (dW = ...) when
+// BackwardArgs::param_grad_mode says so: a training step's one backward
+// (Note [A step's backward writes the parameter gradients], graph/graph.h).
 #pragma once
 
 #include <cstddef>
@@ -123,7 +125,9 @@ struct BackwardArgs {
   std::span<const Tensor> input_grads;  // dL/dx_i; undefined where no gradient is wanted
   std::span<const GradMode> input_grad_modes;  // per input: write or add
   std::span<const Tensor> params;
-  std::span<const Tensor> param_grads;  // accumulated: dW += ...
+  std::span<const Tensor> param_grads;  // dW += ... (kAdd), or dW = ... (kWrite)
+  // kWrite only for a layer that writes_param_grads(); Layer::backward refuses it otherwise.
+  GradMode param_grad_mode = GradMode::kAdd;
 };
 
 // What a layer's device half keeps between calls: cuDNN descriptors and
@@ -235,12 +239,14 @@ class Layer {
   //     counted, so this is the least traffic the pass can have.
   //     forward:          reads the inputs and parameters, writes the output
   //     backward-data:    reads dy and the weight (parameter 0), writes dx
-  //     backward-weights: reads dy and the inputs, reads and writes every
-  //                       parameter gradient (they accumulate, dW += ...)
+  //     backward-weights: reads dy and the inputs, writes every parameter
+  //                       gradient, and reads it too unless the layer
+  //                       writes_param_grads() (as a training step's
+  //                       backward runs it; dW += ... reads them)
   //     backward (whole): reads dy (none for a loss), the inputs and output
   //                       that backward_reads_input/backward_reads_output
   //                       name, and the parameters; writes dx for every
-  //                       float input and reads and writes the parameter gradients
+  //                       float input and the parameter gradients, as above
   // A layer whose passes move something else (saved state) overrides them and
   // says why. The caller adds the passes that ran: a split layer whose input
   // is the data runs no backward-data (graph/step_spans.h).
@@ -251,6 +257,12 @@ class Layer {
   // between the two, so that each is timed and traced as its own pass
   // (graph/step_spans.h). Layers whose one call computes both (batch norm) say no.
   virtual bool splits_backward() const { return false; }
+  // Whether backward, handed BackwardArgs::param_grad_mode == kWrite, writes
+  // the parameter gradients without reading them: the layers whose CPU passes
+  // can (Linear, Conv2d; prepared on a CPU). The graph zeroes the others'
+  // before their backward (graph/graph.h). bytes_moved counts the parameter
+  // gradients written only, where this holds, and read and written otherwise.
+  bool writes_param_grads() const { return prepared_on_cpu_ && writes_param_grads_on_cpu(); }
   // Whether the graph must place this layer's parameters in one block with
   // no gaps (aligned at its start), each at its packed_offsets() entry, and
   // their gradients likewise. For a layer whose library call takes all its
@@ -299,6 +311,8 @@ class Layer {
   virtual void forward_cuda(Context& ctx, const ForwardArgs& args) = 0;
   virtual void backward_cpu(Context& ctx, const BackwardArgs& args) = 0;
   virtual void backward_cuda(Context& ctx, const BackwardArgs& args) = 0;
+  // Whether backward_cpu honours BackwardArgs::param_grad_mode (writes_param_grads).
+  virtual bool writes_param_grads_on_cpu() const { return false; }
 
   // `layout`: what prepare assumed (Note [Channels-last values on the CPU]).
   Layout input_layout(size_t index) const;
@@ -310,6 +324,7 @@ class Layer {
   bool bound_ = false;
   bool prepared_ = false;
   Phase prepared_phase_ = Phase::kTraining;
+  bool prepared_on_cpu_ = false;
   std::vector<Shape> input_shapes_;
   Shape output_shape_;
   std::vector<bool> input_channels_last_;  // Note [Channels-last values on the CPU]

@@ -296,10 +296,13 @@ void Linear::backward_cpu(Context& ctx, const BackwardArgs& args) {
   }
   ctx.switch_pass(Pass::kBackwardWeights);
   auto dw = as_matrix(args.param_grads[0], out, in);
+  const bool add = args.param_grad_mode == GradMode::kAdd;  // else written: dW is not read
   for_each_block(out, product_block(out, n, kRowsPerBlock), [&](int64_t begin, int64_t end) {  // blocks of dw rows
-    dw.middleRows(begin, end - begin).noalias() += dy.middleCols(begin, end - begin).transpose() * x;
+    product_into(dw.middleRows(begin, end - begin), dy.middleCols(begin, end - begin).transpose(), x, add);
   });
-  if (options_.bias) as_matrix(args.param_grads[1], 1, out).row(0) += dy.colwise().sum();
+  if (options_.bias) {
+    write_or_add(args.param_grad_mode, as_matrix(args.param_grads[1], 1, out).row(0), dy.colwise().sum());
+  }
 }
 
 }  // namespace glassbox

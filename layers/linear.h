@@ -44,6 +44,7 @@ class Linear final : public Layer {
   void forward_cpu(Context& ctx, const ForwardArgs& args) override;
   void forward_cuda(Context& ctx, const ForwardArgs& args) override;
   void backward_cpu(Context& ctx, const BackwardArgs& args) override;
+  bool writes_param_grads_on_cpu() const override { return true; }
   void backward_cuda(Context& ctx, const BackwardArgs& args) override;
 
   // From the bound input: its last dimension, and the rows the layer runs on

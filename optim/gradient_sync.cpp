@@ -51,16 +51,16 @@ void GradientSync::start(Context& ctx, const Graph& graph, size_t bucket) {
   communicator_.start_average(ctx, graph.gradients().view(b.begin, Shape{floats}, DType::kFloat32));
 }
 
-void GradientSync::backward(Context& ctx, Graph& graph) {
+void GradientSync::backward(Context& ctx, Graph& graph, Graph::ParamGrads param_grads) {
   communicator_.begin_step(ctx);
   marks_.record(kBackwardStart);
   if (options_.overlap) {
-    graph.backward(ctx, [&](const Node&, int position) {
+    graph.backward(ctx, param_grads, [&](const Node&, int position) {
       for (size_t bucket : ready_at_[static_cast<size_t>(position)]) start(ctx, graph, bucket);
       communicator_.progress();  // Note [Progressing MPI] (optim/communicator.h)
     });
   } else {
-    graph.backward(ctx);
+    graph.backward(ctx, param_grads);
   }
   marks_.record(kBackwardEnd);
   if (!options_.overlap) {

@@ -68,11 +68,11 @@ class GradientSync {
   // `graph` compiled for training on ctx's device; `communicator` outlives this.
   GradientSync(Context& ctx, const Graph& graph, Communicator& communicator, GradientSyncOptions options);
 
-  // graph.backward(ctx), each bucket's average started as it completes (or
+  // graph.backward(ctx, param_grads), each bucket's average started as it completes (or
   // all after backward, with overlap off), then waits for all of them:
   // everything queued on ctx's stream afterwards (the optimizer) sees the
   // averaged gradients. Throws CommunicationError on a failed or late rank.
-  void backward(Context& ctx, Graph& graph);
+  void backward(Context& ctx, Graph& graph, Graph::ParamGrads param_grads = Graph::ParamGrads::kAccumulate);
 
   // train_step (optim/train_step.h) marks where its step starts and ends,
   // so that last_times() can split the whole step.

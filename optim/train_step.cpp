@@ -5,12 +5,13 @@ namespace glassbox {
 
 void train_step(Context& ctx, Graph& graph, Sgd& optimizer, GradientSync* sync) {
   if (sync) sync->step_started();
-  graph.zero_grad(ctx);  // parameter gradients accumulate (layers/layer.h)
   graph.forward(ctx, Phase::kTraining);
+  // The gradients become this step's (Note [A step's backward writes the
+  // parameter gradients], graph/graph.h): no zero_grad.
   if (sync) {
-    sync->backward(ctx, graph);
+    sync->backward(ctx, graph, Graph::ParamGrads::kReplace);
   } else {
-    graph.backward(ctx);
+    graph.backward(ctx, Graph::ParamGrads::kReplace);
   }
   // The update is the step's last span (graph/step_spans.h): timed, traced
   // and its kernels attributed like a layer's passes.

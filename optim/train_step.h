@@ -1,6 +1,7 @@
 // optim/train_step.h: one training step, the unit every program repeats:
-//   zero the gradients, forward in the training phase (the loss included),
-//   backward, and the optimizer's update.
+//   forward in the training phase (the loss included), backward with the
+//   parameter gradients replaced by this step's (Graph::ParamGrads::kReplace:
+//   no zeroing pass), and the optimizer's update.
 // bench_nets' train_step mode, `glassbox train`, `glassbox max-batch` and the
 // tests all call this one function, so they time, train and test the same thing.
 // Data-parallel training is the same step with `sync`: backward then averages

@@ -55,7 +55,9 @@ TEST(ChannelsLast, TheGraphStoresNhwcWhereEveryWriterAndReaderCan) {
     for (const Node& node : graph.nodes()) {
       if (node.channels_last) nhwc += (nhwc.empty() ? "" : " ") + node.name;
       EXPECT_EQ(node.value.layout(), node.channels_last ? Layout::kNHWC : Layout::kNCHW) << node.name;
-      if (node.grad.defined()) EXPECT_EQ(node.grad.layout(), node.value.layout()) << node.name;
+      if (node.grad.defined()) {
+        EXPECT_EQ(node.grad.layout(), node.value.layout()) << node.name;
+      }
     }
     // conv_a reads the images NCHW; conv_n writes for batch norm; conv_p's
     // backward is Glassbox's 1x1 GEMM, so it and the layers it meets stay NCHW.

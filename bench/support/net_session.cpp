@@ -59,11 +59,12 @@ void NetSession::step(StepMode mode) {
     train_step(ctx_, graph_, *sgd_, sync_.get());
     return;
   }
-  // forward_backward does not zero the gradients: they accumulate, which costs
-  // the same (beta = 1) and keeps the step to exactly forward + backward.
+  // forward_backward's backward is a training step's: the parameter gradients
+  // become this step's (graph/graph.h), as PyTorch's peer starts each from
+  // zero_grad(set_to_none=True).
   graph_.forward(ctx_, Phase::kTraining);
   if (mode == StepMode::kForward) return;
-  graph_.backward(ctx_);
+  graph_.backward(ctx_, Graph::ParamGrads::kReplace);
 }
 
 double NetSession::next_real_batch(int workers) {

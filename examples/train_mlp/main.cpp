@@ -56,8 +56,9 @@ int main() {
   from_vector<float>(ctx, x, net.input("features"));
   from_vector<int>(ctx, y, net.input("labels"));
 
-  // 4. Train: each step zeroes the gradients, runs forward (training phase:
-  //    dropout on) and backward, then lets the optimizer update the parameters.
+  // 4. Train: each step runs forward (training phase: dropout on) and
+  //    backward, whose parameter gradients replace the last step's (no
+  //    zero_grad needed), then lets the optimizer update the parameters.
   Sgd sgd(ctx, net.parameters(), net.gradients(), {.lr = 0.2f, .momentum = 0.9f, .weight_decay = 0.0f});
   auto loss_without_dropout = [&] {
     net.forward(ctx, Phase::kInference);
@@ -66,9 +67,8 @@ int main() {
   const float first = loss_without_dropout();
   std::printf("step  0: loss %.4f\n", first);
   for (int step = 1; step <= kSteps; ++step) {
-    net.zero_grad(ctx);
     net.forward(ctx, Phase::kTraining);
-    net.backward(ctx);
+    net.backward(ctx, Graph::ParamGrads::kReplace);
     sgd.step(ctx);
     if (step % 10 == 0) std::printf("step %2d: loss %.4f\n", step, loss_without_dropout());
   }

@@ -104,6 +104,18 @@ void check_gradients(std::function<std::unique_ptr<Layer>()> make_layer,
     expect_close(h.read(h.param_grads[j]), plus(param_grads[j], param_grads[j]), 1e-5,
                  who + ": parameter " + std::to_string(j) + " gradient after two backwards (must accumulate)");
   }
+  // A layer that writes its parameter gradients (a training step's backward)
+  // must not read what they held: fill them with values far from the answer.
+  if (layer->writes_param_grads()) {
+    for (size_t j = 0; j < h.params.size(); ++j) {
+      h.write(h.param_grads[j], std::vector<float>(static_cast<size_t>(h.param_grads[j].numel()), 1e6f));
+    }
+    h.backward({}, GradMode::kWrite);
+    for (size_t j = 0; j < h.params.size(); ++j) {
+      expect_close(h.read(h.param_grads[j]), param_grads[j], 1e-5,
+                   who + ": parameter " + std::to_string(j) + " gradient written (param_grad_mode kWrite)");
+    }
+  }
 
   // Central differences, element by element.
   auto check_tensor = [&](const Tensor& t, const std::vector<float>& analytic, const std::string& what) {

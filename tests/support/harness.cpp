@@ -69,7 +69,7 @@ void LayerHarness::forward(Phase phase) {
   ctx.synchronize();
 }
 
-void LayerHarness::backward(std::vector<GradMode> modes) {
+void LayerHarness::backward(std::vector<GradMode> modes, GradMode param_mode) {
   if (modes.empty()) modes.assign(inputs.size(), GradMode::kWrite);
   layer.backward(ctx, {.inputs = inputs,
                        .output = output,
@@ -77,7 +77,8 @@ void LayerHarness::backward(std::vector<GradMode> modes) {
                        .input_grads = input_grads,
                        .input_grad_modes = modes,
                        .params = params,
-                       .param_grads = param_grads});
+                       .param_grads = param_grads,
+                       .param_grad_mode = param_mode});
   ctx.synchronize();
 }
 

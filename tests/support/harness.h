@@ -26,8 +26,9 @@ class LayerHarness {
 
   void forward(Phase phase = Phase::kTraining);
   // Input gradients with the given modes (default: write all); parameter
-  // gradients accumulate onto whatever they hold.
-  void backward(std::vector<GradMode> modes = {});
+  // gradients accumulate onto whatever they hold, or with param_mode kWrite
+  // are written (a layer that writes_param_grads()).
+  void backward(std::vector<GradMode> modes = {}, GradMode param_mode = GradMode::kAdd);
   void zero_param_grads();
 
   // Copies inputs (any dtype), parameters and the output gradient from another

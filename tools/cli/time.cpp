@@ -108,7 +108,7 @@ int run_time(const std::vector<std::string>& words) {
   // naming the step, instead of timing garbage.
   auto step = [&] {
     graph.forward(ctx, options.phase);
-    if (!inference) graph.backward(ctx);
+    if (!inference) graph.backward(ctx, Graph::ParamGrads::kReplace);  // a training step's backward
   };
   int64_t step_number = 0;
   for (int i = 0; i < warmup; ++i) {
