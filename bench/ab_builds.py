@@ -29,7 +29,8 @@ def run(exe, net, batch, modes, threads, warmup, min_time):
     out = subprocess.run(command, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"ab_builds: {' '.join(command)} exited {out.returncode}:\n{out.stderr[-2000:]}")
-    return {b["name"]: b["images/s"] for b in json.loads(out.stdout)["benchmarks"]}
+    # A language model counts tokens/s, the rest images/s.
+    return {b["name"]: b.get("images/s", b.get("tokens/s")) for b in json.loads(out.stdout)["benchmarks"]}
 
 
 def main():
@@ -63,7 +64,7 @@ def main():
                     figures[name][tag].append(images)
         print(f"round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
 
-    print(f"cpu, {args.threads} threads, {args.rounds} alternated rounds, medians; images/s")
+    print(f"cpu, {args.threads} threads, {args.rounds} alternated rounds, medians; images/s (a language model's: tokens/s)")
     print(f"{'benchmark':42} {'base':>10} {'new':>10} {'new/base':>8}  rounds (base | new)")
     for name, f in figures.items():
         base, new = statistics.median(f["base"]), statistics.median(f["new"])

@@ -259,7 +259,7 @@ class Layer {
   virtual bool splits_backward() const { return false; }
   // Whether backward, handed BackwardArgs::param_grad_mode == kWrite, writes
   // the parameter gradients without reading them: the layers whose CPU passes
-  // can (Linear, Conv2d; prepared on a CPU). The graph zeroes the others'
+  // can (Linear, Conv2d, LSTM; prepared on a CPU). The graph zeroes the others'
   // before their backward (graph/graph.h). bytes_moved counts the parameter
   // gradients written only, where this holds, and read and written otherwise.
   bool writes_param_grads() const { return prepared_on_cpu_ && writes_param_grads_on_cpu(); }

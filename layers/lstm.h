@@ -83,6 +83,7 @@ class Lstm final : public Layer {
   void forward_cpu(Context& ctx, const ForwardArgs& args) override;
   void forward_cuda(Context& ctx, const ForwardArgs& args) override;
   void backward_cpu(Context& ctx, const BackwardArgs& args) override;
+  bool writes_param_grads_on_cpu() const override { return true; }
   void backward_cuda(Context& ctx, const BackwardArgs& args) override;
 
   // Both backends: h0, c0, hT, cT, zeroed (prepare_*).

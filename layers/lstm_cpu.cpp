@@ -330,8 +330,10 @@ void Lstm::backward_cpu(Context& ctx, const BackwardArgs& args) {
     }
   }
 
-  // The weight half: dW_ih += da^T x, dW_hh += da_t^T h_{t-1} (h_{-1} = h0), db += sum da.
+  // The weight half: dW_ih += da^T x, dW_hh += da_t^T h_{t-1} (h_{-1} = h0), db += sum da;
+  // each written by its first product where param_grad_mode says so.
   ctx.switch_pass(Pass::kBackwardWeights);
+  const bool add = args.param_grad_mode == GradMode::kAdd;
   for (int l = 0; l < L; ++l) {
     const Tensor* dp = &args.param_grads[static_cast<size_t>(l * per_layer)];
     const int64_t in = input_size(l);
@@ -341,15 +343,15 @@ void Lstm::backward_cpu(Context& ctx, const BackwardArgs& args) {
     for_each_block(G, product_block(G, T * B, kRowsPerBlock), [&](int64_t begin, int64_t end) {
       const int64_t n = end - begin;
       const auto da_rows = da.middleCols(begin, n);
-      dw_ih.middleRows(begin, n).noalias() += da_rows.transpose() * x;
-      dw_hh.middleRows(begin, n).noalias() += da_rows.topRows(B).transpose() * h0;
+      product_into(dw_ih.middleRows(begin, n), da_rows.transpose(), x, add);
+      product_into(dw_hh.middleRows(begin, n), da_rows.topRows(B).transpose(), h0, add);
       if (T > 1) {
         dw_hh.middleRows(begin, n).noalias() += da_rows.bottomRows((T - 1) * B).transpose() * h.topRows((T - 1) * B);
       }
     });
     if (!options_.bias) continue;
-    as_matrix(dp[2], 1, G).row(0) += da.colwise().sum();
-    as_matrix(dp[3], 1, G).row(0) += da.colwise().sum();
+    write_or_add(args.param_grad_mode, as_matrix(dp[2], 1, G).row(0), da.colwise().sum());
+    write_or_add(args.param_grad_mode, as_matrix(dp[3], 1, G).row(0), da.colwise().sum());
   }
 }
 
