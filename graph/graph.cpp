@@ -351,7 +351,7 @@ void Graph::backward(Context& ctx, ParamGrads param_grads,
   check_training("backward");
   // Note [A step's backward writes the parameter gradients]
   const bool replace = param_grads == ParamGrads::kReplace;
-  if (replace && ctx.is_cuda()) fill_zero(ctx, gradients_);
+  if (replace && ctx.is_cuda()) zero_grad(ctx);  // all at once: cuDNN and cuBLAS add
   const bool layers_write = replace && !ctx.is_cuda();
   const bool spans = spans_->active();
   // A split backward tells the spans when it moves on to its parameter
