@@ -7,8 +7,8 @@ namespace glassbox {
 
 namespace {
 
-// Groups of nodes that must share a layout: a value and the output of every
-// elementwise layer that reads it (union-find over node indices).
+// Groups of nodes that must share a layout: the inputs and output of every
+// layer that keeps its inputs' layout (union-find over node indices).
 class LayoutGroups {
  public:
   explicit LayoutGroups(size_t count) : parent_(count) { std::iota(parent_.begin(), parent_.end(), 0); }
@@ -28,7 +28,8 @@ std::vector<bool> plan_channels_last(const std::vector<Node>& nodes, const std::
   LayoutGroups groups(nodes.size());
   for (int i : layers) {
     const Node& node = nodes[static_cast<size_t>(i)];
-    if (node.layer->keeps_layout()) groups.join(static_cast<size_t>(i), static_cast<size_t>(node.inputs[0]));
+    if (!node.layer->keeps_layout()) continue;
+    for (int input : node.inputs) groups.join(static_cast<size_t>(i), static_cast<size_t>(input));
   }
   // A group qualifies until one of its members, writers or readers says no.
   std::vector<bool> group_ok(nodes.size(), true);
@@ -40,7 +41,7 @@ std::vector<bool> plan_channels_last(const std::vector<Node>& nodes, const std::
   }
   for (int i : layers) {
     const Node& node = nodes[static_cast<size_t>(i)];
-    if (node.layer->keeps_layout()) continue;  // its input is in its own group
+    if (node.layer->keeps_layout()) continue;  // its inputs are in its own group
     for (size_t j = 0; j < node.inputs.size(); ++j) {
       if (!node.layer->can_read_channels_last(static_cast<int>(j))) refuse(static_cast<size_t>(node.inputs[j]));
     }
@@ -67,17 +68,30 @@ std::vector<bool> plan_channels_last(const std::vector<Node>& nodes, const std::
   return layouts();
 }
 
-std::vector<float> nchw_from_channels_last(const std::vector<float>& nhwc, const Shape& shape) {
+namespace {
+template <bool kToNchw>
+std::vector<float> transposed(const std::vector<float>& from, const Shape& shape) {
   const int64_t n = shape[0], c = shape[1], pixels = shape[2] * shape[3];
-  std::vector<float> nchw(nhwc.size());
+  std::vector<float> to(from.size());
   for (int64_t image = 0; image < n; ++image) {
     for (int64_t p = 0; p < pixels; ++p) {
       for (int64_t ch = 0; ch < c; ++ch) {
-        nchw[static_cast<size_t>((image * c + ch) * pixels + p)] = nhwc[static_cast<size_t>((image * pixels + p) * c + ch)];
+        const auto nchw = static_cast<size_t>((image * c + ch) * pixels + p);
+        const auto nhwc = static_cast<size_t>((image * pixels + p) * c + ch);
+        to[kToNchw ? nchw : nhwc] = from[kToNchw ? nhwc : nchw];
       }
     }
   }
-  return nchw;
+  return to;
+}
+}  // namespace
+
+std::vector<float> nchw_from_channels_last(const std::vector<float>& nhwc, const Shape& shape) {
+  return transposed<true>(nhwc, shape);
+}
+
+std::vector<float> channels_last_from_nchw(const std::vector<float>& nchw, const Shape& shape) {
+  return transposed<false>(nchw, shape);
 }
 
 }  // namespace glassbox

@@ -12,9 +12,10 @@
 // NHWC throughout for the same reason.
 //
 // A layer says what it can do once prepared in NCHW
-// (Layer::can_read_channels_last, can_write_channels_last); an elementwise
-// layer (Layer::keeps_layout: ReLU) takes whichever its input has, so the
-// values it joins are decided together. A value is channels-last where the
+// (Layer::can_read_channels_last, can_write_channels_last); a layer that
+// works on either order and keeps it (Layer::keeps_layout: ReLU, Add, batch
+// norm, SubsamplePad) takes whichever its inputs have, so the values it joins
+// are decided together: a ResNet's residual trunk is one group. A value is channels-last where the
 // whole group qualifies: 4-D float, not a graph input (the caller fills those
 // NCHW), not the loss, written by layers that can write NHWC and read only by
 // layers that can read it. Shapes stay (N, C, H, W), the logical dimensions:
@@ -34,5 +35,7 @@ std::vector<bool> plan_channels_last(const std::vector<Node>& nodes, const std::
 
 // The NCHW order of a (N, C, H, W) value stored NHWC (tests, debugging).
 std::vector<float> nchw_from_channels_last(const std::vector<float>& nhwc, const Shape& shape);
+// And back: the NHWC order of NCHW values.
+std::vector<float> channels_last_from_nchw(const std::vector<float>& nchw, const Shape& shape);
 
 }  // namespace glassbox

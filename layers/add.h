@@ -16,6 +16,9 @@ class Add final : public Layer {
   std::string_view type() const override { return "Add"; }
   bool backward_reads_input(int) const override { return false; }
   bool backward_reads_output() const override { return false; }
+  // Elementwise: the inputs and y share one layout, whichever it is (Note
+  // [Channels-last values on the CPU], graph/layouts.h).
+  bool keeps_layout() const override { return true; }
   std::string describe() const override;  // "2 inputs"
   int min_inputs() const override { return 2; }
   int max_inputs() const override { return 64; }

@@ -6,6 +6,7 @@
 // (shifting keeps E[x^2] - E[x]^2 from cancelling when the mean is large
 // against the spread); then y = a (x - mean) + shift, per channel a. Backward
 // likewise: two sums per channel, then dx = k1 dy + k2 (x - mean) + k3.
+// Channels-last values take layers/batch_norm_nhwc.cpp's passes instead.
 #include "layers/batch_norm.h"
 
 #include <algorithm>
@@ -145,22 +146,42 @@ std::vector<StateSpec> BatchNorm2d::state_specs() const {
   return {{"running_mean", per_channel}, {"running_var", per_channel}};
 }
 
-void BatchNorm2d::prepare_cpu(Context& ctx, const PrepareOptions&) { allocate_state(ctx); }
+void BatchNorm2d::prepare_cpu(Context& ctx, const PrepareOptions& options) {
+  allocate_state(ctx);
+  const bool sums = input_channels_last(0) && options.phase == Phase::kTraining;
+  set_workspace_bytes(sums ? nhwc_workspace_bytes() : 0);
+}
 
-void BatchNorm2d::forward_cpu(Context&, const ForwardArgs& args) {
+double BatchNorm2d::record_batch_statistics(int64_t c, double mean, double var) {
+  const double m = static_cast<double>(input_shapes()[0][0] * input_shapes()[0][2] * input_shapes()[0][3]);
+  const double momentum = options_.momentum;
+  const double inv_std = 1.0 / std::sqrt(var + options_.eps);
+  float* running_mean = running_mean_.data<float>();
+  float* running_var = running_var_.data<float>();
+  saved_mean_.data<float>()[c] = static_cast<float>(mean);
+  saved_inv_std_.data<float>()[c] = static_cast<float>(inv_std);
+  running_mean[c] = static_cast<float>((1.0 - momentum) * running_mean[c] + momentum * mean);
+  running_var[c] = static_cast<float>((1.0 - momentum) * running_var[c] + momentum * var * m / (m - 1.0));
+  return inv_std;
+}
+
+void BatchNorm2d::forward_cpu(Context& ctx, const ForwardArgs& args) {
   const ChannelRuns l(input_shapes()[0]);
   const bool training = args.phase == Phase::kTraining;
   if (training) check_training_batch();
-  const double eps = options_.eps, momentum = options_.momentum;
+  last_forward_trained_ = training;
+  if (input_channels_last(0)) {
+    forward_cpu_nhwc(ctx, args, training);
+    return;
+  }
+  const double eps = options_.eps;
   const double m = static_cast<double>(l.m());
   const float* x = args.inputs[0].data<float>();
   float* y = args.output.data<float>();
   const float* scale = args.params[0].data<float>();
   const float* shift = args.params[1].data<float>();
-  float* running_mean = running_mean_.data<float>();
-  float* running_var = running_var_.data<float>();
-  float* saved_mean = saved_mean_.data<float>();
-  float* saved_inv_std = saved_inv_std_.data<float>();
+  const float* running_mean = running_mean_.data<float>();
+  const float* running_var = running_var_.data<float>();
   parallel_for(l.c, l.grain(), [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
       double mean = 0.0, inv_std = 0.0;
@@ -171,11 +192,7 @@ void BatchNorm2d::forward_cpu(Context&, const ForwardArgs& args) {
         const double sum = s.a, sum_squares = s.ab;
         mean = pivot + sum / m;
         const double var = std::max(0.0, (sum_squares - sum * sum / m) / m);  // biased
-        inv_std = 1.0 / std::sqrt(var + eps);
-        saved_mean[c] = static_cast<float>(mean);
-        saved_inv_std[c] = static_cast<float>(inv_std);
-        running_mean[c] = static_cast<float>((1.0 - momentum) * running_mean[c] + momentum * mean);
-        running_var[c] = static_cast<float>((1.0 - momentum) * running_var[c] + momentum * var * m / (m - 1.0));
+        inv_std = record_batch_statistics(c, mean, var);
       } else {
         mean = running_mean[c];
         inv_std = 1.0 / std::sqrt(static_cast<double>(running_var[c]) + eps);
@@ -189,11 +206,14 @@ void BatchNorm2d::forward_cpu(Context&, const ForwardArgs& args) {
       }
     }
   });
-  last_forward_trained_ = training;
 }
 
-void BatchNorm2d::backward_cpu(Context&, const BackwardArgs& args) {
+void BatchNorm2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
   check_saved_statistics();
+  if (input_channels_last(0)) {
+    backward_cpu_nhwc(ctx, args);
+    return;
+  }
   const ChannelRuns l(input_shapes()[0]);
   const Tensor& dx_tensor = args.input_grads[0];
   const double m = static_cast<double>(l.m());

@@ -34,6 +34,10 @@ class BatchNorm2d final : public Layer {
 
   std::string_view type() const override { return "BatchNorm2d"; }
   bool backward_reads_output() const override { return false; }  // x and the saved statistics
+  // Per channel, in whichever order the values come: on the CPU, NCHW or
+  // NHWC (layers/batch_norm_nhwc.cpp), y and the gradients as x
+  // (Note [Channels-last values on the CPU], graph/layouts.h).
+  bool keeps_layout() const override { return true; }
   std::string describe() const override;  // "64 channels, eps 1e-05, momentum 0.1"
   Shape infer(std::span<const Shape> inputs) const override;
   std::vector<ParamSpec> param_specs() const override;  // scale: ones; shift: zeros
@@ -52,6 +56,14 @@ class BatchNorm2d final : public Layer {
   void forward_cuda(Context& ctx, const ForwardArgs& args) override;
   void backward_cpu(Context& ctx, const BackwardArgs& args) override;
   void backward_cuda(Context& ctx, const BackwardArgs& args) override;
+  // The CPU passes on NHWC values (layers/batch_norm_nhwc.cpp); the
+  // workspace holds their per-chunk sums.
+  void forward_cpu_nhwc(Context& ctx, const ForwardArgs& args, bool training);
+  void backward_cpu_nhwc(Context& ctx, const BackwardArgs& args);
+  size_t nhwc_workspace_bytes() const;
+  // A training forward's statistics of channel c: saved for backward, added
+  // into the running ones; returns 1 / sqrt(var + eps). var is biased.
+  double record_batch_statistics(int64_t c, double mean, double var);
 
   // Shared by prepare_cpu and prepare_cuda: running statistics (mean 0,
   // variance 1) and the saved batch statistics, on ctx's device.

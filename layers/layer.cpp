@@ -1,6 +1,8 @@
 // layers/layer.cpp: the checks every layer call goes through, and dispatch.
 #include "layers/layer.h"
 
+#include <algorithm>
+
 namespace glassbox {
 
 CpuConvPath parse_cpu_conv_path(std::string_view text) {
@@ -125,7 +127,9 @@ void Layer::set_channels_last(std::vector<bool> inputs, bool output) {
     fail(cat("set_channels_last with ", inputs.size(), " input layout(s), the layer has ", input_shapes_.size(), " input(s)"));
   }
   if (keeps_layout()) {
-    if (inputs.size() != 1 || inputs[0] != output) fail("an elementwise layer's output is in its input's layout");
+    if (std::find(inputs.begin(), inputs.end(), !output) != inputs.end()) {
+      fail("this layer's inputs and output share one layout");
+    }
   } else {
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (inputs[i] && !can_read_channels_last(static_cast<int>(i))) fail(cat("input ", i, " cannot be channels-last"));

@@ -201,8 +201,8 @@ class Layer {
   // then sets the layouts and prepares again.
   virtual bool can_read_channels_last(int /*index*/) const { return false; }
   virtual bool can_write_channels_last(const std::vector<bool>& /*inputs*/) const { return false; }
-  // An elementwise layer whose output and gradients are in its input's
-  // order, whichever it is (ReLU): the graph gives both the same layout.
+  // A layer whose output and gradients are in its inputs' order, whichever
+  // it is (ReLU, Add, batch norm on the CPU): the graph gives all the same layout.
   virtual bool keeps_layout() const { return false; }
   // Set before prepare (bind resets them to NCHW); prepare reads them, and
   // forward and backward check that the tensors they get say the same

@@ -53,8 +53,9 @@ class Pool2d final : public Layer {
   Mode mode() const { return mode_; }
   // The window in effect (for global pooling: the input plane, known after bind()).
   Window window() const;
-  // Max pooling, not global, over whole vectors of channels: from an NHWC
-  // input to an NHWC or NCHW output (Note [Channels-last values on the CPU]).
+  // Max pooling, not global, over whole vectors of channels, and global
+  // average pooling: from an NHWC input to an NHWC or NCHW output (Note
+  // [Channels-last values on the CPU]).
   bool can_read_channels_last(int index) const override;
   bool can_write_channels_last(const std::vector<bool>& inputs) const override {
     return inputs[0] && can_read_channels_last(0);

@@ -4,7 +4,8 @@
 // the window's pixels at those channels, so every load is a whole run of
 // channels and the threads read disjoint rows. Backward zeroes dx (for
 // GradMode::kWrite) and adds each dy at its argmax: by output rows in
-// parallel where no two windows share an input row, else by channel blocks.
+// parallel where no two windows share an input row, else by images (or, for
+// one image, by channel blocks).
 #include "layers/pool2d_max_nhwc.h"
 
 #include <algorithm>
@@ -109,10 +110,21 @@ void max_pool_nhwc_backward(const MaxPoolNhwcPlan& g, const int32_t* argmax, con
     });
     return;
   }
-  parallel_for(g.c / kFloatLanes, 1, [&](int64_t begin, int64_t end) {  // overlapping windows: by channels
-    for (int64_t n = 0; n < g.n; ++n) {
-      for (int64_t oh = 0; oh < g.p; ++oh) route_row(g, argmax, dy, dx, n, oh, begin * kFloatLanes, end * kFloatLanes);
-    }
+  // Overlapping windows: the images in parallel (no two share dx), or with
+  // one image, blocks of channels. By channels alone, each thread swept the
+  // whole dx for its half of every pixel: ResNet-18's stem pool (3x3 s2 over
+  // 16 x 112 x 112 x 64) took 24 ms a backward against 3 ms for the NCHW
+  // path (`glassbox time ResNet18 --batch 16`, 2-core EPYC, medians of 3).
+  if (g.n > 1) {
+    parallel_for(g.n, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t n = begin; n < end; ++n) {
+        for (int64_t oh = 0; oh < g.p; ++oh) route_row(g, argmax, dy, dx, n, oh, 0, g.c);
+      }
+    });
+    return;
+  }
+  parallel_for(g.c / kFloatLanes, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t oh = 0; oh < g.p; ++oh) route_row(g, argmax, dy, dx, 0, oh, begin * kFloatLanes, end * kFloatLanes);
   });
 }
 

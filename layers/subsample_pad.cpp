@@ -2,7 +2,8 @@
 // planes (one channel of one image): forward over y's planes, each either
 // zeros or x's plane read on the stride grid; backward over dx's planes, each
 // dy's plane scattered back onto the grid. Eigen maps with strides do the
-// gathering and scattering.
+// gathering and scattering. Channels-last values (Note [Channels-last values
+// on the CPU]) move a pixel's channels at a time instead.
 #include "layers/subsample_pad.h"
 
 #include <algorithm>
@@ -51,6 +52,7 @@ Shape SubsamplePad::infer(std::span<const Shape> inputs) const {
 }
 
 void SubsamplePad::forward_cpu(Context&, const ForwardArgs& args) {
+  if (input_channels_last(0)) return forward_cpu_nhwc(args);
   const Shape& xs = input_shapes()[0];
   const Shape& ys = output_shape();
   const int64_t c = xs[1], hw = xs[2] * xs[3], w = xs[3];
@@ -73,6 +75,7 @@ void SubsamplePad::forward_cpu(Context&, const ForwardArgs& args) {
 void SubsamplePad::backward_cpu(Context&, const BackwardArgs& args) {
   const Tensor& dx_tensor = args.input_grads[0];
   if (!dx_tensor.defined()) return;
+  if (input_channels_last(0)) return backward_cpu_nhwc(args);
   const bool add = args.input_grad_modes[0] == GradMode::kAdd;
   const Shape& xs = input_shapes()[0];
   const Shape& ys = output_shape();
@@ -93,6 +96,56 @@ void SubsamplePad::backward_cpu(Context&, const BackwardArgs& args) {
         grid += from;
       } else {
         grid = from;
+      }
+    }
+  });
+}
+
+// NHWC: a pixel's channels are one run, so y's pixel is zeros, x's pixel on
+// the grid, zeros; and dx's pixel on the grid is dy's run of x's channels,
+// off it zero (or left as it is when adding).
+void SubsamplePad::forward_cpu_nhwc(const ForwardArgs& args) {
+  const Shape& xs = input_shapes()[0];
+  const Shape& ys = output_shape();
+  const int64_t c = xs[1], h = xs[2], w = xs[3];
+  const int64_t k = ys[1], p = ys[2], q = ys[3], s = options_.stride, first = options_.first_channel;
+  const float* x = args.inputs[0].data<float>();
+  float* y = args.output.data<float>();
+  parallel_for(ys[0] * p, planes_per_item(q * k), [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {  // one row of y's pixels
+      const int64_t n = row / p, i = row % p;
+      for (int64_t j = 0; j < q; ++j) {
+        float* out = y + (row * q + j) * k;
+        const float* in = x + ((n * h + i * s) * w + j * s) * c;
+        std::fill(out, out + first, 0.0f);
+        std::copy(in, in + c, out + first);
+        std::fill(out + first + c, out + k, 0.0f);
+      }
+    }
+  });
+}
+
+void SubsamplePad::backward_cpu_nhwc(const BackwardArgs& args) {
+  const Tensor& dx_tensor = args.input_grads[0];
+  if (!dx_tensor.defined()) return;
+  const bool add = args.input_grad_modes[0] == GradMode::kAdd;
+  const Shape& xs = input_shapes()[0];
+  const Shape& ys = output_shape();
+  const int64_t c = xs[1], h = xs[2], w = xs[3];
+  const int64_t k = ys[1], p = ys[2], q = ys[3], s = options_.stride, first = options_.first_channel;
+  const float* dy = args.output_grad.data<float>();
+  float* dx = dx_tensor.data<float>();
+  parallel_for(xs[0] * h, planes_per_item(w * c), [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {  // one row of dx's pixels
+      const int64_t n = row / h, i = row % h;
+      for (int64_t j = 0; j < w; ++j) {
+        float* d = dx + (row * w + j) * c;
+        if (i % s != 0 || j % s != 0) {
+          if (!add) std::fill(d, d + c, 0.0f);
+          continue;
+        }
+        const float* g = dy + ((n * p + i / s) * q + j / s) * k + first;
+        write_or_add(args.input_grad_modes[0], as_array(d, c), Eigen::Map<const Eigen::ArrayXf>(g, c));
       }
     }
   });

@@ -29,6 +29,9 @@ class SubsamplePad final : public Layer {
   std::string_view type() const override { return "SubsamplePad"; }
   bool backward_reads_input(int) const override { return false; }  // dx is dy, moved back: no x, no y
   bool backward_reads_output() const override { return false; }
+  // On the CPU, NCHW or NHWC, y and dx as x (Note [Channels-last values on
+  // the CPU], graph/layouts.h).
+  bool keeps_layout() const override { return true; }
   std::string describe() const override;  // "s2, 16 -> 32 channels (x at 8)"
   Shape infer(std::span<const Shape> inputs) const override;
   const Options& options() const { return options_; }
@@ -39,6 +42,8 @@ class SubsamplePad final : public Layer {
   void forward_cuda(Context& ctx, const ForwardArgs& args) override;
   void backward_cpu(Context& ctx, const BackwardArgs& args) override;
   void backward_cuda(Context& ctx, const BackwardArgs& args) override;
+  void forward_cpu_nhwc(const ForwardArgs& args);
+  void backward_cpu_nhwc(const BackwardArgs& args);
 
   Options options_;
 };

@@ -20,14 +20,15 @@
 #include "tensor/copy.h"
 #include "tests/support/checks.h"
 #include "tests/support/harness.h"
+#include "tests/support/layout_runs.h"
 
 namespace glassbox {
 namespace {
 
 // oneDNN convolutions in a row (one of 24 channels, for the bias gradient's
 // last partial vector), max pooling between convolutions and
-// before a flatten (overlapping windows, padding), a batch-norm branch that
-// must stay NCHW, and a 1x1 convolution (Glassbox's own backward: NCHW).
+// before a flatten (overlapping windows, padding), batch norm between two
+// convolutions, and a 1x1 convolution (Glassbox's own backward: NCHW).
 Graph net(int batch) {
   GraphBuilder g;
   Value x = g.input("images", {batch, 3, 12, 12});
@@ -59,9 +60,10 @@ TEST(ChannelsLast, TheGraphStoresNhwcWhereEveryWriterAndReaderCan) {
         EXPECT_EQ(node.grad.layout(), node.value.layout()) << node.name;
       }
     }
-    // conv_a reads the images NCHW; conv_n writes for batch norm; conv_p's
+    // conv_a reads the images NCHW; batch norm keeps conv_n's layout; conv_p's
     // backward is Glassbox's 1x1 GEMM, so it and the layers it meets stay NCHW.
-    EXPECT_EQ(nhwc, "conv_a relu_a conv_t relu_t conv_b relu_b pool_b") << (phase == Phase::kTraining ? "training" : "inference");
+    EXPECT_EQ(nhwc, "conv_a relu_a conv_t relu_t conv_b relu_b pool_b conv_n bn1 relu_n")
+        << (phase == Phase::kTraining ? "training" : "inference");
     EXPECT_NE(graph.node("conv_b").layer->algorithms().find("x and y NHWC"), std::string::npos)
         << graph.node("conv_b").layer->algorithms();
     EXPECT_NE(graph.node("conv_a").layer->algorithms().find("; y NHWC"), std::string::npos);
@@ -77,43 +79,10 @@ TEST(ChannelsLast, TheGraphStoresNhwcWhereEveryWriterAndReaderCan) {
 // after three SGD steps: as the all-NCHW graph has them. Not bit for bit:
 // the bias gradients sum over NHWC in another order.
 TEST(ChannelsLast, TrainingComputesWhatTheNchwGraphComputes) {
-  struct Run {
-    std::vector<float> losses, gradients, parameters;
-    std::vector<std::vector<float>> values;  // NCHW order
-    std::vector<std::string> names;
-  };
   auto run = [](bool channels_last) {
-    Context ctx = Context::cpu();
-    Graph graph = net(3);
-    graph.compile(ctx, {.memory_reuse = MemoryReuse::kOff, .channels_last = channels_last});
-    fill_synthetic_batch(ctx, graph, 5);
-    Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 0.0f});
-    Run r;
-    for (int step = 0; step < 3; ++step) {
-      graph.zero_grad(ctx);
-      graph.forward(ctx, Phase::kTraining);
-      graph.backward(ctx);
-      r.losses.push_back(graph.loss(ctx));
-      if (step == 0) {
-        r.gradients = to_vector<float>(ctx, graph.gradients());
-        for (const Node& node : graph.nodes()) {
-          if (node.dtype != DType::kFloat32) continue;
-          std::vector<float> value = to_vector<float>(ctx, node.value);
-          r.values.push_back(node.channels_last ? nchw_from_channels_last(value, node.shape) : value);
-          r.names.push_back(node.name);
-        }
-      }
-      sgd.step(ctx);
-    }
-    r.parameters = to_vector<float>(ctx, graph.parameters());
-    return r;
+    return testing::train_three_steps([] { return net(3); }, channels_last, Graph::ParamGrads::kAccumulate);
   };
-  const Run nhwc = run(true), nchw = run(false);
-  testing::expect_close(nhwc.losses, nchw.losses, 1e-5, "losses");
-  testing::expect_close(nhwc.gradients, nchw.gradients, 1e-4, "parameter gradients of the first step");
-  testing::expect_close(nhwc.parameters, nchw.parameters, 1e-4, "parameters after three steps");
-  ASSERT_EQ(nhwc.names, nchw.names);
-  for (size_t i = 0; i < nhwc.values.size(); ++i) testing::expect_close(nhwc.values[i], nchw.values[i], 1e-5, nhwc.names[i]);
+  testing::expect_same_training(run(true), run(false));
 }
 
 TEST(ChannelsLast, InferenceComputesWhatTheNchwGraphComputes) {
@@ -127,19 +96,6 @@ TEST(ChannelsLast, InferenceComputesWhatTheNchwGraphComputes) {
     losses.push_back(graph.loss(ctx));
   }
   EXPECT_NEAR(losses[0], losses[1], 1e-5 * std::abs(losses[1]));
-}
-
-std::vector<float> nhwc_from_nchw(const std::vector<float>& nchw, const Shape& s) {
-  std::vector<float> nhwc(nchw.size());
-  const int64_t pixels = s[2] * s[3];
-  for (int64_t n = 0; n < s[0]; ++n) {
-    for (int64_t c = 0; c < s[1]; ++c) {
-      for (int64_t p = 0; p < pixels; ++p) {
-        nhwc[static_cast<size_t>((n * pixels + p) * s[1] + c)] = nchw[static_cast<size_t>((n * s[1] + c) * pixels + p)];
-      }
-    }
-  }
-  return nhwc;
 }
 
 // Max pooling from NHWC, to NHWC and to NCHW, against the same layer on
@@ -176,10 +132,10 @@ TEST(ChannelsLast, MaxPoolingOnNhwcMatchesTheNchwPaths) {
       std::vector<float> x(static_cast<size_t>(c.x.numel()));
       for (float& v : x) v = rng() % 7 == 0 ? -inf : static_cast<float>(rng() % 3) - 1.0f;  // ties everywhere
       const std::vector<float> dy = testing::random_values(out.numel(), 6);
-      auto to_y_layout = [&](const std::vector<float>& v) { return y_nhwc ? nhwc_from_nchw(v, out) : v; };
+      auto to_y_layout = [&](const std::vector<float>& v) { return y_nhwc ? channels_last_from_nchw(v, out) : v; };
       ref.write(ref.inputs[0], x);
       ref.write(ref.output_grad, dy);
-      h.write(h.inputs[0], nhwc_from_nchw(x, c.x));
+      h.write(h.inputs[0], channels_last_from_nchw(x, c.x));
       h.write(h.output_grad, to_y_layout(dy));
       ref.forward();
       h.poison(h.output);
@@ -188,10 +144,10 @@ TEST(ChannelsLast, MaxPoolingOnNhwcMatchesTheNchwPaths) {
       ref.backward();
       h.poison(h.input_grads[0]);
       h.backward();
-      EXPECT_EQ(h.read(h.input_grads[0]), nhwc_from_nchw(ref.read(ref.input_grads[0]), c.x)) << what << ": dx written";
+      EXPECT_EQ(h.read(h.input_grads[0]), channels_last_from_nchw(ref.read(ref.input_grads[0]), c.x)) << what << ": dx written";
       ref.backward({GradMode::kAdd});
       h.backward({GradMode::kAdd});
-      EXPECT_EQ(h.read(h.input_grads[0]), nhwc_from_nchw(ref.read(ref.input_grads[0]), c.x)) << what << ": dx added";
+      EXPECT_EQ(h.read(h.input_grads[0]), channels_last_from_nchw(ref.read(ref.input_grads[0]), c.x)) << what << ": dx added";
 
       Pool2d inferring("pool", Pool2d::Mode::kMax, c.window);
       inferring.bind(std::vector<Shape>{c.x});
@@ -223,16 +179,16 @@ TEST(ChannelsLast, AConvolutionOnNhwcMatchesItselfOnNchw) {
     const Shape y_shape = ref.output.shape();
     h.inputs[0] = h.inputs[0].with_layout(Layout::kNHWC), h.input_grads[0] = h.input_grads[0].with_layout(Layout::kNHWC);
     h.output = h.output.with_layout(Layout::kNHWC), h.output_grad = h.output_grad.with_layout(Layout::kNHWC);
-    h.write(h.inputs[0], nhwc_from_nchw(ref.read(ref.inputs[0]), x_shape));
-    h.write(h.output_grad, nhwc_from_nchw(ref.read(ref.output_grad), y_shape));
+    h.write(h.inputs[0], channels_last_from_nchw(ref.read(ref.inputs[0]), x_shape));
+    h.write(h.output_grad, channels_last_from_nchw(ref.read(ref.output_grad), y_shape));
     const std::string what = x_shape.str() + ": " + nhwc.algorithms();
     ref.forward();
     h.forward();
-    testing::expect_close(h.read(h.output), nhwc_from_nchw(ref.read(ref.output), y_shape), 1e-5, what + ": y");
+    testing::expect_close(h.read(h.output), channels_last_from_nchw(ref.read(ref.output), y_shape), 1e-5, what + ": y");
     for (GradMode mode : {GradMode::kWrite, GradMode::kAdd}) {
       ref.backward({mode});
       h.backward({mode});
-      testing::expect_close(h.read(h.input_grads[0]), nhwc_from_nchw(ref.read(ref.input_grads[0]), x_shape), 1e-5,
+      testing::expect_close(h.read(h.input_grads[0]), channels_last_from_nchw(ref.read(ref.input_grads[0]), x_shape), 1e-5,
                             what + ": dx");
       for (size_t i = 0; i < 2; ++i) {
         testing::expect_close(h.read(h.param_grads[i]), ref.read(ref.param_grads[i]), 1e-5, what + (i ? ": db" : ": dW"));
@@ -278,7 +234,7 @@ TEST(ChannelsLast, ALayerRefusesALayoutItCannotWork) {
   ReLU relu("relu");
   testing::LayerHarness r(ctx, relu, {Shape{1, 16, 4, 4}});
   EXPECT_EQ(message([&] { relu.set_channels_last({true}, false); }),
-            "relu (ReLU): an elementwise layer's output is in its input's layout");
+            "relu (ReLU): this layer's inputs and output share one layout");
 
   if (!GLASSBOX_WITH_ONEDNN) return;  // the convolution below needs oneDNN to take NHWC at all
   Conv2d conv("conv", {.out_channels = 16, .kernel = 3, .pad = 1});

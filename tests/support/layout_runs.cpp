@@ -1,0 +1,49 @@
+// tests/support/layout_runs.cpp: tests/support/layout_runs.h.
+#include "tests/support/layout_runs.h"
+
+#include <gtest/gtest.h>
+
+#include "data/synthetic.h"
+#include "graph/layouts.h"
+#include "optim/sgd.h"
+#include "tensor/copy.h"
+#include "tests/support/checks.h"
+
+namespace glassbox::testing {
+
+LayoutRun train_three_steps(const std::function<Graph()>& make_graph, bool channels_last, Graph::ParamGrads param_grads) {
+  Context ctx = Context::cpu();
+  Graph graph = make_graph();
+  graph.compile(ctx, {.memory_reuse = MemoryReuse::kOff, .channels_last = channels_last});
+  fill_synthetic_batch(ctx, graph, 5);
+  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 0.0f});
+  LayoutRun r;
+  for (int step = 0; step < 3; ++step) {
+    if (param_grads == Graph::ParamGrads::kAccumulate) graph.zero_grad(ctx);
+    graph.forward(ctx, Phase::kTraining);
+    graph.backward(ctx, param_grads);
+    r.losses.push_back(graph.loss(ctx));
+    if (step == 0) {
+      r.gradients = to_vector<float>(ctx, graph.gradients());
+      for (const Node& node : graph.nodes()) {
+        if (node.dtype != DType::kFloat32) continue;
+        std::vector<float> value = to_vector<float>(ctx, node.value);
+        r.values.push_back(node.channels_last ? nchw_from_channels_last(value, node.shape) : value);
+        r.names.push_back(node.name);
+      }
+    }
+    sgd.step(ctx);
+  }
+  r.parameters = to_vector<float>(ctx, graph.parameters());
+  return r;
+}
+
+void expect_same_training(const LayoutRun& nhwc, const LayoutRun& nchw) {
+  expect_close(nhwc.losses, nchw.losses, 1e-5, "losses");
+  expect_close(nhwc.gradients, nchw.gradients, 1e-4, "parameter gradients of the first step");
+  expect_close(nhwc.parameters, nchw.parameters, 1e-4, "parameters after three steps");
+  ASSERT_EQ(nhwc.names, nchw.names);
+  for (size_t i = 0; i < nhwc.values.size(); ++i) expect_close(nhwc.values[i], nchw.values[i], 1e-5, nhwc.names[i]);
+}
+
+}  // namespace glassbox::testing

@@ -1,0 +1,27 @@
+// tests/support/layout_runs.h: a graph trained with channels-last values
+// against the same graph all NCHW (Note [Channels-last values on the CPU],
+// graph/layouts.h).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace glassbox::testing {
+
+// What three SGD steps on a synthetic batch produce: the losses, the first
+// step's parameter gradients and every float value (in NCHW order, memory
+// reuse off so each can be read), the parameters at the end.
+struct LayoutRun {
+  std::vector<float> losses, gradients, parameters;
+  std::vector<std::vector<float>> values;
+  std::vector<std::string> names;
+};
+LayoutRun train_three_steps(const std::function<Graph()>& make_graph, bool channels_last, Graph::ParamGrads param_grads);
+
+// The two runs agree: not bit for bit, since sums run in another order.
+void expect_same_training(const LayoutRun& nhwc, const LayoutRun& nchw);
+
+}  // namespace glassbox::testing
