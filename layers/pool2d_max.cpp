@@ -121,20 +121,6 @@ void forward_plane(const MaxPoolPlan& pl, const Halves& hv, const float* halves,
 // took 3.5 times its forward (`glassbox time LeNet`). It keeps no argmax, so
 // its forward stays on Pool2d's loops.
 
-// A window's winner (t0 t1 over b0 b1): whether t1, b0 or b1 beats the ones
-// before it in scan order, with a strict > (the first element stands, even if
-// NaN). std::max(a, b) is (a < b ? b : a): the same choice, as a max
-// instruction. Selects, not branches: on ReLU outputs (ties, zeros) branches
-// mispredicted half the time (perf annotate).
-struct Winner2x2 {
-  bool t1, b0, b1;
-};
-inline Winner2x2 winner_2x2(float t0, float t1, float b0, float b1) {
-  const float best01 = std::max(t0, t1);
-  const float best012 = std::max(best01, b0);
-  return {t1 > t0, b0 > best01, b1 > best012};
-}
-
 // Note [2x2 max pooling backward by lanes]: a scatter of dy into a zeroed dx,
 // one output at a time, took VGG11's pool1 at batch 1 (64 planes of 224x224)
 // 4.8 ms against 0.7 for its forward. Here 16 outputs at a time: the even and
@@ -142,8 +128,11 @@ inline Winner2x2 winner_2x2(float t0, float t1, float b0, float b1) {
 // lanes, and each of dx's four positions written whole (dy where it won, else
 // 0, or added to dx), interleaved back: dx is written once, with no zeroing
 // pass. pool1 4.8 -> 1.7-1.8 ms, pool2 2.2 -> 0.8, pool3 1.1 -> 0.6 (`glassbox
-// time VGG11 --batch 1`, twice, 2-core Xeon); rows of fewer than 16 outputs
-// (pool4's 14, pool5's 7) keep the scatter, 0.5 and 0.2 ms either way.
+// time VGG11 --batch 1`, twice, 2-core Xeon). A window's winner (t0 t1 over
+// b0 b1): whether t1, b0 or b1 beats the ones before it in scan order, with a
+// strict > (the first element stands, even if NaN), by selects: on ReLU
+// outputs (ties, zeros) branches mispredicted half the time (perf annotate).
+// Rows of fewer than 16 outputs go through the same lanes from padded copies.
 // Lanes [0, 16) of the pair (a, b), read as 32 floats: the even ones, the odd
 // ones, and a and b interleaved (first and second halves).
 inline FloatLanes even_lanes(FloatLanes a, FloatLanes b) {
@@ -170,8 +159,27 @@ inline void store_interleaved(FloatLanes even, FloatLanes odd, bool add, float* 
   std::memcpy(out + kFloatLanes, &high, sizeof high);
 }
 
-void max_backward_plane_2x2(const MaxPoolPlan& pl, const float* x, const float* dy, bool add, float* dx) {
+// 16 windows: `top` and `bottom` their 32 input columns in two rows, dy their
+// gradients; dx's 32 columns under each row written (or added to).
+void route_2x2_lanes(const float* top, const float* bottom, const float* dy, bool add, float* dx_top, float* dx_bottom) {
   const FloatLanes zero = {};
+  const FloatLanes top_lo = load_lanes(top), top_hi = load_lanes(top + kFloatLanes);
+  const FloatLanes bottom_lo = load_lanes(bottom), bottom_hi = load_lanes(bottom + kFloatLanes);
+  const FloatLanes t0 = even_lanes(top_lo, top_hi), t1 = odd_lanes(top_lo, top_hi);
+  const FloatLanes b0 = even_lanes(bottom_lo, bottom_hi), b1 = odd_lanes(bottom_lo, bottom_hi);
+  const FloatLanes best01 = t0 < t1 ? t1 : t0;
+  const FloatLanes best012 = best01 < b0 ? b0 : best01;
+  const auto wins_t1 = t1 > t0, wins_b0 = b0 > best01, wins_b1 = b1 > best012;  // all ones where true
+  const FloatLanes g = load_lanes(dy);
+  const FloatLanes at_b1 = wins_b1 ? g : zero;
+  const FloatLanes at_b0 = (wins_b0 & ~wins_b1) ? g : zero;
+  const FloatLanes at_t1 = (wins_t1 & ~wins_b0 & ~wins_b1) ? g : zero;
+  const FloatLanes at_t0 = (wins_t1 | wins_b0 | wins_b1) ? zero : g;
+  store_interleaved(at_t0, at_t1, add, dx_top);
+  store_interleaved(at_b0, at_b1, add, dx_bottom);
+}
+
+void max_backward_plane_2x2(const MaxPoolPlan& pl, const float* x, const float* dy, bool add, float* dx) {
   for (int64_t p = 0; p < pl.p; ++p) {
     const float* top = x + 2 * p * pl.w;
     const float* bottom = top + pl.w;
@@ -180,35 +188,30 @@ void max_backward_plane_2x2(const MaxPoolPlan& pl, const float* x, const float* 
     const float* dy_row = dy + p * pl.q;
     int64_t q = 0;
     for (; q + kFloatLanes <= pl.q; q += kFloatLanes) {
-      const int64_t c = 2 * q;
-      const FloatLanes top_lo = load_lanes(top + c), top_hi = load_lanes(top + c + kFloatLanes);
-      const FloatLanes bottom_lo = load_lanes(bottom + c), bottom_hi = load_lanes(bottom + c + kFloatLanes);
-      const FloatLanes t0 = even_lanes(top_lo, top_hi), t1 = odd_lanes(top_lo, top_hi);
-      const FloatLanes b0 = even_lanes(bottom_lo, bottom_hi), b1 = odd_lanes(bottom_lo, bottom_hi);
-      const FloatLanes best01 = t0 < t1 ? t1 : t0;
-      const FloatLanes best012 = best01 < b0 ? b0 : best01;
-      const auto wins_t1 = t1 > t0, wins_b0 = b0 > best01, wins_b1 = b1 > best012;  // all ones where true
-      const FloatLanes g = load_lanes(dy_row + q);
-      const FloatLanes at_b1 = wins_b1 ? g : zero;
-      const FloatLanes at_b0 = (wins_b0 & ~wins_b1) ? g : zero;
-      const FloatLanes at_t1 = (wins_t1 & ~wins_b0 & ~wins_b1) ? g : zero;
-      const FloatLanes at_t0 = (wins_t1 | wins_b0 | wins_b1) ? zero : g;
-      store_interleaved(at_t0, at_t1, add, dx_top + c);
-      store_interleaved(at_b0, at_b1, add, dx_bottom + c);
+      route_2x2_lanes(top + 2 * q, bottom + 2 * q, dy_row + q, add, dx_top + 2 * q, dx_bottom + 2 * q);
     }
-    // The last outputs (all of a row narrower than the lanes): zeroed, then
-    // each dy added at its winner, which measured faster than four selects.
-    if (!add) {
-      std::fill(dx_top + 2 * q, dx_top + pl.w, 0.0f);  // an odd width's last column too: in no window
-      std::fill(dx_bottom + 2 * q, dx_bottom + pl.w, 0.0f);
+    // The last outputs (all of a row narrower than the lanes, LeNet's 14):
+    // through the same lanes from copies padded with zeros, whose extra
+    // lanes are dropped. (A scatter of each dy at its winner took LeNet's
+    // pool1 backward at batch 64 0.40 ms against 0.14 for its forward.)
+    if (q < pl.q) {
+      const int64_t rest = pl.q - q, columns = 2 * rest;
+      float in_top[2 * kFloatLanes] = {}, in_bottom[2 * kFloatLanes] = {}, g[kFloatLanes] = {};
+      float out_top[2 * kFloatLanes] = {}, out_bottom[2 * kFloatLanes] = {};
+      std::copy_n(top + 2 * q, columns, in_top);
+      std::copy_n(bottom + 2 * q, columns, in_bottom);
+      std::copy_n(dy_row + q, rest, g);
+      if (add) {
+        std::copy_n(dx_top + 2 * q, columns, out_top);
+        std::copy_n(dx_bottom + 2 * q, columns, out_bottom);
+      }
+      route_2x2_lanes(in_top, in_bottom, g, add, out_top, out_bottom);
+      std::copy_n(out_top, columns, dx_top + 2 * q);
+      std::copy_n(out_bottom, columns, dx_bottom + 2 * q);
     }
-    for (; q < pl.q; ++q) {
-      const int64_t c = 2 * q;
-      const Winner2x2 won = winner_2x2(top[c], top[c + 1], bottom[c], bottom[c + 1]);
-      int64_t offset = won.t1 ? 1 : 0;
-      offset = won.b0 ? pl.w : offset;
-      offset = won.b1 ? pl.w + 1 : offset;
-      dx_top[c + offset] += dy_row[q];
+    if (!add) {  // an odd width's last column: in no window
+      std::fill(dx_top + 2 * pl.q, dx_top + pl.w, 0.0f);
+      std::fill(dx_bottom + 2 * pl.q, dx_bottom + pl.w, 0.0f);
     }
   }
   if (!add) std::fill(dx + 2 * pl.p * pl.w, dx + pl.h * pl.w, 0.0f);  // nor an odd height's last row
