@@ -4,7 +4,7 @@
 // oneDNN's convolutions (brgconv) work in NHWC, so each oneDNN convolution
 // reordered its input into NHWC and its output back to NCHW: 29 ms of VGG16's
 // 293 ms inference step at batch 2 on the 2-core Xeon (ONEDNN_VERBOSE,
-// docs/performance.md). The copies are memory-bound: oneDNN's reorder runs at
+// docs/performance/cpu-stop30-channels-last-values.md). The copies are memory-bound: oneDNN's reorder runs at
 // 17-34 GB/s on cached data and a tiled transpose is no faster
 // (bench/probes/nchw_nhwc_reorders.cpp), so the way to save them is not to
 // make them. Where a value's producer and every consumer can work on NHWC,

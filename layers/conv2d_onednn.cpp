@@ -130,7 +130,7 @@ void plan_pass(PassPlan& pass, const dnnl::primitive_desc_base& pd, Make&& plan_
 // MiB (1 MiB: 1062, 4 MiB: 1043, 512 KiB: 1121; `glassbox time ResNet56
 // --batch 256`), inference 837-846 -> 884-891 images/s, the workspace 32.0 ->
 // 2.2 MB. At the networks' default batches, alternated bench_nets runs moved
-// within their noise (docs/performance.md, "Convolutions by slices").
+// within their noise (docs/performance/cpu-stop23-convolutions-by-slices.md).
 int64_t images_per_slice(const Shape& x, const Shape& y, int64_t weights, bool plain_layouts) {
   const int64_t batch = x[0];
   if (plain_layouts) return batch;  // no copies to keep in cache

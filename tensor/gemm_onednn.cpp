@@ -10,8 +10,8 @@
 // which runs the convolutions already) and OpenBLAS's cblas_sgemm were timed
 // in one process against torch.matmul (PyTorch's, on MKL), alternating runs
 // of 0.2 s, 2 threads and 1 (bench/probes/gemm_same_process.py; bench/results/
-// 2026-11-26-cpu-xeon-2core-gemm-libraries-probe-stop26.txt; docs/
-// performance.md, "Eigen's GEMM on oneDNN's sgemm"). In Glassbox's row-major
+// 2026-11-26-cpu-xeon-2core-gemm-libraries-probe-stop26.txt;
+// docs/performance/cpu-stop26-gemm-on-onednn.md). In Glassbox's row-major
 // terms, C = L R:
 // - A B (a layer's backward-data, an im2col convolution's forward, the 2048^3
 //   yardstick): oneDNN 0.78 to 1.36 of torch.matmul, OpenBLAS 0.78 to 1.06.
