@@ -4,23 +4,24 @@
 // oneDNN's convolutions (brgconv) work in NHWC, so each oneDNN convolution
 // reordered its input into NHWC and its output back to NCHW: 29 ms of VGG16's
 // 293 ms inference step at batch 2 on the 2-core Xeon (ONEDNN_VERBOSE,
-// docs/performance/cpu-stop30-channels-last-values.md). The copies are memory-bound: oneDNN's reorder runs at
-// 17-34 GB/s on cached data and a tiled transpose is no faster
-// (bench/probes/nchw_nhwc_reorders.cpp), so the way to save them is not to
-// make them. Where a value's producer and every consumer can work on NHWC,
-// the graph stores it so, and its gradient too; PyTorch's channels_last keeps
-// NHWC throughout for the same reason.
+// docs/performance/cpu-stop30-channels-last-values.md). The copies are
+// memory-bound: oneDNN's reorder runs at 17-34 GB/s on cached data and a tiled
+// transpose is no faster (bench/probes/nchw_nhwc_reorders.cpp), so the way to
+// save them is not to make them. Where a value's producer and every consumer
+// can work on NHWC, the graph stores it so, and its gradient too; PyTorch's
+// channels_last keeps NHWC throughout for the same reason.
 //
 // A layer says what it can do once prepared in NCHW
-// (Layer::can_read_channels_last, can_write_channels_last); a layer that
-// works on either order and keeps it (Layer::keeps_layout: ReLU, Add, batch
-// norm, SubsamplePad) takes whichever its inputs have, so the values it joins
-// are decided together: a ResNet's residual trunk is one group. A value is channels-last where the
-// whole group qualifies: 4-D float, not a graph input (the caller fills those
-// NCHW), not the loss, written by layers that can write NHWC and read only by
-// layers that can read it. Shapes stay (N, C, H, W), the logical dimensions:
-// Node::channels_last says how the bytes are ordered, and whoever reads a
-// value's bytes (a test, a debugger) must look. CUDA devices keep NCHW.
+// (Layer::can_read_channels_last, can_write_channels_last); a layer that works
+// on either order and keeps it (Layer::keeps_layout: ReLU, Add, batch norm,
+// SubsamplePad) takes whichever its inputs have, so the values it joins are
+// decided together: a ResNet's residual trunk is one group. A value is
+// channels-last where the whole group qualifies: 4-D float, not a graph input
+// (the caller fills those NCHW), not the loss, written by layers that can
+// write NHWC and read only by layers that can read it. Shapes stay
+// (N, C, H, W), the logical dimensions: Node::channels_last says how the
+// bytes are ordered, and whoever reads a value's bytes (a test, a debugger)
+// must look. CUDA devices keep NCHW.
 #pragma once
 
 #include <vector>
