@@ -29,9 +29,11 @@ struct Rows {
 };
 
 // One chunk's sums for channels [k0, k0 + 16): the lanes stay in registers
-// down the rows (a loop over all C channels per row loaded and stored its
-// sums at every row: ResNet-18's batch norms, 64 to 512 channels, took 21 ms
-// of backward a step at batch 16 against 18 for the NCHW path).
+// down the rows, where a loop over all C channels per row loaded and stored
+// its sums at every row. Not measured faster on its own: ResNet-18's batch
+// norms at batch 16 took 21 ms of backward a step before and 25 after, against
+// 18 to 19 for the NCHW path, most of it the stem's 51 MB tensor read twice
+// (docs/performance.md, stop 32).
 void chunk_lane_sums(const float* u, const float* u0, const float* v, const float* v0, int64_t rows, int64_t c,
                      int64_t k0, double* partial_a, double* partial_ab) {
   const FloatLanes pu = load_lanes(u0 + k0), pv = load_lanes(v0 + k0);
