@@ -119,9 +119,17 @@ void Conv2d::prepare_cpu(Context&, const PrepareOptions& prepare_options) {
   }
   const bool kernel_above_1x1 = o.kernel != Size2(1);
   const bool auto_onednn = GLASSBOX_WITH_ONEDNN && asked == CpuPath::kAuto && !direct_depthwise;
-  const bool want_onednn = GLASSBOX_WITH_ONEDNN && (asked == CpuPath::kOneDnn || (auto_onednn && kernel_above_1x1));
+  pl.strided_1x1_nhwc_offered = auto_onednn && strided_1x1_nhwc_shape();
+  const bool channels_last = input_channels_last(0) || output_channels_last();
+  if (pl.strided_1x1_nhwc_offered && input_channels_last(0) && output_channels_last()) {
+    plan_strided_1x1_nhwc();  // Note [1x1 convolutions on NHWC values]
+    return;
+  }
+  // Other 1x1 layers with an NHWC value: all of their passes on oneDNN.
+  const bool want_onednn = GLASSBOX_WITH_ONEDNN && (asked == CpuPath::kOneDnn ||
+                                                    (auto_onednn && (kernel_above_1x1 || channels_last)));
   if (want_onednn && prepare_onednn(prepare_options.phase, asked, /*pointwise_forward=*/false)) return;
-  if (input_channels_last(0) || output_channels_last()) {  // the graph asks only after an NCHW prepare chose oneDNN
+  if (channels_last) {  // the graph asks only after an NCHW prepare said this layer could
     fail_option("channels-last values need oneDNN's convolution, which this layer no longer takes");
   }
   pl.path = pl.backward_path = CpuPath::kGlassbox;
@@ -205,6 +213,10 @@ void Conv2d::forward_cpu(Context& ctx, const ForwardArgs& args) {
     depthwise_forward(depthwise_plan(), x, w, b, y, workspace);
     return;
   }
+  if (plan_.strided_1x1_nhwc) {
+    forward_strided_1x1_nhwc(args, workspace);
+    return;
+  }
   forward_im2col(args, workspace);
 }
 
@@ -236,6 +248,10 @@ void Conv2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
     ctx.switch_pass(glassbox::Pass::kBackwardWeights);
     zero_dw_to_write();
     depthwise_backward_filter(depthwise_plan(), x, dy, dw, workspace);
+  } else if (plan_.strided_1x1_nhwc) {  // writes or adds dW itself
+    if (wants_dx) backward_data_strided_1x1_nhwc(args, workspace);
+    ctx.switch_pass(glassbox::Pass::kBackwardWeights);
+    backward_filter_strided_1x1_nhwc(args, workspace);
   } else {
     if (wants_dx) backward_data_im2col(args, workspace);
     ctx.switch_pass(glassbox::Pass::kBackwardWeights);

@@ -72,9 +72,17 @@ class Conv2d final : public Layer {
   CpuPath cpu_backward_path() const { return plan_.backward_path; }
   // Where every pass runs on oneDNN in its own layouts (not the 1x1 forward
   // in Glassbox's): the input and output may be NHWC, as its brgconv works
-  // (Note [Channels-last values on the CPU], graph/layouts.h).
-  bool can_read_channels_last(int index) const override { return index == 0 && plan_.onednn_layouts; }
-  bool can_write_channels_last(const std::vector<bool>&) const override { return plan_.onednn_layouts; }
+  // (Note [Channels-last values on the CPU], graph/layouts.h). A strided
+  // 1x1 layer without padding or groups on the automatic path, in a build
+  // with oneDNN, may too: with both NHWC it runs as products over all pixels
+  // (Note [1x1 convolutions on NHWC values], which says why stride-1 ones do
+  // not offer it); with its input alone NHWC, on oneDNN.
+  bool can_read_channels_last(int index) const override {
+    return index == 0 && (plan_.onednn_layouts || plan_.strided_1x1_nhwc_offered);
+  }
+  bool can_write_channels_last(const std::vector<bool>& inputs) const override {
+    return plan_.onednn_layouts || (plan_.strided_1x1_nhwc_offered && inputs.at(0));
+  }
 
   // ---- cuDNN algorithms (CUDA devices only) ----
   // The three passes, each with its own cuDNN algorithm.
@@ -125,6 +133,10 @@ class Conv2d final : public Layer {
     CpuPath path = CpuPath::kAuto;           // what prepare chose for the forward
     CpuPath backward_path = CpuPath::kAuto;  // ... and for the backward
     bool onednn_layouts = false;    // every pass on oneDNN, in the layouts it chose
+    // kAuto, oneDNN built in, strided_1x1_nhwc_shape(): NHWC x and y would
+    // take layers/conv2d_strided_1x1_nhwc.cpp, every pass one product ...
+    bool strided_1x1_nhwc_offered = false;
+    bool strided_1x1_nhwc = false;  // ... and they did
     int threads = 1;                // also backward-filter's slots (Note [Reproducible weight gradients])
     int64_t col_floats = 0;         // per-thread unfolded tile
     int64_t partial_floats = 0;     // per-slot (but slot 0) partial weight gradient
@@ -142,6 +154,14 @@ class Conv2d final : public Layer {
   void forward_im2col(const ForwardArgs& args, float* workspace) const;
   void backward_data_im2col(const BackwardArgs& args, float* workspace) const;
   void backward_filter_im2col(const BackwardArgs& args, float* workspace) const;
+  // 1x1 layers on NHWC values (Note [1x1 convolutions on NHWC values]):
+  // layers/conv2d_strided_1x1_nhwc.cpp. The shape it takes: 1x1, strided, no padding, one group.
+  bool strided_1x1_nhwc_shape() const;
+  void plan_strided_1x1_nhwc();
+  const float* strided_rows(const float* x, float* workspace) const;
+  void forward_strided_1x1_nhwc(const ForwardArgs& args, float* workspace) const;
+  void backward_data_strided_1x1_nhwc(const BackwardArgs& args, float* workspace) const;
+  void backward_filter_strided_1x1_nhwc(const BackwardArgs& args, float* workspace) const;
 
   void prepare_cpu(Context& ctx, const PrepareOptions& options) override;
   void prepare_cuda(Context& ctx, const PrepareOptions& options) override;

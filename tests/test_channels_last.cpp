@@ -28,7 +28,8 @@ namespace {
 // oneDNN convolutions in a row (one of 24 channels, for the bias gradient's
 // last partial vector), max pooling between convolutions and
 // before a flatten (overlapping windows, padding), batch norm between two
-// convolutions, and a 1x1 convolution (Glassbox's own backward: NCHW).
+// convolutions, and a 1x1 convolution at stride 1 (NCHW only, Note [1x1
+// convolutions on NHWC values]).
 Graph net(int batch) {
   GraphBuilder g;
   Value x = g.input("images", {batch, 3, 12, 12});
@@ -60,8 +61,8 @@ TEST(ChannelsLast, TheGraphStoresNhwcWhereEveryWriterAndReaderCan) {
         EXPECT_EQ(node.grad.layout(), node.value.layout()) << node.name;
       }
     }
-    // conv_a reads the images NCHW; batch norm keeps conv_n's layout; conv_p's
-    // backward is Glassbox's 1x1 GEMM, so it and the layers it meets stay NCHW.
+    // conv_a reads the images NCHW; batch norm keeps conv_n's layout; conv_p,
+    // 1x1 at stride 1, and the layers it meets stay NCHW.
     EXPECT_EQ(nhwc, "conv_a relu_a conv_t relu_t conv_b relu_b pool_b conv_n bn1 relu_n")
         << (phase == Phase::kTraining ? "training" : "inference");
     EXPECT_NE(graph.node("conv_b").layer->algorithms().find("x and y NHWC"), std::string::npos)

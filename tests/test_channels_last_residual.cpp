@@ -23,21 +23,6 @@
 namespace glassbox {
 namespace {
 
-// Makes `h`'s layer read x NHWC and write y in `y_layout`, prepares it again
-// with its workspace, and copies ref's values over in those layouts.
-void go_channels_last(testing::LayerHarness& h, const testing::LayerHarness& ref, Layout y_layout) {
-  h.layer.set_channels_last({true}, y_layout == Layout::kNHWC);
-  h.layer.prepare(h.ctx);
-  h.ctx.reserve_workspace(h.layer.workspace_bytes());
-  h.copy_values_from(ref);
-  const Shape x = ref.inputs[0].shape(), y = ref.output.shape();
-  h.inputs[0] = h.inputs[0].with_layout(Layout::kNHWC), h.input_grads[0] = h.input_grads[0].with_layout(Layout::kNHWC);
-  h.output = h.output.with_layout(y_layout), h.output_grad = h.output_grad.with_layout(y_layout);
-  h.write(h.inputs[0], channels_last_from_nchw(ref.read(ref.inputs[0]), x));
-  const std::vector<float> dy = ref.read(ref.output_grad);
-  h.write(h.output_grad, y_layout == Layout::kNHWC ? channels_last_from_nchw(dy, y) : dy);
-}
-
 // Training forward (y, the running statistics), backward (dx written and
 // added, dscale and dshift) and an inference forward, on 16 channels (one
 // vector) and on 40 (two and a half).
@@ -49,7 +34,7 @@ TEST(ChannelsLastResidual, BatchNormOnNhwcMatchesItselfOnNchw) {
     testing::LayerHarness ref(ctx, plain, {x});
     testing::LayerHarness h(ctx, nhwc, {x});
     ref.randomize(3);
-    go_channels_last(h, ref, Layout::kNHWC);
+    testing::go_channels_last(h, ref, Layout::kNHWC);
     ref.forward();
     h.poison(h.output);
     h.forward();
@@ -86,7 +71,7 @@ TEST(ChannelsLastResidual, SubsamplePadOnNhwcMatchesItselfOnNchw) {
     testing::LayerHarness h(ctx, nhwc, {c.x});
     const std::string what = c.x.str() + " " + plain.describe();
     ref.randomize(4);
-    go_channels_last(h, ref, Layout::kNHWC);
+    testing::go_channels_last(h, ref, Layout::kNHWC);
     const Shape y = ref.output.shape();
     ref.forward();
     h.poison(h.output);
@@ -111,7 +96,7 @@ TEST(ChannelsLastResidual, GlobalAveragePoolingOfNhwcMatchesItselfOnNchw) {
     testing::LayerHarness h(ctx, nhwc, {x});
     ASSERT_TRUE(nhwc.can_read_channels_last(0));
     ref.randomize(5);
-    go_channels_last(h, ref, y_layout);
+    testing::go_channels_last(h, ref, y_layout);
     ref.forward();
     h.poison(h.output);
     h.forward();

@@ -46,4 +46,17 @@ void expect_same_training(const LayoutRun& nhwc, const LayoutRun& nchw) {
   for (size_t i = 0; i < nhwc.values.size(); ++i) expect_close(nhwc.values[i], nchw.values[i], 1e-5, nhwc.names[i]);
 }
 
+void go_channels_last(LayerHarness& h, const LayerHarness& ref, Layout y_layout) {
+  h.layer.set_channels_last({true}, y_layout == Layout::kNHWC);
+  h.layer.prepare(h.ctx);
+  h.ctx.reserve_workspace(h.layer.workspace_bytes());
+  h.copy_values_from(ref);
+  const Shape x = ref.inputs[0].shape(), y = ref.output.shape();
+  h.inputs[0] = h.inputs[0].with_layout(Layout::kNHWC), h.input_grads[0] = h.input_grads[0].with_layout(Layout::kNHWC);
+  h.output = h.output.with_layout(y_layout), h.output_grad = h.output_grad.with_layout(y_layout);
+  h.write(h.inputs[0], channels_last_from_nchw(ref.read(ref.inputs[0]), x));
+  const std::vector<float> dy = ref.read(ref.output_grad);
+  h.write(h.output_grad, y_layout == Layout::kNHWC ? channels_last_from_nchw(dy, y) : dy);
+}
+
 }  // namespace glassbox::testing

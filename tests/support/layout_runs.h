@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "tests/support/harness.h"
 
 namespace glassbox::testing {
 
@@ -23,5 +24,10 @@ LayoutRun train_three_steps(const std::function<Graph()>& make_graph, bool chann
 
 // The two runs agree: not bit for bit, since sums run in another order.
 void expect_same_training(const LayoutRun& nhwc, const LayoutRun& nchw);
+
+// Makes `h`'s layer read x NHWC and write y in `y_layout`, prepares it again
+// with its workspace, and copies ref's values (the same layer on NCHW) over
+// in those layouts.
+void go_channels_last(LayerHarness& h, const LayerHarness& ref, Layout y_layout);
 
 }  // namespace glassbox::testing
