@@ -1,11 +1,11 @@
 // tests/test_conv2d_strided_1x1_nhwc.cpp: Note [1x1 convolutions on NHWC
-// values] (layers/conv2d_strided_1x1_nhwc.cpp). Each pass of a 1x1 layer on
-// NHWC values against the same layer on NCHW through Glassbox's im2col path
-// (the plain reference, itself gradient-checked in test_conv2d.cpp), at
-// strides 2 and (2, 1), with and without bias, in both gradient modes; which 1x1
-// layers offer NHWC to the graph (strided ones); and a reduced ResNet-18,
-// whose trunk this makes NHWC from end to end, trained against its all-NCHW
-// graph value by value.
+// values] (layers/conv2d_strided_1x1_nhwc.cpp). Each pass of a strided 1x1
+// layer on NHWC values against the same layer on NCHW through Glassbox's
+// im2col path (the plain reference, itself gradient-checked in
+// test_conv2d.cpp), at strides 2 and (2, 1), with and without bias, in both
+// gradient modes; which 1x1 layers offer NHWC to the graph (strided ones);
+// and a reduced ResNet-18, whose trunk this makes NHWC from end to end,
+// trained against its all-NCHW graph value by value.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -84,7 +84,7 @@ TEST(Strided1x1Nhwc, WithOnlyItsInputNhwcEveryPassRunsOnOneDnn) {
   for (const Strided1x1Case& c : kCases) expect_matches_reference(c, Layout::kNCHW, "; x NHWC");
 }
 
-TEST(Strided1x1Nhwc, OnlyAPlainOneByOneOnTheAutomaticPathTakesNhwc) {
+TEST(Strided1x1Nhwc, OnlyAStridedOneByOneOnTheAutomaticPathTakesNhwc) {
   if (!GLASSBOX_WITH_ONEDNN) GTEST_SKIP() << "built without oneDNN (-DGLASSBOX_CPU_CONV=im2col): every value is NCHW";
   Context ctx = Context::cpu();
   const Shape x{1, 16, 4, 4};
