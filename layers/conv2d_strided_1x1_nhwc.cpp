@@ -10,9 +10,9 @@
 //   backward-weights  dW = dy^T xs
 // In NCHW the same layer is a product per image (conv2d_im2col.cpp). Each
 // product_into call runs outside any OpenMP team, so the build's sgemm threads
-// it (tensor/gemm_onednn.cpp); with a fixed thread count it sums in a fixed
-// order. Tested against the NCHW reference pass by pass
-// (tests/test_conv2d_strided_1x1_nhwc.cpp).
+// it (tensor/gemm_onednn.cpp). The backward gathers xs again: the forward's
+// copy lived in the workspace, which the layers after it reuse. Tested
+// against the NCHW reference pass by pass (tests/test_conv2d_strided_1x1_nhwc.cpp).
 //
 // Only strided layers offer NHWC to the graph (Conv2d::can_read_channels_last).
 // ResNet-18 and -34 meet a 1x1 layer only in their downsampling shortcuts
