@@ -9,11 +9,14 @@ rounds agree.
 
 Several files may be given (a long run split into several commands, or
 some networks run again after a change): a benchmark measured in more than
-one takes its rounds from the last file given that has it. A file that
+one takes its rounds from the last file given that has it. With
+--pool-rounds it takes the rounds of every file that has it instead (two
+one-round runs of the same build read as two rounds: say so only where
+the code the benchmark runs is the same in both). A file that
 interleave.py was still writing ("partial") counts with the rounds it has.
 
 Usage:
-  python3 bench/ratio_table.py [--below 1.0] RESULT.json [RESULT.json ...]
+  python3 bench/ratio_table.py [--below 1.0] [--pool-rounds] RESULT.json [RESULT.json ...]
 """
 
 import argparse
@@ -29,19 +32,20 @@ MODE_HEADINGS = {"forward": "forward", "forward_backward": "fwd+bwd", "train_ste
                  "inference": "inference"}
 
 
-def load_rounds(paths):
-    """The rounds of each benchmark from the last file that measured it, and
-    the networks in the order first given."""
-    by_name, nets = {}, []  # Glassbox benchmark name -> that file's rounds
+def load_rounds(paths, pool=False):
+    """The rounds of each benchmark from the last file that measured it (pool:
+    from every file that did, in the order given), and the networks in the
+    order first given."""
+    by_name, nets = {}, []  # Glassbox benchmark name -> its rounds
     for path in paths:
         with open(path) as f:
             data = json.load(f)
         for name in dict.fromkeys(n for rnd in data["rounds"] for n in rnd["glassbox"]):  # in order, once
-            by_name[name] = data["rounds"]
+            by_name[name] = by_name.get(name, []) + data["rounds"] if pool else data["rounds"]
             net = name.split("/")[0]
             if net not in nets:
                 nets.append(net)
-    # One list of rounds holding each benchmark's own: round i of every file merged.
+    # One list of rounds holding each benchmark's own: round i of each merged.
     rounds = []
     for name, file_rounds in by_name.items():
         for i, rnd in enumerate(file_rounds):
@@ -70,8 +74,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("files", nargs="+", metavar="RESULT.json")
     parser.add_argument("--below", type=float, default=1.0, help="list every ratio under this (default 1.0)")
+    parser.add_argument("--pool-rounds", action="store_true",
+                        help="a benchmark in several files takes the rounds of all of them, not of the last")
     args = parser.parse_args()
-    rounds, nets = load_rounds(args.files)
+    rounds, nets = load_rounds(args.files, pool=args.pool_rounds)
     rows = rows_from_rounds(rounds, nets)
 
     table, rates = {}, {}  # (net, batch) -> {mode: ratio}, {mode: Glassbox's images/s}
