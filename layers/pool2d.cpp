@@ -13,6 +13,16 @@
 // last window is clipped as padding is, and since every window starts inside
 // the input or the left padding (pooled_length) and the padding is at most
 // half the kernel, every window holds at least one input element.
+//
+// Note [Max pooling propagates NaN]: a window holding a NaN pools to NaN, and
+// its gradient goes to its last NaN in scan order, as PyTorch's max pooling
+// does (a NaN replaces the running maximum, whatever it holds). Every max
+// path here (these loops, the blocks, the 2x2 backward by lanes, NHWC) and
+// cuDNN (CUDNN_PROPAGATE_NAN) follows it. Before, a NaN never won the forward
+// (`y < v ? v : y`) while the backward's "first input stands" rule could
+// route the gradient to a NaN that y had not taken, so the paths disagreed,
+// and a NaN in a layer's output could vanish behind a pool without the
+// finite checks (graph/finite_check.h) ever seeing it.
 #include "layers/pool2d.h"
 
 #include <omp.h>
@@ -65,7 +75,7 @@ void forward_plane(const float* x, float* y, const Geometry& g, float inv_area) 
         for (int64_t q = begin; q < end; ++q) {
           const float v = x_row[q * sw + offset];
           if constexpr (kMax) {
-            y_row[q] = y_row[q] < v ? v : y_row[q];
+            y_row[q] = y_row[q] < v || v != v ? v : y_row[q];  // Note [Max pooling propagates NaN]
           } else {
             y_row[q] += v;
           }
@@ -90,7 +100,8 @@ void forward_plane_any_stride(const float* x, float* y, const Geometry& g, float
 }
 
 // dx (already zeroed or holding what kAdd adds onto) += dy routed to each
-// window's first maximum in scan order (row by row, left to right). The
+// window's first maximum in scan order (row by row, left to right), or its
+// last NaN (Note [Max pooling propagates NaN]). The
 // argmax is recomputed from x like forward's max, over spans of an output
 // row at once: for each window position in scan order, a strict > keeps the
 // first maximum, written as selects so the loop over q vectorises. Column
@@ -117,8 +128,8 @@ void max_backward_plane(const float* x, const float* dy, float* dx, const Geomet
           for (int64_t q = b; q < e; ++q) {
             const float v = x_row[q * sw + offset];
             const int64_t k = q - q0;
-            // arg < 0: the first element seen wins even if it is -inf or NaN.
-            const bool better = v > best[k] || arg[k] < 0;
+            // arg < 0: the first element seen wins even if it is -inf; a NaN always wins.
+            const bool better = v > best[k] || v != v || arg[k] < 0;
             best[k] = better ? v : best[k];
             arg[k] = better ? at + static_cast<int32_t>(q * sw) : arg[k];
           }
@@ -259,7 +270,7 @@ void Pool2d::forward_cpu(Context& ctx, const ForwardArgs& args) {
       float* yp = y + plane * g.p * g.q;
       if (g.whole_plane()) {
         const auto values = Eigen::Map<const Eigen::ArrayXf>(xp, g.h * g.w);
-        *yp = max ? values.maxCoeff() : values.sum() * inv_area;
+        *yp = max ? values.maxCoeff<Eigen::PropagateNaN>() : values.sum() * inv_area;
       } else if (max) {
         forward_plane_any_stride<true>(xp, yp, g, inv_area);
       } else {

@@ -5,9 +5,10 @@
 //            would start at or past H + pad_h (every window starts inside the input or
 //            the left padding). The last window may hang past the right padding; the
 //            overhang is ignored, as padding is.
-//   max:     y[n,c,p,q] = max over the window of x (padding never wins)
+//   max:     y[n,c,p,q] = max over the window of x (padding never wins; a NaN
+//            always does: Note [Max pooling propagates NaN] in pool2d.cpp)
 //            backward: dx[argmax] (= or +=) dy; on the CPU ties go to the first maximum
-//            in scan order. cuDNN documents no tie rule: on CUDA the maximum value is
+//            in scan order, NaNs to the last NaN. cuDNN documents no tie rule: on CUDA the maximum value is
 //            the same, but on ties the gradient may go to a different element of the
 //            window (parity tests use inputs without ties).
 //   average: y[n,c,p,q] = sum over the window of x / (kernel_h * kernel_w)

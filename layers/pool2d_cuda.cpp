@@ -34,9 +34,12 @@ void Pool2d::prepare_cuda(Context&, const PrepareOptions&) {
   // Max pooling uses the deterministic variant: its backward gives the same
   // dx on every run (plain CUDNN_POOLING_MAX need not), so training is
   // reproducible. Average counts padding in the divisor, as the header says.
+  // A NaN in a window pools to NaN, as on the CPU (Note [Max pooling
+  // propagates NaN] in pool2d.cpp); which NaN cuDNN's backward sends the
+  // gradient to, it does not document.
   const cudnnPoolingMode_t mode =
       mode_ == Mode::kMax ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
-  CUDNN_CHECK(cudnnSetPooling2dDescriptor(state->pooling.get(), mode, CUDNN_NOT_PROPAGATE_NAN, w.kernel.h,
+  CUDNN_CHECK(cudnnSetPooling2dDescriptor(state->pooling.get(), mode, CUDNN_PROPAGATE_NAN, w.kernel.h,
                                           w.kernel.w, w.pad.h, w.pad.w, w.stride.h, w.stride.w));
   // cuDNN sizes the output itself (rounding down); it must agree with infer()
   // rounding down, or forward would read and write past the tensors the graph

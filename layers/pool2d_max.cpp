@@ -11,7 +11,8 @@
 // its even and odd columns at stride 2, so that a block of 16 outputs reads
 // each tap as 16 contiguous floats. The running max and the index of the tap
 // that gave it stay in registers through the window's taps; a strict > in
-// scan order keeps the first maximum, and -inf padding never wins (as in
+// scan order keeps the first maximum, a NaN always wins (Note [Max pooling
+// propagates NaN] in pool2d.cpp), and -inf padding never wins (as in
 // Pool2d's loops). The forward writes each window's argmax, an index into the
 // input plane, and the backward is one scatter of dy, as PyTorch's max
 // pooling keeps its indices.
@@ -93,7 +94,7 @@ void forward_plane(const MaxPoolPlan& pl, const Halves& hv, const float* halves,
         const float* row = halves + (p * pl.sh + i) * hv.width + q0;
         for (int64_t j = 0; j < pl.kw; ++j) {
           const FloatLanes v = load_lanes(row + (j % kStride) * hv.floats + j / kStride);
-          const auto better = v > best;
+          const auto better = (v > best) | (v != v);  // Note [Max pooling propagates NaN]
           tap = better ? FloatLanes{} + static_cast<float>(i * pl.w + j) : tap;
           best = better ? v : best;
         }
@@ -130,7 +131,8 @@ void forward_plane(const MaxPoolPlan& pl, const Halves& hv, const float* halves,
 // pass. pool1 4.8 -> 1.7-1.8 ms, pool2 2.2 -> 0.8, pool3 1.1 -> 0.6 (`glassbox
 // time VGG11 --batch 1`, twice, 2-core Xeon). A window's winner (t0 t1 over
 // b0 b1): whether t1, b0 or b1 beats the ones before it in scan order, with a
-// strict > (the first element stands, even if NaN), by selects: on ReLU
+// strict > or by being NaN (Note [Max pooling propagates NaN] in
+// pool2d.cpp: the last NaN wins), by selects: on ReLU
 // outputs (ties, zeros) branches mispredicted half the time (perf annotate).
 // Rows of fewer than 16 outputs go through the same lanes from padded copies.
 // Lanes [0, 16) of the pair (a, b), read as 32 floats: the even ones, the odd
@@ -167,9 +169,12 @@ void route_2x2_lanes(const float* top, const float* bottom, const float* dy, boo
   const FloatLanes bottom_lo = load_lanes(bottom), bottom_hi = load_lanes(bottom + kFloatLanes);
   const FloatLanes t0 = even_lanes(top_lo, top_hi), t1 = odd_lanes(top_lo, top_hi);
   const FloatLanes b0 = even_lanes(bottom_lo, bottom_hi), b1 = odd_lanes(bottom_lo, bottom_hi);
-  const FloatLanes best01 = t0 < t1 ? t1 : t0;
-  const FloatLanes best012 = best01 < b0 ? b0 : best01;
-  const auto wins_t1 = t1 > t0, wins_b0 = b0 > best01, wins_b1 = b1 > best012;  // all ones where true
+  // All ones where it beats the ones before it; the last to win is the argmax.
+  const auto wins_t1 = (t1 > t0) | (t1 != t1);
+  const FloatLanes best01 = wins_t1 ? t1 : t0;
+  const auto wins_b0 = (b0 > best01) | (b0 != b0);
+  const FloatLanes best012 = wins_b0 ? b0 : best01;
+  const auto wins_b1 = (b1 > best012) | (b1 != b1);
   const FloatLanes g = load_lanes(dy);
   const FloatLanes at_b1 = wins_b1 ? g : zero;
   const FloatLanes at_b0 = (wins_b0 & ~wins_b1) ? g : zero;

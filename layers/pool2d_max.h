@@ -28,10 +28,11 @@ bool max_pool_by_blocks(const MaxPoolPlan& plan);
 // Scratch: per thread, the padded plane split by column stride.
 int64_t max_pool_workspace_floats(const MaxPoolPlan& plan);
 
-// y (planes, P, Q) = the max over each window, padding never winning (as
-// Pool2d's loops compute it). argmax, where not null: (planes, P, Q), each
-// window's first maximum in scan order as an index into its input plane; a
-// window whose inputs are all -inf or NaN gets its first input.
+// y (planes, P, Q) = the max over each window, padding never winning and a
+// NaN always (as Pool2d's loops compute it: Note [Max pooling propagates NaN]
+// in pool2d.cpp). argmax, where not null: (planes, P, Q), each window's first
+// maximum in scan order, or its last NaN, as an index into its input plane;
+// a window whose inputs are all -inf gets its first input.
 void max_pool_forward(const MaxPoolPlan& plan, const float* x, float* y, int32_t* argmax, float* workspace);
 
 // dx (planes, H, W), written or added per mode: dy routed to the argmax.

@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 
 #include "tensor/float_lanes.h"
 #include "tensor/parallel_for.h"
@@ -28,14 +27,14 @@ int64_t output_offset(const MaxPoolNhwcPlan& g, int64_t n, int64_t oh, int64_t o
 int64_t output_lane_stride(const MaxPoolNhwcPlan& g) { return g.y_channels_last ? 1 : g.p * g.q; }
 
 // Output (oh, ow)'s channels [c0, c0 + 16) of one image.
+// Note [Max pooling propagates NaN] (pool2d.cpp): the running maximum starts
+// at the window's first input and a NaN always replaces it, so it is y too.
 struct Pooled {
-  FloatLanes max;  // y: NaN never taken, -inf where nothing else is there
-  IntLanes arg;    // the first maximum in scan order, else the first input
+  FloatLanes max;  // y: NaN where the window holds one
+  IntLanes arg;    // the first maximum in scan order or the last NaN, else the first input
 };
 Pooled pool_window(const MaxPoolNhwcPlan& g, const float* x_image, int64_t oh, int64_t ow, int64_t c0) {
-  const float inf = std::numeric_limits<float>::infinity();
-  Pooled out{FloatLanes{} - inf, IntLanes{} - 1};
-  FloatLanes best{};
+  Pooled out{FloatLanes{}, IntLanes{} - 1};
   bool first = true;
   for (int64_t i = 0; i < g.kh; ++i) {
     const int64_t r = oh * g.sh - g.ph + i;
@@ -45,13 +44,12 @@ Pooled pool_window(const MaxPoolNhwcPlan& g, const float* x_image, int64_t oh, i
       if (col < 0 || col >= g.w) continue;
       const FloatLanes v = load_lanes(x_image + (r * g.w + col) * g.c + c0);
       const IntLanes at = IntLanes{} + static_cast<int32_t>(r * g.w + col);
-      out.max = out.max < v ? v : out.max;
       if (first) {
-        best = v, out.arg = at, first = false;
+        out.max = v, out.arg = at, first = false;
         continue;
       }
-      const IntLanes better = v > best;
-      best = better ? v : best;
+      const IntLanes better = (v > out.max) | (v != v);
+      out.max = better ? v : out.max;
       out.arg = better ? at : out.arg;
     }
   }

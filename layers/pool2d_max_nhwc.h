@@ -22,10 +22,11 @@ struct MaxPoolNhwcPlan {
 // Channels by whole vectors only.
 bool max_pool_nhwc_fits(int64_t channels);
 
-// y = the max over each window, padding never winning and NaN never taken (as
-// Pool2d's loops). argmax, where not null: (N, P, Q, C), each window's first
-// maximum in scan order as an index into its input plane, the window's first
-// input where nothing beats it (NaN, -inf), as Pool2d's backward finds it.
+// y = the max over each window, padding never winning and a NaN always (as
+// Pool2d's loops: Note [Max pooling propagates NaN] in pool2d.cpp). argmax,
+// where not null: (N, P, Q, C), each window's first maximum in scan order or
+// its last NaN, as an index into its input plane, the window's first input
+// where nothing beats it (all -inf), as Pool2d's backward finds it.
 void max_pool_nhwc_forward(const MaxPoolNhwcPlan& plan, const float* x, float* y, int32_t* argmax);
 
 // dx (NHWC), written or added per mode: dy routed to the argmax.

@@ -127,12 +127,16 @@ TEST(Strided1x1Nhwc, AResNet18IsStoredNhwcFromEndToEnd) {
       int pointwise = 0;
       for (const Node& node : graph.nodes()) {
         const bool trunk = node.shape.rank() == 4 && !node.is_input() && node.name != "avgpool";
-        if (basic) EXPECT_EQ(node.channels_last, trunk) << node.name;
+        if (basic) {
+          EXPECT_EQ(node.channels_last, trunk) << node.name;
+        }
         const std::string algorithms = node.is_input() ? "" : node.layer->algorithms();
         pointwise += algorithms.find("Glassbox 1x1 GEMM over the batch's") != std::string::npos ? 1 : 0;
       }
       EXPECT_EQ(pointwise, basic ? 3 : 0);
-      if (!basic) EXPECT_FALSE(graph.node("layer1.0.add").channels_last);
+      if (!basic) {
+        EXPECT_FALSE(graph.node("layer1.0.add").channels_last);
+      }
     }
   }
 }

@@ -97,7 +97,8 @@ TEST(Pool2d, Max2x2BackwardMatchesThePlainRule) {
           for (int64_t i = 0; i < 2; ++i) {
             for (int64_t j = 0; j < 2; ++j) {
               const int64_t at = n * hh * ww + (2 * p + i) * ww + 2 * q + j;
-              if (x[static_cast<size_t>(at)] > x[static_cast<size_t>(best)]) best = at;
+              const float v = x[static_cast<size_t>(at)];
+              if (v > x[static_cast<size_t>(best)] || v != v) best = at;  // a NaN always wins
             }
           }
           expected[static_cast<size_t>(best)] += dy[static_cast<size_t>((n * pp + p) * qq + q)];
