@@ -26,7 +26,13 @@ template <std::integral T>
 std::string grouped(T value) {
   if constexpr (std::is_signed_v<T>) {
     // Through uint64_t: -INT64_MIN does not fit in int64_t.
-    if (value < 0) return "-" + grouped_digits(~static_cast<uint64_t>(static_cast<int64_t>(value)) + 1);
+    if (value < 0) {
+      std::string text = grouped_digits(~static_cast<uint64_t>(static_cast<int64_t>(value)) + 1);
+      // Not `"-" + text`: inlined, GCC 12 warns of an overlapping memcpy there
+      // (-Wrestrict, a false positive) in every file that includes this one.
+      text.insert(text.begin(), '-');
+      return text;
+    }
   }
   return grouped_digits(static_cast<uint64_t>(value));
 }
