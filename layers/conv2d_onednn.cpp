@@ -3,6 +3,7 @@
 #include "layers/conv2d_onednn.h"
 
 #include <algorithm>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -45,6 +46,30 @@ memory::desc plain(const memory::dims& dims, Tag tag) { return {dims, memory::da
 // the training forward kept jit on every layer.
 constexpr int64_t kFewInputChannels = 16;
 
+// Note [A few input channels in NHWC]: Note [One forward kernel for both
+// phases]'s jit kernel reads the image's NCHW planes but writes oneDNN's
+// blocked nChw16c, reordered then to the NHWC that the layers after it keep
+// (Note [Channels-last values on the CPU]). Handed the image reordered to
+// NHWC (3 floats a pixel, a small copy) and asked for NHWC out, oneDNN 2.6
+// runs brgconv and nothing after it; its backward-filter (jit either way)
+// then reads NHWC dy as it is. bench/probes/onednn_first_conv.cpp, whole
+// batch, reorders counted, ms, NCHW way -> NHWC way, forward / filter, 2-core
+// EPYC: ResNet's 7x7 at 4 4.79 -> 4.42 / 5.81 -> 4.51, at 16 22.5 -> 18.4 /
+// 24.4 -> 18.5; VGG's 3x3 at 8 14.7 -> 8.2 / 18.3 -> 7.0; InceptionV3's 3x3
+// stride 2 at 4 1.15 -> 1.08 / 1.33 -> 0.91; AlexNet's 11x11 stride 4 at 64
+// 44.1 -> 46.2 / 50.0 -> 46.4; Overfeat's at 8 9.29 -> 9.44 / 9.76 -> 9.14.
+// In a graph, where the NCHW way's reorders run a slice of the batch at a
+// time in cache (Note [Convolutions by slices of the batch]), less is left:
+// `glassbox time NET`, first layer, three alternated pairs, ms, forward /
+// filter: ResNet-18 at 16 19.8-20.3 -> 18.5-19.0 / 22.9-23.3 -> 23.6-27.0,
+// ResNet-34 at 4 5.0-6.1 -> 4.8-4.9 / 5.8-7.0 -> 5.9-6.7; two pairs: VGG11
+// at 8 12.6-12.8 -> 8.4-9.4 / 20.7-21.8 -> 15.2-16.1, VGG16 at 2 3.4-3.6 ->
+// 2.3-2.7 / 5.1-5.2 -> 3.6-4.3, GoogLeNet at 16 20.1-22.7 -> 18.9-19.2.
+// So the forward goes NHWC below kLargeKernel, and the filter pass only for
+// kernels of at most kNhwcFilterKernel.
+constexpr int64_t kLargeKernel = 11;
+constexpr int64_t kNhwcFilterKernel = 3;
+
 // Note [Convolutions by slices of the batch]
 constexpr int64_t kSliceBytes = int64_t{2} << 20;
 
@@ -70,6 +95,8 @@ struct OneDnnConv::Impl {
   dnnl::stream stream{onednn_cpu_engine()};
   bool training = true, bias = false;
   bool x_channels_last = false, y_channels_last = false;  // as stored outside (Plan)
+  // Note [A few input channels in NHWC]: NCHW x reordered for these passes.
+  bool forward_x_nhwc = false, filter_x_nhwc = false;
   // Note [Convolutions by slices of the batch]: the primitives are built for
   // `slice` images and each pass runs them batch / slice times.
   int64_t slices = 1, slice = 1;
@@ -204,12 +231,20 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
   try {
     // Note [One forward kernel for both phases]
     const bool few_channels = o.groups == 1 && x[1] < kFewInputChannels;
-    auto forward_pd = [&](dnnl::prop_kind kind) {
-      dnnl::convolution_forward::desc fd(kind, algorithm, any_x, any_w, bias_md, any_y, strides, dilates, pads, pads);
+    auto forward_pd = [&](dnnl::prop_kind kind, const memory::desc& x_inside, const memory::desc& y_inside) {
+      dnnl::convolution_forward::desc fd(kind, algorithm, x_inside, any_w, bias_md, y_inside, strides, dilates, pads,
+                                         pads);
       return dnnl::convolution_forward::primitive_desc(fd, onednn_user_scratchpad(), onednn_cpu_engine());
     };
-    const dnnl::convolution_forward::primitive_desc fpd =
-        forward_pd(few_channels ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference);
+    dnnl::convolution_forward::primitive_desc fpd =
+        forward_pd(few_channels ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference, any_x, any_y);
+    // Note [A few input channels in NHWC]
+    const bool few_channels_nhwc = few_channels && plan.y_channels_last && !plan.plain_layouts;
+    const memory::desc x_nhwc = plain(x_dims, Tag::nhwc);
+    if (few_channels_nhwc && o.kernel.h < kLargeKernel) {
+      dnnl::convolution_forward::primitive_desc nhwc = forward_pd(dnnl::prop_kind::forward_training, x_nhwc, y_md);
+      if (!std::string(nhwc.impl_info_str()).starts_with("ref")) fpd = nhwc, m.forward_x_nhwc = true;
+    }
     plan_pass(m.forward, fpd, [&](size_t* next, size_t* scratchpad) {
       m.fwd_x.plan(x_md, fpd.src_desc(), OneDnnOperand::Role::kRead, next, scratchpad);
       m.fwd_w.plan(w_md, fpd.weights_desc(), OneDnnOperand::Role::kRead, next, scratchpad);
@@ -223,7 +258,7 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
       m.forward.args.emplace(DNNL_ARG_BIAS, m.bias_memory);  // read where it is
     }
     if (!m.backward) return;
-    const dnnl::convolution_forward::primitive_desc hint = forward_pd(dnnl::prop_kind::forward_training);
+    const dnnl::convolution_forward::primitive_desc hint = forward_pd(dnnl::prop_kind::forward_training, any_x, any_y);
 
     // Note [The backward's layouts on NHWC values]
     const bool narrow = std::max(x[1], y[1]) <= kNhwcBackwardChannels;
@@ -242,8 +277,13 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
     m.backward_data.primitive = dnnl::convolution_backward_data(dpd);
 
     // The bias gradient stays with Conv2d (one sum per channel): no diff_bias here.
-    dnnl::convolution_backward_weights::desc wd(algorithm, back_x, any_w, back_y, strides, dilates, pads, pads);
-    dnnl::convolution_backward_weights::primitive_desc wpd(wd, onednn_user_scratchpad(), onednn_cpu_engine(), hint);
+    // Note [A few input channels in NHWC]: backward-filter reads x as NHWC too.
+    m.filter_x_nhwc = few_channels_nhwc && std::max(o.kernel.h, o.kernel.w) <= kNhwcFilterKernel;
+    const memory::desc filter_x = m.filter_x_nhwc ? x_nhwc : back_x, filter_y = m.filter_x_nhwc ? y_md : back_y;
+    dnnl::convolution_backward_weights::desc wd(algorithm, filter_x, any_w, filter_y, strides, dilates, pads, pads);
+    dnnl::convolution_backward_weights::primitive_desc wpd(
+        wd, onednn_user_scratchpad(), onednn_cpu_engine(),
+        m.filter_x_nhwc ? forward_pd(dnnl::prop_kind::forward_training, x_nhwc, y_md) : hint);
     plan_pass(m.backward_filter, wpd, [&](size_t* next, size_t* scratchpad) {
       m.filter_x.plan(x_md, wpd.src_desc(), OneDnnOperand::Role::kRead, next, scratchpad);
       m.filter_dy.plan(y_md, wpd.diff_dst_desc(), OneDnnOperand::Role::kRead, next, scratchpad);
@@ -272,6 +312,11 @@ std::string OneDnnConv::algorithms() const {
   if (m.slices > 1) text += cat("; in ", m.slices, " slices of ", m.slice, m.slice == 1 ? " image" : " images");
   if (m.x_channels_last || m.y_channels_last) {
     text += m.x_channels_last && m.y_channels_last ? "; x and y NHWC" : m.x_channels_last ? "; x NHWC" : "; y NHWC";
+  }
+  if (m.forward_x_nhwc || m.filter_x_nhwc) {
+    text += m.forward_x_nhwc && m.filter_x_nhwc ? "; x reordered to NHWC for fwd and bwd-filter"
+            : m.forward_x_nhwc                  ? "; x reordered to NHWC for fwd"
+                                                : "; x reordered to NHWC for bwd-filter";
   }
   return text;
 }
