@@ -7,6 +7,7 @@
 // inference plan (no argmax kept) gives the same outputs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <random>
 
@@ -108,6 +109,33 @@ TEST(Pool2dMax, AWindowOfMinusInfinitiesSendsItsGradientToItsFirstInput) {
   EXPECT_EQ(h.read(h.output), std::vector<float>(4, -inf));
   h.backward();
   EXPECT_EQ(h.read(h.input_grads[0]), (std::vector<float>{10.0f, 0.0f, 0.0f, 0.0f}));
+}
+
+// The same rule where the all -inf windows lie anywhere in wider planes, each
+// with its own first input: blocks of two rows and a last single one (an odd
+// number of output rows), ragged last blocks, strides 1 and 2.
+TEST(Pool2dMax, MinusInfinityWindowsInsideThePlaneSendTheirGradientToTheirFirstInputs) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const Pool2d::Window& window : {Pool2d::Window{.kernel = 3, .stride = 1, .pad = 1},
+                                       Pool2d::Window{.kernel = 3, .stride = 2, .pad = 1}}) {
+    Context ctx = Context::cpu();
+    Pool2d pool("pool", Mode::kMax, window);
+    const Shape in{1, 2, 9, 37};
+    testing::LayerHarness h(ctx, pool, {in});
+    std::vector<float> x(static_cast<size_t>(in.numel()), -inf);
+    for (size_t k = 0; k < x.size(); k += 23) x[k] = static_cast<float>(k % 5);  // a few finite values
+    const Shape out = h.output.shape();
+    const std::vector<float> dy = testing::random_values(out.numel(), 6);
+    const Expected e = plain_rule(in, out, window, x, dy);
+    ASSERT_NE(std::count(e.y.begin(), e.y.end(), -inf), 0) << "no window of -inf only";
+    ASSERT_NE(std::count(e.y.begin(), e.y.end(), -inf), static_cast<ptrdiff_t>(e.y.size())) << "no finite window";
+    h.write(h.inputs[0], x);
+    h.write(h.output_grad, dy);
+    h.forward();
+    EXPECT_EQ(h.read(h.output), e.y) << pool.describe();
+    h.backward();
+    EXPECT_EQ(h.read(h.input_grads[0]), e.dx) << pool.describe();
+  }
 }
 
 }  // namespace
