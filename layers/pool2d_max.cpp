@@ -76,6 +76,19 @@ void pad_plane(const float* x, const MaxPoolPlan& pl, const Halves& hv, float* h
 
 using IntLanes = int32_t __attribute__((vector_size(kLanes * sizeof(int32_t))));
 
+// The first n of a vector's kLanes lanes to `to`, a whole vector where n is kLanes.
+template <typename T, typename Lanes>
+void store_first(const Lanes& v, int64_t n, T* to) {
+  static_assert(sizeof(Lanes) == kLanes * sizeof(T));
+  if (n == kLanes) {
+    std::memcpy(to, &v, sizeof v);
+    return;
+  }
+  T out[kLanes];
+  std::memcpy(out, &v, sizeof v);
+  std::copy_n(out, n, to);
+}
+
 // Writes one block's maxima and argmaxes: outputs [q0, q0 + 16) of row p,
 // those past the row's end dropped. tap: each winner's offset from its
 // window's corner, i * W + j, as a float (exact below 2^24:
@@ -84,14 +97,7 @@ using IntLanes = int32_t __attribute__((vector_size(kLanes * sizeof(int32_t))));
 void store_block(const MaxPoolPlan& pl, int64_t p, int64_t q0, FloatLanes best, FloatLanes tap, float* y,
                  int32_t* argmax) {
   const int64_t n = std::min(kLanes, pl.q - q0);
-  float* y_row = y + p * pl.q + q0;
-  if (n == kLanes) {
-    std::memcpy(y_row, &best, sizeof best);
-  } else {
-    alignas(64) float out[kLanes];
-    std::memcpy(out, &best, sizeof best);
-    std::copy_n(out, n, y_row);
-  }
+  store_first(best, n, y + p * pl.q + q0);
   if (argmax == nullptr) return;
   IntLanes lane{};
   for (int l = 0; l < kLanes; ++l) lane[l] = l;
@@ -101,14 +107,7 @@ void store_block(const MaxPoolPlan& pl, int64_t p, int64_t q0, FloatLanes best, 
   const IntLanes first_input = first + static_cast<int32_t>(std::max<int64_t>(p * pl.sh - pl.ph, 0) * pl.w);
   const IntLanes won = __builtin_convertvector(tap, IntLanes);
   const IntLanes at = won < 0 ? first_input : corner + won;
-  int32_t* arg_row = argmax + p * pl.q + q0;
-  if (n == kLanes) {
-    std::memcpy(arg_row, &at, sizeof at);
-  } else {
-    alignas(64) int32_t out[kLanes];
-    std::memcpy(out, &at, sizeof at);
-    std::copy_n(out, n, arg_row);
-  }
+  store_first(at, n, argmax + p * pl.q + q0);
 }
 
 // Rows [p, p + kRows) at outputs [q0, q0 + 16): a running max and the index
