@@ -241,7 +241,7 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
     // Note [A few input channels in NHWC]
     const bool few_channels_nhwc = few_channels && plan.y_channels_last && !plan.plain_layouts;
     const memory::desc x_nhwc = plain(x_dims, Tag::nhwc);
-    if (few_channels_nhwc && o.kernel.h < kLargeKernel) {
+    if (few_channels_nhwc && std::max(o.kernel.h, o.kernel.w) < kLargeKernel) {
       dnnl::convolution_forward::primitive_desc nhwc = forward_pd(dnnl::prop_kind::forward_training, x_nhwc, y_md);
       if (!std::string(nhwc.impl_info_str()).starts_with("ref")) fpd = nhwc, m.forward_x_nhwc = true;
     }
