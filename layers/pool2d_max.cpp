@@ -74,8 +74,6 @@ void pad_plane(const float* x, const MaxPoolPlan& pl, const Halves& hv, float* h
   }
 }
 
-using IntLanes = int32_t __attribute__((vector_size(kLanes * sizeof(int32_t))));
-
 // The first n of a vector's kLanes lanes to `to`, a whole vector where n is kLanes.
 template <typename T, typename Lanes>
 void store_first(const Lanes& v, int64_t n, T* to) {
@@ -99,9 +97,8 @@ void store_block(const MaxPoolPlan& pl, int64_t p, int64_t q0, FloatLanes best, 
   const int64_t n = std::min(kLanes, pl.q - q0);
   store_first(best, n, y + p * pl.q + q0);
   if (argmax == nullptr) return;
-  IntLanes lane{};
-  for (int l = 0; l < kLanes; ++l) lane[l] = l;
-  const IntLanes column = IntLanes{} + static_cast<int32_t>(q0 * pl.sw - pl.pw) + lane * static_cast<int32_t>(pl.sw);
+  constexpr IntLanes kLane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  const IntLanes column = IntLanes{} + static_cast<int32_t>(q0 * pl.sw - pl.pw) + kLane * static_cast<int32_t>(pl.sw);
   const IntLanes corner = column + static_cast<int32_t>((p * pl.sh - pl.ph) * pl.w);
   const IntLanes first = column > 0 ? column : IntLanes{};  // clipped to the plane
   const IntLanes first_input = first + static_cast<int32_t>(std::max<int64_t>(p * pl.sh - pl.ph, 0) * pl.w);

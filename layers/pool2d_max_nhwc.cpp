@@ -18,8 +18,6 @@
 namespace glassbox {
 namespace {
 
-using IntLanes = int32_t __attribute__((vector_size(kFloatLanes * sizeof(int32_t))));
-
 // Where output (n, c, oh, ow) lies in y or dy; channels c to c + 15 follow it
 // one apart (NHWC) or a plane apart (NCHW: output_lane_stride).
 int64_t output_offset(const MaxPoolNhwcPlan& g, int64_t n, int64_t oh, int64_t ow, int64_t c) {

@@ -5,12 +5,16 @@
 // kernels that need a compare, or sums held in registers, use this type.
 #pragma once
 
+#include <cstdint>
 #include <cstring>
 
 namespace glassbox {
 
 inline constexpr int kFloatLanes = 16;
 using FloatLanes = float __attribute__((vector_size(kFloatLanes * sizeof(float))));
+// Their int32 counterpart: what a FloatLanes compare gives (all ones where
+// true), and indices carried beside a running maximum.
+using IntLanes = int32_t __attribute__((vector_size(kFloatLanes * sizeof(int32_t))));
 
 // kFloatLanes floats from `from`, which need not be aligned.
 inline FloatLanes load_lanes(const float* from) {
