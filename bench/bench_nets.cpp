@@ -74,6 +74,7 @@ struct Settings {
   Precision precision = Precision::kFp32;
   AlgoSearch algo_search = AlgoSearch::kHeuristic;
   CpuConvPath cpu_conv = CpuConvPath::kAuto;
+  bool cpu_winograd = true;
   bool deterministic = kDeterministicByDefault;
   bool nvtx = true;  // an NVTX range per layer and pass on a GPU (graph/step_spans.h)
   Communicator* communicator = nullptr;  // a job of several ranks (mpirun); null for one process
@@ -106,6 +107,7 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
     options.layers.algo_search = settings.algo_search;
     options.layers.deterministic = settings.deterministic;
     options.layers.cpu_conv = settings.cpu_conv;
+    options.layers.cpu_winograd = settings.cpu_winograd;
     options.nvtx = settings.nvtx;
     NetSession& session = cached_session(net, key, options);
     session.begin(mode);
@@ -183,6 +185,9 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
 // too, where it changes nothing, so that a name always says what was asked
 // for. --cudnn-search is not in the name: it only looks harder for the
 // fastest of the same algorithms, and the peer searches too (cudnn.benchmark).
+// Nor are --cpu-conv and --no-winograd (in the context instead): they choose
+// among CPU kernels that compute the same convolution, as cuDNN's choice
+// among its algorithms (Winograd among them) is not in a name either.
 void register_benchmarks(const Settings& s) {
   const std::string suffix =
       cat(s.precision == Precision::kTf32 ? "/tf32" : "", s.deterministic ? "/deterministic" : "");
@@ -255,7 +260,7 @@ constexpr const char* kDiscardedOut = "--benchmark_out=/dev/null";
 void print_help() {
   std::printf(
       "bench_nets [--device=cpu|cuda|cuda:N] [--batch=N] [--net=NAME] [--precision=fp32|tf32] [--cudnn-search]\n"
-      "           [--cpu-conv=auto|glassbox|onednn] [--deterministic] [--no-nvtx] [--data=SPEC [--workers=N]]\n"
+      "           [--cpu-conv=auto|glassbox|onednn] [--no-winograd] [--deterministic] [--no-nvtx] [--data=SPEC [--workers=N]]\n"
       "           [--threads=N] [--warmup=N]\n"
       "           [under mpirun: --bucket-mb=X --no-overlap --comm-timeout=S --steps=N] [--data-parallel]\n"
       "           [Google Benchmark flags: --benchmark_filter=REGEX --benchmark_out=FILE ...]\n"
@@ -264,6 +269,8 @@ void print_help() {
       "--no-nvtx: no NVTX range per layer and pass (a GPU build pushes them for Nsight Systems).\n"
       "--cpu-conv=PATH: what runs the CPU's convolutions: auto (oneDNN above 1x1 where built with it),\n"
       "glassbox (its own im2col + GEMM) or onednn; in the context as cpu_conv.\n"
+      "--no-winograd: only direct convolutions on the CPU (by default oneDNN's Winograd kernels run the 3x3\n"
+      "stride-1 layers where they measured faster); in the context as cpu_winograd.\n"
       "--threads=N: OpenMP threads of every CPU kernel (default: OMP_NUM_THREADS, else one per core), in the\n"
       "context as cpu_threads.\n"
       "--warmup=N: untimed steps of each mode before the timed ones (default 10; in the context as protocol).\n"
@@ -303,7 +310,7 @@ int run(int argc, char** argv) {
 
   Settings settings{.batch = flags.batch, .net = flags.net, .data = flags.data, .workers = flags.workers,
                     .precision = flags.precision,
-                    .algo_search = flags.algo_search, .cpu_conv = flags.cpu_conv, .deterministic = flags.deterministic, .nvtx = flags.nvtx};
+                    .algo_search = flags.algo_search, .cpu_conv = flags.cpu_conv, .cpu_winograd = flags.cpu_winograd, .deterministic = flags.deterministic, .nvtx = flags.nvtx};
   settings.warmup = flags.warmup;
   const JobPlacement placement = job_placement();
   const bool speaks = placement.rank == 0;  // in a job of several ranks, rank 0 reports
@@ -342,6 +349,7 @@ int run(int argc, char** argv) {
   for (const auto& [key, value] : info.fields()) benchmark::AddCustomContext(key, value);
   benchmark::AddCustomContext("deterministic", settings.deterministic ? "yes" : "no");
   benchmark::AddCustomContext("cpu_conv_path", std::string(name_of(settings.cpu_conv)));  // --cpu-conv
+  benchmark::AddCustomContext("cpu_winograd", settings.cpu_winograd ? "on" : "off");    // --no-winograd
   add_machine_context(sample_machine(ctx));
   benchmark::AddCustomContext("protocol", cat(settings.warmup, " warm-up steps per mode, then each step timed (CUDA "
                                               "events on the GPU, steady clock on the CPU) for at least 2 s unless "

@@ -128,7 +128,7 @@ void Conv2d::prepare_cpu(Context&, const PrepareOptions& prepare_options) {
   // Other 1x1 layers with an NHWC value: all of their passes on oneDNN.
   const bool want_onednn = GLASSBOX_WITH_ONEDNN && (asked == CpuPath::kOneDnn ||
                                                     (auto_onednn && (kernel_above_1x1 || channels_last)));
-  if (want_onednn && prepare_onednn(prepare_options.phase, asked, /*pointwise_forward=*/false)) return;
+  if (want_onednn && prepare_onednn(prepare_options, asked, /*pointwise_forward=*/false)) return;
   if (channels_last) {  // the graph asks only after an NCHW prepare said this layer could
     fail_option("channels-last values need oneDNN's convolution, which this layer no longer takes");
   }
@@ -145,7 +145,7 @@ void Conv2d::prepare_cpu(Context&, const PrepareOptions& prepare_options) {
   // Note [Pointwise forward on oneDNN's GEMM]
   if (auto_onednn && pl.pointwise) {
     const size_t glassbox_bytes = workspace_bytes();
-    if (prepare_onednn(prepare_options.phase, asked, /*pointwise_forward=*/true)) {
+    if (prepare_onednn(prepare_options, asked, /*pointwise_forward=*/true)) {
       set_workspace_bytes(std::max(glassbox_bytes, workspace_bytes()));  // the backward's tiles too
       return;
     }
@@ -165,8 +165,8 @@ void Conv2d::prepare_cpu(Context&, const PrepareOptions& prepare_options) {
 // tensors, and each is tested against the reference alone.
 
 #if GLASSBOX_WITH_ONEDNN
-bool Conv2d::prepare_onednn(Phase phase, CpuPath asked, bool pointwise_forward) {
-  OneDnnConv::Plan plan{.phase = phase, .plain_layouts = pointwise_forward};
+bool Conv2d::prepare_onednn(const PrepareOptions& options, CpuPath asked, bool pointwise_forward) {
+  OneDnnConv::Plan plan{.phase = options.phase, .plain_layouts = pointwise_forward, .winograd = options.cpu_winograd};
   if (pointwise_forward) plan.backward_elsewhere = "Glassbox 1x1 GEMM";
   plan.x_channels_last = input_channels_last(0);
   plan.y_channels_last = output_channels_last();
@@ -186,7 +186,7 @@ bool Conv2d::prepare_onednn(Phase phase, CpuPath asked, bool pointwise_forward) 
   return true;
 }
 #else
-bool Conv2d::prepare_onednn(Phase, CpuPath, bool) { return false; }
+bool Conv2d::prepare_onednn(const PrepareOptions&, CpuPath, bool) { return false; }
 #endif
 
 // Note [oneDNN's reference code]: for shapes its optimised kernels do not

@@ -148,7 +148,7 @@ class Conv2d final : public Layer {
   void bias_gradient(const float* dy, float* db, GradMode mode, float* workspace) const;
   // False where `asked` is kAuto and oneDNN has only reference code for these
   // shapes. `pointwise_forward`: oneDNN runs the forward alone, in Glassbox's layout.
-  bool prepare_onednn(Phase phase, CpuPath asked, bool pointwise_forward);
+  bool prepare_onednn(const PrepareOptions& options, CpuPath asked, bool pointwise_forward);
   // Glassbox's own im2col + GEMM path: layers/conv2d_im2col.cpp.
   void plan_im2col();
   void forward_im2col(const ForwardArgs& args, float* workspace) const;

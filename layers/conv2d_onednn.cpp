@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "layers/conv2d_choices_onednn.h"
 #include "layers/conv2d_operand_onednn.h"
 #include "layers/shared_onednn.h"
 #include "tensor/error.h"
@@ -70,9 +71,6 @@ constexpr int64_t kFewInputChannels = 16;
 constexpr int64_t kLargeKernel = 11;
 constexpr int64_t kNhwcFilterKernel = 3;
 
-// Note [Convolutions by slices of the batch]
-constexpr int64_t kSliceBytes = int64_t{2} << 20;
-
 // Note [oneDNN's scratchpad]: by default a oneDNN primitive allocates its own
 // temporary memory when it runs (or keeps a global buffer), out of sight of
 // Glassbox's accounting. In "user" mode it asks for it instead: each pass's
@@ -101,6 +99,7 @@ struct OneDnnConv::Impl {
   // `slice` images and each pass runs them batch / slice times.
   int64_t slices = 1, slice = 1;
   int64_t x_slice_floats = 0, y_slice_floats = 0;
+  bool winograd = false;           // Note [Winograd on the CPU]
   bool backward = true;            // the backward passes are built here
   std::string backward_elsewhere;  // else the path that runs them
   PassPlan forward, backward_data, backward_filter;
@@ -135,41 +134,6 @@ void plan_pass(PassPlan& pass, const dnnl::primitive_desc_base& pd, Make&& plan_
     o->finish(pass.scratchpad_memory);
     pass.args.emplace(arg, o->inside);
   }
-}
-
-// Note [Convolutions by slices of the batch]: each pass reorders its operands
-// into oneDNN's layouts, runs the primitive and reorders back. On the whole
-// batch at once every one of those copies is as large as the tensor, far past
-// a core's cache: ResNet-56's first stage at batch 256 copies 16.8 MB tensors
-// in and out around each convolution. On a slice of the batch small enough
-// that the copies stay in cache, a pass reads its input and writes its output
-// once from far away. The slice is the largest divisor of the batch whose
-// input and output fit kSliceBytes (one set of primitives, no ragged last
-// slice); a layer whose single image is larger runs image by image. But each
-// slice reads all the weights again (and backward-filter adds its dW into dW:
-// three passes over them), so a layer slices only while those extra passes,
-// 3 (slices - 1) W, stay under the two round trips over the activations that
-// slicing saves, 2 (X + Y): Overfeat's conv5 (37.7 MB of weights, 9.4 MB of
-// activations at batch 8) does not. The weights are reordered once per pass,
-// not per slice; backward-filter's dW += per slice changes the order of the
-// sum, not its terms. Measured on a 2-core Xeon (2 MiB L2 a core), ResNet-56
-// at batch 256: a training step 1064-1121 ms whole, 1022-1026 in slices of 2
-// MiB (1 MiB: 1062, 4 MiB: 1043, 512 KiB: 1121; `glassbox time ResNet56
-// --batch 256`), inference 837-846 -> 884-891 images/s, the workspace 32.0 ->
-// 2.2 MB. At the networks' default batches, alternated bench_nets runs moved
-// within their noise (docs/performance/cpu-stop23-convolutions-by-slices.md).
-int64_t images_per_slice(const Shape& x, const Shape& y, int64_t weights, bool plain_layouts) {
-  const int64_t batch = x[0];
-  if (plain_layouts) return batch;  // no copies to keep in cache
-  const int64_t image_bytes = (x.numel_from(0) + y.numel_from(0)) * static_cast<int64_t>(sizeof(float));
-  int64_t slice = 1;
-  for (int64_t d = 1; d <= batch; ++d) {
-    if (batch % d == 0 && d * image_bytes <= kSliceBytes) slice = d;
-  }
-  const int64_t slices = batch / slice;
-  const int64_t weight_bytes = weights * static_cast<int64_t>(sizeof(float));
-  if (3 * (slices - 1) * weight_bytes >= 2 * batch * image_bytes) return batch;
-  return slice;
 }
 
 }  // namespace
@@ -207,26 +171,33 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
   m.bias = o.bias;
   m.x_channels_last = plan.x_channels_last, m.y_channels_last = plan.y_channels_last;
   const int64_t weights = y[1] * (x[1] / o.groups) * o.kernel.h * o.kernel.w;
-  m.slice = images_per_slice(x, y, weights, plan.plain_layouts);
-  m.slices = x[0] / m.slice;
-  m.x_slice_floats = m.slice * x.numel_from(0);
-  m.y_slice_floats = m.slice * y.numel_from(0);
-  const memory::dims x_dims{m.slice, x[1], x[2], x[3]}, y_dims{m.slice, y[1], y[2], y[3]};
   const bool grouped = o.groups > 1;
   const memory::dims w_dims = grouped ? memory::dims{o.groups, y[1] / o.groups, x[1] / o.groups, o.kernel.h, o.kernel.w}
                                       : memory::dims{y[1], x[1], o.kernel.h, o.kernel.w};
   const Tag w_tag = grouped ? Tag::goihw : Tag::oihw;
   const memory::dims strides{o.stride.h, o.stride.w}, pads{o.pad.h, o.pad.w};
   const memory::dims dilates{o.dilation.h - 1, o.dilation.w - 1};  // oneDNN counts the gaps: 0 is dense
-  const memory::desc x_md = plain(x_dims, plan.x_channels_last ? Tag::nhwc : Tag::nchw);
-  const memory::desc y_md = plain(y_dims, plan.y_channels_last ? Tag::nhwc : Tag::nchw), w_md = plain(w_dims, w_tag);
   // The layouts the primitives work in: their choice ("any"), or Glassbox's own.
   auto inside = [&](const memory::dims& dims, const memory::desc& own) {
     return plan.plain_layouts ? own : memory::desc(dims, memory::data_type::f32, Tag::any);
   };
-  const memory::desc any_x = inside(x_dims, x_md), any_y = inside(y_dims, y_md), any_w = inside(w_dims, w_md);
+  const memory::desc w_md = plain(w_dims, w_tag), any_w = inside(w_dims, w_md);
   const memory::desc bias_md = o.bias ? plain({y[1]}, Tag::x) : memory::desc();
-  const auto algorithm = dnnl::algorithm::convolution_direct;
+  // Note [Winograd on the CPU]: in oneDNN's layouts, the whole batch in one call.
+  auto whole = [](const Shape& s) { return memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, Tag::any); };
+  m.winograd = plan.winograd && !plan.plain_layouts && winograd_pays(o, x, y) &&
+               onednn_has_winograd({.x = whole(x), .w = any_w, .bias = bias_md, .y = whole(y), .strides = strides,
+                                    .dilates = dilates, .pads = pads},
+                                   m.backward);
+  m.slice = m.winograd ? x[0] : images_per_slice(x, y, weights, plan.plain_layouts);
+  m.slices = x[0] / m.slice;
+  m.x_slice_floats = m.slice * x.numel_from(0);
+  m.y_slice_floats = m.slice * y.numel_from(0);
+  const memory::dims x_dims{m.slice, x[1], x[2], x[3]}, y_dims{m.slice, y[1], y[2], y[3]};
+  const memory::desc x_md = plain(x_dims, plan.x_channels_last ? Tag::nhwc : Tag::nchw);
+  const memory::desc y_md = plain(y_dims, plan.y_channels_last ? Tag::nhwc : Tag::nchw);
+  const memory::desc any_x = inside(x_dims, x_md), any_y = inside(y_dims, y_md);
+  const auto algorithm = m.winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
 
   try {
     // Note [One forward kernel for both phases]
@@ -236,8 +207,10 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
                                          pads);
       return dnnl::convolution_forward::primitive_desc(fd, onednn_user_scratchpad(), onednn_cpu_engine());
     };
-    dnnl::convolution_forward::primitive_desc fpd =
-        forward_pd(few_channels ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference, any_x, any_y);
+    // Note [Winograd on the CPU]: its forward is always the training kind.
+    const bool training_kind = few_channels || m.winograd;
+    dnnl::convolution_forward::primitive_desc fpd = forward_pd(
+        training_kind ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference, any_x, any_y);
     // Note [A few input channels in NHWC]
     const bool few_channels_nhwc = few_channels && plan.y_channels_last && !plan.plain_layouts;
     const memory::desc x_nhwc = plain(x_dims, Tag::nhwc);
@@ -262,7 +235,7 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
 
     // Note [The backward's layouts on NHWC values]
     const bool narrow = std::max(x[1], y[1]) <= kNhwcBackwardChannels;
-    const bool nhwc_backward = plan.x_channels_last && plan.y_channels_last && (x[2] * x[3] >= kNhwcBackwardPixels || narrow);
+    const bool nhwc_backward = !m.winograd && plan.x_channels_last && plan.y_channels_last && (x[2] * x[3] >= kNhwcBackwardPixels || narrow);
     const memory::desc back_x = nhwc_backward ? x_md : any_x, back_y = nhwc_backward ? y_md : any_y;
     dnnl::convolution_backward_data::desc dd(algorithm, back_x, any_w, back_y, strides, dilates, pads, pads);
     dnnl::convolution_backward_data::primitive_desc dpd(dd, onednn_user_scratchpad(), onednn_cpu_engine(), hint);

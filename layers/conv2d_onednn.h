@@ -11,7 +11,7 @@
 // scratchpad) lives in the context's workspace, sized at prepare: nothing is
 // allocated inside a step. A batch larger than the cache runs by slices, so
 // that those copies stay in cache (Note [Convolutions by slices of the batch]
-// in the .cpp).
+// in layers/conv2d_choices_onednn.cpp).
 //
 // Gradients keep Glassbox's contract: dW is added to (dW += ...), dx written
 // or added as the graph asks; both through a reorder with a sum post-op.
@@ -38,6 +38,9 @@ class OneDnnConv final : public BackendState {
     // stored NHWC (Note [Channels-last values on the CPU], graph/layouts.h):
     // where oneDNN's kernel works in NHWC too, no reorder moves them.
     bool x_channels_last = false, y_channels_last = false;
+    // Winograd where it pays and oneDNN has it (Note [Winograd on the CPU],
+    // layers/conv2d_choices_onednn.cpp); false: direct kernels only.
+    bool winograd = true;
   };
   // Builds the primitives for the passes the plan asks for. Throws
   // ConfigError naming `layer` if oneDNN refuses the shapes.
@@ -45,7 +48,8 @@ class OneDnnConv final : public BackendState {
              const Plan& plan);
   ~OneDnnConv() override;
 
-  // "oneDNN fwd brgconv:avx512_core, bwd-data jit:avx512_core, bwd-filter jit:avx512_core"
+  // "oneDNN fwd brgconv:avx512_core, bwd-data jit:avx512_core, bwd-filter jit:avx512_core";
+  // Winograd's kernels are jit_wino_4x3:avx512_core
   std::string algorithms() const override;
   // oneDNN found only its reference code ("ref:...") for some pass: correct
   // but far slower than Glassbox's own path (probe: 100x and more).

@@ -94,6 +94,10 @@ struct PrepareOptions {
   // What runs Conv2d on the CPU (glassbox time --cpu-conv); a layer's own pin
   // (Conv2d::pin_cpu_path) wins. CUDA devices ignore it.
   CpuConvPath cpu_conv = CpuConvPath::kAuto;
+  // oneDNN's Winograd kernels for the 3x3 layers where they measured faster
+  // (Note [Winograd on the CPU], layers/conv2d_choices_onednn.cpp); false
+  // keeps every oneDNN convolution direct (--no-winograd). CUDA ignores it.
+  bool cpu_winograd = true;
 };
 
 struct ParamSpec {

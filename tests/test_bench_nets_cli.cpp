@@ -87,6 +87,7 @@ TEST(BenchNets, EveryBadFlagIsAUsageErrorNamingIt) {
       {"--benchmark_out=", "bench_nets: --benchmark_out= needs a file name"},
       {"--no-overlap=yes", "bench_nets: --no-overlap takes no value"},
       {"--no-nvtx=1", "bench_nets: --no-nvtx takes no value"},
+      {"--no-winograd=1", "bench_nets: --no-winograd takes no value"},
       {"--data-parallel=1", "bench_nets: --data-parallel takes no value"},
       {"--bucket-mb=0", "bench_nets: --bucket-mb must be a number from 0.001 to 1048576, got '0'"},
       {"--steps=0", "bench_nets: --steps must be an integer from 1 to 1000000, got '0'"},

@@ -19,6 +19,12 @@ TEST(BenchFlags, DeterministicIsASwitchThatDefaultsToTheBuild) {
   EXPECT_TRUE(parse_bench_flags({"--deterministic"}).passed_on.empty()) << "Google Benchmark does not see it";
 }
 
+TEST(BenchFlags, NoWinogradIsASwitchThatDefaultsToWinogradWhereItPays) {
+  EXPECT_TRUE(parse_bench_flags({}).cpu_winograd) << "Winograd where it pays, by default";
+  EXPECT_FALSE(parse_bench_flags({"--no-winograd"}).cpu_winograd);
+  EXPECT_TRUE(parse_bench_flags({"--no-winograd"}).passed_on.empty()) << "Google Benchmark does not see it";
+}
+
 TEST(BenchFlags, ThreadsIsOursNotGoogleBenchmarks) {
   EXPECT_EQ(parse_bench_flags({}).threads, 0) << "0: OMP_NUM_THREADS or one per core";
   EXPECT_EQ(parse_bench_flags({"--threads=3"}).threads, 3);

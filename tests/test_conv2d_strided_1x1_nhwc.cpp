@@ -48,7 +48,7 @@ void expect_matches_reference(const Strided1x1Case& c, Layout y_layout, const st
   testing::go_channels_last(h, ref, y_layout);
   const std::string what = c.x.str() + " " + nhwc.describe() + ": " + nhwc.algorithms();
   EXPECT_NE(nhwc.algorithms().find(path), std::string::npos) << what;
-  const Shape x = c.x, y = ref.output.shape();
+  const Shape y = ref.output.shape();
   auto in_layout = [](const std::vector<float>& nchw, const Shape& shape, Layout layout) {
     return layout == Layout::kNHWC ? channels_last_from_nchw(nchw, shape) : nchw;
   };
@@ -56,20 +56,7 @@ void expect_matches_reference(const Strided1x1Case& c, Layout y_layout, const st
   h.poison(h.output);
   h.forward();
   testing::expect_close(h.read(h.output), in_layout(ref.read(ref.output), y, y_layout), 1e-5, what + ": y");
-  for (GradMode mode : {GradMode::kWrite, GradMode::kAdd}) {
-    ref.backward({mode}, mode);
-    if (mode == GradMode::kWrite) {
-      h.poison(h.input_grads[0]);
-      for (const Tensor& g : h.param_grads) h.poison(g);
-    }
-    h.backward({mode}, mode);
-    const std::string pass = what + (mode == GradMode::kWrite ? " (written)" : " (added)");
-    testing::expect_close(h.read(h.input_grads[0]), channels_last_from_nchw(ref.read(ref.input_grads[0]), x), 1e-5,
-                          pass + ": dx");
-    for (size_t i = 0; i < h.param_grads.size(); ++i) {
-      testing::expect_close(h.read(h.param_grads[i]), ref.read(ref.param_grads[i]), 1e-5, pass + (i ? ": db" : ": dW"));
-    }
-  }
+  testing::expect_backward_matches(h, ref, /*dx_nhwc=*/true, 1e-5, what);
 }
 
 TEST(Strided1x1Nhwc, EachPassMatchesTheNchwReference) {

@@ -82,6 +82,9 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
     } else if (name == "--cudnn-search") {
       if (equals != std::string::npos) throw ConfigError("--cudnn-search takes no value");
       flags.algo_search = AlgoSearch::kMeasured;
+    } else if (name == "--no-winograd") {
+      if (equals != std::string::npos) throw ConfigError("--no-winograd takes no value");
+      flags.cpu_winograd = false;
     } else if (name == "--deterministic") {
       if (equals != std::string::npos) throw ConfigError("--deterministic takes no value");
       flags.deterministic = true;

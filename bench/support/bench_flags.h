@@ -2,7 +2,7 @@
 // anything runs.
 //
 // Glassbox's own flags (--device=, --batch=, --net=, --precision=, --data=,
-// --workers=, --warmup=, --cudnn-search, --cpu-conv=, --deterministic, ...) are taken out and parsed; Google
+// --workers=, --warmup=, --cudnn-search, --cpu-conv=, --no-winograd, --deterministic, ...) are taken out and parsed; Google
 // Benchmark's are passed on, after checking the ones Google Benchmark 1.7.1
 // would mishandle: a bad --benchmark_format prints its usage and exits 0, a
 // bad number is reported as an "unrecognized flag", and a duplicate flag
@@ -34,6 +34,7 @@ struct BenchFlags {
   int warmup = 10;  // --warmup=: untimed steps of each mode before the timed ones (DESIGN.md section 5: 10)
   AlgoSearch algo_search = AlgoSearch::kHeuristic;
   CpuConvPath cpu_conv = CpuConvPath::kAuto;  // --cpu-conv= (PrepareOptions::cpu_conv)
+  bool cpu_winograd = true;  // --no-winograd: false (PrepareOptions::cpu_winograd)
   bool deterministic = kDeterministicByDefault;  // --deterministic (PrepareOptions::deterministic)
   bool nvtx = true;  // --no-nvtx: no NVTX range per layer and pass (CompileOptions::nvtx)
   // Data-parallel runs under mpirun (optim/gradient_sync.h): --bucket-mb=,

@@ -59,4 +59,23 @@ void go_channels_last(LayerHarness& h, const LayerHarness& ref, Layout y_layout)
   h.write(h.output_grad, y_layout == Layout::kNHWC ? channels_last_from_nchw(dy, y) : dy);
 }
 
+void expect_backward_matches(LayerHarness& h, LayerHarness& ref, bool dx_nhwc, double tolerance,
+                             const std::string& what) {
+  const Shape x = ref.inputs[0].shape();
+  for (GradMode mode : {GradMode::kWrite, GradMode::kAdd}) {
+    ref.backward({mode}, mode);
+    if (mode == GradMode::kWrite) {
+      h.poison(h.input_grads[0]);
+      for (const Tensor& g : h.param_grads) h.poison(g);
+    }
+    h.backward({mode}, mode);
+    const std::string pass = what + (mode == GradMode::kWrite ? " (written)" : " (added)");
+    const std::vector<float> dx = ref.read(ref.input_grads[0]);
+    expect_close(h.read(h.input_grads[0]), dx_nhwc ? channels_last_from_nchw(dx, x) : dx, tolerance, pass + ": dx");
+    for (size_t i = 0; i < h.param_grads.size(); ++i) {
+      expect_close(h.read(h.param_grads[i]), ref.read(ref.param_grads[i]), tolerance, pass + (i ? ": db" : ": dW"));
+    }
+  }
+}
+
 }  // namespace glassbox::testing

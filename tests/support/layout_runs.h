@@ -30,4 +30,10 @@ void expect_same_training(const LayoutRun& nhwc, const LayoutRun& nchw);
 // in those layouts.
 void go_channels_last(LayerHarness& h, const LayerHarness& ref, Layout y_layout);
 
+// h's backward against ref's (the same layer on NCHW, same values), with dx
+// and the parameter gradients written, then added: written ones poisoned
+// first, so an element h leaves alone shows. h's dx is NHWC where `dx_nhwc`.
+void expect_backward_matches(LayerHarness& h, LayerHarness& ref, bool dx_nhwc, double tolerance,
+                             const std::string& what);
+
 }  // namespace glassbox::testing

@@ -41,6 +41,9 @@ inline const std::vector<FlagSpec>& time_flags() {
       {"--cudnn-search", "", "time every cuDNN algorithm and keep the fastest"},
       {"--cpu-conv", "PATH",
        "what runs the CPU's convolutions: auto (default: oneDNN above 1x1 where built with it), glassbox, onednn"},
+      {"--no-winograd", "",
+       "only direct convolutions on the CPU (by default oneDNN's Winograd kernels run the 3x3 stride-1 layers "
+       "where they measured faster, on CPUs with AVX-512)"},
       {"--nchw-values", "",
        "keep every CPU value NCHW (by default values between oneDNN convolutions, ReLU and max pooling are NHWC, "
        "which saves the convolutions' reorders)"},

@@ -73,6 +73,9 @@ int run_time(const std::vector<std::string>& words) {
   if (args.has("--cpu-conv") && device.is_cuda()) {
     std::fprintf(stderr, "glassbox: --cpu-conv chooses the CPU's convolution path; it has no effect on a GPU\n");
   }
+  if (args.has("--no-winograd") && device.is_cuda()) {
+    std::fprintf(stderr, "glassbox: --no-winograd chooses the CPU's convolution kernels; it has no effect on a GPU\n");
+  }
   if (args.has("--nchw-values") && device.is_cuda()) {
     std::fprintf(stderr, "glassbox: --nchw-values chooses the CPU's value layouts; a GPU keeps NCHW anyway\n");
   }
@@ -100,6 +103,7 @@ int run_time(const std::vector<std::string>& words) {
   options.layers.algo_search = args.has("--cudnn-search") ? AlgoSearch::kMeasured : AlgoSearch::kHeuristic;
   options.layers.deterministic = options.layers.deterministic || args.has("--deterministic");
   options.layers.cpu_conv = cpu_conv;
+  options.layers.cpu_winograd = !args.has("--no-winograd");
   options.channels_last = !args.has("--nchw-values");
   graph.compile(ctx, options);
   fill_synthetic_batch(ctx, graph, net.classes);
