@@ -2,6 +2,9 @@
 #include "tensor/cpu_blas.h"
 
 #include <Eigen/Core>
+#include <strings.h>  // strcasecmp
+
+#include <utility>
 
 #include "tensor/error.h"
 
@@ -13,6 +16,44 @@
 #endif
 
 namespace glassbox {
+
+// Note [OpenBLAS on CPUs it does not know]: Debian's OpenBLAS 0.3.21 (a
+// DYNAMIC_ARCH build) picks its kernels when it loads, from the CPU's model
+// number, and on a model it does not know it takes its Prescott kernels
+// (SSE3, 128-bit), whatever vectors the CPU has. Stop 38's 2-core Xeon VM
+// (family 6, model 207, AVX-512) got them: OpenBLAS ran the A B^T products
+// of linear layers and of 1x1 convolutions' weight gradients at 0.15 to 0.35
+// of torch.matmul's GFLOP/s, where oneDNN's sgemm, which picks its kernels
+// from the CPU's feature flags, ran them at 0.69 to 1.12. Even with its
+// SkylakeX kernels forced (OPENBLAS_CORETYPE=SkylakeX) OpenBLAS ran ResNet-50's
+// weight-gradient shapes at 0.75 to 0.95 there, oneDNN at 0.85 to 1.05
+// (bench/probes/gemm_same_process.py; bench/results/
+// 2026-11-28-cpu-xeon-2core-gemm-openblas-unknown-cpu-stop38.txt). So OpenBLAS
+// keeps the products of Note [Eigen's GEMM on oneDNN's sgemm] only where its
+// kernels use the CPU's widest vectors; elsewhere every product runs on oneDNN,
+// and cpu_blas says so and why. OPENBLAS_CORETYPE, read by OpenBLAS as it
+// loads, overrides its choice, and this check follows it.
+
+int cpu_vector_bits() {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f")) return 512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 256;
+#endif
+  return 128;
+}
+
+bool openblas_core_fits(const std::string& core, int cpu_bits) {
+  // OpenBLAS's x86-64 kernel sets that use AVX2 with FMA or AVX-512; every
+  // other set (Prescott, Nehalem, Sandybridge, ...) uses narrower vectors.
+  static constexpr std::pair<const char*, int> kWideCores[] = {
+      {"SkylakeX", 512}, {"Cooperlake", 512}, {"SapphireRapids", 512},
+      {"Haswell", 256},  {"Zen", 256},        {"Excavator", 256}};
+  int core_bits = 128;
+  for (const auto& [name, bits] : kWideCores) {
+    if (strcasecmp(core.c_str(), name) == 0) core_bits = bits;
+  }
+  return core_bits >= cpu_bits;
+}
 
 #if GLASSBOX_OPENBLAS
 
@@ -30,16 +71,28 @@ std::string openblas_description() {
   // The config string starts "OpenBLAS 0.3.21 ..."; keep its name and version only.
   const std::string config = openblas_get_config();
   const size_t second_space = config.find(' ', config.find(' ') + 1);
+  // Note [OpenBLAS on CPUs it does not know]
+  const std::string unfit = openblas_kernels_fit_cpu()
+                                ? ""
+                                : cat(", narrower than this CPU's ", cpu_vector_bits(),
+                                      "-bit vectors; OPENBLAS_CORETYPE chooses others");
   return cat(config.substr(0, second_space), " (", threading_of(openblas_get_parallel()), ", ",
-             openblas_get_corename(), " kernels)");
+             openblas_get_corename(), " kernels", unfit, ")");
 }
 }  // namespace
+
+bool openblas_kernels_fit_cpu() {
+  static const bool fits = openblas_core_fits(openblas_get_corename(), cpu_vector_bits());
+  return fits;
+}
 
 #if GLASSBOX_GEMM_ONEDNN
 // Note [Eigen's GEMM on oneDNN's sgemm] (tensor/gemm_onednn.cpp).
 std::string cpu_blas_description() {
   const dnnl_version_t* v = dnnl_version();
-  return cat("oneDNN ", v->major, ".", v->minor, ".", v->patch, " sgemm; A B^T on ", openblas_description());
+  const std::string onednn = cat("oneDNN ", v->major, ".", v->minor, ".", v->patch, " sgemm");
+  if (!openblas_kernels_fit_cpu()) return cat(onednn, ", every layout: ", openblas_description());
+  return cat(onednn, "; A B^T on ", openblas_description());
 }
 
 const char* cpu_gemm_name() { return "oneDNN"; }
@@ -70,12 +123,17 @@ void check_cpu_blas() {}
 
 #endif
 
+#if !GLASSBOX_OPENBLAS
+bool openblas_kernels_fit_cpu() { return false; }
+#endif
+
 #if !GLASSBOX_GEMM_ONEDNN
 GemmCalls cpu_gemm_calls() { return {}; }  // no sgemm_ of Glassbox's own (tensor/gemm_onednn.cpp)
 #endif
 
 std::string cpu_path_name() {
-  std::string name = GLASSBOX_GEMM_ONEDNN ? "Eigen on oneDNN's sgemm and OpenBLAS"
+  std::string name = GLASSBOX_GEMM_ONEDNN ? (openblas_kernels_fit_cpu() ? "Eigen on oneDNN's sgemm and OpenBLAS"
+                                                                       : "Eigen on oneDNN's sgemm")
                      : GLASSBOX_OPENBLAS  ? "Eigen on OpenBLAS"
                                           : "Eigen";
   if (GLASSBOX_WITH_ONEDNN) name += ", oneDNN convolutions and linear forwards";

@@ -8,8 +8,9 @@
 
 namespace glassbox {
 
-// "OpenBLAS 0.3.21 (OpenMP build, Cooperlake kernels)" or "Eigen 3.4.0 (its own
-// kernels)": printed with every result, as cpu_blas.
+// "oneDNN 2.6.3 sgemm; A B^T on OpenBLAS 0.3.21 (OpenMP build, SkylakeX
+// kernels)", "OpenBLAS 0.3.21 (OpenMP build, Cooperlake kernels)" or "Eigen
+// 3.4.0 (its own kernels)": printed with every result, as cpu_blas.
 std::string cpu_blas_description();
 
 // "OpenBLAS" or "Eigen": whose kernels a product runs on, for short labels
@@ -37,6 +38,20 @@ GemmCalls cpu_gemm_calls();
 // A row-major A^T B with fewer columns than this runs on OpenBLAS (Note
 // [Eigen's GEMM on oneDNN's sgemm]).
 inline constexpr int kNarrowColumnsOnOpenBlas = 256;
+
+// The widest vectors this CPU's float kernels can use: 512 (AVX-512F), 256
+// (AVX2 with FMA) or 128.
+int cpu_vector_bits();
+
+// Whether OpenBLAS kernels of the set `core` (openblas_get_corename(), as
+// "SkylakeX" or "Prescott") use vectors as wide as `cpu_bits` (Note [OpenBLAS
+// on CPUs it does not know] in tensor/cpu_blas.cpp).
+bool openblas_core_fits(const std::string& core, int cpu_bits);
+
+// openblas_core_fits for the OpenBLAS loaded and this CPU: where it is false,
+// the products Note [Eigen's GEMM on oneDNN's sgemm] sends to OpenBLAS run on
+// oneDNN too. False in a build without OpenBLAS.
+bool openblas_kernels_fit_cpu();
 
 // Throws ConfigError when the OpenBLAS that the loader found is not the OpenMP
 // build this one was linked against (Note [OpenBLAS's OpenMP build] in

@@ -25,7 +25,9 @@
 //   against 5.1-5.6 on oneDNN for the first).
 // - A B^T (a linear layer's forward, an LSTM's input projections, a 1x1
 //   convolution's weight gradient): oneDNN 0.56 to 1.03, OpenBLAS 0.75 to 1.59.
-// So A B^T and narrow A^T B run on OpenBLAS, the rest on oneDNN.
+// So A B^T and narrow A^T B run on OpenBLAS, the rest on oneDNN; all of them
+// on oneDNN where OpenBLAS has no kernels for this CPU's widest vectors (Note
+// [OpenBLAS on CPUs it does not know] in tensor/cpu_blas.cpp).
 //
 // Inside an OpenMP team (a convolution's tiles, a product's blocks) both
 // libraries run a product on the calling thread (omp_in_parallel); outside
@@ -65,8 +67,9 @@ extern "C" int sgemm_(const char* transa, const char* transb, const int* m, cons
   // in row-major terms B's memory is the left operand L, transposed when transb
   // is, A's the right one R, and the row-major product has m columns.
   const bool l_transposed = b_transposed, r_transposed = a_transposed;
-  const bool openblas = (!l_transposed && r_transposed) ||
-                        (l_transposed && !r_transposed && *m < glassbox::kNarrowColumnsOnOpenBlas);
+  static const bool openblas_fits = glassbox::openblas_kernels_fit_cpu();
+  const bool openblas = openblas_fits && ((!l_transposed && r_transposed) ||
+                                          (l_transposed && !r_transposed && *m < glassbox::kNarrowColumnsOnOpenBlas));
   if (openblas) {
     glassbox::g_openblas_calls.fetch_add(1, std::memory_order_relaxed);
     cblas_sgemm(CblasColMajor, a_transposed ? CblasTrans : CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans,

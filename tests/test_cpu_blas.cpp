@@ -30,6 +30,46 @@ TEST(CpuBlas, EveryResultNamesTheKernelsItRanOn) {
 #endif
 }
 
+// Note [OpenBLAS on CPUs it does not know]: a kernel set fits a CPU when its
+// vectors are as wide as the CPU's widest.
+TEST(CpuBlas, OpenBlasKernelsFitOnlyCpusNoWiderThanTheirVectors) {
+  EXPECT_FALSE(openblas_core_fits("Prescott", 512));
+  EXPECT_FALSE(openblas_core_fits("Prescott", 256));
+  EXPECT_TRUE(openblas_core_fits("Prescott", 128));
+  EXPECT_FALSE(openblas_core_fits("Sandybridge", 256)) << "AVX without AVX2's FMA";
+  EXPECT_FALSE(openblas_core_fits("Haswell", 512));
+  EXPECT_TRUE(openblas_core_fits("Haswell", 256));
+  EXPECT_TRUE(openblas_core_fits("Zen", 256));
+  EXPECT_TRUE(openblas_core_fits("SkylakeX", 512));
+  EXPECT_TRUE(openblas_core_fits("COOPERLAKE", 512)) << "core names compare without case";
+  EXPECT_TRUE(openblas_core_fits("SapphireRapids", 512));
+}
+
+// Whether OpenBLAS takes its products is said in cpu_blas (every result) and
+// in the CPU path that `glassbox time` heads its table with.
+TEST(CpuBlas, TheDescriptionSaysWhetherOpenBlasTakesItsProducts) {
+#if !GLASSBOX_GEMM_ONEDNN
+  GTEST_SKIP() << "no sgemm_ of Glassbox's own in this build (GLASSBOX_BLAS is not oneDNN): nothing routed";
+#else
+  const bool fits = openblas_kernels_fit_cpu();
+  EXPECT_EQ(contains(cpu_blas_description(), "; A B^T on OpenBLAS"), fits) << cpu_blas_description();
+  EXPECT_EQ(contains(cpu_blas_description(), ", every layout: OpenBLAS"), !fits) << cpu_blas_description();
+  EXPECT_EQ(contains(cpu_path_name(), "and OpenBLAS"), fits) << cpu_path_name();
+  const int bits = cpu_vector_bits();
+  if (bits < 256) GTEST_SKIP() << "no AVX2 on this CPU: no OpenBLAS kernels to force that would not fit";
+  // OPENBLAS_CORETYPE, read by OpenBLAS as it loads, forces its kernels.
+  const std::string fitting = bits == 512 ? "SkylakeX" : "Haswell";
+  const testing::CommandOutcome narrow =
+      testing::run_command(std::string("OPENBLAS_CORETYPE=Prescott ") + GLASSBOX_CLI_PATH + " time LeNet --batch 1");
+  EXPECT_EQ(narrow.exit_code, 0) << narrow.output;
+  EXPECT_TRUE(contains(narrow.output, "CPU path: Eigen on oneDNN's sgemm, oneDNN convolutions")) << narrow.output;
+  const testing::CommandOutcome wide = testing::run_command("OPENBLAS_CORETYPE=" + fitting + " " +
+                                                            GLASSBOX_CLI_PATH + " time LeNet --batch 1");
+  EXPECT_EQ(wide.exit_code, 0) << wide.output;
+  EXPECT_TRUE(contains(wide.output, "CPU path: Eigen on oneDNN's sgemm and OpenBLAS, oneDNN")) << wide.output;
+#endif
+}
+
 // The product Eigen hands to the BLAS (large enough not to be Eigen's
 // coefficient-wise small product) against a plain triple loop.
 TEST(CpuBlas, AStridedProductMatchesThePlainSum) {

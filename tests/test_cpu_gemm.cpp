@@ -9,6 +9,8 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <iostream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "tensor/cpu_blas.h"
 #include "tensor/eigen_maps.h"
 #include "tensor/product.h"
+#include "tests/support/command.h"
 
 namespace glassbox {
 namespace {
@@ -43,10 +46,11 @@ struct Case {
 };
 
 // The rule of Note [Eigen's GEMM on oneDNN's sgemm], restated: A B^T, and
-// A^T B of fewer than kNarrowColumnsOnOpenBlas columns, run on OpenBLAS.
+// A^T B of fewer than kNarrowColumnsOnOpenBlas columns, run on OpenBLAS where
+// its kernels fit this CPU (Note [OpenBLAS on CPUs it does not know]).
 bool expect_openblas(const Case& c, int64_t columns) {
-  return (!c.a_transposed && c.b_transposed) ||
-         (c.a_transposed && !c.b_transposed && columns < kNarrowColumnsOnOpenBlas);
+  return openblas_kernels_fit_cpu() && ((!c.a_transposed && c.b_transposed) ||
+                                        (c.a_transposed && !c.b_transposed && columns < kNarrowColumnsOnOpenBlas));
 }
 
 // C is a block of a wider matrix too (row stride n + 3), as a layer's block of
@@ -122,6 +126,26 @@ TEST(CpuGemm, EveryLayoutMatchesThePlainSumOnTheLibraryItIsSentTo) {
       EXPECT_EQ(after.onednn - before.onednn, expect_openblas(c, columns) ? 0 : 1);
     }
   }
+  // Read by the next test, which runs this one in a child process.
+  std::cout << "products on OpenBLAS: " << cpu_gemm_calls().openblas << "\n";
+}
+
+// Where the loaded OpenBLAS does not know this CPU, the test above sends every
+// product to oneDNN; run again with OpenBLAS's kernels for this CPU forced
+// (OPENBLAS_CORETYPE, read as it loads), it checks the OpenBLAS route too.
+TEST(CpuGemm, TheOpenBlasRouteWorksWhereItsKernelsAreForcedToFitTheCpu) {
+  if (!kShimBuilt) GTEST_SKIP() << "no sgemm_ of Glassbox's own in this build: nothing to route";
+  if (openblas_kernels_fit_cpu()) GTEST_SKIP() << "OpenBLAS's own choice fits this CPU: the test above took its route";
+  const int bits = cpu_vector_bits();
+  if (bits < 256) GTEST_SKIP() << "no AVX2 on this CPU: OpenBLAS's kernels for it are all that fit";
+  const std::string core = bits == 512 ? "SkylakeX" : "Haswell";
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const testing::CommandOutcome r = testing::run_command(
+      "OPENBLAS_CORETYPE=" + core + " " + self + " --gtest_filter=CpuGemm.EveryLayoutMatchesThePlainSumOnTheLibraryItIsSentTo");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(testing::contains(r.output, "[  PASSED  ] 1 test")) << r.output;
+  EXPECT_TRUE(testing::contains(r.output, "products on OpenBLAS: ")) << r.output;
+  EXPECT_FALSE(testing::contains(r.output, "products on OpenBLAS: 0\n")) << r.output;
 }
 
 // The layers call products from their own OpenMP teams, one block per thread:
