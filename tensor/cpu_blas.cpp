@@ -121,10 +121,8 @@ const char* cpu_gemm_name() { return "Eigen"; }
 
 void check_cpu_blas() {}
 
-#endif
-
-#if !GLASSBOX_OPENBLAS
 bool openblas_kernels_fit_cpu() { return false; }
+
 #endif
 
 #if !GLASSBOX_GEMM_ONEDNN

@@ -67,9 +67,9 @@ extern "C" int sgemm_(const char* transa, const char* transb, const int* m, cons
   // in row-major terms B's memory is the left operand L, transposed when transb
   // is, A's the right one R, and the row-major product has m columns.
   const bool l_transposed = b_transposed, r_transposed = a_transposed;
-  static const bool openblas_fits = glassbox::openblas_kernels_fit_cpu();
-  const bool openblas = openblas_fits && ((!l_transposed && r_transposed) ||
-                                          (l_transposed && !r_transposed && *m < glassbox::kNarrowColumnsOnOpenBlas));
+  const bool openblas = glassbox::openblas_kernels_fit_cpu() &&  // decided once, at the first call
+                        ((!l_transposed && r_transposed) ||
+                         (l_transposed && !r_transposed && *m < glassbox::kNarrowColumnsOnOpenBlas));
   if (openblas) {
     glassbox::g_openblas_calls.fetch_add(1, std::memory_order_relaxed);
     cblas_sgemm(CblasColMajor, a_transposed ? CblasTrans : CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans,
