@@ -24,17 +24,22 @@
 // after prepare, reset_state or set_initial_state; without it, every forward
 // starts from h0, c0, which are zeros unless set_initial_state gave them.
 // CPU: Eigen products (the input projection of a whole sequence as one GEMM,
-// then per step the recurrent GEMM fused with the gates); an inference plan
-// runs oneDNN's LSTM primitive instead where built with oneDNN (Note [LSTM
-// inference on oneDNN] in layers/lstm_onednn.h); CUDA: cuDNN's RNN API.
+// then per step the recurrent GEMM fused with the gates). Where built with
+// oneDNN, a training plan's per-step products run on oneDNN's matmul (Note
+// [The recurrent step on oneDNN's matmul] in layers/lstm_steps_onednn.h) and
+// an inference plan on oneDNN's LSTM primitive (Note [LSTM inference on
+// oneDNN] in layers/lstm_onednn.h). CUDA: cuDNN's RNN API.
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "layers/layer.h"
 
 namespace glassbox {
+
+class OneDnnLstmSteps;  // layers/lstm_steps_onednn.h, where built with oneDNN
 
 class Lstm final : public Layer {
  public:
@@ -93,6 +98,9 @@ class Lstm final : public Layer {
   int64_t input_size(int layer) const;  // I_l: I for layer 0, H above
   void require_prepared(const char* call) const;  // Error unless the state exists
   void check_state_shape(const Tensor& t, const char* what) const;  // ShapeError unless (L,B,H)
+  // CPU training plans: the forward's recurrent products on oneDNN and their workspace,
+  // or nulls where built without it (layers/lstm_cpu.cpp).
+  std::pair<OneDnnLstmSteps*, void*> onednn_steps(Context& ctx) const;
 
   Options options_;
   Tensor h0_, c0_, hT_, cT_;  // (L,B,H)

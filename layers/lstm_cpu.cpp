@@ -10,6 +10,9 @@
 // whole-sequence products dx = da W_ih (the data half) and dW_ih += da^T x,
 // dW_hh += da^T h_{t-1}, db += sum da (the weight half). The gate gradients of
 // every layer are kept between the halves, so the two are timed apart.
+// Where built with oneDNN, a training plan's forward runs its per-step
+// recurrent products on oneDNN's matmul instead, the gates after them (Note
+// [The recurrent step on oneDNN's matmul] in layers/lstm_steps_onednn.h).
 // Eigen runs single-threaded (Note [Eigen's own threads]); the products are
 // split into blocks over OpenMP threads, as layers/linear.cpp does.
 #include "layers/lstm.h"
@@ -26,6 +29,7 @@
 #include "tensor/product.h"
 #if GLASSBOX_WITH_ONEDNN
 #include "layers/lstm_onednn.h"
+#include "layers/lstm_steps_onednn.h"
 #endif
 
 namespace glassbox {
@@ -36,7 +40,9 @@ namespace {
 constexpr int64_t kRowsPerBlock = 64;
 constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
 
-// Note [The recurrent step streamed]: a step's recurrent product is B rows
+// Note [The recurrent step streamed]: built without oneDNN (the sanitizer
+// build, the GPU machine's; with it, Note [The recurrent step on oneDNN's
+// matmul] in layers/lstm_steps_onednn.h), a step's recurrent product is B rows
 // against all of W_hh (4H x H). At small batches, once W_hh no longer stays
 // in a core's cache, streaming the weights once per step is all its cost, as
 // in a linear layer's forward (Note [Linear forward at small batches] in
@@ -86,6 +92,8 @@ struct LayerForward {
   float* h;                // (T,B,H)
   float* h_last;           // (B,H): the final state
   float* c_last;
+  OneDnnLstmSteps* steps;  // the recurrent products on oneDNN (training plans where built with it), or null
+  void* workspace;         // the layer's, for `steps`
 };
 
 // Units [j0, j0 + n) of one sequence: a (4H) holds the pre-activations,
@@ -113,12 +121,25 @@ void forward_layer(const LayerForward& l, int64_t T, int64_t B, int64_t H) {
       block.rowwise() += (MatrixMap(l.b_ih, 1, G) + MatrixMap(l.b_hh, 1, G)).row(0).segment(begin, end - begin);
     }
   });
+#if GLASSBOX_WITH_ONEDNN
+  if (l.steps != nullptr) l.steps->load_weights(l.w_hh, l.workspace);
+#endif
   for (int64_t t = 0; t < T; ++t) {
     float* a_t = l.gates + t * B * G;
     float* h_prev = t == 0 ? l.h0 : l.h + (t - 1) * B * H;
     float* c_t = l.cells ? l.cells + t * B * H : l.c_last;
     const float* c_prev = t == 0 ? l.c0 : (l.cells ? c_t - B * H : l.c_last);
     float* h_t = l.h + t * B * H;
+    auto gates = [&](int64_t j0, int64_t j1) {  // units [j0, j1) of every sequence, from a_t
+      for (int64_t b = 0; b < B; ++b) gate_step(a_t + b * G, c_prev + b * H, c_t + b * H, h_t + b * H, H, j0, j1 - j0);
+    };
+#if GLASSBOX_WITH_ONEDNN
+    if (l.steps != nullptr) {  // Note [The recurrent step on oneDNN's matmul] (layers/lstm_steps_onednn.h)
+      l.steps->step(h_prev, a_t);
+      for_each_block(H, units_per_block(H), gates);
+      continue;
+    }
+#endif
     const MatrixMap hp(h_prev, B, H);
     for_each_block(H, units_per_block(H), [&](int64_t j0, int64_t j1) {
       const int64_t n = j1 - j0;
@@ -129,7 +150,7 @@ void forward_layer(const LayerForward& l, int64_t T, int64_t B, int64_t H) {
           columns(a_t + k * H + j0, B, n, G).noalias() += hp * w_hh.middleRows(k * H + j0, n).transpose();
         }
       }
-      for (int64_t b = 0; b < B; ++b) gate_step(a_t + b * G, c_prev + b * H, c_t + b * H, h_t + b * H, H, j0, n);
+      gates(j0, j1);
     });
   }
   std::copy_n(l.h + (T - 1) * B * H, B * H, l.h_last);
@@ -227,6 +248,22 @@ void Lstm::prepare_cpu(Context& ctx, const PrepareOptions& options) {
   if (L > 1) dhidden_ = allocate(Shape{T, B, H});
   dh_step_ = allocate(Shape{B, H});
   dc_step_ = allocate(Shape{B, H});
+#if GLASSBOX_WITH_ONEDNN  // Note [The recurrent step on oneDNN's matmul] (layers/lstm_steps_onednn.h)
+  auto steps = std::make_unique<OneDnnLstmSteps>(name(), B, H);
+  set_workspace_bytes(steps->workspace_bytes());
+  backend_ = std::move(steps);
+#endif
+}
+
+// A training plan's recurrent products on oneDNN and the workspace they use;
+// null where built without oneDNN.
+std::pair<OneDnnLstmSteps*, void*> Lstm::onednn_steps(Context& ctx) const {
+#if GLASSBOX_WITH_ONEDNN
+  return {static_cast<OneDnnLstmSteps*>(backend_.get()), checked_workspace(ctx)};
+#else
+  (void)ctx;
+  return {nullptr, nullptr};
+#endif
 }
 
 void Lstm::forward_cpu(Context& ctx, const ForwardArgs& args) {
@@ -236,6 +273,7 @@ void Lstm::forward_cpu(Context& ctx, const ForwardArgs& args) {
   const bool keep = !cells_.empty();  // prepared for training: keep what backward reads, whatever the phase
   last_forward_dropped_ = args.phase == Phase::kTraining && options_.dropout > 0.0f;
   float* input = args.inputs[0].data<float>();
+  const auto [steps, workspace] = keep ? onednn_steps(ctx) : std::pair<OneDnnLstmSteps*, void*>{};
   for (int l = 0; l < L; ++l) {
     const Tensor* p = &args.params[static_cast<size_t>(l * per_layer)];
     const bool top = l == L - 1;
@@ -261,7 +299,8 @@ void Lstm::forward_cpu(Context& ctx, const ForwardArgs& args) {
         .gates = (keep ? gates_[static_cast<size_t>(l)] : gates_[0]).data<float>(),
         .cells = keep ? cells_[static_cast<size_t>(l)].data<float>() : nullptr,
         .h = top ? args.output.data<float>() : hidden_[static_cast<size_t>(keep ? l : l % 2)].data<float>(),
-        .h_last = hT_.data<float>() + state, .c_last = cT_.data<float>() + state};
+        .h_last = hT_.data<float>() + state, .c_last = cT_.data<float>() + state, .steps = steps,
+        .workspace = workspace};
     forward_layer(layer, T, B, H);
     input = layer.h;
     if (top || !last_forward_dropped_) continue;

@@ -1,6 +1,7 @@
 // tests/test_determinism.cpp: the CPU path is bit-reproducible. The same
 // seeds and the same thread count must give the same parameters, bit for bit,
-// after several SGD steps, however the threads happen to be scheduled (see
+// after several SGD steps of a small CNN and of a small LSTM language model,
+// however the threads happen to be scheduled (see
 // Note [Reproducible weight gradients] in layers/conv2d.cpp). Across thread
 // counts the results are close, not identical: README.md says why.
 //
@@ -18,6 +19,7 @@
 
 #include "data/synthetic.h"
 #include "graph/builder.h"
+#include "nets/nets.h"
 #include "optim/sgd.h"
 #include "tensor/copy.h"
 #include "tests/support/devices.h"
@@ -68,13 +70,21 @@ struct TrainingRun {
   std::vector<float> losses;      // each step's training loss
 };
 
+// A small language model: two LSTM layers with dropout between them, whose
+// recurrent products run on oneDNN's matmul where built with it (Note [The
+// recurrent step on oneDNN's matmul] in layers/lstm_steps_onednn.h).
+Graph small_language_model() {
+  return lstm_language_model({.vocabulary = kClasses, .hidden = 48, .layers = 2, .steps = 6, .dropout = 0.2f}, 5);
+}
+
 // A fresh context and graph from fixed seeds, then kSteps SGD steps.
 // `conv_check`, if given, sees the compiled graph (its layers' algorithm choices).
 TrainingRun train(int threads, Device device = Device::cpu(), PrepareOptions layers = {},
-                  const std::function<void(const Graph&)>& conv_check = {}) {
+                  const std::function<void(const Graph&)>& conv_check = {},
+                  const std::function<Graph()>& net = small_net) {
   const ThreadCount scope(threads);
   Context ctx = Context::on(device, /*seed=*/11);  // dropout masks
-  Graph graph = small_net();
+  Graph graph = net();
   graph.compile(ctx, {.layers = layers, .seed = 5});
   if (conv_check) conv_check(graph);
   fill_synthetic_batch(ctx, graph, kClasses, /*seed=*/7);
@@ -103,6 +113,16 @@ TEST(Determinism, SameSeedsAndThreadCountGiveIdenticalBits) {
   const TrainingRun second = train(kThreads);
   ASSERT_EQ(first.parameters.size(), second.parameters.size());
   ASSERT_EQ(first.losses.size(), second.losses.size());
+  EXPECT_NE(first.losses.front(), first.losses.back()) << "the steps did not train";
+  EXPECT_EQ(bitwise_differences(first.losses, second.losses), 0u) << "training losses differ between runs";
+  EXPECT_EQ(bitwise_differences(first.parameters, second.parameters), 0u)
+      << "parameters (of " << first.parameters.size() << ") differ after " << kSteps << " steps";
+}
+
+TEST(Determinism, SameSeedsAndThreadCountGiveIdenticalBitsInAnLstm) {
+  const TrainingRun first = train(kThreads, Device::cpu(), {}, {}, small_language_model);
+  const TrainingRun second = train(kThreads, Device::cpu(), {}, {}, small_language_model);
+  ASSERT_EQ(first.parameters.size(), second.parameters.size());
   EXPECT_NE(first.losses.front(), first.losses.back()) << "the steps did not train";
   EXPECT_EQ(bitwise_differences(first.losses, second.losses), 0u) << "training losses differ between runs";
   EXPECT_EQ(bitwise_differences(first.parameters, second.parameters), 0u)

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <string>
 
 #include "graph/builder.h"
 #include "graph/memory_plan.h"
@@ -113,16 +114,22 @@ TEST(Lstm, GradientsAcrossBlocks) {
   testing::check_gradients([] { return make_lstm({.hidden = 70}); }, {Shape{2, 2, 5}}, {.max_elements = 24});
 }
 
-// Note [The recurrent step streamed]: with W_hh past 2 MiB (H = 384: 2.25
-// MiB) and at most 16 sequences, each step streams W_hh. Its forward against
-// the LSTM's equations in double, at 5 sequences (a group of 8 rows and none
-// full) and 16 (two full groups), and its gradients.
-TEST(Lstm, StreamedStepMatchesTheEquationsInDouble) {
-  for (const int64_t batch : {5, 16}) {
+// The recurrent step, with W_hh past 2 MiB (H = 384: 2.25 MiB): where built
+// with oneDNN, on oneDNN's matmul (Note [The recurrent step on oneDNN's
+// matmul] in layers/lstm_steps_onednn.h); without it, streamed at up to 16
+// sequences (Note [The recurrent step streamed] in layers/lstm_cpu.cpp: 5
+// is a group of 8 rows and none full, 16 two full groups) and Eigen's
+// product at 20. The forward against the LSTM's equations in double, and the
+// gradients.
+TEST(Lstm, RecurrentStepMatchesTheEquationsInDouble) {
+  for (const int64_t batch : {5, 16, 20}) {
     const int64_t T = 3, I = 7, H = 384, G = 4 * H;
     Context ctx = Context::cpu();
     Lstm lstm("lstm", {.hidden = static_cast<int>(H)});
     testing::LayerHarness h(ctx, lstm, {Shape{T, batch, I}});
+    EXPECT_EQ(lstm.algorithms().find("recurrent products in forward on oneDNN matmul") != std::string::npos,
+              GLASSBOX_WITH_ONEDNN != 0)
+        << lstm.algorithms();
     h.randomize(static_cast<uint64_t>(batch));
     const std::vector<float> x = h.read(h.inputs[0]), w_ih = h.read(h.params[0]), w_hh = h.read(h.params[1]);
     const std::vector<float> b_ih = h.read(h.params[2]), b_hh = h.read(h.params[3]);

@@ -1,0 +1,71 @@
+// layers/lstm_steps_onednn.h: the recurrent products of the LSTM's training
+// forward (layers/lstm_cpu.cpp) on oneDNN's matmul primitive, one call per
+// step, with W_hh reordered into oneDNN's blocked layout once per layer and
+// forward. Built only with oneDNN, as layers/lstm_onednn.h is.
+//
+// Note [The recurrent step on oneDNN's matmul]: a step's recurrent product is
+// B rows (5 to 80 in the benchmarks) against all of W_hh (4H x H). Read in
+// PyTorch's layout, each output is a dot product along a row of W_hh, which
+// ends in a horizontal sum of vector lanes and a scalar tail (650 = 40 x 16
+// + 10): Glassbox's streamed step (Note [The recurrent step streamed] in
+// lstm_cpu.cpp) works that way, and ran at a third of the speed below (not
+// profiled further). oneDNN's reorder puts W_hh in blocks of consecutive
+// outputs, which its brgemm kernel multiplies by each h value broadcast, and
+// the reorder is paid once for T steps.
+// The recurrent products of 35 steps, GFLOP/s, 2 threads, 2-core Xeon
+// (bench/probes/lstm_recurrent_step.cpp, three runs in bench/results/
+// 2026-11-29-cpu-xeon-2core-lstm-recurrent-step-onednn-stop39.txt; the
+// first, streamed / W_hh as it is / blocked):
+//   B 10, H 650 (LSTM)        26 / 55-67 / 91-96
+//   B 10, H 1500 (LSTMLarge)  39-50 / 94-107 / 136-147
+//   B 20, H 1500              - / 142-162 / 161-166
+//   B 10, H 200 (LSTMSmall, 20 steps; Glassbox's Eigen step there) 13-27 / 53-96 / 80-146
+// The third, beside Eigen's products on oneDNN's sgemm over blocks of
+// units (lstm_cpu.cpp's step where W_hh fits in L2 or B > 16):
+//   sgemm 66-76 against blocked 116-123 at B 10 (H 200, 650); 89-91 against
+//   154-155 at B 20, H 1500; at B 80, H 1500 (the largest) 130 against 190-195.
+// The backward's dh += da_{t+1} W_hh stays on Eigen's products: the blocked
+// matmul was ahead only at B 80, H 1500 (217-232 against 191-194), even at
+// B 40, and behind at B 10 and 20 with H 1500 (99-142 against 119-165); in
+// `glassbox time`, the LSTMs' backward-data moved within the noise.
+// The gates stay Glassbox's (lstm_cpu.cpp): forward_training's workspace in
+// oneDNN's own LSTM primitive is opaque to Glassbox's backward (Note [LSTM
+// inference on oneDNN] in layers/lstm_onednn.h), and with the matmul alone
+// the gates and cells stay where the backward reads them.
+//
+// The blocked W_hh and oneDNN's scratchpad live in the layer's workspace,
+// sized at prepare (Note [oneDNN's scratchpad] in conv2d_onednn.cpp).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "layers/layer.h"
+
+namespace glassbox {
+
+class OneDnnLstmSteps final : public BackendState {
+ public:
+  // The products a_t += h W_hh^T of `batch` sequences of `hidden` units.
+  // Throws ConfigError naming `layer` if oneDNN refuses the shapes.
+  OneDnnLstmSteps(const std::string& layer, int64_t batch, int64_t hidden);
+  ~OneDnnLstmSteps() override;
+
+  // "Glassbox; recurrent products in forward on oneDNN matmul brg:avx512_core"
+  std::string algorithms() const override;
+  size_t workspace_bytes() const;
+
+  // W_hh (4H, H), PyTorch's layout, into the workspace's blocked copy, which
+  // the steps after read: once per layer and forward.
+  void load_weights(const float* w_hh, void* workspace);
+  // a (B, 4H) += h (B, H) W_hh^T, after load_weights (the same workspace, untouched since)
+  void step(const float* h, float* a);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace glassbox
