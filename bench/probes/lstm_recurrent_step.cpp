@@ -75,11 +75,16 @@ struct Case {
   float* a_at(int t) { return a.data() + static_cast<size_t>(t) * s.batch * 4 * s.hidden; }
 };
 
+// Hidden units per block: an even share per thread in multiples of 16, as lstm_cpu.cpp splits a step.
+int64_t units_per_block(int64_t hidden) {
+  const int threads = omp_get_max_threads();
+  const int64_t share = (hidden + threads - 1) / threads;
+  return std::max<int64_t>(16, (share + 15) / 16 * 16);
+}
+
 void run_streamed(Case& c) {
   const int64_t H = c.s.hidden, G = 4 * H, B = c.s.batch;
-  const int threads = omp_get_max_threads();
-  const int64_t share = (H + threads - 1) / threads, block = std::max<int64_t>(16, (share + 15) / 16 * 16);
-  const int64_t blocks = (H + block - 1) / block;
+  const int64_t block = units_per_block(H), blocks = (H + block - 1) / block;
   for (int t = 0; t < c.s.steps; ++t) {
     const float* hp = c.h_at(t);
     float* at = c.a_at(t);
@@ -100,9 +105,7 @@ void run_streamed(Case& c) {
 // The same for the forward: per block and gate, a[:, kH+j0 : kH+j0+n] += h W[kH+j0 : .., :]^T.
 void run_sgemm_forward(Case& c) {
   const int64_t H = c.s.hidden, G = 4 * H, B = c.s.batch;
-  const int threads = omp_get_max_threads();
-  const int64_t share = (H + threads - 1) / threads, block = std::max<int64_t>(16, (share + 15) / 16 * 16);
-  const int64_t blocks = (H + block - 1) / block;
+  const int64_t block = units_per_block(H), blocks = (H + block - 1) / block;
   for (int t = 0; t < c.s.steps; ++t) {
     const float* hp = c.h_at(t);
     float* at = c.a_at(t);
@@ -174,9 +177,7 @@ struct OneDnnStep {
 // thread each inside the parallel region).
 void run_sgemm_backward(Case& c) {
   const int64_t H = c.s.hidden, G = 4 * H, B = c.s.batch;
-  const int threads = omp_get_max_threads();
-  const int64_t share = (H + threads - 1) / threads, block = std::max<int64_t>(16, (share + 15) / 16 * 16);
-  const int64_t blocks = (H + block - 1) / block;
+  const int64_t block = units_per_block(H), blocks = (H + block - 1) / block;
   for (int t = 0; t < c.s.steps; ++t) {
     const float* da = c.a_at(t);
     float* dh = const_cast<float*>(c.h_at(t));
