@@ -127,7 +127,7 @@ void plan_pass(PassPlan& pass, const dnnl::primitive_desc_base& pd, Make&& plan_
   // scratchpad_desc may be smaller than a reorder's).
   const memory::desc bytes({static_cast<memory::dim>(std::max<size_t>(scratchpad_bytes, kOneDnnAlignment))},
                            memory::data_type::u8, Tag::x);
-  pass.scratchpad_memory = memory(bytes, onednn_cpu_engine(), DNNL_MEMORY_NONE);
+  pass.scratchpad_memory = onednn_unbound(bytes);
   pass.args = {{DNNL_ARG_SCRATCHPAD, pass.scratchpad_memory}};
   for (const auto& [arg, o] : planned) {
     if (o->copied) o->offset += scratchpad_bytes;
@@ -227,7 +227,7 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
     });
     m.forward.primitive = dnnl::convolution_forward(fpd);
     if (o.bias) {
-      m.bias_memory = memory(bias_md, onednn_cpu_engine(), DNNL_MEMORY_NONE);
+      m.bias_memory = onednn_unbound(bias_md);
       m.forward.args.emplace(DNNL_ARG_BIAS, m.bias_memory);  // read where it is
     }
     if (!m.backward) return;

@@ -35,15 +35,15 @@ void OneDnnOperand::plan(const memory::desc& outside_desc, const memory::desc& i
                          size_t* scratchpad) {
   dnnl::engine& engine = onednn_cpu_engine();
   const bool reads = role == Role::kRead, writes = !reads;
-  outside = memory(outside_desc, engine, DNNL_MEMORY_NONE);
+  outside = onednn_unbound(outside_desc);
   agree = plain_form(inside_desc) == outside_desc;  // Note [Blocked layouts that are plain]
   copied = role == Role::kAddedTo || !agree;
   if (!copied) {
     aliased = !(inside_desc == outside_desc);
-    inside = aliased ? memory(inside_desc, engine, DNNL_MEMORY_NONE) : outside;
+    inside = aliased ? onednn_unbound(inside_desc) : outside;
     return;
   }
-  inside = memory(inside_desc, engine, DNNL_MEMORY_NONE);
+  inside = onednn_unbound(inside_desc);
   offset = *next_offset;
   *next_offset += onednn_aligned(inside_desc.get_size());
   auto make = [&](const memory::desc& from, const memory::desc& to, dnnl::primitive_attr attr) {

@@ -41,13 +41,13 @@ OneDnnLinearForward::OneDnnLinearForward(const std::string& layer, int64_t rows,
     m.matmul = dnnl::matmul(pd);
     m.implementation = pd.impl_info_str();
     m.scratchpad_bytes = onednn_aligned(pd.scratchpad_desc().get_size());
-    m.x = memory(x_md, engine, DNNL_MEMORY_NONE);
-    m.w = memory(w_md, engine, DNNL_MEMORY_NONE);
-    m.y = memory(y_md, engine, DNNL_MEMORY_NONE);
-    m.scratchpad = memory(pd.scratchpad_desc(), engine, DNNL_MEMORY_NONE);
+    m.x = onednn_unbound(x_md);
+    m.w = onednn_unbound(w_md);
+    m.y = onednn_unbound(y_md);
+    m.scratchpad = onednn_unbound(pd.scratchpad_desc());
     m.args = {{DNNL_ARG_SRC, m.x}, {DNNL_ARG_WEIGHTS, m.w}, {DNNL_ARG_DST, m.y}, {DNNL_ARG_SCRATCHPAD, m.scratchpad}};
     if (bias) {
-      m.b = memory(b_md, engine, DNNL_MEMORY_NONE);
+      m.b = onednn_unbound(b_md);
       m.args.emplace(DNNL_ARG_BIAS, m.b);
     }
   } catch (const dnnl::error& e) {

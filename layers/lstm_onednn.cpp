@@ -15,7 +15,6 @@ using dnnl::memory;
 using Tag = memory::format_tag;
 
 memory::desc floats(const memory::dims& dims, Tag tag) { return {dims, memory::data_type::f32, tag}; }
-memory bare(const memory::desc& desc) { return memory(desc, onednn_cpu_engine(), DNNL_MEMORY_NONE); }
 
 // One input size's primitive (layer 0's, or the layers' above when I != H),
 // its memories (pointed at each call's tensors) and the weight reorders.
@@ -43,9 +42,9 @@ LayerPlan plan_layer(const OneDnnLstm::Sizes& s, int64_t input) {
   LayerPlan p;
   p.primitive = dnnl::lstm_forward(pd);
   p.implementation = pd.impl_info_str();
-  p.x = bare(x), p.y = bare(y), p.h0 = bare(state), p.c0 = bare(state), p.hT = bare(state), p.cT = bare(state);
-  p.user_w_ih = bare(user_w_ih), p.user_w_hh = bare(user_w_hh);
-  p.weights_layer = bare(pd.weights_layer_desc()), p.weights_iter = bare(pd.weights_iter_desc()), p.bias = bare(bias);
+  p.x = onednn_unbound(x), p.y = onednn_unbound(y), p.h0 = onednn_unbound(state), p.c0 = onednn_unbound(state), p.hT = onednn_unbound(state), p.cT = onednn_unbound(state);
+  p.user_w_ih = onednn_unbound(user_w_ih), p.user_w_hh = onednn_unbound(user_w_hh);
+  p.weights_layer = onednn_unbound(pd.weights_layer_desc()), p.weights_iter = onednn_unbound(pd.weights_iter_desc()), p.bias = onednn_unbound(bias);
   const dnnl::reorder::primitive_desc to_layer(onednn_cpu_engine(), user_w_ih, onednn_cpu_engine(),
                                                pd.weights_layer_desc(), onednn_user_scratchpad());
   const dnnl::reorder::primitive_desc to_iter(onednn_cpu_engine(), user_w_hh, onednn_cpu_engine(),
@@ -53,7 +52,7 @@ LayerPlan plan_layer(const OneDnnLstm::Sizes& s, int64_t input) {
   p.to_weights_layer = dnnl::reorder(to_layer), p.to_weights_iter = dnnl::reorder(to_iter);
   const size_t scratchpad = onednn_aligned(std::max({pd.scratchpad_desc().get_size(), to_layer.scratchpad_desc().get_size(),
                                               to_iter.scratchpad_desc().get_size(), kOneDnnAlignment}));
-  p.scratchpad = bare(memory::desc({static_cast<memory::dim>(scratchpad)}, memory::data_type::u8, Tag::x));
+  p.scratchpad = onednn_unbound(memory::desc({static_cast<memory::dim>(scratchpad)}, memory::data_type::u8, Tag::x));
   p.weights_layer_at = scratchpad;
   p.weights_iter_at = p.weights_layer_at + onednn_aligned(pd.weights_layer_desc().get_size());
   p.bias_at = p.weights_iter_at + onednn_aligned(pd.weights_iter_desc().get_size());

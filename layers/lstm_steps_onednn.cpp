@@ -29,7 +29,6 @@ OneDnnLstmSteps::OneDnnLstmSteps(const std::string& layer, int64_t batch, int64_
   auto floats = [](memory::dim rows, memory::dim cols, Tag tag) {
     return memory::desc({rows, cols}, memory::data_type::f32, tag);
   };
-  auto bare = [&](const memory::desc& desc) { return memory(desc, engine, DNNL_MEMORY_NONE); };
   const memory::dim B = batch, H = hidden, G = 4 * hidden;
   try {
     dnnl::primitive_attr attr = onednn_user_scratchpad();
@@ -42,11 +41,11 @@ OneDnnLstmSteps::OneDnnLstmSteps(const std::string& layer, int64_t batch, int64_
     m.matmul = dnnl::matmul(pd);
     m.to_blocked = dnnl::reorder(reorder);
     m.implementation = pd.impl_info_str();
-    m.user_weights = bare(user), m.weights = bare(pd.weights_desc()), m.h = bare(h), m.a = bare(a);
+    m.user_weights = onednn_unbound(user), m.weights = onednn_unbound(pd.weights_desc()), m.h = onednn_unbound(h), m.a = onednn_unbound(a);
     m.weights_at = onednn_aligned(
         std::max({pd.scratchpad_desc().get_size(), reorder.scratchpad_desc().get_size(), kOneDnnAlignment}));
     m.weights_bytes = onednn_aligned(pd.weights_desc().get_size());
-    m.scratchpad = bare(memory::desc({static_cast<memory::dim>(m.weights_at)}, memory::data_type::u8, Tag::x));
+    m.scratchpad = onednn_unbound(memory::desc({static_cast<memory::dim>(m.weights_at)}, memory::data_type::u8, Tag::x));
   } catch (const dnnl::error& e) {
     throw ConfigError(cat(layer, " (LSTM): oneDNN cannot build the recurrent product of ", batch, " sequences of ",
                           hidden, " units: ", e.what(), " (status ", static_cast<int>(e.status), ")"));
