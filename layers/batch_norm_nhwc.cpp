@@ -5,7 +5,7 @@
 // channel every C floats: the work is split over rows, not channels (ResNet-56's
 // first stage has 16 channels, one vector). The statistics are the NCHW
 // path's sums in another order: each chunk of kRowsPerChunk rows sums its
-// channels in float lanes (as the NCHW path's lanes sum 64 values before they
+// channels in float (as the NCHW path's lanes sum 64 values before they
 // reach double), and the chunks' sums are added in double, in chunk order, so
 // the result does not depend on the number of threads.
 #include <algorithm>
@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "layers/batch_norm.h"
-#include "tensor/float_lanes.h"
 #include "tensor/parallel_for.h"
 
 namespace glassbox {
@@ -28,22 +27,46 @@ struct Rows {
   int64_t row_grain() const { return std::max<int64_t>(1, kElementwiseGrain / c); }
 };
 
-// One chunk's sums for channels [k0, k0 + 16): the lanes stay in registers
-// down the rows, where a loop over all C channels per row loaded and stored
-// its sums at every row. Not measured faster on its own: ResNet-18's batch
-// norms at batch 16 took 21 ms of backward a step before and 25 after, against
-// 18 to 19 for the NCHW path, most of it the stem's 51 MB tensor read twice
-// (docs/performance.md, stop 32).
-void chunk_lane_sums(const float* u, const float* u0, const float* v, const float* v0, int64_t rows, int64_t c,
-                     int64_t k0, double* partial_a, double* partial_ab) {
-  const FloatLanes pu = load_lanes(u0 + k0), pv = load_lanes(v0 + k0);
-  FloatLanes sa{}, sab{};
+// One chunk's sums, per channel k: sa[k] = sum (u - u0[k]), sab[k] = sum
+// (u - u0[k]) (v - v0[k]). Each row is read whole, left to right, into sums
+// that stay in L1. Stop 32 held 16 channels' sums in registers down the
+// chunk's rows instead, which reads each row in pieces, a cache line per row
+// and pass. bench/probes/batch_norm_nhwc_passes.cpp: this order took 5-20%
+// less time for the same sums at 64 and 256 channels, 31-42% less at 512 and
+// 2048 (2-core Xeon; bench/results/*-batch-norm-nhwc-stop40.txt). The sums
+// are added in the same order as before.
+void chunk_sums(const float* __restrict u, const float* __restrict u0, const float* __restrict v,
+                const float* __restrict v0, int64_t rows, int64_t c, float* __restrict sa, float* __restrict sab) {
+  std::fill_n(sa, c, 0.0f);
+  std::fill_n(sab, c, 0.0f);
   for (int64_t r = 0; r < rows; ++r) {
-    const FloatLanes d = load_lanes(u + r * c + k0) - pu;
-    sa += d;
-    sab += d * (load_lanes(v + r * c + k0) - pv);
+    const float* ur = u + r * c;
+    const float* vr = v + r * c;
+    for (int64_t k = 0; k < c; ++k) {
+      const float d = ur[k] - u0[k];
+      sa[k] += d;
+      sab[k] += d * (vr[k] - v0[k]);
+    }
   }
-  for (int lane = 0; lane < kFloatLanes; ++lane) partial_a[k0 + lane] = sa[lane], partial_ab[k0 + lane] = sab[lane];
+}
+
+// The per-row updates. `__restrict` (the rows and the per-channel factors
+// never overlap) lets the compiler vectorise them without checking.
+// y = (x - centre) a + shift
+void normalise_row(const float* __restrict x, const float* __restrict centre, const float* __restrict a,
+                   const float* __restrict shift, int64_t c, float* __restrict y) {
+  for (int64_t k = 0; k < c; ++k) y[k] = (x[k] - centre[k]) * a[k] + shift[k];
+}
+
+// dx (=, or += where `add`) dy f1 + (x - mean) f2 + f3
+void input_gradient_row(const float* __restrict dy, const float* __restrict x, const float* __restrict mean,
+                        const float* __restrict f1, const float* __restrict f2, const float* __restrict f3, int64_t c,
+                        bool add, float* __restrict dx) {
+  if (add) {
+    for (int64_t k = 0; k < c; ++k) dx[k] += dy[k] * f1[k] + (x[k] - mean[k]) * f2[k] + f3[k];
+  } else {
+    for (int64_t k = 0; k < c; ++k) dx[k] = dy[k] * f1[k] + (x[k] - mean[k]) * f2[k] + f3[k];
+  }
 }
 
 // Per channel k, over all rows: a[k] = sum (u - u0[k]), ab[k] = sum (u - u0[k]) (v - v0[k]).
@@ -51,26 +74,15 @@ void chunk_lane_sums(const float* u, const float* u0, const float* v, const floa
 void channel_sums(const Rows& l, const float* u, const float* u0, const float* v, const float* v0, double* a, double* ab,
                   double* partials) {
   const int64_t c = l.c, chunks = l.chunks();
-  const int64_t vector_channels = c - c % kFloatLanes;
   double* partial_a = partials;
   double* partial_ab = partials + chunks * c;
   parallel_for(chunks, std::max<int64_t>(1, kElementwiseGrain / (kRowsPerChunk * c)), [&](int64_t begin, int64_t end) {
+    std::vector<float> sa(static_cast<size_t>(c)), sab(static_cast<size_t>(c));
     for (int64_t chunk = begin; chunk < end; ++chunk) {
       const int64_t first = chunk * kRowsPerChunk, rows = std::min(l.m, first + kRowsPerChunk) - first;
-      const float* uc = u + first * c;
-      const float* vc = v + first * c;
-      for (int64_t k0 = 0; k0 < vector_channels; k0 += kFloatLanes) {
-        chunk_lane_sums(uc, u0, vc, v0, rows, c, k0, partial_a + chunk * c, partial_ab + chunk * c);
-      }
-      for (int64_t k = vector_channels; k < c; ++k) {  // the last few channels, one at a time
-        float sa = 0.0f, sab = 0.0f;
-        for (int64_t r = 0; r < rows; ++r) {
-          const float d = uc[r * c + k] - u0[k];
-          sa += d;
-          sab += d * (vc[r * c + k] - v0[k]);
-        }
-        partial_a[chunk * c + k] = sa, partial_ab[chunk * c + k] = sab;
-      }
+      chunk_sums(u + first * c, u0, v + first * c, v0, rows, c, sa.data(), sab.data());
+      std::copy(sa.begin(), sa.end(), partial_a + chunk * c);
+      std::copy(sab.begin(), sab.end(), partial_ab + chunk * c);
     }
   });
   std::fill(a, a + c, 0.0);
@@ -119,11 +131,7 @@ void BatchNorm2d::forward_cpu_nhwc(Context& ctx, const ForwardArgs& args, bool t
     }
   }
   parallel_for(l.m, l.row_grain(), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const float* xr = x + r * l.c;
-      float* yr = y + r * l.c;
-      for (size_t k = 0; k < c; ++k) yr[k] = (xr[k] - centre[k]) * a[k] + shift[k];
-    }
+    for (int64_t r = begin; r < end; ++r) normalise_row(x + r * l.c, centre.data(), a.data(), shift, l.c, y + r * l.c);
   });
 }
 
@@ -161,14 +169,8 @@ void BatchNorm2d::backward_cpu_nhwc(Context& ctx, const BackwardArgs& args) {
   const bool add = args.input_grad_modes[0] == GradMode::kAdd;
   parallel_for(l.m, l.row_grain(), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      const float* g = dy + r * l.c;
-      const float* v = x + r * l.c;
-      float* d = dx + r * l.c;
-      if (add) {
-        for (size_t k = 0; k < c; ++k) d[k] += g[k] * f1[k] + (v[k] - saved_mean[k]) * f2[k] + f3[k];
-      } else {
-        for (size_t k = 0; k < c; ++k) d[k] = g[k] * f1[k] + (v[k] - saved_mean[k]) * f2[k] + f3[k];
-      }
+      const int64_t at = r * l.c;
+      input_gradient_row(dy + at, x + at, saved_mean, f1.data(), f2.data(), f3.data(), l.c, add, dx + at);
     }
   });
 }
