@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""bench/ab_layers.py: one build, two sets of `glassbox time` flags, layer by layer.
+"""bench/ab_layers.py: two sets of `glassbox time` flags, or two builds, layer by layer.
 
-What a CPU option changes, pass by pass, where bench/ab_builds.py compares
-whole steps of two builds: each round runs `glassbox time NET --json` once
+What a CPU option or a change changes, pass by pass, where bench/ab_builds.py
+compares whole steps of two builds: each round runs `glassbox time NET --json` once
 with each flag set (the order swapped every round, so neither always runs on
 a warmer or busier machine), and the table gives, for every layer and pass
 that moved by more than --show (default 15%) between the two medians, the
@@ -10,6 +10,7 @@ median ms of each side and every round's figure; then each layer type's
 summed passes and the step.
 
   python3 bench/ab_layers.py ResNet34 32 --rounds 2 --a=--no-winograd --b=""
+  python3 bench/ab_layers.py ResNet34 16 --rounds 3 --glassbox OLD/glassbox --glassbox-b build-cpu/glassbox
 
 (A flag set that starts with "--" needs the "=" form, as argparse reads it.)
 """
@@ -48,16 +49,18 @@ def main():
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--show", type=float, default=0.15, help="show passes whose medians differ by this share")
-    parser.add_argument("--glassbox", default="build-cpu/glassbox")
+    parser.add_argument("--glassbox", default="build-cpu/glassbox", help="the build side A runs")
+    parser.add_argument("--glassbox-b", help="the build side B runs (default: --glassbox)")
     args = parser.parse_args()
 
     sides = {"A": args.a, "B": args.b}
+    builds = {"A": args.glassbox, "B": args.glassbox_b or args.glassbox}
     times = collections.defaultdict(lambda: collections.defaultdict(list))  # (layer, type, pass) -> side -> ms
     steps = collections.defaultdict(list)
     for round_index in range(args.rounds):
         order = ["A", "B"] if round_index % 2 == 0 else ["B", "A"]
         for side in order:
-            result = run_once(args.glassbox, args.net, args.batch, sides[side], args.threads, args.steps, args.warmup)
+            result = run_once(builds[side], args.net, args.batch, sides[side], args.threads, args.steps, args.warmup)
             steps[side].append(result["step_ms"])
             for layer in result["layers"]:
                 for p in layer["passes"]:
@@ -65,7 +68,7 @@ def main():
 
     median = statistics.median
     print(f"{args.net} batch {args.batch}, {args.threads} threads, {args.rounds} rounds; "
-          f"A: '{args.a}', B: '{args.b}'; ms, medians (every round)")
+          f"A: {builds['A']} '{args.a}', B: {builds['B']} '{args.b}'; ms, medians (every round)")
     totals = collections.defaultdict(lambda: collections.defaultdict(float))
     for (name, kind, output, pass_name), by_side in times.items():
         a, b = median(by_side["A"]), median(by_side["B"])

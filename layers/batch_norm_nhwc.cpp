@@ -10,9 +10,11 @@
 // the result does not depend on the number of threads.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "layers/batch_norm.h"
+#include "tensor/float_lanes.h"
 #include "tensor/parallel_for.h"
 
 namespace glassbox {
@@ -28,15 +30,39 @@ struct Rows {
 };
 
 // One chunk's sums, per channel k: sa[k] = sum (u - u0[k]), sab[k] = sum
-// (u - u0[k]) (v - v0[k]). Each row is read whole, left to right, into sums
-// that stay in L1. Stop 32 held 16 channels' sums in registers down the
-// chunk's rows instead, which reads each row in pieces, a cache line per row
-// and pass. bench/probes/batch_norm_nhwc_passes.cpp: this order took 5-20%
-// less time for the same sums at 64 and 256 channels, 31-42% less at 512 and
-// 2048 (2-core Xeon; bench/results/*-batch-norm-nhwc-stop40.txt). The sums
-// are added in the same order as before.
-void chunk_sums(const float* __restrict u, const float* __restrict u0, const float* __restrict v,
-                const float* __restrict v0, int64_t rows, int64_t c, float* __restrict sa, float* __restrict sab) {
+// (u - u0[k]) (v - v0[k]). Each row is read whole, left to right. Stop 32
+// held 16 channels' sums in registers down the chunk's rows, which reads each
+// row in pieces, a cache line per row and pass: fine while the tensor sits
+// in L2, slow when it streams from further out. Now, with up to 128
+// channels every channel's sums stay in registers down the chunk (16
+// accumulators at 128, half of AVX-512's registers); with more, or a channel
+// count that is no multiple of 16, the sums stay in L1 (where, at 16 to 64
+// channels, they took up to twice stop 32's time). bench/probes/batch_norm_nhwc_passes.cpp,
+// three runs (2-core Xeon; bench/results/*-batch-norm-nhwc-stop40.txt), the
+// two together against stop 32's order: 0.53-0.87x the time at 64 to 2048
+// channels at ResNet-50's batch-8 and -16 shapes, 0.64-1.00x at ResNet-56's
+// 32 and 64, 0.97-1.02x at its 16; now about even with the NCHW path's
+// planes. Every channel's sum runs down the rows in the same order as before.
+template <int kVectors>
+void chunk_sums_in_registers(const float* u, const float* u0, const float* v, const float* v0, int64_t rows,
+                             float* sa, float* sab) {
+  constexpr int64_t c = kVectors * kFloatLanes;
+  FloatLanes a[kVectors] = {}, ab[kVectors] = {}, pu[kVectors], pv[kVectors];
+  for (int j = 0; j < kVectors; ++j) pu[j] = load_lanes(u0 + j * kFloatLanes), pv[j] = load_lanes(v0 + j * kFloatLanes);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int j = 0; j < kVectors; ++j) {
+      const FloatLanes d = load_lanes(u + r * c + j * kFloatLanes) - pu[j];
+      a[j] += d;
+      ab[j] += d * (load_lanes(v + r * c + j * kFloatLanes) - pv[j]);
+    }
+  }
+  std::memcpy(sa, a, sizeof a);
+  std::memcpy(sab, ab, sizeof ab);
+}
+
+void chunk_sums_in_l1(const float* __restrict u, const float* __restrict u0, const float* __restrict v,
+                      const float* __restrict v0, int64_t rows, int64_t c, float* __restrict sa,
+                      float* __restrict sab) {
   std::fill_n(sa, c, 0.0f);
   std::fill_n(sab, c, 0.0f);
   for (int64_t r = 0; r < rows; ++r) {
@@ -47,6 +73,21 @@ void chunk_sums(const float* __restrict u, const float* __restrict u0, const flo
       sa[k] += d;
       sab[k] += d * (vr[k] - v0[k]);
     }
+  }
+}
+
+using ChunkSums = void (*)(const float*, const float*, const float*, const float*, int64_t, float*, float*);
+constexpr ChunkSums kChunkSumsInRegisters[] = {
+    chunk_sums_in_registers<1>, chunk_sums_in_registers<2>, chunk_sums_in_registers<3>, chunk_sums_in_registers<4>,
+    chunk_sums_in_registers<5>, chunk_sums_in_registers<6>, chunk_sums_in_registers<7>, chunk_sums_in_registers<8>};
+
+void chunk_sums(const float* u, const float* u0, const float* v, const float* v0, int64_t rows, int64_t c, float* sa,
+                float* sab) {
+  const int64_t vectors = c / kFloatLanes;
+  if (c % kFloatLanes == 0 && vectors <= std::ssize(kChunkSumsInRegisters)) {
+    kChunkSumsInRegisters[vectors - 1](u, u0, v, v0, rows, sa, sab);
+  } else {
+    chunk_sums_in_l1(u, u0, v, v0, rows, c, sa, sab);
   }
 }
 

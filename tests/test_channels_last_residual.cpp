@@ -24,10 +24,11 @@ namespace glassbox {
 namespace {
 
 // Training forward (y, the running statistics), backward (dx written and
-// added, dscale and dshift) and an inference forward, on 16 channels (one
-// vector) and on 40 (two and a half).
+// added, dscale and dshift) and an inference forward, on 16 and 128
+// channels (one and eight vectors: the sums in registers, layers/
+// batch_norm_nhwc.cpp), on 40 (two and a half) and 144 (nine): the sums in L1.
 TEST(ChannelsLastResidual, BatchNormOnNhwcMatchesItselfOnNchw) {
-  for (const Shape& x : {Shape{2, 16, 5, 7}, Shape{3, 40, 3, 3}}) {
+  for (const Shape& x : {Shape{2, 16, 5, 7}, Shape{2, 128, 3, 5}, Shape{3, 40, 3, 3}, Shape{2, 144, 3, 2}}) {
     const std::string what = x.str();
     Context ctx = Context::cpu();
     BatchNorm2d plain("bn", {}), nhwc("bn", {});

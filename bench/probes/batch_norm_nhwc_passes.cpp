@@ -6,6 +6,8 @@
 //                     registers down the chunk's rows (stop 32's kernel)
 //   rows across       chunks of 64 rows, each row read whole, left to right,
 //                     into per-chunk float sums that stay in L1
+//   regs across       the same order with every channel's sums in registers
+//                     (16, 32, 64 and 128 channels; others as rows across)
 // and the update dx = dy f1 + (x - mean) f2 + f3. Not part of the build.
 //
 //   g++ -O3 -march=native -fopenmp bench/probes/batch_norm_nhwc_passes.cpp -o /tmp/batch_norm_nhwc_passes
@@ -89,6 +91,39 @@ void rows_across(const Case& s, const float* u, const float* v, const float* v0,
   }
 }
 
+// Rows read whole as in rows_across, with all C = 16 V channels' sums held in
+// registers down the chunk (C up to 128: 16 of the 32 vector registers).
+template <int V>
+void registers_across(const Case& s, const float* u, const float* v, const float* v0, float* pa, float* pab) {
+  constexpr long c = 16 * V;
+  const long chunks = (s.rows() + kRowsPerChunk - 1) / kRowsPerChunk;
+#pragma omp parallel for schedule(static)
+  for (long chunk = 0; chunk < chunks; ++chunk) {
+    const long first = chunk * kRowsPerChunk, rows = std::min(s.rows(), first + kRowsPerChunk) - first;
+    Lanes sa[V] = {}, sab[V] = {}, pv[V];
+    for (int j = 0; j < V; ++j) pv[j] = load(v0 + j * kLanes);
+    for (long r = first; r < first + rows; ++r) {
+      for (int j = 0; j < V; ++j) {
+        const Lanes d = load(u + r * c + j * kLanes);
+        sa[j] += d;
+        sab[j] += d * (load(v + r * c + j * kLanes) - pv[j]);
+      }
+    }
+    std::memcpy(pa + chunk * c, sa, sizeof sa);
+    std::memcpy(pab + chunk * c, sab, sizeof sab);
+  }
+}
+
+void registers_across_any(const Case& s, const float* u, const float* v, const float* v0, float* pa, float* pab) {
+  switch (s.c) {
+    case 16: return registers_across<1>(s, u, v, v0, pa, pab);
+    case 32: return registers_across<2>(s, u, v, v0, pa, pab);
+    case 64: return registers_across<4>(s, u, v, v0, pa, pab);
+    case 128: return registers_across<8>(s, u, v, v0, pa, pab);
+    default: return rows_across(s, u, v, v0, pa, pab);
+  }
+}
+
 // NCHW: one plane of h*w floats per (image, channel), summed in lanes.
 void planes(const Case& s, const float* u, const float* v, const float* v0, float* pa, float* pab) {
   const long hw = s.h * s.w, planes = s.n * s.c;
@@ -137,10 +172,12 @@ void update_nchw(const Case& s, const float* dy, const float* x, const float* me
 }  // namespace
 
 int main() {
-  const Case cases[] = {{8, 64, 56, 56}, {8, 256, 56, 56}, {8, 64, 112, 112}, {8, 512, 28, 28}, {8, 2048, 7, 7}};
+  const Case cases[] = {{8, 64, 56, 56},   {8, 256, 56, 56},  {8, 64, 112, 112}, {8, 512, 28, 28},
+                        {8, 2048, 7, 7},   {64, 16, 32, 32},  {64, 32, 16, 16},  {64, 64, 8, 8},
+                        {16, 128, 28, 28}, {256, 16, 32, 32}, {16, 64, 56, 56}};
   std::printf("%d threads; ms, medians of 15; GB/s counts each tensor read or written once\n", omp_get_max_threads());
-  std::printf("%-18s %14s %14s %14s %14s %14s\n", "shape", "lanes down", "rows across", "NCHW planes",
-              "update NHWC", "update NCHW");
+  std::printf("%-18s %14s %14s %14s %14s %14s %14s\n", "shape", "lanes down", "rows across", "NCHW planes",
+              "update NHWC", "update NCHW", "regs across");
   for (const Case& s : cases) {
     std::vector<float> dy(s.floats()), x(s.floats()), dx(s.floats()), mean(s.c), f(3 * s.c);
     for (long i = 0; i < s.floats(); ++i) dy[i] = float(i % 7) * 0.1f, x[i] = float(i % 11) * 0.2f;
@@ -157,11 +194,14 @@ int main() {
         }),
         median_ms([&] {
           update_nchw(s, dy.data(), x.data(), mean.data(), f.data(), f.data() + s.c, f.data() + 2 * s.c, dx.data());
-        })};
+        }),
+        median_ms([&] { registers_across_any(s, dy.data(), x.data(), mean.data(), pa.data(), pab.data()); })};
     char shape[32];
     std::snprintf(shape, sizeof shape, "%ldx%ldx%ldx%ld", s.n, s.c, s.h, s.w);
     std::printf("%-18s", shape);
-    for (int i = 0; i < 5; ++i) std::printf(" %6.3f %5.1fGB", t[i], (i < 3 ? sum_gb : update_gb) / (t[i] / 1e3));
+    for (int i = 0; i < 6; ++i) {
+      std::printf(" %6.3f %5.1fGB", t[i], (i == 3 || i == 4 ? update_gb : sum_gb) / (t[i] / 1e3));
+    }
     std::printf("\n");
   }
 }
