@@ -22,8 +22,16 @@
 // 2 ... ResNet34:8 ResNet18:16 ResNet50:8 ResNet101:4`, new over base):
 // ResNet-34 forward 1.05, inference 1.01, training 0.98; ResNet-18 1.02 to
 // 1.06; ResNet-50 0.91 to 0.99; ResNet-101 0.93 to 1.18 (rounds far apart).
-// Why ResNet-50 lost (the products, batch norm on large NHWC tensors, or the
-// 3x3 layers' backward reorders) was not measured.
+// Stop 40 measured why, with stride-1 layers taking this path (x read in
+// place, no gather; bench/results/2026-11-29-cpu-xeon-2core-ab-stride1-1x1-nhwc-
+// stop40.txt, `bench/ab_layers.py`, ResNet-50 at 8): the convolutions gained
+// (the 3x3 layers' reorders gone: 0.87-0.98x their time), batch norm lost
+// (1.24-1.49x). Its NCHW path sums a channel and updates it while that
+// channel's planes sit in L2; on NHWC every channel's sums need the whole
+// tensor first, so a training forward and a backward read their tensors
+// twice from further out. The net, 5% of ResNet-50's step and 1% of
+// ResNet-101's, did not show through the VM's noise in whole steps
+// (bench_nets, 3 rounds: 0.92-1.04), so stride-1 layers stay NCHW.
 #include <algorithm>
 #include <cstring>
 
