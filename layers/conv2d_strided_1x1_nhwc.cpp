@@ -25,8 +25,9 @@
 // Stop 40 measured why, with stride-1 layers taking this path (x read in
 // place, no gather; bench/results/2026-11-29-cpu-xeon-2core-ab-stride1-1x1-nhwc-
 // stop40.txt, `bench/ab_layers.py`, ResNet-50 at 8): the convolutions gained
-// (the 3x3 layers' reorders gone: 0.87-0.98x their time), batch norm lost
-// (1.24-1.49x). Its NCHW path sums a channel and updates it while that
+// (0.87-0.98x their time, most of it in the 1x1 layers themselves: one
+// product over the batch's rows, where NCHW runs one per image with 49 to
+// 196 columns in the last stages), batch norm lost (1.24-1.49x). Its NCHW path sums a channel and updates it while that
 // channel's planes sit in L2; on NHWC every channel's sums need the whole
 // tensor first, so a training forward and a backward read their tensors
 // twice from further out. The net, 5% of ResNet-50's step and 1% of
