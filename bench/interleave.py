@@ -53,11 +53,25 @@ TIME_SUFFIX = re.compile(r"/(manual_time|real_time|process_time)$")
 LAYOUT_SUFFIX = "/channels_last"
 
 
-def rates(path):
-    """{benchmark name: images/s, or a language model's tokens/s} from Google-Benchmark-shaped JSON."""
+# What each side ran, as its JSON's context names it: Glassbox's commit (with
+# "+uncommitted" where the tree had changes) and PyTorch's version. Note [One
+# build per table]: a table split over several commands, or sessions, is one
+# run only where every part ran the same code; interleave.py stops if a side
+# reports another build mid-run, and records the builds for ratio_table.py.
+BUILD_KEYS = {"glassbox": "commit", "pytorch": "torch"}
+
+
+def rates(path, side, builds):
+    """{benchmark name: images/s, or a language model's tokens/s} from
+    Google-Benchmark-shaped JSON; records the side's build in `builds` (or
+    stops if it differs from the one recorded)."""
     with open(path) as f:
-        runs = json.load(f)["benchmarks"]
-    return {TIME_SUFFIX.sub("", r["name"]): r.get("images/s", r.get("tokens/s")) for r in runs
+        data = json.load(f)
+    build = data.get("context", {}).get(BUILD_KEYS[side], "unrecorded")
+    if builds.setdefault(side, build) != build:
+        sys.exit(f"interleave.py: the {side} side ran {build}, earlier in this run {builds[side]}: "
+                 "one run's rounds must come from one build (was it rebuilt mid-run?)")
+    return {TIME_SUFFIX.sub("", r["name"]): r.get("images/s", r.get("tokens/s")) for r in data["benchmarks"]
             if ("images/s" in r or "tokens/s" in r) and not r.get("error_occurred")
             and r.get("run_type", "iteration") == "iteration"}
 
@@ -103,7 +117,7 @@ def batches_for(args, net, env):
     return batches
 
 
-def glassbox(args, net, modes, batch, tmp, env):
+def glassbox(args, net, modes, batch, tmp, env, builds):
     out = os.path.join(tmp, "g.json")
     command = [args.bench, f"--device={args.device}", f"--benchmark_filter=^{net}/({'|'.join(modes)})/",
                f"--benchmark_min_time={args.min_time}", f"--benchmark_out={out}"]
@@ -116,10 +130,10 @@ def glassbox(args, net, modes, batch, tmp, env):
     if args.device.startswith("cuda"):
         command.append("--cudnn-search")
     run(command, env)
-    return rates(out)
+    return rates(out, "glassbox", builds)
 
 
-def pytorch(args, net, modes, batch, tmp, env):
+def pytorch(args, net, modes, batch, tmp, env, builds):
     out = os.path.join(tmp, "p.json")
     if find_language_model(net):  # nn.LSTM's peer: bench/peers/lstm_lm.py
         command = [args.python, os.path.join(HERE, "peers", "lstm_lm.py"), "--time", ",".join(modes), "--net", net,
@@ -129,7 +143,7 @@ def pytorch(args, net, modes, batch, tmp, env):
         if batch:
             command += ["--batch", str(batch)]
         run(command, env)
-        return rates(out)
+        return rates(out, "pytorch", builds)
     command = [args.python, os.path.join(HERE, "peers", "pytorch_nets.py"), "--device", args.device,
                "--filter", f"^{net}/({'|'.join(modes)})/", "--min-time", str(args.min_time),
                "--threads", str(args.threads), "--layouts", args.layouts, "--json", out, net]
@@ -139,7 +153,7 @@ def pytorch(args, net, modes, batch, tmp, env):
         command += ["--batch", str(batch)]
     command += ["--precision", args.precision]
     run(command, env)
-    return rates(out)
+    return rates(out, "pytorch", builds)
 
 
 def rows_from_rounds(rounds, nets):
@@ -192,6 +206,7 @@ def main():
 
     batches = {net: batches_for(args, net, env) for net in args.nets}
     rounds = []  # per round: {"glassbox": {...}, "pytorch": {...}}
+    builds = {}  # side -> what it ran (BUILD_KEYS)
     started = datetime.datetime.now().isoformat(timespec="seconds")
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
@@ -205,16 +220,17 @@ def main():
                     for g, group in enumerate(groups):
                         sides = [("glassbox", glassbox), ("pytorch", pytorch)]
                         for side, measure in (sides if (r + g) % 2 == 0 else sides[::-1]):
-                            found[side].update(measure(args, net, group, batch, tmp, env))
+                            found[side].update(measure(args, net, group, batch, tmp, env, builds))
                     at = f" batch {batch}" if batch else ""
                     print(f"round {r + 1}/{args.rounds}: {net}{at} done", file=sys.stderr, flush=True)
                     if args.json:  # what is measured so far, so that a run cut short keeps it
                         write_json(args.json, {"date": started, "command": sys.argv, "partial": True,
-                                               "rounds": rounds})
+                                               "builds": builds, "rounds": rounds})
 
     rows = rows_from_rounds(rounds, args.nets)
     print(f"{args.device}, {args.precision}, {args.threads} threads, {args.rounds} interleaved rounds, medians; "
           "images/s (a language model's: tokens/s)")
+    print(f"Glassbox {builds.get('glassbox', '-')}, PyTorch {builds.get('pytorch', '-')}")
     header = f"{'benchmark':36s} {'Glassbox':>10s} {'PyTorch':>10s} {'ratio':>6s}  PyTorch layout"
     print(header)
     print("-" * len(header))
@@ -224,7 +240,8 @@ def main():
         print(f"{row['name']:36s} {fmt(row['glassbox_images_per_s'])} {fmt(row['pytorch_images_per_s'])} {ratio}  "
               f"{row['pytorch_layout']}")
     if args.json:
-        write_json(args.json, {"date": started, "command": sys.argv, "rows": rows, "rounds": rounds})
+        write_json(args.json, {"date": started, "command": sys.argv, "builds": builds, "rows": rows,
+                               "rounds": rounds})
 
 
 if __name__ == "__main__":

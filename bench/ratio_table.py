@@ -14,6 +14,9 @@ one takes its rounds from the last file given that has it. With
 one-round runs of the same build read as two rounds: say so only where
 the code the benchmark runs is the same in both). A file that
 interleave.py was still writing ("partial") counts with the rounds it has.
+The table's first line names the builds the files record (Glassbox's commit,
+PyTorch's version; Note [One build per table] in interleave.py), and says
+so where the files disagree: then it is not one run's table.
 
 Usage:
   python3 bench/ratio_table.py [--below 1.0] [--pool-rounds] RESULT.json [RESULT.json ...]
@@ -59,6 +62,21 @@ def load_rounds(paths, pool=False):
     return rounds, nets
 
 
+def builds_line(paths):
+    """What the files ran, from interleave.py's "builds" (older files: unrecorded)."""
+    seen = {}  # (Glassbox, PyTorch) -> the files that ran them
+    for path in paths:
+        with open(path) as f:
+            builds = json.load(f).get("builds", {})
+        key = (builds.get("glassbox", "unrecorded"), builds.get("pytorch", "unrecorded"))
+        seen.setdefault(key, []).append(os.path.basename(path))
+    if len(seen) == 1:
+        (glassbox, pytorch), = seen
+        return f"Glassbox {glassbox}, PyTorch {pytorch}" + (f" (all {len(paths)} files)" if len(paths) > 1 else "")
+    return "NOT one build; " + "; ".join(f"Glassbox {g}, PyTorch {p}: {', '.join(files)}"
+                                         for (g, p), files in seen.items())
+
+
 def round_ratios(rounds, name):
     """Each round's ratio for one benchmark (against that round's better layout)."""
     ratios = []
@@ -93,6 +111,7 @@ def main():
         forward, both = rates[key].get("forward"), rates[key].get("forward_backward")
         return f"{forward / both - 1:.2f}" if forward and both else ""
 
+    print(builds_line(args.files) + "\n")
     print("| network | batch | " + " | ".join(MODE_HEADINGS[m] for m in MODES) + " | bwd/fwd |")
     print("|---|---:|" + "---:|" * (len(MODES) + 1))
     for key, ratios in sorted(table.items(), key=lambda item: (nets.index(item[0][0]), item[0][1])):
