@@ -25,10 +25,11 @@
 // starts from h0, c0, which are zeros unless set_initial_state gave them.
 // CPU: Eigen products (the input projection of a whole sequence as one GEMM,
 // then per step the recurrent GEMM fused with the gates). Where built with
-// oneDNN, a training plan's forward runs its per-step recurrent products on
-// oneDNN's matmul (Note [The recurrent step on oneDNN's matmul] in
-// layers/lstm_steps_onednn.h), and an inference plan runs on oneDNN's LSTM
-// primitive (Note [LSTM inference on oneDNN] in layers/lstm_onednn.h).
+// oneDNN, the forward runs its per-step recurrent products on oneDNN's
+// matmul (Note [The recurrent step on oneDNN's matmul] in
+// layers/lstm_steps_onednn.h). An inference plan runs the same forward and
+// keeps no cells (Note [LSTM inference on the training forward's steps] in
+// layers/lstm_cpu.cpp).
 // CUDA: cuDNN's RNN API.
 #pragma once
 

@@ -10,9 +10,11 @@
 // whole-sequence products dx = da W_ih (the data half) and dW_ih += da^T x,
 // dW_hh += da^T h_{t-1}, db += sum da (the weight half). The gate gradients of
 // every layer are kept between the halves, so the two are timed apart.
-// Where built with oneDNN, a training plan's forward runs its per-step
-// recurrent products on oneDNN's matmul instead, the gates after them (Note
-// [The recurrent step on oneDNN's matmul] in layers/lstm_steps_onednn.h).
+// Where built with oneDNN, the forward (of training and inference plans
+// alike) runs its per-step recurrent products on oneDNN's matmul instead, the
+// gates after them (Note [The recurrent step on oneDNN's matmul] in
+// layers/lstm_steps_onednn.h; Note [LSTM inference on the training forward's
+// steps] below).
 // Eigen runs single-threaded (Note [Eigen's own threads]); the products are
 // split into blocks over OpenMP threads, as layers/linear.cpp does.
 #include "layers/lstm.h"
@@ -28,7 +30,6 @@
 #include "tensor/parallel_for.h"
 #include "tensor/product.h"
 #if GLASSBOX_WITH_ONEDNN
-#include "layers/lstm_onednn.h"
 #include "layers/lstm_steps_onednn.h"
 #endif
 
@@ -92,7 +93,7 @@ struct LayerForward {
   float* h;                // (T,B,H)
   float* h_last;           // (B,H): the final state
   float* c_last;
-  OneDnnLstmSteps* steps;  // the recurrent products on oneDNN (training plans where built with it), or null
+  OneDnnLstmSteps* steps;  // the recurrent products on oneDNN (where built with it), or null
   void* workspace;         // the layer's, for `steps`
 };
 
@@ -223,16 +224,28 @@ void Lstm::prepare_cpu(Context& ctx, const PrepareOptions& options) {
   last_forward_dropped_ = false;
   backend_.reset();
   set_workspace_bytes(0);
+  // Note [LSTM inference on the training forward's steps]: an inference plan
+  // runs the training forward's code, keeping one layer's gates as scratch
+  // and no cells. Until stop 42 it ran oneDNN's LSTM primitive (chosen at
+  // stop 22, when the training forward's recurrent step was Glassbox's own);
+  // since the step runs on oneDNN's matmul (stop 39), that primitive was the
+  // slower of the two: bench_nets, build 5fd9a7d, 2 threads, 2-core Xeon, the
+  // same process's training forward against its inference, tokens/s over
+  // three rounds (bench/results/2026-11-29-cpu-xeon-2core-vs-pytorch-stop42-
+  // table-part7-3rounds.json): LSTMLarge at 10 1188-1764 against 769-1136,
+  // at 80 2065-2407 against 1420-2126; LSTM and LSTMSmall even within the
+  // noise. The A/B of this change is in docs/performance.md (stop 42).
+  auto recurrent_steps_on_onednn = [&] {
+#if GLASSBOX_WITH_ONEDNN  // Note [The recurrent step on oneDNN's matmul] (layers/lstm_steps_onednn.h)
+    auto steps = std::make_unique<OneDnnLstmSteps>(name(), B, H);
+    set_workspace_bytes(steps->workspace_bytes());
+    backend_ = std::move(steps);
+#endif
+  };
   if (options.phase == Phase::kInference) {  // scratch only: layer outputs in turn, and one gate buffer
     for (int l = 0; l < std::min(L - 1, 2); ++l) hidden_.push_back(allocate(Shape{T, B, H}));
-#if GLASSBOX_WITH_ONEDNN  // Note [LSTM inference on oneDNN] (layers/lstm_onednn.h): no gate buffer
-    auto onednn = std::make_unique<OneDnnLstm>(
-        name(), OneDnnLstm::Sizes{.steps = T, .batch = B, .input = input_size(0), .hidden = H, .layers = L});
-    set_workspace_bytes(onednn->workspace_bytes());
-    backend_ = std::move(onednn);
-#else
     gates_.push_back(allocate(Shape{T, B, 4 * H}));
-#endif
+    recurrent_steps_on_onednn();
     return;
   }
   for (int l = 0; l < L; ++l) {
@@ -248,14 +261,10 @@ void Lstm::prepare_cpu(Context& ctx, const PrepareOptions& options) {
   if (L > 1) dhidden_ = allocate(Shape{T, B, H});
   dh_step_ = allocate(Shape{B, H});
   dc_step_ = allocate(Shape{B, H});
-#if GLASSBOX_WITH_ONEDNN  // Note [The recurrent step on oneDNN's matmul] (layers/lstm_steps_onednn.h)
-  auto steps = std::make_unique<OneDnnLstmSteps>(name(), B, H);
-  set_workspace_bytes(steps->workspace_bytes());
-  backend_ = std::move(steps);
-#endif
+  recurrent_steps_on_onednn();
 }
 
-// A training plan's recurrent products on oneDNN and the workspace they use;
+// A plan's recurrent products on oneDNN and the workspace they use;
 // null where built without oneDNN.
 std::pair<OneDnnLstmSteps*, void*> Lstm::onednn_steps(Context& ctx) const {
 #if GLASSBOX_WITH_ONEDNN
@@ -273,25 +282,11 @@ void Lstm::forward_cpu(Context& ctx, const ForwardArgs& args) {
   const bool keep = !cells_.empty();  // prepared for training: keep what backward reads, whatever the phase
   last_forward_dropped_ = args.phase == Phase::kTraining && options_.dropout > 0.0f;
   float* input = args.inputs[0].data<float>();
-  const auto [steps, workspace] = keep ? onednn_steps(ctx) : std::pair<OneDnnLstmSteps*, void*>{};
+  const auto [steps, workspace] = onednn_steps(ctx);
   for (int l = 0; l < L; ++l) {
     const Tensor* p = &args.params[static_cast<size_t>(l * per_layer)];
     const bool top = l == L - 1;
     const int64_t state = l * B * H;
-#if GLASSBOX_WITH_ONEDNN
-    if (!keep) {  // an inference plan (prepare_cpu)
-      float* y = top ? args.output.data<float>() : hidden_[static_cast<size_t>(l % 2)].data<float>();
-      static_cast<OneDnnLstm&>(*backend_).forward(
-          l,
-          {.x = input, .w_ih = p[0].data<float>(), .w_hh = p[1].data<float>(),
-           .b_ih = options_.bias ? p[2].data<float>() : nullptr, .b_hh = options_.bias ? p[3].data<float>() : nullptr,
-           .h0 = h0_.data<float>() + state, .c0 = c0_.data<float>() + state, .y = y, .hT = hT_.data<float>() + state,
-           .cT = cT_.data<float>() + state},
-          checked_workspace(ctx));
-      input = y;
-      continue;
-    }
-#endif
     const LayerForward layer{
         .x = input, .in = input_size(l), .w_ih = p[0].data<float>(), .w_hh = p[1].data<float>(),
         .b_ih = options_.bias ? p[2].data<float>() : nullptr, .b_hh = options_.bias ? p[3].data<float>() : nullptr,

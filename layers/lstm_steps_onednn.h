@@ -1,7 +1,7 @@
 // layers/lstm_steps_onednn.h: the recurrent products of the LSTM's training
 // forward (layers/lstm_cpu.cpp) on oneDNN's matmul primitive, one call per
 // step, with W_hh reordered into oneDNN's blocked layout once per layer and
-// forward. Built only with oneDNN, as layers/lstm_onednn.h is.
+// forward. Built only with oneDNN, as layers/linear_onednn.h is.
 //
 // Note [The recurrent step on oneDNN's matmul]: a step's recurrent product is
 // B rows (5 to 80 in the benchmarks) against all of W_hh (4H x H). Read in
@@ -29,9 +29,8 @@
 // B 40, and behind at B 10 and 20 with H 1500 (99-142 against 119-165); in
 // `glassbox time`, the LSTMs' backward-data moved within the noise.
 // The gates stay Glassbox's (lstm_cpu.cpp): forward_training's workspace in
-// oneDNN's own LSTM primitive is opaque to Glassbox's backward (Note [LSTM
-// inference on oneDNN] in layers/lstm_onednn.h), and with the matmul alone
-// the gates and cells stay where the backward reads them.
+// oneDNN's own LSTM primitive is opaque to Glassbox's backward, and with the
+// matmul alone the gates and cells stay where the backward reads them.
 //
 // The blocked W_hh and oneDNN's scratchpad live in the layer's workspace,
 // sized at prepare (Note [oneDNN's scratchpad] in conv2d_onednn.cpp).

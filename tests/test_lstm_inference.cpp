@@ -1,8 +1,8 @@
 // tests/test_lstm_inference.cpp: the LSTM's inference plan on the CPU, which
-// keeps nothing for a backward and, where built with oneDNN, runs oneDNN's
-// LSTM primitive (Note [LSTM inference on oneDNN] in layers/lstm_onednn.h):
-// against Glassbox's own forward, the training plan's, run in the inference
-// phase, over layer counts, input sizes, bias, batch and initial state.
+// keeps nothing for a backward and runs the training forward's code (Note
+// [LSTM inference on the training forward's steps] in layers/lstm_cpu.cpp):
+// against the training plan's forward run in the inference phase, over layer
+// counts, input sizes, bias, batch and initial state.
 #include <gtest/gtest.h>
 
 #include "layers/lstm.h"
@@ -33,10 +33,9 @@ struct InferencePlan {
 };
 
 // An inference plan keeps only the state and scratch (two layer outputs in
-// turn, and without oneDNN one gate buffer) and computes what a training plan
-// computes in the inference phase: the same bits on Glassbox's own forward,
-// the same values to rounding on oneDNN's. Three layers, so the layer outputs
-// take turns.
+// turn, and one gate buffer) and computes what a training plan computes in
+// the inference phase, to the bit: the same code, the same products. Three
+// layers, so the layer outputs take turns.
 TEST(LstmInference, APlanKeepsOnlyScratchAndComputesTheSame) {
   Context ctx = Context::cpu();
   const Lstm::Options options{.hidden = 8, .layers = 3, .dropout = 0.5f};
@@ -50,16 +49,10 @@ TEST(LstmInference, APlanKeepsOnlyScratchAndComputesTheSame) {
 
   const int64_t before = layer_state_bytes(ctx);
   InferencePlan inferring(ctx, options, Shape{5, 2, 3});
-  const int64_t scratch = GLASSBOX_WITH_ONEDNN ? 0 : gates;
-  EXPECT_EQ(layer_state_bytes(ctx) - before, 4 * (state + scratch + 2 * sequence));
+  EXPECT_EQ(layer_state_bytes(ctx) - before, 4 * (state + gates + 2 * sequence));
   inferring.forward(ctx, h);
-  if (GLASSBOX_WITH_ONEDNN) {
-    testing::expect_close(h.read(inferring.y), h.read(h.output), 1e-6, "y");
-    testing::expect_close(h.read(inferring.layer.final_cell()), h.read(trained.final_cell()), 1e-6, "cT");
-  } else {
-    EXPECT_EQ(h.read(inferring.y), h.read(h.output));
-    EXPECT_EQ(h.read(inferring.layer.final_cell()), h.read(trained.final_cell()));
-  }
+  EXPECT_EQ(h.read(inferring.y), h.read(h.output));
+  EXPECT_EQ(h.read(inferring.layer.final_cell()), h.read(trained.final_cell()));
 }
 
 struct Case {
@@ -91,9 +84,7 @@ TEST_P(InferenceCases, MatchesGlassboxsOwnForward) {
   Lstm trained("lstm", options);
   testing::LayerHarness h(ctx, trained, {c.x});
   InferencePlan inferring(ctx, options, c.x);
-  if (GLASSBOX_WITH_ONEDNN) {
-    EXPECT_NE(inferring.layer.algorithms().find("oneDNN LSTM"), std::string::npos);
-  }
+  EXPECT_EQ(inferring.layer.algorithms(), trained.algorithms());  // the same forward
   h.randomize(21);
   const Shape state{options.layers, c.x[1], options.hidden};
   Tensor h0 = ctx.allocate(state, DType::kFloat32, MemoryCategory::kData);
@@ -105,9 +96,9 @@ TEST_P(InferenceCases, MatchesGlassboxsOwnForward) {
     h.forward(Phase::kInference);
     inferring.forward(ctx, h);
     const std::string what = c.name + ", forward " + std::to_string(call);
-    testing::expect_close(h.read(inferring.y), h.read(h.output), 1e-5, what + ": y");
-    testing::expect_close(h.read(inferring.layer.final_hidden()), h.read(trained.final_hidden()), 1e-5, what + ": hT");
-    testing::expect_close(h.read(inferring.layer.final_cell()), h.read(trained.final_cell()), 1e-5, what + ": cT");
+    EXPECT_EQ(h.read(inferring.y), h.read(h.output)) << what << ": y";
+    EXPECT_EQ(h.read(inferring.layer.final_hidden()), h.read(trained.final_hidden())) << what << ": hT";
+    EXPECT_EQ(h.read(inferring.layer.final_cell()), h.read(trained.final_cell())) << what << ": cT";
     h.write(h.inputs[0], testing::random_values(c.x.numel(), 30 + static_cast<uint64_t>(call)));
   }
 }

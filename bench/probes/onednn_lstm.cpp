@@ -1,10 +1,12 @@
 // bench/probes/onednn_lstm.cpp: oneDNN's LSTM primitive (Debian's libdnnl-dev)
 // on one layer of the LSTM benchmark's shape (35 steps, 650 units, batch as
 // the first argument), forward inference, the weights reordered from
-// PyTorch's layout (ldgoi) inside each timed call, as layers/lstm_onednn.cpp
-// does. Not part of the build: it measured whether Glassbox's LSTM inference
-// should run on oneDNN (Note [LSTM inference on oneDNN]); `glassbox time LSTM`
-// gives Glassbox's own forward per layer.
+// PyTorch's layout (ldgoi) inside each timed call, as Glassbox's inference
+// plans did from stop 22 to stop 41. Not part of the build: it measured
+// whether Glassbox's LSTM inference should run on oneDNN's primitive; since
+// stop 42 it runs the training forward's steps instead (Note [LSTM inference
+// on the training forward's steps] in layers/lstm_cpu.cpp). `glassbox time
+// LSTM` gives Glassbox's own forward per layer.
 //
 //   g++ -O3 -march=native -fopenmp bench/probes/onednn_lstm.cpp -o /tmp/onednn_lstm -ldnnl
 //   OMP_NUM_THREADS=2 /tmp/onednn_lstm 20
