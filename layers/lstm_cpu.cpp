@@ -234,34 +234,30 @@ void Lstm::prepare_cpu(Context& ctx, const PrepareOptions& options) {
   // three rounds (bench/results/2026-11-29-cpu-xeon-2core-vs-pytorch-stop42-
   // table-part7-3rounds.json): LSTMLarge at 10 1188-1764 against 769-1136,
   // at 80 2065-2407 against 1420-2126; LSTM and LSTMSmall even within the
-  // noise. The A/B of this change is in docs/performance.md (stop 42).
-  auto recurrent_steps_on_onednn = [&] {
-#if GLASSBOX_WITH_ONEDNN  // Note [The recurrent step on oneDNN's matmul] (layers/lstm_steps_onednn.h)
-    auto steps = std::make_unique<OneDnnLstmSteps>(name(), B, H);
-    set_workspace_bytes(steps->workspace_bytes());
-    backend_ = std::move(steps);
-#endif
-  };
+  // noise. The A/B of this change: docs/performance/cpu-stop42-lstm-inference-on-steps.md.
   if (options.phase == Phase::kInference) {  // scratch only: layer outputs in turn, and one gate buffer
     for (int l = 0; l < std::min(L - 1, 2); ++l) hidden_.push_back(allocate(Shape{T, B, H}));
     gates_.push_back(allocate(Shape{T, B, 4 * H}));
-    recurrent_steps_on_onednn();
-    return;
+  } else {
+    for (int l = 0; l < L; ++l) {
+      gates_.push_back(allocate(Shape{T, B, 4 * H}));
+      cells_.push_back(allocate(Shape{T, B, H}));
+      dgates_.push_back(allocate(Shape{T, B, 4 * H}));
+      if (l == L - 1) continue;
+      hidden_.push_back(allocate(Shape{T, B, H}));
+      if (options_.dropout == 0.0f) continue;
+      masks_.push_back(allocate(Shape{T, B, H}));
+      dropped_.push_back(allocate(Shape{T, B, H}));
+    }
+    if (L > 1) dhidden_ = allocate(Shape{T, B, H});
+    dh_step_ = allocate(Shape{B, H});
+    dc_step_ = allocate(Shape{B, H});
   }
-  for (int l = 0; l < L; ++l) {
-    gates_.push_back(allocate(Shape{T, B, 4 * H}));
-    cells_.push_back(allocate(Shape{T, B, H}));
-    dgates_.push_back(allocate(Shape{T, B, 4 * H}));
-    if (l == L - 1) continue;
-    hidden_.push_back(allocate(Shape{T, B, H}));
-    if (options_.dropout == 0.0f) continue;
-    masks_.push_back(allocate(Shape{T, B, H}));
-    dropped_.push_back(allocate(Shape{T, B, H}));
-  }
-  if (L > 1) dhidden_ = allocate(Shape{T, B, H});
-  dh_step_ = allocate(Shape{B, H});
-  dc_step_ = allocate(Shape{B, H});
-  recurrent_steps_on_onednn();
+#if GLASSBOX_WITH_ONEDNN  // Note [The recurrent step on oneDNN's matmul] (layers/lstm_steps_onednn.h)
+  auto steps = std::make_unique<OneDnnLstmSteps>(name(), B, H);
+  set_workspace_bytes(steps->workspace_bytes());
+  backend_ = std::move(steps);
+#endif
 }
 
 // A plan's recurrent products on oneDNN and the workspace they use;

@@ -1,5 +1,5 @@
-// layers/lstm_steps_onednn.h: the recurrent products of the LSTM's training
-// forward (layers/lstm_cpu.cpp) on oneDNN's matmul primitive, one call per
+// layers/lstm_steps_onednn.h: the recurrent products of the LSTM's forward
+// (layers/lstm_cpu.cpp, training and inference plans) on oneDNN's matmul primitive, one call per
 // step, with W_hh reordered into oneDNN's blocked layout once per layer and
 // forward. Built only with oneDNN, as layers/linear_onednn.h is.
 //
