@@ -56,9 +56,29 @@ LAYOUT_SUFFIX = "/channels_last"
 # What each side ran, as its JSON's context names it: Glassbox's commit (with
 # "+uncommitted" where the tree had changes) and PyTorch's version. Note [One
 # build per table]: a table split over several commands, or sessions, is one
-# run only where every part ran the same code; interleave.py stops if a side
-# reports another build mid-run, and records the builds for ratio_table.py.
+# run only where every part ran the same code on the same machine;
+# interleave.py stops if a side reports another build mid-run, and records
+# the builds and the machine (machine() below) for ratio_table.py.
 BUILD_KEYS = {"glassbox": "commit", "pytorch": "torch"}
+
+
+def machine():
+    """The CPU both sides ran on, as /proc/cpuinfo names it, with its family and
+    model (two machines that both call themselves "AMD EPYC" can be different
+    generations) and the number of CPUs. Note [One build per table]: the VM a
+    session gets can change from one session to the next (stop 43 found a Zen 5
+    EPYC where stop 42 had a Xeon), so a table's parts must say where they ran."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            fields = [line.split(":", 1) for line in f if ":" in line]
+    except OSError:
+        return "unrecorded"
+    first = {}
+    for key, value in fields:
+        first.setdefault(key.strip(), value.strip())
+    cpus = sum(1 for key, _ in fields if key.strip() == "processor")
+    return (f"{first.get('model name', 'unknown CPU')} (family {first.get('cpu family', '?')}, "
+            f"model {first.get('model', '?')}), {cpus} CPUs")
 
 
 def rates(path, side, builds):
@@ -208,6 +228,7 @@ def main():
     rounds = []  # per round: {"glassbox": {...}, "pytorch": {...}}
     builds = {}  # side -> what it ran (BUILD_KEYS)
     started = datetime.datetime.now().isoformat(timespec="seconds")
+    where = machine()
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             found = {"glassbox": {}, "pytorch": {}}
@@ -225,12 +246,12 @@ def main():
                     print(f"round {r + 1}/{args.rounds}: {net}{at} done", file=sys.stderr, flush=True)
                     if args.json:  # what is measured so far, so that a run cut short keeps it
                         write_json(args.json, {"date": started, "command": sys.argv, "partial": True,
-                                               "builds": builds, "rounds": rounds})
+                                               "machine": where, "builds": builds, "rounds": rounds})
 
     rows = rows_from_rounds(rounds, args.nets)
     print(f"{args.device}, {args.precision}, {args.threads} threads, {args.rounds} interleaved rounds, medians; "
           "images/s (a language model's: tokens/s)")
-    print(f"Glassbox {builds.get('glassbox', '-')}, PyTorch {builds.get('pytorch', '-')}")
+    print(f"Glassbox {builds.get('glassbox', '-')}, PyTorch {builds.get('pytorch', '-')}, on {where}")
     header = f"{'benchmark':36s} {'Glassbox':>10s} {'PyTorch':>10s} {'ratio':>6s}  PyTorch layout"
     print(header)
     print("-" * len(header))
@@ -240,8 +261,8 @@ def main():
         print(f"{row['name']:36s} {fmt(row['glassbox_images_per_s'])} {fmt(row['pytorch_images_per_s'])} {ratio}  "
               f"{row['pytorch_layout']}")
     if args.json:
-        write_json(args.json, {"date": started, "command": sys.argv, "builds": builds, "rows": rows,
-                               "rounds": rounds})
+        write_json(args.json, {"date": started, "command": sys.argv, "machine": where, "builds": builds,
+                               "rows": rows, "rounds": rounds})
 
 
 if __name__ == "__main__":

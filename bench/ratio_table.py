@@ -15,8 +15,9 @@ one-round runs of the same build read as two rounds: say so only where
 the code the benchmark runs is the same in both). A file that
 interleave.py was still writing ("partial") counts with the rounds it has.
 The table's first line names the builds the files record (Glassbox's commit,
-PyTorch's version; Note [One build per table] in interleave.py), and says
-so where the files disagree: then it is not one run's table.
+PyTorch's version) and the machine they ran on (Note [One build per table]
+in interleave.py), and says so where the files disagree: then it is not one
+run's table.
 
 Usage:
   python3 bench/ratio_table.py [--below 1.0] [--pool-rounds] RESULT.json [RESULT.json ...]
@@ -63,18 +64,30 @@ def load_rounds(paths, pool=False):
 
 
 def builds_line(paths):
-    """What the files ran, from interleave.py's "builds" (older files: unrecorded)."""
-    seen = {}  # (Glassbox, PyTorch) -> the files that ran them
+    """What the files ran and where, from interleave.py's "builds" and "machine"
+    (older files: unrecorded); one line, or the groups where the files differ."""
+    builds, machines = {}, {}  # (Glassbox, PyTorch) or machine -> the files that ran them
     for path in paths:
         with open(path) as f:
-            builds = json.load(f).get("builds", {})
-        key = (builds.get("glassbox", "unrecorded"), builds.get("pytorch", "unrecorded"))
-        seen.setdefault(key, []).append(os.path.basename(path))
-    if len(seen) == 1:
-        (glassbox, pytorch), = seen
-        return f"Glassbox {glassbox}, PyTorch {pytorch}" + (f" (all {len(paths)} files)" if len(paths) > 1 else "")
-    return "NOT one build; " + "; ".join(f"Glassbox {g}, PyTorch {p}: {', '.join(files)}"
-                                         for (g, p), files in seen.items())
+            data = json.load(f)
+        ran = data.get("builds", {})
+        key = (ran.get("glassbox", "unrecorded"), ran.get("pytorch", "unrecorded"))
+        builds.setdefault(key, []).append(os.path.basename(path))
+        machines.setdefault(data.get("machine", "unrecorded"), []).append(os.path.basename(path))
+    parts = []
+    if len(builds) == 1:
+        (glassbox, pytorch), = builds
+        parts.append(f"Glassbox {glassbox}, PyTorch {pytorch}")
+    else:
+        parts.append("NOT one build; " + "; ".join(f"Glassbox {g}, PyTorch {p}: {', '.join(files)}"
+                                                   for (g, p), files in builds.items()))
+    if len(machines) == 1:
+        where, = machines
+        parts.append(f"on {where}" if where != "unrecorded" else "machine unrecorded")
+    else:
+        parts.append("NOT one machine; " + "; ".join(f"{m}: {', '.join(files)}" for m, files in machines.items()))
+    every = f" (all {len(paths)} files)" if len(paths) > 1 and len(builds) == len(machines) == 1 else ""
+    return ", ".join(parts) + every
 
 
 def round_ratios(rounds, name):
