@@ -34,18 +34,36 @@
 
 #include <Eigen/Core>
 
-#include "tensor/eigen_maps.h"
 #include "tensor/parallel_for.h"  // kElementwiseGrain
 
 namespace glassbox {
 namespace {
 
 int64_t whole_lines(int64_t floats) { return (floats + 15) / 16 * 16; }  // 64-byte lines
-// Rows here are short (Xception's are 19 to 147 floats, a few thousand per
-// layer): an inline vector loop, where a call to memcpy per row cost more than
-// the taps themselves at 19x19 (perf: memcpy was half of the forward's time).
+// Note [Short rows by whole vectors]: rows here are short (Xception's are 10
+// to 147 floats, a few thousand per layer), so copying them is a large part of
+// a pass. A call to memcpy per row cost more than the taps themselves at 19x19
+// (perf: half of the forward's time); so did Eigen's copy of a dynamic-size
+// map, which steps one float at a time up to an aligned address and again
+// after the last whole vector (perf, stop 44: three times the taps' time).
+// So a row goes by whole unaligned vectors of 16, the last one ending at the
+// row's end: it may rewrite a few values the one before wrote, with the same
+// values. Rows under 16 floats go one by one.
+using RowBlock = Eigen::Array<float, 16, 1>;
 void copy(const float* from, int64_t n, float* to) {
-  Eigen::Map<Eigen::ArrayXf>(to, n) = Eigen::Map<const Eigen::ArrayXf>(from, n);
+  if (n < 16) {
+    for (int64_t i = 0; i < n; ++i) to[i] = from[i];
+    return;
+  }
+  for (int64_t i = 0; i + 16 < n; i += 16) Eigen::Map<RowBlock>(to + i) = Eigen::Map<const RowBlock>(from + i);
+  Eigen::Map<RowBlock>(to + n - 16) = Eigen::Map<const RowBlock>(from + n - 16);
+}
+// to += from: whole vectors, then the last n % 16 one by one (an overlapping
+// vector would add those values twice).
+void add_into(const float* from, int64_t n, float* to) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) Eigen::Map<RowBlock>(to + i) += Eigen::Map<const RowBlock>(from + i);
+  for (; i < n; ++i) to[i] += from[i];
 }
 
 // The innermost loops; `__restrict` lets the compiler vectorise (the
@@ -284,7 +302,7 @@ void depthwise_backward_data(const DepthwisePlan& pl, const float* w, const floa
           for (int64_t i = 0; i < c.rows; ++i) {
             float* to = dxc + (c.p0 + i) * u.q;
             if (add) {
-              as_array(to, u.q) += as_array(out + i * g.wp, u.q);
+              add_into(out + i * g.wp, u.q, to);
             } else {
               copy(out + i * g.wp, u.q, to);
             }
@@ -321,7 +339,7 @@ void depthwise_backward_data(const DepthwisePlan& pl, const float* w, const floa
       if (mode == GradMode::kWrite) {
         copy(from, u.w, to);
       } else {
-        for (int64_t i = 0; i < u.w; ++i) to[i] += from[i];
+        add_into(from, u.w, to);
       }
     }
   });

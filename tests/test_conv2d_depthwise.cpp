@@ -36,8 +36,12 @@ Options depthwise_options(const Case& c) {
 
 // Chunks of output rows are about 512 floats on the padded width: "chunks"
 // has 32-wide padded rows, so 16 rows a chunk, three chunks (16, 16, 8);
-// "wide" has one 202-wide row per chunk. "pad_past_kernel" has outputs that
-// see only padding; "stride2" is left to the GEMM path, checked all the same.
+// "wide" has one 202-wide row per chunk. Rows are copied by whole vectors of
+// 16, the last one overlapping the one before (Note [Short rows by whole
+// vectors]): "rows_of_16" and "rows_of_32" have no overlap, "chunks" and
+// "wide" have, the others are under 16 floats wide. "pad_past_kernel" has
+// outputs that see only padding; "stride2" is left to the GEMM path, checked
+// all the same.
 const std::vector<Case> kCases = {
     {"k3_pad1", 4, 1, {.kernel = 3, .pad = 1, .bias = false}, Shape{2, 4, 7, 9}},
     {"multiplier2_bias", 3, 2, {.kernel = 3, .pad = 1}, Shape{2, 3, 6, 5}},
@@ -47,6 +51,8 @@ const std::vector<Case> kCases = {
     {"pad_past_kernel", 2, 1, {.kernel = 1, .pad = 2}, Shape{1, 2, 3, 4}},
     {"chunks", 3, 1, {.kernel = 3, .pad = 1, .bias = false}, Shape{2, 3, 40, 30}},
     {"wide", 2, 1, {.kernel = 3, .pad = 1, .bias = false}, Shape{1, 2, 5, 200}},
+    {"rows_of_16", 2, 2, {.kernel = 3, .pad = 1}, Shape{2, 2, 4, 16}},
+    {"rows_of_32", 2, 1, {.kernel = 3, .pad = 1, .bias = false}, Shape{1, 2, 3, 32}},
     {"stride2", 3, 2, {.kernel = 3, .stride = 2, .pad = 1, .bias = false}, Shape{2, 3, 7, 8}},
 };
 
