@@ -57,6 +57,7 @@ TEST(Pool2dMax, ByBlocksMatchesThePlainRule) {
   const std::vector<Case> cases = {
       {{.kernel = 3, .stride = 1, .pad = 1}, Shape{2, 3, 9, 40}},   // GoogLeNet's branch pools; 40 = 16 + 16 + 8
       {{.kernel = 3, .stride = 2, .pad = 1}, Shape{1, 2, 13, 37}},  // ResNet's stem pool
+      {{.kernel = 3, .stride = 2, .pad = 1}, Shape{1, 2, 5, 75}},   // Xception's: 32 inputs a load, twice a row
       {{.kernel = 3, .stride = 2, .ceil_mode = true}, Shape{2, 2, 14, 34}},  // GoogLeNet's, overhanging
       {{.kernel = {2, 3}, .stride = {1, 2}, .pad = {1, 1}}, Shape{1, 2, 6, 21}},
       {{.kernel = 2, .stride = 1}, Shape{1, 1, 5, 18}},
