@@ -17,9 +17,12 @@ by more than the change).
 import argparse
 import collections
 import json
+import os
 import statistics
 import subprocess
 import sys
+
+from interleave import machine  # the CPU, as interleave.py records it
 
 
 def run(exe, net, batch, modes, threads, warmup, min_time):
@@ -71,8 +74,9 @@ def main():
         rounds = " ".join(f"{x:.2f}" for x in f["base"]) + " | " + " ".join(f"{x:.2f}" for x in f["new"])
         print(f"{name:42} {base:10.2f} {new:10.2f} {new / base:8.3f}  {rounds}")
     if args.json:
-        with open(args.json, "w") as out:
-            json.dump({"command": sys.argv, "figures": figures}, out, indent=1)
+        with open(args.json + ".tmp", "w") as out:
+            json.dump({"command": sys.argv, "machine": machine(), "figures": figures}, out, indent=1)
+        os.replace(args.json + ".tmp", args.json)  # whole or not at all
 
 
 if __name__ == "__main__":

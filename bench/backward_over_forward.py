@@ -20,6 +20,8 @@ import statistics
 import subprocess
 import sys
 
+from interleave import machine  # the CPU, as interleave.py records it
+
 
 def round_times(bench, net, batch, threads, warmup, min_time):
     """{mode: seconds per iteration} for forward and forward_backward, one process."""
@@ -72,7 +74,7 @@ def main():
         print(f"{net:14s} {batch:5d} {statistics.median(values):7.2f}  " + " ".join(f"{v:.2f}" for v in values))
     if args.json:
         with open(args.json + ".tmp", "w") as f:
-            json.dump({"command": sys.argv, "rounds": rounds}, f, indent=1)
+            json.dump({"command": sys.argv, "machine": machine(), "rounds": rounds}, f, indent=1)
         os.replace(args.json + ".tmp", args.json)  # whole or not at all
 
 

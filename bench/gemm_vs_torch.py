@@ -30,6 +30,8 @@ import statistics
 import subprocess
 import sys
 
+from interleave import machine  # the CPU, as interleave.py records it
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -102,9 +104,9 @@ def main():
     shapes = list_shapes(args, env)
     ours = Server([args.bench, "--serve", f"--threads={args.threads}"], env)
     theirs = Server([args.python, os.path.join(HERE, "peers", "torch_gemm.py"), "--threads", str(args.threads)], env)
-    print(f"Glassbox: {ours.banner}\nPyTorch: {theirs.banner}", file=sys.stderr)
+    print(f"Glassbox: {ours.banner}\nPyTorch: {theirs.banner}\nMachine: {machine()}", file=sys.stderr)
     rounds = []  # per round, per shape: {"glassbox": [GFLOP/s per window], "pytorch": [...], "library": ...}
-    payload = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "command": sys.argv,
+    payload = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "command": sys.argv, "machine": machine(),
                "glassbox": ours.banner, "pytorch": theirs.banner, "shapes": shapes, "rounds": rounds}
     for r in range(args.rounds):
         found = []

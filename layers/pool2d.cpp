@@ -17,7 +17,7 @@
 // Note [Max pooling propagates NaN]: a window holding a NaN pools to NaN, and
 // its gradient goes to its last NaN in scan order, as PyTorch's max pooling
 // does (a NaN replaces the running maximum, whatever it holds). Every max
-// path here (these loops, the blocks, the 2x2 backward by lanes, NHWC) and
+// path here (these loops, the blocks, the 2x2 windows by lanes, NHWC) and
 // cuDNN (CUDNN_PROPAGATE_NAN) follows it. Before, a NaN never won the forward
 // (`y < v ? v : y`) while the backward's "first input stands" rule could
 // route the gradient to a NaN that y had not taken, so the paths disagreed,
@@ -33,6 +33,7 @@
 #include <utility>
 
 #include "layers/pool2d_global_nhwc.h"
+#include "layers/pool2d_max_2x2.h"
 #include "tensor/eigen_maps.h"
 #include "tensor/parallel_for.h"
 
@@ -251,6 +252,10 @@ void Pool2d::forward_cpu(Context& ctx, const ForwardArgs& args) {
   if (max_blocks_) {
     max_pool_forward(max_plan_, args.inputs[0].data<float>(), args.output.data<float>(),
                      argmax_.defined() ? argmax_.data<int32_t>() : nullptr, static_cast<float*>(checked_workspace(ctx)));
+    return;
+  }
+  if (mode_ == Mode::kMax && !window().global && max_pool_2x2_inside(max_plan_)) {
+    max_pool_forward_2x2(max_plan_, args.inputs[0].data<float>(), args.output.data<float>());
     return;
   }
   if (!tap_weights_.empty()) {

@@ -49,14 +49,6 @@ Halves halves_of(const MaxPoolPlan& pl) {
 
 int64_t floats_per_thread(const MaxPoolPlan& pl) { return pl.sw * halves_of(pl).floats; }
 
-// Lanes [0, 16) of the pair (a, b), read as 32 floats: the even ones, the odd ones.
-inline FloatLanes even_lanes(FloatLanes a, FloatLanes b) {
-  return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-}
-inline FloatLanes odd_lanes(FloatLanes a, FloatLanes b) {
-  return __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-}
-
 // Half k of one padded row: out[cc] for column cc * kStride + k, input column
 // cc * kStride + k - pw (-inf outside the input, or for a row of padding: x_row null).
 // Note [Padded halves by vectors]: the copy goes by whole vectors, 16 inputs
@@ -97,19 +89,6 @@ void pad_plane(const float* x, const MaxPoolPlan& pl, const Halves& hv, float* h
   }
 }
 
-// The first n of a vector's kLanes lanes to `to`, a whole vector where n is kLanes.
-template <typename T, typename Lanes>
-void store_first(const Lanes& v, int64_t n, T* to) {
-  static_assert(sizeof(Lanes) == kLanes * sizeof(T));
-  if (n == kLanes) {
-    std::memcpy(to, &v, sizeof v);
-    return;
-  }
-  T out[kLanes];
-  std::memcpy(out, &v, sizeof v);
-  std::copy_n(out, n, to);
-}
-
 // Writes one block's maxima and argmaxes: outputs [q0, q0 + 16) of row p,
 // those past the row's end dropped. tap: each winner's offset from its
 // window's corner, i * W + j, as a float (exact below 2^24:
@@ -118,7 +97,7 @@ void store_first(const Lanes& v, int64_t n, T* to) {
 void store_block(const MaxPoolPlan& pl, int64_t p, int64_t q0, FloatLanes best, FloatLanes tap, float* y,
                  int32_t* argmax) {
   const int64_t n = std::min(kLanes, pl.q - q0);
-  store_first(best, n, y + p * pl.q + q0);
+  store_first_lanes(best, n, y + p * pl.q + q0);
   if (argmax == nullptr) return;
   constexpr IntLanes kLane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
   const IntLanes column = IntLanes{} + static_cast<int32_t>(q0 * pl.sw - pl.pw) + kLane * static_cast<int32_t>(pl.sw);
@@ -127,7 +106,7 @@ void store_block(const MaxPoolPlan& pl, int64_t p, int64_t q0, FloatLanes best, 
   const IntLanes first_input = first + static_cast<int32_t>(std::max<int64_t>(p * pl.sh - pl.ph, 0) * pl.w);
   const IntLanes won = __builtin_convertvector(tap, IntLanes);
   const IntLanes at = won < 0 ? first_input : corner + won;
-  store_first(at, n, argmax + p * pl.q + q0);
+  store_first_lanes(at, n, argmax + p * pl.q + q0);
 }
 
 // Rows [p, p + kRows) at outputs [q0, q0 + 16): a running max and the index
@@ -171,123 +150,8 @@ void forward_plane(const MaxPoolPlan& pl, const Halves& hv, const float* halves,
   }
 }
 
-// Note [2x2 max pooling backward]: the commonest window (LeNet, VGG, AlexNet's
-// kin) is 2x2 at stride 2 without padding. When every window lies inside the
-// plane they do not overlap, and each output's four inputs are compared in
-// scan order directly (the same first maximum as Pool2d's loops) without
-// their span bookkeeping, which dominates on short rows: LeNet's pool backward
-// took 3.5 times its forward (`glassbox time LeNet`). It keeps no argmax, so
-// its forward stays on Pool2d's loops.
-
-// Note [2x2 max pooling backward by lanes]: a scatter of dy into a zeroed dx,
-// one output at a time, took VGG11's pool1 at batch 1 (64 planes of 224x224)
-// 4.8 ms against 0.7 for its forward. Here 16 outputs at a time: the even and
-// odd columns of both input rows split into lanes, the winner picked by
-// lanes, and each of dx's four positions written whole (dy where it won, else
-// 0, or added to dx), interleaved back: dx is written once, with no zeroing
-// pass. pool1 4.8 -> 1.7-1.8 ms, pool2 2.2 -> 0.8, pool3 1.1 -> 0.6 (`glassbox
-// time VGG11 --batch 1`, twice, 2-core Xeon). A window's winner (t0 t1 over
-// b0 b1): whether t1, b0 or b1 beats the ones before it in scan order, with a
-// strict > or by being NaN (Note [Max pooling propagates NaN] in
-// pool2d.cpp: the last NaN wins), by selects: on ReLU
-// outputs (ties, zeros) branches mispredicted half the time (perf annotate).
-// Rows of fewer than 16 outputs go through the same lanes from padded copies.
-// Lanes [0, 16) of the pair (a, b), read as 32 floats: a and b interleaved
-// (first and second halves); even_lanes and odd_lanes, above, take them apart.
-inline FloatLanes interleaved_low(FloatLanes a, FloatLanes b) {
-  return __builtin_shufflevector(a, b, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-}
-inline FloatLanes interleaved_high(FloatLanes a, FloatLanes b) {
-  return __builtin_shufflevector(a, b, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-}
-
-// out[0, 32) = even and odd interleaved, or += with add.
-inline void store_interleaved(FloatLanes even, FloatLanes odd, bool add, float* out) {
-  FloatLanes low = interleaved_low(even, odd), high = interleaved_high(even, odd);
-  if (add) {
-    low += load_lanes(out);
-    high += load_lanes(out + kFloatLanes);
-  }
-  std::memcpy(out, &low, sizeof low);
-  std::memcpy(out + kFloatLanes, &high, sizeof high);
-}
-
-// 16 windows: `top` and `bottom` their 32 input columns in two rows, dy their
-// gradients; dx's 32 columns under each row written (or added to).
-void route_2x2_lanes(const float* top, const float* bottom, const float* dy, bool add, float* dx_top, float* dx_bottom) {
-  const FloatLanes zero = {};
-  const FloatLanes top_lo = load_lanes(top), top_hi = load_lanes(top + kFloatLanes);
-  const FloatLanes bottom_lo = load_lanes(bottom), bottom_hi = load_lanes(bottom + kFloatLanes);
-  const FloatLanes t0 = even_lanes(top_lo, top_hi), t1 = odd_lanes(top_lo, top_hi);
-  const FloatLanes b0 = even_lanes(bottom_lo, bottom_hi), b1 = odd_lanes(bottom_lo, bottom_hi);
-  // All ones where it beats the ones before it; the last to win is the argmax.
-  const auto wins_t1 = (t1 > t0) | (t1 != t1);
-  const FloatLanes best01 = wins_t1 ? t1 : t0;
-  const auto wins_b0 = (b0 > best01) | (b0 != b0);
-  const FloatLanes best012 = wins_b0 ? b0 : best01;
-  const auto wins_b1 = (b1 > best012) | (b1 != b1);
-  const FloatLanes g = load_lanes(dy);
-  const FloatLanes at_b1 = wins_b1 ? g : zero;
-  const FloatLanes at_b0 = (wins_b0 & ~wins_b1) ? g : zero;
-  const FloatLanes at_t1 = (wins_t1 & ~wins_b0 & ~wins_b1) ? g : zero;
-  const FloatLanes at_t0 = (wins_t1 | wins_b0 | wins_b1) ? zero : g;
-  store_interleaved(at_t0, at_t1, add, dx_top);
-  store_interleaved(at_b0, at_b1, add, dx_bottom);
-}
-
-void max_backward_plane_2x2(const MaxPoolPlan& pl, const float* x, const float* dy, bool add, float* dx) {
-  for (int64_t p = 0; p < pl.p; ++p) {
-    const float* top = x + 2 * p * pl.w;
-    const float* bottom = top + pl.w;
-    float* dx_top = dx + 2 * p * pl.w;
-    float* dx_bottom = dx_top + pl.w;
-    const float* dy_row = dy + p * pl.q;
-    int64_t q = 0;
-    for (; q + kFloatLanes <= pl.q; q += kFloatLanes) {
-      route_2x2_lanes(top + 2 * q, bottom + 2 * q, dy_row + q, add, dx_top + 2 * q, dx_bottom + 2 * q);
-    }
-    // The last outputs (all of a row narrower than the lanes, LeNet's 14):
-    // through the same lanes from copies padded with zeros, whose extra
-    // lanes are dropped. (A scatter of each dy at its winner took LeNet's
-    // pool1 backward at batch 64 0.40 ms against 0.14 for its forward.)
-    if (q < pl.q) {
-      const int64_t rest = pl.q - q, columns = 2 * rest;
-      float in_top[2 * kFloatLanes] = {}, in_bottom[2 * kFloatLanes] = {}, g[kFloatLanes] = {};
-      float out_top[2 * kFloatLanes] = {}, out_bottom[2 * kFloatLanes] = {};
-      std::copy_n(top + 2 * q, columns, in_top);
-      std::copy_n(bottom + 2 * q, columns, in_bottom);
-      std::copy_n(dy_row + q, rest, g);
-      if (add) {
-        std::copy_n(dx_top + 2 * q, columns, out_top);
-        std::copy_n(dx_bottom + 2 * q, columns, out_bottom);
-      }
-      route_2x2_lanes(in_top, in_bottom, g, add, out_top, out_bottom);
-      std::copy_n(out_top, columns, dx_top + 2 * q);
-      std::copy_n(out_bottom, columns, dx_bottom + 2 * q);
-    }
-    if (!add) {  // an odd width's last column: in no window
-      std::fill(dx_top + 2 * pl.q, dx_top + pl.w, 0.0f);
-      std::fill(dx_bottom + 2 * pl.q, dx_bottom + pl.w, 0.0f);
-    }
-  }
-  if (!add) std::fill(dx + 2 * pl.p * pl.w, dx + pl.h * pl.w, 0.0f);  // nor an odd height's last row
-}
-
 }  // namespace
 
-bool max_pool_2x2_inside(const MaxPoolPlan& pl) {
-  return pl.kh == 2 && pl.kw == 2 && pl.sh == 2 && pl.sw == 2 && pl.ph == 0 && pl.pw == 0 && 2 * pl.p <= pl.h &&
-         2 * pl.q <= pl.w;
-}
-
-void max_pool_backward_2x2(const MaxPoolPlan& pl, const float* x, const float* dy, GradMode mode, float* dx) {
-  const int64_t hw = pl.h * pl.w, pq = pl.p * pl.q;
-  parallel_for(pl.planes, std::max<int64_t>(1, kElementwiseGrain / hw), [&](int64_t begin, int64_t end) {
-    for (int64_t plane = begin; plane < end; ++plane) {
-      max_backward_plane_2x2(pl, x + plane * hw, dy + plane * pq, mode == GradMode::kAdd, dx + plane * hw);
-    }
-  });
-}
 
 bool max_pool_by_blocks(const MaxPoolPlan& pl) {
   const bool offsets_exact = pl.kh * pl.w + pl.kw < (int64_t{1} << 24);  // taps' offsets held as floats

@@ -2,8 +2,8 @@
 // registers, keeping each window's argmax for the backward (Note [Max pooling
 // by blocks] in pool2d_max.cpp). Pool2d (layers/pool2d.cpp) calls it for max
 // windows of column stride 1 or 2 other than the 2x2 stride-2 windows that
-// lie inside the plane, which keep their own backward (Note [2x2 max pooling
-// backward]).
+// lie inside the plane, which have their own forward and backward
+// (layers/pool2d_max_2x2.h).
 #pragma once
 
 #include <cstdint>
@@ -37,11 +37,5 @@ void max_pool_forward(const MaxPoolPlan& plan, const float* x, float* y, int32_t
 
 // dx (planes, H, W), written or added per mode: dy routed to the argmax.
 void max_pool_backward(const MaxPoolPlan& plan, const int32_t* argmax, const float* dy, GradMode mode, float* dx);
-
-// 2x2 windows at stride 2 that lie inside the plane (Note [2x2 max pooling
-// backward] in pool2d_max.cpp): their backward finds each window's first
-// maximum again from x, and dx is written or added per mode.
-bool max_pool_2x2_inside(const MaxPoolPlan& plan);
-void max_pool_backward_2x2(const MaxPoolPlan& plan, const float* x, const float* dy, GradMode mode, float* dx);
 
 }  // namespace glassbox

@@ -1,5 +1,6 @@
 // tests/test_pool2d_max.cpp: max pooling by blocks on the CPU (Note [Max
-// pooling by blocks] in layers/pool2d_max.cpp) against the rule written out
+// pooling by blocks] in layers/pool2d_max.cpp), and the 2x2 windows by lanes
+// (layers/pool2d_max_2x2.cpp), against the rule written out
 // plainly: each output the max of its window, padding never winning, and its
 // gradient to the window's first maximum in scan order. Values with many ties,
 // planes wide enough for several blocks and a ragged last one, stride 1 and
@@ -49,7 +50,7 @@ Expected plain_rule(const Shape& in, const Shape& out, const Pool2d::Window& w, 
   return e;
 }
 
-TEST(Pool2dMax, ByBlocksMatchesThePlainRule) {
+TEST(Pool2dMax, ByBlocksAndTwoByTwoLanesMatchThePlainRule) {
   struct Case {
     Pool2d::Window window;
     Shape x;
@@ -61,6 +62,12 @@ TEST(Pool2dMax, ByBlocksMatchesThePlainRule) {
       {{.kernel = 3, .stride = 2, .ceil_mode = true}, Shape{2, 2, 14, 34}},  // GoogLeNet's, overhanging
       {{.kernel = {2, 3}, .stride = {1, 2}, .pad = {1, 1}}, Shape{1, 2, 6, 21}},
       {{.kernel = 2, .stride = 1}, Shape{1, 1, 5, 18}},
+      // 2x2 by lanes: LeNet's pool1, 14 outputs a row (the extra lanes read the
+      // next row, the last row from padded copies); 35 = 16 + 16 + 3 outputs
+      // with an odd last row and column; whole vectors only.
+      {{.kernel = 2, .stride = 2}, Shape{2, 3, 28, 28}},
+      {{.kernel = 2, .stride = 2}, Shape{1, 2, 7, 71}},
+      {{.kernel = 2, .stride = 2}, Shape{1, 1, 2, 64}},
   };
   for (const Case& c : cases) {
     Context ctx = Context::cpu();

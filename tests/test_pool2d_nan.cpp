@@ -3,8 +3,8 @@
 // NaN pools to NaN and sends its gradient to its last NaN in scan order, as
 // PyTorch's max pooling does; other windows keep the first maximum. Checked
 // against that rule written out plainly, on the loops (column stride 3), the
-// whole-plane forward (global), the blocks (stride 1 and 2), the 2x2 backward
-// by lanes and the NHWC path, to NHWC and to NCHW.
+// whole-plane forward (global), the blocks (stride 1 and 2), the 2x2 forward
+// and backward by lanes and the NHWC path, to NHWC and to NCHW.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -99,7 +99,8 @@ TEST(Pool2dNan, EveryNchwPathPoolsANanToNanAndRoutesToTheLastNan) {
       {{.global = true}, Shape{2, 3, 5, 6}, "the whole plane"},
       {{.kernel = 3, .stride = 1, .pad = 1}, Shape{2, 3, 9, 40}, "the blocks, stride 1"},
       {{.kernel = 3, .stride = 2, .ceil_mode = true}, Shape{2, 2, 14, 34}, "the blocks, stride 2, ceil"},
-      {{.kernel = 2, .stride = 2}, Shape{2, 3, 7, 71}, "the 2x2 backward by lanes"},
+      {{.kernel = 2, .stride = 2}, Shape{2, 3, 7, 71}, "the 2x2 windows by lanes"},
+      {{.kernel = 2, .stride = 2}, Shape{2, 3, 28, 28}, "the 2x2 windows by lanes, rows under 16 outputs"},
   };
   int multi_nan_windows = 0;
   for (const Case& c : cases) {
