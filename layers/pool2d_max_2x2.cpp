@@ -34,8 +34,10 @@ namespace {
 // pool2d.cpp: the last NaN wins), by selects: on ReLU
 // outputs (ties, zeros) branches mispredicted half the time (perf annotate).
 // Rows of fewer than 16 outputs go through the same lanes from padded copies.
+
 // Lanes [0, 16) of the pair (a, b), read as 32 floats: a and b interleaved
-// (first and second halves); even_lanes and odd_lanes, above, take them apart.
+// (first and second halves); even_lanes and odd_lanes (tensor/float_lanes.h)
+// take them apart.
 inline FloatLanes interleaved_low(FloatLanes a, FloatLanes b) {
   return __builtin_shufflevector(a, b, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
 }
