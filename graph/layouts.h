@@ -1,12 +1,11 @@
 // graph/layouts.h: which values the CPU stores channels-last (NHWC).
 //
 // Note [Channels-last values on the CPU]: Glassbox's values are NCHW, but
-// oneDNN's convolutions (brgconv) work in NHWC, so each oneDNN convolution
-// reordered its input into NHWC and its output back to NCHW: 29 ms of VGG16's
-// 293 ms inference step at batch 2 on the 2-core Xeon (ONEDNN_VERBOSE,
-// docs/performance/cpu-stop30-channels-last-values.md). The copies are
-// memory-bound: oneDNN's reorder runs at 17-34 GB/s on cached data and a tiled
-// transpose is no faster (bench/probes/nchw_nhwc_reorders.cpp), so the way to
+// oneDNN's convolutions (brgconv) work in NHWC, so on NCHW values each oneDNN
+// convolution reorders its input into NHWC and its output back to NCHW, a
+// tenth of VGG16's inference step at batch 2 (ONEDNN_VERBOSE). The copies are
+// memory-bound, and a tiled transpose is no faster than oneDNN's reorder
+// (bench/probes/nchw_nhwc_reorders.cpp), so the way to
 // save them is not to make them. Where a value's producer and every consumer
 // can work on NHWC, the graph stores it so, and its gradient too; PyTorch's
 // channels_last keeps NHWC throughout for the same reason.

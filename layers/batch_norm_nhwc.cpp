@@ -30,19 +30,15 @@ struct Rows {
 };
 
 // One chunk's sums, per channel k: sa[k] = sum (u - u0[k]), sab[k] = sum
-// (u - u0[k]) (v - v0[k]). Each row is read whole, left to right. Stop 32
-// held 16 channels' sums in registers down the chunk's rows, which reads each
-// row in pieces, a cache line per row and pass: fine while the tensor sits
-// in L2, slow when it streams from further out. Now, with up to 128
-// channels every channel's sums stay in registers down the chunk (16
-// accumulators at 128, half of AVX-512's registers); with more, or a channel
-// count that is no multiple of 16, the sums stay in L1 (where, at 16 to 64
-// channels, they took up to twice stop 32's time). bench/probes/batch_norm_nhwc_passes.cpp,
-// three runs (2-core Xeon; bench/results/*-batch-norm-nhwc-stop40.txt), the
-// two together against stop 32's order: 0.53-0.87x the time at 64 to 2048
-// channels at ResNet-50's batch-8 and -16 shapes, 0.64-1.00x at ResNet-56's
-// 32 and 64, 0.97-1.02x at its 16; now about even with the NCHW path's
-// planes. Every channel's sum runs down the rows in the same order as before.
+// (u - u0[k]) (v - v0[k]). Each row is read whole, left to right: holding a
+// few channels' sums in registers down the chunk's rows instead would read
+// each row in pieces, a cache line per row and pass, slow once the tensor
+// streams from beyond L2. With up to 128 channels every channel's sums stay
+// in registers down the chunk (16 accumulators at 128, half of AVX-512's
+// registers); with more, or a channel count that is no multiple of 16, the
+// sums stay in L1. That runs about even with the NCHW path's planes
+// (bench/probes/batch_norm_nhwc_passes.cpp). Every channel's sum runs down
+// the rows in a fixed order.
 template <int kVectors>
 void chunk_sums_in_registers(const float* u, const float* u0, const float* v, const float* v0, int64_t rows,
                              float* sa, float* sab) {

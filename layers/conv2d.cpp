@@ -156,11 +156,9 @@ void Conv2d::prepare_cpu(Context&, const PrepareOptions& prepare_options) {
 // Note [Pointwise forward on oneDNN's GEMM]: a pointwise layer's forward is
 // one product per image, y_n (K x H*W) = W (K x C) x_n (C x H*W), on NCHW as it
 // is. oneDNN, given Glassbox's own layouts, runs it on its GEMM (x64:gemm:jit)
-// with no reorders, and was faster than Glassbox's tiles on OpenBLAS for the
-// forward (ResNet-50 batch 8: 1x1 forward passes 175 against 197 ms a step,
-// ResNet-50's 64 -> 256 layers 3.9 against 5.5 ms each; three alternated
-// pairs of `glassbox time ResNet50 --batch 8`), but not for the backward
-// (weights: 206 against 192 ms; data: even). So the forward runs there and the
+// with no reorders, and is faster than Glassbox's tiles on OpenBLAS for the
+// forward (about a tenth off ResNet-50's 1x1 forward passes), but not for the
+// backward (weights slower, data even). So the forward runs there and the
 // backward stays on Glassbox's 1x1 GEMM: the passes share nothing but the
 // tensors, and each is tested against the reference alone.
 
@@ -291,12 +289,11 @@ void sum_rows(const float* m, int64_t rows, int64_t k_count, float* sums) {
 
 // db += the sum of dy over the images and pixels, per output channel.
 // Note [Bias gradient of NHWC outputs]: dy is (N*P*Q) x K there. Reduced
-// channel by channel it is read once per channel (VGG16's conv1_1 at batch 2:
-// its backward-weights 6.8 ms from NCHW, 22.2 so). On that shape
-// (bench/probes/nhwc_bias_sum.cpp, 2 threads): row by row into sums in
-// memory, each row waiting on the last, 3.6 ms; Eigen's colwise().sum() (as
-// Linear's bias takes it) per thread's rows 5.0; sums held in registers 0.7,
-// against 0.66 for NCHW planes. So each thread sums a share of the rows in
+// channel by channel it is read once per channel, which triples VGG16's
+// conv1_1 backward-weights. Row by row into sums in memory, each row waits on
+// the last, and Eigen's colwise().sum() (as Linear's bias takes it) is slower
+// still; sums held in registers run as fast as the NCHW planes'
+// (bench/probes/nhwc_bias_sum.cpp). So each thread sums a share of the rows in
 // registers, and the shares are added in their order: the same bits for a
 // given thread count.
 void Conv2d::bias_gradient(const float* dy, float* db, GradMode mode, float* workspace) const {

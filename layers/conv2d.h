@@ -55,7 +55,7 @@ class Conv2d final : public Layer {
 
   // ---- The CPU path ----
   // kAuto: oneDNN where the build has it and the kernel is larger than 1x1
-  // (measured faster there; docs/performance/cpu-before-stop21-convolutions-on-onednn.md),
+  // (faster there: bench/probes/onednn_conv.cpp),
   // unless oneDNN offers only its reference code for these shapes; stride-1
   // depthwise layers take their direct path; pointwise layers (1x1, stride 1,
   // no padding) run their forward on oneDNN's GEMM in Glassbox's own layout

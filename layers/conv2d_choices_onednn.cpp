@@ -27,33 +27,18 @@ constexpr int64_t kSliceBytes = int64_t{2} << 20;  // Note [Convolutions by slic
 // They want oneDNN's blocked layout (asked for NHWC, oneDNN has no Winograd
 // kernel), so each pass reorders NHWC values in and out. They run the whole
 // batch in one call, not in slices (Note [Convolutions by slices of the
-// batch]): the weights are transformed once per call, and in a first trial
-// (every 3x3 stride-1 layer of 16 channels and more on Winograd, sliced or
-// whole; two alternated rounds of `glassbox time`, 2-core Xeon with AVX-512)
-// the whole batch beat slices: ResNet-34 at 32, a 56x56 64-channel layer's
-// three passes 26.5-32.9 ms sliced, 23.4-25.6 whole; VGG16's step at 2 711
-// against 675 ms. Asked for an inference forward, oneDNN picked a Winograd
-// schedule that was far slower in a graph (ResNet-34's 512-channel 7x7
-// layers at 32: 153-158 ms against 25-32), so every Winograd forward is a
-// training one.
+// batch]): the weights are transformed once per call, and the whole batch is
+// faster than slices. Asked for an inference forward, oneDNN picks a
+// Winograd schedule that is several times slower in a graph, so every
+// Winograd forward is a training one.
 //
-// That trial also drew the line. Winograd lost where a call has few output
-// tiles to spread the weights' transform over: ResNet-34 at 4, 512 channels
-// at 7x7 (16 tiles of 4x4), 4.7-6.2 -> 7.4-10.8 ms a pass; VGG16 at 2, 14x14
-// (32 tiles), backward 8.4-10 -> 10.2-12; ResNet-34's 14x14 layers at 4 (64
-// tiles) gained, 4.6-5.7 -> 3.2-4.0. And it lost on narrow layers, whose data
-// transforms weigh more against their products: ResNet-56's 16-channel
-// layers at 64, forward 1.5-1.9 -> 1.9-2.3 ms, GoogLeNet's 32-channel branches
-// at 16 (one forward 1.04 -> 1.71); ResNet-56's 32-channel ones were even.
-// With that line (64 channels and 64 tiles), `python3 bench/ab_layers.py NET
-// BATCH --rounds 2 --a=--no-winograd` (medians of two alternated rounds,
-// direct -> Winograd, same machine) gave, for the convolutions' forward /
-// backward-data / backward-weights summed and the whole step, in ms:
-// ResNet-34 at 32 1166 / 1240 / 1425 -> 792 / 738 / 861, step 4191 -> 2764;
-// at 4 161 / 168 / 200 -> 126 / 112 / 136, step 569 -> 411; VGG16 at 2 355 /
-// 375 / 404 -> 165 / 167 / 186, step 1274 -> 633; ResNet-18 at 8 step 542 ->
-// 403; GoogLeNet at 16 1629 -> 1303; ResNet-56 at 64 337 -> 308; ResNet-50
-// at 8, whose 3x3 layers are a small share, 2889 -> 2711.
+// Winograd loses where a call has few output tiles to spread the weights'
+// transform over (ResNet-34's 7x7 layers at batch 4: 16 tiles of 4x4), and on
+// narrow layers, whose data transforms weigh more against their products
+// (ResNet-56's 16-channel and GoogLeNet's 32-channel layers). So a layer runs
+// Winograd from kWinogradMinChannels channels and kWinogradMinTiles output
+// tiles per call; there it takes a third off ResNet-34's and half off VGG16's
+// training step (`python3 bench/ab_layers.py NET BATCH --a=--no-winograd`).
 constexpr int64_t kWinogradMinChannels = 64;
 constexpr int64_t kWinogradMinTiles = 64;
 
@@ -74,12 +59,9 @@ constexpr int64_t kWinogradMinTiles = 64;
 // slicing saves, 2 (X + Y): Overfeat's conv5 (37.7 MB of weights, 9.4 MB of
 // activations at batch 8) does not. The weights are reordered once per pass,
 // not per slice; backward-filter's dW += per slice changes the order of the
-// sum, not its terms. Measured on a 2-core Xeon (2 MiB L2 a core), ResNet-56
-// at batch 256: a training step 1064-1121 ms whole, 1022-1026 in slices of 2
-// MiB (1 MiB: 1062, 4 MiB: 1043, 512 KiB: 1121; `glassbox time ResNet56
-// --batch 256`), inference 837-846 -> 884-891 images/s, the workspace 32.0 ->
-// 2.2 MB. At the networks' default batches, alternated bench_nets runs moved
-// within their noise (docs/performance/cpu-stop23-convolutions-by-slices.md).
+// sum, not its terms. kSliceBytes is the L2 of a core (2 MiB); halving or
+// doubling it is slower, and slicing also shrinks the workspace (ResNet-56 at
+// batch 256: 32 MB whole, 2.2 MB sliced).
 int64_t images_per_slice(const Shape& x, const Shape& y, int64_t weights, bool plain_layouts) {
   const int64_t batch = x[0];
   if (plain_layouts) return batch;  // no copies to keep in cache

@@ -14,14 +14,13 @@
 // Backward-data runs the same loops the other way (into a padded gradient
 // plane), backward-filter multiplies them into per-tap sums.
 //
-// Measured on a quiet 2-core EPYC, batch 2, one thread, ms forward / backward
-// (data + filter), as GEMMs -> here: Xception's 728 channels at 19x19
-// 1.72 / 4.89 -> 0.64 / 1.69; 128 at 147x147 9.6 / 26.3 -> 7.4 / 17.2. Going
-// row by row without the padded copy did 6.6 / 14.6 at 147x147 but 1.92 /
-// 4.08 at 19x19, where starting 19-pixel loops cost more than running them.
-// A stride-2 depthwise layer (64 channels, 56x57, multiplier 2) stayed faster
-// as GEMMs (0.60 / 1.65) than as a loop gathering every other input (0.81 /
-// 2.03), so only stride 1 comes here (conv2d.cpp's prepare_cpu decides).
+// As GEMMs, Xception's 728-channel 19x19 layers take nearly three times as
+// long. Going row by row without the padded copy is a little faster at 147x147
+// but slower at 19x19, Xception's commonest plane, where starting 19-pixel
+// loops costs more than running them. A stride-2 depthwise layer is faster as
+// GEMMs than as a loop gathering every other input, so only stride 1 comes here
+// (conv2d.cpp's prepare_cpu decides; bench/probes/depthwise_passes.cpp times
+// the passes).
 #include "layers/conv2d_depthwise.h"
 
 #include <omp.h>
@@ -42,13 +41,13 @@ namespace {
 int64_t whole_lines(int64_t floats) { return (floats + 15) / 16 * 16; }  // 64-byte lines
 // Note [Short rows by whole vectors]: rows here are short (Xception's are 10
 // to 147 floats, a few thousand per layer), so copying them is a large part of
-// a pass. A call to memcpy per row cost more than the taps themselves at 19x19
-// (perf: half of the forward's time); so did Eigen's copy of a dynamic-size
-// map, which steps one float at a time up to an aligned address and again
-// after the last whole vector (perf, stop 44: three times the taps' time).
-// So a row goes by whole unaligned vectors of 16, the last one ending at the
-// row's end: it may rewrite a few values the one before wrote, with the same
-// values. Rows under 16 floats go one by one.
+// a pass. A call to memcpy per row costs more than the taps themselves at
+// 19x19; so does Eigen's copy of a dynamic-size map, which steps one float at
+// a time up to an aligned address and again after the last whole vector
+// (about three times the taps' time). So a row goes by whole unaligned
+// vectors of 16, the last one ending at the row's end: it may rewrite a few
+// values the one before wrote, with the same values. Rows under 16 floats go
+// one by one.
 using RowBlock = Eigen::Array<float, 16, 1>;
 void copy(const float* from, int64_t n, float* to) {
   if (n < 16) {
@@ -77,7 +76,7 @@ void multiply_add(float a, const float* __restrict x, float* __restrict y, int64
 // i in [0, n) rounded up to whole blocks (the caller zeroes spread's extra
 // lanes). Every tap's products stay in registers through the chunk: dy's
 // block is loaded once for the group and x's once per tap, where a pass per
-// tap (the first version) also loaded and stored a row of sums per tap.
+// tap would also load and store a row of sums per tap.
 #if defined(__AVX512F__)
 constexpr int64_t kLanes = 16;     // one vector register
 constexpr int64_t kMaxGroup = 16;  // taps in registers at once, of 32 registers (a 3x3 kernel in one group)
@@ -120,9 +119,9 @@ struct Taps {
 // row land in the padded plane's slack (Geometry), the extra outputs in the
 // chunk's, and are dropped with the other columns past Q. Each block of
 // outputs stays in registers through every tap: one load per tap and one
-// store, where a pass per tap (y += w_t * x_t, the first version) loaded and
-// stored the outputs once per tap. Blocks of 64 are four independent chains
-// of fused multiply-adds, so the adds do not wait on each other.
+// store, where a pass per tap (y += w_t * x_t) would load and store the
+// outputs once per tap. Blocks of 64 are four independent chains of fused
+// multiply-adds, so the adds do not wait on each other.
 void sum_taps(const Taps& taps, const float* xp, float* out, int64_t n) {
   auto block = [&]<int kWidth>(std::integral_constant<int, kWidth>, int64_t i) {
     using Lanes = Eigen::Array<float, kWidth, 1>;
@@ -229,9 +228,9 @@ void zero_padded_planes(const DepthwisePlan& pl, const Geometry& g, float* works
 // (S-1)*dil_w - pad_w columns on each side, which makes the output H x W. So
 // backward-data runs the forward's register blocks (sum_taps) over dy's
 // planes, one load per tap and one store per output, where scattering dy
-// into a padded dx plane (the first version, kept for layers padded past
-// their kernel, where that padding would be negative) loaded and stored dx's
-// plane once per tap. The turned kernel is the same weights read with
+// into a padded dx plane loads and stores dx's plane once per tap; the
+// scatter stays only for layers padded past their kernel, where that padding
+// would be negative. The turned kernel is the same weights read with
 // negative steps from its far corner: no copy of them.
 std::optional<DepthwisePlan> backward_data_as_forward(const DepthwisePlan& pl) {
   const Unfold& u = pl.u;

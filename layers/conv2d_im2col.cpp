@@ -34,10 +34,9 @@
 namespace glassbox {
 namespace {
 
-// Output pixels per work item. Measured (GEMMs alone, VGG16's layers, 2-core
-// AVX-512) before this layer was written: 512 beat 256 and 1024; 768 and above
-// fell out of cache. Tiles are balanced (an image's pixels split evenly), so
-// each is at most this.
+// Output pixels per work item: on VGG16's layers (GEMMs alone, AVX-512) 512
+// beats 256 and 1024, and from 768 on a tile falls out of cache. Tiles are
+// balanced (an image's pixels split evenly), so each is at most this.
 constexpr int64_t kTargetTile = 512;
 // Work items per thread, at least, where shapes allow: a little slack for
 // dynamic scheduling to balance threads (forward and backward-data, whose
@@ -170,12 +169,13 @@ void Conv2d::backward_data_im2col(const BackwardArgs& args, float* workspace) co
 
 // Note [Reproducible weight gradients]: dW_g sums every (image, tile) item, and
 // float addition is not associative. Under schedule(dynamic) thread timing
-// chose which partial took which item, so losses drifted from run to run. Now
-// indices alone decide: slot s of pl.threads (fixed at prepare, whatever team
-// OpenMP gives) sums items [items*s/slots, items*(s+1)/slots) in order, and
-// dW adds the partials in slot order. Another thread count groups the sum
-// differently. Items cost about the same (balanced tiles), so the static
-// split balances threads as well as dynamic scheduling did.
+// would choose which partial takes which item, and losses would drift from
+// run to run. So indices alone decide: slot s of pl.threads (fixed at
+// prepare, whatever team OpenMP gives) sums items [items*s/slots,
+// items*(s+1)/slots) in order, and dW adds the partials in slot order.
+// Another thread count groups the sum differently. Items cost about the same
+// (balanced tiles), so the static split balances threads as well as dynamic
+// scheduling would.
 void Conv2d::backward_filter_im2col(const BackwardArgs& args, float* workspace) const {
   const CpuPlan& pl = plan_;
   const float* x = args.inputs[0].data<float>();

@@ -29,22 +29,11 @@ memory::desc plain(const memory::dims& dims, Tag tag) { return {dims, memory::da
 // primitives are made from.
 //
 // On the networks' first convolutions, whose input is the image's 3 channels
-// (and LeNet's second, 6), brgconv took 1.3 to 2 times as long: `glassbox
-// time NET --inference`, 2-core Xeon, twice each, brgconv -> jit: VGG16's
-// conv1_1 at batch 8 17.9-18.5 -> 9.5-9.9 ms, AlexNet's conv1 at 64 33.7-34.1
-// -> 26.5, ResNet-18's at 16 21.2-21.8 -> 12.2-12.6, GoogLeNet's at 16 19.0
-// -> 11.7-11.9, ResNet-50's at 8 8.6-8.8 -> 5.8-5.9, InceptionV3's at 4 1.85
-// -> 0.98, Overfeat's at 8 6.5-6.7 -> 5.0-5.3, Xception's at 2 1.12-1.15 ->
-// 0.57-0.60. So an ungrouped layer of fewer than kFewInputChannels input
-// channels runs jit (grouped ones were not measured). With 16 channels and
-// more the two were mixed layer by layer (jit ahead on VGG16's 224x224 and
-// 112x112 layers at batch 2, on ResNet-56's 16x16 ones at 256 and on
-// ResNet-50's 7x7 ones at 8; brgconv on the rest), but brgconv won each
-// network's sum of convolution forwards (jit -> brgconv, `glassbox time NET`,
-// training graphs, twice each): ResNet-56 at 256 382.5 -> 355.8 ms, ResNet-50
-// at 8 311.7 -> 305.0, GoogLeNet at 16 221.6 -> 219.5, VGG16 at 2 (inference
-// graph) 299.8-301.5 -> 292.2-293.7 for the whole forward. Before stop 29
-// the training forward kept jit on every layer.
+// (and LeNet's second, 6), brgconv takes 1.3 to 2 times as long as jit, so
+// an ungrouped layer of fewer than kFewInputChannels input channels runs jit
+// (grouped ones are untested). With more channels neither wins every layer,
+// but brgconv wins each network's sum of convolution forwards, so every
+// other layer runs brgconv.
 constexpr int64_t kFewInputChannels = 16;
 
 // Note [A few input channels in NHWC]: Note [One forward kernel for both
@@ -53,21 +42,13 @@ constexpr int64_t kFewInputChannels = 16;
 // (Note [Channels-last values on the CPU]). Handed the image reordered to
 // NHWC (3 floats a pixel, a small copy) and asked for NHWC out, oneDNN 2.6
 // runs brgconv and nothing after it; its backward-filter (jit either way)
-// then reads NHWC dy as it is. bench/probes/onednn_first_conv.cpp, whole
-// batch, reorders counted, ms, NCHW way -> NHWC way, forward / filter, 2-core
-// EPYC: ResNet's 7x7 at 4 4.79 -> 4.42 / 5.81 -> 4.51, at 16 22.5 -> 18.4 /
-// 24.4 -> 18.5; VGG's 3x3 at 8 14.7 -> 8.2 / 18.3 -> 7.0; InceptionV3's 3x3
-// stride 2 at 4 1.15 -> 1.08 / 1.33 -> 0.91; AlexNet's 11x11 stride 4 at 64
-// 44.1 -> 46.2 / 50.0 -> 46.4; Overfeat's at 8 9.29 -> 9.44 / 9.76 -> 9.14.
-// In a graph, where the NCHW way's reorders run a slice of the batch at a
-// time in cache (Note [Convolutions by slices of the batch]), less is left:
-// `glassbox time NET`, first layer, three alternated pairs, ms, forward /
-// filter: ResNet-18 at 16 19.8-20.3 -> 18.5-19.0 / 22.9-23.3 -> 23.6-27.0,
-// ResNet-34 at 4 5.0-6.1 -> 4.8-4.9 / 5.8-7.0 -> 5.9-6.7; two pairs: VGG11
-// at 8 12.6-12.8 -> 8.4-9.4 / 20.7-21.8 -> 15.2-16.1, VGG16 at 2 3.4-3.6 ->
-// 2.3-2.7 / 5.1-5.2 -> 3.6-4.3, GoogLeNet at 16 20.1-22.7 -> 18.9-19.2.
-// So the forward goes NHWC below kLargeKernel, and the filter pass only for
-// kernels of at most kNhwcFilterKernel.
+// then reads NHWC dy as it is. That is faster for the forward on kernels up
+// to 7x7 and for the backward-filter on 3x3 ones, but not on AlexNet's and
+// Overfeat's 11x11 kernels, and in a graph, where the NCHW way's reorders run
+// a slice of the batch at a time in cache (Note [Convolutions by slices of
+// the batch]), the backward-filter gains only at 3x3. So the forward goes
+// NHWC below kLargeKernel, and the filter pass only for kernels of at most
+// kNhwcFilterKernel (bench/probes/onednn_first_conv.cpp).
 constexpr int64_t kLargeKernel = 11;
 constexpr int64_t kNhwcFilterKernel = 3;
 
@@ -141,23 +122,15 @@ void plan_pass(PassPlan& pass, const dnnl::primitive_desc_base& pd, Make&& plan_
 // Note [The backward's layouts on NHWC values]: left to choose ("any"),
 // oneDNN 2.6's backward passes take nChw16c, so with NHWC values (Note
 // [Channels-last values on the CPU]) each reorders dy, x and dx between the
-// two, and that cost more than the NCHW reorders did: VGG16's training step
-// at batch 2 ran even with the all-NCHW graph (961 against 952-970 ms), its
-// forward 30 ms faster and its backward as much slower. Asked to work in
-// NHWC, the same jit kernels were faster on the large planes and far slower
-// on the small ones (one run of `glassbox time VGG16 --batch 2`, ms, any ->
-// NHWC: conv1_2 backward-data 39.9 -> 33.0, conv2_1 19.8 -> 17.2, conv4_2
-// 31.4 -> 48.9, its backward-weights 33.5 -> 43.2). So the backward works in
-// NHWC from 112 x 112 input pixels; the step then read 939-954 ms against
-// 957-972 for the all-NCHW graph (two alternated pairs). Narrow layers gain
-// too: ResNet-56's 16 to 64 channels on 32 x 32 to 8 x 8 planes, all NHWC
-// since batch norm and the residual adds keep it, took 75.5 ms of
-// backward-weights and 71.3 of backward-data a step at batch 64 in NHWC
-// against 83.3 and 73.4 in nChw16c with its reorders (`glassbox time
-// ResNet56 --batch 64 --threads 2`, four alternated pairs, medians, 2-core
-// EPYC; steps 262 against 268 ms). Between 64 and VGG's 512 channels nothing
-// was measured: layers of at most kNhwcBackwardChannels in and out work in
-// NHWC whatever their planes.
+// two, and on VGG16 that costs as much as the forward saves by staying NHWC.
+// Asked to work in NHWC, the same jit kernels are faster on large planes and
+// far slower on small ones with many channels (VGG16's 28 x 28 layers of 512
+// channels). So the backward works in NHWC from kNhwcBackwardPixels input
+// pixels. Narrow layers gain too: ResNet-56's 16 to 64 channels on 32 x 32 to
+// 8 x 8 planes, all NHWC since batch norm and the residual adds keep it, run
+// both backward passes faster in NHWC than in nChw16c with its reorders. So
+// layers of at most kNhwcBackwardChannels in and out work in NHWC whatever
+// their planes (between 64 and VGG's 512 channels is untested).
 constexpr int64_t kNhwcBackwardPixels = 112 * 112;
 constexpr int64_t kNhwcBackwardChannels = 64;
 

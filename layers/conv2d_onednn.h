@@ -6,9 +6,9 @@
 // nChw16c and the like, "format any"). So each pass reorders the operands
 // whose layouts differ into the workspace, runs oneDNN's primitive there, and
 // reorders the result back: the reorders are in the layer's time, as they are
-// in the measurements that chose this path
-// (docs/performance/cpu-before-stop21-convolutions-on-onednn.md). Everything oneDNN needs (the blocked copies and its own
-// scratchpad) lives in the context's workspace, sized at prepare: nothing is
+// in the measurements that chose this path (bench/probes/onednn_conv.cpp).
+// Everything oneDNN needs (the blocked copies and its own scratchpad) lives
+// in the context's workspace, sized at prepare: nothing is
 // allocated inside a step. A batch larger than the cache runs by slices, so
 // that those copies stay in cache (Note [Convolutions by slices of the batch]
 // in layers/conv2d_choices_onednn.cpp).

@@ -17,22 +17,14 @@
 // Only strided layers offer NHWC to the graph (Conv2d::can_read_channels_last).
 // ResNet-18 and -34 meet a 1x1 layer only in their downsampling shortcuts
 // (stride 2): with this path their trunks are NHWC from end to end. Offered
-// by every 1x1 layer, ResNet-50's bottlenecks went NHWC too and ran slower:
-// two builds alternated, 2 rounds, 2-core EPYC (`bench/ab_builds.py --rounds
-// 2 ... ResNet34:8 ResNet18:16 ResNet50:8 ResNet101:4`, new over base):
-// ResNet-34 forward 1.05, inference 1.01, training 0.98; ResNet-18 1.02 to
-// 1.06; ResNet-50 0.91 to 0.99; ResNet-101 0.93 to 1.18 (rounds far apart).
-// Stop 40 measured why, with stride-1 layers taking this path (x read in
-// place, no gather; bench/results/2026-11-29-cpu-xeon-2core-ab-stride1-1x1-nhwc-
-// stop40.txt, `bench/ab_layers.py`, ResNet-50 at 8): the convolutions gained
-// (0.87-0.98x their time, most of it in the 1x1 layers themselves: one
-// product over the batch's rows, where NCHW runs one per image with 49 to
-// 196 columns in the last stages), batch norm lost (1.24-1.49x). Its NCHW path sums a channel and updates it while that
+// by every 1x1 layer, ResNet-50's bottlenecks go NHWC too, and the stride-1
+// 1x1 convolutions then gain (one product over the batch's rows, where NCHW
+// runs one per image with 49 to 196 columns in the last stages), but batch
+// norm loses more: its NCHW path sums a channel and updates it while that
 // channel's planes sit in L2; on NHWC every channel's sums need the whole
 // tensor first, so a training forward and a backward read their tensors
-// twice from further out. The net, 5% of ResNet-50's step and 1% of
-// ResNet-101's, did not show through the VM's noise in whole steps
-// (bench_nets, 3 rounds: 0.92-1.04), so stride-1 layers stay NCHW.
+// twice from further out. So stride-1 layers stay NCHW
+// (`bench/ab_layers.py`, `bench/ab_builds.py`).
 #include <algorithm>
 #include <cstring>
 

@@ -62,62 +62,44 @@ int64_t Linear::macs() const {
 }
 
 // Note [Blocked linear products]: at the small batches of CPU training a
-// linear layer streams its whole weight matrix once per pass. Eigen's threaded
-// GEMM reads VGG16's fc6 weights (411 MB) at batch 2 in 80 ms, a third of the
-// machine's read bandwidth; splitting the weights into row (or column) blocks,
-// one per work item, with a single-threaded Eigen product each, takes 22 ms
-// for the forward and a quarter of the time for dx (2-core AVX-512 Xeon).
-// Small blocks stream best: 64 weight rows per block took 24 ms for fc6's
-// forward against 37 ms with 512, and 384 columns per block 36 ms for dx
-// against 46 ms with 3072. Every block of the output has one writer. From
-// kComputeBoundRows rows on, a block per thread instead (Note [Blocks of a
-// product over the threads] in tensor/parallel_for.h).
+// linear layer's cost is streaming its whole weight matrix once per pass, and
+// Eigen's threaded GEMM reads it at a fraction of the machine's bandwidth. So
+// the weights are split into row (or column) blocks, one per work item, each
+// a single-threaded Eigen product; small blocks (kRowsPerBlock weight rows,
+// kColumnsPerBlock columns) stream best. Every block of the output has one
+// writer. From kComputeBoundRows rows on, a block per thread instead (Note
+// [Blocks of a product over the threads] in tensor/parallel_for.h).
 constexpr int64_t kRowsPerBlock = 64;
 constexpr int64_t kColumnsPerBlock = 384;
 
 // Note [Linear forward at small batches]: with a handful of rows, the forward
 // is a product of the weights with a few vectors, and streaming the weights
 // once is all its cost. OpenBLAS's GEMM, under Eigen's product, first packs
-// each block of weight rows into a buffer and then reads the copy: VGG11's
-// fc6 (411 MB of weights) took 33-36 ms at batch 2, 11.6 GB/s, where the
-// machine copies at 25.6 GB/s (`glassbox time VGG11 --batch 2 --inference`,
-// 2-core Xeon). Up to 8 rows, streamed_forward (layers/streamed_product.h)
-// reads each pair of weight rows once, straight from the weights, against
-// every input row at once (sums in registers): fc6 then takes 15 ms at batch
-// 2, 16 at 4 and 20 at 8 (against 34 and 39), fc7 3.0-3.8 against 4.6-5.5.
+// each block of weight rows into a buffer and then reads the copy, at under
+// half the machine's copy bandwidth. Up to 8 rows, streamed_forward
+// (layers/streamed_product.h) reads each pair of weight rows once, straight
+// from the weights, against every input row at once (sums in registers).
 // More rows than 8 no longer fit their sums in the registers, so up to
 // kMaxStreamedBatch rows go in groups of 8 against a few weight rows at a
-// time, which the second group reads from L2: AlexNet's fc6 at batch 16 (151
-// MB of weights) 13.4-13.6 -> 10.3-10.5 ms, fc7 6.0-6.1 -> 4.7-4.8
-// (`glassbox time AlexNet --inference`, alternated). At 32 rows the two
-// measured even (fc6 16.4-18.0 ms either way) and at 64 the groups took 40-44
-// ms against the GEMM's 22-23, so from 17 rows on it is a GEMM.
+// time, which the later groups read from L2. At 32 rows the GEMM is as fast
+// and beyond it faster, so past kMaxStreamedBatch rows it is a GEMM.
 //
 // The backward-data, dx = dy w, streams the weights once too, up to
 // kMaxStreamedBatch rows (streamed_backward_data: four weight rows at a time
 // into sums that stay in cache; the width of its blocks: Note [Streamed
-// backward-data by wide blocks] below). OpenBLAS's packed GEMM read the weights at 5-9 GB/s
-// here. `glassbox time VGG16` and `glassbox time AlexNet`, alternated, fc6's
-// dx: VGG16 at batch 2 46.6-47.1 ms (GEMM) -> 30.0-31.7 (one weight row at a
-// time) -> 23.9 (four), at 4 44.3-45.4 -> 40.0-41.5 -> 24.5, at 8 48.9-50.6
-// (GEMM) -> 26.8-29.2; AlexNet at 8 29.8-30.7 -> 11.1-11.3, at 16 28.6-29.1
-// -> 15.6-17.2.
+// backward-data by wide blocks] below), where OpenBLAS's packed GEMM reads
+// the weights at a fraction of the bandwidth.
 
-// Note [Linear forward on oneDNN's matmul]: from 17 rows the forward is a
-// GEMM, and OpenBLAS's packs every block of the weights before reading the
-// copy, which a product of few rows cannot repay. oneDNN's matmul primitive
-// (brg:avx512_core in Debian's 2.6) reads the row-major weights as they are.
-// y = x w^T in GFLOP/s, OpenBLAS -> oneDNN, 2 threads, 2-core Xeon
-// (bench/probes/linear_onednn.cpp, bench/results/...-linear-onednn-probe.txt):
-// FCN-5's fc2 (4096 -> 2048) at 32 rows 141-147 -> 211-223, at 64 218-222 ->
-// 278-279, at 256 297-299 -> 323-328; AlexNet's fc6 (9216 -> 4096) at 64
-// 203-213 -> 261-262; 2048 -> 2048 at 512 rows 299-320 -> 325-343, at 1024
-// 326 -> 334-338. From 1400 rows on, at the LSTMs' decoders (650 or 1500 ->
-// 10000), OpenBLAS was even or ahead (2800 x 1500: 339-346 against 316-321),
-// and with 10 features out oneDNN took 1.7 times as long (32 x 1024 -> 10),
-// so there the forward stays on Eigen's products. The backward stays there
-// too: oneDNN's dx and dW were slower on about half the same shapes (AlexNet's
-// fc6 dx at 64: 141-144 against 76).
+// Note [Linear forward on oneDNN's matmul]: past kMaxStreamedBatch rows the
+// forward is a GEMM, and OpenBLAS's packs every block of the weights before
+// reading the copy, which a product of few rows cannot repay. oneDNN's matmul
+// primitive (brg:avx512_core in Debian's 2.6) reads the row-major weights as
+// they are and is faster up to kMaxOneDnnRows rows. Beyond that (the LSTMs'
+// decoders, 650 or 1500 -> 10000 features over 1400 rows and more) OpenBLAS
+// is even or ahead, and with few features out (under kMinOneDnnOutFeatures)
+// oneDNN takes longer, so there the forward stays on Eigen's products. The
+// backward stays there too: oneDNN's dx and dW are slower on about half the
+// same shapes (bench/probes/linear_onednn.cpp).
 #if GLASSBOX_WITH_ONEDNN
 constexpr int64_t kMaxOneDnnRows = 1024;
 constexpr int64_t kMinOneDnnOutFeatures = 16;
@@ -127,18 +109,13 @@ constexpr int64_t kMinOneDnnOutFeatures = 16;
 // (out x in, row-major) as the product's right operand, their rows `in` floats
 // apart. Where that is a multiple of 4 KiB (in a multiple of 1024: FCN-5's
 // 4096 and 2048, AlexNet's 9216 and 4096) and the product has under 128 rows,
-// oneDNN's sgemm ran at half speed: 64 x 4096 -> 2048 at 95-96 GFLOP/s, and
-// 178-180 with the rows 16 floats further apart (torch.matmul, on MKL: 161).
-// The parameters stay contiguous (the optimizer, checkpoints and the GPU read
-// them so), so such a dx copies the weights by tiles of kTileRows x
-// kTileColumns into a per-thread buffer with padded rows (260 KiB, in L2) and
-// runs a product per tile: 32 rows 78-79 -> 116-117, 64 95-96 -> 147-148, 64 x
-// 2048 -> 1024 113-115 -> 167-169, AlexNet's fc6 at 64 94 -> 136-137, fc7
-// 94 -> 157. At 128 rows the stride no longer cost anything (178-179 in place,
-// 171-173 by tiles), at 256 the tiles were slower (210 -> 186-188), and with
-// 784 features (no such stride) 204 -> 88 (bench/probes/linear_dx_tiles.cpp,
-// bench/results/2026-11-27-cpu-xeon-2core-linear-dx-tiles-probe.txt; 2
-// threads, 2-core Xeon).
+// oneDNN's sgemm runs at about half speed. The parameters stay contiguous
+// (the optimizer, checkpoints and the GPU read them so), so such a dx copies
+// the weights by tiles of kTileRows x kTileColumns into a per-thread buffer
+// with padded rows (260 KiB, in L2) and runs a product per tile, about 1.5x
+// as fast. From 128 rows the stride no longer costs anything and the copies
+// do, and without the stride the tiles are only a cost
+// (bench/probes/linear_dx_tiles.cpp).
 constexpr int64_t kTileRows = 64, kTileColumns = 1024, kTilePad = 16;
 constexpr int64_t kMaxTiledRows = 127;
 constexpr int64_t kAliasingFeatures = 1024;  // floats in 4 KiB
@@ -149,9 +126,9 @@ int64_t columns_per_thread(int64_t in, int64_t threads) {
   return std::max<int64_t>(16, ((in + threads - 1) / threads + 15) / 16 * 16);
 }
 
-// Measured on oneDNN's sgemm only: other builds keep the product in place, as
-// do layers with fewer outputs than a tile's rows (FCN-5's fc4, 1024 -> 10:
-// 0.05 ms in place, 0.08 by tiles).
+// Only oneDNN's sgemm slows down on such strides: other builds keep the
+// product in place, as do layers with fewer outputs than a tile's rows, where
+// the copy costs more than it saves.
 bool backward_data_by_tiles(int64_t rows, int64_t in, int64_t out) {
   return GLASSBOX_GEMM_ONEDNN && rows > kMaxStreamedBatch && rows <= kMaxTiledRows && in % kAliasingFeatures == 0 &&
          out >= kTileRows;
@@ -183,23 +160,13 @@ void backward_data_tiled(const MatrixMap& dy, const MatrixMap& w, MatrixMap& dx,
 
 // Note [Streamed backward-data by wide blocks]: streamed_backward_data reads
 // each weight row's segment of a column block once per four weight rows and
-// sums into dx's segments, which stay in cache from row to row. Blocks of 384
-// columns (sums in L1) left each weight row in 1.5 KiB pieces, too short for
-// the prefetchers: VGG's fc6 (25088 -> 4096) at one row streamed its 411 MB at
-// 14 GB/s where the forward reads 24. Wider blocks, four weight rows at a
-// time, each block on one thread, 2 threads (median of 9, ms, 2-core Xeon, the probe in
-// bench/results/2026-11-27-cpu-xeon-2core-streamed-dx-probe.txt):
-//
-//   rows           1     2     4     8    16
-//   fc6, 384    29.2  33.7  39.5  52.5  78.8
-//   fc6, 1024   21.3  24.6  30.2  43.5  56.7
-//   fc6, share  17.0  21.9  31.1  49.7  89.4   (a thread's half, 12544 columns)
-//   9216 -> 4096 (AlexNet's fc6), 384 / 1024 / share: 1 row 10.3 / 7.8 / 6.4,
-//   2 rows 11.5 / 9.1 / 8.2, 16 rows 27.2 / 20.9 / 33.5
-//   4096 -> 4096, 384 / 1024: 1 row 4.9 / 3.0, 16 rows 12.9 / 8.7
-//
-// So up to kMaxRowsForThreadShare rows a block is a thread's share of the
-// columns (one long piece of each weight row), and from there 1024 columns.
+// sums into dx's segments, which stay in cache from row to row. Each block
+// runs on one thread. Blocks of 384 columns (sums in L1) would leave each
+// weight row in 1.5 KiB pieces, too short for the prefetchers, and stream the
+// weights at about half the forward's rate. So up to kMaxRowsForThreadShare
+// rows a block is a thread's share of the columns (one long piece of each
+// weight row); with more rows the sums of so wide a block fall out of cache,
+// and blocks of kStreamedColumns are faster (bench/probes/streamed_dx_blocks.cpp).
 constexpr int64_t kMaxRowsForThreadShare = 2;
 constexpr int64_t kStreamedColumns = 1024;
 

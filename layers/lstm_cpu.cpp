@@ -49,14 +49,11 @@ constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
 // in a linear layer's forward (Note [Linear forward at small batches] in
 // layers/linear.cpp): OpenBLAS's GEMM, under Eigen's product, packs each
 // block of W_hh before reading the copy, where streamed_forward
-// (layers/streamed_product.h) reads it as it is. The LSTM layer's forward at
-// batch 10, Eigen -> streamed (`glassbox time NET --batch 10`, alternated,
-// 2-core Xeon): LSTMLarge (W_hh 36 MB) 206 -> 157-165 ms, LSTM (6.8 MB)
-// 44-51 -> 33-34; but LSTMSmall (0.64 MB, in L2) 2.1-2.2 -> 3.3-3.6, so only
-// a W_hh past kMinStreamedWeightBytes (a core's L2 here) streams. The
-// backward's dh += da_{t+1} W_hh streamed (streamed_backward_data) measured
-// even to slower (LSTMLarge 176 against 180 ms backward-data), so it stays
-// on Eigen's product.
+// (layers/streamed_product.h) reads it as it is, about a quarter faster on
+// LSTM and LSTMLarge at batch 10. A W_hh that fits in L2 (LSTMSmall's) is
+// faster on Eigen's product, so only a W_hh past kMinStreamedWeightBytes (a
+// core's L2) streams. The backward's dh += da_{t+1} W_hh streamed
+// (streamed_backward_data) gains nothing, so it stays on Eigen's product.
 constexpr int64_t kMinStreamedWeightBytes = int64_t{2} << 20;
 
 // Hidden units per work item within a step: an even share per thread, in
@@ -226,15 +223,10 @@ void Lstm::prepare_cpu(Context& ctx, const PrepareOptions& options) {
   set_workspace_bytes(0);
   // Note [LSTM inference on the training forward's steps]: an inference plan
   // runs the training forward's code, keeping one layer's gates as scratch
-  // and no cells. Until stop 42 it ran oneDNN's LSTM primitive (chosen at
-  // stop 22, when the training forward's recurrent step was Glassbox's own);
-  // since the step runs on oneDNN's matmul (stop 39), that primitive was the
-  // slower of the two: bench_nets, build 5fd9a7d, 2 threads, 2-core Xeon, the
-  // same process's training forward against its inference, tokens/s over
-  // three rounds (bench/results/2026-11-29-cpu-xeon-2core-vs-pytorch-stop42-
-  // table-part7-3rounds.json): LSTMLarge at 10 1188-1764 against 769-1136,
-  // at 80 2065-2407 against 1420-2126; LSTM and LSTMSmall even within the
-  // noise. The A/B of this change: docs/performance/cpu-stop42-lstm-inference-on-steps.md.
+  // and no cells. Its recurrent step runs on oneDNN's matmul (Note [The
+  // recurrent step on oneDNN's matmul]), which beats oneDNN's LSTM primitive
+  // on LSTMLarge and matches it on LSTM and LSTMSmall, so no plan uses the
+  // primitive (bench/probes/onednn_lstm.cpp).
   if (options.phase == Phase::kInference) {  // scratch only: layer outputs in turn, and one gate buffer
     for (int l = 0; l < std::min(L - 1, 2); ++l) hidden_.push_back(allocate(Shape{T, B, H}));
     gates_.push_back(allocate(Shape{T, B, 4 * H}));

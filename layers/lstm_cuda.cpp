@@ -18,40 +18,35 @@
 // (CUDNN_WGRAD_MODE_ADD: Glassbox's parameter gradients accumulate), which is
 // the split between the two passes. Neither gets dhy, dcy (nothing flows back
 // from the final state) nor computes dhx, dcx (the initial state is detached).
-// Determinism: the RNN calls are not in docs/determinism.md yet; whether
-// CUDNN_RNN_ALGO_STANDARD's backward weights are bitwise reproducible has not
-// been checked on a GPU.
+// Determinism: docs/determinism.md does not cover the RNN calls; whether
+// CUDNN_RNN_ALGO_STANDARD's backward weights are bitwise reproducible is
+// unchecked.
 //
 // Note [One backward per forward]: cudnnRNNBackwardData_v8 takes the reserve
 // space, which the training forward filled, as input and output (a non-const
-// pointer; cudnnRNNBackwardWeights_v8 reads it after). On an H100 with cuDNN
-// 9.19 (tools/gpu_check.sh, 2026-11-27) a two-layer LSTM's first backward
-// matched the CPU in dx and every weight gradient, and a second backward on
-// the same forward got 105 of 105 elements of dx wrong: the reserve space had
-// changed. The CPU path has no such limit, so backward_cuda refuses a second
-// backward rather than return garbage, and the parity check
+// pointer; cudnnRNNBackwardWeights_v8 reads it after). A second backward on
+// the same forward finds the reserve space changed and gets dx wrong (cuDNN
+// 9.19 on an H100), where the CPU path has no such limit. So backward_cuda
+// refuses a second backward rather than return garbage, and the parity check
 // (tests/support/checks.cpp) runs the forward again before its GradMode::kAdd
-// backward. Not yet run on a GPU: the refusal and the re-run parity check
-// (tests/test_lstm_cudnn.cpp, test_lstm.cpp's CudaMatchesCpu).
+// backward (tests/test_lstm_cudnn.cpp, test_lstm.cpp's CudaMatchesCpu).
 //
 // Note [LSTM weight space]: cuDNN takes all of an RNN's weights as one buffer,
 // the weight space, whose layout is cuDNN's to define; cudnnGetRNNWeightParams
 // says where each matrix and bias of each layer (pseudoLayer) lies. Within one
 // parameter the layout is PyTorch's: weight_ih_l{l} (4H, I_l) is the input
 // matrices of gates i, f, g, o (linLayerID 0-3), each (H, I_l) row-major, one
-// above the other, and so on. The order of the parameters is not per layer:
-// on an H100 with cuDNN 9.19, the matrices of every layer come first, then
-// every layer's biases (a two-layer LSTM's bias_ih_l0 followed weight_hh_l1;
-// tools/gpu_check.sh, 2026-11-27), where the first version of this layer had
-// assumed param_specs() order and refused to run. So prepare asks cuDNN where
-// each parameter's gate i lies, checks that its other gates follow as one
-// block and that the parameters tile the weight space exactly (ConfigError
-// naming the parameter otherwise), and hands those offsets to the graph
-// (Layer::packed_offsets), which places the packed parameters and their
-// gradients there (Layer::packs_parameters): the flat buffers are the weight
-// space and its gradient, and nothing is copied, as PyTorch's flat weights
-// are views into it. Forward and backward check that the tensors they get
-// lie so (a pointer comparison per parameter).
+// above the other, and so on. The order of the parameters is not per layer: the
+// matrices of every layer come first, then every layer's biases (with cuDNN
+// 9.19, a two-layer LSTM's bias_ih_l0 follows weight_hh_l1), and cuDNN does not
+// promise any order. So prepare asks cuDNN where each parameter's gate i lies,
+// checks that its other gates follow as one block and that the parameters tile
+// the weight space exactly (ConfigError naming the parameter otherwise), and
+// hands those offsets to the graph (Layer::packed_offsets), which places the
+// packed parameters and their gradients there (Layer::packs_parameters): the
+// flat buffers are the weight space and its gradient, and nothing is copied, as
+// PyTorch's flat weights are views into it. Forward and backward check that the
+// tensors they get lie so (a pointer comparison per parameter).
 #include "layers/lstm.h"
 
 #include <algorithm>

@@ -8,26 +8,16 @@
 // PyTorch's layout, each output is a dot product along a row of W_hh, which
 // ends in a horizontal sum of vector lanes and a scalar tail (650 = 40 x 16
 // + 10): Glassbox's streamed step (Note [The recurrent step streamed] in
-// lstm_cpu.cpp) works that way, and ran at a third of the speed below (not
-// profiled further). oneDNN's reorder puts W_hh in blocks of consecutive
-// outputs, which its brgemm kernel multiplies by each h value broadcast, and
-// the reorder is paid once for T steps.
-// The recurrent products of 35 steps, GFLOP/s, 2 threads, 2-core Xeon
-// (bench/probes/lstm_recurrent_step.cpp, three runs in bench/results/
-// 2026-11-29-cpu-xeon-2core-lstm-recurrent-step-onednn-stop39.txt; the
-// first, streamed / W_hh as it is / blocked):
-//   B 10, H 650 (LSTM)        26 / 55-67 / 91-96
-//   B 10, H 1500 (LSTMLarge)  39-50 / 94-107 / 136-147
-//   B 20, H 1500              - / 142-162 / 161-166
-//   B 10, H 200 (LSTMSmall, 20 steps; Glassbox's Eigen step there) 13-27 / 53-96 / 80-146
-// The third, beside Eigen's products on oneDNN's sgemm over blocks of
-// units (lstm_cpu.cpp's step where W_hh fits in L2 or B > 16):
-//   sgemm 66-76 against blocked 116-123 at B 10 (H 200, 650); 89-91 against
-//   154-155 at B 20, H 1500; at B 80, H 1500 (the largest) 130 against 190-195.
+// lstm_cpu.cpp) works that way and runs at about a third of the speed of
+// this one. oneDNN's reorder puts W_hh in blocks of consecutive outputs,
+// which its brgemm kernel multiplies by each h value broadcast, and the
+// reorder is paid once for T steps. The blocked matmul is also about 1.5x as
+// fast as Eigen's products on oneDNN's sgemm over blocks of units (the step
+// lstm_cpu.cpp runs where W_hh fits in L2 or B > 16), at every B and H of the
+// benchmarks (bench/probes/lstm_recurrent_step.cpp).
 // The backward's dh += da_{t+1} W_hh stays on Eigen's products: the blocked
-// matmul was ahead only at B 80, H 1500 (217-232 against 191-194), even at
-// B 40, and behind at B 10 and 20 with H 1500 (99-142 against 119-165); in
-// `glassbox time`, the LSTMs' backward-data moved within the noise.
+// matmul is ahead only at the largest shape (B 80, H 1500) and behind at
+// small batches.
 // The gates stay Glassbox's (lstm_cpu.cpp): forward_training's workspace in
 // oneDNN's own LSTM primitive is opaque to Glassbox's backward, and with the
 // matmul alone the gates and cells stay where the backward reads them.

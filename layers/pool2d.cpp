@@ -18,11 +18,11 @@
 // its gradient goes to its last NaN in scan order, as PyTorch's max pooling
 // does (a NaN replaces the running maximum, whatever it holds). Every max
 // path here (these loops, the blocks, the 2x2 windows by lanes, NHWC) and
-// cuDNN (CUDNN_PROPAGATE_NAN) follows it. Before, a NaN never won the forward
-// (`y < v ? v : y`) while the backward's "first input stands" rule could
-// route the gradient to a NaN that y had not taken, so the paths disagreed,
-// and a NaN in a layer's output could vanish behind a pool without the
-// finite checks (graph/finite_check.h) ever seeing it.
+// cuDNN (CUDNN_PROPAGATE_NAN, asked for but not checked on a GPU) follows it.
+// A forward where a NaN never wins (`y < v ? v : y`) would let a NaN in a
+// layer's output vanish behind a pool without the finite checks
+// (graph/finite_check.h) ever seeing it, and a backward that lets the first
+// input stand could route the gradient to a NaN that y had not taken.
 #include "layers/pool2d.h"
 
 #include <omp.h>
@@ -191,8 +191,8 @@ int64_t plane_grain(const Geometry& g) { return std::max<int64_t>(1, kElementwis
 // counts in the divisor, as here), so its forward runs on the depthwise taps
 // (Note [Depthwise convolution by taps]): planes padded once, every tap of a
 // block of outputs summed in registers. The loops below spend most of their
-// time starting short rows on small planes: InceptionV3's nine 3x3 pools
-// (17x17 and 8x8 planes) took 15.9 ms of a ~260 ms forward, at 2 to 7 GB/s.
+// time starting short rows on small planes (InceptionV3's 17x17 and 8x8
+// pools), at a small fraction of the memory bandwidth.
 // Each output sums inv_area * x over the window where the loops sum x and
 // then scale: the same value but for rounding. Backward is the depthwise
 // backward-data with the same weights (Note [Depthwise backward-data as a

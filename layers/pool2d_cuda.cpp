@@ -8,8 +8,8 @@
 // treating the part of the last window past the input and padding as padding
 // (for max pooling: never the maximum), which is PyTorch's ceil_mode. cuDNN
 // documents no such use; cudnn.torch relied on it (GoogLeNet in
-// convnet-benchmarks). Unverified on a GPU here until Pool2d.CudaMatchesCpuInCeilMode
-// (tests/test_pool2d.cpp) runs on one.
+// convnet-benchmarks). Pool2d.CudaMatchesCpuInCeilMode (tests/test_pool2d.cpp)
+// checks it against the CPU's ceil mode on the GPU.
 #include "layers/pool2d.h"
 
 #include "layers/layer_cuda.h"
@@ -34,9 +34,10 @@ void Pool2d::prepare_cuda(Context&, const PrepareOptions&) {
   // Max pooling uses the deterministic variant: its backward gives the same
   // dx on every run (plain CUDNN_POOLING_MAX need not), so training is
   // reproducible. Average counts padding in the divisor, as the header says.
-  // A NaN in a window pools to NaN, as on the CPU (Note [Max pooling
-  // propagates NaN] in pool2d.cpp); which NaN cuDNN's backward sends the
-  // gradient to, it does not document.
+  // CUDNN_PROPAGATE_NAN asks that a NaN in a window pool to NaN, as on the
+  // CPU (Note [Max pooling propagates NaN] in pool2d.cpp); no test checks it
+  // on a GPU. Which NaN cuDNN's backward sends the gradient to, it does not
+  // document.
   const cudnnPoolingMode_t mode =
       mode_ == Mode::kMax ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
   CUDNN_CHECK(cudnnSetPooling2dDescriptor(state->pooling.get(), mode, CUDNN_PROPAGATE_NAN, w.kernel.h,

@@ -44,11 +44,7 @@ int window_taps(const MaxPoolNhwcPlan& g, int64_t oh, int64_t ow, int32_t* taps)
 // (kFloatLanes apart per vector, lane_stride apart per lane) and, with
 // kArgmax, their taps into arg_pixel. Several vectors at once, because each
 // tap's compare and select wait on the last one's, and the window's taps are
-// found once for all its channels: the loop that clipped every tap again for
-// each vector of 16 channels, one chain at a time, took GoogLeNet's maxpool1
-// and maxpool2 at batch 16 (NHWC in, NCHW out) 6.0-7.8 ms a forward each,
-// this one 4.6-5.1 (`glassbox time GoogLeNet --batch 16`, two alternated
-// pairs, 2-core EPYC).
+// found once for all its channels rather than clipped again for each vector.
 // Note [Max pooling propagates NaN] (pool2d.cpp): the running maximum starts
 // at the window's first input and a NaN always replaces it, so it is y too;
 // the argmax is the first maximum in scan order or the last NaN.
@@ -145,10 +141,9 @@ void max_pool_nhwc_backward(const MaxPoolNhwcPlan& g, const int32_t* argmax, con
     return;
   }
   // Overlapping windows: the images in parallel (no two share dx), or with
-  // one image, blocks of channels. By channels alone, each thread swept the
-  // whole dx for its half of every pixel: ResNet-18's stem pool (3x3 s2 over
-  // 16 x 112 x 112 x 64) took 24 ms a backward against 3 ms for the NCHW
-  // path (`glassbox time ResNet18 --batch 16`, 2-core EPYC, medians of 3).
+  // one image, blocks of channels. Not by channels alone: each thread would
+  // sweep the whole dx for its share of every pixel, several times slower
+  // than the NCHW path on ResNet-18's stem pool.
   if (g.n > 1) {
     parallel_for(g.n, 1, [&](int64_t begin, int64_t end) {
       for (int64_t n = begin; n < end; ++n) {

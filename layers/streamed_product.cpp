@@ -9,7 +9,7 @@
 namespace glassbox {
 namespace {
 
-// Rows whose sums fit the registers at once (kRows x 2 sums of 16 lanes);
+// Rows whose sums fit the registers at once (kRows x 2 sums of kFloatLanes lanes);
 // more go in groups of this many.
 constexpr int64_t kMaxStreamedRows = 8;
 // Weight rows per pass over the groups: the second group reads them from L2.

@@ -33,10 +33,10 @@ const std::vector<NetSpec>& all_nets() {
     list.push_back({"InceptionV3", "Inception-v3 (Szegedy et al., 2015) as torchvision builds it, no aux head",
                     Shape{3, 299, 299}, 1000, 32, 4, inception_v3});
     // ResNets: GPU batches as DESIGN.md section 5 (ResNet-50 64, -101/152 32).
-    // CPU: one forward+backward of ResNet-50 at batch 8 (33 GMAC forward) took
-    // 3.3 core-seconds (glassbox time, one thread); the other ImageNet ResNets
+    // CPU: one forward+backward of ResNet-50 at batch 8 (33 GMAC forward) takes
+    // about 3 core-seconds; the other ImageNet ResNets
     // are sized to 29-46 GMAC a batch, so bench_nets' three modes stay near a
-    // minute or two each. ResNet-56 at 64 (8 GMAC, small convolutions): 1.3 core-seconds.
+    // minute or two each. ResNet-56 at 64 (8 GMAC, small convolutions): about 1 core-second.
     const struct { int depth; int gpu_batch; int cpu_batch; } resnets[] = {
         {18, 64, 16}, {34, 64, 8}, {50, 64, 8}, {101, 32, 4}, {152, 32, 4}};
     for (const auto& r : resnets) {
@@ -50,9 +50,9 @@ const std::vector<NetSpec>& all_nets() {
     list.push_back({"ResNet56", "ResNet-56 for CIFAR-10 (He et al., 2015, section 4.2), option A shortcuts",
                     Shape{3, 32, 32}, 10, 128, 64, [](int batch) { return cifar_resnet(56, batch); }});
     // ---- Xception and FCN-5 ----
-    // CPU batches: Xception's forward+backward took 1.09 s at batch 2 on the 2-core
-    // EPYC (glassbox time, a quiet moment), about VGG16's 1.4 s at its batch 2, so
-    // bench_nets' three CPU modes take about half a minute; FCN-5 is 0.9 GMAC at 64.
+    // CPU batches: Xception's forward+backward at batch 2 takes about a second
+    // on two cores, less than VGG16's at its batch 2, so bench_nets' three CPU
+    // modes take about half a minute; FCN-5 is 0.9 GMAC at 64.
     list.push_back({"Xception", "Xception (Chollet, 2017), as Cadene's pretrainedmodels port, 299x299",
                     Shape{3, 299, 299}, 1000, 32, 2, [](int batch) { return xception(batch); }});
     list.push_back({"FCN5", "FCN-5: fully connected 784-4096-2048-1024-10, ReLU, no biases, on 28x28 images",

@@ -12,8 +12,9 @@
 //   last_times:    cudaEventElapsedTime from the begin_step event.
 // The unique id comes from rank 0: made locally for a job of one, broadcast
 // over MPI (optim/communicator_mpi.cpp, broadcast_bytes) for more; this file
-// includes no MPI header. Unverified: written and compiled on a machine
-// without a GPU (docs/data_parallel.md).
+// includes no MPI header. A job of one rank runs on a GPU and passes its
+// tests; more than one rank (several GPUs, the id over MPI) is unverified
+// (docs/data_parallel.md).
 #include <nccl.h>
 
 #include <algorithm>

@@ -87,11 +87,9 @@ float Sgd::grad_scale_cpu() {
 
 // Note [The update in one pass]: the update is two Eigen statements, the
 // velocity and then the weights, and each is its own loop. Over a thread's
-// whole range (AlexNet: 7.6M floats, 30 MB an array) the second loop read w
-// and v back from memory; over blocks of kUpdateBlock floats (8 KiB an
-// array) it reads them from L1, and each array crosses the memory bus once.
-// AlexNet's training step at batch 8 less its forward+backward: 61-65 -> 51-56
-// ms (bench_nets, alternated).
+// whole range (AlexNet: 7.6M floats, 30 MB an array) the second loop would read
+// w and v back from memory; over blocks of kUpdateBlock floats (8 KiB an array)
+// it reads them from L1, and each array crosses the memory bus once.
 constexpr int64_t kUpdateBlock = 2048;
 
 void Sgd::step_cpu() {

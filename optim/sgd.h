@@ -38,11 +38,11 @@ struct SgdOptions {
 // Note [The benchmarks' learning rate]: a step costs the same at any learning
 // rate, but it must compute finite numbers to be a fair measurement. At lr
 // 0.01 (momentum 0.9), VGG16, which has no batch norm, sends the loss on its
-// fixed synthetic batch of 2 to NaN by step 6: earlier train_step timings of
-// the VGGs on the CPU timed NaN arithmetic, found once every step's loss was
-// checked. At 1e-4 every network stayed finite (VGG16 batch 2 for 30 steps,
-// AlexNet batch 16 and 128, LeNet batch 64 and 256 for 300 steps); a run that
-// still diverges now stops with an error instead of timing garbage.
+// fixed synthetic batch of 2 to NaN within a few steps, and a step on NaNs
+// times NaN arithmetic. At 1e-4 every network stays finite (VGG16 batch 2 for
+// 30 steps, AlexNet batch 16 and 128, LeNet batch 64 and 256 for 300 steps);
+// a run that still diverges stops with an error, since every step's loss is
+// checked, instead of timing garbage.
 inline constexpr SgdOptions kBenchmarkSgd{.lr = 1e-4f, .momentum = 0.9f, .weight_decay = 5e-4f};
 
 // What clipping multiplies the gradients by: min(1, max_norm / (norm + 1e-6)).

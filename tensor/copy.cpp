@@ -42,9 +42,8 @@ void fill_zero(Context& ctx, const Tensor& dst) {
   if (dst.device().is_cuda()) {
     cuda_entry::fill_zero(*ctx.cuda_state(), dst.raw(), dst.bytes());
   } else {
-    // Over the threads: one core's stores do not fill the memory bus. A
-    // training step zeroes every gradient first (AlexNet's: 244 MB), and
-    // AlexNet's step at batch 8 took 4 to 9 ms less (bench_nets, alternated).
+    // Over the threads: one core's stores do not fill the memory bus, and a
+    // training step zeroes every gradient first (AlexNet's: 244 MB).
     auto* bytes = static_cast<unsigned char*>(dst.raw());
     parallel_for(static_cast<int64_t>(dst.bytes()), kElementwiseGrain * 4, [&](int64_t begin, int64_t end) {
       std::memset(bytes + begin, 0, static_cast<size_t>(end - begin));

@@ -20,19 +20,17 @@ namespace glassbox {
 // Note [OpenBLAS on CPUs it does not know]: Debian's OpenBLAS 0.3.21 (a
 // DYNAMIC_ARCH build) picks its kernels when it loads, from the CPU's model
 // number, and on a model it does not know it takes its Prescott kernels
-// (SSE3, 128-bit), whatever vectors the CPU has. Stop 38's 2-core Xeon VM
-// (family 6, model 207, AVX-512) got them: OpenBLAS ran the A B^T products
-// of linear layers and of 1x1 convolutions' weight gradients at 0.15 to 0.35
-// of torch.matmul's GFLOP/s, where oneDNN's sgemm, which picks its kernels
-// from the CPU's feature flags, ran them at 0.69 to 1.12. Even with its
-// SkylakeX kernels forced (OPENBLAS_CORETYPE=SkylakeX) OpenBLAS ran ResNet-50's
-// weight-gradient shapes at 0.75 to 0.95 there, oneDNN at 0.85 to 1.05
-// (bench/probes/gemm_same_process.py; bench/results/
-// 2026-11-28-cpu-xeon-2core-gemm-openblas-unknown-cpu-stop38.txt). So OpenBLAS
-// keeps the products of Note [Eigen's GEMM on oneDNN's sgemm] only where its
-// kernels use the CPU's widest vectors; elsewhere every product runs on oneDNN,
-// and cpu_blas says so and why. OPENBLAS_CORETYPE, read by OpenBLAS as it
-// loads, overrides its choice, and this check follows it.
+// (SSE3, 128-bit), whatever vectors the CPU has. A Xeon it does not know
+// (family 6, model 207, AVX-512) gets them, and there OpenBLAS runs the A B^T
+// products of linear layers and of 1x1 convolutions' weight gradients at a
+// third of oneDNN's sgemm speed or less; oneDNN picks its kernels from the
+// CPU's feature flags. Even with its SkylakeX kernels forced
+// (OPENBLAS_CORETYPE=SkylakeX) OpenBLAS is no faster than oneDNN there
+// (bench/probes/gemm_same_process.py). So OpenBLAS keeps the products of
+// Note [Eigen's GEMM on oneDNN's sgemm] only where its kernels use the CPU's
+// widest vectors; elsewhere every product runs on oneDNN, and cpu_blas says
+// so and why. OPENBLAS_CORETYPE, read by OpenBLAS as it loads, overrides its
+// choice, and this check follows it.
 
 int cpu_vector_bits() {
 #if defined(__x86_64__)

@@ -25,14 +25,13 @@ inline ArrayMap as_array(float* data, int64_t count) { return ArrayMap(data, cou
 // threads itself unless omp_get_num_threads() > 1, i.e. unless it is called
 // from a team of several threads. The CPU paths call Eigen from their own
 // parallel regions, but some teams have one thread (a layer planned for one
-// thread, a loop with a single block), and from there Eigen opened a nested
+// thread, a loop with a single block), and from there Eigen opens a nested
 // team whose threads busy-wait for each other in its GEMM while OpenMP's idle
-// threads spin too: LeNet's fc4 backward (a 64x84 by 84x120 product) took
-// 4.8 ms instead of 0.04 ms, and the whole step 9.5 ms instead of 4.0
-// (`glassbox time LeNet --batch 64`, 2 threads, 2-core EPYC). All of
-// Glassbox's CPU parallelism is its own (tiles, blocks, chunks), so Eigen is
-// kept on one thread; the SGEMM yardstick turns Eigen's threads back on for
-// its own timing (bench/support/sgemm_reference.cpp). Called by Context::cpu().
+// threads spin too: a small product (LeNet's fc4 backward) then takes a
+// hundred times as long. All of Glassbox's CPU parallelism is its own (tiles,
+// blocks, chunks), so Eigen is kept on one thread; the SGEMM yardstick turns
+// Eigen's threads back on for its own timing
+// (bench/support/sgemm_reference.cpp). Called by Context::cpu().
 inline void keep_eigen_single_threaded() { Eigen::setNbThreads(1); }
 
 }  // namespace glassbox

@@ -6,28 +6,22 @@
 // product of Eigen matrices calls sgemm_, the Fortran BLAS interface, which
 // this file defines; OpenBLAS (cmake/CpuBlas.cmake) defines it too, and the
 // definition in the program wins (a static library's object is linked before
-// the shared library is searched). oneDNN's dnnl_sgemm (Debian's libdnnl,
-// which runs the convolutions already) and OpenBLAS's cblas_sgemm were timed
-// in one process against torch.matmul (PyTorch's, on MKL), alternating runs
-// of 0.2 s, 2 threads and 1 (bench/probes/gemm_same_process.py; bench/results/
-// 2026-11-26-cpu-xeon-2core-gemm-libraries-probe-stop26.txt;
-// docs/performance/cpu-stop26-gemm-on-onednn.md). In Glassbox's row-major
-// terms, C = L R:
+// the shared library is searched). Against torch.matmul (PyTorch's, on MKL),
+// oneDNN's dnnl_sgemm (Debian's libdnnl, which runs the convolutions
+// already) and OpenBLAS's cblas_sgemm split the layouts of Glassbox's
+// row-major products, C = L R, as follows:
 // - A B (a layer's backward-data, an im2col convolution's forward, the 2048^3
-//   yardstick): oneDNN 0.78 to 1.36 of torch.matmul, OpenBLAS 0.78 to 1.06.
+//   yardstick): oneDNN is ahead.
 // - A^T B (weight gradients of linear layers, a 1x1 convolution's
-//   backward-data): oneDNN 0.86 to 1.20, OpenBLAS 0.68 to 0.95, except with
-//   fewer than 256 columns, one image's 7x7 or 14x14 pixels in ResNet-50's
-//   last stages: at 49 and 98 OpenBLAS ran at 1.20 to 1.41, oneDNN 1.00 to
-//   1.09 (1 thread, as a layer's tiles run), at 196 OpenBLAS 0.97 and 0.93,
-//   oneDNN 0.80 and 0.96 (layer3's 1x1 backward-data, 1024 x 196 x 256 and
-//   256 x 196 x 1024; `glassbox time ResNet50`: 4.1-4.5 ms on OpenBLAS
-//   against 5.1-5.6 on oneDNN for the first).
+//   backward-data): oneDNN is ahead, except with fewer than 256 columns (one
+//   image's 7x7 or 14x14 pixels in ResNet-50's last stages), where OpenBLAS
+//   is.
 // - A B^T (a linear layer's forward, an LSTM's input projections, a 1x1
-//   convolution's weight gradient): oneDNN 0.56 to 1.03, OpenBLAS 0.75 to 1.59.
+//   convolution's weight gradient): OpenBLAS is ahead.
 // So A B^T and narrow A^T B run on OpenBLAS, the rest on oneDNN; all of them
 // on oneDNN where OpenBLAS has no kernels for this CPU's widest vectors (Note
-// [OpenBLAS on CPUs it does not know] in tensor/cpu_blas.cpp).
+// [OpenBLAS on CPUs it does not know] in tensor/cpu_blas.cpp). The libraries
+// take turns in one process (bench/probes/gemm_same_process.py).
 //
 // Inside an OpenMP team (a convolution's tiles, a product's blocks) both
 // libraries run a product on the calling thread (omp_in_parallel); outside

@@ -2,8 +2,9 @@
 // tensor/kernel_trace.h. CUPTI writes activity records into buffers we hand
 // it; when a buffer is full (or flushed) it gives it back and we parse it.
 //
-// Not yet run on a GPU: it compiles and links against CUPTI 13, and the
-// parts that need no GPU (demangling, names, the map) are tested on the CPU.
+// Built against CUPTI 13. KernelTrace.RecordsTheKernelsOfASpanOnAGpu and
+// CliKernels.MapsOneStepOnAGpu (tests/test_kernel_map.cpp) check it on a GPU;
+// the parts that need none (demangling, names, the map) are tested on the CPU.
 #include <cupti.h>
 
 #include <algorithm>

@@ -32,15 +32,12 @@ void parallel_for(int64_t count, int64_t grain, const Body& body) {
 
 // Note [One block, no team]: Debian's OpenMP build of OpenBLAS, under Eigen's
 // products, threads a product itself unless omp_in_parallel(), and a team of
-// one thread (`#pragma omp parallel if (false)`) is not an active region: from
-// inside it OpenBLAS opened a nested team, and libgomp starts the threads of a
-// nested team afresh on every call. LeNet's fc4 backward-data at batch 256, a
-// 256x84 by 84x120 product in a single block, took 3.3-3.9 ms, and the step
-// 11.4-11.6 ms (`glassbox time LeNet --batch 256`, 2-core Xeon). So a single
-// block runs on the calling thread, outside any team, where OpenBLAS uses
-// OpenMP's own pool: the same block there took 0.050-0.064 ms, the step 9.2.
-// (At that size the product now takes two blocks, Note [Blocks of a product
-// over the threads] below: 0.04 ms, the step 7.5.)
+// one thread (`#pragma omp parallel if (false)`) is not an active region:
+// from inside it OpenBLAS opens a nested team, and libgomp starts the threads
+// of a nested team afresh on every call, which costs far more than a small
+// product (LeNet's fc4 backward-data at batch 256: dozens of times its
+// time). So a single block runs on the calling thread, outside any team,
+// where OpenBLAS uses OpenMP's own pool.
 //
 // Calls body(begin, end) for consecutive blocks of `block` items covering
 // [0, count), a block per work item, statically over the threads.
@@ -60,13 +57,11 @@ void for_each_block(int64_t count, int64_t block, const Body& body) {
 // every block. Where the product is a few rows against large weights, reading
 // the weights is its cost and small blocks stream them best (Note [Blocked
 // linear products] in layers/linear.cpp); from kComputeBoundRows rows on, the
-// packing dominates: LSTMLarge's decoder at batch 80 (2800 rows of 1500
-// against 10000 outputs) packed its 16.8 MB input for each of 157 blocks of
-// 64 outputs, 214 GFLOP/s; one block per thread packs it once a thread, 326
-// GFLOP/s, forward 392 -> 255 ms (`glassbox time LSTMLarge --batch 80`,
-// 2-core Xeon). At 16 rows (AlexNet's fc6 to fc8 at batch 16) one block a
-// thread measured even or faster in all three passes; at 8 (VGG16's fc6 at
-// batch 8) its weight gradient was 7-26% slower, so 8 keeps the small blocks.
+// packing dominates (LSTMLarge's decoder at batch 80 would pack its 16.8 MB
+// input for each of 157 blocks of 64 outputs), and one block per thread,
+// which packs it once a thread, is about 1.5x as fast. At 16 rows one block a
+// thread is even or faster in all three passes; at 8 its weight gradient is
+// slower, so below 16 rows the blocks stay small.
 inline constexpr int64_t kComputeBoundRows = 16;
 
 // Items per block for a product of `rows` rows over `count` outputs:

@@ -3,18 +3,16 @@
 //
 // Note [Products without Eigen's zeroing pass]: Eigen 3.4 evaluates
 // `dst.noalias() = lhs * rhs` as dst.setZero(), then dst += lhs * rhs: under
-// EIGEN_USE_BLAS an sgemm with beta = 1, which reads the zeros back. Two
-// extra passes over dst, which cost most where the product is short (k, the
-// summed dimension, small against dst's size): one image's 1x1 convolution of
-// 64 channels at 56x56 (ResNet-50's layer1, 64 x 3136 x 64) ran at 135-152
-// GFLOP/s that way and 152-199 as one sgemm with beta = 0, VGG16's conv1_1
-// (64 x 50176 x 27) at 42-47 against 77-92, 2048^3 at 200 against 228 (2
-// threads, 2-core Xeon, median of 7 runs of 0.2 s, two runs each). So the
-// layers' assigned products come here: one sgemm_ call with beta = 0, with the
-// operands read as Eigen's own BLAS path reads them (internal::blas_traits:
-// data, outer stride, storage order, through Transpose and Block). A build on
-// Eigen's own kernels (GLASSBOX_BLAS=Eigen) has no sgemm_ and keeps Eigen's
-// product, as do products too small for Eigen to hand to a BLAS.
+// EIGEN_USE_BLAS an sgemm with beta = 1, which reads the zeros back. Two extra
+// passes over dst, which cost most where the product is short (k, the summed
+// dimension, small against dst's size): VGG16's conv1_1 (64 x 50176 x 27) runs
+// at about half the speed of one sgemm with beta = 0, and even 2048^3 loses a
+// tenth. So the layers' assigned products come here: one sgemm_ call with
+// beta = 0, with the operands read as Eigen's own BLAS path reads them
+// (internal::blas_traits: data, outer stride, storage order, through Transpose
+// and Block). A build on Eigen's own kernels (GLASSBOX_BLAS=Eigen) has no
+// sgemm_ and keeps Eigen's product, as do products too small for Eigen to hand
+// to a BLAS.
 #pragma once
 
 #include <Eigen/Core>

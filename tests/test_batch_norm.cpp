@@ -138,7 +138,7 @@ TEST(BatchNorm2d, StatisticsStayAccurateForALargeMean) {
                         "output");
 }
 
-// Channels whose runs are not a multiple of the 16 lanes (37 = 2*16 + 5) and
+// Channels whose runs are not a multiple of the lanes (37 = 2*16 + 5 = 4*8 + 5) and
 // long enough (5 runs x 7 x 37 = 1295 values) that the lanes are flushed to
 // double more than once: statistics, output and the parameter gradients
 // against sums in double.

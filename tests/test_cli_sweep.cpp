@@ -31,8 +31,8 @@ TEST(CliSweep, TimesEachBatchUntilOneDoesNotFitAndStops) {
   // LeNet's plan at batch 32 needs 2.76 MiB on Glassbox's own convolutions,
   // where 16 fits in 2 MiB; oneDNN's blocked copies in the workspace make them
   // 6.08 and 3.41 MiB (layers/conv2d_onednn.h), so 16 fits in 4 MiB. Two
-  // threads: the CPU workspace grows with them (on 16, only batch 4 fit in
-  // 2 MiB on the GPU machine's CPU, tools/gpu_check.sh, 2026-11-27).
+  // threads: the CPU workspace grows with them (on 16 threads, only batch 4
+  // fits in 2 MiB).
   const int limit_mib = GLASSBOX_WITH_ONEDNN ? 4 : 2;
   const auto r = run_command(kCli + " sweep LeNet --device cpu --threads 2 --batches 1,2,...,64 --steps 1 --warmup 0 " +
                              "--memory-limit " + std::to_string(limit_mib) + "MiB --out " + out);

@@ -4,7 +4,7 @@
 // The kernel names below are written the way cuDNN, cuBLAS, CUTLASS and
 // PyTorch name their kernels; they are inputs for the classifier, not facts
 // about which kernels a Glassbox step runs (that depends on the GPU, the
-// library versions and the shapes, and nothing here has run on a GPU).
+// library versions and the shapes).
 // The collector itself (tensor/kernel_trace.h) needs a GPU: its test skips
 // without one.
 #include <gtest/gtest.h>
@@ -254,8 +254,7 @@ TEST(KernelTrace, ACpuContextHasNoKernelsToTrace) {
 
 TEST(KernelTrace, RecordsTheKernelsOfASpanOnAGpu) {
   GLASSBOX_REQUIRE_CUDA();
-  // Written but never run: this machine has had no GPU. The check to make on
-  // one: a copy inside a span is attributed to it, one outside is not.
+  // A copy inside a span is attributed to it, one outside is not.
   Context ctx = Context::cuda(0);
   KernelTrace trace(ctx);
   const Tensor a = ctx.allocate(Shape{1024}, DType::kFloat32, MemoryCategory::kActivations);
@@ -299,7 +298,8 @@ TEST(CliKernels, FlagsAreCheckedAndListed) {
 
 TEST(CliKernels, MapsOneStepOnAGpu) {
   GLASSBOX_REQUIRE_CUDA();
-  // Written but never run (no GPU here): what to check on one.
+  // One LeNet step on a GPU: the map covers its kernels, names a layer and the
+  // optimizer, and writes the JSON.
   const testing::TempDir dir;
   const std::string json = dir.path() + "/lenet.kernels.json";
   const auto r = testing::run_command(kCli + " kernels LeNet --batch 8 --warmup 1 --json " + json);

@@ -46,7 +46,7 @@ std::vector<std::pair<int64_t, int64_t>> forward_cases() {
 const std::vector<std::pair<int64_t, int64_t>> kForwardCases = forward_cases();
 
 // Every batch of kBatches, against sums in double, on each of the forward's
-// three paths: the streamed one (pairs of rows, 16 lanes, a tail; groups of 8
+// three paths: the streamed one (pairs of rows, kFloatLanes lanes, a tail; groups of 8
 // rows and a ragged last one), oneDNN's matmul and Eigen's products (from
 // 1025 rows, or fewer than 16 features out); widths with and without a tail
 // past the last 16, an odd last weight row, several blocks of output features.

@@ -69,7 +69,7 @@ TEST(Pool2d, MaxWithTiesAndPadding) {
 }
 
 // 2x2 windows at stride 2 take their own backward (Note [2x2 max pooling
-// backward], by 16 outputs at a time: Note [2x2 max pooling backward by
+// backward], by kFloatLanes outputs at a time: Note [2x2 max pooling backward by
 // lanes]); checked against the rule written out plainly, on values with many
 // ties and some NaNs, in both gradient modes, on odd planes whose last row and
 // column no window reads, with rows of fewer outputs than a block of lanes
