@@ -1,7 +1,8 @@
 # Glassbox: the two commands.
 #   make bench   install what is missing, build, run build/bench_nets --benchmark_filter=VGG16
 #   make test    install what is missing, build the three configurations, run every
-#                test in each, then each fuzz target for a minute (one per core at a time)
+#                test in each, then each fuzz target for a minute (one per core at a time);
+#                every part runs, and the last line names the parts that failed
 #
 # `build/` is the main build: CUDA when nvcc is found (GLASSBOX_CUDA=AUTO).
 # `build-cpu/` is the CPU-only build (GLASSBOX_CUDA=OFF), which `make test`
@@ -53,7 +54,17 @@ build-cpu: deps
 bench: build
 	$(BUILD)/bench_nets --benchmark_filter=VGG16
 
-test: test-main test-cpu test-sanitize test-fuzz
+# Every part runs, whatever the parts before it did, and the last line names
+# each part that failed: a failure in build/ does not hide one in
+# build-sanitize/ or in a fuzzer.
+TEST_PARTS = test-main test-cpu test-sanitize test-fuzz
+test:
+	@failed=""; \
+	for part in $(TEST_PARTS); do \
+	  $(MAKE) --no-print-directory $$part || failed="$$failed $$part"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed (of $(TEST_PARTS))"; exit 1; fi; \
+	echo "make test: all parts passed ($(TEST_PARTS))"
 
 test-main: build
 	cd $(BUILD) && ctest --output-on-failure --timeout 900 -j $(JOBS)

@@ -1,21 +1,19 @@
 // layers/pool2d_max.cpp: max pooling's CPU forward by blocks, and the
 // backward from the argmax it keeps (layers/pool2d_max.h).
 //
-// Note [Max pooling by blocks]: Pool2d's loops run one pass per window tap
-// over an output row, and its backward found each window's argmax again
-// from x, a select per tap and a scatter through span bookkeeping. On
-// GoogLeNet's pools (3x3, 7 to 56 outputs a row, stride 1 and 2) that took
-// 21 ms forward and 65 ms backward of a 506 ms step at batch 8, at 2 to 8
-// GB/s (`glassbox time GoogLeNet --batch 8`). Here each plane is first
-// copied into a plane padded with -inf to every window's extent, split into
-// its even and odd columns at stride 2, so that a block of 16 outputs reads
-// each tap as 16 contiguous floats. The running max and the index of the tap
-// that gave it stay in registers through the window's taps; a strict > in
+// Note [Max pooling by blocks]: Pool2d's generic loops run one pass per window
+// tap over an output row, and their backward finds each window's argmax again
+// from x, a select per tap and a scatter through span bookkeeping, at a small
+// fraction of the memory bandwidth on GoogLeNet's 3x3 pools. Here each plane is
+// first copied into a plane padded with -inf to every window's extent, split
+// into its even and odd columns at stride 2, so that a block of kFloatLanes
+// outputs reads each tap as that many contiguous floats. The running max and the index of the
+// tap that gave it stay in registers through the window's taps; a strict > in
 // scan order keeps the first maximum, a NaN always wins (Note [Max pooling
-// propagates NaN] in pool2d.cpp), and -inf padding never wins (as in
-// Pool2d's loops). The forward writes each window's argmax, an index into the
-// input plane, and the backward is one scatter of dy, as PyTorch's max
-// pooling keeps its indices.
+// propagates NaN] in pool2d.cpp), and -inf padding never wins (as in Pool2d's
+// loops). The forward writes each window's argmax, an index into the input
+// plane, and the backward is one scatter of dy, as PyTorch's max pooling keeps
+// its indices.
 #include "layers/pool2d_max.h"
 
 #include <omp.h>
@@ -52,13 +50,11 @@ int64_t floats_per_thread(const MaxPoolPlan& pl) { return pl.sw * halves_of(pl).
 // Half k of one padded row: out[cc] for column cc * kStride + k, input column
 // cc * kStride + k - pw (-inf outside the input, or for a row of padding: x_row null).
 // Note [Padded halves by vectors]: the copy goes by whole vectors, 16 inputs
-// at stride 1; at stride 2, 32 inputs and their even lanes (it went a float
-// at a time). A load never reaches past the row's last input (the one after
-// it may be past the tensor); the rest go one by one. Xception's stride-2
-// pools, forward, ms (`glassbox time Xception --batch 8`, two runs each,
-// 2-core Zen 5 EPYC, stop 44): 37x37 5.5-5.7 -> 4.1-4.2, 19x19 4.4-4.9 ->
-// 3.9, 10x10 2.5-2.8 -> 2.3; at 74x74 (8 x 128 planes of 147x147) 7.9-9.0
-// -> 8.5-8.8, where this copy is not what bounds it.
+// at stride 1; at stride 2, 32 inputs and their even lanes. A load never
+// reaches past the row's last input (the one after it may be past the
+// tensor); the rest go one by one. On Xception's stride-2 pools this takes
+// about a quarter off the forward of the smaller planes; on the largest
+// (147x147) the copy is not what bounds it.
 template <int kStride>
 void fill_half_row(const float* x_row, const MaxPoolPlan& pl, int64_t k, int64_t width, float* out) {
   int64_t lo = 0, hi = 0;
@@ -99,7 +95,7 @@ void store_block(const MaxPoolPlan& pl, int64_t p, int64_t q0, FloatLanes best, 
   const int64_t n = std::min(kLanes, pl.q - q0);
   store_first_lanes(best, n, y + p * pl.q + q0);
   if (argmax == nullptr) return;
-  constexpr IntLanes kLane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  constexpr IntLanes kLane = kLaneIndices;
   const IntLanes column = IntLanes{} + static_cast<int32_t>(q0 * pl.sw - pl.pw) + kLane * static_cast<int32_t>(pl.sw);
   const IntLanes corner = column + static_cast<int32_t>((p * pl.sh - pl.ph) * pl.w);
   const IntLanes first = column > 0 ? column : IntLanes{};  // clipped to the plane
@@ -112,13 +108,10 @@ void store_block(const MaxPoolPlan& pl, int64_t p, int64_t q0, FloatLanes best, 
 // Rows [p, p + kRows) at outputs [q0, q0 + 16): a running max and the index
 // of the tap that gave it per row, in registers through the window's taps.
 // Note [Max pooling by blocks, rows at once]: each tap's compare and selects
-// wait on the last tap's, so one row's chain left the vector units idle;
+// wait on the last tap's, so one row's chain leaves the vector units idle;
 // two rows' chains interleave, and the argmaxes are worked out and stored as
-// vectors (they were a scalar loop per lane). GoogLeNet's NCHW pools at batch
-// 16, forward, ms (`glassbox time GoogLeNet --batch 16`, two alternated
-// pairs, 2-core EPYC): inception3a's 3.3-3.8 -> 3.0-3.2, inception4a to 4e's
-// 2.5-3.4 -> 2.4-2.7, 5a/5b's 2.0-2.4 -> 1.8; the stride-2 maxpool3 and
-// maxpool4 (4.7-5.1) did not move.
+// vectors. That helps the stride-1 pools (GoogLeNet's inception branches);
+// the stride-2 ones are bound elsewhere.
 template <int kStride, int kRows>
 void forward_block(const MaxPoolPlan& pl, const Halves& hv, const float* halves, int64_t p, int64_t q0, float* y,
                    int32_t* argmax) {

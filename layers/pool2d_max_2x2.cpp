@@ -22,30 +22,18 @@ namespace {
 // forward (Note [2x2 max pooling forward by lanes]) only writes the maxima.
 
 // Note [2x2 max pooling backward by lanes]: a scatter of dy into a zeroed dx,
-// one output at a time, took VGG11's pool1 at batch 1 (64 planes of 224x224)
-// 4.8 ms against 0.7 for its forward. Here 16 outputs at a time: the even and
-// odd columns of both input rows split into lanes, the winner picked by
-// lanes, and each of dx's four positions written whole (dy where it won, else
-// 0, or added to dx), interleaved back: dx is written once, with no zeroing
-// pass. pool1 4.8 -> 1.7-1.8 ms, pool2 2.2 -> 0.8, pool3 1.1 -> 0.6 (`glassbox
-// time VGG11 --batch 1`, twice, 2-core Xeon). A window's winner (t0 t1 over
-// b0 b1): whether t1, b0 or b1 beats the ones before it in scan order, with a
-// strict > or by being NaN (Note [Max pooling propagates NaN] in
-// pool2d.cpp: the last NaN wins), by selects: on ReLU
-// outputs (ties, zeros) branches mispredicted half the time (perf annotate).
-// Rows of fewer than 16 outputs go through the same lanes from padded copies.
+// one output at a time, costs several times the forward on large planes.
+// Here kFloatLanes outputs at a time (tensor/float_lanes.h): the even and odd
+// columns of both input rows split into lanes, the winner picked by lanes,
+// and each of dx's four positions written whole (dy where it won, else 0, or
+// added to dx), interleaved back: dx is written once, with no zeroing pass. A
+// window's winner (t0 t1 over b0 b1): whether t1, b0 or b1 beats the ones
+// before it in scan order, with a strict > or by being NaN (Note [Max pooling
+// propagates NaN] in pool2d.cpp: the last NaN wins), by selects: on ReLU
+// outputs (ties, zeros) branches mispredict half the time. Rows of fewer than
+// kFloatLanes outputs go through the same lanes from padded copies.
 
-// Lanes [0, 16) of the pair (a, b), read as 32 floats: a and b interleaved
-// (first and second halves); even_lanes and odd_lanes (tensor/float_lanes.h)
-// take them apart.
-inline FloatLanes interleaved_low(FloatLanes a, FloatLanes b) {
-  return __builtin_shufflevector(a, b, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-}
-inline FloatLanes interleaved_high(FloatLanes a, FloatLanes b) {
-  return __builtin_shufflevector(a, b, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-}
-
-// out[0, 32) = even and odd interleaved, or += with add.
+// out[0, 2 * kFloatLanes) = even and odd interleaved, or += with add.
 inline void store_interleaved(FloatLanes even, FloatLanes odd, bool add, float* out) {
   FloatLanes low = interleaved_low(even, odd), high = interleaved_high(even, odd);
   if (add) {
@@ -117,21 +105,18 @@ void max_backward_plane_2x2(const MaxPoolPlan& pl, const float* x, const float* 
   if (!add) std::fill(dx + 2 * pl.p * pl.w, dx + pl.h * pl.w, 0.0f);  // nor an odd height's last row
 }
 
-// Note [2x2 max pooling forward by lanes]: the forward ran on Pool2d's loops,
-// a pass per tap over each output row, reading its input at stride 2 a float
-// at a time. LeNet's pool1 (planes of 28x28, 14 outputs a row) took 1.4-1.5
-// us an image at batch 32 and 3.8-4.0 at 256, the one layer whose time per
-// image grew with the batch; now 0.3-0.35 at 32, 64 and 256 (`glassbox time
-// LeNet --batch N`, two alternated runs a side, 2-core Zen 5 EPYC, stop 45).
-// Here 16 outputs at a time from two rows' 32 inputs, split into
-// even and odd lanes, the four taps compared in scan order as Pool2d's loops
-// compare them (Note [Max pooling propagates NaN] in pool2d.cpp), so the
-// maxima are the same bits. A row's last outputs load whole vectors too where
-// the plane goes on past them (the extra lanes read the next row, and are
-// dropped); where they would read past the plane's end (its last row of
-// windows), they go through padded copies instead.
+// Note [2x2 max pooling forward by lanes]: Pool2d's loops make a pass per tap
+// over each output row and read the input at stride 2, a float at a time: on
+// LeNet's 28x28 planes that was the one layer whose time per image grew with
+// the batch. Here kFloatLanes outputs at a time from two rows' 2 *
+// kFloatLanes inputs, split into even and odd lanes, the four taps compared
+// in scan order as Pool2d's loops compare them (Note [Max pooling propagates
+// NaN] in pool2d.cpp), so the maxima are the same bits. A row's last outputs
+// load whole vectors too where the plane goes on past them (the extra lanes
+// read the next row, and are dropped); where they would read past the
+// plane's end (its last row of windows), they go through padded copies.
 
-// 16 windows' maxima, from two rows' 32 input columns at `top` and `bottom`.
+// kFloatLanes windows' maxima, from two rows' 2 * kFloatLanes input columns at `top` and `bottom`.
 FloatLanes max_2x2_lanes(const float* top, const float* bottom) {
   const FloatLanes top_lo = load_lanes(top), top_hi = load_lanes(top + kFloatLanes);
   const FloatLanes bottom_lo = load_lanes(bottom), bottom_hi = load_lanes(bottom + kFloatLanes);

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "tensor/cpu_blas.h"
+#include "tensor/cpu_features.h"
 
 #include "glassbox_build_info.h"  // generated: GLASSBOX_COMMIT, GLASSBOX_BUILD
 
@@ -49,7 +50,7 @@ RuntimeInfo runtime_info(const Context& ctx) {
   info.cpu_model = cpu_model_name();
   info.device_name = info.cpu_model;
   info.cpu_threads = omp_get_max_threads();
-  info.simd = Eigen::SimdInstructionSetsInUse();
+  info.simd = cpu_simd_description();
   info.blas = cpu_blas_description();
   info.conv = cpu_conv_description();
   info.precision = std::string(name_of(ctx.precision()));

@@ -100,7 +100,7 @@ TEST(Pool2dNan, EveryNchwPathPoolsANanToNanAndRoutesToTheLastNan) {
       {{.kernel = 3, .stride = 1, .pad = 1}, Shape{2, 3, 9, 40}, "the blocks, stride 1"},
       {{.kernel = 3, .stride = 2, .ceil_mode = true}, Shape{2, 2, 14, 34}, "the blocks, stride 2, ceil"},
       {{.kernel = 2, .stride = 2}, Shape{2, 3, 7, 71}, "the 2x2 windows by lanes"},
-      {{.kernel = 2, .stride = 2}, Shape{2, 3, 28, 28}, "the 2x2 windows by lanes, rows under 16 outputs"},
+      {{.kernel = 2, .stride = 2}, Shape{2, 3, 28, 28}, "the 2x2 windows by lanes, rows of 14 outputs"},
   };
   int multi_nan_windows = 0;
   for (const Case& c : cases) {
