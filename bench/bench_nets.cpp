@@ -48,6 +48,7 @@
 #include "bench/support/rank_reporting.h"
 #include "bench/support/sgemm_reference.h"
 #include "optim/data_parallel_job.h"
+#include "tensor/machine_load.h"
 #include "tensor/atomic_file.h"
 #include "tensor/cpu_blas.h"
 #include "tensor/event_timer.h"
@@ -322,6 +323,9 @@ int run(int argc, char** argv) {
   if (!choice.note.empty() && speaks) {
     std::fprintf(stderr, "bench_nets: %s with CPU batch sizes\n", choice.note.c_str());
   }
+  if (const std::string busy = machine_load_warning(settings.device.is_cuda() ? 1 : threads); !busy.empty() && speaks) {
+    std::fprintf(stderr, "bench_nets: warning: %s\n", busy.c_str());
+  }
   if (flags.algo_search == AlgoSearch::kMeasured && !settings.device.is_cuda() && speaks) {
     std::fprintf(stderr, "bench_nets: --cudnn-search chooses cuDNN algorithms; it has no effect on the CPU\n");
   }
@@ -358,7 +362,7 @@ int run(int argc, char** argv) {
   register_benchmarks(settings);
 
   std::ostringstream file_contents;
-  const auto display = speaks ? make_plain_name_reporter(flags.display_format, isatty(fileno(stdout)) != 0)
+  const auto display = speaks ? make_plain_name_reporter(flags.display_format, output_is_terminal(stdout, placement))
                               : make_silent_reporter();
   const auto file = flags.out_path.empty() || !speaks
                         ? nullptr

@@ -5,6 +5,7 @@
 // checkpoint whose second file is refused, leaves the run as it was.
 #include "optim/checkpoint.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
@@ -24,6 +25,7 @@ using model_file::Wanted;
 
 constexpr const char* kLatest = "latest";
 constexpr const char* kConfigPrefix = "config.";
+constexpr const char* kEnvironmentPrefix = "environment.";
 
 std::string join(const std::string& dir, const std::string& name) { return (fs::path(dir) / name).string(); }
 
@@ -89,6 +91,9 @@ TrainingState training_state(const SafetensorsFile& train, const std::string& st
   }
   for (const auto& [key, value] : train.metadata) {
     if (key.rfind(kConfigPrefix, 0) == 0) state.config[key.substr(std::string_view(kConfigPrefix).size())] = value;
+    if (key.rfind(kEnvironmentPrefix, 0) == 0) {
+      state.environment[key.substr(std::string_view(kEnvironmentPrefix).size())] = value;
+    }
   }
   return state;
 }
@@ -139,6 +144,7 @@ void save_checkpoint(const std::string& dir, Context& ctx, const Graph& graph, c
   train.metadata["format"] = "pt";
   train.metadata["net"] = net.name;
   for (const auto& [key, value] : state.config) train.metadata[kConfigPrefix + key] = value;
+  for (const auto& [key, value] : state.environment) train.metadata[kEnvironmentPrefix + key] = value;
   for (const Wanted& w : model_file::momentum_tensors(graph, net, sgd.velocity())) {
     train.tensors.push_back(model_file::host_copy(ctx, w.name, w.target));
   }
@@ -146,6 +152,40 @@ void save_checkpoint(const std::string& dir, Context& ctx, const Graph& graph, c
   // Last, and whole: until this rename, `latest` names the previous epoch,
   // whose files are complete.
   write_file_atomically(join(dir, kLatest), stem + "\n");
+}
+
+std::vector<std::string> checkpoint_files(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ignored;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ignored)) {
+    const std::string name = entry.path().filename().string();
+    if (name == kLatest || name.rfind("epoch-", 0) == 0) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+void start_checkpoint_dir(const std::string& dir, bool overwrite) {
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error) throw Error(cat("cannot make the checkpoint directory '", dir, "': ", error.message()));
+  const std::vector<std::string> old = checkpoint_files(dir);
+  if (!old.empty() && !overwrite) {
+    const std::string latest = has_checkpoint(dir) ? cat(" (latest: ", read_latest(dir), ")") : "";
+    throw ConfigError(cat("--checkpoint-dir ", dir, " holds another run's checkpoints", latest, ", ", old.size(),
+                          " file", old.size() == 1 ? "" : "s", ": give --resume ", dir,
+                          " to continue that run, --overwrite to replace it, or another directory"));
+  }
+  // `latest` first: a removal cut short leaves no pointer to a removed epoch.
+  if (has_checkpoint(dir)) fs::remove(join(dir, kLatest), error);
+  for (const std::string& name : old) {
+    if (!error) fs::remove(join(dir, name), error);
+  }
+  if (error) throw Error(cat("--overwrite: cannot remove the old checkpoints in '", dir, "': ", error.message()));
+  // Found now, not after the first epoch has trained.
+  const std::string probe = join(dir, "latest.write-check");
+  write_file_atomically(probe, "");
+  fs::remove(probe, error);
 }
 
 bool has_checkpoint(const std::string& dir) {

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "graph/graph.h"
 #include "nets/registry.h"
@@ -41,6 +42,10 @@ struct TrainingState {
   // The run's settings as text ("net", "batch", "seed", "lr", "schedule", ...),
   // written by the trainer and compared by it when a run resumes.
   std::map<std::string, std::string> config;
+  // What decides the bits of the arithmetic (Note [What a bit-for-bit resume
+  // needs] in optim/trainer.h): thread count, build, kernels, device. A
+  // checkpoint that predates it has none.
+  std::map<std::string, std::string> environment;
 };
 
 // Writes the model file. `batches_tracked` fills num_batches_tracked. Extra
@@ -66,6 +71,16 @@ void load_model(const std::string& path, Context& ctx, Graph& graph, const NetSp
 // naming the directory or file it cannot make or write.
 void save_checkpoint(const std::string& dir, Context& ctx, const Graph& graph, const NetSpec& net, const Sgd& sgd,
                      const TrainingState& state);
+
+// The files of a checkpoint directory in `dir`: `latest` and every
+// "epoch-NNNN..." file, sorted; none where `dir` does not exist.
+std::vector<std::string> checkpoint_files(const std::string& dir);
+
+// Makes `dir` ready for a new run's checkpoints before it trains: creates it,
+// checks that a file can be written there (Error naming it otherwise), and
+// refuses (ConfigError) a directory that holds another run's checkpoints,
+// unless `overwrite`, which removes them (`latest` first).
+void start_checkpoint_dir(const std::string& dir, bool overwrite);
 
 // True if `dir` holds a `latest` file.
 bool has_checkpoint(const std::string& dir);

@@ -3,6 +3,7 @@
 
 #include <omp.h>
 #include <sched.h>
+#include <unistd.h>  // isatty
 
 #include <algorithm>
 #include <cstdlib>
@@ -39,6 +40,10 @@ int share_cpu_cores(Device device, const JobPlacement& placement) {
   const int share = cores >= machine ? cores / placement.local_size : cores;
   omp_set_num_threads(std::max(1, share));
   return omp_get_max_threads();
+}
+
+bool output_is_terminal(std::FILE* out, const JobPlacement& placement) {
+  return !placement.launched_by_mpi && isatty(fileno(out)) == 1;
 }
 
 }  // namespace glassbox

@@ -9,6 +9,7 @@
 //   std::unique_ptr<Communicator> communicator = make_communicator(ctx, {...});
 #pragma once
 
+#include <cstdio>
 #include <string_view>
 
 #include "optim/communicator.h"
@@ -31,5 +32,12 @@ Device device_for_rank(Device chosen, std::string_view requested_text, const Job
 // machine and OMP_NUM_THREADS unset, each rank's team is sized to its share
 // of the cores this process may run on (at least 1). Returns the team size.
 int share_cpu_cores(Device device, const JobPlacement& placement);
+
+// Whether `out` is a terminal that a person reads, so that redrawn lines,
+// erase codes and colours are wanted: isatty, and not a rank of an mpirun
+// job. Open MPI hands each rank's stdout a pseudo-terminal of its own and
+// copies what arrives there to mpirun's stdout, which may be a pipe or a
+// file: a rank's isatty says yes either way.
+bool output_is_terminal(std::FILE* out, const JobPlacement& placement);
 
 }  // namespace glassbox

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <algorithm>
 #include <sstream>
 #include <vector>
 
@@ -11,6 +13,7 @@
 #include "optim/replica_check.h"
 #include "optim/train_step.h"
 #include "tensor/copy.h"
+#include "tensor/runtime_info.h"
 
 namespace glassbox {
 namespace {
@@ -113,6 +116,38 @@ void Trainer::finish_setup() {
 
 Trainer::~Trainer() = default;
 
+std::map<std::string, std::string> run_environment(const Context& ctx) {
+  // The run context's fields that decide the arithmetic's bits, on this device.
+  const bool cpu = !ctx.device().is_cuda();
+  const std::vector<std::string> keys =
+      cpu ? std::vector<std::string>{"build", "cpu_threads", "cpu_simd", "cpu_blas", "cpu_conv"}
+          : std::vector<std::string>{"build", "device_name", "cuda_runtime", "cudnn", "cublas"};
+  std::map<std::string, std::string> environment;
+  for (const auto& [key, value] : runtime_info(ctx).fields()) {
+    if (std::find(keys.begin(), keys.end(), key) != keys.end()) environment[key] = value;
+  }
+  return environment;
+}
+
+namespace {
+
+// Note [What a bit-for-bit resume needs] (optim/trainer.h): "" where this run
+// computes as the checkpoint's did, else what differs, in words.
+std::string environment_differences(const std::map<std::string, std::string>& saved,
+                                    const std::map<std::string, std::string>& now) {
+  if (saved.empty()) return "the checkpoint does not record its threads, build and kernels";
+  std::string differences;
+  for (const auto& [key, value] : now) {
+    const auto it = saved.find(key);
+    const std::string was = it == saved.end() ? "not recorded" : "'" + it->second + "'";
+    if (it != saved.end() && it->second == value) continue;
+    differences += cat(differences.empty() ? "" : "; ", key, " is '", value, "', the checkpoint's ", was);
+  }
+  return differences;
+}
+
+}  // namespace
+
 const TrainingState& Trainer::resume(const std::string& dir) {
   TrainingState saved = load_checkpoint(dir, ctx_, graph_, net_, sgd_);
   // The run must continue as it started: every setting but the number of
@@ -128,9 +163,38 @@ const TrainingState& Trainer::resume(const std::string& dir) {
     throw ConfigError(cat("--resume ", dir, ": the checkpoint has finished epoch ", saved.epoch, " of ",
                           options_.epochs, "; ask for more epochs to continue"));
   }
+  const std::map<std::string, std::string> environment = run_environment(ctx_);
+  if (const std::string differences = environment_differences(saved.environment, environment);
+      !differences.empty()) {
+    if (options_.strict_resume) {
+      throw ConfigError(cat("--resume ", dir, " --strict-resume: ", differences,
+                            "; resume where the checkpoint's run ran (the same --threads, build and device)"));
+    }
+    if (options_.warn) {
+      options_.warn(cat("--resume ", dir, ": ", differences,
+                        "; the run continues, but not bit for bit as if it had never stopped "
+                        "(--strict-resume refuses this)"));
+    }
+  }
   saved.config = options_.config;
+  saved.environment = environment;
   state_ = std::move(saved);
+  resumed_from_ = dir;
   return state_;
+}
+
+// A run writes its checkpoints into a directory of its own: the one it
+// resumed from, or one that holds no other run's (TrainerOptions::overwrite).
+// Every rank refuses, so that none waits for a rank that stopped; only the
+// writer removes or writes.
+void Trainer::claim_checkpoint_dir(bool writes) {
+  std::error_code ignored;
+  if (!resumed_from_.empty() && std::filesystem::equivalent(options_.checkpoint_dir, resumed_from_, ignored)) return;
+  if (writes) {
+    start_checkpoint_dir(options_.checkpoint_dir, options_.overwrite);
+  } else if (!options_.overwrite && !checkpoint_files(options_.checkpoint_dir).empty()) {
+    throw ConfigError(cat("--checkpoint-dir ", options_.checkpoint_dir, " holds another run's checkpoints"));
+  }
 }
 
 void Trainer::run(const TrainerHooks& hooks) {
@@ -139,12 +203,17 @@ void Trainer::run(const TrainerHooks& hooks) {
                    {.network = options_.network.empty() ? net_.name : options_.network, .batch = graph_.batch(),
                     .seed = options_.seed});
   }
+  const bool writes = !data_parallel() || options_.communicator->rank() == 0;  // the replicas are the same
+  if (!options_.checkpoint_dir.empty() && !checkpoint_dir_ready_) {
+    claim_checkpoint_dir(writes);
+    checkpoint_dir_ready_ = true;
+  }
+  if (state_.environment.empty()) state_.environment = run_environment(ctx_);
   for (int epoch = state_.epoch + 1; epoch <= options_.epochs; ++epoch) {
     EpochReport report = train_epoch(epoch, hooks);
     if (validation_) report.validation = evaluate(ctx_, graph_, *validation_);
     if (test_) report.test = evaluate(ctx_, graph_, *test_);
     state_.epoch = epoch;
-    const bool writes = !data_parallel() || options_.communicator->rank() == 0;  // the replicas are the same
     if (!options_.checkpoint_dir.empty() && writes) {
       save_checkpoint(options_.checkpoint_dir, ctx_, graph_, net_, sgd_, state_);
       report.checkpoint = checkpoint_model_path(options_.checkpoint_dir, epoch);

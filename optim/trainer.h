@@ -63,6 +63,14 @@ struct TrainerOptions {
   // must be compiled with MemoryReuse::kOff. Slow: for finding where a run breaks.
   bool check_numerics = false;
   std::string checkpoint_dir;   // "": none; else a checkpoint after every epoch
+  // A new run (not resumed from checkpoint_dir) refuses a checkpoint_dir that
+  // holds another run's checkpoints, which it would mix with its own, unless
+  // `overwrite`: then those are removed before the first epoch.
+  bool overwrite = false;
+  // Resuming where something that decides the bits differs from the
+  // checkpoint's run (Note [What a bit-for-bit resume needs]): a warning, or
+  // with strict_resume a ConfigError.
+  bool strict_resume = false;
   // Run settings in words, saved with each checkpoint (TrainingState::config).
   std::map<std::string, std::string> config;
   // Called once per file a loader skips ("skipping ...: not a JPEG file").
@@ -128,7 +136,9 @@ class Trainer {
   ~Trainer();
 
   // Loads the latest checkpoint of `dir` (parameters, running statistics,
-  // momentum, progress); run() then continues after its epoch.
+  // momentum, progress); run() then continues after its epoch. Refuses
+  // (ConfigError) other settings than the checkpoint's, and warns (or, with
+  // strict_resume, refuses) where what decides the bits differs.
   const TrainingState& resume(const std::string& dir);
   const TrainingState& state() const { return state_; }
 
@@ -140,6 +150,7 @@ class Trainer {
 
  private:
   void finish_setup();  // what both constructors do once the batches exist
+  void claim_checkpoint_dir(bool writes);
   EpochReport train_epoch(int epoch, const TrainerHooks& hooks);
   bool data_parallel() const { return options_.communicator != nullptr && options_.communicator->size() > 1; }
   Evaluation summed_over_ranks(const Evaluation& mine) const;
@@ -156,6 +167,18 @@ class Trainer {
   std::unique_ptr<GradientSync> sync_;  // data-parallel only
   int64_t steps_per_epoch_ = 0;
   TrainingState state_;
+  std::string resumed_from_;  // the directory resume() loaded, if any
+  bool checkpoint_dir_ready_ = false;
 };
+
+// Note [What a bit-for-bit resume needs]: a resumed run ends with the same
+// bits as one that never stopped (Note [One random stream per epoch]) only
+// where the arithmetic is the same: the same CPU thread count (each thread
+// sums its share, so the threads decide the order of the sums), the same
+// build (its CPU baseline decides the vector width of Glassbox's kernels),
+// the same kernels (oneDNN's ISA, the BLAS) and, on a GPU, the same GPU and
+// libraries. Each checkpoint records them (run_environment); a resume
+// compares them with its own.
+std::map<std::string, std::string> run_environment(const Context& ctx);
 
 }  // namespace glassbox

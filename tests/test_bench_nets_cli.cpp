@@ -22,7 +22,7 @@ const std::string kLeNetForward =
     std::string("\"name\": \"LeNet/forward/batch:64") + (GLASSBOX_DETERMINISTIC ? "/deterministic" : "") + "\"";
 
 TEST(BenchNets, RunsAFilteredBenchmarkWithCountersAndContext) {
-  const Outcome r = run(kBench + " --device=cpu --benchmark_filter='^LeNet/forward/' --benchmark_min_time=0.01 "
+  const Outcome r = run(kBench + " --device=cpu --benchmark_filter='^LeNet/forward/' --benchmark_min_time=0.01s "
                              "--benchmark_format=json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* expected : {kLeNetForward.c_str(), "\"images/s\"", "\"TFLOP/s\"",

@@ -37,6 +37,23 @@ TEST(BenchFlags, WarmupIsOursNotGoogleBenchmarks) {
   EXPECT_TRUE(parse_bench_flags({"--warmup=2"}).passed_on.empty()) << "Google Benchmark does not see it";
 }
 
+// Note [Minimum time with a unit]: "0.05s", the newer spelling, and "0.05"
+// both reach Google Benchmark as the bare number it reads.
+TEST(BenchFlags, MinTimeTakesSecondsWithOrWithoutTheUnit) {
+  for (const char* given : {"--benchmark_min_time=0.05s", "--benchmark_min_time=0.05"}) {
+    const BenchFlags flags = parse_bench_flags({given});
+    EXPECT_TRUE(flags.user_min_time) << given;
+    EXPECT_EQ(flags.passed_on, std::vector<std::string>{"--benchmark_min_time=0.05"}) << given;
+  }
+  try {
+    parse_bench_flags({"--benchmark_min_time=100x"});
+    FAIL() << "a count of iterations was taken as a time";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "--benchmark_min_time=100x: a count of iterations is not a minimum time here; "
+                                     "give seconds (--benchmark_min_time=0.5s or --benchmark_min_time=0.5)");
+  }
+}
+
 TEST(NetSession, ANonFiniteLossIsAnErrorNamingTheStep) {
   const NetSpec net = find_net("LeNet");
   NetSession session(net, {.net = "LeNet", .batch = 4, .device = Device::cpu()}, CompileOptions{});

@@ -72,7 +72,7 @@ TEST(CliTrain, TrainsCheckpointsLogsAndResumes) {
   // The trained model's accuracy, and its logits for given images.
   r = glassbox("eval LeNet --weights " + run + "/epoch-0003.safetensors --data synthetic:256 --batch 50 --device cpu");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(std::regex_search(r.output, std::regex("accuracy: [01]\\.[0-9]{4} \\([0-9]+ of 256\\)"))) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("accuracy: [0-9]+\\.[0-9]{2}% \\([0-9]+ of 256\\)"))) << r.output;
   EXPECT_TRUE(contains(r.output, "loss: ")) << r.output;
 
   SafetensorsFile images;
@@ -91,6 +91,60 @@ TEST(CliTrain, TrainsCheckpointsLogsAndResumes) {
                " --device cpu");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "image 2: class ")) << r.output;
+}
+
+// A new run never mixes its checkpoints with another run's: a directory
+// holding some is refused before training, unless --overwrite, which removes
+// them first.
+TEST(CliTrain, ANewRunRefusesAnotherRunsCheckpointDirectoryUnlessOverwriting) {
+  testing::TempDir dir;
+  const std::string run = dir.file("run");
+  const std::string common = "train LeNet --data synthetic:64 --batch 16 --device cpu --workers 1 --steps-per-epoch 2 "
+                             "--checkpoint-dir " + run;
+  testing::CommandOutcome r = glassbox(common + " --epochs 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(std::filesystem::exists(run + "/epoch-0003.safetensors"));
+
+  r = glassbox(common + " --epochs 1");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: --checkpoint-dir " + run + " holds another run's checkpoints (latest: "
+                                 "epoch-0003), 7 files: give --resume " + run + " to continue that run, --overwrite "
+                                 "to replace it, or another directory")) << r.output;
+  EXPECT_FALSE(contains(r.output, "1/1 ")) << "it trained before refusing\n" << r.output;
+  EXPECT_TRUE(std::filesystem::exists(run + "/epoch-0003.safetensors")) << "a refused run removed a file";
+
+  r = glassbox(common + " --epochs 1 --overwrite");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "\n1 epoch of 2 steps; checkpoints in ")) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(run + "/epoch-0001.safetensors"));
+  for (const char* old : {"epoch-0002.safetensors", "epoch-0002.train.safetensors", "epoch-0003.safetensors"}) {
+    EXPECT_FALSE(std::filesystem::exists(run + "/" + old)) << old << " of the replaced run is still there";
+  }
+}
+
+// Note [What a bit-for-bit resume needs] (optim/trainer.h): a resume with
+// another thread count goes on with a warning that names it, or is refused
+// with --strict-resume; with the checkpoint's thread count it says nothing.
+TEST(CliTrain, AResumeThatCannotBeBitForBitSaysWhy) {
+  testing::TempDir dir;
+  const std::string run = dir.file("run");
+  testing::CommandOutcome r = glassbox("train LeNet --data synthetic:64 --batch 16 --device cpu --workers 1 "
+                                       "--steps-per-epoch 2 --epochs 1 --threads 1 --checkpoint-dir " + run);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  const std::string resume = "train LeNet --resume " + run + " --device cpu --workers 1 ";
+  r = glassbox(resume + "--epochs 2 --threads 2 --strict-resume");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "--strict-resume: cpu_threads is '2', the checkpoint's '1'")) << r.output;
+
+  r = glassbox(resume + "--epochs 2 --threads 2");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "cpu_threads is '2', the checkpoint's '1'; the run continues, but not bit for bit"))
+      << r.output;
+
+  r = glassbox(resume + "--epochs 3 --threads 2 --strict-resume");  // epoch 2 ran on 2 threads
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(contains(r.output, "not bit for bit")) << r.output;
 }
 
 TEST(CliTrain, ALossThatIsNotFiniteStopsTheRunWithExitOne) {
@@ -119,6 +173,8 @@ TEST(CliTrain, UsageErrorsNameTheFlagAndExitTwo) {
       {"train LeNet --data synthetic --epochs 2 --warmup-epochs 2",
        "glassbox: --warmup-epochs 2 leaves none of the 2 epochs for the schedule; give fewer warm-up epochs"},
       {"train LeNet --data synthetic --resume " + dir.file("none"), dir.file("none")},
+      {"train LeNet --data synthetic --strict-resume", "glassbox: --strict-resume needs --resume DIR"},
+      {"train LeNet --data synthetic --overwrite", "glassbox: --overwrite needs --checkpoint-dir DIR"},
       {"train AlexNet --data fashion-mnist", "(1, 28, 28)"},
       {"eval LeNet --data synthetic", "glassbox: eval needs --weights FILE (a model file)"},
       {"eval LeNet --weights w", "glassbox: eval needs one of --data SPEC (score a test set) or --input FILE"},

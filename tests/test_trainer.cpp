@@ -69,6 +69,12 @@ TEST(Trainer, AResumedRunEndsBitForBitAsOneThatNeverStopped) {
   TrainingRun first(kTinyNet, "synthetic:128", quick(3, dir.path()));
   EXPECT_THROW(first.trainer->run({.on_epoch = [](const EpochReport&) { throw Stop{}; }}), Stop);
   ASSERT_TRUE(has_checkpoint(dir.path()));
+  // Note [What a bit-for-bit resume needs]: the checkpoint records what decides the bits.
+  const std::map<std::string, std::string> environment = read_training_state(dir.path()).environment;
+  EXPECT_EQ(environment, run_environment(first.ctx));
+  for (const char* key : {"build", "cpu_threads", "cpu_simd", "cpu_blas", "cpu_conv"}) {
+    EXPECT_TRUE(environment.contains(key)) << key;
+  }
   TrainingRun second(kTinyNet, "synthetic:128", quick(3, dir.path()));
   EXPECT_EQ(second.trainer->resume(dir.path()).epoch, 1);
   EXPECT_EQ(second.trainer->state().step, 6);

@@ -100,8 +100,19 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
       } else if (name == "--benchmark_out_format") {
         flags.file_format = parse_format(name, value);
       } else if (name == "--benchmark_min_time" || name == "--benchmark_min_warmup_time") {
-        parse_number(name, value, 0.0, 1e6);  // seconds
+        // Note [Minimum time with a unit]: Google Benchmark from 1.8 spells a
+        // minimum time "0.5s" (or "100x", a count of iterations); Debian's
+        // 1.7 reads only a bare number of seconds, and rejects the unit. Both
+        // spellings of seconds are taken here, and passed on bare.
+        if (value.ends_with('x')) {
+          throw ConfigError(cat(name, "=", value, ": a count of iterations is not a minimum time here; give seconds (",
+                                name, "=0.5s or ", name, "=0.5)"));
+        }
+        const std::string seconds = value.ends_with('s') ? value.substr(0, value.size() - 1) : value;
+        parse_number(name, seconds, 0.0, 1e6);
         flags.user_min_time = flags.user_min_time || name == "--benchmark_min_time";
+        flags.passed_on.push_back(cat(name, "=", seconds));
+        continue;
       } else if (name == "--benchmark_repetitions") {
         parse_int(name, value, 1, 1'000'000);
       } else if (name == "--benchmark_time_unit" && value != "ns" && value != "us" && value != "ms" && value != "s") {

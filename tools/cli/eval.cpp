@@ -108,8 +108,8 @@ int eval_data(const Args& args, const NetSpec& net, Context& ctx, const CompileO
   // Scored batch by batch as evaluate() does, keeping the logits when asked for.
   const Evaluation result = evaluate(ctx, graph, loader);
   std::printf("%s on the test set of %s: %s\n", net.name.c_str(), spec.c_str(), data.test->describe().c_str());
-  std::printf("accuracy: %s (%lld of %lld)\n", fixed(result.accuracy(), 4).c_str(),
-              static_cast<long long>(result.correct), static_cast<long long>(result.samples));
+  std::printf("accuracy: %s%% (%s of %s)\n", fixed(100.0 * result.accuracy(), 2).c_str(),
+              grouped(result.correct).c_str(), grouped(result.samples).c_str());
   std::printf("loss: %s\n", fixed(result.loss(), 4).c_str());
   std::printf("time: %s s (%s images/s; waiting for data %s s)\n", fixed(result.seconds, 2).c_str(),
               grouped(static_cast<int64_t>(static_cast<double>(result.samples) / result.seconds)).c_str(),

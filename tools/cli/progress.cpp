@@ -45,7 +45,8 @@ std::string clock_time(double seconds) {
   return text;
 }
 
-Progress::Progress(std::FILE* out, Units units) : out_(out), terminal_(isatty(fileno(out)) == 1), units_(units) {}
+Progress::Progress(std::FILE* out, bool terminal, Units units, int ranks)
+    : out_(out), terminal_(terminal), units_(units), ranks_(std::max(ranks, 1)) {}
 
 void Progress::header() {
   std::fprintf(out_, "%s\n", units_ == Units::kTokens ? kLanguageModelHeader : kHeader);
@@ -55,10 +56,12 @@ void Progress::header() {
 void Progress::step(const StepReport& s) {
   const double eta = s.step > 0 ? s.elapsed_seconds / static_cast<double>(s.step) * static_cast<double>(s.steps - s.step)
                                 : 0.0;
+  const char* unit = units_ == Units::kTokens ? " tok/s" : " img/s";
+  const std::string per_rank =
+      ranks_ > 1 ? cat(" (", grouped(static_cast<int64_t>(s.images_per_second)), " per rank)") : "";
   const std::string numbers = cat("loss ", fixed(s.loss, 4), "  lr ", fixed(s.lr, 4), "  ",
-                                  grouped(static_cast<int64_t>(s.images_per_second)),
-                                  units_ == Units::kTokens ? " tok/s  ETA " : " img/s  ETA ",
-                                  clock_time(eta));
+                                  grouped(static_cast<int64_t>(s.images_per_second * ranks_)), unit, per_rank,
+                                  "  ETA ", clock_time(eta));
   if (terminal_) {
     const auto now = std::chrono::steady_clock::now();
     if (s.step != s.steps && now - last_draw_ < kRedrawInterval) return;

@@ -22,8 +22,12 @@ namespace glassbox::cli {
 class Progress {
  public:
   enum class Units { kImages, kTokens };
-  // A terminal or not: isatty(out). kTokens: a language model's table.
-  explicit Progress(std::FILE* out, Units units = Units::kImages);
+  // `terminal`: redraw one line in place (output_is_terminal), else plain
+  // lines. kTokens: a language model's table. `ranks`: the processes of a
+  // data-parallel job, each reporting its own steps: the rate shown is the
+  // job's (this rank's times `ranks`, the ranks taking equal batches in
+  // lockstep), with the rate per rank beside it.
+  Progress(std::FILE* out, bool terminal, Units units = Units::kImages, int ranks = 1);
 
   void header();                      // the epoch table's header
   void step(const StepReport& step);  // the bar, or a plain line now and then
@@ -33,6 +37,7 @@ class Progress {
   std::FILE* out_;
   bool terminal_;
   Units units_;
+  int ranks_;
   bool bar_shown_ = false;
   std::chrono::steady_clock::time_point last_draw_{};
 };

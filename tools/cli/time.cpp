@@ -10,6 +10,8 @@
 // against the separately measured step time; --json writes it all (time_json.h).
 // Under mpirun, every rank then runs data-parallel train steps and rank 0
 // adds their split and a line per gradient bucket (time_data_parallel.h).
+#include <omp.h>
+
 #include <cstdio>
 
 #include "data/synthetic.h"
@@ -20,6 +22,7 @@
 #include "tensor/cpu_blas.h"
 #include "tensor/device_peaks.h"
 #include "tensor/event_timer.h"
+#include "tensor/machine_load.h"
 #include "tensor/machine_state.h"
 #include "tensor/parse.h"
 #include "tensor/runtime_info.h"
@@ -62,6 +65,10 @@ int run_time(const std::vector<std::string>& words) {
   share_cpu_cores(device, placement);
   const bool speaks = placement.rank == 0;  // the other ranks time in silence
   if (!choice.note.empty() && speaks) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
+  if (const std::string busy = machine_load_warning(device.is_cuda() ? 1 : omp_get_max_threads());
+      !busy.empty() && speaks) {
+    std::fprintf(stderr, "glassbox: warning: %s\n", busy.c_str());
+  }
   if (args.has("--cudnn-search") && !device.is_cuda()) {
     std::fprintf(stderr, "glassbox: --cudnn-search chooses cuDNN algorithms; it has no effect on the CPU\n");
   }

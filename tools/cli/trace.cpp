@@ -12,6 +12,8 @@
 // written. On a GPU one more step runs with CUPTI recording every kernel, copy
 // and set (tensor/kernel_trace.h), which go on a track per stream under the
 // layer spans (tools/cli/trace_kernels.h); that step is the one written.
+#include <omp.h>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -19,6 +21,7 @@
 #include "tensor/atomic_file.h"
 #include "tensor/event_timer.h"
 #include "tensor/kernel_trace.h"
+#include "tensor/machine_load.h"
 #include "tensor/machine_state.h"
 #include "tensor/parse.h"
 #include "tensor/runtime_info.h"
@@ -76,6 +79,25 @@ ChromeTrace step_trace(const Graph& graph, const std::vector<SpanTime>& spans, c
   return trace;
 }
 
+// What the spans cost, from steps with and without them: the difference of
+// the medians, where it stands out of the noise (the spread of the steps
+// without spans, min to max); otherwise, in words, that it does not. A
+// difference inside the noise, even below zero, measures the machine, not
+// the recording.
+std::string recording_cost(const std::vector<double>& traced_ms, const std::vector<double>& plain_ms) {
+  const double traced = median(traced_ms), plain = median(plain_ms);
+  const auto [lowest, highest] = std::minmax_element(plain_ms.begin(), plain_ms.end());
+  const double noise = 100.0 * (*highest - *lowest) / plain;
+  const double cost = 100.0 * (traced - plain) / plain;
+  const std::string steps = cat("median step ", fixed(traced, 3), " ms with spans, ", fixed(plain, 3), " ms without, ",
+                                traced_ms.size(), " of each, interleaved");
+  if (cost <= noise || plain_ms.size() < 2) {
+    return cat("within the noise (", steps, "; the steps without spans vary by ", fixed(noise, 1),
+               "%, more than the difference)");
+  }
+  return cat("+", fixed(cost, 1), "% (", steps, "; the steps without spans vary by ", fixed(noise, 1), "%)");
+}
+
 }  // namespace
 
 int run_trace(const std::vector<std::string>& words) {
@@ -84,6 +106,10 @@ int run_trace(const std::vector<std::string>& words) {
   const Precision precision = parse_precision(args.get("--precision", "fp32"));
   const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
   if (!choice.note.empty()) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
+  if (const std::string busy = machine_load_warning(choice.device.is_cuda() ? 1 : omp_get_max_threads());
+      !busy.empty()) {
+    std::fprintf(stderr, "glassbox: warning: %s\n", busy.c_str());
+  }
   const int batch = args.int_in("--batch", net.default_batch(choice.device), 1, kMaxInt);
   const int warmup = args.int_in("--warmup", 2, 0, kMaxSteps);
   const int overhead_steps = args.int_in("--steps", 3, 1, kMaxSteps);
@@ -148,10 +174,7 @@ int run_trace(const std::vector<std::string>& words) {
               ctx.is_cuda() ? "one more, with CUPTI recording its kernels" : "the last with spans",
               fixed(step_ms, 3).c_str(), spans.size(), fixed(spans_ms, 3).c_str());
   if (ctx.is_cuda()) std::printf("%zu kernels, copies and sets under the spans\n", kernels.size());
-  const double traced = median(traced_ms), plain = median(plain_ms);
-  std::printf("recording's cost: median step %s ms with spans, %s ms without (%s%%), %d of each, interleaved\n",
-              fixed(traced, 3).c_str(), fixed(plain, 3).c_str(), fixed(100.0 * (traced - plain) / plain, 1).c_str(),
-              overhead_steps);
+  std::printf("recording's cost: %s\n", recording_cost(traced_ms, plain_ms).c_str());
   std::printf("over the timed steps (%s):\n", "tensor/machine_state.h");
   for (const auto& [key, value] : machine) std::printf("  %-11s %s\n", key.c_str(), value.c_str());
   std::printf("wrote %s: open it in https://ui.perfetto.dev or chrome://tracing, or `glassbox report %s`\n",

@@ -71,8 +71,8 @@ int run_train(const std::vector<std::string>& words) {
   const Args args("train", train_flags(), words);
   const NetSpec net = network_arg(args, "train");
   const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
-  if (!choice.note.empty()) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
   const JobPlacement placement = job_placement();
+  if (!choice.note.empty() && placement.rank == 0) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
   const Device device =
       device_for_rank(choice.device, args.get("--device", ""), placement, cuda_availability().device_count);
   const int threads = share_cpu_cores(device, placement);
@@ -119,6 +119,10 @@ int run_train(const std::vector<std::string>& words) {
   options.workers = args.int_in("--workers", 0, 0, 1024);
   options.check_numerics = args.has("--check-numerics");
   options.checkpoint_dir = args.get("--checkpoint-dir", resume_dir);
+  options.overwrite = args.has("--overwrite");
+  options.strict_resume = args.has("--strict-resume");
+  if (options.strict_resume && resume_dir.empty()) throw ConfigError("--strict-resume needs --resume DIR");
+  if (options.overwrite && options.checkpoint_dir.empty()) throw ConfigError("--overwrite needs --checkpoint-dir DIR");
   options.config = settings.config();  // saved with each checkpoint
   // N ranks at batch B train as one process at N x B: another N is another run.
   options.config["ranks"] = cat(placement.size);
@@ -184,7 +188,8 @@ int run_train(const std::vector<std::string>& words) {
               options.config.at("weight_decay").c_str(),
               options.sgd.max_grad_norm > 0 ? cat(", gradients clipped to norm ", options.config.at("clip")).c_str() : "",
               static_cast<unsigned long long>(options.seed));
-  std::printf("%d epochs of %lld steps%s%s\n\n", options.epochs, static_cast<long long>(trainer.steps_per_epoch()),
+  std::printf("%d epoch%s of %lld step%s%s%s\n\n", options.epochs, options.epochs == 1 ? "" : "s",
+              static_cast<long long>(trainer.steps_per_epoch()), trainer.steps_per_epoch() == 1 ? "" : "s",
               resume_dir.empty() ? "" : cat(", resumed after epoch ", trainer.state().epoch).c_str(),
               options.checkpoint_dir.empty() ? "" : cat("; checkpoints in ", options.checkpoint_dir).c_str());
   if (log) {
@@ -193,7 +198,8 @@ int run_train(const std::vector<std::string>& words) {
     log->start(start);
   }
 
-  Progress progress(stdout, lm ? Progress::Units::kTokens : Progress::Units::kImages);
+  Progress progress(stdout, output_is_terminal(stdout, placement), lm ? Progress::Units::kTokens : Progress::Units::kImages,
+                    placement.size);
   progress.header();
   std::optional<EpochReport> last;
   trainer.run({.on_step =
