@@ -2,22 +2,33 @@
 """bench/compare.py: Glassbox against a peer, benchmark by benchmark.
 
   python3 bench/compare.py GLASSBOX_JSON PYTORCH_JSON [--out RESULTS_JSON]
+  python3 bench/compare.py RESULTS_JSON
 
-Both inputs are Google-Benchmark-shaped JSON ({"context", "benchmarks"}):
-build/bench_nets --benchmark_out=F --benchmark_out_format=json, and
-bench/peers/pytorch_nets.py --json F. Benchmarks are matched by name, with
+With two files, both are Google-Benchmark-shaped JSON ({"context",
+"benchmarks"}): build/bench_nets --benchmark_out=F --benchmark_out_format=json,
+and bench/peers/pytorch_nets.py --json F. Benchmarks are matched by name, with
 Google Benchmark's time-type suffix (/manual_time, /real_time) removed, so
 "VGG16/train_step/batch:64/manual_time" matches "VGG16/train_step/batch:64".
 With repetitions, the mean aggregate is used where there is one. The peer
 may time both memory layouts ("<name>" and "<name>/channels_last"): Glassbox
 is compared with the faster of the two, and the note says which it was.
 
+With one file, it prints that file as a table: a results file that --out
+wrote (both sides' runs are in it, so the table is the one the two-file
+command printed, e.g. bench/results/h100-80gb/table.json), a
+bench/interleave.py or bench/merge_results.py file (its medians, as
+interleave.py prints them), or one side's Google Benchmark JSON alone.
+
 Prints one row per name: images/s of each, the ratio Glassbox / PyTorch
 (above 1: Glassbox is faster), TFLOP/s of each. --out writes one results
 file with both contexts, both benchmark lists and the rows.
 
+The two sides' precision must read the same; both now write Glassbox's
+spelling ("fp32 (TF32 off)", "tf32", tensor/context.cpp), and the peer's
+older spellings are read as those.
+
 Bad input (missing or malformed file) is one line on stderr, exit status 2;
-no benchmark in common is exit status 1.
+with two files, no benchmark in common is exit status 1.
 """
 
 import argparse
@@ -32,6 +43,10 @@ SUFFIX = re.compile(r"/(manual_time|real_time|process_time)$")
 LAYOUT_SUFFIX = "/channels_last"  # the peer's name for a run in torch.channels_last
 
 
+# The peer's spellings of a precision before it wrote Glassbox's (bench/peers/peer_report.py).
+PRECISION_SPELLINGS = {"fp32, TF32 off": "fp32 (TF32 off)", "tf32 (TF32 in cuDNN and matrix products)": "tf32"}
+
+
 class UsageError(Exception):
     pass
 
@@ -41,14 +56,19 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def load(path, what):
+def read_json(path, what):
     try:
         with open(path) as f:
-            data = json.load(f)
+            return json.load(f)
     except OSError as e:
         raise UsageError(f"cannot read {what} {path}: {e.strerror or e}")
     except json.JSONDecodeError as e:
         raise UsageError(f"{what} {path} is not JSON: {e}")
+
+
+def load(path, what, data=None):
+    if data is None:
+        data = read_json(path, what)
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
         raise UsageError(f"{what} {path} is not Google Benchmark JSON (no \"benchmarks\" list)")
     if not isinstance(data.get("context", {}), dict):
@@ -145,26 +165,28 @@ def fmt_bytes(value):
     return f"{value / 2**20:.0f}"
 
 
-def main(argv):
-    parser = Parser(prog=PROG, description="Compare Glassbox with a peer (PyTorch), benchmark by benchmark.")
-    parser.add_argument("glassbox", metavar="GLASSBOX_JSON")
-    parser.add_argument("pytorch", metavar="PYTORCH_JSON")
-    parser.add_argument("--out", metavar="RESULTS_JSON", help="write both runs and the comparison here")
-    args = parser.parse_args(argv)
+def precision(context):
+    """The context's precision in Glassbox's spelling (PRECISION_SPELLINGS)."""
+    value = context.get("precision")
+    return PRECISION_SPELLINGS.get(value, value)
 
-    glassbox = load(args.glassbox, "Glassbox results")
-    pytorch = load(args.pytorch, "PyTorch results")
+
+def same(field, glassbox, pytorch):
+    """Whether two contexts' field names one thing: "cuda" is device 0 ("cuda:0"), and
+    Glassbox's device_name adds the GPU's details in brackets ("... (sm_90, 132 SMs)")."""
+    if field == "device":
+        return glassbox.replace("cuda:0", "cuda") == pytorch.replace("cuda:0", "cuda")
+    if field == "device_name":
+        return glassbox == pytorch or glassbox.startswith(pytorch + " (") or pytorch.startswith(glassbox + " (")
+    return glassbox == pytorch
+
+
+def comparison_rows(glassbox, pytorch):
+    """Both sides' runs folded to one row per benchmark name (what --out keeps as "comparison")."""
     gb = by_name(glassbox["benchmarks"])
     pt, pt_layouts = best_layout(by_name(pytorch["benchmarks"]), set(gb))
-    names = list(gb) + [n for n in pt if n not in gb]
-
-    gctx, pctx = glassbox.get("context", {}), pytorch.get("context", {})
-    for field in ("device", "device_name", "precision"):
-        if gctx.get(field) and pctx.get(field) and gctx[field] != pctx[field]:
-            print(f"warning: {field} differs: Glassbox {gctx[field]!r}, PyTorch {pctx[field]!r}", file=sys.stderr)
-
     rows = []
-    for name in names:
+    for name in list(gb) + [n for n in pt if n not in gb]:
         g, p = gb.get(name), pt.get(name)
         g_rate, p_rate = number(g, "images/s"), number(p, "images/s")
         rows.append({
@@ -183,11 +205,18 @@ def main(argv):
                   if e is not None and e.get("error_occurred")),
                 layout_note(pt_layouts.get(name), p_rate)) if part),
         })
+    return rows, len(gb), len(pt), bool(pt_layouts)
 
+
+def print_comparison(rows, gctx, pctx, any_layouts):
+    for field in ("device", "device_name", "precision"):
+        g, p = (precision(gctx), precision(pctx)) if field == "precision" else (gctx.get(field), pctx.get(field))
+        if g and p and not same(field, g, p):
+            print(f"warning: {field} differs: Glassbox {g!r}, PyTorch {p!r}", file=sys.stderr)
     print(f"Glassbox: {gctx.get('device_name', '?')} ({gctx.get('device', '?')}), commit {gctx.get('commit', '?')}, "
-          f"{gctx.get('precision', '?')}")
+          f"{precision(gctx) or '?'}")
     print(f"PyTorch:  {pctx.get('device_name', '?')} ({pctx.get('device', '?')}), torch {pctx.get('torch', '?')}, "
-          f"{pctx.get('precision', '?')}")
+          f"{precision(pctx) or '?'}")
     width = max([len("Benchmark")] + [len(r["name"]) for r in rows])
     header = (f"{'Benchmark':<{width}} {'Glassbox img/s':>14} {'PyTorch img/s':>14} {'ratio':>7} "
               f"{'Glassbox TFLOP/s':>16} {'PyTorch TFLOP/s':>15} {'GB MiB':>7} {'PT MiB':>7}  note")
@@ -200,13 +229,87 @@ def main(argv):
               f"{ratio:>7} {fmt(r['glassbox_tflops'], 3):>16} {fmt(r['pytorch_tflops'], 3):>15} "
               f"{fmt_bytes(r['glassbox_peak_memory']):>7} {fmt_bytes(r['pytorch_peak_memory']):>7}  {r['note']}".rstrip())
     print("ratio = Glassbox images/s / PyTorch images/s (above 1: Glassbox is faster); MiB = peak device memory")
-    if pt_layouts:
+    if any_layouts:
         print("PyTorch timed more than one memory layout: each row shows its faster one (note)")
+
+
+def print_interleaved(data):
+    """A bench/interleave.py (or bench/merge_results.py) file: its rows, as interleave.py prints them."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from interleave import print_rows, rows_from_rounds  # noqa: E402  (PyTorch's peers not needed)
+    rounds = data["rounds"]
+    rows = data.get("rows")
+    if not rows:  # a run cut short ("partial") has its rounds only
+        nets = list(dict.fromkeys(n.split("/")[0] for rnd in rounds for n in rnd.get("glassbox", {})))
+        rows = rows_from_rounds(rounds, nets)
+    builds = data.get("builds", {})
+    counts = {n: sum(1 for rnd in rounds if n in rnd.get("glassbox", {})) for n in (r["name"] for r in rows)}
+    low, high = min(counts.values(), default=0), max(counts.values(), default=0)
+    print_rows(rows, [
+        (f"{high} interleaved rounds" if low == high else f"{low} to {high} interleaved rounds a benchmark")
+        + ", medians" + (" (partial: a run cut short)" if data.get("partial") else "")
+        + "; images/s (a language model's: tokens/s)",
+        f"Glassbox {builds.get('glassbox', 'unrecorded')}, PyTorch {builds.get('pytorch', 'unrecorded')}, "
+        f"on {data.get('machine', 'an unrecorded machine')}"])
+
+
+def print_one(path):
+    """One file as a table (see the module's docstring); returns the exit status."""
+    data = read_json(path, "results")
+    if isinstance(data, dict) and isinstance(data.get("glassbox"), dict) and isinstance(data.get("pytorch"), dict):
+        glassbox = load(path, "Glassbox side of", data["glassbox"])
+        pytorch = load(path, "PyTorch side of", data["pytorch"])
+        rows, _, _, any_layouts = comparison_rows(glassbox, pytorch)
+        print_comparison(rows, glassbox.get("context", {}), pytorch.get("context", {}), any_layouts)
+        return 0
+    if isinstance(data, dict) and isinstance(data.get("rounds"), list) and \
+            all(isinstance(r, dict) and "glassbox" in r for r in data["rounds"]):
+        print_interleaved(data)
+        return 0
+    side = load(path, "results", data)
+    ctx = side.get("context", {})
+    rows = by_name(side["benchmarks"])
+    who = "PyTorch" if "torch" in ctx else "Glassbox"
+    print(f"{who}: {ctx.get('device_name', '?')} ({ctx.get('device', '?')}), "
+          + (f"torch {ctx.get('torch', '?')}" if who == "PyTorch" else f"commit {ctx.get('commit', '?')}")
+          + f", {precision(ctx) or '?'}")
+    width = max([len("Benchmark")] + [len(n) for n in rows])
+    header = f"{'Benchmark':<{width}} {'images/s':>12} {'TFLOP/s':>9} {'MiB':>7}  note"
+    print("-" * len(header))
+    print(header)
+    print("-" * len(header))
+    for name, entry in rows.items():
+        rate = number(entry, "images/s")
+        note = f"error: {entry.get('error_message', '?')}" if entry.get("error_occurred") else ""
+        if rate is None and number(entry, "tokens/s") is not None:
+            rate, note = number(entry, "tokens/s"), "tokens/s"
+        print(f"{name:<{width}} {fmt(rate):>12} {fmt(number(entry, 'TFLOP/s'), 3):>9} "
+              f"{fmt_bytes(number(entry, 'peak_memory')):>7}  {note}".rstrip())
+    return 0
+
+
+def main(argv):
+    parser = Parser(prog=PROG, description="Compare Glassbox with a peer (PyTorch), benchmark by benchmark; "
+                    "or print one results file as a table.")
+    parser.add_argument("glassbox", metavar="GLASSBOX_JSON|RESULTS_JSON")
+    parser.add_argument("pytorch", metavar="PYTORCH_JSON", nargs="?")
+    parser.add_argument("--out", metavar="RESULTS_JSON", help="write both runs and the comparison here")
+    args = parser.parse_args(argv)
+    if args.pytorch is None:
+        if args.out:
+            raise UsageError("--out needs two files (GLASSBOX_JSON PYTORCH_JSON)")
+        return print_one(args.glassbox)
+
+    glassbox = load(args.glassbox, "Glassbox results")
+    pytorch = load(args.pytorch, "PyTorch results")
+    rows, n_gb, n_pt, any_layouts = comparison_rows(glassbox, pytorch)
+    gctx, pctx = glassbox.get("context", {}), pytorch.get("context", {})
+    print_comparison(rows, gctx, pctx, any_layouts)
 
     if args.out:
         results = {
             "created": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-            "inputs": {"glassbox": os.path.abspath(args.glassbox), "pytorch": os.path.abspath(args.pytorch)},
+            "inputs": {"glassbox": args.glassbox, "pytorch": args.pytorch},
             "comparison": rows,
             "glassbox": {"context": gctx, "benchmarks": glassbox["benchmarks"]},
             "pytorch": {"context": pctx, "benchmarks": pytorch["benchmarks"]},
@@ -221,7 +324,7 @@ def main(argv):
         print(f"wrote {args.out}")
 
     if not any(r["glassbox_images_per_s"] is not None and r["pytorch_images_per_s"] is not None for r in rows):
-        print(f"{PROG}: no benchmark measured by both (names: Glassbox {len(gb)}, PyTorch {len(pt)})",
+        print(f"{PROG}: no benchmark measured by both (names: Glassbox {n_gb}, PyTorch {n_pt})",
               file=sys.stderr)
         return 1
     return 0

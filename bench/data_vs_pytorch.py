@@ -13,7 +13,7 @@ Glassbox is faster); --json writes the rows and every round.
 
 Usage:
   python3 bench/data_vs_pytorch.py --folder PATH [--bench-data build/bench_data]
-      [--python /work/venv-torch/bin/python] [--rounds 3] [--min-time 2] [--workers 1,2] [--json PATH]
+      [--python PYTHON] [--rounds 3] [--min-time 2] [--workers 1,2] [--json PATH]
 """
 
 import argparse
@@ -40,7 +40,8 @@ def main():
     parser = argparse.ArgumentParser(prog="data_vs_pytorch.py", description=__doc__.split("\n")[0])
     parser.add_argument("--folder", required=True)
     parser.add_argument("--bench-data", default=os.path.join(REPO, "build", "bench_data"))
-    parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--python", default=os.environ.get("GLASSBOX_PYTHON") or "python3",
+                        help="the Python with PyTorch (default: $GLASSBOX_PYTHON, else python3)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--min-time", type=float, default=2.0)
     parser.add_argument("--workers", default="1,2")

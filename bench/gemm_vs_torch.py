@@ -17,7 +17,7 @@ after each one (an interrupted run keeps what it measured).
 
 Usage:
   python3 bench/gemm_vs_torch.py [--bench build/bench_gemm]
-      [--python /work/venv-torch/bin/python] [--rounds 3] [--pairs 5] [--window 0.2]
+      [--python PYTHON] [--rounds 3] [--pairs 5] [--window 0.2]
       [--threads 2] [--nets ResNet50,VGG16] [--filter REGEX] [--json PATH]
 """
 
@@ -88,7 +88,8 @@ def write_json(path, payload):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bench", default="build/bench_gemm")
-    parser.add_argument("--python", default="/work/venv-torch/bin/python")
+    parser.add_argument("--python", default=os.environ.get("GLASSBOX_PYTHON") or "python3",
+                        help="the Python with PyTorch (default: $GLASSBOX_PYTHON, else python3)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pairs", type=int, default=5, help="windows of each side per shape and round")
     parser.add_argument("--window", type=float, default=0.2, help="seconds of one side's products per window")

@@ -5,14 +5,13 @@ sides see the same machine (load, clocks, thermal state) within minutes.
 For each round, network, batch and mode: build/bench_nets runs that
 benchmark, then bench/peers/pytorch_nets.py runs the same name (a language
 model's peer is bench/peers/lstm_lm.py --time), the side that goes first
-swapped every mode and every round. Note [Sides a mode apart]: until stop 26
-each side ran all of a network's modes at once, so that the two
-measurements of one benchmark were minutes apart; on the shared 2-core VM of
-stop 26, where the same build's images/s moved by 30% from minute to minute,
-one-round screens that way read 0.57 to 2.8 (--interleave network keeps the
-old way, with fewer processes started). Each side's images/s (a language model's
-tokens/s) per benchmark is the median
-over the rounds; PyTorch's is the better of its layouts (NCHW and
+swapped every mode and every round. Note [Sides a mode apart]: when each
+side ran all of a network's modes at once, the two measurements of one
+benchmark were minutes apart; on a shared 2-core VM, where the same build's
+images/s moved by 30% from minute to minute, one-round screens that way read
+0.57 to 2.8 (--interleave network keeps that way, with fewer processes
+started). Each side's images/s (a language model's tokens/s) per benchmark
+is the median over the rounds; PyTorch's is the better of its layouts (NCHW and
 channels_last, as bench/compare.py takes it). Prints one row per benchmark:
 images/s of each, the ratio Glassbox / PyTorch (above 1: Glassbox is faster),
 and which PyTorch layout won; --json writes the rows and every round (and,
@@ -21,7 +20,7 @@ marked "partial": a run cut short keeps what it measured).
 
 Usage:
   python3 bench/interleave.py [--bench build/bench_nets]
-      [--python /work/venv-torch/bin/python] [--device cpu] [--rounds 3]
+      [--python PYTHON] [--device cpu] [--rounds 3]
       [--modes forward,forward_backward,train_step,inference] [--batch N[,N...]]
       [--threads 2] [--min-time S] [--warmup N] [--layouts nchw,channels_last]
       [--interleave mode|network]
@@ -32,8 +31,18 @@ of the network's default batch on that device, as bench_nets lists it
 ("0.5x", "1x", "4x"): `--batch 0.5x,1x,4x` times every network at half,
 once and four times its default, the issue-11 table in one command.
 
+--python is the Python that has PyTorch (the peer's): $GLASSBOX_PYTHON
+where set, else python3.
+
 On a GPU (--device cuda) bench_nets runs with --cudnn-search, since the peer
 sets cudnn.benchmark (measured algorithm choice on both sides).
+
+The --json file: {"date", "command", "machine", "builds", "rows", "rounds"}
+("partial": true, and no "rows", while the run goes on). "rounds" holds one
+{"glassbox": {name: images/s}, "pytorch": {name: images/s}} per round, the
+peer's channels_last runs named name + "/channels_last"; "rows" the medians
+(rows_from_rounds). bench/merge_results.py merges several such files into
+one of the same shape; bench/ratio_table.py and bench/compare.py read them.
 """
 
 import argparse
@@ -55,19 +64,19 @@ LAYOUT_SUFFIX = "/channels_last"
 
 # What each side ran, as its JSON's context names it: Glassbox's commit (with
 # "+uncommitted" where the tree had changes) and PyTorch's version. Note [One
-# build per table]: a table split over several commands, or sessions, is one
-# run only where every part ran the same code on the same machine;
-# interleave.py stops if a side reports another build mid-run, and records
-# the builds and the machine (machine() below) for ratio_table.py.
+# build per table]: a table split over several commands is one run only
+# where every part ran the same code on the same machine; interleave.py
+# stops if a side reports another build mid-run, and records the builds and
+# the machine (machine() below) for ratio_table.py and merge_results.py.
 BUILD_KEYS = {"glassbox": "commit", "pytorch": "torch"}
 
 
 def machine():
     """The CPU both sides ran on, as /proc/cpuinfo names it, with its family and
     model (two machines that both call themselves "AMD EPYC" can be different
-    generations) and the number of CPUs. Note [One build per table]: the VM a
-    session gets can change from one session to the next (stop 43 found a Zen 5
-    EPYC where stop 42 had a Xeon), so a table's parts must say where they ran."""
+    generations) and the number of CPUs. Note [One build per table]: the
+    machine a table's parts run on can change between them (a Zen 5 EPYC VM
+    where the parts before ran on a Xeon), so each part says where it ran."""
     try:
         with open("/proc/cpuinfo") as f:
             fields = [line.split(":", 1) for line in f if ":" in line]
@@ -91,7 +100,12 @@ def rates(path, side, builds):
     if builds.setdefault(side, build) != build:
         sys.exit(f"interleave.py: the {side} side ran {build}, earlier in this run {builds[side]}: "
                  "one run's rounds must come from one build (was it rebuilt mid-run?)")
-    return {TIME_SUFFIX.sub("", r["name"]): r.get("images/s", r.get("tokens/s")) for r in data["benchmarks"]
+    return benchmark_rates(data["benchmarks"])
+
+
+def benchmark_rates(benchmarks):
+    """{benchmark name: images/s or tokens/s} of a Google-Benchmark-shaped list (iterations, no errors)."""
+    return {TIME_SUFFIX.sub("", r["name"]): r.get("images/s", r.get("tokens/s")) for r in benchmarks
             if ("images/s" in r or "tokens/s" in r) and not r.get("error_occurred")
             and r.get("run_type", "iteration") == "iteration"}
 
@@ -202,11 +216,27 @@ def rows_from_rounds(rounds, nets):
     return rows
 
 
+def print_rows(rows, heading):
+    """The rows as a text table under the heading's lines (bench/compare.py prints a file's this way)."""
+    for line in heading:
+        print(line)
+    width = max([36] + [len(row["name"]) for row in rows])
+    header = f"{'benchmark':{width}s} {'Glassbox':>10s} {'PyTorch':>10s} {'ratio':>6s}  PyTorch layout"
+    print(header)
+    print("-" * len(header))
+    for row in rows:
+        fmt = lambda v: f"{v:10.1f}" if v else f"{'-':>10s}"  # noqa: E731
+        ratio = f"{row['ratio']:6.2f}" if row["ratio"] else f"{'-':>6s}"
+        print(f"{row['name']:{width}s} {fmt(row['glassbox_images_per_s'])} {fmt(row['pytorch_images_per_s'])} {ratio}  "
+              f"{row['pytorch_layout']}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("nets", nargs="+", metavar="NET")
     parser.add_argument("--bench", default="build/bench_nets")
-    parser.add_argument("--python", default="/work/venv-torch/bin/python")
+    parser.add_argument("--python", default=os.environ.get("GLASSBOX_PYTHON") or "python3",
+                        help="the Python with PyTorch (default: $GLASSBOX_PYTHON, else python3)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--modes", default="forward,forward_backward,train_step,inference")
@@ -249,17 +279,9 @@ def main():
                                                "machine": where, "builds": builds, "rounds": rounds})
 
     rows = rows_from_rounds(rounds, args.nets)
-    print(f"{args.device}, {args.precision}, {args.threads} threads, {args.rounds} interleaved rounds, medians; "
-          "images/s (a language model's: tokens/s)")
-    print(f"Glassbox {builds.get('glassbox', '-')}, PyTorch {builds.get('pytorch', '-')}, on {where}")
-    header = f"{'benchmark':36s} {'Glassbox':>10s} {'PyTorch':>10s} {'ratio':>6s}  PyTorch layout"
-    print(header)
-    print("-" * len(header))
-    for row in rows:
-        fmt = lambda v: f"{v:10.1f}" if v else f"{'-':>10s}"
-        ratio = f"{row['ratio']:6.2f}" if row["ratio"] else f"{'-':>6s}"
-        print(f"{row['name']:36s} {fmt(row['glassbox_images_per_s'])} {fmt(row['pytorch_images_per_s'])} {ratio}  "
-              f"{row['pytorch_layout']}")
+    print_rows(rows, [f"{args.device}, {args.precision}, {args.threads} threads, {args.rounds} interleaved rounds, "
+                      "medians; images/s (a language model's: tokens/s)",
+                      f"Glassbox {builds.get('glassbox', '-')}, PyTorch {builds.get('pytorch', '-')}, on {where}"])
     if args.json:
         write_json(args.json, {"date": started, "command": sys.argv, "machine": where, "builds": builds,
                                "rows": rows, "rounds": rounds})

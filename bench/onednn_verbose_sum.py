@@ -3,7 +3,7 @@
 log of a run with ONEDNN_VERBOSE=1, Glassbox's or PyTorch's alike.
 
     ONEDNN_VERBOSE=1 build-cpu/glassbox time VGG16 --batch 1 --inference --threads 2 > gb.log
-    ONEDNN_VERBOSE=1 /work/venv-torch/bin/python bench/peers/pytorch_nets.py --device cpu --threads 2 \\
+    ONEDNN_VERBOSE=1 python3 bench/peers/pytorch_nets.py --device cpu --threads 2 \\
         --batch 1 --layouts channels_last --filter '^VGG16/inference/' > pt.log
     python3 bench/onednn_verbose_sum.py gb.log --steps-from mb1_ic3oc64
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """bench/ratio_table.py: issue 11's table from bench/interleave.py's JSON
-files: one Markdown row per network and batch, the ratio (Glassbox's images/s,
+files (or bench/merge_results.py's, or a results file of bench/compare.py
+--out, which reads as one round): one Markdown row per network and batch, the ratio (Glassbox's images/s,
 a language model's tokens/s, over PyTorch's better layout) in each mode, and
 Glassbox's backward over its forward (from the medians: forward_backward's
 step less forward's, over forward's), then every ratio under --below
@@ -19,8 +20,12 @@ PyTorch's version) and the machine they ran on (Note [One build per table]
 in interleave.py), and says so where the files disagree: then it is not one
 run's table.
 
+--out FILE writes the Markdown to FILE instead of printing it, under a
+line that names the command, so that a rerun regenerates it
+(bench/results/<machine>/table.md from table.json).
+
 Usage:
-  python3 bench/ratio_table.py [--below 1.0] [--pool-rounds] RESULT.json [RESULT.json ...]
+  python3 bench/ratio_table.py [--below 1.0] [--pool-rounds] [--out TABLE.md] RESULT.json [RESULT.json ...]
 """
 
 import argparse
@@ -29,11 +34,30 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from interleave import LAYOUT_SUFFIX, rows_from_rounds  # noqa: E402  (after the path is set)
+from interleave import BUILD_KEYS, LAYOUT_SUFFIX, benchmark_rates, rows_from_rounds  # noqa: E402  (after the path is set)
 
 MODES = ["forward", "forward_backward", "train_step", "inference"]
 MODE_HEADINGS = {"forward": "forward", "forward_backward": "fwd+bwd", "train_step": "train_step",
                  "inference": "inference"}
+
+
+def is_comparison(data):
+    """A results file of bench/compare.py --out: both sides' Google Benchmark runs."""
+    return all(isinstance(data.get(side), dict) and isinstance(data[side].get("benchmarks"), list)
+               for side in ("glassbox", "pytorch"))
+
+
+def read(path):
+    """An interleave.py or merge_results.py file as it is; a compare.py --out file
+    as one round, with "builds" and "machine" from its two contexts."""
+    with open(path) as f:
+        data = json.load(f)
+    if "rounds" not in data and is_comparison(data):
+        contexts = {side: data[side].get("context", {}) for side in ("glassbox", "pytorch")}
+        data = {"rounds": [{side: benchmark_rates(data[side]["benchmarks"]) for side in ("glassbox", "pytorch")}],
+                "builds": {side: contexts[side].get(key, "unrecorded") for side, key in BUILD_KEYS.items()},
+                "machine": contexts["glassbox"].get("device_name", "unrecorded")}
+    return data
 
 
 def load_rounds(paths, pool=False):
@@ -42,10 +66,9 @@ def load_rounds(paths, pool=False):
     order first given."""
     by_name, nets = {}, []  # Glassbox benchmark name -> its rounds
     for path in paths:
-        with open(path) as f:
-            data = json.load(f)
-        for name in dict.fromkeys(n for rnd in data["rounds"] for n in rnd["glassbox"]):  # in order, once
-            by_name[name] = by_name.get(name, []) + data["rounds"] if pool else data["rounds"]
+        data_rounds = read(path)["rounds"]
+        for name in dict.fromkeys(n for rnd in data_rounds for n in rnd["glassbox"]):  # in order, once
+            by_name[name] = by_name.get(name, []) + data_rounds if pool else data_rounds
             net = name.split("/")[0]
             if net not in nets:
                 nets.append(net)
@@ -68,8 +91,7 @@ def builds_line(paths):
     (older files: unrecorded); one line, or the groups where the files differ."""
     builds, machines = {}, {}  # (Glassbox, PyTorch) or machine -> the files that ran them
     for path in paths:
-        with open(path) as f:
-            data = json.load(f)
+        data = read(path)
         ran = data.get("builds", {})
         key = (ran.get("glassbox", "unrecorded"), ran.get("pytorch", "unrecorded"))
         builds.setdefault(key, []).append(os.path.basename(path))
@@ -107,6 +129,7 @@ def main():
     parser.add_argument("--below", type=float, default=1.0, help="list every ratio under this (default 1.0)")
     parser.add_argument("--pool-rounds", action="store_true",
                         help="a benchmark in several files takes the rounds of all of them, not of the last")
+    parser.add_argument("--out", metavar="TABLE.md", help="write the Markdown here instead of printing it")
     args = parser.parse_args()
     rounds, nets = load_rounds(args.files, pool=args.pool_rounds)
     rows = rows_from_rounds(rounds, nets)
@@ -124,18 +147,28 @@ def main():
         forward, both = rates[key].get("forward"), rates[key].get("forward_backward")
         return f"{forward / both - 1:.2f}" if forward and both else ""
 
-    print(builds_line(args.files) + "\n")
-    print("| network | batch | " + " | ".join(MODE_HEADINGS[m] for m in MODES) + " | bwd/fwd |")
-    print("|---|---:|" + "---:|" * (len(MODES) + 1))
+    lines = [builds_line(args.files), ""]
+    lines.append("| network | batch | " + " | ".join(MODE_HEADINGS[m] for m in MODES) + " | bwd/fwd |")
+    lines.append("|---|---:|" + "---:|" * (len(MODES) + 1))
     for key, ratios in sorted(table.items(), key=lambda item: (nets.index(item[0][0]), item[0][1])):
         cells = [f"{ratios[m]:.2f}" if ratios.get(m) else "" for m in MODES]
-        print(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + f" | {backward_over_forward(key)} |")
+        lines.append(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + f" | {backward_over_forward(key)} |")
 
     low = [row for row in rows if row["ratio"] is not None and row["ratio"] < args.below]
-    print(f"\n{len(low)} of {len(rows)} ratios under {args.below}" + (":" if low else "."))
+    lines.append(f"\n{len(low)} of {len(rows)} ratios under {args.below}" + (":" if low else "."))
     for row in low:
         each = ", ".join(f"{r:.2f}" for r in round_ratios(rounds, row["name"]))
-        print(f"- {row['name']}: {row['ratio']:.2f} (rounds: {each}; PyTorch {row['pytorch_layout']})")
+        lines.append(f"- {row['name']}: {row['ratio']:.2f} (rounds: {each}; PyTorch {row['pytorch_layout']})")
+    if not args.out:
+        print("\n".join(lines))
+        return
+    command = " ".join(["python3", "bench/ratio_table.py"] + sys.argv[1:])
+    with open(args.out, "w") as f:
+        f.write(f"<!-- Made by `{command}`; run it again to remake this file. -->\n\n"
+                "Glassbox's images/s (a language model's: tokens/s) over PyTorch's better layout, the medians of "
+                "the rounds; above 1.0 Glassbox is faster. bwd/fwd: Glassbox's backward over its forward.\n\n"
+                + "\n".join(lines) + "\n")
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -7,8 +7,8 @@ runs three untimed steps, then STEPS steps under torch.profiler, and prints
 each operator's self time per step; with --shapes, the convolutions and max
 poolings split by input shape.
 
-Usage (PyTorch from the virtual environment the peer uses):
-  /work/venv-torch/bin/python bench/torch_profile.py NET BATCH {forward,forward_backward}
+Usage (with a Python that has PyTorch, as the peer uses):
+  python3 bench/torch_profile.py NET BATCH {forward,forward_backward}
       [--layout channels_last|nchw] [--steps 3] [--threads 2] [--shapes]
 """
 

@@ -14,7 +14,7 @@ every epoch of every round.
 
 Usage:
   python3 bench/train_vs_pytorch.py [--glassbox build/glassbox]
-      [--python /work/venv-torch/bin/python] [--net LeNet] [--epochs 10]
+      [--python PYTHON] [--net LeNet] [--epochs 10]
       [--rounds 3] [--threads 2] [--workers 1] [--pipelines torchvision,tensors]
       [--json PATH]
 """
@@ -58,7 +58,8 @@ def summary(epochs):
 def main():
     parser = argparse.ArgumentParser(prog="train_vs_pytorch.py", description=__doc__.split("\n")[0])
     parser.add_argument("--glassbox", default=os.path.join(REPO, "build", "glassbox"))
-    parser.add_argument("--python", default=sys.executable)
+    parser.add_argument("--python", default=os.environ.get("GLASSBOX_PYTHON") or "python3",
+                        help="the Python with PyTorch (default: $GLASSBOX_PYTHON, else python3)")
     parser.add_argument("--net", default="LeNet")
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)

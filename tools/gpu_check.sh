@@ -13,13 +13,20 @@
 #                but test_nets, test_graph, test_optim)
 #   6 bench      build-gpu/bench_nets --device=cuda --cudnn-search and the PyTorch peer
 #                (NCHW and channels_last) for LeNet, AlexNet, VGG16, ResNet50 at the
-#                default GPU batches, then bench/compare.py -> bench/results/<YYYY-MM-DD>-<gpu>.json;
-#                then ResNet50/train_step fp32 and tf32 interleaved with PyTorch
-#                (bench/interleave.py) -> bench/results/<YYYY-MM-DD>-<gpu>-resnet50-<precision>.json
+#                default GPU batches, then bench/compare.py -> bench/results/<gpu>/table.json
+#                and bench/ratio_table.py -> bench/results/<gpu>/table.md; then
+#                ResNet50/train_step fp32 and tf32 interleaved with PyTorch
+#                (bench/interleave.py) -> bench/results/<gpu>/resnet50-<precision>.json
 #   7 train      LeNet on Fashion-MNIST, ResNet-56 on a JPEG folder, ResNet-50 on real
-#                JPEGs beside synthetic data -> ...-resnet50-real-data.json (tools/gpu_training.sh)
+#                JPEGs beside synthetic data -> <gpu>/lenet-fashion-mnist.jsonl,
+#                resnet56-folder.jsonl, resnet50-real-data.json (tools/gpu_training.sh)
 #   8 parallel   NCCL with one rank: bench_allreduce, ResNet-50 train_step with and without
-#                the communicator, glassbox scale from the GPU's step (tools/gpu_parallel.sh)
+#                the communicator, glassbox scale from the GPU's step -> <gpu>/allreduce-nccl.json,
+#                resnet50-nccl-one-rank.json (tools/gpu_parallel.sh)
+#
+# <gpu> is the GPU's name as nvidia-smi gives it, lower case, without the vendor
+# and the memory type ("NVIDIA H100 80GB HBM3" -> h100-80gb): one folder per
+# machine, each file replaced by the run that writes it (git keeps the old).
 #
 # Every step runs even when an earlier one failed (a step that needs the build
 # is reported as failed when there is none); the exit status is 1 if any step
@@ -38,6 +45,7 @@
 #
 # Environment: GPU_CHECK_TEST_TIMEOUT (seconds per test binary, default 600),
 # GPU_CHECK_JOBS (parallel test binaries and build jobs, default nproc),
+# GLASSBOX_PYTHON (the Python with PyTorch, default python3),
 # GPU_CHECK_CUBLAS=pip (take cuBLAS from pip's nvidia/cu13 even where the
 # toolkit has one; it does so anyway where the toolkit has none).
 #
@@ -91,10 +99,15 @@ wanted() {  # wanted STEP: not skipped, and in --only when given
 
 jobs=${GPU_CHECK_JOBS:-$(nproc)}
 test_timeout=${GPU_CHECK_TEST_TIMEOUT:-600}
-logs="$repo/build-gpu-check"
-build=${prebuilt:-"$repo/build-gpu"}
+# Paths below the repository are relative to it (the script runs there), so
+# that the results files name no machine's folders.
+logs="build-gpu-check"
+build=${prebuilt:-build-gpu}
+build=${build#"$repo"/}
 staged="$repo/third_party/staged"
-python=$(command -v python3 || true)
+# By name where it is found on PATH, so that the commands results record name no machine's folders.
+python=${GLASSBOX_PYTHON:-python3}
+command -v "$python" >/dev/null || python=""
 mkdir -p "$logs"
 rm -f "$logs"/*.log "$logs"/*.json "$logs"/summary.txt
 
@@ -172,7 +185,7 @@ step_build() {
   fi
   show cmake -S "$repo" -B "$repo/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DGLASSBOX_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DGLASSBOX_STAGED_DEPS="$staged" \
-    -DGLASSBOX_BLAS=Eigen -DGLASSBOX_CPU_CONV=im2col ${python:+-DGLASSBOX_PYTHON="$python"} "${cmake_extra[@]}"
+    -DGLASSBOX_BLAS=Eigen -DGLASSBOX_CPU_CONV=im2col ${python:+-DGLASSBOX_PYTHON="$(command -v "$python")"} "${cmake_extra[@]}"
   show cmake --build "$repo/build-gpu" -j "$jobs"
 }
 
@@ -244,7 +257,7 @@ step_memcheck() {
     echo "---- $(basename "$t")"
     # CUPTI takes one subscriber, and under compute-sanitizer that is the
     # sanitizer: the kernel trace's tests fail with CUPTI error 39
-    # (MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED), seen on the H100, stop 31.
+    # (MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED), seen on the H100.
     if [ "$(basename "$t")" = test_kernel_map ]; then
       echo "memcheck test_kernel_map: not run (the sanitizer holds CUPTI, which the kernel trace needs)"; continue
     fi
@@ -269,17 +282,19 @@ step_memcheck() {
 }
 
 # ---- 6 bench ----------------------------------------------------------------------------------------
-gpu_slug() {
+gpu_slug() {  # "NVIDIA H100 80GB HBM3" -> h100-80gb: lower case, no vendor, no memory type
   local name
   name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
-  name=$(echo "${name:-unknown-gpu}" | tr '[:upper:]' '[:lower:]' | sed -e 's/[^a-z0-9]\{1,\}/-/g' -e 's/^-//' -e 's/-$//')
+  name=$(echo "${name:-unknown-gpu}" | tr '[:upper:]' '[:lower:]' | sed -e 's/[^a-z0-9]\{1,\}/-/g' \
+    -e 's/^-//' -e 's/-$//' -e 's/^nvidia-//' -e 's/-\(hbm[0-9a-z]*\|gddr[0-9a-z]*\)$//')
   echo "${name:-unknown-gpu}"
 }
 
 step_bench() {
   local rc=0 gb_json="$logs/bench_nets.json" pt_json="$logs/pytorch_nets.json"
   # Never pass off an earlier run's files as this one's.
-  [ "$dry_run" -eq 1 ] || rm -f "$results_file" "${results_file%.json}"-resnet50-{fp32,tf32}.json
+  [ "$dry_run" -eq 1 ] || rm -f "$results_file" "$results_dir/table.md" "$results_dir"/resnet50-{fp32,tf32}.json
+  [ "$dry_run" -eq 1 ] || mkdir -p "$results_dir"
   echo "---- Glassbox: $build/bench_nets"
   if [ "$dry_run" -eq 1 ] || [ -x "$build/bench_nets" ]; then
     # --cudnn-search: the PyTorch peer runs with cudnn.benchmark = True (measured
@@ -300,7 +315,12 @@ step_bench() {
     --json "$pt_json" || { echo "pytorch_nets: FAILED"; rc=1; }
   echo "---- comparison"
   if [ "$dry_run" -eq 1 ] || { [ -s "$gb_json" ] && [ -s "$pt_json" ]; }; then
-    show "$python" bench/compare.py "$gb_json" "$pt_json" --out "$results_file" || { echo "compare: FAILED"; rc=1; }
+    if show "$python" bench/compare.py "$gb_json" "$pt_json" --out "$results_file"; then
+      show "$python" bench/ratio_table.py --out "$results_dir/table.md" "$results_file" \
+        || { echo "ratio_table: FAILED"; rc=1; }
+    else
+      echo "compare: FAILED"; rc=1
+    fi
   else
     echo "compare: skipped (needs both $gb_json and $pt_json)"; rc=1
   fi
@@ -311,7 +331,7 @@ step_bench() {
   for precision in fp32 tf32; do
     echo "---- ResNet50/train_step $precision, interleaved with PyTorch"
     show "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" --rounds 3 \
-      --modes train_step --precision "$precision" --json "${results_file%.json}-resnet50-$precision.json" ResNet50 \
+      --modes train_step --precision "$precision" --json "$results_dir/resnet50-$precision.json" ResNet50 \
       || { echo "interleave $precision: FAILED"; rc=1; }
   done
   return "$rc"
@@ -340,7 +360,8 @@ if find_libraries >"$logs/libraries.out" 2>&1; then record libraries ok ""
 else record libraries FAILED "a library is missing (system.log)"; fi
 tee -a "$logs/system.log" <"$logs/libraries.out" && rm -f "$logs/libraries.out"
 to_out "$logs/system.log"
-results_file="bench/results/$(date -u +%F)-$(gpu_slug).json"
+results_dir="bench/results/$(gpu_slug)"
+results_file="$results_dir/table.json"
 
 # With --prebuilt, the CLI tests run glassbox and bench_* where the build put
 # them (tests/CMakeLists.txt compiles that path in): $repo/build-gpu when DIR
@@ -375,19 +396,19 @@ done
 if [ "$dry_run" -eq 0 ] && wanted bench; then
   if [ -f "$results_file" ]; then to_out "$results_file"
   else for f in "$logs/bench_nets.json" "$logs/pytorch_nets.json"; do [ -f "$f" ] && to_out "$f"; done; fi
-  for f in "${results_file%.json}"-resnet50-{fp32,tf32}.json; do [ -f "$f" ] && to_out "$f"; done
+  for f in "$results_dir"/resnet50-{fp32,tf32}.json; do [ -f "$f" ] && to_out "$f"; done
 fi
 if [ "$dry_run" -eq 0 ] && wanted train; then
-  for f in "${results_file%.json}"-resnet50-real-data.json; do [ -f "$f" ] && to_out "$f"; done
+  [ -f "$results_dir/resnet50-real-data.json" ] && to_out "$results_dir/resnet50-real-data.json"
 fi
 if [ "$dry_run" -eq 0 ] && wanted parallel; then
-  for f in "${results_file%.json}"-{allreduce-nccl,resnet50-nccl-one-rank}.json; do [ -f "$f" ] && to_out "$f"; done
+  for f in "$results_dir"/{allreduce-nccl,resnet50-nccl-one-rank}.json; do [ -f "$f" ] && to_out "$f"; done
 fi
 
 banner "summary"
 {
   printf '%s\n' "${summary[@]}"
-  if [ -f "$results_file" ]; then echo "results: $results_file"; fi
+  if [ -d "$results_dir" ]; then echo "results: $results_dir"; fi
   echo "logs: $logs${OUT:+ (copied to \$OUT)}"
   if [ "$failed" -eq 0 ]; then echo "gpu_check: all steps passed"; else echo "gpu_check: FAILED (see above)"; fi
 } | tee "$logs/summary.txt"

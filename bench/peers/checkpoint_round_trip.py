@@ -30,7 +30,7 @@ different orders). Prints a table; exits 1 if anything failed, 2 for a usage
 error.
 
 Usage (with a Python that has torch, torchvision and safetensors):
-  /work/venv-torch/bin/python bench/peers/checkpoint_round_trip.py
+  python3 bench/peers/checkpoint_round_trip.py
       [--glassbox build/glassbox] [--nets AlexNet,ResNet50 | all] [--parts 1,2,3]
       [--tolerance 1e-4] [--device cpu] [--threads 2] [--work DIR] [--keep]
 The pure-Python parts (parsing, comparison, the table) are tested by

@@ -6,10 +6,10 @@ ids with the same schedule, so that the two perplexities can be compared.
 The ids come from Glassbox itself, so that both sides read the same data:
 
     build/glassbox corpus fortunes --out /tmp/fortunes.safetensors
-    /work/venv-torch/bin/python bench/peers/lstm_lm.py /tmp/fortunes.safetensors \\
+    python3 bench/peers/lstm_lm.py /tmp/fortunes.safetensors \\
         --net LSTMSmall --epochs 4 [--lr 1 --clip 5 --schedule constant|step:E:G] [--threads 1]
 
-What it does, as Glassbox does it (data/bptt.h, optim/trainer.h, optim/sgd.h):
+What it does, as Glassbox does it (data/bptt.h, train/trainer.h, optim/sgd.h):
   batchify   each split cut into B streams of L = floor(n / B) ids, time-major
   windows    window w: inputs rows wT..wT+T-1, targets the same rows + 1;
              floor((L - 1) / T) whole windows per epoch, in order, the rest dropped
@@ -40,7 +40,7 @@ the loss, as Glassbox's inference graph: peer_protocol.py), on random token ids 
 steps (--warmup N: N), then timed steps for --min-time seconds (at least 3); --json writes
 Google-Benchmark-shaped rows with tokens/s, which bench/interleave.py reads:
 
-    /work/venv-torch/bin/python bench/peers/lstm_lm.py --time forward_backward --net LSTM --threads 2
+    python3 bench/peers/lstm_lm.py --time forward_backward --net LSTM --threads 2
 """
 
 import argparse

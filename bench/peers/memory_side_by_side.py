@@ -17,7 +17,7 @@ resident, allocator caches and libraries' buffers included.
 
 Usage:
   python3 bench/peers/memory_side_by_side.py [--bench build/bench_nets]
-      [--python /work/venv-torch/bin/python] [--batch N]
+      [--python PYTHON] [--batch N]
       [--modes forward_backward,inference] [--threads N] NET ...
 """
 
@@ -71,7 +71,8 @@ def pytorch(python, nets, modes, batch, threads):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bench", default="build/bench_nets")
-    parser.add_argument("--python", default="/work/venv-torch/bin/python")
+    parser.add_argument("--python", default=os.environ.get("GLASSBOX_PYTHON") or "python3",
+                        help="the Python with PyTorch (default: $GLASSBOX_PYTHON, else python3)")
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--modes", default="forward_backward,inference")
     parser.add_argument("--threads", type=int, default=2)

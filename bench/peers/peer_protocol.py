@@ -9,10 +9,10 @@ and counted: bench_nets' protocol (DESIGN.md section 5) in PyTorch.
   inference         model.eval() under torch.inference_mode(): forward + loss,
                     no autograd (batch norm uses its running statistics, dropout
                     is off). The loss because Glassbox's inference graph ends in
-                    its loss layer too: the same work on both sides. Before
-                    2026-11-25 (stop 22) this mode left the loss out; only the
-                    language models' 10,000-way softmax made that matter (2% of
-                    LSTM's step).
+                    its loss layer too: the same work on both sides (results
+                    from before 2026-11-25 left the loss out; only the language
+                    models' 10,000-way softmax made that matter, 2% of LSTM's
+                    step).
 
 Layouts: nchw (PyTorch's default, contiguous) or channels_last (model and
 input in torch.channels_last, NHWC in memory).

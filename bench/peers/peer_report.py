@@ -101,7 +101,7 @@ def make_context(torch, torchvision, device, counts, args):
     context = {
         "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
         "host_name": socket.gethostname(),
-        "executable": os.path.abspath(sys.argv[0]),
+        "executable": sys.argv[0],
         "num_cpus": os.cpu_count(),
         "mhz_per_cpu": mhz,
         "cpu_scaling_enabled": False,
@@ -111,7 +111,9 @@ def make_context(torch, torchvision, device, counts, args):
         "device": device,
         "device_name": torch.cuda.get_device_name() if cuda else cpu_model,
         "cpu": cpu_model,
-        "precision": "tf32 (TF32 in cuDNN and matrix products)" if args.precision == "tf32" else "fp32, TF32 off",
+        # Spelled as Glassbox's context spells it (tensor/context.cpp), so that
+        # bench/compare.py reads the two sides' precision as one.
+        "precision": "tf32" if args.precision == "tf32" else "fp32 (TF32 off)",
         "math_mode": math_mode(torch),
         "torch": torch.__version__,
         "torchvision": torchvision.__version__,
@@ -123,7 +125,7 @@ def make_context(torch, torchvision, device, counts, args):
         "nccl": nccl_version(torch) if cuda else "not used",
         "driver": driver_version() if cuda else "not used",
         "commit": git_commit(),
-        "build": f"torch {torch.__version__} (pip), {sys.executable}",
+        "build": f"torch {torch.__version__} (pip), Python {platform.python_version()}",
         "protocol": (f"{args.warmup} warm-up steps, then timed steps until {args.min_time:g} s measured "
                      "(at least 3); " + ("CUDA events around each step" if cuda else "wall clock around each step")
                      + "; forward with autograd on; zero_grad(set_to_none=True) before forward_backward "

@@ -17,7 +17,7 @@ turn, timed by the wall clock, until --min-time seconds are measured (at
 least 3 samples); images/s from the mean.
 
 Usage:
-  /path/to/venv/bin/python bench/peers/pytorch_data.py --folder PATH [--min-time S] [--workers 1,2] [--json PATH]
+  python3 bench/peers/pytorch_data.py --folder PATH [--min-time S] [--workers 1,2] [--json PATH]
 
 PATH/<class>/*.jpg (for a `glassbox make-folder` output, PATH/train). Errors
 are one line on stderr, exit status 2. The JSON has Google Benchmark's shape

@@ -20,8 +20,8 @@ one line per state_dict entry, in the state_dict's order: the key, the
 safetensors dtype and the shape. Models are built on the meta device (shapes
 only: no memory, no arithmetic), so all of them take a few seconds.
 
-    /work/venv-torch/bin/python bench/peers/torch_state_keys.py            # write the files
-    /work/venv-torch/bin/python bench/peers/torch_state_keys.py --check    # compare, exit 1 on a difference
+    python3 bench/peers/torch_state_keys.py            # write the files
+    python3 bench/peers/torch_state_keys.py --check    # compare, exit 1 on a difference
 
 Needs torch and torchvision; the test that reads the files does not.
 """

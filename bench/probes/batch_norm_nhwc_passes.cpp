@@ -1,9 +1,9 @@
 // bench/probes/batch_norm_nhwc_passes.cpp: BatchNorm2d's backward on NHWC
 // values, its two passes apart, against the same sums and update on NCHW, at
 // ResNet-50's batch-8 shapes. The channel sums (sum dy, sum dy (x - mean)) in
-// the ways layers/batch_norm_nhwc.cpp could run them:
+// the ways layers/batch_norm/batch_norm_nhwc.cpp could run them:
 //   lanes down rows   chunks of 64 rows, 16 channels at a time held in
-//                     registers down the chunk's rows (stop 32's kernel)
+//                     registers down the chunk's rows (the layer's earlier kernel)
 //   rows across       chunks of 64 rows, each row read whole, left to right,
 //                     into per-chunk float sums that stay in L1
 //   regs across       the same order with every channel's sums in registers

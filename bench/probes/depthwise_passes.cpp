@@ -1,9 +1,9 @@
 // bench/probes/depthwise_passes.cpp: the three passes of Glassbox's direct
-// depthwise convolution (layers/conv2d_depthwise.cpp: 3x3, pad 1, stride 1)
+// depthwise convolution (layers/conv2d/conv2d_depthwise.cpp: 3x3, pad 1, stride 1)
 // alone, on one of Xception's shapes, with the data in cache ("hot") and
 // after a 256 MiB sweep that evicts it ("cold"). Not part of the build: it
 // links the library of a build, so two builds' kernels can be set side by
-// side (stop 44: docs/performance/cpu-stop44-depthwise-row-copies.md).
+// side.
 //
 //   g++ -std=c++20 -O3 -march=native -fopenmp -DGLASSBOX_DETERMINISTIC=0 -DGLASSBOX_WITH_CUDA=0
 //       -DGLASSBOX_WITH_ONEDNN=1 -I. -I/usr/include/eigen3 bench/probes/depthwise_passes.cpp
@@ -19,7 +19,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "layers/conv2d_depthwise.h"
+#include "layers/conv2d/conv2d_depthwise.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 // C = A B^T, row-major, A (m, k), B (n, k), as a linear layer's forward.
 // bench/probes/torch_matmul.py times torch.matmul on the same shapes. Not part
 // of the build: it measured whether oneDNN's GEMM would close the gap to
-// PyTorch's (MKL) on the 2-core Xeon (docs/performance/cpu-stop24-products-per-thread.md; it did not).
+// PyTorch's (MKL) on a 2-core Xeon (it did not).
 //
 //   g++ -O2 -fopenmp -I/usr/include/x86_64-linux-gnu/openblas-openmp bench/probes/gemm_onednn.cpp \
 //       -o /tmp/gemm_onednn -L/usr/lib/x86_64-linux-gnu/openblas-openmp \

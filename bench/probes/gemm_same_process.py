@@ -9,13 +9,13 @@ median of its per-run ratios to torch.matmul. It chose the rule of Note
 build; the libraries are opened with ctypes (RTLD_LOCAL: both define cblas
 symbols), and all three share PyTorch's libgomp.
 
-    /work/venv-torch/bin/python bench/probes/gemm_same_process.py THREADS RUNS SHAPE...
+    python3 bench/probes/gemm_same_process.py THREADS RUNS SHAPE...
 
 SHAPE is m,n,k[,ta,tb]: row-major C (m, n) = op(A) op(B), op a transpose
 where ta or tb is "t" (A B^T: m,n,k,n,t). For instance the 2048^3 yardstick
 and ResNet-50's layer4 1x1 backward-data (A^T B, 49 columns):
 
-    OMP_NUM_THREADS=2 .../python bench/probes/gemm_same_process.py 2 9 2048,2048,2048 2048,49,512,t,n
+    OMP_NUM_THREADS=2 python3 bench/probes/gemm_same_process.py 2 9 2048,2048,2048 2048,49,512,t,n
 """
 
 import ctypes

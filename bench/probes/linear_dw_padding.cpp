@@ -1,9 +1,8 @@
 // bench/probes/linear_dw_padding.cpp: a linear layer's weight gradient,
 // dW += dy^T x, on oneDNN's sgemm, a product per thread over blocks of dW's
-// rows (as layers/linear.cpp runs it), with x's rows, dW's rows, or both 16
+// rows (as layers/linear/linear.cpp runs it), with x's rows, dW's rows, or both 16
 // floats further apart (padded copies made before timing). It showed that the
-// 4 KiB stride costs dW little (docs/performance/cpu-stop29-backward-passes.md). Not part of the
-// build:
+// 4 KiB stride costs dW little. Not part of the build:
 //
 //   g++ -O2 -fopenmp bench/probes/linear_dw_padding.cpp -o /tmp/dwp -ldnnl && OMP_NUM_THREADS=2 /tmp/dwp
 //

@@ -4,7 +4,7 @@
 // place), the same with w's rows 16 floats further apart (a padded copy made
 // before timing: what a stride that is not a multiple of 4 KiB is worth), and
 // by tiles of w copied into a padded buffer, a product each (what it chose:
-// Note [Weights whose rows alias in the cache], layers/linear.cpp). Shapes:
+// Note [Weights whose rows alias in the cache], layers/linear/linear.cpp). Shapes:
 // FCN-5's, AlexNet's fc6 and fc7, at 32 to 256 rows, and one whose stride is
 // no multiple of 4 KiB. Not part of the build:
 //
@@ -48,7 +48,7 @@ double median_seconds(const std::function<void()>& product) {
 }
 
 // dx (rows x in) = dy (rows x out) w (out x in, row stride ldw), a product per
-// thread over blocks of dx's columns, as layers/linear.cpp's blocks run.
+// thread over blocks of dx's columns, as layers/linear/linear.cpp's blocks run.
 void in_place(const Layer& l, const float* dy, const float* w, int ldw, float* dx) {
   const int threads = omp_get_max_threads();
   const int block = ((l.in + threads - 1) / threads + 15) / 16 * 16;

@@ -5,7 +5,7 @@
 // (backward-data), dW += dy^T x (backward-weights, a sum post-op in oneDNN).
 // Shapes: FCN-5's, AlexNet's fc6 and fc7, square ones up the rows, and the
 // LSTMs' decoders. It chose Note [Linear forward on oneDNN's matmul]
-// (layers/linear.cpp). Not part of the build:
+// (layers/linear/linear.cpp). Not part of the build:
 //
 //   g++ -O2 -fopenmp -I/usr/include/x86_64-linux-gnu/openblas-openmp bench/probes/linear_onednn.cpp \
 //       -o /tmp/linear_onednn -L/usr/lib/x86_64-linux-gnu/openblas-openmp \

@@ -1,7 +1,7 @@
 // bench/probes/lstm_recurrent_step.cpp: the LSTM forward's recurrent products,
 // a_t += h_{t-1} W_hh^T for T steps of B rows against W_hh (4H x H), on all
 // the threads, three ways:
-//   streamed  Glassbox's streamed_forward (layers/streamed_product.cpp) over
+//   streamed  Glassbox's streamed_forward (layers/linear/streamed_product.cpp) over
 //             blocks of hidden units, four gate rows each, as lstm_cpu.cpp
 //             ran it until this probe where W_hh is over 2 MiB and B <= 16
 //   sgemm     oneDNN's sgemm over the same blocks, as Eigen's products (on
@@ -10,12 +10,12 @@
 //             a sum post-op adding into a_t: one call per step
 //   blocked   the same with W_hh reordered into oneDNN's own layout once per
 //             sequence (the reorder is timed with the steps)
-// It chose Note [The recurrent step on oneDNN's matmul] (layers/lstm_cpu.cpp).
+// It chose Note [The recurrent step on oneDNN's matmul] (layers/lstm/lstm_cpu.cpp).
 // Not part of the build:
 //
 //   g++ -std=c++20 -O2 -march=native -fopenmp -DGLASSBOX_DETERMINISTIC=0 -I. -I/usr/include/eigen3 \
 //       bench/probes/lstm_recurrent_step.cpp \
-//       layers/streamed_product.cpp -o /tmp/lstm_step -ldnnl
+//       layers/linear/streamed_product.cpp -o /tmp/lstm_step -ldnnl
 //   OMP_NUM_THREADS=2 /tmp/lstm_step
 //
 // And the backward's, dh += da_{t+1} W_hh (B x 4H times 4H x H), three ways:
@@ -33,7 +33,7 @@
 #include <functional>
 #include <vector>
 
-#include "layers/streamed_product.h"
+#include "layers/linear/streamed_product.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace {

@@ -2,7 +2,7 @@
 // reorders a oneDNN convolution pays around each pass (its brgconv works in
 // NHWC, "acdb"), by oneDNN's reorder primitive and by a tiled transpose.
 // Measured because VGG16's inference at batch 2 spent 29 ms of its 293 ms
-// step in these reorders (ONEDNN_VERBOSE, docs/performance/cpu-stop30-channels-last-values.md), at 11 GB/s
+// step in these reorders (ONEDNN_VERBOSE, bench/onednn_verbose_sum.py), at 11 GB/s
 // where a copy runs at 22: a plane of 224 x 224 floats is 49 x 4 KiB, so the
 // 16 planes a transpose reads at once fall in the same L1 sets.
 //

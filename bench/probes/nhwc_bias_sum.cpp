@@ -1,7 +1,7 @@
 // bench/probes/nhwc_bias_sum.cpp: a convolution's bias gradient (the sum of
 // dy per output channel) on VGG16 conv1_1's dy at batch 2, 64 channels x
 // 2 x 224 x 224 pixels, in the ways Note [Bias gradient of NHWC outputs]
-// (layers/conv2d.cpp) compares. Not part of the build.
+// (layers/conv2d/conv2d.cpp) compares. Not part of the build.
 //
 //   g++ -O3 -march=native -fopenmp -I/usr/include/eigen3 bench/probes/nhwc_bias_sum.cpp -o /tmp/nhwc_bias_sum
 //   OMP_NUM_THREADS=2 /tmp/nhwc_bias_sum

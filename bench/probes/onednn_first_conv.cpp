@@ -1,6 +1,6 @@
 // bench/probes/onednn_first_conv.cpp: a network's first convolution (the
 // image's 3 input channels) on oneDNN 2.6, two ways, for Note [A few input
-// channels in NHWC] (layers/conv2d_onednn.cpp). Not part of the build.
+// channels in NHWC] (layers/conv2d/conv2d_onednn.cpp). Not part of the build.
 //
 //   g++ -O2 -std=c++20 bench/probes/onednn_first_conv.cpp -o /tmp/first_conv -ldnnl
 //   OMP_NUM_THREADS=2 /tmp/first_conv BATCH SIZE OUT_CHANNELS KERNEL STRIDE PAD

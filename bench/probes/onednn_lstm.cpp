@@ -2,10 +2,10 @@
 // on one layer of the LSTM benchmark's shape (35 steps, 650 units, batch as
 // the first argument), forward inference, the weights reordered from
 // PyTorch's layout (ldgoi) inside each timed call, as Glassbox's inference
-// plans did from stop 22 to stop 41. Not part of the build: it measured
-// whether Glassbox's LSTM inference should run on oneDNN's primitive; since
-// stop 42 it runs the training forward's steps instead (Note [LSTM inference
-// on the training forward's steps] in layers/lstm_cpu.cpp). `glassbox time
+// plans once did. Not part of the build: it measured whether Glassbox's LSTM
+// inference should run on oneDNN's primitive; it now runs the training
+// forward's steps instead (Note [LSTM inference on the training forward's
+// steps] in layers/lstm/lstm_cpu.cpp). `glassbox time
 // LSTM` gives Glassbox's own forward per layer.
 //
 //   g++ -O3 -march=native -fopenmp bench/probes/onednn_lstm.cpp -o /tmp/onednn_lstm -ldnnl

@@ -1,11 +1,11 @@
 // bench/probes/streamed_dx_blocks.cpp: a linear layer's backward-data at up
-// to 16 rows, dx = dy w, streamed as layers/streamed_product.cpp does (four
+// to 16 rows, dx = dy w, streamed as layers/linear/streamed_product.cpp does (four
 // weight rows at a time into sums that stay in cache), with column blocks of
 // 384 (the old width: sums in L1), 1024, 2048 and a thread's share of the
-// columns, over the threads as layers/linear.cpp splits them. Shapes: VGG's
+// columns, over the threads as layers/linear/linear.cpp splits them. Shapes: VGG's
 // fc6 (25088 -> 4096), AlexNet's fc6 (9216 -> 4096), fc7 (4096 -> 4096) and
 // fc8 (4096 -> 1000). It chose Note [Streamed backward-data by wide blocks]
-// (layers/linear.cpp). Not part of the build:
+// (layers/linear/linear.cpp). Not part of the build:
 //
 //   g++ -O3 -march=native -fopenmp -I/usr/include/eigen3 -DNDEBUG bench/probes/streamed_dx_blocks.cpp -o /tmp/sdx
 //   (then OMP_NUM_THREADS=2 /tmp/sdx)

@@ -1,10 +1,10 @@
 """bench/probes/torch_linear_passes.py: a linear layer's three products in
 PyTorch on the CPU (torch.matmul on MKL), 2 threads: forward x w^T,
 backward-data dy w, backward-weights dW += dy^T x, in GFLOP/s (median of 11
-after 3 untimed). The MKL figures that docs/performance/cpu-stop29-backward-passes.md sets
-beside bench/probes/linear_dx_tiles.cpp and linear_dw_padding.cpp:
+after 3 untimed): the MKL figures to set beside bench/probes/linear_dx_tiles.cpp
+and linear_dw_padding.cpp:
 
-    /work/venv-torch/bin/python bench/probes/torch_linear_passes.py
+    python3 bench/probes/torch_linear_passes.py
 """
 import torch, time
 torch.set_num_threads(2)

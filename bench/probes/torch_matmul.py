@@ -3,7 +3,7 @@
 bench/probes/gemm_threaded.cpp, timed the same way (best of 5 runs of at
 least 0.5 s), so the three GEMMs can be put side by side.
 
-    /work/venv-torch/bin/python bench/probes/torch_matmul.py [threads]   (default 2)
+    python3 bench/probes/torch_matmul.py [threads]   (default 2)
 """
 
 import sys

@@ -3,7 +3,7 @@
 with Python's safetensors package, for tests/test_safetensors.cpp to read
 (and to write again, byte for byte) without Python.
 
-    /work/venv-torch/bin/python tests/data/make_python_safetensors.py
+    python3 tests/data/make_python_safetensors.py
 
 The tensors cover what a PyTorch state_dict holds (float32 weights, an int64
 scalar num_batches_tracked) and the corners of the format: a float16 tensor,

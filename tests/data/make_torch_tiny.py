@@ -3,7 +3,7 @@
 eval-mode logits, for tests/test_checkpoint.cpp to load into the same
 network built by Glassbox and compare, without torch in CI.
 
-    /work/venv-torch/bin/python tests/data/make_torch_tiny.py
+    python3 tests/data/make_torch_tiny.py
 
 The network (Glassbox's layer names, so its keys are Glassbox's):
     conv1 (3 filters 3x3, pad 1) bn1 relu1 pool1 (2x2) flatten drop1 fc (27 -> 4)
