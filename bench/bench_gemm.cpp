@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "layers/conv2d.h"
+#include "layers/conv2d/conv2d.h"
 #include "nets/registry.h"
 #include "tensor/cpu_blas.h"
 #include "tensor/error.h"

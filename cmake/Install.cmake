@@ -6,7 +6,7 @@
 #
 # Installs, under <dir>:
 #   lib/libglassbox.a
-#   include/glassbox/{tensor,layers,graph,optim,data,nets}/*.h, each folder as
+#   include/glassbox/{tensor,layers,graph,optim,data,nets,train}/**.h, each folder as
 #     in the tree, since headers include each other as "tensor/tensor.h"; the
 #     *_cuda.h headers (CUDA types, for the library's own CUDA files) are left out
 #   bin/glassbox                 the command-line tool; no tests, no benchmarks

@@ -1,5 +1,5 @@
 // data/batch_source.h: the batches of one split of a dataset, as the trainer
-// (optim/trainer.h) and evaluate() (optim/evaluate.h) take them, whatever
+// (train/trainer.h) and evaluate() (train/evaluate.h) take them, whatever
 // makes them:
 //   LoaderBatches  images, prepared by a Loader's workers (data/loader.h)
 //   TextBatches    a language model's windows of a text corpus (data/text_batches.h)

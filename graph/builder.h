@@ -20,13 +20,13 @@
 #include <vector>
 
 #include "graph/graph.h"
-#include "layers/batch_norm.h"
-#include "layers/conv2d.h"
+#include "layers/batch_norm/batch_norm.h"
+#include "layers/conv2d/conv2d.h"
 #include "layers/dropout.h"
 #include "layers/embedding.h"
-#include "layers/linear.h"
+#include "layers/linear/linear.h"
 #include "layers/lrn.h"
-#include "layers/pool2d.h"
+#include "layers/pool2d/pool2d.h"
 
 namespace glassbox {
 

@@ -57,7 +57,7 @@ enum class AlgoSearch {
   kHeuristic,  // cuDNN's ranked heuristics: fast to compile, usually good
   kMeasured,   // time every candidate once and keep the fastest (glassbox --cudnn-search)
 };
-// Which path runs Conv2d on the CPU (layers/conv2d.h, cmake/CpuConv.cmake).
+// Which path runs Conv2d on the CPU (layers/conv2d/conv2d.h, cmake/CpuConv.cmake).
 enum class CpuConvPath {
   kAuto,      // oneDNN for kernels above 1x1 where the build has it; Glassbox's own for the rest
   kGlassbox,  // Glassbox's own im2col + GEMM (and depthwise taps) for every layer
@@ -95,7 +95,7 @@ struct PrepareOptions {
   // (Conv2d::pin_cpu_path) wins. CUDA devices ignore it.
   CpuConvPath cpu_conv = CpuConvPath::kAuto;
   // oneDNN's Winograd kernels for the 3x3 layers where they measured faster
-  // (Note [Winograd on the CPU], layers/conv2d_choices_onednn.cpp); false
+  // (Note [Winograd on the CPU], layers/conv2d/conv2d_choices_onednn.cpp); false
   // keeps every oneDNN convolution direct (--no-winograd). CUDA ignores it.
   bool cpu_winograd = true;
 };
@@ -136,7 +136,7 @@ struct BackwardArgs {
 
 // What a layer's device half keeps between calls: cuDNN descriptors and
 // algorithm choices (the concrete type is defined in the layer's x_cuda.cpp),
-// or a CPU path's own state (Conv2d's oneDNN primitives, layers/conv2d_onednn.h).
+// or a CPU path's own state (Conv2d's oneDNN primitives, layers/conv2d/conv2d_onednn.h).
 struct BackendState {
   virtual ~BackendState() = default;
   // The algorithms chosen at compile time, for reports ("" if none).
@@ -270,7 +270,7 @@ class Layer {
   // Whether the graph must place this layer's parameters in one block with
   // no gaps (aligned at its start), each at its packed_offsets() entry, and
   // their gradients likewise. For a layer whose library call takes all its
-  // weights as one buffer (cuDNN's RNN weight space, layers/lstm_cuda.cpp):
+  // weights as one buffer (cuDNN's RNN weight space, layers/lstm/lstm_cuda.cpp):
   // the parameters are then views into that buffer, and nothing is copied.
   // Other layers' parameters are each aligned.
   virtual bool packs_parameters() const { return false; }

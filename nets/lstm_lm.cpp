@@ -6,7 +6,7 @@
 // (encoder, rnn, decoder), so checkpoints carry its keys: encoder.weight,
 // rnn.weight_ih_l0, ..., decoder.weight, decoder.bias.
 #include "graph/builder.h"
-#include "layers/lstm.h"
+#include "layers/lstm/lstm.h"
 #include "nets/nets.h"
 
 namespace glassbox {

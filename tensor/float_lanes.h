@@ -2,7 +2,7 @@
 // vector extension), for CPU kernels whose inner loop must stay in vector
 // registers: 16 floats where the build targets AVX-512, 8 (one AVX2
 // register) otherwise. Eigen's select() and a plain loop of ?: compiled to
-// one scalar blend per lane (layers/pool2d_max.cpp), so the kernels that need
+// one scalar blend per lane (layers/pool2d/pool2d_max.cpp), so the kernels that need
 // a compare, or sums held in registers, use this type. Kernels are written
 // for any kFloatLanes.
 //

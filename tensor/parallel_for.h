@@ -56,7 +56,7 @@ void for_each_block(int64_t count, int64_t block, const Body& body) {
 // its output, a GEMM each, packs the whole of its other operand again for
 // every block. Where the product is a few rows against large weights, reading
 // the weights is its cost and small blocks stream them best (Note [Blocked
-// linear products] in layers/linear.cpp); from kComputeBoundRows rows on, the
+// linear products] in layers/linear/linear.cpp); from kComputeBoundRows rows on, the
 // packing dominates (LSTMLarge's decoder at batch 80 would pack its 16.8 MB
 // input for each of 157 blocks of 64 outputs), and one block per thread,
 // which packs it once a thread, is about 1.5x as fast. At 16 rows one block a

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "layers/batch_norm.h"
+#include "layers/batch_norm/batch_norm.h"
 #include "tests/support/checks.h"
 #include "tests/support/devices.h"
 

@@ -12,8 +12,8 @@
 
 #include "graph/builder.h"
 #include "graph/layouts.h"
-#include "layers/batch_norm.h"
-#include "layers/pool2d.h"
+#include "layers/batch_norm/batch_norm.h"
+#include "layers/pool2d/pool2d.h"
 #include "layers/subsample_pad.h"
 #include "nets/nets.h"
 #include "tests/support/checks.h"

@@ -1,5 +1,5 @@
 // tests/test_checkpoint.cpp: model files and checkpoint directories
-// (optim/checkpoint.h) on a small network with batch norm and dropout,
+// (train/checkpoint.h) on a small network with batch norm and dropout,
 // trained a few SGD steps on the CPU: a model file restores parameters and
 // running statistics bit for bit; a checkpoint restores the whole run
 // (momentum and training state too) so that the next step is the same; a
@@ -14,7 +14,7 @@
 #include <fstream>
 
 #include "graph/builder.h"
-#include "optim/checkpoint.h"
+#include "train/checkpoint.h"
 #include "tensor/copy.h"
 #include "tensor/safetensors.h"
 #include "tests/support/devices.h"

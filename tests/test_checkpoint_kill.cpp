@@ -1,5 +1,5 @@
 // tests/test_checkpoint_kill.cpp: a training run killed while it writes a
-// checkpoint leaves a complete, consistent earlier one (optim/checkpoint.h).
+// checkpoint leaves a complete, consistent earlier one (train/checkpoint.h).
 //
 // A forked child writes the checkpoints of a 17 MB model in a loop, epoch
 // after epoch, every value a function of the epoch; the parent kills it
@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "graph/builder.h"
-#include "optim/checkpoint.h"
+#include "train/checkpoint.h"
 #include "tensor/copy.h"
 #include "tests/support/temp_dir.h"
 

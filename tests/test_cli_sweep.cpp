@@ -30,7 +30,7 @@ TEST(CliSweep, TimesEachBatchUntilOneDoesNotFitAndStops) {
   const std::string out = dir / "lenet.sweep.json";
   // LeNet's plan at batch 32 needs 2.76 MiB on Glassbox's own convolutions,
   // where 16 fits in 2 MiB; oneDNN's blocked copies in the workspace make them
-  // 6.08 and 3.41 MiB (layers/conv2d_onednn.h), so 16 fits in 4 MiB. Two
+  // 6.08 and 3.41 MiB (layers/conv2d/conv2d_onednn.h), so 16 fits in 4 MiB. Two
   // threads: the CPU workspace grows with them (on 16 threads, only batch 4
   // fits in 2 MiB).
   const int limit_mib = GLASSBOX_WITH_ONEDNN ? 4 : 2;

@@ -122,7 +122,7 @@ TEST(CliTrain, ANewRunRefusesAnotherRunsCheckpointDirectoryUnlessOverwriting) {
   }
 }
 
-// Note [What a bit-for-bit resume needs] (optim/trainer.h): a resume with
+// Note [What a bit-for-bit resume needs] (train/trainer.h): a resume with
 // another thread count goes on with a warning that names it, or is refused
 // with --strict-resume; with the checkpoint's thread count it says nothing.
 TEST(CliTrain, AResumeThatCannotBeBitForBitSaysWhy) {

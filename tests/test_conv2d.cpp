@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "layers/conv2d.h"
+#include "layers/conv2d/conv2d.h"
 #include "tests/support/checks.h"
 #include "tests/support/devices.h"
 

@@ -1,5 +1,5 @@
-// tests/test_conv2d_cpu_paths.cpp: Conv2d's CPU paths (layers/conv2d.h): which
-// one a layer takes, and oneDNN's (layers/conv2d_onednn.h) against Glassbox's
+// tests/test_conv2d_cpu_paths.cpp: Conv2d's CPU paths (layers/conv2d/conv2d.h): which
+// one a layer takes, and oneDNN's (layers/conv2d/conv2d_onednn.h) against Glassbox's
 // own im2col + GEMM, the plain reference, on every option Conv2d has: stride,
 // padding, rectangular kernels, dilation, groups, bias; dx written and added,
 // dW accumulated; the inference plan. tests/test_conv2d.cpp's exact values and
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "layers/conv2d.h"
+#include "layers/conv2d/conv2d.h"
 #include "tests/support/checks.h"
 #include "tests/support/harness.h"
 

@@ -1,5 +1,5 @@
 // tests/test_conv2d_depthwise.cpp: the direct depthwise path of the CPU
-// convolution (layers/conv2d_depthwise.cpp) against the general im2col + GEMM
+// convolution (layers/conv2d/conv2d_depthwise.cpp) against the general im2col + GEMM
 // path, finite differences and the CUDA path, on odd shapes.
 //
 // The general path computes the same convolution as a dense one (groups 1)
@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
-#include "layers/conv2d.h"
+#include "layers/conv2d/conv2d.h"
 #include "tests/support/checks.h"
 
 namespace glassbox {

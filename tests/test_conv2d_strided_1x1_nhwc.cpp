@@ -1,5 +1,5 @@
 // tests/test_conv2d_strided_1x1_nhwc.cpp: Note [1x1 convolutions on NHWC
-// values] (layers/conv2d_strided_1x1_nhwc.cpp). Each pass of a strided 1x1
+// values] (layers/conv2d/conv2d_strided_1x1_nhwc.cpp). Each pass of a strided 1x1
 // layer on NHWC values against the same layer on NCHW through Glassbox's
 // im2col path (the plain reference, itself gradient-checked in
 // test_conv2d.cpp), at strides 2 and (2, 1), with and without bias, in both
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "graph/layouts.h"
-#include "layers/conv2d.h"
+#include "layers/conv2d/conv2d.h"
 #include "nets/nets.h"
 #include "tests/support/checks.h"
 #include "tests/support/harness.h"

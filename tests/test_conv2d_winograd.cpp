@@ -1,5 +1,5 @@
 // tests/test_conv2d_winograd.cpp: Note [Winograd on the CPU]
-// (layers/conv2d_choices_onednn.cpp). Which layers take oneDNN's Winograd
+// (layers/conv2d/conv2d_choices_onednn.cpp). Which layers take oneDNN's Winograd
 // kernels, and which do not; that PrepareOptions::cpu_winograd = false keeps
 // them all direct; and that Winograd computes what Glassbox's own im2col +
 // GEMM computes, to Winograd's rounding, in every pass and both gradient
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "layers/conv2d.h"
+#include "layers/conv2d/conv2d.h"
 #include "tensor/cpu_features.h"
 #include "graph/layouts.h"
 #include "tests/support/checks.h"

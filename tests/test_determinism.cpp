@@ -2,7 +2,7 @@
 // seeds and the same thread count must give the same parameters, bit for bit,
 // after several SGD steps of a small CNN and of a small LSTM language model,
 // however the threads happen to be scheduled (see
-// Note [Reproducible weight gradients] in layers/conv2d.cpp). Across thread
+// Note [Reproducible weight gradients] in layers/conv2d/conv2d.cpp). Across thread
 // counts the results are close, not identical: README.md says why.
 //
 // PrepareOptions::deterministic reaches every layer; on the CPU it changes
@@ -72,7 +72,7 @@ struct TrainingRun {
 
 // A small language model: two LSTM layers with dropout between them, whose
 // recurrent products run on oneDNN's matmul where built with it (Note [The
-// recurrent step on oneDNN's matmul] in layers/lstm_steps_onednn.h).
+// recurrent step on oneDNN's matmul] in layers/lstm/lstm_steps_onednn.h).
 Graph small_language_model() {
   return lstm_language_model({.vocabulary = kClasses, .hidden = 48, .layers = 2, .steps = 6, .dropout = 0.2f}, 5);
 }

@@ -8,7 +8,7 @@
 #include "graph/builder.h"
 #include "tensor/copy.h"
 #include "nets/nets.h"
-#include "optim/evaluate.h"
+#include "train/evaluate.h"
 
 namespace glassbox {
 namespace {

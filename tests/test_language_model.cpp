@@ -9,7 +9,7 @@
 #include "data/text_batches.h"
 #include "nets/nets.h"
 #include "nets/registry.h"
-#include "optim/trainer.h"
+#include "train/trainer.h"
 #include "tensor/copy.h"
 #include "tests/support/devices.h"
 #include "tests/support/temp_dir.h"

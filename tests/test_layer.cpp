@@ -6,7 +6,7 @@
 
 #include <functional>
 
-#include "layers/linear.h"
+#include "layers/linear/linear.h"
 #include "tests/support/fake_device.h"
 #include "tests/support/harness.h"
 

@@ -3,7 +3,7 @@
 
 #include <tuple>
 
-#include "layers/linear.h"
+#include "layers/linear/linear.h"
 #include "tests/support/checks.h"
 
 namespace glassbox {

@@ -11,7 +11,7 @@
 
 #include "graph/builder.h"
 #include "graph/memory_plan.h"
-#include "layers/lstm.h"
+#include "layers/lstm/lstm.h"
 #include "tensor/copy.h"
 #include "tests/support/checks.h"
 #include "tests/support/devices.h"
@@ -116,8 +116,8 @@ TEST(Lstm, GradientsAcrossBlocks) {
 
 // The recurrent step, with W_hh past 2 MiB (H = 384: 2.25 MiB): where built
 // with oneDNN, on oneDNN's matmul (Note [The recurrent step on oneDNN's
-// matmul] in layers/lstm_steps_onednn.h); without it, streamed at up to 16
-// sequences (Note [The recurrent step streamed] in layers/lstm_cpu.cpp: 5
+// matmul] in layers/lstm/lstm_steps_onednn.h); without it, streamed at up to 16
+// sequences (Note [The recurrent step streamed] in layers/lstm/lstm_cpu.cpp: 5
 // is a group of 8 rows and none full, 16 two full groups) and Eigen's
 // product at 20. The forward against the LSTM's equations in double, and the
 // gradients.

@@ -1,7 +1,7 @@
 // tests/test_lstm_cudnn.cpp: what cuDNN's RNN API asks of the LSTM layer.
 // Where the graph places its packed parameters: on the CPU, back to back in
 // param_specs() order; on CUDA, where cuDNN's weight space has each one (Note
-// [LSTM weight space] in layers/lstm_cuda.cpp), which is not that order for
+// [LSTM weight space] in layers/lstm/lstm_cuda.cpp), which is not that order for
 // two layers. And one backward per training forward on CUDA (Note [One
 // backward per forward]).
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "graph/builder.h"
-#include "layers/lstm.h"
+#include "layers/lstm/lstm.h"
 #include "tests/support/harness.h"
 #include "tests/support/devices.h"
 

@@ -1,11 +1,11 @@
 // tests/test_lstm_inference.cpp: the LSTM's inference plan on the CPU, which
 // keeps nothing for a backward and runs the training forward's code (Note
-// [LSTM inference on the training forward's steps] in layers/lstm_cpu.cpp):
+// [LSTM inference on the training forward's steps] in layers/lstm/lstm_cpu.cpp):
 // against the training plan's forward run in the inference phase, over layer
 // counts, input sizes, bias, batch and initial state.
 #include <gtest/gtest.h>
 
-#include "layers/lstm.h"
+#include "layers/lstm/lstm.h"
 #include "tests/support/checks.h"
 
 namespace glassbox {

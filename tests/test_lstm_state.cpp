@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-#include "layers/lstm.h"
+#include "layers/lstm/lstm.h"
 #include "tensor/copy.h"
 #include "tests/support/checks.h"
 #include "tests/support/devices.h"

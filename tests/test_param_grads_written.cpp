@@ -13,8 +13,8 @@
 
 #include "data/synthetic.h"
 #include "graph/builder.h"
-#include "layers/batch_norm.h"
-#include "layers/conv2d.h"
+#include "layers/batch_norm/batch_norm.h"
+#include "layers/conv2d/conv2d.h"
 #include "tensor/copy.h"
 #include "tests/support/checks.h"
 #include "tests/support/devices.h"

@@ -5,10 +5,10 @@
 
 #include <vector>
 
-#include "layers/conv2d.h"
+#include "layers/conv2d/conv2d.h"
 #include "layers/dropout.h"
-#include "layers/linear.h"
-#include "layers/pool2d.h"
+#include "layers/linear/linear.h"
+#include "layers/pool2d/pool2d.h"
 #include "layers/relu.h"
 #include "layers/softmax_xent.h"
 

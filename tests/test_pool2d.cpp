@@ -6,7 +6,7 @@
 #include <numeric>
 #include <random>
 
-#include "layers/pool2d.h"
+#include "layers/pool2d/pool2d.h"
 #include "tests/support/checks.h"
 
 namespace glassbox {
@@ -378,7 +378,7 @@ TEST(Pool2d, CudaMatchesCpu) {
   testing::check_cpu_cuda_parity(make_pool(Mode::kAverage, {.global = true}), {Shape{4, 64, 7, 7}});
 }
 
-// Note [Ceil-mode pooling on cuDNN] (layers/pool2d_cuda.cpp): cuDNN is handed
+// Note [Ceil-mode pooling on cuDNN] (layers/pool2d/pool2d_cuda.cpp): cuDNN is handed
 // an output larger than its own size; this is what shows it computes the
 // overhanging windows as PyTorch does.
 TEST(Pool2d, CudaMatchesCpuInCeilMode) {

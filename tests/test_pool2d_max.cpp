@@ -1,6 +1,6 @@
 // tests/test_pool2d_max.cpp: max pooling by blocks on the CPU (Note [Max
-// pooling by blocks] in layers/pool2d_max.cpp), and the 2x2 windows by lanes
-// (layers/pool2d_max_2x2.cpp), against the rule written out
+// pooling by blocks] in layers/pool2d/pool2d_max.cpp), and the 2x2 windows by lanes
+// (layers/pool2d/pool2d_max_2x2.cpp), against the rule written out
 // plainly: each output the max of its window, padding never winning, and its
 // gradient to the window's first maximum in scan order. Values with many ties,
 // planes wide enough for several blocks and a ragged last one, stride 1 and
@@ -12,7 +12,7 @@
 #include <limits>
 #include <random>
 
-#include "layers/pool2d.h"
+#include "layers/pool2d/pool2d.h"
 #include "tests/support/checks.h"
 
 namespace glassbox {

@@ -1,5 +1,5 @@
 // tests/test_pool2d_nan.cpp: max pooling propagates NaN on every CPU path
-// (Note [Max pooling propagates NaN] in layers/pool2d.cpp): a window holding a
+// (Note [Max pooling propagates NaN] in layers/pool2d/pool2d.cpp): a window holding a
 // NaN pools to NaN and sends its gradient to its last NaN in scan order, as
 // PyTorch's max pooling does; other windows keep the first maximum. Checked
 // against that rule written out plainly, on the loops (column stride 3), the
@@ -12,7 +12,7 @@
 #include <random>
 
 #include "graph/layouts.h"
-#include "layers/pool2d.h"
+#include "layers/pool2d/pool2d.h"
 #include "tests/support/checks.h"
 
 namespace glassbox {

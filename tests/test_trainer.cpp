@@ -8,7 +8,7 @@
 
 #include "graph/builder.h"
 #include "nets/nets.h"
-#include "optim/trainer.h"
+#include "train/trainer.h"
 #include "tensor/copy.h"
 #include "tests/support/temp_dir.h"
 

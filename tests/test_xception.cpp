@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "data/synthetic.h"
-#include "layers/conv2d.h"
+#include "layers/conv2d/conv2d.h"
 #include "nets/nets.h"
 #include "tests/support/devices.h"
 #include "tests/support/network_checks.h"

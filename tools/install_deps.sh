@@ -7,7 +7,7 @@
 set -euo pipefail
 
 packages=(cmake make ninja-build g++ git python3 libeigen3-dev libgtest-dev libbenchmark-dev)
-# Real data and checkpoints (data/, optim/checkpoint.h): libjpeg-turbo's
+# Real data and checkpoints (data/, train/checkpoint.h): libjpeg-turbo's
 # TurboJPEG API, zlib (gzip-compressed IDX files), nlohmann-json (the
 # safetensors header), and Fashion-MNIST itself (its four IDX .gz files under
 # /usr/share/datasets/fashion-mnist), for `glassbox train LeNet --data fashion-mnist`.

@@ -2,7 +2,7 @@
 """tools/throw_sites.py: every place the library and programs raise an error,
 and which of them a test makes throw and checks the message of.
 
-A throw site is a place in tensor/ layers/ graph/ optim/ data/ nets/ tools/
+A throw site is a place in tensor/ layers/ graph/ optim/ data/ nets/ train/ tools/
 bench/ (not tests/) that raises an error:
   - a `throw` expression (not a bare `throw;` rethrow);
   - a call of Layer::fail or Layer::fail_option in layers/: each call passes
@@ -50,7 +50,7 @@ import re
 import subprocess
 import sys
 
-ROOTS = ("tensor", "layers", "graph", "optim", "data", "nets", "tools", "bench")
+ROOTS = ("tensor", "layers", "graph", "optim", "data", "nets", "train", "tools", "bench")
 SOURCE_SUFFIXES = (".cpp", ".h", ".cu", ".cuh", ".hpp", ".cc")
 CUDA_ONLY = re.compile(r"(_cuda\.(cpp|h)|\.cuh?)$")
 # The helpers whose call sites are the sites (see above), and where they are defined.

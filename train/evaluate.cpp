@@ -1,5 +1,5 @@
-// optim/evaluate.cpp
-#include "optim/evaluate.h"
+// train/evaluate.cpp
+#include "train/evaluate.h"
 
 #include <algorithm>
 #include <chrono>

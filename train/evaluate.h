@@ -1,4 +1,4 @@
-// optim/evaluate.h: a network's loss and accuracy over a dataset.
+// train/evaluate.h: a network's loss and accuracy over a dataset.
 //
 // Images are scored from the logits on the host. The graph's batch is fixed,
 // so the last batch of a test set is padded (Loader with drop_last off): only

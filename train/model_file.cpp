@@ -1,5 +1,5 @@
-// optim/model_file.cpp: a file's tensors matched to a graph's (optim/model_file.h).
-#include "optim/model_file.h"
+// train/model_file.cpp: a file's tensors matched to a graph's (train/model_file.h).
+#include "train/model_file.h"
 
 #include <cstring>
 #include <map>

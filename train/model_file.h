@@ -1,6 +1,6 @@
-// optim/model_file.h: matching a safetensors file's tensors to a graph's,
+// train/model_file.h: matching a safetensors file's tensors to a graph's,
 // strictly, shared by the model file and the training file of a checkpoint
-// (optim/checkpoint.cpp, optim/checkpoint_dir.cpp). Internal to optim/.
+// (train/checkpoint.cpp, optim/checkpoint_dir.cpp). Internal to optim/.
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// optim/trainer.h: the training loop: epochs of SGD steps on real data, an
+// train/trainer.h: the training loop: epochs of SGD steps on real data, an
 // evaluation after each, checkpoints, and a report of where the time went.
 //
 //   Trainer trainer(ctx, net, graph, open_data("fashion-mnist", net.sample, net.classes), options);
@@ -9,7 +9,7 @@
 // (optim/train_step.h) with the learning rate of that step (optim/lr_schedule.h),
 // the loss checked (a non-finite loss stops the run with NumericalError
 // naming the step and the first non-finite output); then the test set in the
-// inference phase (optim/evaluate.h); then a checkpoint (optim/checkpoint.h).
+// inference phase (train/evaluate.h); then a checkpoint (train/checkpoint.h).
 //
 // Note [One random stream per epoch]: at the start of epoch e the context's
 // RNG (CPU dropout masks) is reseeded from (seed, e), and the loaders draw
@@ -41,8 +41,8 @@
 #include "data/loader.h"
 #include "graph/graph.h"
 #include "nets/registry.h"
-#include "optim/checkpoint.h"
-#include "optim/evaluate.h"
+#include "train/checkpoint.h"
+#include "train/evaluate.h"
 #include "optim/gradient_sync.h"
 #include "optim/lr_schedule.h"
 #include "optim/sgd.h"

@@ -1,4 +1,4 @@
-// layers/batch_norm.cpp: options, shapes, state and the CPU path.
+// layers/batch_norm/batch_norm.cpp: options, shapes, state and the CPU path.
 //
 // CPU: channels in parallel. A channel's values are N runs of H*W contiguous
 // floats, C*H*W apart. Statistics are blocked sums (float lanes over short
@@ -6,8 +6,8 @@
 // (shifting keeps E[x^2] - E[x]^2 from cancelling when the mean is large
 // against the spread); then y = a (x - mean) + shift, per channel a. Backward
 // likewise: two sums per channel, then dx = k1 dy + k2 (x - mean) + k3.
-// Channels-last values take layers/batch_norm_nhwc.cpp's passes instead.
-#include "layers/batch_norm.h"
+// Channels-last values take layers/batch_norm/batch_norm_nhwc.cpp's passes instead.
+#include "layers/batch_norm/batch_norm.h"
 
 #include <algorithm>
 #include <cmath>

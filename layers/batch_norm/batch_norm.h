@@ -1,4 +1,4 @@
-// layers/batch_norm.h: batch normalisation over (N, H, W) per channel (Ioffe & Szegedy, 2015).
+// layers/batch_norm/batch_norm.h: batch normalisation over (N, H, W) per channel (Ioffe & Szegedy, 2015).
 //   x:(N,C,H,W)  scale:(C)  shift:(C)  ->  y:(N,C,H,W)
 //   training:  mean[c] = E[x[:,c]],  var[c] = E[(x[:,c] - mean[c])^2]   (biased, over M = N*H*W)
 //              y = scale * (x - mean) / sqrt(var + eps) + shift
@@ -35,7 +35,7 @@ class BatchNorm2d final : public Layer {
   std::string_view type() const override { return "BatchNorm2d"; }
   bool backward_reads_output() const override { return false; }  // x and the saved statistics
   // Per channel, in whichever order the values come: on the CPU, NCHW or
-  // NHWC (layers/batch_norm_nhwc.cpp), y and the gradients as x
+  // NHWC (layers/batch_norm/batch_norm_nhwc.cpp), y and the gradients as x
   // (Note [Channels-last values on the CPU], graph/layouts.h).
   bool keeps_layout() const override { return true; }
   std::string describe() const override;  // "64 channels, eps 1e-05, momentum 0.1"
@@ -56,7 +56,7 @@ class BatchNorm2d final : public Layer {
   void forward_cuda(Context& ctx, const ForwardArgs& args) override;
   void backward_cpu(Context& ctx, const BackwardArgs& args) override;
   void backward_cuda(Context& ctx, const BackwardArgs& args) override;
-  // The CPU passes on NHWC values (layers/batch_norm_nhwc.cpp); the
+  // The CPU passes on NHWC values (layers/batch_norm/batch_norm_nhwc.cpp); the
   // workspace holds their per-chunk sums.
   void forward_cpu_nhwc(Context& ctx, const ForwardArgs& args, bool training);
   void backward_cpu_nhwc(Context& ctx, const BackwardArgs& args);

@@ -1,4 +1,4 @@
-// layers/batch_norm_cuda.cpp: BatchNorm2d with cuDNN's spatial batch norm.
+// layers/batch_norm/batch_norm_cuda.cpp: BatchNorm2d with cuDNN's spatial batch norm.
 //
 // What cuDNN does, from cudnn_ops.h (cuDNN 9) and the cuDNN API reference,
 // paraphrased, and how it lines up with the header:
@@ -18,7 +18,7 @@
 //     alphaParamDiff/betaParamDiff (1 and 1: they accumulate).
 //   - The (1, C, 1, 1) descriptor of scale, shift and the statistics comes
 //     from cudnnDeriveBNTensorDescriptor in CUDNN_BATCHNORM_SPATIAL mode.
-#include "layers/batch_norm.h"
+#include "layers/batch_norm/batch_norm.h"
 
 #include "layers/layer_cuda.h"
 

@@ -1,4 +1,4 @@
-// layers/batch_norm_nhwc.cpp: BatchNorm2d's CPU passes on a channels-last
+// layers/batch_norm/batch_norm_nhwc.cpp: BatchNorm2d's CPU passes on a channels-last
 // input (Note [Channels-last values on the CPU], graph/layouts.h).
 //
 // Stored NHWC, the (N, C, H, W) tensor is M = N*H*W rows of C floats, a
@@ -13,7 +13,7 @@
 #include <cstring>
 #include <vector>
 
-#include "layers/batch_norm.h"
+#include "layers/batch_norm/batch_norm.h"
 #include "tensor/float_lanes.h"
 #include "tensor/parallel_for.h"
 

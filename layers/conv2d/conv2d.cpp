@@ -1,21 +1,21 @@
-// layers/conv2d.cpp: shapes, options, and the CPU path's choice and dispatch.
-// The paths themselves: layers/conv2d_im2col.cpp (Glassbox's tiled im2col +
-// GEMM), layers/conv2d_depthwise.cpp (stride-1 depthwise, Note [Depthwise
-// convolution by taps]) and layers/conv2d_onednn.cpp (oneDNN's primitives).
-#include "layers/conv2d.h"
+// layers/conv2d/conv2d.cpp: shapes, options, and the CPU path's choice and dispatch.
+// The paths themselves: layers/conv2d/conv2d_im2col.cpp (Glassbox's tiled im2col +
+// GEMM), layers/conv2d/conv2d_depthwise.cpp (stride-1 depthwise, Note [Depthwise
+// convolution by taps]) and layers/conv2d/conv2d_onednn.cpp (oneDNN's primitives).
+#include "layers/conv2d/conv2d.h"
 
 #include <omp.h>
 
 #include <algorithm>
 #include <cstring>
 
-#include "layers/conv2d_depthwise.h"
+#include "layers/conv2d/conv2d_depthwise.h"
 #include "tensor/eigen_maps.h"
 #include "tensor/float_lanes.h"
 #include "tensor/parallel_for.h"
 
 #if GLASSBOX_WITH_ONEDNN
-#include "layers/conv2d_onednn.h"
+#include "layers/conv2d/conv2d_onednn.h"
 #endif
 
 namespace glassbox {

@@ -1,19 +1,19 @@
-// layers/conv2d.h: 2-D cross-correlation, NCHW, with stride, padding, dilation and groups.
+// layers/conv2d/conv2d.h: 2-D cross-correlation, NCHW, with stride, padding, dilation and groups.
 //   x:(N,C,H,W)  w:(K,C/G,R,S)  b:(K)  ->  y:(N,K,P,Q)
 //   P = (H + 2*pad_h - dil_h*(R-1) - 1) / stride_h + 1      (Q likewise)
 //   y[n,k,p,q] = b[k] + sum_{c in group(k), r, s} w[k,c,r,s] * x[n,c, p*stride_h - pad_h + r*dil_h, q*stride_w - pad_w + s*dil_w]
 //   backward: dx (= or +=) conv_transpose(dy, w);  dw += corr(x, dy);  db += sum_{n,p,q} dy
 //
 // CPU: three paths, chosen per layer (and pass) at prepare (Conv2d::CpuPath):
-//   - oneDNN's convolutions (layers/conv2d_onednn.h) for kernels larger than
+//   - oneDNN's convolutions (layers/conv2d/conv2d_onednn.h) for kernels larger than
 //     1x1, and the forward of pointwise layers, in builds with oneDNN
 //     (cmake/CpuConv.cmake, the default);
-//   - Glassbox's own im2col + GEMM, tiled (layers/conv2d_im2col.cpp): 1x1
+//   - Glassbox's own im2col + GEMM, tiled (layers/conv2d/conv2d_im2col.cpp): 1x1
 //     layers (the backward of pointwise ones), builds without oneDNN, and the
 //     plain reference the oneDNN path is tested against. Work items are
 //     (image, group, tile of output pixels); each thread unfolds its tile into
 //     its slice of the workspace and multiplies it with Eigen single-threaded;
-//   - stride-1 depthwise layers (groups == C) skip the GEMM: layers/conv2d_depthwise.h.
+//   - stride-1 depthwise layers (groups == C) skip the GEMM: layers/conv2d/conv2d_depthwise.h.
 // CUDA: cuDNN's convolution, with the algorithms chosen at compile time (cuDNN's
 // heuristics by default, measured search on request), the workspace sized from
 // the choice, and a fall-back to the next candidate when one is not supported
@@ -29,7 +29,7 @@
 
 namespace glassbox {
 
-struct DepthwisePlan;  // layers/conv2d_depthwise.h
+struct DepthwisePlan;  // layers/conv2d/conv2d_depthwise.h
 
 class Conv2d final : public Layer {
  public:
@@ -129,12 +129,12 @@ class Conv2d final : public Layer {
     int64_t filter_tile = 0, filter_tiles = 0;  // the same for backward-filter
     int64_t channel_blocks = 1;     // backward-data work items per (image, group)
     bool pointwise = false;         // 1x1, stride 1, no padding: x is its own unfolding
-    bool depthwise = false;         // one input channel per group: layers/conv2d_depthwise.cpp
+    bool depthwise = false;         // one input channel per group: layers/conv2d/conv2d_depthwise.cpp
     CpuPath path = CpuPath::kAuto;           // what prepare chose for the forward
     CpuPath backward_path = CpuPath::kAuto;  // ... and for the backward
     bool onednn_layouts = false;    // every pass on oneDNN, in the layouts it chose
     // kAuto, oneDNN built in, strided_1x1_nhwc_shape(): NHWC x and y would
-    // take layers/conv2d_strided_1x1_nhwc.cpp, every pass one product ...
+    // take layers/conv2d/conv2d_strided_1x1_nhwc.cpp, every pass one product ...
     bool strided_1x1_nhwc_offered = false;
     bool strided_1x1_nhwc = false;  // ... and they did
     int threads = 1;                // also backward-filter's slots (Note [Reproducible weight gradients])
@@ -149,13 +149,13 @@ class Conv2d final : public Layer {
   // False where `asked` is kAuto and oneDNN has only reference code for these
   // shapes. `pointwise_forward`: oneDNN runs the forward alone, in Glassbox's layout.
   bool prepare_onednn(const PrepareOptions& options, CpuPath asked, bool pointwise_forward);
-  // Glassbox's own im2col + GEMM path: layers/conv2d_im2col.cpp.
+  // Glassbox's own im2col + GEMM path: layers/conv2d/conv2d_im2col.cpp.
   void plan_im2col();
   void forward_im2col(const ForwardArgs& args, float* workspace) const;
   void backward_data_im2col(const BackwardArgs& args, float* workspace) const;
   void backward_filter_im2col(const BackwardArgs& args, float* workspace) const;
   // 1x1 layers on NHWC values (Note [1x1 convolutions on NHWC values]):
-  // layers/conv2d_strided_1x1_nhwc.cpp. The shape it takes: 1x1, strided, no padding, one group.
+  // layers/conv2d/conv2d_strided_1x1_nhwc.cpp. The shape it takes: 1x1, strided, no padding, one group.
   bool strided_1x1_nhwc_shape() const;
   void plan_strided_1x1_nhwc();
   const float* strided_rows(const float* x, float* workspace) const;

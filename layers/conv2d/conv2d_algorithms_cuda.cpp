@@ -1,4 +1,4 @@
-// layers/conv2d_algorithms_cuda.cpp: Conv2d's cuDNN algorithm choice, made
+// layers/conv2d/conv2d_algorithms_cuda.cpp: Conv2d's cuDNN algorithm choice, made
 // once in prepare: one algorithm per pass (forward, backward-data,
 // backward-filter) and the workspace it needs.
 //
@@ -19,7 +19,7 @@
 // reference precision (kFp32) every descriptor stays CUDNN_FMA_MATH, and a
 // result that reports tensor-op math is skipped; in either precision a result
 // that would down-convert float data (TENSOR_OP_MATH_ALLOW_CONVERSION) is.
-#include "layers/conv2d_algorithms_cuda.h"
+#include "layers/conv2d/conv2d_algorithms_cuda.h"
 
 #include <algorithm>
 #include <cstdio>

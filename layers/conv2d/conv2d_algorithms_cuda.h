@@ -1,6 +1,6 @@
-// layers/conv2d_algorithms_cuda.h: choosing Conv2d's cuDNN algorithms, one
-// per pass. Internal to layers/conv2d_cuda.cpp (the convolution calls) and
-// layers/conv2d_algorithms_cuda.cpp (the search), which says how the choice is made.
+// layers/conv2d/conv2d_algorithms_cuda.h: choosing Conv2d's cuDNN algorithms, one
+// per pass. Internal to layers/conv2d/conv2d_cuda.cpp (the convolution calls) and
+// layers/conv2d/conv2d_algorithms_cuda.cpp (the search), which says how the choice is made.
 #pragma once
 
 #include <array>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "layers/conv2d.h"
+#include "layers/conv2d/conv2d.h"
 #include "layers/layer_cuda.h"
 
 namespace glassbox::conv2d_cuda {

@@ -1,6 +1,6 @@
-// layers/conv2d_choices_onednn.cpp: how many images a oneDNN convolution
-// runs per call, and whether it runs Winograd (layers/conv2d_choices_onednn.h).
-#include "layers/conv2d_choices_onednn.h"
+// layers/conv2d/conv2d_choices_onednn.cpp: how many images a oneDNN convolution
+// runs per call, and whether it runs Winograd (layers/conv2d/conv2d_choices_onednn.h).
+#include "layers/conv2d/conv2d_choices_onednn.h"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
-// layers/conv2d_choices_onednn.h: two choices a oneDNN convolution
-// (layers/conv2d_onednn.cpp) makes from its layer's shapes before it builds
+// layers/conv2d/conv2d_choices_onednn.h: two choices a oneDNN convolution
+// (layers/conv2d/conv2d_onednn.cpp) makes from its layer's shapes before it builds
 // anything: how many images each call of its primitives covers (Note
 // [Convolutions by slices of the batch]) and whether it runs oneDNN's
 // Winograd kernels (Note [Winograd on the CPU]). Built only with oneDNN.
@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "layers/conv2d.h"
+#include "layers/conv2d/conv2d.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace glassbox {

@@ -1,13 +1,13 @@
-// layers/conv2d_cuda.cpp: Conv2d with cuDNN's (legacy) convolution API.
+// layers/conv2d/conv2d_cuda.cpp: Conv2d with cuDNN's (legacy) convolution API.
 //
 // prepare_cuda fixes everything: the descriptors, made here, and one algorithm
 // per pass (forward, backward-data, backward-filter) with the workspace it
-// needs, chosen by layers/conv2d_algorithms_cuda.cpp. Forward and backward
+// needs, chosen by layers/conv2d/conv2d_algorithms_cuda.cpp. Forward and backward
 // then only call cuDNN with those choices.
 #include <algorithm>
 
-#include "layers/conv2d.h"
-#include "layers/conv2d_algorithms_cuda.h"
+#include "layers/conv2d/conv2d.h"
+#include "layers/conv2d/conv2d_algorithms_cuda.h"
 #include "layers/layer_cuda.h"
 
 namespace glassbox {

@@ -1,4 +1,4 @@
-// layers/conv2d_depthwise.cpp: direct depthwise convolution on the CPU, stride 1.
+// layers/conv2d/conv2d_depthwise.cpp: direct depthwise convolution on the CPU, stride 1.
 //
 // Note [Depthwise convolution by taps]: as im2col + GEMM, a depthwise layer is
 // one product per channel with a single row of R*S weights: Xception's 728
@@ -21,7 +21,7 @@
 // GEMMs than as a loop gathering every other input, so only stride 1 comes here
 // (conv2d.cpp's prepare_cpu decides; bench/probes/depthwise_passes.cpp times
 // the passes).
-#include "layers/conv2d_depthwise.h"
+#include "layers/conv2d/conv2d_depthwise.h"
 
 #include <omp.h>
 

@@ -1,6 +1,6 @@
-// layers/conv2d_depthwise.h: the CPU convolution when every group has one
+// layers/conv2d/conv2d_depthwise.h: the CPU convolution when every group has one
 // input channel (groups == C > 1, K = C * multiplier) and the stride is 1,
-// computed directly instead of as one tiny GEMM per channel (layers/conv2d.cpp
+// computed directly instead of as one tiny GEMM per channel (layers/conv2d/conv2d.cpp
 // calls it when its plan says depthwise). Output channel k = c * multiplier + j
 // reads input channel c (sh = sw = 1 here):
 //   y[n,k,p,q]  = b[k] + sum_{r,s} w[k,0,r,s] * x[n,c, p*sh - ph + r*dh, q*sw - pw + s*dw]
@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-#include "layers/im2col.h"
+#include "layers/conv2d/im2col.h"
 #include "layers/layer.h"
 
 namespace glassbox {
@@ -27,7 +27,7 @@ struct DepthwisePlan {
   Unfold u{};               // one plane: input size, kernel, padding, dilation (stride 1)
   int threads = 1;          // threads, each with its own workspace
   // One R*S filter for every channel (forward and backward-data): a stride-1 average pool
-  // is this with every weight 1/(R*S) (layers/pool2d.cpp).
+  // is this with every weight 1/(R*S) (layers/pool2d/pool2d.cpp).
   bool shared_weights = false;
 };
 

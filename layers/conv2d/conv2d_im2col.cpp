@@ -1,4 +1,4 @@
-// layers/conv2d_im2col.cpp: Glassbox's own CPU convolution, tiled im2col + Eigen GEMM.
+// layers/conv2d/conv2d_im2col.cpp: Glassbox's own CPU convolution, tiled im2col + Eigen GEMM.
 //
 // Per group g the convolution is a matrix product over output pixels:
 //   y_g (K/G x P*Q) = W_g (K/G x C/G*R*S) * col_g (C/G*R*S x P*Q)
@@ -16,17 +16,17 @@
 // Each thread multiplies with Eigen single-threaded (Note [Eigen's own threads]
 // in tensor/eigen_maps.h): parallelism over tiles, not inside small products.
 // Tiles, unfolded buffers and partial gradients live in the context workspace;
-// im2col and col2im themselves are layers/im2col.cpp. A 1x1 layer at stride 1
+// im2col and col2im themselves are layers/conv2d/im2col.cpp. A 1x1 layer at stride 1
 // without padding ("pointwise") is its own unfolding: x is multiplied in place.
 // This path runs every layer in a build without oneDNN, 1x1 layers in one with
-// it, and is the reference the oneDNN path is tested against (layers/conv2d.h).
+// it, and is the reference the oneDNN path is tested against (layers/conv2d/conv2d.h).
 #include <omp.h>
 
 #include <algorithm>
 
-#include "layers/conv2d.h"
-#include "layers/conv2d_depthwise.h"
-#include "layers/im2col.h"
+#include "layers/conv2d/conv2d.h"
+#include "layers/conv2d/conv2d_depthwise.h"
+#include "layers/conv2d/im2col.h"
 #include "tensor/eigen_maps.h"
 #include "tensor/parallel_for.h"
 #include "tensor/product.h"

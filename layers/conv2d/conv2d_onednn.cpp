@@ -1,14 +1,14 @@
-// layers/conv2d_onednn.cpp: Conv2d's CPU passes on oneDNN's convolution
-// primitives (layers/conv2d_onednn.h says what and why).
-#include "layers/conv2d_onednn.h"
+// layers/conv2d/conv2d_onednn.cpp: Conv2d's CPU passes on oneDNN's convolution
+// primitives (layers/conv2d/conv2d_onednn.h says what and why).
+#include "layers/conv2d/conv2d_onednn.h"
 
 #include <algorithm>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#include "layers/conv2d_choices_onednn.h"
-#include "layers/conv2d_operand_onednn.h"
+#include "layers/conv2d/conv2d_choices_onednn.h"
+#include "layers/conv2d/conv2d_operand_onednn.h"
 #include "layers/shared_onednn.h"
 #include "tensor/error.h"
 

@@ -1,4 +1,4 @@
-// layers/conv2d_onednn.h: Conv2d's CPU path on oneDNN (cmake/CpuConv.cmake),
+// layers/conv2d/conv2d_onednn.h: Conv2d's CPU path on oneDNN (cmake/CpuConv.cmake),
 // built only with -DGLASSBOX_CPU_CONV=oneDNN (the default).
 //
 // Glassbox keeps activations in NCHW (NHWC where the graph stores a value
@@ -11,7 +11,7 @@
 // in the context's workspace, sized at prepare: nothing is
 // allocated inside a step. A batch larger than the cache runs by slices, so
 // that those copies stay in cache (Note [Convolutions by slices of the batch]
-// in layers/conv2d_choices_onednn.cpp).
+// in layers/conv2d/conv2d_choices_onednn.cpp).
 //
 // Gradients keep Glassbox's contract: dW is added to (dW += ...), dx written
 // or added as the graph asks; both through a reorder with a sum post-op.
@@ -20,7 +20,7 @@
 #include <memory>
 #include <string>
 
-#include "layers/conv2d.h"
+#include "layers/conv2d/conv2d.h"
 
 namespace glassbox {
 
@@ -39,7 +39,7 @@ class OneDnnConv final : public BackendState {
     // where oneDNN's kernel works in NHWC too, no reorder moves them.
     bool x_channels_last = false, y_channels_last = false;
     // Winograd where it pays and oneDNN has it (Note [Winograd on the CPU],
-    // layers/conv2d_choices_onednn.cpp); false: direct kernels only.
+    // layers/conv2d/conv2d_choices_onednn.cpp); false: direct kernels only.
     bool winograd = true;
   };
   // Builds the primitives for the passes the plan asks for. Throws

@@ -1,5 +1,5 @@
-// layers/conv2d_operand_onednn.cpp: layers/conv2d_operand_onednn.h.
-#include "layers/conv2d_operand_onednn.h"
+// layers/conv2d/conv2d_operand_onednn.cpp: layers/conv2d/conv2d_operand_onednn.h.
+#include "layers/conv2d/conv2d_operand_onednn.h"
 
 #include <algorithm>
 

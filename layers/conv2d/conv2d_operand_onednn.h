@@ -1,5 +1,5 @@
-// layers/conv2d_operand_onednn.h: one tensor of a oneDNN convolution pass
-// (layers/conv2d_onednn.cpp): Glassbox's layout outside, the primitive's
+// layers/conv2d/conv2d_operand_onednn.h: one tensor of a oneDNN convolution pass
+// (layers/conv2d/conv2d_onednn.cpp): Glassbox's layout outside, the primitive's
 // inside, and the reorders between them. Built only with oneDNN.
 #pragma once
 
@@ -10,7 +10,7 @@
 
 namespace glassbox {
 
-// Note [Blocked layouts that are plain] (layers/conv2d_operand_onednn.cpp):
+// Note [Blocked layouts that are plain] (layers/conv2d/conv2d_operand_onednn.cpp):
 // `desc` in its plain form where its one block spans the whole of dimension
 // 1; else `desc` itself.
 dnnl::memory::desc plain_form(const dnnl::memory::desc& desc);

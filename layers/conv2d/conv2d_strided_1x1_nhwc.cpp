@@ -1,4 +1,4 @@
-// layers/conv2d_strided_1x1_nhwc.cpp: strided 1x1 convolutions on NHWC values, each
+// layers/conv2d/conv2d_strided_1x1_nhwc.cpp: strided 1x1 convolutions on NHWC values, each
 // pass one product over every pixel of the batch.
 //
 // Note [1x1 convolutions on NHWC values]: stored NHWC, a 1x1 convolution's
@@ -28,7 +28,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "layers/conv2d.h"
+#include "layers/conv2d/conv2d.h"
 #include "tensor/eigen_maps.h"
 #include "tensor/parallel_for.h"
 #include "tensor/product.h"

@@ -1,7 +1,7 @@
-// layers/im2col.cpp: im2col and col2im, row segment by row segment: within
+// layers/conv2d/im2col.cpp: im2col and col2im, row segment by row segment: within
 // one output row the input columns of a kernel tap are equally spaced, so each
 // segment is one memcpy (stride 1) or one strided loop, with zeros for padding.
-#include "layers/im2col.h"
+#include "layers/conv2d/im2col.h"
 
 #include <algorithm>
 #include <cstring>

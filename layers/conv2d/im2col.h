@@ -1,7 +1,7 @@
-// layers/im2col.h: unfolding one image's input channels over a tile of output
+// layers/conv2d/im2col.h: unfolding one image's input channels over a tile of output
 // pixels into matrix columns ("im2col"), and its adjoint, folding columns back
 // and adding them into the input gradient ("col2im"), for the CPU convolution
-// (layers/conv2d.cpp). Row (c, r, s), column j of the tile holds
+// (layers/conv2d/conv2d.cpp). Row (c, r, s), column j of the tile holds
 //   x[c, p*stride_h - pad_h + r*dil_h, q*stride_w - pad_w + s*dil_w]  (0 outside)
 // where output pixel j0 + j is (p, q).
 #pragma once

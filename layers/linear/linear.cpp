@@ -1,18 +1,18 @@
-// layers/linear.cpp: shapes and the CPU path (blocked Eigen products).
-#include "layers/linear.h"
+// layers/linear/linear.cpp: shapes and the CPU path (blocked Eigen products).
+#include "layers/linear/linear.h"
 
 #include <omp.h>
 
 #include <algorithm>
 #include <string>
 
-#include "layers/streamed_product.h"
+#include "layers/linear/streamed_product.h"
 #include "tensor/eigen_maps.h"
 #include "tensor/parallel_for.h"
 #include "tensor/product.h"
 
 #if GLASSBOX_WITH_ONEDNN
-#include "layers/linear_onednn.h"
+#include "layers/linear/linear_onednn.h"
 #endif
 
 namespace glassbox {
@@ -77,7 +77,7 @@ constexpr int64_t kColumnsPerBlock = 384;
 // once is all its cost. OpenBLAS's GEMM, under Eigen's product, first packs
 // each block of weight rows into a buffer and then reads the copy, at under
 // half the machine's copy bandwidth. Up to 8 rows, streamed_forward
-// (layers/streamed_product.h) reads each pair of weight rows once, straight
+// (layers/linear/streamed_product.h) reads each pair of weight rows once, straight
 // from the weights, against every input row at once (sums in registers).
 // More rows than 8 no longer fit their sums in the registers, so up to
 // kMaxStreamedBatch rows go in groups of 8 against a few weight rows at a

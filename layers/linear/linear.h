@@ -1,4 +1,4 @@
-// layers/linear.h: fully connected layer on (N, in) rows.
+// layers/linear/linear.h: fully connected layer on (N, in) rows.
 //   x:(N,I)  w:(O,I)  b:(O)  ->  y:(N,O)
 //   y = x w^T + b
 //   backward: dx (= or +=) dy w;  dw += dy^T x;  db += sum_n dy[n,:]

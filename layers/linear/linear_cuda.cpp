@@ -1,4 +1,4 @@
-// layers/linear_cuda.cpp: Linear with cuBLAS GEMMs and cuDNN bias ops.
+// layers/linear/linear_cuda.cpp: Linear with cuBLAS GEMMs and cuDNN bias ops.
 //
 // cuBLAS is column-major. A row-major (R, C) matrix is the column-major C x R
 // matrix with leading dimension C, i.e. its transpose. So with row-major
@@ -8,7 +8,7 @@
 //   dw^T (I x O) = x^T (I x N)    * dy (as O x N)^T -> gemm(N, T, I, O, N)
 // Over leading dimensions (Options::over_last_dim) x is (..., I): N is then
 // the product of the leading sizes (rows()), the same packed memory.
-#include "layers/linear.h"
+#include "layers/linear/linear.h"
 
 #include "layers/layer_cuda.h"
 

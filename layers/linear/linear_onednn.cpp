@@ -1,5 +1,5 @@
-// layers/linear_onednn.cpp: see layers/linear_onednn.h.
-#include "layers/linear_onednn.h"
+// layers/linear/linear_onednn.cpp: see layers/linear/linear_onednn.h.
+#include "layers/linear/linear_onednn.h"
 
 #include <unordered_map>
 

@@ -1,4 +1,4 @@
-// layers/linear_onednn.h: Linear's forward on oneDNN's matmul primitive,
+// layers/linear/linear_onednn.h: Linear's forward on oneDNN's matmul primitive,
 // built only with oneDNN (cmake/CpuConv.cmake), for the batches where it beats
 // the other two paths (Note [Linear forward on oneDNN's matmul] in linear.cpp).
 //

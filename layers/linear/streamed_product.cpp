@@ -1,5 +1,5 @@
-// layers/streamed_product.cpp: see layers/streamed_product.h.
-#include "layers/streamed_product.h"
+// layers/linear/streamed_product.cpp: see layers/linear/streamed_product.h.
+#include "layers/linear/streamed_product.h"
 
 #include <algorithm>
 
@@ -84,7 +84,7 @@ void streamed_forward(int64_t n, const float* x, int64_t in, const float* w, int
 // times dy[r][o], into every row's segment of dx (zeroed first unless mode is
 // kAdd), four weight rows at a time so that each load and store of a sum
 // carries four products. The segments stay in cache between weight rows
-// (Note [Streamed backward-data by wide blocks] in layers/linear.cpp).
+// (Note [Streamed backward-data by wide blocks] in layers/linear/linear.cpp).
 void streamed_backward_data(int64_t n, const float* dy, int64_t out, const float* w, int64_t in, int64_t begin,
                             int64_t end, GradMode mode, float* dx) {
   using Segment = Eigen::Map<Eigen::ArrayXf>;

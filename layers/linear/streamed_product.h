@@ -1,8 +1,8 @@
-// layers/streamed_product.h: products of a few rows against a large weight
+// layers/linear/streamed_product.h: products of a few rows against a large weight
 // matrix that read the weights once, straight from where they are, for the
 // linear layer at small batches (Note [Linear forward at small batches] in
-// layers/linear.cpp) and the LSTM's recurrent step (Note [The recurrent step
-// streamed] in layers/lstm_cpu.cpp). A GEMM first packs each block of the
+// layers/linear/linear.cpp) and the LSTM's recurrent step (Note [The recurrent step
+// streamed] in layers/lstm/lstm_cpu.cpp). A GEMM first packs each block of the
 // weights into a buffer and then reads the copy, which a product of up to 16
 // rows cannot repay. Single-threaded: the callers split the weights into
 // blocks over the threads.

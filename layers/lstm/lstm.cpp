@@ -1,7 +1,7 @@
-// layers/lstm.cpp: the LSTM's options, shapes and costs, and the state it
+// layers/lstm/lstm.cpp: the LSTM's options, shapes and costs, and the state it
 // carries between forwards, for both backends. The CPU path is in
-// layers/lstm_cpu.cpp, the CUDA path in layers/lstm_cuda.cpp.
-#include "layers/lstm.h"
+// layers/lstm/lstm_cpu.cpp, the CUDA path in layers/lstm/lstm_cuda.cpp.
+#include "layers/lstm/lstm.h"
 
 #include <utility>
 

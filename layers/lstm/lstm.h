@@ -1,4 +1,4 @@
-// layers/lstm.h: a stack of LSTM layers over time-major sequences, as
+// layers/lstm/lstm.h: a stack of LSTM layers over time-major sequences, as
 // PyTorch's nn.LSTM (batch_first=False) and cuDNN's CUDNN_LSTM compute it.
 //   x:(T,B,I)  ->  y:(T,B,H); L layers, layer l reads x (l = 0) or the output of layer l - 1
 //   per layer and step t, gate order i, f, g, o (PyTorch's and cuDNN's):
@@ -13,7 +13,7 @@
 //   weight_hh_l{l} (4H, H), bias_ih_l{l} (4H), bias_hh_l{l} (4H); packed in
 //   one block (packs_parameters: the CUDA path hands it to cuDNN as its
 //   weight space, each parameter where cuDNN has it, Note [LSTM weight
-//   space] in layers/lstm_cuda.cpp).
+//   space] in layers/lstm/lstm_cuda.cpp).
 //   backward: dx (= or +=) through every layer and step; dW, db += ...; no
 //   gradient flows into the initial state (it is detached, as PyTorch's
 //   repackage_hidden does for truncated back-propagation through time).
@@ -27,9 +27,9 @@
 // then per step the recurrent GEMM fused with the gates). Where built with
 // oneDNN, the forward runs its per-step recurrent products on oneDNN's
 // matmul (Note [The recurrent step on oneDNN's matmul] in
-// layers/lstm_steps_onednn.h). An inference plan runs the same forward and
+// layers/lstm/lstm_steps_onednn.h). An inference plan runs the same forward and
 // keeps no cells (Note [LSTM inference on the training forward's steps] in
-// layers/lstm_cpu.cpp).
+// layers/lstm/lstm_cpu.cpp).
 // CUDA: cuDNN's RNN API.
 #pragma once
 
@@ -41,7 +41,7 @@
 
 namespace glassbox {
 
-class OneDnnLstmSteps;  // layers/lstm_steps_onednn.h, where built with oneDNN
+class OneDnnLstmSteps;  // layers/lstm/lstm_steps_onednn.h, where built with oneDNN
 
 class Lstm final : public Layer {
  public:
@@ -101,7 +101,7 @@ class Lstm final : public Layer {
   void require_prepared(const char* call) const;  // Error unless the state exists
   void check_state_shape(const Tensor& t, const char* what) const;  // ShapeError unless (L,B,H)
   // CPU training plans: the forward's recurrent products on oneDNN and their workspace,
-  // or nulls where built without it (layers/lstm_cpu.cpp).
+  // or nulls where built without it (layers/lstm/lstm_cpu.cpp).
   std::pair<OneDnnLstmSteps*, void*> onednn_steps(Context& ctx) const;
 
   Options options_;

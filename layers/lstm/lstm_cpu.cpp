@@ -1,4 +1,4 @@
-// layers/lstm_cpu.cpp: the LSTM's CPU path (layers/lstm.h has the maths).
+// layers/lstm/lstm_cpu.cpp: the LSTM's CPU path (layers/lstm/lstm.h has the maths).
 //
 // CPU forward, per layer: the input projection of all T steps as one product
 // (T*B, I) x (I, 4H) with both biases added, then per step the recurrent
@@ -13,11 +13,11 @@
 // Where built with oneDNN, the forward (of training and inference plans
 // alike) runs its per-step recurrent products on oneDNN's matmul instead, the
 // gates after them (Note [The recurrent step on oneDNN's matmul] in
-// layers/lstm_steps_onednn.h; Note [LSTM inference on the training forward's
+// layers/lstm/lstm_steps_onednn.h; Note [LSTM inference on the training forward's
 // steps] below).
 // Eigen runs single-threaded (Note [Eigen's own threads]); the products are
-// split into blocks over OpenMP threads, as layers/linear.cpp does.
-#include "layers/lstm.h"
+// split into blocks over OpenMP threads, as layers/linear/linear.cpp does.
+#include "layers/lstm/lstm.h"
 
 #include <algorithm>
 #include <cmath>
@@ -25,12 +25,12 @@
 
 #include <omp.h>
 
-#include "layers/streamed_product.h"
+#include "layers/linear/streamed_product.h"
 #include "tensor/eigen_maps.h"
 #include "tensor/parallel_for.h"
 #include "tensor/product.h"
 #if GLASSBOX_WITH_ONEDNN
-#include "layers/lstm_steps_onednn.h"
+#include "layers/lstm/lstm_steps_onednn.h"
 #endif
 
 namespace glassbox {
@@ -43,13 +43,13 @@ constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
 
 // Note [The recurrent step streamed]: built without oneDNN (the sanitizer
 // build, the GPU machine's; with it, Note [The recurrent step on oneDNN's
-// matmul] in layers/lstm_steps_onednn.h), a step's recurrent product is B rows
+// matmul] in layers/lstm/lstm_steps_onednn.h), a step's recurrent product is B rows
 // against all of W_hh (4H x H). At small batches, once W_hh no longer stays
 // in a core's cache, streaming the weights once per step is all its cost, as
 // in a linear layer's forward (Note [Linear forward at small batches] in
-// layers/linear.cpp): OpenBLAS's GEMM, under Eigen's product, packs each
+// layers/linear/linear.cpp): OpenBLAS's GEMM, under Eigen's product, packs each
 // block of W_hh before reading the copy, where streamed_forward
-// (layers/streamed_product.h) reads it as it is, about a quarter faster on
+// (layers/linear/streamed_product.h) reads it as it is, about a quarter faster on
 // LSTM and LSTMLarge at batch 10. A W_hh that fits in L2 (LSTMSmall's) is
 // faster on Eigen's product, so only a W_hh past kMinStreamedWeightBytes (a
 // core's L2) streams. The backward's dh += da_{t+1} W_hh streamed
@@ -132,7 +132,7 @@ void forward_layer(const LayerForward& l, int64_t T, int64_t B, int64_t H) {
       for (int64_t b = 0; b < B; ++b) gate_step(a_t + b * G, c_prev + b * H, c_t + b * H, h_t + b * H, H, j0, j1 - j0);
     };
 #if GLASSBOX_WITH_ONEDNN
-    if (l.steps != nullptr) {  // Note [The recurrent step on oneDNN's matmul] (layers/lstm_steps_onednn.h)
+    if (l.steps != nullptr) {  // Note [The recurrent step on oneDNN's matmul] (layers/lstm/lstm_steps_onednn.h)
       l.steps->step(h_prev, a_t);
       for_each_block(H, units_per_block(H), gates);
       continue;
@@ -245,7 +245,7 @@ void Lstm::prepare_cpu(Context& ctx, const PrepareOptions& options) {
     dh_step_ = allocate(Shape{B, H});
     dc_step_ = allocate(Shape{B, H});
   }
-#if GLASSBOX_WITH_ONEDNN  // Note [The recurrent step on oneDNN's matmul] (layers/lstm_steps_onednn.h)
+#if GLASSBOX_WITH_ONEDNN  // Note [The recurrent step on oneDNN's matmul] (layers/lstm/lstm_steps_onednn.h)
   auto steps = std::make_unique<OneDnnLstmSteps>(name(), B, H);
   set_workspace_bytes(steps->workspace_bytes());
   backend_ = std::move(steps);

@@ -1,4 +1,4 @@
-// layers/lstm_cuda.cpp: the LSTM on cuDNN's RNN API (the v8 entry points of cuDNN 9).
+// layers/lstm/lstm_cuda.cpp: the LSTM on cuDNN's RNN API (the v8 entry points of cuDNN 9).
 //
 // At prepare: an RNN descriptor (CUDNN_LSTM, two bias vectors as PyTorch
 // has, a linear input, one direction, no projection, float data and maths),
@@ -12,7 +12,7 @@
 // cudnnAddTensor, as Dropout's backward does).
 // Math: kFp32 is CUDNN_FMA_MATH (no tensor cores); kTf32 is
 // CUDNN_DEFAULT_MATH, which lets cuDNN round float inputs to TF32, as the
-// convolutions do (layers/conv2d_cuda.cpp).
+// convolutions do (layers/conv2d/conv2d_cuda.cpp).
 // Backward: cudnnRNNBackwardData_v8 (dx, and the gate gradients it leaves in
 // the reserve space) must run before cudnnRNNBackwardWeights_v8
 // (CUDNN_WGRAD_MODE_ADD: Glassbox's parameter gradients accumulate), which is
@@ -47,7 +47,7 @@
 // flat buffers are the weight space and its gradient, and nothing is copied, as
 // PyTorch's flat weights are views into it. Forward and backward check that the
 // tensors they get lie so (a pointer comparison per parameter).
-#include "layers/lstm.h"
+#include "layers/lstm/lstm.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -128,7 +128,7 @@ std::vector<size_t> weight_space_offsets(const Lstm& layer, cudnnHandle_t handle
   const char* gates = "ifgo";
   std::vector<size_t> offsets(specs.size());
   const auto fail_at = [&](const std::string& what) {
-    throw ConfigError(cat(layer.name(), " (LSTM): ", what, " (Note [LSTM weight space] in layers/lstm_cuda.cpp)"));
+    throw ConfigError(cat(layer.name(), " (LSTM): ", what, " (Note [LSTM weight space] in layers/lstm/lstm_cuda.cpp)"));
   };
   for (int l = 0; l < layers; ++l) {
     for (int id = 0; id < 8; ++id) {
@@ -230,7 +230,7 @@ void Lstm::prepare_cuda(Context& ctx, const PrepareOptions& options) {
   CUDNN_CHECK(cudnnGetRNNWeightSpaceSize(handle, s->rnn.get(), &s->weight_bytes));
   if (s->weight_bytes != total) {
     fail_option(cat("cuDNN's weight space is ", s->weight_bytes, " bytes, the parameters are ", total,
-                    " bytes (Note [LSTM weight space] in layers/lstm_cuda.cpp)"));
+                    " bytes (Note [LSTM weight space] in layers/lstm/lstm_cuda.cpp)"));
   }
   {
     const Tensor scratch = allocate_bytes(ctx, s->weight_bytes);  // freed at once: only its addresses are read
@@ -278,7 +278,7 @@ void Lstm::backward_cuda(Context& ctx, const BackwardArgs& args) {
   }
   if (s.reserve_consumed) {
     fail("a second backward after one forward: cuDNN's backward uses up what the forward kept in its reserve "
-         "space (Note [One backward per forward] in layers/lstm_cuda.cpp); run the forward again first");
+         "space (Note [One backward per forward] in layers/lstm/lstm_cuda.cpp); run the forward again first");
   }
   s.reserve_consumed = true;
   if (const int k = unpacked_index(args.param_grads, s.offsets); k >= 0) {

@@ -1,5 +1,5 @@
-// layers/lstm_steps_onednn.cpp: see layers/lstm_steps_onednn.h.
-#include "layers/lstm_steps_onednn.h"
+// layers/lstm/lstm_steps_onednn.cpp: see layers/lstm/lstm_steps_onednn.h.
+#include "layers/lstm/lstm_steps_onednn.h"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
-// layers/lstm_steps_onednn.h: the recurrent products of the LSTM's forward
-// (layers/lstm_cpu.cpp, training and inference plans) on oneDNN's matmul primitive, one call per
+// layers/lstm/lstm_steps_onednn.h: the recurrent products of the LSTM's forward
+// (layers/lstm/lstm_cpu.cpp, training and inference plans) on oneDNN's matmul primitive, one call per
 // step, with W_hh reordered into oneDNN's blocked layout once per layer and
-// forward. Built only with oneDNN, as layers/linear_onednn.h is.
+// forward. Built only with oneDNN, as layers/linear/linear_onednn.h is.
 //
 // Note [The recurrent step on oneDNN's matmul]: a step's recurrent product is
 // B rows (5 to 80 in the benchmarks) against all of W_hh (4H x H). Read in

@@ -1,4 +1,4 @@
-// layers/pool2d.cpp: the CPU path (window checks and shapes: layers/pool2d_window.cpp).
+// layers/pool2d/pool2d.cpp: the CPU path (window checks and shapes: layers/pool2d/pool2d_window.cpp).
 //
 // The CPU path works plane by plane, (n, c) planes in parallel. Forward
 // treats each output row as its own accumulator: for every input row r and
@@ -8,7 +8,7 @@
 // border clipping is worked out once per (r, j), so the loop over q is a
 // branch-free strided loop that the compiler vectorises (contiguous for
 // stride 1). Max windows of column stride 1 or 2 run by blocks instead
-// (layers/pool2d_max.cpp), whose forward keeps each window's argmax; for the
+// (layers/pool2d/pool2d_max.cpp), whose forward keeps each window's argmax; for the
 // other strides, backward recomputes it from x. Ceil mode needs nothing more: the overhang of a
 // last window is clipped as padding is, and since every window starts inside
 // the input or the left padding (pooled_length) and the padding is at most
@@ -23,7 +23,7 @@
 // layer's output vanish behind a pool without the finite checks
 // (graph/finite_check.h) ever seeing it, and a backward that lets the first
 // input stand could route the gradient to a NaN that y had not taken.
-#include "layers/pool2d.h"
+#include "layers/pool2d/pool2d.h"
 
 #include <omp.h>
 
@@ -32,8 +32,8 @@
 #include <limits>
 #include <utility>
 
-#include "layers/pool2d_global_nhwc.h"
-#include "layers/pool2d_max_2x2.h"
+#include "layers/pool2d/pool2d_global_nhwc.h"
+#include "layers/pool2d/pool2d_max_2x2.h"
 #include "tensor/eigen_maps.h"
 #include "tensor/parallel_for.h"
 
@@ -106,7 +106,7 @@ void forward_plane_any_stride(const float* x, float* y, const Geometry& g, float
 // argmax is recomputed from x like forward's max, over spans of an output
 // row at once: for each window position in scan order, a strict > keeps the
 // first maximum, written as selects so the loop over q vectorises. Column
-// strides 1 and 2 run by blocks instead (layers/pool2d_max.cpp).
+// strides 1 and 2 run by blocks instead (layers/pool2d/pool2d_max.cpp).
 void max_backward_plane(const float* x, const float* dy, float* dx, const Geometry& g) {
   const int64_t sw = g.sw;
   constexpr int64_t kSpan = 256;
@@ -235,7 +235,7 @@ void Pool2d::prepare_cpu(Context& ctx, const PrepareOptions& options) {
 }
 
 bool Pool2d::can_read_channels_last(int index) const {
-  if (mode_ == Mode::kAverage) return index == 0 && window_.global;  // layers/pool2d_global_nhwc.h
+  if (mode_ == Mode::kAverage) return index == 0 && window_.global;  // layers/pool2d/pool2d_global_nhwc.h
   return index == 0 && !window_.global && max_pool_nhwc_fits(input_shapes()[0][1]);
 }
 

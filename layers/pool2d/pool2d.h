@@ -1,4 +1,4 @@
-// layers/pool2d.h: max and average pooling over square or rectangular windows, NCHW.
+// layers/pool2d/pool2d.h: max and average pooling over square or rectangular windows, NCHW.
 //   x:(N,C,H,W) -> y:(N,C,P,Q),  P = floor((H + 2*pad_h - kernel_h) / stride_h) + 1   (Q likewise)
 //   ceil mode (max only, PyTorch's ceil_mode=True; torchvision's GoogLeNet):
 //            P = ceil((H + 2*pad_h - kernel_h) / stride_h) + 1, less one if the last window
@@ -24,10 +24,10 @@
 #include <string>
 #include <vector>
 
-#include "layers/conv2d_depthwise.h"
+#include "layers/conv2d/conv2d_depthwise.h"
 #include "layers/layer.h"
-#include "layers/pool2d_max.h"
-#include "layers/pool2d_max_nhwc.h"
+#include "layers/pool2d/pool2d_max.h"
+#include "layers/pool2d/pool2d_max_nhwc.h"
 #include "layers/size2.h"
 
 namespace glassbox {
@@ -86,7 +86,7 @@ class Pool2d final : public Layer {
   bool max_blocks_ = false;
   MaxPoolPlan max_plan_;
   Tensor argmax_;
-  // Max pooling of a channels-last input (layers/pool2d_max_nhwc.h); argmax_
+  // Max pooling of a channels-last input (layers/pool2d/pool2d_max_nhwc.h); argmax_
   // is then (N, P, Q, C).
   bool nhwc_ = false;
   MaxPoolNhwcPlan nhwc_plan_;

@@ -1,4 +1,4 @@
-// layers/pool2d_cuda.cpp: Pool2d with cuDNN pooling forward/backward.
+// layers/pool2d/pool2d_cuda.cpp: Pool2d with cuDNN pooling forward/backward.
 //
 // Note [Ceil-mode pooling on cuDNN]
 // cuDNN's pooling descriptor has no ceil flag: cudnnGetPooling2dForwardOutputDim
@@ -10,7 +10,7 @@
 // documents no such use; cudnn.torch relied on it (GoogLeNet in
 // convnet-benchmarks). Pool2d.CudaMatchesCpuInCeilMode (tests/test_pool2d.cpp)
 // checks it against the CPU's ceil mode on the GPU.
-#include "layers/pool2d.h"
+#include "layers/pool2d/pool2d.h"
 
 #include "layers/layer_cuda.h"
 

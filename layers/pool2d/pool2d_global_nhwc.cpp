@@ -1,7 +1,7 @@
-// layers/pool2d_global_nhwc.cpp: layers/pool2d_global_nhwc.h. Work is split
+// layers/pool2d/pool2d_global_nhwc.cpp: layers/pool2d/pool2d_global_nhwc.h. Work is split
 // over images; an image's sum runs down its pixel rows, a vector of channels
 // at a time.
-#include "layers/pool2d_global_nhwc.h"
+#include "layers/pool2d/pool2d_global_nhwc.h"
 
 #include <algorithm>
 

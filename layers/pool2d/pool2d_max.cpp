@@ -1,5 +1,5 @@
-// layers/pool2d_max.cpp: max pooling's CPU forward by blocks, and the
-// backward from the argmax it keeps (layers/pool2d_max.h).
+// layers/pool2d/pool2d_max.cpp: max pooling's CPU forward by blocks, and the
+// backward from the argmax it keeps (layers/pool2d/pool2d_max.h).
 //
 // Note [Max pooling by blocks]: Pool2d's generic loops run one pass per window
 // tap over an output row, and their backward finds each window's argmax again
@@ -14,7 +14,7 @@
 // loops). The forward writes each window's argmax, an index into the input
 // plane, and the backward is one scatter of dy, as PyTorch's max pooling keeps
 // its indices.
-#include "layers/pool2d_max.h"
+#include "layers/pool2d/pool2d_max.h"
 
 #include <omp.h>
 

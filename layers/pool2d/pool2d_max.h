@@ -1,9 +1,9 @@
-// layers/pool2d_max.h: max pooling's CPU forward in blocks of outputs held in
+// layers/pool2d/pool2d_max.h: max pooling's CPU forward in blocks of outputs held in
 // registers, keeping each window's argmax for the backward (Note [Max pooling
-// by blocks] in pool2d_max.cpp). Pool2d (layers/pool2d.cpp) calls it for max
+// by blocks] in pool2d_max.cpp). Pool2d (layers/pool2d/pool2d.cpp) calls it for max
 // windows of column stride 1 or 2 other than the 2x2 stride-2 windows that
 // lie inside the plane, which have their own forward and backward
-// (layers/pool2d_max_2x2.h).
+// (layers/pool2d/pool2d_max_2x2.h).
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
-// layers/pool2d_max_2x2.cpp: max pooling's commonest window, 2x2 at stride
+// layers/pool2d/pool2d_max_2x2.cpp: max pooling's commonest window, 2x2 at stride
 // 2 inside the plane, forward and backward by vector lanes on the CPU
-// (layers/pool2d_max_2x2.h).
-#include "layers/pool2d_max_2x2.h"
+// (layers/pool2d/pool2d_max_2x2.h).
+#include "layers/pool2d/pool2d_max_2x2.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,10 +1,10 @@
-// layers/pool2d_max_2x2.h: max pooling's 2x2 windows at stride 2 that lie
+// layers/pool2d/pool2d_max_2x2.h: max pooling's 2x2 windows at stride 2 that lie
 // inside the plane (LeNet's, VGG's on NCHW values), forward and backward by
-// vector lanes on the CPU (layers/pool2d_max_2x2.cpp). They keep no argmax:
+// vector lanes on the CPU (layers/pool2d/pool2d_max_2x2.cpp). They keep no argmax:
 // the backward finds each window's first maximum again from x.
 #pragma once
 
-#include "layers/pool2d_max.h"  // MaxPoolPlan
+#include "layers/pool2d/pool2d_max.h"  // MaxPoolPlan
 
 namespace glassbox {
 

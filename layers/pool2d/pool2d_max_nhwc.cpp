@@ -1,12 +1,12 @@
-// layers/pool2d_max_nhwc.cpp: max pooling on channels-last values
-// (layers/pool2d_max_nhwc.h). Forward works output row by output row, the
+// layers/pool2d/pool2d_max_nhwc.cpp: max pooling on channels-last values
+// (layers/pool2d/pool2d_max_nhwc.h). Forward works output row by output row, the
 // rows in parallel: each output pixel's channels are vectors, each the max of
 // the window's pixels at those channels, so every load is a whole run of
 // channels and the threads read disjoint rows. Backward zeroes dx (for
 // GradMode::kWrite) and adds each dy at its argmax: by output rows in
 // parallel where no two windows share an input row, else by images (or, for
 // one image, by channel blocks).
-#include "layers/pool2d_max_nhwc.h"
+#include "layers/pool2d/pool2d_max_nhwc.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,9 +1,9 @@
-// layers/pool2d_window.cpp: Pool2d's window checks and shapes (the CPU path
-// is layers/pool2d.cpp).
+// layers/pool2d/pool2d_window.cpp: Pool2d's window checks and shapes (the CPU path
+// is layers/pool2d/pool2d.cpp).
 #include <cstdint>
 #include <limits>
 
-#include "layers/pool2d.h"
+#include "layers/pool2d/pool2d.h"
 
 namespace glassbox {
 namespace {

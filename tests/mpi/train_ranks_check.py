@@ -2,7 +2,7 @@
 """tests/mpi/train_ranks_check.py: `glassbox train` on 2 ranks against one process.
 
 Two ranks at batch B, each on its shard of every epoch, take the steps that one
-process takes at batch 2B (optim/trainer.h), so their training loss, test loss
+process takes at batch 2B (train/trainer.h), so their training loss, test loss
 and test accuracy per epoch must agree with the one-process run's (to float
 rounding: the all-reduce adds in another order). Every process runs one
 thread (OMP_NUM_THREADS=1), as mpirun's binding to a core gives each rank

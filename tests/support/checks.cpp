@@ -196,7 +196,7 @@ void check_cpu_cuda_parity(std::function<std::unique_ptr<Layer>()> make_layer,
     g.write(g.input_grads[i], start);
   }
   // A forward first: a backward may use up what its forward kept (cuDNN's RNN
-  // reserve space, Note [One backward per forward] in layers/lstm_cuda.cpp).
+  // reserve space, Note [One backward per forward] in layers/lstm/lstm_cuda.cpp).
   c.forward(options.phase);
   g.forward(options.phase);
   c.backward(std::vector<GradMode>(c.inputs.size(), GradMode::kAdd));

@@ -5,14 +5,14 @@
 //   glassbox eval ResNet50 --weights resnet50.safetensors --input images.safetensors --logits out.safetensors
 //
 // The weights are a Glassbox model file or a PyTorch state_dict saved with
-// safetensors.torch.save_file (optim/checkpoint.h: the same names and
+// safetensors.torch.save_file (train/checkpoint.h: the same names and
 // layouts). The network runs in the inference phase (batch norm on running
 // statistics, dropout off) on a plan compiled for inference.
 #include <cstdio>
 
 #include "data/data_spec.h"
-#include "optim/checkpoint.h"
-#include "optim/evaluate.h"
+#include "train/checkpoint.h"
+#include "train/evaluate.h"
 #include "tensor/copy.h"
 #include "tensor/parse.h"
 #include "tensor/runtime_info.h"

@@ -117,7 +117,7 @@ inline const std::vector<FlagSpec>& train_flags() {
       {"--steps-per-epoch", "N", "at most N steps per epoch (default: the whole training set)"},
       {"--device", "D", "cpu, cuda or cuda:N (default: the GPU when one works)"},
       {"--precision", "P", "fp32 (TF32 off, default) or tf32"},
-      {"--checkpoint-dir", "DIR", "write a checkpoint after every epoch (optim/checkpoint.h)"},
+      {"--checkpoint-dir", "DIR", "write a checkpoint after every epoch (train/checkpoint.h)"},
       {"--resume", "DIR", "continue from DIR's latest checkpoint (and keep writing checkpoints there)"},
       {"--overwrite", "", "a new run into a --checkpoint-dir that holds another run's checkpoints: remove them first "
                           "(without it, such a directory is refused)"},

@@ -15,7 +15,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "optim/trainer.h"
+#include "train/trainer.h"
 
 namespace glassbox::cli {
 

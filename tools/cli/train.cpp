@@ -5,11 +5,11 @@
 // weight decay, seed, ...) are saved with each checkpoint. `--resume DIR`
 // takes them from there: a flag given again must agree with the
 // checkpoint, and only --epochs may grow, so a resumed run is the run that
-// stopped, continued (Note [One random stream per epoch] in optim/trainer.h).
+// stopped, continued (Note [One random stream per epoch] in train/trainer.h).
 //
 // Under mpirun (`mpirun -np 2 glassbox train LeNet --data fashion-mnist`)
 // every rank trains its shard of each epoch with its gradients averaged over
-// the ranks (optim/trainer.h); rank 0 prints, logs and writes checkpoints.
+// the ranks (train/trainer.h); rank 0 prints, logs and writes checkpoints.
 #include <cstdio>
 #include <memory>
 #include <map>
@@ -17,7 +17,7 @@
 
 #include "data/data_spec.h"
 #include "optim/data_parallel_job.h"
-#include "optim/trainer.h"
+#include "train/trainer.h"
 #include "tensor/parse.h"
 #include "tensor/runtime_info.h"
 #include "tools/cli/commands.h"

@@ -15,7 +15,7 @@
 #include <map>
 #include <string>
 
-#include "optim/trainer.h"
+#include "train/trainer.h"
 
 namespace glassbox::cli {
 
