@@ -1,5 +1,5 @@
 # cmake/CpuBlas.cmake: which kernels run the CPU's matrix products behind Eigen
-# (docs/performance.md, "The GEMM behind the CPU paths").
+# (docs/cpu.md, "Building for a CPU").
 #
 #   -DGLASSBOX_BLAS=oneDNN    (default) Eigen's products call Glassbox's sgemm_
 #                             (tensor/gemm_onednn.cpp): oneDNN's sgemm, and for

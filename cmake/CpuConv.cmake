@@ -1,5 +1,5 @@
-# cmake/CpuConv.cmake: what runs the CPU's convolutions (docs/performance.md,
-# "Convolutions on oneDNN").
+# cmake/CpuConv.cmake: what runs the CPU's convolutions (docs/cpu.md,
+# "Building for a CPU").
 #
 #   -DGLASSBOX_CPU_CONV=oneDNN  (default) Conv2d layers whose kernel is larger
 #                               than 1x1 call Debian's oneDNN (libdnnl-dev, which

@@ -1,9 +1,9 @@
-// optim/checkpoint.cpp: model files and checkpoint directories (optim/checkpoint.h).
+// train/checkpoint.cpp: model files and checkpoint directories (train/checkpoint.h).
 //
 // Everything a file holds is checked before anything is written into the
-// graph or the optimizer (optim/model_file.h), so a refused file, or a
+// graph or the optimizer (train/model_file.h), so a refused file, or a
 // checkpoint whose second file is refused, leaves the run as it was.
-#include "optim/checkpoint.h"
+#include "train/checkpoint.h"
 
 #include <algorithm>
 #include <charconv>
@@ -13,7 +13,7 @@
 #include <limits>
 #include <sstream>
 
-#include "optim/model_file.h"
+#include "train/model_file.h"
 #include "tensor/atomic_file.h"
 #include "tensor/parse.h"
 
@@ -98,6 +98,12 @@ TrainingState training_state(const SafetensorsFile& train, const std::string& st
   return state;
 }
 
+void make_checkpoint_dir(const std::string& dir) {
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error) throw Error(cat("cannot make the checkpoint directory '", dir, "': ", error.message()));
+}
+
 // Note [Temporary files of a killed writer]: write_file_atomically's
 // temporary ("<name>.tmp.XXXXXX", tensor/atomic_file.cpp) is removed when a
 // write fails, but a process killed while writing leaves it, as large as a
@@ -131,9 +137,7 @@ std::string checkpoint_model_path(const std::string& dir, int epoch) {
 void save_checkpoint(const std::string& dir, Context& ctx, const Graph& graph, const NetSpec& net, const Sgd& sgd,
                      const TrainingState& state) {
   if (state.epoch < 0) throw ConfigError(cat("save_checkpoint: epoch ", state.epoch, " is negative"));
-  std::error_code error;
-  fs::create_directories(dir, error);
-  if (error) throw Error(cat("cannot make the checkpoint directory '", dir, "': ", error.message()));
+  make_checkpoint_dir(dir);
   remove_stale_temporaries(dir);
 
   const std::string stem = epoch_stem(state.epoch);
@@ -165,27 +169,36 @@ std::vector<std::string> checkpoint_files(const std::string& dir) {
   return names;
 }
 
-void start_checkpoint_dir(const std::string& dir, bool overwrite) {
-  std::error_code error;
-  fs::create_directories(dir, error);
-  if (error) throw Error(cat("cannot make the checkpoint directory '", dir, "': ", error.message()));
+void refuse_another_runs_checkpoints(const std::string& dir, bool overwrite) {
   const std::vector<std::string> old = checkpoint_files(dir);
-  if (!old.empty() && !overwrite) {
-    const std::string latest = has_checkpoint(dir) ? cat(" (latest: ", read_latest(dir), ")") : "";
-    throw ConfigError(cat("--checkpoint-dir ", dir, " holds another run's checkpoints", latest, ", ", old.size(),
-                          " file", old.size() == 1 ? "" : "s", ": give --resume ", dir,
-                          " to continue that run, --overwrite to replace it, or another directory"));
+  if (old.empty() || overwrite) return;
+  std::string latest;
+  try {
+    latest = has_checkpoint(dir) ? cat(" (latest: ", read_latest(dir), ")") : "";
+  } catch (const DataError&) {
+    latest = " (a broken latest)";
   }
+  throw ConfigError(cat("--checkpoint-dir ", dir, " holds another run's checkpoints", latest, ", ", old.size(),
+                        " file", old.size() == 1 ? "" : "s", ": give --resume ", dir,
+                        " to continue that run, --overwrite to replace it, or another directory"));
+}
+
+void start_checkpoint_dir(const std::string& dir, bool overwrite) {
+  refuse_another_runs_checkpoints(dir, overwrite);
+  make_checkpoint_dir(dir);
+  // Found now, not after the first epoch has trained (write_file_atomically
+  // names the file it cannot write).
+  const std::string probe = join(dir, "latest.write-check");
+  write_file_atomically(probe, "");
+  std::error_code error;
+  fs::remove(probe, error);
   // `latest` first: a removal cut short leaves no pointer to a removed epoch.
+  // What fails here is a file the write above could make but not remove.
   if (has_checkpoint(dir)) fs::remove(join(dir, kLatest), error);
-  for (const std::string& name : old) {
+  for (const std::string& name : checkpoint_files(dir)) {
     if (!error) fs::remove(join(dir, name), error);
   }
   if (error) throw Error(cat("--overwrite: cannot remove the old checkpoints in '", dir, "': ", error.message()));
-  // Found now, not after the first epoch has trained.
-  const std::string probe = join(dir, "latest.write-check");
-  write_file_atomically(probe, "");
-  fs::remove(probe, error);
 }
 
 bool has_checkpoint(const std::string& dir) {

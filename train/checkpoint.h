@@ -1,4 +1,4 @@
-// optim/checkpoint.h: a network's weights, and a training run's whole state,
+// train/checkpoint.h: a network's weights, and a training run's whole state,
 // in safetensors files (tensor/safetensors.h) that PyTorch reads as they are.
 //
 // A model file holds every parameter and every batch norm's running
@@ -43,7 +43,7 @@ struct TrainingState {
   // written by the trainer and compared by it when a run resumes.
   std::map<std::string, std::string> config;
   // What decides the bits of the arithmetic (Note [What a bit-for-bit resume
-  // needs] in optim/trainer.h): thread count, build, kernels, device. A
+  // needs] in train/trainer.h): thread count, build, kernels, device. A
   // checkpoint that predates it has none.
   std::map<std::string, std::string> environment;
 };
@@ -76,10 +76,15 @@ void save_checkpoint(const std::string& dir, Context& ctx, const Graph& graph, c
 // "epoch-NNNN..." file, sorted; none where `dir` does not exist.
 std::vector<std::string> checkpoint_files(const std::string& dir);
 
-// Makes `dir` ready for a new run's checkpoints before it trains: creates it,
-// checks that a file can be written there (Error naming it otherwise), and
-// refuses (ConfigError) a directory that holds another run's checkpoints,
-// unless `overwrite`, which removes them (`latest` first).
+// Throws ConfigError, naming `dir` and its latest epoch, where `dir` holds
+// checkpoint files and `overwrite` is off: a new run would mix its
+// checkpoints with another run's.
+void refuse_another_runs_checkpoints(const std::string& dir, bool overwrite);
+
+// Makes `dir` ready for a new run's checkpoints before it trains:
+// refuse_another_runs_checkpoints, then creates it, checks that a file can
+// be written there (Error naming it otherwise), and with `overwrite` removes
+// the old checkpoint files (`latest` first).
 void start_checkpoint_dir(const std::string& dir, bool overwrite);
 
 // True if `dir` holds a `latest` file.

@@ -1,5 +1,5 @@
-// optim/trainer.cpp
-#include "optim/trainer.h"
+// train/trainer.cpp
+#include "train/trainer.h"
 
 #include <chrono>
 #include <cstdio>
@@ -131,7 +131,7 @@ std::map<std::string, std::string> run_environment(const Context& ctx) {
 
 namespace {
 
-// Note [What a bit-for-bit resume needs] (optim/trainer.h): "" where this run
+// Note [What a bit-for-bit resume needs] (train/trainer.h): "" where this run
 // computes as the checkpoint's did, else what differs, in words.
 std::string environment_differences(const std::map<std::string, std::string>& saved,
                                     const std::map<std::string, std::string>& now) {
@@ -192,8 +192,8 @@ void Trainer::claim_checkpoint_dir(bool writes) {
   if (!resumed_from_.empty() && std::filesystem::equivalent(options_.checkpoint_dir, resumed_from_, ignored)) return;
   if (writes) {
     start_checkpoint_dir(options_.checkpoint_dir, options_.overwrite);
-  } else if (!options_.overwrite && !checkpoint_files(options_.checkpoint_dir).empty()) {
-    throw ConfigError(cat("--checkpoint-dir ", options_.checkpoint_dir, " holds another run's checkpoints"));
+  } else {
+    refuse_another_runs_checkpoints(options_.checkpoint_dir, options_.overwrite);
   }
 }
 

@@ -108,7 +108,7 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
           throw ConfigError(cat(name, "=", value, ": a count of iterations is not a minimum time here; give seconds (",
                                 name, "=0.5s or ", name, "=0.5)"));
         }
-        const std::string seconds = value.ends_with('s') ? value.substr(0, value.size() - 1) : value;
+        const std::string seconds(value.ends_with('s') ? value.substr(0, value.size() - 1) : value);
         parse_number(name, seconds, 0.0, 1e6);
         flags.user_min_time = flags.user_min_time || name == "--benchmark_min_time";
         flags.passed_on.push_back(cat(name, "=", seconds));
