@@ -72,12 +72,9 @@ struct Settings {
   std::string net;  // "": every network in the registry
   std::string data;  // --data: also time train_step on this real data
   int workers = 0;   // --workers: its loader's threads
-  Precision precision = Precision::kFp32;
-  AlgoSearch algo_search = AlgoSearch::kHeuristic;
-  CpuConvPath cpu_conv = CpuConvPath::kAuto;
-  bool cpu_winograd = true;
-  bool deterministic = kDeterministicByDefault;
-  bool nvtx = true;  // an NVTX range per layer and pass on a GPU (graph/step_spans.h)
+  // The compile flags' choices (graph/compile_flags.h): precision,
+  // algorithm search, determinism, the CPU's convolution path and layouts, NVTX.
+  CompileOptions compile;
   Communicator* communicator = nullptr;  // a job of several ranks (mpirun); null for one process
   GradientSyncOptions sync;
   int steps = 0;  // timed steps of every benchmark; 0: Google Benchmark decides
@@ -103,13 +100,8 @@ void add_memory_counters(benchmark::State& state, const MemoryStats& memory) {
 void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, const SessionKey& key,
                  const Settings& settings, bool data_parallel = false) {
   try {
-    CompileOptions options;
+    CompileOptions options = settings.compile;
     options.precision = key.precision;
-    options.layers.algo_search = settings.algo_search;
-    options.layers.deterministic = settings.deterministic;
-    options.layers.cpu_conv = settings.cpu_conv;
-    options.layers.cpu_winograd = settings.cpu_winograd;
-    options.nvtx = settings.nvtx;
     NetSession& session = cached_session(net, key, options);
     session.begin(mode);
     session.set_data_parallel(data_parallel ? settings.communicator : nullptr, settings.sync);
@@ -191,7 +183,7 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
 // among its algorithms (Winograd among them) is not in a name either.
 void register_benchmarks(const Settings& s) {
   const std::string suffix =
-      cat(s.precision == Precision::kTf32 ? "/tf32" : "", s.deterministic ? "/deterministic" : "");
+      cat(s.compile.precision == Precision::kTf32 ? "/tf32" : "", s.compile.layers.deterministic ? "/deterministic" : "");
   // An MLP spec is not in all_nets() (there is one per size list), and Google
   // Benchmark cannot register names from a --benchmark_filter regex: --net
   // names the one network to register.
@@ -199,7 +191,7 @@ void register_benchmarks(const Settings& s) {
   for (const NetSpec& net : nets) {
     const int batch = s.batch > 0 ? s.batch : net.default_batch(s.device);
     for (StepMode mode : {StepMode::kForward, StepMode::kForwardBackward, StepMode::kTrainStep, StepMode::kInference}) {
-      const SessionKey key{net.name, batch, s.device, s.precision, plan_for(mode)};
+      const SessionKey key{net.name, batch, s.device, s.compile.precision, plan_for(mode)};
       const std::string name = cat(net.name, "/", name_of(mode), "/batch:", batch, suffix);
       auto* plain = benchmark::RegisterBenchmark(name.c_str(), [net, mode, key, s](benchmark::State& state) {
         run_network(state, net, mode, key, s);
@@ -231,7 +223,7 @@ void register_benchmarks(const Settings& s) {
 #if GLASSBOX_WITH_CUDA
     benchmark::RegisterBenchmark(cat("SGEMM/cublas/n:8192", suffix).c_str(), [s](benchmark::State& state) {
       try {
-        sgemm_cublas(state, 8192, s.precision);
+        sgemm_cublas(state, 8192, s.compile.precision);
       } catch (const std::exception& e) {
         g_any_benchmark_failed = true;
         state.SkipWithError(e.what());
@@ -310,8 +302,7 @@ int run(int argc, char** argv) {
   }
 
   Settings settings{.batch = flags.batch, .net = flags.net, .data = flags.data, .workers = flags.workers,
-                    .precision = flags.precision,
-                    .algo_search = flags.algo_search, .cpu_conv = flags.cpu_conv, .cpu_winograd = flags.cpu_winograd, .deterministic = flags.deterministic, .nvtx = flags.nvtx};
+                    .compile = flags.compile};
   settings.warmup = flags.warmup;
   const JobPlacement placement = job_placement();
   const bool speaks = placement.rank == 0;  // in a job of several ranks, rank 0 reports
@@ -326,16 +317,12 @@ int run(int argc, char** argv) {
   if (const std::string busy = machine_load_warning(settings.device.is_cuda() ? 1 : threads); !busy.empty() && speaks) {
     std::fprintf(stderr, "bench_nets: warning: %s\n", busy.c_str());
   }
-  if (flags.algo_search == AlgoSearch::kMeasured && !settings.device.is_cuda() && speaks) {
-    std::fprintf(stderr, "bench_nets: --cudnn-search chooses cuDNN algorithms; it has no effect on the CPU\n");
-  }
-  if (flags.deterministic && !kDeterministicByDefault && !settings.device.is_cuda() && speaks) {
-    std::fprintf(stderr, "bench_nets: --deterministic restricts cuDNN algorithms; the CPU path is deterministic "
-                         "already\n");
+  for (const std::string& note : compile_flag_notes(flags.compile_given, settings.device)) {
+    if (speaks) std::fprintf(stderr, "bench_nets: %s\n", note.c_str());
   }
 
   Context ctx = Context::on(settings.device);
-  ctx.set_precision(settings.precision);
+  ctx.set_precision(settings.compile.precision);
   const std::unique_ptr<Communicator> communicator = make_communicator(ctx, {.timeout_seconds = flags.comm_timeout});
   if (communicator->size() > 1 || flags.data_parallel) {
     settings.communicator = communicator.get();
@@ -351,9 +338,11 @@ int run(int argc, char** argv) {
                  info.precision.c_str());
   }
   for (const auto& [key, value] : info.fields()) benchmark::AddCustomContext(key, value);
-  benchmark::AddCustomContext("deterministic", settings.deterministic ? "yes" : "no");
-  benchmark::AddCustomContext("cpu_conv_path", std::string(name_of(settings.cpu_conv)));  // --cpu-conv
-  benchmark::AddCustomContext("cpu_winograd", settings.cpu_winograd ? "on" : "off");    // --no-winograd
+  benchmark::AddCustomContext("deterministic", settings.compile.layers.deterministic ? "yes" : "no");
+  benchmark::AddCustomContext("cpu_conv_path", std::string(name_of(settings.compile.layers.cpu_conv)));  // --cpu-conv
+  benchmark::AddCustomContext("cpu_winograd", settings.compile.layers.cpu_winograd ? "on" : "off");  // --no-winograd
+  benchmark::AddCustomContext("cpu_values", settings.compile.channels_last ? "NHWC where the layers can"
+                                                                           : "NCHW (--nchw-values)");
   add_machine_context(sample_machine(ctx));
   benchmark::AddCustomContext("protocol", cat(settings.warmup, " warm-up steps per mode, then each step timed (CUDA "
                                               "events on the GPU, steady clock on the CPU) for at least 2 s unless "

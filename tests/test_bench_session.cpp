@@ -14,15 +14,40 @@ namespace glassbox::bench {
 namespace {
 
 TEST(BenchFlags, DeterministicIsASwitchThatDefaultsToTheBuild) {
-  EXPECT_EQ(parse_bench_flags({}).deterministic, kDeterministicByDefault);
-  EXPECT_TRUE(parse_bench_flags({"--deterministic"}).deterministic);
+  EXPECT_EQ(parse_bench_flags({}).compile.layers.deterministic, kDeterministicByDefault);
+  EXPECT_TRUE(parse_bench_flags({"--deterministic"}).compile.layers.deterministic);
   EXPECT_TRUE(parse_bench_flags({"--deterministic"}).passed_on.empty()) << "Google Benchmark does not see it";
 }
 
 TEST(BenchFlags, NoWinogradIsASwitchThatDefaultsToWinogradWhereItPays) {
-  EXPECT_TRUE(parse_bench_flags({}).cpu_winograd) << "Winograd where it pays, by default";
-  EXPECT_FALSE(parse_bench_flags({"--no-winograd"}).cpu_winograd);
+  EXPECT_TRUE(parse_bench_flags({}).compile.layers.cpu_winograd) << "Winograd where it pays, by default";
+  EXPECT_FALSE(parse_bench_flags({"--no-winograd"}).compile.layers.cpu_winograd);
   EXPECT_TRUE(parse_bench_flags({"--no-winograd"}).passed_on.empty()) << "Google Benchmark does not see it";
+}
+
+// One table of compile flags for every program (graph/compile_flags.h):
+// bench_nets reads each one into the same CompileOptions as `glassbox` does.
+TEST(BenchFlags, TheCompileFlagsAreGlassboxsOwn) {
+  const BenchFlags flags = parse_bench_flags(
+      {"--precision=tf32", "--cudnn-search", "--cpu-conv=glassbox", "--no-winograd", "--nchw-values", "--no-nvtx"});
+  const CompileOptions expected = compile_options_from_flags({{"--precision", "tf32"},
+                                                              {"--cudnn-search", ""},
+                                                              {"--cpu-conv", "glassbox"},
+                                                              {"--no-winograd", ""},
+                                                              {"--nchw-values", ""},
+                                                              {"--no-nvtx", ""}});
+  EXPECT_EQ(flags.compile.precision, Precision::kTf32);
+  EXPECT_EQ(flags.compile.precision, expected.precision);
+  EXPECT_EQ(flags.compile.layers.algo_search, AlgoSearch::kMeasured);
+  EXPECT_EQ(flags.compile.layers.cpu_conv, CpuConvPath::kGlassbox);
+  EXPECT_FALSE(flags.compile.layers.cpu_winograd);
+  EXPECT_FALSE(flags.compile.channels_last);
+  EXPECT_FALSE(flags.compile.nvtx);
+  EXPECT_TRUE(flags.passed_on.empty()) << "Google Benchmark sees none of them";
+  for (const FlagSpec& spec : compile_flags()) {
+    const std::string flag = spec.value_name.empty() ? spec.name + "=1" : spec.name;
+    EXPECT_THROW(parse_bench_flags({flag}), ConfigError) << flag << ": a switch takes no value, a flag needs one";
+  }
 }
 
 TEST(BenchFlags, ThreadsIsOursNotGoogleBenchmarks) {

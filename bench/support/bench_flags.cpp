@@ -11,9 +11,8 @@
 namespace glassbox::bench {
 namespace {
 
-constexpr std::string_view kOwnFlags[] = {"--device", "--batch",     "--net",          "--precision",
-                                          "--data",   "--workers",   "--bucket-mb",    "--comm-timeout",
-                                          "--steps",  "--threads",   "--warmup"};  // each takes =VALUE
+constexpr std::string_view kOwnFlags[] = {"--device",       "--batch", "--net",     "--data",   "--workers",
+                                          "--bucket-mb",    "--comm-timeout", "--steps", "--threads", "--warmup"};  // each takes =VALUE
 
 ReportFormat parse_format(std::string_view flag, std::string_view value) {
   if (value == "console") return ReportFormat::kConsole;
@@ -36,11 +35,22 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
     const std::string_view value = equals == std::string::npos ? std::string_view() : std::string_view(arg).substr(equals + 1);
     if (!seen.insert(name).second) throw ConfigError(cat(name, " is given twice; give it once"));
 
-    const bool own = std::find(std::begin(kOwnFlags), std::end(kOwnFlags), name) != std::end(kOwnFlags);
+    // The compile flags `glassbox` shares (graph/compile_flags.h), in bench_nets' --flag=value spelling.
+    const std::vector<FlagSpec>& shared = compile_flags();
+    const auto spec = std::find_if(shared.begin(), shared.end(), [&](const FlagSpec& f) { return f.name == name; });
+    const bool compile_flag = spec != shared.end();
+    // Flags that take =VALUE: bench_nets' own, and the valued compile flags.
+    const bool own = compile_flag ? !spec->value_name.empty()
+                                  : std::find(std::begin(kOwnFlags), std::end(kOwnFlags), name) != std::end(kOwnFlags);
     if (own && equals == std::string::npos) {
       throw ConfigError(cat(name, " needs a value: ", name, "=VALUE (bench_nets' flags are written --flag=value)"));
     }
     if (own && value.empty()) throw ConfigError(cat(name, "= needs a value, got an empty one"));
+    if (compile_flag) {
+      if (!own && equals != std::string::npos) throw ConfigError(cat(name, " takes no value"));
+      flags.compile_given[name] = std::string(value);
+      continue;
+    }
 
     if (name == "--device") {
       flags.device = value;
@@ -52,10 +62,6 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
       } catch (const ConfigError& e) {
         throw ConfigError(cat("--net: ", e.what()));
       }
-    } else if (name == "--precision") {
-      flags.precision = parse_precision(value);
-    } else if (name == "--cpu-conv") {
-      flags.cpu_conv = parse_cpu_conv_path(value);
     } else if (name == "--data") {
       flags.data = value;  // opened for each network, which knows its input shape (data/data_spec.h)
     } else if (name == "--workers") {
@@ -76,18 +82,6 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
     } else if (name == "--no-overlap") {
       if (equals != std::string::npos) throw ConfigError("--no-overlap takes no value");
       flags.overlap = false;
-    } else if (name == "--no-nvtx") {
-      if (equals != std::string::npos) throw ConfigError("--no-nvtx takes no value");
-      flags.nvtx = false;
-    } else if (name == "--cudnn-search") {
-      if (equals != std::string::npos) throw ConfigError("--cudnn-search takes no value");
-      flags.algo_search = AlgoSearch::kMeasured;
-    } else if (name == "--no-winograd") {
-      if (equals != std::string::npos) throw ConfigError("--no-winograd takes no value");
-      flags.cpu_winograd = false;
-    } else if (name == "--deterministic") {
-      if (equals != std::string::npos) throw ConfigError("--deterministic takes no value");
-      flags.deterministic = true;
     } else if (name == "--help") {
       flags.help = true;
       flags.passed_on.push_back(arg);  // Google Benchmark prints its flags too
@@ -121,6 +115,7 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
       flags.passed_on.push_back(arg);  // Google Benchmark's own, or unknown: it reports those
     }
   }
+  flags.compile = compile_options_from_flags(flags.compile_given);
   return flags;
 }
 

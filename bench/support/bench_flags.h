@@ -1,8 +1,10 @@
 // bench/support/bench_flags.h: bench_nets' command line, checked before
 // anything runs.
 //
-// Glassbox's own flags (--device=, --batch=, --net=, --precision=, --data=,
-// --workers=, --warmup=, --cudnn-search, --cpu-conv=, --no-winograd, --deterministic, ...) are taken out and parsed; Google
+// Glassbox's own flags (--device=, --batch=, --net=, --data=, --workers=,
+// --warmup=, ..., and the compile flags that `glassbox` shares: --precision=,
+// --cudnn-search, --cpu-conv=, --no-winograd, --nchw-values, --deterministic,
+// --no-nvtx) are taken out and parsed; Google
 // Benchmark's are passed on, after checking the ones Google Benchmark 1.7.1
 // would mishandle: a bad --benchmark_format prints its usage and exits 0, a
 // bad number is reported as an "unrecognized flag", and a duplicate flag
@@ -12,6 +14,9 @@
 #include <string>
 #include <vector>
 
+#include <map>
+
+#include "graph/compile_flags.h"
 #include "layers/layer.h"
 #include "tensor/context.h"
 
@@ -25,18 +30,16 @@ struct BenchFlags {
   std::string device;  // --device= as given; "" for the default (tensor/context.h choose_device)
   int batch = 0;       // --batch=; 0: each network's default for the device
   std::string net;     // --net=: only this network (a registry name or an MLP spec); "" for every registered one
-  Precision precision = Precision::kFp32;
   // --data=: real data (data/data_spec.h) for an extra train_step benchmark
   // per network, "<Net>/train_step/batch:<N>/real_data", beside the synthetic one.
   std::string data;
   int workers = 0;  // --workers=: the data loader's threads; 0: one per core
   int threads = 0;  // --threads=: OpenMP threads of every CPU kernel; 0: OMP_NUM_THREADS or one per core
   int warmup = 10;  // --warmup=: untimed steps of each mode before the timed ones (DESIGN.md section 5: 10)
-  AlgoSearch algo_search = AlgoSearch::kHeuristic;
-  CpuConvPath cpu_conv = CpuConvPath::kAuto;  // --cpu-conv= (PrepareOptions::cpu_conv)
-  bool cpu_winograd = true;  // --no-winograd: false (PrepareOptions::cpu_winograd)
-  bool deterministic = kDeterministicByDefault;  // --deterministic (PrepareOptions::deterministic)
-  bool nvtx = true;  // --no-nvtx: no NVTX range per layer and pass (CompileOptions::nvtx)
+  // The compile flags every program shares (graph/compile_flags.h), as given
+  // (--precision=tf32 -> "tf32", a switch -> ""), and what they choose.
+  std::map<std::string, std::string> compile_given;
+  CompileOptions compile;
   // Data-parallel runs under mpirun (optim/gradient_sync.h): --bucket-mb=,
   // --no-overlap, --comm-timeout= (seconds), and --steps=, the timed steps
   // of every benchmark (each rank must run as many: Note [Fixed step counts across ranks]).

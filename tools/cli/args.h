@@ -9,13 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "graph/compile_flags.h"
+
 namespace glassbox::cli {
 
-struct FlagSpec {
-  std::string name;         // "--batch"
-  std::string value_name;   // "N"; empty for a switch (--cudnn-search)
-  std::string help;
-};
+using glassbox::FlagSpec;  // graph/compile_flags.h: the flag table's row, shared with bench_nets
 
 class Args {
  public:
@@ -25,6 +23,8 @@ class Args {
   const std::vector<std::string>& positionals() const { return positionals_; }
   bool has(const std::string& flag) const { return values_.contains(flag); }
   std::string get(const std::string& flag, const std::string& fallback) const;
+  // Every flag given, by name ("" for a switch): what compile_options_from_flags reads.
+  const std::map<std::string, std::string>& values() const { return values_; }
   // An integer in [min, max], or `fallback` when the flag is absent; throws
   // ConfigError naming the flag, the range and the value otherwise.
   int int_in(const std::string& flag, int fallback, int min, int max) const;

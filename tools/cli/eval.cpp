@@ -135,10 +135,12 @@ int run_eval(const std::vector<std::string>& words) {
   }
   const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
   if (!choice.note.empty()) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
-  Context ctx = Context::on(choice.device);
-  CompileOptions options;
+  CompileOptions options = compile_options_from_flags(args.values());
+  for (const std::string& note : compile_flag_notes(args.values(), choice.device)) {
+    std::fprintf(stderr, "glassbox: %s\n", note.c_str());
+  }
   options.phase = Phase::kInference;
-  options.precision = parse_precision(args.get("--precision", "fp32"));
+  Context ctx = Context::on(choice.device);
   return args.has("--input") ? eval_input(args, net, ctx, options) : eval_data(args, net, ctx, options);
 }
 

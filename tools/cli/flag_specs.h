@@ -9,6 +9,14 @@
 
 namespace glassbox::cli {
 
+// The flags of a verb that compiles a graph to run it: its own, then the
+// compile flags every program shares (graph/compile_flags.h).
+inline std::vector<FlagSpec> with_compile_flags(std::vector<FlagSpec> flags) {
+  const std::vector<FlagSpec>& shared = compile_flags();
+  flags.insert(flags.end(), shared.begin(), shared.end());
+  return flags;
+}
+
 // The flags of a verb that runs data-parallel under mpirun (time, train),
 // parsed by tools/cli/data_parallel_args.h.
 inline std::vector<FlagSpec> with_data_parallel_flags(std::vector<FlagSpec> flags) {
@@ -28,7 +36,7 @@ inline const std::vector<FlagSpec>& summary_flags() {
 }
 
 inline const std::vector<FlagSpec>& time_flags() {
-  static const std::vector<FlagSpec> flags = with_data_parallel_flags({
+  static const std::vector<FlagSpec> flags = with_compile_flags(with_data_parallel_flags({
       {"--batch", "N", "batch size (default: the network's default for the device)"},
       {"--device", "D", "cpu, cuda or cuda:N (default: the GPU when one works)"},
       {"--steps", "N", "timed steps, averaged (default 5)"},
@@ -36,70 +44,51 @@ inline const std::vector<FlagSpec>& time_flags() {
       {"--inference", "",
        "time the forward of a graph compiled for inference (running statistics, no dropout, nothing kept for a "
        "backward), as bench_nets' inference mode, instead of forward + backward"},
-      {"--precision", "P", "fp32 (TF32 off, default) or tf32"},
-      {"--no-nvtx", "", "push no NVTX ranges (GPU builds push one per layer and pass for Nsight Systems)"},
-      {"--cudnn-search", "", "time every cuDNN algorithm and keep the fastest"},
-      {"--cpu-conv", "PATH",
-       "what runs the CPU's convolutions: auto (default: oneDNN above 1x1 where built with it), glassbox, onednn"},
-      {"--no-winograd", "",
-       "only direct convolutions on the CPU (by default oneDNN's Winograd kernels run the 3x3 stride-1 layers "
-       "where they measured faster, on CPUs with AVX-512)"},
-      {"--nchw-values", "",
-       "keep every CPU value NCHW (by default values between oneDNN convolutions, ReLU and max pooling are NHWC, "
-       "which saves the convolutions' reorders)"},
-      {"--deterministic", "",
-       cat("only cuDNN algorithms that give the same bits on every run; the CPU path always does (",
-           kDeterministicByDefault ? "on: built with GLASSBOX_DETERMINISTIC" : "off by default", ")")},
       {"--json", "FILE",
-       "also write the per-layer, per-pass times, FLOPs, bytes, peaks and memory as JSON (glassbox.time v1)"}});
+       "also write the per-layer, per-pass times, FLOPs, bytes, peaks and memory as JSON (glassbox.time v1)"}}));
   return flags;
 }
 
 inline const std::vector<FlagSpec>& trace_flags() {
-  static const std::vector<FlagSpec> flags = {
+  static const std::vector<FlagSpec> flags = with_compile_flags({
       {"--out", "FILE", "where to write the trace (default NET.trace.json)"},
       {"--batch", "N", "batch size (default: the network's default for the device)"},
       {"--device", "D", "cpu, cuda or cuda:N (default: the GPU when one works)"},
       {"--warmup", "N", "untimed train steps first (default 2)"},
-      {"--steps", "N", "then steps with spans and without, N of each, interleaved: what recording costs (default 3)"},
-      {"--precision", "P", "fp32 (TF32 off, default) or tf32"},
-      {"--no-nvtx", "", "push no NVTX ranges (GPU builds push one per layer and pass for Nsight Systems)"}};
+      {"--steps", "N", "then steps with spans and without, N of each, interleaved: what recording costs (default 3)"}});
   return flags;
 }
 
 inline const std::vector<FlagSpec>& kernels_flags() {
-  static const std::vector<FlagSpec> flags = {
+  static const std::vector<FlagSpec> flags = with_compile_flags({
       {"--batch", "N", "batch size (default: the network's default for the device)"},
       {"--device", "D", "cuda or cuda:N (default: the first GPU); kernel records come from CUPTI, so not cpu"},
       {"--warmup", "N", "untimed train steps first (default 2); one more runs under CUPTI before the recorded one"},
-      {"--precision", "P", "fp32 (TF32 off, default) or tf32"},
-      {"--json", "FILE", "also write the map as JSON: every span's kernels, the families, the unattributed"}};
+      {"--json", "FILE", "also write the map as JSON: every span's kernels, the families, the unattributed"}});
   return flags;
 }
 
 inline const std::vector<FlagSpec>& sweep_flags() {
-  static const std::vector<FlagSpec> flags = {
+  static const std::vector<FlagSpec> flags = with_compile_flags({
       {"--batches", "LIST", "batch sizes, growing: 1,2,4,...,256 (the default; '...' continues the ratio) or 1,3,8"},
       {"--out", "FILE", "where to write the JSON (default NET.sweep.json)"},
       {"--device", "D", "cpu, cuda or cuda:N (default: the GPU when one works)"},
       {"--steps", "N", "timed train steps per batch, averaged (default 3)"},
       {"--warmup", "N", "untimed train steps first, per batch (default 2)"},
-      {"--memory-limit", "SIZE", "pretend the device has only this much (512MiB, 8GiB, ...)"},
-      {"--precision", "P", "fp32 (TF32 off, default) or tf32"}};
+      {"--memory-limit", "SIZE", "pretend the device has only this much (512MiB, 8GiB, ...)"}});
   return flags;
 }
 
 inline const std::vector<FlagSpec>& max_batch_flags() {
-  static const std::vector<FlagSpec> flags = {
+  static const std::vector<FlagSpec> flags = with_compile_flags({
       {"--device", "D", "cpu, cuda or cuda:N (default: the GPU when one works)"},
       {"--memory-limit", "SIZE", "pretend the device has only this much (512MiB, 8GiB, ...)"},
-      {"--precision", "P", "fp32 (TF32 off, default) or tf32"},
-      {"--max", "N", "the largest batch to try (default 65536)"}};
+      {"--max", "N", "the largest batch to try (default 65536)"}});
   return flags;
 }
 
 inline const std::vector<FlagSpec>& train_flags() {
-  static const std::vector<FlagSpec> flags = with_data_parallel_flags({
+  static const std::vector<FlagSpec> flags = with_compile_flags(with_data_parallel_flags({
       {"--data", "SPEC", "fashion-mnist, fashion-mnist:DIR, mnist:DIR, folder:PATH or synthetic[:N] (data/data_spec.h);"
                          " a language model's: text:PATH or fortunes (data/text_corpus.h)"},
       {"--epochs", "N", "epochs to train (default 10); with --resume, the total to reach"},
@@ -116,7 +105,6 @@ inline const std::vector<FlagSpec>& train_flags() {
       {"--workers", "N", "data loader threads (default: one per core)"},
       {"--steps-per-epoch", "N", "at most N steps per epoch (default: the whole training set)"},
       {"--device", "D", "cpu, cuda or cuda:N (default: the GPU when one works)"},
-      {"--precision", "P", "fp32 (TF32 off, default) or tf32"},
       {"--checkpoint-dir", "DIR", "write a checkpoint after every epoch (train/checkpoint.h)"},
       {"--resume", "DIR", "continue from DIR's latest checkpoint (and keep writing checkpoints there)"},
       {"--overwrite", "", "a new run into a --checkpoint-dir that holds another run's checkpoints: remove them first "
@@ -126,7 +114,7 @@ inline const std::vector<FlagSpec>& train_flags() {
       {"--log", "FILE", "append one JSON line per epoch (and per --log-every steps) to FILE"},
       {"--log-every", "N", "with --log, also a line every N steps"},
       {"--check-numerics", "", "after every step, check every output and gradient and name the first that is "
-                                "not finite (slow: for finding where a run breaks)"}});
+                                "not finite (slow: for finding where a run breaks)"}}));
   return flags;
 }
 
@@ -145,15 +133,14 @@ inline const std::vector<FlagSpec>& scale_flags() {
 }
 
 inline const std::vector<FlagSpec>& eval_flags() {
-  static const std::vector<FlagSpec> flags = {
+  static const std::vector<FlagSpec> flags = with_compile_flags({
       {"--weights", "FILE", "a model file: a Glassbox checkpoint, or a PyTorch state_dict saved with safetensors"},
       {"--data", "SPEC", "score the test set of SPEC (as for train); a language model: the perplexity of a text's test split"},
       {"--input", "FILE", "run on the images of a safetensors file (an F32 tensor \"images\", (N, C, H, W))"},
       {"--logits", "FILE", "with --input: write the logits, an F32 tensor \"logits\" (N, classes), to a safetensors file"},
       {"--batch", "N", "with --data: batch size (default: the network's default for the device)"},
       {"--workers", "N", "with --data: data loader threads (default: one per core)"},
-      {"--device", "D", "cpu, cuda or cuda:N (default: the GPU when one works)"},
-      {"--precision", "P", "fp32 (TF32 off, default) or tf32"}};
+      {"--device", "D", "cpu, cuda or cuda:N (default: the GPU when one works)"}});
   return flags;
 }
 

@@ -119,7 +119,7 @@ nlohmann::json map_json(const KernelMap& map, const RuntimeInfo& info, const std
 int run_kernels(const std::vector<std::string>& words) {
   const Args args("kernels", kernels_flags(), words);
   const NetSpec& net = network_arg(args, "kernels");
-  const Precision precision = parse_precision(args.get("--precision", "fp32"));
+  CompileOptions options = compile_options_from_flags(args.values());
   const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
   const int batch = args.int_in("--batch", net.default_batch(choice.device), 1, kMaxInt);
   const int warmup = args.int_in("--warmup", 2, 0, kMaxSteps);
@@ -133,8 +133,9 @@ int run_kernels(const std::vector<std::string>& words) {
   if (!json_out.empty()) check_writable(json_out);  // before the run, not after it
 
   Context ctx = Context::on(choice.device);
-  CompileOptions options;
-  options.precision = precision;
+  for (const std::string& note : compile_flag_notes(args.values(), choice.device)) {
+    std::fprintf(stderr, "glassbox: %s\n", note.c_str());
+  }
   options.layer_timing = true;  // spans with ids, read back by graph.spans()
   SyntheticTraining run(ctx, net, batch, options);
   Graph& graph = run.graph();

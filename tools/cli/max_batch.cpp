@@ -35,7 +35,10 @@ int run_max_batch(const std::vector<std::string>& words) {
   const NetSpec& net = network_arg(args, "max-batch");
   const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
   if (!choice.note.empty()) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
-  const Precision precision = parse_precision(args.get("--precision", "fp32"));
+  const CompileOptions options = compile_options_from_flags(args.values());
+  for (const std::string& note : compile_flag_notes(args.values(), choice.device)) {
+    std::fprintf(stderr, "glassbox: %s\n", note.c_str());
+  }
   const int64_t limit = args.has("--memory-limit") ? parse_bytes("--memory-limit", args.get("--memory-limit", "")) : 0;
   const int max = args.int_in("--max", kDefaultMax, 1, kMaxInt);
   if (!choice.device.is_cuda() && limit == 0) {
@@ -48,7 +51,7 @@ int run_max_batch(const std::vector<std::string>& words) {
   std::optional<StepMemory> best;
   auto fits = [&](int batch) {
     try {
-      StepMemory step = measure_train_step(net, batch, choice.device, precision, limit);
+      StepMemory step = measure_train_step(net, batch, choice.device, options, limit);
       std::printf("  batch %d: fits, peak %s\n", batch, format_bytes(step.memory.peak_total).c_str());
       best = std::move(step);
       return true;

@@ -5,12 +5,10 @@
 
 namespace glassbox::cli {
 
-StepMemory measure_train_step(const NetSpec& net, int batch, const Device& device, Precision precision,
+StepMemory measure_train_step(const NetSpec& net, int batch, const Device& device, const CompileOptions& options,
                               int64_t limit) {
   Context ctx = Context::on(device);
   if (limit > 0) ctx.allocator().set_limit(limit);
-  CompileOptions options;
-  options.precision = precision;
   SyntheticTraining run(ctx, net, batch, options);
   const float loss = run.step();
   return {ctx.memory(), run.graph().memory_plan(), loss};

@@ -20,7 +20,7 @@ namespace {
 void print_memory(const NetSpec& net, const Graph& graph, int batch, const Args& args) {
   const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
   if (!choice.note.empty()) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
-  const StepMemory step = measure_train_step(net, batch, choice.device, Precision::kFp32, 0);
+  const StepMemory step = measure_train_step(net, batch, choice.device, CompileOptions{}, 0);
   std::printf("\nmemory of a training step (SGD with momentum) at batch %d on %s, the allocator's peak:\n%s\n",
               batch, choice.device.str().c_str(), memory_table(step.memory, step.plan).c_str());
   const MemoryPlan inference = plan_activations(graph, Phase::kInference);

@@ -36,7 +36,7 @@ constexpr int kMaxSteps = 1'000'000;
 struct SweepRun {
   int warmup = 2;
   int steps = 3;
-  Precision precision = Precision::kFp32;
+  CompileOptions compile;  // the compile flags' choices (graph/compile_flags.h)
   int64_t memory_limit = 0;  // bytes; 0: the device's own
   RooflinePeak peak;         // for the per-layer document of each batch
 };
@@ -49,8 +49,7 @@ nlohmann::json measure_batch(const NetSpec& net, int batch, const Device& device
                              std::string& layers) {
   Context ctx = Context::on(device);
   if (run.memory_limit > 0) ctx.allocator().set_limit(run.memory_limit);
-  CompileOptions options;
-  options.precision = run.precision;
+  CompileOptions options = run.compile;
   options.layer_timing = true;
   SyntheticTraining training(ctx, net, batch, options);
   Graph& graph = training.graph();
@@ -90,7 +89,10 @@ int run_sweep(const std::vector<std::string>& words) {
   if (!choice.note.empty()) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
   const std::vector<int> batches = parse_batch_list("--batches", args.get("--batches", "1,2,4,...,256"));
   SweepRun run;
-  run.precision = parse_precision(args.get("--precision", "fp32"));
+  run.compile = compile_options_from_flags(args.values());
+  for (const std::string& note : compile_flag_notes(args.values(), choice.device)) {
+    std::fprintf(stderr, "glassbox: %s\n", note.c_str());
+  }
   run.warmup = args.int_in("--warmup", 2, 0, kMaxSteps);
   run.steps = args.int_in("--steps", 3, 1, kMaxSteps);
   run.memory_limit = args.has("--memory-limit") ? parse_bytes("--memory-limit", args.get("--memory-limit", "")) : 0;
@@ -99,7 +101,7 @@ int run_sweep(const std::vector<std::string>& words) {
 
   Context probe = Context::on(choice.device);
   const RuntimeInfo info = runtime_info(probe);
-  run.peak = choose_peak(info.device_name, run.precision, measure_peak(probe));
+  run.peak = choose_peak(info.device_name, run.compile.precision, measure_peak(probe));
   std::printf("%s on %s (%s): train steps (SGD with momentum), %d warm-up and %d timed per batch%s\n",
               net.name.c_str(), info.device.c_str(), info.device_name.c_str(), run.warmup, run.steps,
               run.memory_limit ? cat(", memory limited to ", format_bytes(run.memory_limit)).c_str() : "");

@@ -15,6 +15,7 @@
 #include <cstdio>
 
 #include "data/synthetic.h"
+#include "graph/compile_flags.h"
 #include "graph/finite_check.h"
 #include "graph/memory_plan.h"
 #include "optim/data_parallel_job.h"
@@ -57,7 +58,9 @@ int finish_time(Context& ctx, Graph& graph, Communicator& communicator, const Gr
 int run_time(const std::vector<std::string>& words) {
   const Args args("time", time_flags(), words);
   const NetSpec& net = network_arg(args, "time");
-  const Precision precision = parse_precision(args.get("--precision", "fp32"));
+  // Checked before anything runs; the verb's own choices are set below.
+  CompileOptions options = compile_options_from_flags(args.values());
+  const Precision precision = options.precision;
   const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
   const JobPlacement placement = job_placement();
   const Device device =
@@ -69,22 +72,8 @@ int run_time(const std::vector<std::string>& words) {
       !busy.empty() && speaks) {
     std::fprintf(stderr, "glassbox: warning: %s\n", busy.c_str());
   }
-  if (args.has("--cudnn-search") && !device.is_cuda()) {
-    std::fprintf(stderr, "glassbox: --cudnn-search chooses cuDNN algorithms; it has no effect on the CPU\n");
-  }
-  if (args.has("--deterministic") && !device.is_cuda()) {
-    std::fprintf(stderr, "glassbox: --deterministic restricts cuDNN algorithms; the CPU path is deterministic "
-                         "already\n");
-  }
-  const CpuConvPath cpu_conv = parse_cpu_conv_path(args.get("--cpu-conv", "auto"));
-  if (args.has("--cpu-conv") && device.is_cuda()) {
-    std::fprintf(stderr, "glassbox: --cpu-conv chooses the CPU's convolution path; it has no effect on a GPU\n");
-  }
-  if (args.has("--no-winograd") && device.is_cuda()) {
-    std::fprintf(stderr, "glassbox: --no-winograd chooses the CPU's convolution kernels; it has no effect on a GPU\n");
-  }
-  if (args.has("--nchw-values") && device.is_cuda()) {
-    std::fprintf(stderr, "glassbox: --nchw-values chooses the CPU's value layouts; a GPU keeps NCHW anyway\n");
+  for (const std::string& note : compile_flag_notes(args.values(), device)) {
+    if (speaks) std::fprintf(stderr, "glassbox: %s\n", note.c_str());
   }
   const int batch = args.int_in("--batch", net.default_batch(device), 1, kMaxInt);
   const int steps = args.int_in("--steps", 5, 1, kMaxSteps);
@@ -102,16 +91,8 @@ int run_time(const std::vector<std::string>& words) {
   Context ctx = Context::on(device);
   const std::unique_ptr<Communicator> communicator = make_communicator(ctx, parallel.communicator);
   Graph graph = build_net(net, batch);
-  CompileOptions options;
-  options.precision = precision;
   options.phase = inference ? Phase::kInference : Phase::kTraining;
   options.layer_timing = true;
-  options.nvtx = !args.has("--no-nvtx");
-  options.layers.algo_search = args.has("--cudnn-search") ? AlgoSearch::kMeasured : AlgoSearch::kHeuristic;
-  options.layers.deterministic = options.layers.deterministic || args.has("--deterministic");
-  options.layers.cpu_conv = cpu_conv;
-  options.layers.cpu_winograd = !args.has("--no-winograd");
-  options.channels_last = !args.has("--nchw-values");
   graph.compile(ctx, options);
   fill_synthetic_batch(ctx, graph, net.classes);
 

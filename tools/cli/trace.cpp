@@ -18,6 +18,7 @@
 #include <cstdio>
 
 #include "graph/chrome_trace.h"
+#include "graph/compile_flags.h"
 #include "tensor/atomic_file.h"
 #include "tensor/event_timer.h"
 #include "tensor/kernel_trace.h"
@@ -103,9 +104,12 @@ std::string recording_cost(const std::vector<double>& traced_ms, const std::vect
 int run_trace(const std::vector<std::string>& words) {
   const Args args("trace", trace_flags(), words);
   const NetSpec& net = network_arg(args, "trace");
-  const Precision precision = parse_precision(args.get("--precision", "fp32"));
+  CompileOptions options = compile_options_from_flags(args.values());
   const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
   if (!choice.note.empty()) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
+  for (const std::string& note : compile_flag_notes(args.values(), choice.device)) {
+    std::fprintf(stderr, "glassbox: %s\n", note.c_str());
+  }
   if (const std::string busy = machine_load_warning(choice.device.is_cuda() ? 1 : omp_get_max_threads());
       !busy.empty()) {
     std::fprintf(stderr, "glassbox: warning: %s\n", busy.c_str());
@@ -117,10 +121,7 @@ int run_trace(const std::vector<std::string>& words) {
   check_writable(out);  // before the run, not after it
 
   Context ctx = Context::on(choice.device);
-  CompileOptions options;
-  options.precision = precision;
   options.layer_timing = true;
-  options.nvtx = !args.has("--no-nvtx");
   SyntheticTraining run(ctx, net, batch, options);
   Graph& graph = run.graph();
   run.warm_up(warmup);

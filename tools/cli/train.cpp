@@ -73,6 +73,9 @@ int run_train(const std::vector<std::string>& words) {
   const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
   const JobPlacement placement = job_placement();
   if (!choice.note.empty() && placement.rank == 0) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
+  for (const std::string& note : compile_flag_notes(args.values(), choice.device)) {
+    if (placement.rank == 0) std::fprintf(stderr, "glassbox: %s\n", note.c_str());
+  }
   const Device device =
       device_for_rank(choice.device, args.get("--device", ""), placement, cuda_availability().device_count);
   const int threads = share_cpu_cores(device, placement);
@@ -143,7 +146,9 @@ int run_train(const std::vector<std::string>& words) {
   options.communicator = communicator.get();
   options.network = net.name;
   Graph graph = build_net(net, batch);
-  CompileOptions compile;
+  // The compile flags (graph/compile_flags.h); the precision is the run's
+  // setting, saved with its checkpoints, so a resume keeps it.
+  CompileOptions compile = compile_options_from_flags(args.values());
   compile.precision = precision;
   // --check-numerics reads every value after the step: none may share memory.
   compile.memory_reuse = options.check_numerics ? MemoryReuse::kOff : MemoryReuse::kOn;

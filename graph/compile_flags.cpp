@@ -1,0 +1,68 @@
+// graph/compile_flags.cpp: the flags that choose how a graph is compiled
+// (graph/compile_flags.h).
+#include "graph/compile_flags.h"
+
+#include "tensor/error.h"
+
+namespace glassbox {
+
+const std::vector<FlagSpec>& compile_flags() {
+  static const std::vector<FlagSpec> flags = {
+      {"--precision", "P", "fp32 (TF32 off, default) or tf32"},
+      {"--cudnn-search", "", "time every cuDNN algorithm and keep the fastest"},
+      {"--deterministic", "",
+       cat("only cuDNN algorithms that give the same bits on every run; the CPU path always does (",
+           kDeterministicByDefault ? "on: built with GLASSBOX_DETERMINISTIC" : "off by default", ")")},
+      {"--cpu-conv", "PATH",
+       "what runs the CPU's convolutions: auto (default: oneDNN above 1x1 where built with it), glassbox, onednn"},
+      {"--no-winograd", "",
+       "only direct convolutions on the CPU (by default oneDNN's Winograd kernels run the 3x3 stride-1 layers "
+       "where they measured faster, on CPUs where oneDNN runs AVX-512)"},
+      {"--nchw-values", "",
+       "keep every CPU value NCHW (by default values between oneDNN convolutions, ReLU and max pooling are NHWC, "
+       "which saves the convolutions' reorders)"},
+      {"--no-nvtx", "", "push no NVTX ranges (GPU builds push one per layer and pass for Nsight Systems)"},
+  };
+  return flags;
+}
+
+CompileOptions compile_options_from_flags(const std::map<std::string, std::string>& given, CompileOptions base) {
+  CompileOptions options = std::move(base);
+  auto value = [&](const char* flag) -> const std::string* {
+    const auto it = given.find(flag);
+    return it == given.end() ? nullptr : &it->second;
+  };
+  if (const std::string* precision = value("--precision")) options.precision = parse_precision(*precision);
+  if (value("--cudnn-search")) options.layers.algo_search = AlgoSearch::kMeasured;
+  if (value("--deterministic")) options.layers.deterministic = true;
+  if (const std::string* path = value("--cpu-conv")) options.layers.cpu_conv = parse_cpu_conv_path(*path);
+  if (value("--no-winograd")) options.layers.cpu_winograd = false;
+  if (value("--nchw-values")) options.channels_last = false;
+  if (value("--no-nvtx")) options.nvtx = false;
+  return options;
+}
+
+std::vector<std::string> compile_flag_notes(const std::map<std::string, std::string>& given, Device device) {
+  std::vector<std::string> notes;
+  if (!device.is_cuda()) {
+    if (given.contains("--cudnn-search")) {
+      notes.push_back("--cudnn-search chooses cuDNN algorithms; it has no effect on the CPU");
+    }
+    if (given.contains("--deterministic")) {
+      notes.push_back("--deterministic restricts cuDNN algorithms; the CPU path is deterministic already");
+    }
+  } else {
+    if (given.contains("--cpu-conv")) {
+      notes.push_back("--cpu-conv chooses the CPU's convolution path; it has no effect on a GPU");
+    }
+    if (given.contains("--no-winograd")) {
+      notes.push_back("--no-winograd chooses the CPU's convolution kernels; it has no effect on a GPU");
+    }
+    if (given.contains("--nchw-values")) {
+      notes.push_back("--nchw-values chooses the CPU's value layouts; a GPU keeps NCHW anyway");
+    }
+  }
+  return notes;
+}
+
+}  // namespace glassbox

@@ -1,0 +1,85 @@
+// tests/test_compile_flags.cpp: one table of compile flags for every program
+// (graph/compile_flags.h): what each flag sets in CompileOptions, the notes
+// for flags that do nothing on a device, and every `glassbox` verb that
+// compiles a graph declaring the same rows (bench_nets: BenchFlags in
+// test_bench_session.cpp).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "graph/compile_flags.h"
+#include "tools/cli/flag_specs.h"
+
+namespace glassbox {
+namespace {
+
+TEST(CompileFlags, NoFlagsLeaveTheDefaults) {
+  const CompileOptions options = compile_options_from_flags({});
+  const CompileOptions defaults;
+  EXPECT_EQ(options.precision, defaults.precision);
+  EXPECT_EQ(options.layers.algo_search, defaults.layers.algo_search);
+  EXPECT_EQ(options.layers.deterministic, defaults.layers.deterministic);
+  EXPECT_EQ(options.layers.cpu_conv, defaults.layers.cpu_conv);
+  EXPECT_EQ(options.layers.cpu_winograd, defaults.layers.cpu_winograd);
+  EXPECT_EQ(options.channels_last, defaults.channels_last);
+  EXPECT_EQ(options.nvtx, defaults.nvtx);
+}
+
+TEST(CompileFlags, EachFlagSetsItsOptionAndKeepsTheBase) {
+  CompileOptions base;
+  base.phase = Phase::kInference;
+  base.layer_timing = true;
+  const CompileOptions options = compile_options_from_flags(
+      {{"--precision", "tf32"}, {"--cudnn-search", ""}, {"--deterministic", ""}, {"--cpu-conv", "onednn"},
+       {"--no-winograd", ""}, {"--nchw-values", ""}, {"--no-nvtx", ""}, {"--batch", "8"}},
+      base);
+  EXPECT_EQ(options.precision, Precision::kTf32);
+  EXPECT_EQ(options.layers.algo_search, AlgoSearch::kMeasured);
+  EXPECT_TRUE(options.layers.deterministic);
+  EXPECT_EQ(options.layers.cpu_conv, CpuConvPath::kOneDnn);
+  EXPECT_FALSE(options.layers.cpu_winograd);
+  EXPECT_FALSE(options.channels_last);
+  EXPECT_FALSE(options.nvtx);
+  EXPECT_EQ(options.phase, Phase::kInference) << "the program's own choice stays";
+  EXPECT_TRUE(options.layer_timing);
+}
+
+TEST(CompileFlags, ABadValueNamesItsFlag) {
+  EXPECT_THROW(compile_options_from_flags({{"--precision", "fp64"}}), ConfigError);
+  EXPECT_THROW(compile_options_from_flags({{"--cpu-conv", "fast"}}), ConfigError);
+}
+
+TEST(CompileFlags, FlagsThatDoNothingOnTheDeviceAreNamed) {
+  const std::map<std::string, std::string> gpu_only = {{"--cudnn-search", ""}, {"--deterministic", ""}};
+  EXPECT_EQ(compile_flag_notes(gpu_only, Device::cpu()),
+            (std::vector<std::string>{"--cudnn-search chooses cuDNN algorithms; it has no effect on the CPU",
+                                      "--deterministic restricts cuDNN algorithms; the CPU path is deterministic "
+                                      "already"}));
+  EXPECT_TRUE(compile_flag_notes(gpu_only, Device::cuda()).empty());
+  const std::map<std::string, std::string> cpu_only = {{"--cpu-conv", "glassbox"}, {"--no-winograd", ""},
+                                                       {"--nchw-values", ""}};
+  EXPECT_TRUE(compile_flag_notes(cpu_only, Device::cpu()).empty());
+  EXPECT_EQ(compile_flag_notes(cpu_only, Device::cuda()).size(), 3u);
+}
+
+TEST(CompileFlags, EveryVerbThatCompilesAGraphDeclaresTheSameRows) {
+  const std::pair<const char*, const std::vector<FlagSpec>*> verbs[] = {
+      {"time", &cli::time_flags()},   {"trace", &cli::trace_flags()},         {"kernels", &cli::kernels_flags()},
+      {"sweep", &cli::sweep_flags()}, {"max-batch", &cli::max_batch_flags()}, {"train", &cli::train_flags()},
+      {"eval", &cli::eval_flags()}};
+  for (const auto& [verb, flags] : verbs) {
+    for (const FlagSpec& shared : compile_flags()) {
+      const auto found = std::find_if(flags->begin(), flags->end(),
+                                      [&](const FlagSpec& f) { return f.name == shared.name; });
+      ASSERT_NE(found, flags->end()) << verb << " does not take " << shared.name;
+      EXPECT_EQ(found->value_name, shared.value_name) << verb << " " << shared.name;
+      EXPECT_EQ(found->help, shared.help) << verb << " " << shared.name;
+      EXPECT_EQ(std::count_if(flags->begin(), flags->end(), [&](const FlagSpec& f) { return f.name == shared.name; }),
+                1)
+          << verb << " declares " << shared.name << " twice";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace glassbox
