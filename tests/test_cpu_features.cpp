@@ -50,7 +50,9 @@ TEST(CpuFeatures, OneDnnRunsTheWidestIsaTheCpuHasUnlessCapped) {
   } else if (!cpu_avx512) {
     EXPECT_FALSE(onednn_runs_avx512()) << onednn_cpu_isa();
   }
-  if (!onednn_runs_avx512()) EXPECT_TRUE(onednn_cpu_isa().starts_with("avx2")) << onednn_cpu_isa();
+  if (!onednn_runs_avx512()) {
+    EXPECT_TRUE(onednn_cpu_isa().starts_with("avx2")) << onednn_cpu_isa();
+  }
 }
 
 TEST(CpuFeatures, EveryResultNamesTheBuildsTheCpusAndOneDnnsVectors) {

@@ -123,7 +123,7 @@ FloatLanes max_2x2_lanes(const float* top, const float* bottom) {
   const FloatLanes taps[4] = {even_lanes(top_lo, top_hi), odd_lanes(top_lo, top_hi), even_lanes(bottom_lo, bottom_hi),
                               odd_lanes(bottom_lo, bottom_hi)};
   FloatLanes best = FloatLanes{} - std::numeric_limits<float>::infinity();
-  for (const FloatLanes& v : taps) best = (best < v) | (v != v) ? v : best;  // as Pool2d's loops
+  for (const FloatLanes& v : taps) best = ((best < v) | (v != v)) ? v : best;  // as Pool2d's loops
   return best;
 }
 
