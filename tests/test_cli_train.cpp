@@ -147,6 +147,20 @@ TEST(CliTrain, AResumeThatCannotBeBitForBitSaysWhy) {
   EXPECT_FALSE(contains(r.output, "not bit for bit")) << r.output;
 }
 
+// A reader that goes away (`train ... | head -c 10`) stops the run at its
+// next line with a message and exit code 1, not a silent SIGPIPE.
+TEST(CliTrain, AClosedStdoutStopsTheRunWithAMessage) {
+  testing::TempDir dir;
+  const std::string errors = dir.file("stderr.txt");
+  const testing::CommandOutcome r = run_command(
+      "bash -c '" + kCli + " train LeNet --data synthetic:64 --batch 16 --device cpu --workers 1 --epochs 50 "
+      "--steps-per-epoch 2 2>" + errors + " | head -c 10 >/dev/null; exit ${PIPESTATUS[0]}'");
+  std::ifstream file(errors);
+  const std::string said((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(r.exit_code, 1) << said;
+  EXPECT_TRUE(contains(said, "glassbox: standard output: writing failed: Broken pipe; the run stops")) << said;
+}
+
 TEST(CliTrain, ALossThatIsNotFiniteStopsTheRunWithExitOne) {
   testing::TempDir dir;
   const testing::CommandOutcome r =
@@ -181,6 +195,10 @@ TEST(CliTrain, UsageErrorsNameTheFlagAndExitTwo) {
       {"eval LeNet --weights w --data synthetic --input x", "glassbox: eval needs one of --data SPEC"},
       {"eval LeNet --weights w --data synthetic --logits x",
        "glassbox: --logits goes with --input FILE: it writes the logits of those images"},
+      {"eval LeNet --weights w --input x --logits w",
+       "glassbox: --logits w is also the --weights file: writing the logits would replace it; give another path"},
+      {"eval LeNet --weights w --input x --logits ./x",
+       "glassbox: --logits ./x is also the --input file: writing the logits would replace it; give another path"},
   };
   for (const auto& c : cases) {
     const testing::CommandOutcome r = glassbox(c.args + " --device cpu");

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -59,6 +60,11 @@ inline void print_error(const char* program, const char* what) {
 // Runs body() (which returns an exit code) under the rules above.
 template <typename Body>
 int run_program(const char* program, const Body& body) {
+  // A closed pipe on stdout (`glassbox train ... | head`) makes writes fail
+  // with EPIPE instead of killing the program without a word: the program
+  // then stops at its next checked write (tools/cli/progress.cpp) or says so
+  // at the end, and exits 1 as for a full disk.
+  std::signal(SIGPIPE, SIG_IGN);
   int code = kExitFailure;
   bool threw = true;
   try {
@@ -81,9 +87,12 @@ int run_program(const char* program, const Body& body) {
   }
   if (!flush_standard_output()) {
     // errno is the reason when the final flush failed; an earlier failed
-    // write (the stream remembers only that it failed) leaves it 0.
-    std::fprintf(stderr, "%s: standard output is incomplete: writing it failed%s%s\n", program,
-                 errno != 0 ? ": " : "", errno != 0 ? std::strerror(errno) : "");
+    // write (the stream remembers only that it failed) leaves it 0. A
+    // program that stopped with an error has said why already.
+    if (!threw) {
+      std::fprintf(stderr, "%s: standard output is incomplete: writing it failed%s%s\n", program,
+                   errno != 0 ? ": " : "", errno != 0 ? std::strerror(errno) : "");
+    }
     if (code == 0) code = kExitFailure;
   }
   return code;

@@ -9,6 +9,7 @@
 // layouts). The network runs in the inference phase (batch norm on running
 // statistics, dropout off) on a plan compiled for inference.
 #include <cstdio>
+#include <filesystem>
 
 #include "data/data_spec.h"
 #include "train/checkpoint.h"
@@ -132,6 +133,21 @@ int run_eval(const std::vector<std::string>& words) {
   }
   if (args.has("--logits") && !args.has("--input")) {
     throw ConfigError("--logits goes with --input FILE: it writes the logits of those images");
+  }
+  // An output that is also an input would replace a file the run reads.
+  if (args.has("--logits")) {
+    const std::string out = args.get("--logits", "");
+    for (const char* input : {"--weights", "--input"}) {
+      const std::string in = args.get(input, "");
+      namespace fs = std::filesystem;
+      std::error_code a, b, c, d, e;
+      const bool same = fs::equivalent(out, in, a) ||
+                        fs::weakly_canonical(fs::absolute(out, b), c) == fs::weakly_canonical(fs::absolute(in, d), e);
+      if (same) {
+        throw ConfigError(cat("--logits ", out, " is also the ", input,
+                              " file: writing the logits would replace it; give another path"));
+      }
+    }
   }
   const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
   if (!choice.note.empty()) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());

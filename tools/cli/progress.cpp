@@ -1,6 +1,9 @@
 // tools/cli/progress.cpp
 #include "tools/cli/progress.h"
 
+#include <cerrno>
+#include <cstring>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,12 +48,22 @@ std::string clock_time(double seconds) {
   return text;
 }
 
+// A run whose reader has gone (a pipe closed, a disk full) stops at the next
+// line it cannot write, rather than train on with nobody to see it.
+void Progress::flush_checked() {
+  errno = 0;
+  if (std::fflush(out_) != 0 || std::ferror(out_)) {
+    throw Error(cat("standard output: writing failed", errno != 0 ? cat(": ", std::strerror(errno)) : std::string(),
+                    "; the run stops (its checkpoints so far are kept)"));
+  }
+}
+
 Progress::Progress(std::FILE* out, bool terminal, Units units, int ranks)
     : out_(out), terminal_(terminal), units_(units), ranks_(std::max(ranks, 1)) {}
 
 void Progress::header() {
   std::fprintf(out_, "%s\n", units_ == Units::kTokens ? kLanguageModelHeader : kHeader);
-  std::fflush(out_);
+  flush_checked();
 }
 
 void Progress::step(const StepReport& s) {
@@ -79,7 +92,7 @@ void Progress::step(const StepReport& s) {
     std::fprintf(out_, "  epoch %d/%d step %lld/%lld  %s\n", s.epoch, s.epochs, static_cast<long long>(s.step),
                  static_cast<long long>(s.steps), numbers.c_str());
   }
-  std::fflush(out_);
+  flush_checked();
 }
 
 void Progress::epoch(const EpochReport& e) {
@@ -104,7 +117,7 @@ void Progress::epoch(const EpochReport& e) {
                     right(grouped(static_cast<int64_t>(e.images_per_second)), 10) + right(fixed(e.lr, 6), 10);
   if (e.skipped > 0) row += cat("  (", e.skipped, " unreadable files skipped)");
   std::fprintf(out_, "%s\n", row.c_str());
-  std::fflush(out_);
+  flush_checked();
 }
 
 }  // namespace glassbox::cli

@@ -34,6 +34,8 @@ class Progress {
   void epoch(const EpochReport& epoch);
 
  private:
+  void flush_checked();  // throws Error where out_ can no longer be written
+
   std::FILE* out_;
   bool terminal_;
   Units units_;
