@@ -8,6 +8,10 @@ import sys
 import tempfile
 import unittest
 
+# The planted violations, assembled so that this file does not hold them itself.
+ROUND_REFERENCE = "st" + "op 45"
+MACHINE_PATH = "/" + "work/venv/bin/python"
+
 TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
 
 
@@ -43,11 +47,11 @@ class ProductChecks(unittest.TestCase):
             self.assertIn(expected, result.stdout)
 
     def test_a_development_round_reference_fails(self):
-        self.check(lambda root: write(root, "layers/relu.cpp", "// as measured at stop 45\n"),
+        self.check(lambda root: write(root, "layers/relu.cpp", "// as measured at " + ROUND_REFERENCE + "\n"),
                    "layers/relu.cpp:1: a development-round reference")
 
     def test_an_absolute_machine_path_fails(self):
-        self.check(lambda root: write(root, "bench/run.py", 'PYTHON = "/work/venv-torch/bin/python"\n'),
+        self.check(lambda root: write(root, "bench/run.py", 'PYTHON = "' + MACHINE_PATH + '"\n'),
                    "bench/run.py:1: an absolute path of a particular machine")
 
     def test_a_results_file_outside_the_machine_folders_fails(self):

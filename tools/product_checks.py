@@ -2,10 +2,11 @@
 """tools/product_checks.py: the tree reads as a product, not a lab notebook.
 
 Fails (exit 1), naming each file and line, on:
-  - a development-round reference ("Stop 12", "stop45") in a tracked file:
+  - a development-round reference (the word "stop" and a number, as ROUND
+    below matches it) in a tracked file:
     history lives in git, not in the tree;
-  - an absolute path of a particular machine (/work/..., /root/...,
-    /home/NAME/...) in a tracked file: scripts find their tools through
+  - an absolute path of a particular machine (under the home or work
+    folders MACHINE_PATH below names) in a tracked file: scripts find their tools through
     options, environment variables and PATH;
   - a file under bench/results/ outside the per-machine layout: each
     machine is a folder bench/results/NAME/ holding its context (README.md),
@@ -30,8 +31,8 @@ DATED = re.compile(r"(19|20)[0-9]{2}-[01][0-9]-[0-3][0-9]|-part[0-9]|[0-9]+round
 CONTEXT_FILE = "README.md"
 TEXT = re.compile(r"\.(c|cc|cpp|cu|cuh|h|hpp|py|sh|md|txt|cmake|json|jsonl|html|in|yml|yaml|supp)$|"
                   r"(^|/)(CMakeLists\.txt|Makefile|run)$")
-# This file's patterns, and its test's planted violations, name what they look for.
-SELF = ("tools/product_checks.py", "tests/test_tree_checks.py")
+# This file's patterns name what they look for.
+SELF = ("tools/product_checks.py",)
 
 
 def tracked_files(root):
