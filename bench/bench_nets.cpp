@@ -38,7 +38,6 @@
 #include <vector>
 
 #include <omp.h>
-#include <unistd.h>
 
 #include "bench/support/bench_flags.h"
 #include "bench/support/data_parallel_counters.h"

@@ -2,8 +2,9 @@
 #include "optim/data_parallel_job.h"
 
 #include <omp.h>
-#include <sched.h>
 #include <unistd.h>  // isatty
+
+#include "tensor/machine_load.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -31,10 +32,8 @@ int share_cpu_cores(Device device, const JobPlacement& placement) {
   if (device.is_cuda() || placement.local_size == 1 || std::getenv("OMP_NUM_THREADS") != nullptr) {
     return omp_get_max_threads();
   }
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
   const int machine = static_cast<int>(std::thread::hardware_concurrency());
-  const int cores = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : machine;
+  const int cores = usable_cores();
   // mpirun may already have bound each rank to its own cores (fewer than the
   // machine's): then `cores` is this rank's share and is not divided again.
   const int share = cores >= machine ? cores / placement.local_size : cores;

@@ -3,6 +3,10 @@
 
 #include <utility>
 
+#if defined(__x86_64__)
+#include <cpuid.h>  // __get_cpuid, __get_cpuid_count, bit_F16C, bit_AVX512BF16
+#endif
+
 #if GLASSBOX_WITH_ONEDNN
 #include "oneapi/dnnl/dnnl.h"  // dnnl_get_effective_cpu_isa
 #endif
@@ -55,16 +59,14 @@ std::string cpu_simd() {
     append(out, "SSE2");
   }
   if (__builtin_cpu_supports("fma")) append(out, "FMA");
-  // F16C has no name in GCC 12's __builtin_cpu_supports: cpuid leaf 1, ecx bit 29.
+  // F16C, AVX512-BF16 and AMX have no names in GCC 12's
+  // __builtin_cpu_supports: cpuid's bits (cpuid.h names them).
+  constexpr unsigned kAmxBf16 = 1u << 22;  // leaf 7.0, edx: GCC and Clang name it differently
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(1), "c"(0));
-  if (ecx & (1u << 29)) append(out, "F16C");
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C)) append(out, "F16C");
   if (__builtin_cpu_supports("avx512f")) append(out, "AVX-512F");
-  // AVX512-BF16 and AMX: cpuid leaf 7 (subleaf 1, eax bit 5; subleaf 0, edx bit 22).
-  __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(1));
-  if (eax & (1u << 5)) append(out, "AVX512-BF16");
-  __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(0));
-  if (edx & (1u << 22)) append(out, "AMX-BF16");
+  if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & bit_AVX512BF16)) append(out, "AVX512-BF16");
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx & kAmxBf16)) append(out, "AMX-BF16");
 #else
   out = "not x86-64";
 #endif

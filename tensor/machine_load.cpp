@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <thread>
 
 #include "tensor/error.h"
 
@@ -21,7 +22,9 @@ std::optional<double> machine_load() {
 int usable_cores() {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return 1;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
+    return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  }
   return std::max(1, CPU_COUNT(&allowed));
 }
 

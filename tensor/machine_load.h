@@ -18,7 +18,8 @@ namespace glassbox {
 // nullopt where /proc/loadavg cannot be read.
 std::optional<double> machine_load();
 
-// The cores this process may run on (its affinity mask).
+// The cores this process may run on (its affinity mask; the machine's count
+// where the mask cannot be read).
 int usable_cores();
 
 // "" where `load` is at most `cores` plus this run's own share, else a warning

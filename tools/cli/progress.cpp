@@ -4,8 +4,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <optional>
