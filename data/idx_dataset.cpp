@@ -88,18 +88,60 @@ struct Inflater {
   }
 };
 
+constexpr std::string_view kIdxLimit = "an IDX file (the data set is held in memory whole)";
+
+// What gunzip may produce: its max_bytes until the IDX header at the start of
+// the output is out, then the size that header gives, if smaller.
+struct OutputLimit {
+  uint64_t bytes = 0;  // the most bytes
+  std::string claimed;   // what the header says the data are ("10 images of 28x28"); empty: no header's limit
+  bool settled = false;  // the start of the output has been looked at
+};
+
+// Settles `limit` once `out` holds an IDX header (00 00 08 RANK, RANK sizes)
+// or shows that it starts with none.
+void settle(OutputLimit& limit, std::string_view out) {
+  if (out.size() < 4) return;
+  const auto rank = static_cast<uint8_t>(out[3]);
+  if (out[0] != 0 || out[1] != 0 || static_cast<uint8_t>(out[2]) != kUnsignedByte || rank == 0) {
+    limit.settled = true;  // not an IDX header: parsing says so at byte 0
+    return;
+  }
+  const size_t header = 4 + 4 * size_t{rank};
+  if (out.size() < header) return;
+  limit.settled = true;
+  uint64_t total = 1;  // the product of the sizes, saturated past the limit
+  std::string sizes;
+  for (size_t i = 0; i < rank; ++i) {
+    const uint32_t size = big_endian(out, 4 + 4 * i);
+    if (total > limit.bytes || __builtin_mul_overflow(total, uint64_t{size}, &total)) total = limit.bytes + 1;
+    sizes += cat(i == 0 ? "" : "x", size);
+  }
+  total = std::min(total, limit.bytes + 1) + header;
+  if (total > limit.bytes) return;
+  limit.bytes = total;
+  const uint32_t count = big_endian(out, 4);
+  limit.claimed = rank == 3   ? cat(grouped(count), " images of ", big_endian(out, 8), "x", big_endian(out, 12))
+                  : rank == 1 ? cat(grouped(count), " labels")
+                              : cat("an array of ", sizes);
+}
+
 }  // namespace
 
-std::string gunzip(std::string_view bytes, const std::string& file) {
+std::string gunzip(std::string_view bytes, const std::string& file, uint64_t max_bytes) {
   Inflater inflater;
   z_stream& z = inflater.stream;
   if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) throw std::bad_alloc();  // 16: gzip wrapper only
   inflater.open = true;
-  // The last 4 bytes of a gzip file are its (last member's) size mod 2^32:
-  // a good first guess, kept within deflate's best ratio (about 1032:1).
-  size_t guess = bytes.size() >= 4 ? little_endian(bytes.substr(bytes.size() - 4)) : 0;
-  guess = std::min(guess, bytes.size() * 1032);
-  std::string out(std::max<size_t>(guess + 1, 4096), '\0');
+  OutputLimit limit{.bytes = std::min<uint64_t>(max_bytes, uint64_t{1} << 62)};  // (so that bytes + 1 cannot wrap)
+  // The last 4 bytes of a gzip file are its (last member's) size mod 2^32: a
+  // hint, which nothing checks before the end, kept within deflate's best
+  // ratio (about 1032:1). It sizes the buffer only under a header's limit.
+  const uint64_t hint =
+      std::min<uint64_t>(bytes.size() >= 4 ? little_endian(bytes.substr(bytes.size() - 4)) : 0, bytes.size() * 1032ull);
+  // 4 KiB holds any IDX header (4 + 4 * 255 bytes at most), so the limit is
+  // settled before the buffer first grows.
+  std::string out(std::min<uint64_t>(4096, limit.bytes + 1), '\0');
   size_t consumed = 0;  // input bytes handed to zlib before this chunk
   size_t produced = 0;
   auto offset = [&] { return grouped(static_cast<int64_t>(consumed - z.avail_in)); };
@@ -110,12 +152,26 @@ std::string gunzip(std::string_view bytes, const std::string& file) {
       z.avail_in = static_cast<uInt>(chunk);
       consumed += chunk;
     }
-    if (produced == out.size()) out.resize(out.size() * 2);
+    if (produced == out.size()) {  // (below the limit: output past it has thrown)
+      uint64_t size = 2 * out.size();
+      if (!limit.claimed.empty()) size = std::max(size, std::min(hint, limit.bytes) + 1);
+      out.resize(static_cast<size_t>(std::min(size, limit.bytes + 1)));
+    }
     const size_t room = std::min<size_t>(out.size() - produced, size_t{1} << 30);
     z.next_out = reinterpret_cast<Bytef*>(out.data() + produced);
     z.avail_out = static_cast<uInt>(room);
     const int status = inflate(&z, Z_NO_FLUSH);
     produced += room - z.avail_out;
+    if (!limit.settled) settle(limit, std::string_view(out.data(), produced));
+    if (produced > limit.bytes) {
+      throw DataError(
+          limit.claimed.empty()
+              ? cat(file, ": the decompressed data go on past ", grouped(limit.bytes), " bytes, the limit for ",
+                    kIdxLimit, "; decompressing stops there")
+              : cat(file, ": byte ", grouped(limit.bytes), " of the decompressed data: the data go on past the end of ",
+                    limit.claimed, ", where the IDX header says they end; decompressing stops there, as a gzip "
+                    "file can expand a thousandfold"));
+    }
     if (status == Z_STREAM_END) {
       if (z.avail_in == 0 && consumed == bytes.size()) break;
       // Another gzip member follows (gzip -c a b > ab.gz is one valid file); anything else is not gzip.
@@ -146,7 +202,9 @@ std::string gunzip(std::string_view bytes, const std::string& file) {
 
 std::string read_maybe_gzip(const std::string& path) {
   std::string bytes, reason;
-  if (!read_file(path, bytes, reason)) throw DataError(cat(path, ": cannot read: ", reason));
+  if (!read_file(path, bytes, reason, kMaxIdxBytes, kIdxLimit)) {
+    throw DataError(cat(path, ": cannot read: ", reason));
+  }
   const bool gzip = bytes.size() >= 2 && static_cast<uint8_t>(bytes[0]) == 0x1f && static_cast<uint8_t>(bytes[1]) == 0x8b;
   return gzip ? gunzip(bytes, path) : bytes;
 }

@@ -24,12 +24,24 @@ inline constexpr float kFashionMnistMean = 0.2860f, kFashionMnistStd = 0.3530f;
 inline constexpr float kMnistMean = 0.1307f, kMnistStd = 0.3081f;
 inline constexpr int kIdxClasses = 10;
 
+// The most bytes an IDX file may hold, compressed or not: 4 GiB, far above
+// the largest set in the format (EMNIST's 550 MB of images), for the set is
+// held in memory whole.
+inline constexpr uint64_t kMaxIdxBytes = uint64_t{4} << 30;
+
 // The whole contents of `path`, gunzipped when it starts with gzip's magic
-// bytes (1f 8b). Throws DataError naming the file: missing or unreadable, a
-// corrupt or truncated gzip stream.
+// bytes (1f 8b). Throws DataError naming the file: missing or unreadable, not
+// a regular file, more than kMaxIdxBytes, a corrupt or truncated gzip stream,
+// decompressed data past their limit (gunzip).
 std::string read_maybe_gzip(const std::string& path);
 // `bytes` gunzipped (one or more gzip members). `file` names them in errors.
-std::string gunzip(std::string_view bytes, const std::string& file);
+// A gzip file can expand a thousandfold, so the output is held to what the
+// data claim: once the IDX header at its start is out, to the size that
+// header gives (4 + 4 * rank bytes, then the product of its dimensions), and
+// to `max_bytes` in any case. Output past that is a DataError naming the
+// file, the limit and whose limit it is, raised as soon as inflating passes
+// it: memory stays within the limit, however far the stream would expand.
+std::string gunzip(std::string_view bytes, const std::string& file, uint64_t max_bytes = kMaxIdxBytes);
 
 struct IdxImages {
   int64_t count = 0;

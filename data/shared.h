@@ -9,6 +9,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "data/dataset.h"
 #include "tensor/grouped.h"
@@ -20,9 +21,20 @@ void check_index(const Dataset& dataset, int64_t index);
 // check_index, and ShapeError for a buffer that is not one sample.
 void check_load_arguments(const Dataset& dataset, int64_t index, std::span<float> pixels);
 
-// The whole file into `contents`; false with the system's reason otherwise
-// (each caller throws its own kind of error).
-bool read_file(const std::string& path, std::string& contents, std::string& reason);
+// The most bytes read_file reads of one file unless told otherwise: 4 GiB.
+// A data source holds what it reads in memory (a whole IDX set, a whole text
+// corpus, a JPEG while it is decoded); the largest files they are made for
+// (EMNIST's 550 MB of images) are far below it.
+inline constexpr uint64_t kMaxDataFileBytes = uint64_t{4} << 30;
+
+// The whole regular file into `contents`; false with the reason otherwise
+// (each caller throws its own kind of error): the system's, what the path is
+// instead of a regular file (a named pipe, a device: never opened to block
+// or read forever), or a size past `max_bytes`, checked before allocating
+// (tensor/input_file.h). `limit` says what the limit is for, in the reason.
+bool read_file(const std::string& path, std::string& contents, std::string& reason,
+               uint64_t max_bytes = kMaxDataFileBytes,
+               std::string_view limit = "a data file (it is held in memory whole)");
 
 // Note [Portable draws]: std::uniform_int_distribution and
 // uniform_real_distribution are implementation-defined (libstdc++ and libc++

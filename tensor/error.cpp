@@ -1,5 +1,10 @@
-// tensor/error.cpp: formatting of library errors.
+// tensor/error.cpp: formatting of library errors, and excerpts of file
+// contents for messages.
 #include "tensor/error.h"
+
+#include <cstdio>
+
+#include "tensor/grouped.h"
 
 namespace glassbox {
 
@@ -14,6 +19,27 @@ void throw_library_error(std::string_view library, std::string_view expression,
                          std::string_view file, int line, int status, std::string_view message) {
   throw LibraryError(std::string(library), std::string(expression), cat(file, ":", line), status,
                      std::string(message));
+}
+
+std::string excerpt(std::string_view bytes, size_t max_chars) {
+  std::string text;
+  size_t used = 0;
+  for (; used < bytes.size(); ++used) {
+    const auto byte = static_cast<unsigned char>(bytes[used]);
+    char piece[5] = {static_cast<char>(byte), '\0'};
+    if (byte == '\n' || byte == '\r' || byte == '\t' || byte == '\\') {
+      piece[0] = '\\';
+      piece[1] = byte == '\n' ? 'n' : byte == '\r' ? 'r' : byte == '\t' ? 't' : '\\';
+      piece[2] = '\0';
+    } else if (byte < 0x20 || byte > 0x7e) {
+      std::snprintf(piece, sizeof piece, "\\x%02x", static_cast<unsigned>(byte));
+    }
+    const std::string_view escaped(piece);
+    if (text.size() + escaped.size() > max_chars) break;
+    text += escaped;
+  }
+  if (used < bytes.size()) text += cat("... (", grouped(bytes.size()), " bytes)");
+  return text;
 }
 
 }  // namespace glassbox

@@ -92,6 +92,14 @@ std::string cat(const Parts&... parts) {
   return out.str();
 }
 
+// Bytes from a file, fit to quote in a one-line message: printable ASCII as
+// it is; \n, \r, \t and \\ escaped; every other byte (control, non-ASCII) as
+// \xNN. Longer than `max_chars` once escaped, it is cut there and ends "..."
+// with the whole length: `abc... (1,048,576 bytes)`. A file's contents are
+// never echoed raw: a control byte could rewrite the terminal, a megabyte of
+// text would bury the message.
+std::string excerpt(std::string_view bytes, size_t max_chars = 40);
+
 [[noreturn]] void throw_library_error(std::string_view library, std::string_view expression,
                                       std::string_view file, int line, int status,
                                       std::string_view message);

@@ -14,12 +14,15 @@
 namespace glassbox {
 namespace {
 
-// The value as the user typed it, shortened so that a pasted file does not
-// become a page-long error message.
+// The value as the user typed it (or a file held it), escaped as excerpt()
+// escapes, so that no control byte reaches the terminal, and cut after 64
+// bytes, so that a pasted file does not become a page-long error message.
 std::string quoted(std::string_view text) {
   constexpr size_t kShown = 64;
-  if (text.size() <= kShown) return cat("'", text, "'");
-  return cat("'", text.substr(0, kShown), "...' (", text.size(), " characters)");
+  // Every byte escapes to at most 4 characters ("\xff"): the first kShown bytes whole.
+  const std::string shown = excerpt(text.substr(0, kShown), 4 * kShown);
+  if (text.size() <= kShown) return cat("'", shown, "'");
+  return cat("'", shown, "...' (", text.size(), " characters)");
 }
 
 // A bound as people write it: "1000000", "0.5", "1e-08".

@@ -8,29 +8,35 @@
 // where", whatever the file got wrong.
 #include "tensor/safetensors.h"
 
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string_view>
+#include <unordered_set>
 
 #include "tensor/atomic_file.h"
 #include "tensor/error.h"
 #include "tensor/grouped.h"
+#include "tensor/input_file.h"
 #include "tensor/shape.h"
 
 namespace glassbox {
 namespace {
 
-// ordered_json keeps the header's order: the writer lists __metadata__ first
-// and the tensors in data order, as the Python library does, and the reader
-// keeps the file's order between tensors of no bytes (equal offsets).
-using Json = nlohmann::ordered_json;
+// The reader keeps the file's order of tensors (between tensors of no bytes,
+// equal offsets, it is the only order) in a vector of its own (HeaderParser),
+// so its values are plain json. The writer lists __metadata__ first and the
+// tensors in data order, as the Python library does.
+using Json = nlohmann::json;
+using OrderedJson = nlohmann::ordered_json;
+
+// Names from the file in messages: cut past this many characters (real ones
+// run to 60 or so: "model.vision_tower.encoder.layers.26.self_attn.out_proj.weight").
+constexpr size_t kNameChars = 120;
 
 // The Python library refuses longer headers (its MAX_HEADER_SIZE): a length
 // past it is a corrupt file, not a header to allocate memory for.
@@ -67,11 +73,25 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   throw DataError(cat(path, ": ", problem));
 }
 
-// nlohmann's message without its "[json.exception.parse_error.101] " prefix.
-std::string json_reason(const Json::exception& e) {
-  const std::string_view what = e.what();
-  const size_t end = what.find("] ");
-  return std::string(end == std::string_view::npos ? what : what.substr(end + 2));
+// A tensor's name, or another key from the file, quoted for a message.
+std::string in_quotes(std::string_view name) { return cat("'", excerpt(name, kNameChars), "'"); }
+
+// nlohmann's message without its "[json.exception.parse_error.101] " prefix,
+// and with the bytes it quotes from the header ("last read: '...'", "parsing
+// '...'") cut to an excerpt: a token can be megabytes long.
+std::string json_reason(const nlohmann::json::exception& e) {
+  std::string_view what = e.what();
+  if (const size_t end = what.find("] "); end != std::string_view::npos) what.remove_prefix(end + 2);
+  for (const std::string_view marker : {"last read: '", "parsing '"}) {
+    const size_t begin = what.find(marker);
+    if (begin == std::string_view::npos) continue;
+    const size_t from = begin + marker.size();
+    size_t to = what.rfind("'; expected ");  // nlohmann's words follow the token
+    if (to == std::string_view::npos || to < from) to = what.rfind('\'');
+    if (to == std::string_view::npos || to < from) continue;
+    return cat(what.substr(0, from), excerpt(what.substr(from, to - from)), what.substr(to));
+  }
+  return std::string(what);
 }
 
 // One tensor's entry of the header, checked on its own.
@@ -83,42 +103,46 @@ struct Entry {
 uint64_t unsigned_at(const Json& value) { return value.get<uint64_t>(); }
 
 Entry parse_entry(const std::string& name, const Json& entry, const std::string& path) {
-  const std::string what = cat("tensor '", name, "'");
+  const auto what = [&] { return cat("tensor ", in_quotes(name)); };  // made only for a message
   if (!entry.is_object()) {
-    bad_file(path, cat(what, ": its entry is a JSON ", entry.type_name(),
+    bad_file(path, cat(what(), ": its entry is a JSON ", entry.type_name(),
                        "; the format's is an object of dtype, shape and data_offsets"));
   }
   for (const auto& [key, value] : entry.items()) {
     if (key != "dtype" && key != "shape" && key != "data_offsets") {
-      bad_file(path, cat(what, ": unknown field \"", key, "\" (the format's are dtype, shape and data_offsets)"));
+      bad_file(path, cat(what(), ": unknown field \"", excerpt(key),
+                         "\" (the format's are dtype, shape and data_offsets)"));
     }
   }
   for (const char* key : {"dtype", "shape", "data_offsets"}) {
-    if (!entry.contains(key)) bad_file(path, cat(what, ": no \"", key, "\""));
+    if (!entry.contains(key)) bad_file(path, cat(what(), ": no \"", key, "\""));
   }
   Entry e;
   e.tensor.name = name;
   const Json& dtype = entry["dtype"];
-  if (!dtype.is_string()) bad_file(path, cat(what, ": dtype is a JSON ", dtype.type_name(), ", not a name"));
+  if (!dtype.is_string()) bad_file(path, cat(what(), ": dtype is a JSON ", dtype.type_name(), ", not a name"));
   e.tensor.dtype = dtype.get<std::string>();
   const size_t size = element_size(e.tensor.dtype);
   if (size == 0) {
     const bool sub_byte = std::find(std::begin(kSubByteDtypes), std::end(kSubByteDtypes), e.tensor.dtype) !=
                           std::end(kSubByteDtypes);
-    bad_file(path, sub_byte ? cat(what, ": dtype ", e.tensor.dtype,
+    bad_file(path, sub_byte ? cat(what(), ": dtype ", e.tensor.dtype,
                                   " packs elements into bits of a byte, which Glassbox does not read")
-                            : cat(what, ": unknown dtype \"", e.tensor.dtype, "\" (known: ", known_dtypes(), ")"));
+                            : cat(what(), ": unknown dtype \"", excerpt(e.tensor.dtype), "\" (known: ", known_dtypes(),
+                                  ")"));
   }
   const Json& shape = entry["shape"];
   const bool sizes = shape.is_array() && std::all_of(shape.begin(), shape.end(),
                                                      [](const Json& d) { return d.is_number_unsigned(); });
-  if (!sizes) bad_file(path, cat(what, ": shape ", shape.dump(), " is not a list of sizes (integers, 0 or more)"));
+  if (!sizes) {
+    bad_file(path, cat(what(), ": shape ", excerpt(shape.dump()), " is not a list of sizes (integers, 0 or more)"));
+  }
   uint64_t numel = 1;
   for (const Json& d : shape) {
     const uint64_t dim = unsigned_at(d);
     // Checked one size at a time, so the product below cannot overflow.
     if (dim > static_cast<uint64_t>(kMaxElements) || (dim > 0 && numel > static_cast<uint64_t>(kMaxElements) / dim)) {
-      bad_file(path, cat(what, ": shape ", shape.dump(), " has more than 2^48 elements, Glassbox's limit"));
+      bad_file(path, cat(what(), ": shape ", excerpt(shape.dump()), " has more than 2^48 elements, Glassbox's limit"));
     }
     numel *= dim;
     e.tensor.shape.push_back(static_cast<int64_t>(dim));
@@ -126,14 +150,15 @@ Entry parse_entry(const std::string& name, const Json& entry, const std::string&
   const Json& offsets = entry["data_offsets"];
   if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
       !offsets[1].is_number_unsigned()) {
-    bad_file(path, cat(what, ": data_offsets ", offsets.dump(), " is not [begin, end], two byte offsets"));
+    bad_file(path, cat(what(), ": data_offsets ", excerpt(offsets.dump()), " is not [begin, end], two byte offsets"));
   }
   e.begin = unsigned_at(offsets[0]);
   e.end = unsigned_at(offsets[1]);
-  if (e.end < e.begin) bad_file(path, cat(what, ": data_offsets ", offsets.dump(), " end before they begin"));
+  if (e.end < e.begin) bad_file(path, cat(what(), ": data_offsets ", offsets.dump(), " end before they begin"));
   if (e.end - e.begin != numel * size) {
-    bad_file(path, cat(what, ": ", e.tensor.dtype, " ", shape_text(e.tensor.shape), " takes ", grouped(numel * size),
-                       " bytes; its data_offsets ", offsets.dump(), " hold ", grouped(e.end - e.begin)));
+    bad_file(path, cat(what(), ": ", e.tensor.dtype, " ", excerpt(shape_text(e.tensor.shape), kNameChars), " takes ",
+                       grouped(numel * size), " bytes; its data_offsets ", offsets.dump(), " hold ",
+                       grouped(e.end - e.begin)));
   }
   return e;
 }
@@ -146,7 +171,8 @@ std::map<std::string, std::string> parse_metadata(const Json& metadata, const st
   }
   for (const auto& [key, value] : metadata.items()) {
     if (!value.is_string()) {
-      bad_file(path, cat("__metadata__ \"", key, "\" is a JSON ", value.type_name(), "; the format allows strings only"));
+      bad_file(path, cat("__metadata__ \"", excerpt(key, kNameChars), "\" is a JSON ", value.type_name(),
+                         "; the format allows strings only"));
     }
     values[key] = value.get<std::string>();
   }
@@ -158,27 +184,111 @@ struct Layout {
   std::vector<Entry> entries;  // in data order
 };
 
+// Note [The header through SAX]: nlohmann's parse with a callback scans the
+// enclosing object for discarded values at the end of every object, and
+// ordered_json finds a key's place by a linear search; either makes a header
+// of n entries take n^2 steps (100,000 entries: a minute). This handler of
+// nlohmann's SAX events builds the header's top-level values, in file order,
+// into a vector instead; it refuses keys given twice (a parser keeps one of
+// them without a word) through a hash set of the header's keys and each
+// entry's own map, and nesting deeper than the format's three levels
+// (header, entry, shape or offsets). Linear in the header (n log n in the
+// keys of one entry).
+class HeaderParser {
+ public:
+  explicit HeaderParser(const std::string& path) : path_(path) {}
+
+  bool null() { return put(Json(nullptr)); }
+  bool boolean(bool value) { return put(Json(value)); }
+  bool number_integer(Json::number_integer_t value) { return put(Json(value)); }
+  bool number_unsigned(Json::number_unsigned_t value) { return put(Json(value)); }
+  bool number_float(Json::number_float_t value, const Json::string_t&) { return put(Json(value)); }
+  bool string(Json::string_t& value) { return put(Json(std::move(value))); }
+  bool binary(Json::binary_t& value) { return put(Json(std::move(value))); }  // (not in JSON text)
+  bool start_object(std::size_t) {
+    open(Json::object());
+    keys_.emplace_back();
+    return true;
+  }
+  bool key(Json::string_t& key) {
+    // A kept object knows its keys already; the header's are in top_keys_.
+    const bool top = open_.size() == 1 && root_type_ == Json::value_t::object;
+    const bool added = top                      ? top_keys_.insert(key).second
+                       : open_.back() != nullptr ? !open_.back()->contains(key)
+                                                 : keys_.back().insert(key).second;
+    if (!added) {
+      bad_file(path_, cat("the header has the key \"", excerpt(key, kNameChars), "\" twice",
+                          open_.size() == 1 ? "" : " in one entry"));
+    }
+    key_ = std::move(key);
+    return true;
+  }
+  bool end_object() {
+    keys_.pop_back();
+    open_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) {
+    open(Json::array());
+    return true;
+  }
+  bool end_array() {
+    open_.pop_back();
+    return true;
+  }
+  template <typename Exception>
+  bool parse_error(std::size_t, const std::string&, const Exception& e) {
+    throw e;
+  }
+
+  Json::value_t root_type() const { return root_type_; }
+  // The header's keys and values, in file order (when the header is an object).
+  std::vector<std::pair<std::string, Json>>& top_level() { return top_level_; }
+
+ private:
+  // Puts `value` where it belongs; returns it there, or null where nothing is
+  // kept (the header itself, the inside of a header that is not an object).
+  Json* place(Json value) {
+    if (open_.empty()) {
+      root_type_ = value.type();
+      return nullptr;
+    }
+    if (open_.size() == 1) {
+      if (root_type_ != Json::value_t::object) return nullptr;
+      // (The vector grows only here, when no value below the header is open to point into it.)
+      top_level_.emplace_back(key_, std::move(value));
+      return &top_level_.back().second;
+    }
+    Json* parent = open_.back();
+    if (parent == nullptr) return nullptr;
+    if (parent->is_object()) return &parent->get_ref<Json::object_t&>().emplace(key_, std::move(value)).first->second;
+    parent->push_back(std::move(value));
+    return &parent->back();
+  }
+  bool put(Json value) {
+    place(std::move(value));
+    return true;
+  }
+  void open(Json container) {
+    if (open_.size() >= 3) {
+      bad_file(path_, "the header nests JSON deeper than the format (header, tensor entry, list of numbers)");
+    }
+    open_.push_back(place(std::move(container)));
+  }
+
+  const std::string& path_;
+  Json::value_t root_type_ = Json::value_t::null;
+  std::vector<std::pair<std::string, Json>> top_level_;
+  std::vector<Json*> open_;  // the open objects and arrays, outermost first; null: not kept
+  std::unordered_set<std::string> top_keys_;  // the header's keys
+  std::vector<std::set<std::string>> keys_;   // the keys of each open object that is not kept
+  std::string key_;  // the key of the value that comes next, in an object
+};
+
 // The header `text` (file bytes 8 to 8 + text.size()) of a file whose data
 // area, after it, has `data_bytes` bytes.
 Layout parse_header(std::string_view text, uint64_t data_bytes, const std::string& path) {
   const uint64_t data_start = 8 + text.size();
-  // Keys given twice and nesting deeper than the format's are refused while
-  // parsing: a parser keeps one of two equal keys without a word, and the
-  // format nests three levels at most (header, entry, shape or offsets).
-  std::vector<std::set<std::string>> open_objects;
-  const Json::parser_callback_t check = [&](int depth, Json::parse_event_t event, Json& parsed) {
-    using Event = Json::parse_event_t;
-    if ((event == Event::object_start || event == Event::array_start) && depth >= 3) {
-      bad_file(path, "the header nests JSON deeper than the format (header, tensor entry, list of numbers)");
-    }
-    if (event == Event::object_start) open_objects.emplace_back();
-    if (event == Event::object_end) open_objects.pop_back();
-    if (event == Event::key && !open_objects.back().insert(parsed.get<std::string>()).second) {
-      bad_file(path, cat("the header has the key \"", parsed.get<std::string>(), "\" twice",
-                         depth == 1 ? "" : " in one entry"));
-    }
-    return true;
-  };
   // Note [NUL ends nlohmann's input]: its lexer takes a NUL byte for the end
   // of the input (as in a C string), so "{} <NUL> anything" would parse as {}.
   // JSON has no raw NUL (a string writes \u0000), so one is refused here.
@@ -186,26 +296,29 @@ Layout parse_header(std::string_view text, uint64_t data_bytes, const std::strin
     bad_file(path, cat("the header (bytes 8 to ", grouped(data_start), ") is not JSON: at byte ", grouped(8 + nul),
                        ": a NUL byte (padding is spaces)"));
   }
-  Json header;
+  HeaderParser header(path);
   try {
-    header = Json::parse(text.begin(), text.end(), check);
+    Json::sax_parse(text.begin(), text.end(), &header);
   } catch (const Json::parse_error& e) {
     bad_file(path, cat("the header (bytes 8 to ", grouped(data_start), ") is not JSON: at byte ",
                        grouped(7 + std::max<size_t>(e.byte, 1)), ": ", json_reason(e)));
   } catch (const Json::exception& e) {
     bad_file(path, cat("the header (bytes 8 to ", grouped(data_start), ") is not JSON: ", json_reason(e)));
   }
-  if (!header.is_object()) {
-    bad_file(path, cat("the header is a JSON ", header.type_name(), "; the format's is an object of tensors"));
+  if (header.root_type() != Json::value_t::object) {
+    bad_file(path, cat("the header is a JSON ", Json(header.root_type()).type_name(),
+                       "; the format's is an object of tensors"));
   }
 
   Layout layout;
-  for (const auto& [name, value] : header.items()) {
+  layout.entries.reserve(header.top_level().size());
+  for (auto& [name, value] : header.top_level()) {
     if (name == "__metadata__") {
       layout.metadata = parse_metadata(value, path);
     } else {
       layout.entries.push_back(parse_entry(name, value, path));
     }
+    value = Json();  // checked: its memory goes now
   }
   std::stable_sort(layout.entries.begin(), layout.entries.end(),
                    [](const Entry& a, const Entry& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
@@ -213,7 +326,7 @@ Layout parse_header(std::string_view text, uint64_t data_bytes, const std::strin
   // Past the end first: a truncated file says more than the gaps it makes.
   for (const Entry& e : layout.entries) {
     if (e.end > data_bytes) {
-      bad_file(path, cat("tensor '", e.tensor.name, "' ends at byte ", grouped(data_start + e.end),
+      bad_file(path, cat("tensor ", in_quotes(e.tensor.name), " ends at byte ", grouped(data_start + e.end),
                          " (data offset ", grouped(e.end), "), past the end of the file at byte ",
                          grouped(data_start + data_bytes), ": the file is truncated"));
     }
@@ -224,15 +337,15 @@ Layout parse_header(std::string_view text, uint64_t data_bytes, const std::strin
     if (e.begin > expected) {
       bad_file(path, cat("bytes ", grouped(data_start + expected), " to ", grouped(data_start + e.begin),
                          " belong to no tensor: ",
-                         previous ? cat("'", previous->tensor.name, "' ends at data offset ", grouped(expected), ", '",
-                                        e.tensor.name, "' begins at ", grouped(e.begin))
-                                  : cat("the first tensor, '", e.tensor.name, "', begins at data offset ",
+                         previous ? cat(in_quotes(previous->tensor.name), " ends at data offset ", grouped(expected),
+                                        ", ", in_quotes(e.tensor.name), " begins at ", grouped(e.begin))
+                                  : cat("the first tensor, ", in_quotes(e.tensor.name), ", begins at data offset ",
                                         grouped(e.begin), ", not 0")));
     }
     if (e.begin < expected) {
-      bad_file(path, cat("tensor '", e.tensor.name, "' (data offsets ", grouped(e.begin), " to ", grouped(e.end),
-                         ", bytes ", grouped(data_start + e.begin), " on) overlaps '", previous->tensor.name,
-                         "', which ends at data offset ", grouped(expected)));
+      bad_file(path, cat("tensor ", in_quotes(e.tensor.name), " (data offsets ", grouped(e.begin), " to ",
+                         grouped(e.end), ", bytes ", grouped(data_start + e.begin), " on) overlaps ",
+                         in_quotes(previous->tensor.name), ", which ends at data offset ", grouped(expected)));
     }
     expected = e.end;
     previous = &e;
@@ -279,21 +392,22 @@ SafetensorsFile read_from(uint64_t size, const ReadAt& read, bool with_data, con
 }
 
 SafetensorsFile read_path(const std::string& path, bool with_data) {
-  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!file) bad_file(path, cat("cannot open it: ", std::strerror(errno)));
-  struct stat status {};
-  if (::fstat(::fileno(file.get()), &status) != 0 || !S_ISREG(status.st_mode)) {
-    bad_file(path, "not a regular file");
-  }
+  std::string reason;
+  const InputFile file = open_regular_file(path, reason);  // never blocks: a named pipe is refused unopened
+  if (!file.is_open()) bad_file(path, cat("cannot open it: ", reason));
   const auto read = [&](uint64_t offset, void* destination, uint64_t count) {
-    errno = 0;
-    if (std::fseek(file.get(), static_cast<long>(offset), SEEK_SET) != 0 ||
-        std::fread(destination, 1, count, file.get()) != count) {
-      bad_file(path, cat("cannot read bytes ", grouped(offset), " to ", grouped(offset + count), ": ",
-                         errno != 0 ? std::strerror(errno) : "the file ended early (did it change while being read?)"));
+    auto* bytes = static_cast<char*>(destination);
+    for (uint64_t done = 0; done < count;) {
+      const ssize_t n = ::pread(file.fd(), bytes + done, count - done, static_cast<off_t>(offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        bad_file(path, cat("cannot read bytes ", grouped(offset), " to ", grouped(offset + count), ": ",
+                           n < 0 ? std::strerror(errno) : "the file ended early (did it change while being read?)"));
+      }
+      done += static_cast<uint64_t>(n);
     }
   };
-  return read_from(static_cast<uint64_t>(status.st_size), read, with_data, path);
+  return read_from(file.size(), read, with_data, path);
 }
 
 [[noreturn]] void refuse(const std::string& path, const std::string& problem) {
@@ -302,10 +416,8 @@ SafetensorsFile read_path(const std::string& path, bool with_data) {
 
 // The first 8 bytes and the padded header of `file`, checked.
 std::string encode_prefix(const SafetensorsFile& file, const std::string& path) {
-  Json header = Json::object();
-  if (!file.metadata.empty()) header["__metadata__"] = file.metadata;
   std::set<std::string_view> names;
-  uint64_t offset = 0;
+  std::vector<uint64_t> offsets = {0};  // tensor i takes [offsets[i], offsets[i + 1])
   for (const HostTensor& t : file.tensors) {
     if (t.name.empty()) refuse(path, "a tensor has an empty name");
     if (t.name == "__metadata__") refuse(path, "a tensor is named \"__metadata__\", the format's key for metadata");
@@ -323,15 +435,37 @@ std::string encode_prefix(const SafetensorsFile& file, const std::string& path) 
                        too_large ? std::string("more than 2^64") : grouped(bytes), " bytes, it has ",
                        grouped(t.bytes.size())));
     }
-    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
-    offset += bytes;
+    offsets.push_back(offsets.back() + bytes);
   }
-  std::string text;
+  // The object is written a key and a value at a time, not built as one
+  // ordered_json: that would find each key's place by a linear search
+  // (Note [The header through SAX]). The bytes are the same.
+  std::string text = "{";
+  const auto key = [&](const std::string& name) {
+    if (text.size() > 1) text += ',';
+    text += Json(name).dump();
+    text += ':';
+  };
   try {
-    text = header.dump();
+    if (!file.metadata.empty()) {
+      key("__metadata__");
+      text += '{';
+      for (const auto& [name, value] : file.metadata) {
+        if (text.back() != '{') text += ',';
+        text += cat(Json(name).dump(), ":", Json(value).dump());
+      }
+      text += '}';
+    }
+    for (size_t i = 0; i < file.tensors.size(); ++i) {
+      const HostTensor& t = file.tensors[i];
+      key(t.name);
+      const OrderedJson entry = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offsets[i], offsets[i + 1]}}};
+      text += entry.dump();
+    }
   } catch (const Json::type_error& e) {
     refuse(path, cat("a tensor name or a metadata entry is not UTF-8 text (", json_reason(e), ")"));
   }
+  text += '}';
   text.append((8 - text.size() % 8) % 8, ' ');  // the Python library pads to 8 bytes, and so do we
   std::string prefix(8, '\0');
   for (size_t i = 0; i < 8; ++i) prefix[i] = static_cast<char>((text.size() >> (8 * i)) & 0xff);

@@ -59,8 +59,14 @@ void write_safetensors(const std::string& path, const SafetensorsFile& file);
 // too short for its header length, a header that is not JSON or not the
 // format's, an unknown dtype, offsets that do not match the shape or do not
 // tile the data, trailing bytes. A missing or unreadable file is a DataError
-// too, with the system's reason. Every tensor's bytes are read straight into
-// its HostTensor: the file is never held twice.
+// too, with the system's reason, and so is a path that is not a regular file
+// (a directory, a named pipe, a device), refused without blocking or reading
+// it (tensor/input_file.h). Every tensor's bytes are read straight into its
+// HostTensor: the file is never held twice, and nothing is allocated before
+// the header's length and the tensors' offsets are checked against the
+// file's size. Time is linear in the header (n log n in its tensors, sorted
+// by offset); names and tokens from the file are quoted as excerpts
+// (tensor/error.h).
 SafetensorsFile read_safetensors(const std::string& path);
 
 // The header alone: names, dtypes, shapes and metadata, every tensor's

@@ -1,7 +1,8 @@
 // tests/test_error.cpp: the one check macro every library's status codes go
 // through (GLASSBOX_CHECK_STATUS, tensor/error.h), with a made-up library so
 // that its message is checked without a GPU: the library, the status and the
-// library's text for it, the failed expression, and where it was.
+// library's text for it, the failed expression, and where it was. And
+// excerpt(), through which every message quotes what a file holds.
 #include <gtest/gtest.h>
 
 #include "tensor/error.h"
@@ -38,6 +39,26 @@ TEST(CheckStatus, SuccessPassesAfterOneCall) {
   calls = 0;
   EXPECT_NO_THROW(GLASSBOX_CHECK_STATUS(fake_call(kFakeOk), kFakeOk, fake_error_string, "FakeLib"));
   EXPECT_EQ(calls, 1);
+}
+
+TEST(Excerpt, PrintableTextIsKeptAndEveryOtherByteEscaped) {
+  EXPECT_EQ(excerpt("conv1.weight"), "conv1.weight");
+  EXPECT_EQ(excerpt(""), "");
+  EXPECT_EQ(excerpt("a\tb\nc\rd\\e"), "a\\tb\\nc\\rd\\\\e");
+  // A terminal escape, DEL and the two bytes of UTF-8 "é": no byte outside printable ASCII is echoed raw.
+  EXPECT_EQ(excerpt(std::string("\x1b[31m\x7f\xc3\xa9\0", 9)), "\\x1b[31m\\x7f\\xc3\\xa9\\x00");
+}
+
+TEST(Excerpt, LongTextIsCutWithItsWholeLength) {
+  EXPECT_EQ(excerpt(std::string(40, 'y')), std::string(40, 'y'));  // exactly the limit: whole
+  EXPECT_EQ(excerpt(std::string(1048576, 'x')), std::string(40, 'x') + "... (1,048,576 bytes)");
+  EXPECT_EQ(excerpt("abcdef", 3), "abc... (6 bytes)");
+  // The cut is counted in escaped characters and never splits an escape.
+  EXPECT_EQ(excerpt(std::string(38, 'a') + "\x01zz"), std::string(38, 'a') + "... (41 bytes)");
+  std::string newlines;  // 20 newlines escaped: 40 characters
+  for (int i = 0; i < 20; ++i) newlines += "\\n";
+  EXPECT_EQ(excerpt(std::string(20, '\n')), newlines);
+  EXPECT_EQ(excerpt(std::string(21, '\n')), newlines + "... (21 bytes)");
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 // tests/test_idx_dataset.cpp: the IDX reader (data/idx_dataset.h) on the real
 // Fashion-MNIST that Debian installs, and on small files written here, one
-// per way an IDX or gzip file can be wrong, each message checked.
+// per way an IDX or gzip file can be wrong, each message checked; a gzip
+// file that expands past what its header claims is refused as it inflates.
+#include <sys/resource.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -151,6 +154,59 @@ TEST(IdxDataset, EveryMalformedFileIsADataErrorNamingFileOffsetAndExpectation) {
   // zlib's own words follow the offset.
   write_file(dir / "corrupt", corrupt);
   EXPECT_TRUE(contains(message_of<DataError>([&] { read_maybe_gzip(dir / "corrupt"); }), "(zlib: "));
+}
+
+// The peak resident memory of this process so far, in KiB (Linux's ru_maxrss).
+long peak_kib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+// A gzip bomb: a valid header claiming 10 images of 28x28 (7,856 bytes), then
+// 64 MiB of zeros, in 64 gzip members of 1 MiB each (one file, as gzip -c a b
+// writes it): 64 KiB on disk. Inflating stops at the size the header gives.
+TEST(IdxDataset, AGzipBombIsRefusedAtTheSizeItsHeaderGivesNamingTheFile) {
+  TempDir dir;
+  const std::string zeros(size_t{1} << 20, '\0');
+  std::string bomb = testing::gzip(testing::idx_bytes(0x803, {10, 28, 28}, zeros));
+  const std::string member = testing::gzip(zeros);
+  for (int i = 1; i < 64; ++i) bomb += member;
+  ASSERT_LT(bomb.size(), size_t{1} << 17);
+  write_file(dir / "images.gz", bomb);
+  write_file(dir / "labels", testing::idx_labels(std::vector<uint8_t>(10, 1)));
+  const long before = peak_kib();
+  EXPECT_EQ(message_of<DataError>(
+                [&] { IdxDataset({.name = "t", .images_path = dir / "images.gz", .labels_path = dir / "labels"}); }),
+            dir / "images.gz: byte 7,856 of the decompressed data: the data go on past the end of 10 images of 28x28, "
+                  "where the IDX header says they end; decompressing stops there, as a gzip file can expand a "
+                  "thousandfold");
+  // All 64 MiB inflated would raise the peak by 64 MiB or more (the peak
+  // before may hide less, never more).
+  EXPECT_LT(peak_kib() - before, 16 * 1024) << "KiB more at the peak";
+
+  // A labels file the same way: its header gives 8 + count bytes.
+  EXPECT_EQ(message_of<DataError>(
+                [] { gunzip(testing::gzip(testing::idx_labels({1, 2, 3}) + std::string(100, '\1')), "l.gz"); }),
+            "l.gz: byte 11 of the decompressed data: the data go on past the end of 3 labels, where the IDX header "
+            "says they end; decompressing stops there, as a gzip file can expand a thousandfold");
+  // Exactly what the header gives is read.
+  EXPECT_EQ(gunzip(testing::gzip(testing::idx_labels({1, 2, 3})), "l.gz"), testing::idx_labels({1, 2, 3}));
+}
+
+// Without a header that gives a smaller size, the limit is max_bytes
+// (kMaxIdxBytes, 4 GiB, by default).
+TEST(IdxDataset, GunzipStopsAtItsLimitWhereNoHeaderGivesLess) {
+  const std::string not_idx = testing::gzip(std::string(10000, 'x'));
+  EXPECT_EQ(message_of<DataError>([&] { gunzip(not_idx, "x.gz", 4096); }),
+            "x.gz: the decompressed data go on past 4,096 bytes, the limit for an IDX file (the data set is held in "
+            "memory whole); decompressing stops there");
+  EXPECT_EQ(gunzip(not_idx, "x.gz", 10000), std::string(10000, 'x'));
+  // A header that claims more than the limit leaves the limit as it is.
+  const std::string claims_more = testing::gzip(testing::idx_bytes(0x803, {1000, 28, 28}, std::string(5000, '\0')));
+  EXPECT_EQ(message_of<DataError>([&] { gunzip(claims_more, "big.gz", 4096); }),
+            "big.gz: the decompressed data go on past 4,096 bytes, the limit for an IDX file (the data set is held "
+            "in memory whole); decompressing stops there");
 }
 
 TEST(IdxDataset, CountsThatDifferAndMissingFilesNameTheFiles) {

@@ -50,6 +50,18 @@ TEST(ParseInt, ShortensAPastedPage) {
                                  "...' (500 characters)");
 }
 
+// What was typed (or read from a file: a checkpoint's settings) is quoted
+// escaped: a control byte never reaches the terminal, and the cut counts bytes.
+TEST(ParseInt, EscapesControlAndNonAsciiBytes) {
+  const std::string range = "--batch must be an integer from 1 to 2147483647, got ";
+  EXPECT_EQ(int_error("8\x1b[2J"), range + "'8\\x1b[2J'");
+  EXPECT_EQ(int_error("8\n\t\\"), range + "'8\\n\\t\\\\'");
+  EXPECT_EQ(number_error("0.5\xc2\xa0"), "--lr must be a number from 0 to 100, got '0.5\\xc2\\xa0'");
+  std::string escaped;
+  for (int i = 0; i < 64; ++i) escaped += "\\x07";
+  EXPECT_EQ(int_error(std::string(70, '\a')), range + "'" + escaped + "...' (70 characters)");
+}
+
 TEST(ParseNumber, ReadsFiniteNumbersInRange) {
   EXPECT_DOUBLE_EQ(parse_number("--lr", "0.01", 0.0, 100.0), 0.01);
   EXPECT_DOUBLE_EQ(parse_number("--lr", "5e-4", 0.0, 100.0), 5e-4);

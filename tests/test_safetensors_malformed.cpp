@@ -3,9 +3,11 @@
 // the file, where (a byte offset, a tensor) and what is wrong
 // (tensor/safetensors.h). The reader takes the bytes (decode_safetensors)
 // and the path (read_safetensors) through the same checks; the path's own
-// errors (missing, not a file) are at the end.
+// errors (missing, not a file) are at the end. (A named pipe:
+// tests/test_input_file.cpp.)
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <optional>
@@ -133,6 +135,65 @@ TEST(SafetensorsMalformed, Metadata) {
   EXPECT_EQ(problem(R"({"__metadata__": null})"), "(accepted)");
 }
 
+// What the header holds is quoted escaped and cut (excerpt(), tensor/error.h):
+// a name or a token can hold control bytes, or be megabytes long.
+TEST(SafetensorsMalformed, FileContentsInMessagesAreEscapedAndCut) {
+  EXPECT_EQ(problem(R"({"a\nb\u001b[31m": [1]})"),
+            "tensor 'a\\nb\\x1b[31m': its entry is a JSON array; the format's is an object of dtype, shape and "
+            "data_offsets");
+  EXPECT_EQ(problem("{\"" + std::string(10000, 'n') + "\": [1]}"),
+            "tensor '" + std::string(120, 'n') +
+                "... (10,000 bytes)': its entry is a JSON array; the format's is an object of dtype, shape and "
+                "data_offsets");
+  EXPECT_EQ(problem(entry(R"("dtype":"F32\t)" + std::string(100, '3') + R"(","shape":[1],"data_offsets":[0,4])"))
+                .rfind("tensor 'w': unknown dtype \"F32\\t" + std::string(35, '3') + "... (104 bytes)\" (known: BOOL, ",
+                       0),
+            0u);
+  EXPECT_EQ(problem(entry(R"("shape":[1],"data_offsets":[0,4],"dtype":"F32","\u0007)" + std::string(50, 'k') +
+                          R"(":1)"),
+                    std::string(4, 'x')),
+            "tensor 'w': unknown field \"\\x07" + std::string(36, 'k') + "... (51 bytes)\" (the format's are dtype, "
+            "shape and data_offsets)");
+  EXPECT_EQ(problem(R"({"__metadata__": {")" + std::string(200, 'm') + R"(": 3}})"),
+            "__metadata__ \"" + std::string(120, 'm') + "... (200 bytes)\" is a JSON number; the format allows strings "
+            "only");
+  // The token nlohmann quotes ("last read: '...'") is cut too: here an unclosed string of 100,000 bytes.
+  EXPECT_EQ(problem(R"({"w": ")" + std::string(100000, 'v')),
+            "the header (bytes 8 to 100,015) is not JSON: at byte 100,015: parse error at line 1, column 100008: "
+            "syntax error while parsing value - invalid string: missing closing quote; last read: '\"" +
+                std::string(39, 'v') + "... (100,001 bytes)'");
+}
+
+// Note [A timed test]: a header of n entries is written and read in time
+// linear in n (Note [The header through SAX], tensor/safetensors.cpp). With
+// a linear search per key, 100,000 entries take a minute; in linear time,
+// about a second. The bound is wall-clock time and generous (20 s), so that a
+// loaded machine or a sanitizer build passes while a quadratic reader cannot.
+TEST(SafetensorsMalformed, AHeaderOfManyEntriesIsWrittenAndReadInLinearTime) {
+  constexpr int kTensors = 100000;
+  SafetensorsFile file;
+  for (int i = 0; i < kTensors; ++i) {
+    // Every tenth tensor has no bytes: its offsets equal the next one's begin,
+    // and only the file's order places it.
+    const auto byte = static_cast<uint8_t>(i);
+    file.tensors.push_back(i % 10 == 0 ? host_tensor("t" + std::to_string(i), "U8", {0}, nullptr, 0)
+                                       : host_tensor("t" + std::to_string(i), "U8", {1}, &byte, 1));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const std::string bytes = encode_safetensors(file);
+  const SafetensorsFile back =
+      decode_safetensors({reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()}, "many.safetensors");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(back.tensors.size(), file.tensors.size());
+  for (size_t i = 0; i < back.tensors.size(); ++i) {
+    if (back.tensors[i].name != file.tensors[i].name || back.tensors[i].bytes != file.tensors[i].bytes) {
+      ADD_FAILURE() << "tensor " << i << " read back as " << back.tensors[i].name;
+      break;
+    }
+  }
+  EXPECT_LT(seconds, 20.0) << kTensors << " entries";
+}
+
 // The offsets must tile the data area: from 0, in order, no gap, no overlap,
 // to the end of the file.
 TEST(SafetensorsMalformed, OffsetsThatDoNotTileTheData) {
@@ -176,7 +237,7 @@ TEST(SafetensorsMalformed, TheFileItself) {
       read(dir.path());
       FAIL();
     } catch (const DataError& e) {
-      EXPECT_EQ(std::string(e.what()), dir.path() + ": not a regular file");
+      EXPECT_EQ(std::string(e.what()), dir.path() + ": cannot open it: Is a directory");
     }
   }
   // A truncated file: the header is checked against the file's size without reading the data.

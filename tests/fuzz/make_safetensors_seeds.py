@@ -65,6 +65,10 @@ SEEDS = {
     "truncated": file_of([W])[:-3],
     "metadata_number": raw(b'{"__metadata__":{"epoch":3}}'),
     "huge_shape": raw(b'{"w":{"dtype":"F32","shape":[18446744073709551615,0],"data_offsets":[0,0]}}'),
+    # Many entries (the reader is linear in them), every fourth of no bytes:
+    # as many as fit in the fuzzer's 4 KB inputs.
+    "many_entries": file_of([(f"t{i}", "U8", [0] if i % 4 == 0 else [1], b"" if i % 4 == 0 else bytes([i]))
+                             for i in range(60)]),
 }
 
 

@@ -2,14 +2,13 @@
 // page with charts (tools/cli/report_html.h) from what `glassbox time --json`,
 // `glassbox sweep` or `glassbox trace` wrote. The page is written whole or
 // not at all (tensor/atomic_file.h); by default beside the input, FILE.html.
-#include <cerrno>
+#include <cstdint>
 #include <cstdio>
-#include <cstring>
-#include <memory>
 #include <string>
 
 #include "tensor/atomic_file.h"
 #include "tensor/error.h"
+#include "tensor/input_file.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/flag_specs.h"
@@ -18,16 +17,16 @@
 namespace glassbox::cli {
 namespace {
 
+// The most bytes report reads: 1 GiB, far above what glassbox time, sweep and
+// trace write (kilobytes to a few megabytes); the page is made in memory whole.
+constexpr uint64_t kMaxReportInputBytes = uint64_t{1} << 30;
+
 std::string read_whole(const std::string& path) {
-  errno = 0;
-  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
-  std::string contents;
-  if (file != nullptr) {
-    char buffer[1 << 16];
-    size_t got = 0;
-    while ((got = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) contents.append(buffer, got);
+  std::string contents, reason;
+  if (!read_regular_file(path, kMaxReportInputBytes, "a report's input (it is parsed in memory whole)", contents,
+                         reason)) {
+    throw Error(cat("cannot read ", path, ": ", reason));
   }
-  if (file == nullptr || std::ferror(file.get())) throw Error(cat("cannot read ", path, ": ", std::strerror(errno)));
   return contents;
 }
 

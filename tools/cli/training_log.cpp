@@ -1,16 +1,64 @@
 // tools/cli/training_log.cpp
 #include "tools/cli/training_log.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
 
 namespace glassbox::cli {
+namespace {
+
+// What a path that is not a regular file is, for the refusal.
+const char* what_it_is(mode_t mode) {
+  return S_ISDIR(mode)    ? "a directory"
+         : S_ISFIFO(mode) ? "a named pipe"
+         : S_ISCHR(mode)  ? "a character device"
+         : S_ISBLK(mode)  ? "a block device"
+         : S_ISSOCK(mode) ? "a socket"
+                          : "not a file";
+}
+
+[[noreturn]] void refuse_not_regular(const std::string& path, mode_t mode) {
+  throw ConfigError(cat("--log ", path, " is ", what_it_is(mode),
+                        ", not a regular file: the log is a file that lines are appended to"));
+}
+
+[[noreturn]] void cannot_open(const std::string& path, int error) {
+  throw Error(cat("--log ", path, ": cannot open for appending: ", std::strerror(error)));
+}
+
+}  // namespace
 
 TrainingLog::TrainingLog(const std::string& path, int every_steps) : path_(path), every_steps_(every_steps) {
-  file_ = std::fopen(path.c_str(), "a+");
-  if (file_ == nullptr) throw Error(cat("--log ", path, ": cannot open for appending: ", std::strerror(errno)));
+  // Only a regular file, or a new one: a named pipe would block the run (its
+  // writes wait for a reader once the pipe is full), and a device would be
+  // written to. Checked with stat() before opening, and again with fstat()
+  // on a descriptor opened with O_NONBLOCK (which never blocks), in case the
+  // path changed in between.
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) refuse_not_regular(path, info.st_mode);
+  int fd = -1;
+  do {
+    fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0666);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) cannot_open(path, errno);
+  if (::fstat(fd, &info) == 0 && !S_ISREG(info.st_mode)) {
+    ::close(fd);
+    refuse_not_regular(path, info.st_mode);
+  }
+  // Blocking writes from here on: O_NONBLOCK was for the open only.
+  const int flags = ::fcntl(fd, F_GETFL);
+  file_ = flags >= 0 && ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 ? ::fdopen(fd, "a+") : nullptr;
+  if (file_ == nullptr) {
+    const int error = errno;
+    ::close(fd);
+    cannot_open(path, error);
+  }
   // A run killed in the middle of a line leaves it unfinished: end it, so
   // that this run's first line stands on its own (readers report the broken one).
   const bool unfinished = std::fseek(file_, -1, SEEK_END) == 0 && std::fgetc(file_) != '\n';
@@ -63,10 +111,12 @@ void TrainingLog::epoch(const EpochReport& e) {
                          {"images_per_second", e.images_per_second},
                          {"skipped", e.skipped}};
   // A language model's evaluations score no accuracy: its perplexities instead.
+  // Each evaluation counts its unreadable samples apart, as `skipped` does training's.
   if (e.validation) {
     line["valid_loss"] = e.validation->loss();
     line["valid_perplexity"] = e.validation->perplexity();
     line["valid_seconds"] = e.validation->seconds;
+    line["valid_unreadable"] = e.validation->unreadable;
   }
   if (e.test) {
     line["test_loss"] = e.test->loss();
@@ -76,6 +126,7 @@ void TrainingLog::epoch(const EpochReport& e) {
       line["test_perplexity"] = e.test->perplexity();
     }
     line["test_seconds"] = e.test->seconds;
+    line["test_unreadable"] = e.test->unreadable;
   }
   if (!e.checkpoint.empty()) line["checkpoint"] = e.checkpoint;
   write(line.dump());

@@ -6,9 +6,13 @@
 //   {"event":"start","net":"LeNet","data":"fashion-mnist","batch":64,"device":"cpu",...}
 //   {"event":"step","epoch":1,"step":100,"global_step":100,"loss":0.61,"lr":0.0499,"images_per_second":9811.2}
 //   {"event":"epoch","epoch":1,"train_loss":0.60,"train_accuracy":0.78,"test_loss":0.45,"test_accuracy":0.83,
-//    "seconds":6.1,"data_wait_seconds":0.1,"compute_seconds":5.9,"images_per_second":9822.0,"lr":0.0488,...}
+//    "seconds":6.1,"data_wait_seconds":0.1,"compute_seconds":5.9,"images_per_second":9822.0,"lr":0.0488,
+//    "skipped":0,"test_unreadable":0,...}
 // A language model's epoch lines carry valid_loss, valid_perplexity and
 // test_perplexity instead of accuracies (its images_per_second counts tokens).
+// Unreadable samples are left out of every number and counted apart:
+// `skipped` in training (this rank's), `test_unreadable` and
+// `valid_unreadable` in the evaluations.
 #pragma once
 
 #include <cstdio>
@@ -22,8 +26,9 @@ namespace glassbox::cli {
 class TrainingLog {
  public:
   // Opens `path` for appending (a resumed run continues its log), ending a
-  // last line that a killed run left unfinished. Throws Error naming the
-  // path and the system's reason.
+  // last line that a killed run left unfinished. Throws ConfigError for a
+  // path that is there but not a regular file (a named pipe, a device), and
+  // Error naming the path and the system's reason if it cannot be opened.
   TrainingLog(const std::string& path, int every_steps);
   ~TrainingLog();
   TrainingLog(const TrainingLog&) = delete;
