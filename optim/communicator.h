@@ -53,6 +53,10 @@ struct JobPlacement {
 // Read once; never initialises MPI.
 JobPlacement job_placement();
 
+// The most one rank sends in an all_gather: set-up descriptions and
+// per-epoch scores are a few hundred bytes.
+inline constexpr size_t kMaxGatherBytes = size_t{1} << 20;
+
 struct CommunicatorOptions {
   double timeout_seconds = 300.0;  // per wait; a collective slower than this is a failure
 };
@@ -96,7 +100,10 @@ class Communicator {
 
   // Blocking, for set-up: rank `root`'s data copied to every rank.
   virtual void broadcast(Context& ctx, const Tensor& data, int root) = 0;
-  // Blocking, for set-up checks on the host: every rank's string, in rank order.
+  // Blocking, for set-up checks on the host: every rank's string, in rank
+  // order. Each rank sends at most kMaxGatherBytes: more is a ConfigError on
+  // the sender, and a length outside that from another rank is a
+  // CommunicationError, found before anything is allocated from it.
   virtual std::vector<std::string> all_gather(std::string_view mine) = 0;
 };
 

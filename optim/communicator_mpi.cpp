@@ -10,6 +10,15 @@
 // Every call goes through a duplicate of MPI_COMM_WORLD with MPI_ERRORS_RETURN,
 // so that an MPI failure is a CommunicationError naming the rank and the
 // operation, with MPI's own message, and not an abort inside MPI.
+//
+// Note [Set-up messages apart from gradients]: MPI matches collectives on a
+// communicator by their order alone. Ranks that disagree on the number of
+// steps could otherwise match one rank's all-gather of a few bytes with
+// another's all-reduce of a gradient bucket, and MPI would write the bucket
+// into the gather's buffer. So the gradients and the set-up collectives
+// (broadcast, all_gather) go through two duplicates of MPI_COMM_WORLD: a
+// mismatch then waits until the deadline and fails with a message, and the
+// gathered lengths are checked before anything is allocated from them.
 #include <mpi.h>
 
 #include <chrono>
@@ -86,6 +95,7 @@ int checked_count(size_t count, std::string_view who, std::string_view operation
 // first kSpinFor of a wait (short reductions finish there at full speed) and
 // then sleeps kPollSleep between polls.
 constexpr auto kSpinFor = std::chrono::milliseconds(2);
+
 constexpr auto kPollSleep = std::chrono::microseconds(50);
 
 class MpiCommunicator final : public Communicator {
@@ -95,7 +105,8 @@ class MpiCommunicator final : public Communicator {
         size_(placement.size),
         who_(cat("rank ", placement.rank, " of ", placement.size, ": ")),
         timeout_(options.timeout_seconds),
-        comm_(who_) {}
+        comm_(who_),
+        setup_comm_(who_) {}
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -176,28 +187,41 @@ class MpiCommunicator final : public Communicator {
     }
     const int count = checked_count(data.bytes(), who_, "broadcast", data.bytes());
     MPI_Request request = MPI_REQUEST_NULL;
-    check_call(MPI_Ibcast(data.raw(), count, MPI_BYTE, root, comm_.get(), &request), "MPI_Ibcast");
+    check_call(MPI_Ibcast(data.raw(), count, MPI_BYTE, root, setup_comm_.get(), &request), "MPI_Ibcast");
     wait_for(request, cat("broadcast of ", format_bytes(static_cast<int64_t>(data.bytes())), " from rank ", root));
   }
 
   std::vector<std::string> all_gather(std::string_view mine) override {
     check_usable();
-    int length = checked_count(mine.size(), who_, "all-gather", mine.size());
+    if (mine.size() > kMaxGatherBytes) {
+      throw ConfigError(cat(who_, "all-gather of ", format_bytes(static_cast<int64_t>(mine.size())),
+                            ": more than a set-up message may hold (",
+                            format_bytes(static_cast<int64_t>(kMaxGatherBytes)), ")"));
+    }
+    int length = static_cast<int>(mine.size());
     std::vector<int> lengths(static_cast<size_t>(size_));
     MPI_Request request = MPI_REQUEST_NULL;
-    check_call(MPI_Iallgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_.get(), &request),
+    check_call(MPI_Iallgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, setup_comm_.get(), &request),
                "MPI_Iallgather");
     wait_for(request, "all-gather of the string lengths");
     std::vector<int> offsets(lengths.size());
     size_t total = 0;
     for (size_t r = 0; r < lengths.size(); ++r) {
-      offsets[r] = checked_count(total, who_, "all-gather", total);
+      // Note [Set-up messages apart from gradients]: a length is another
+      // rank's word, checked before it sizes anything.
+      if (lengths[r] < 0 || static_cast<size_t>(lengths[r]) > kMaxGatherBytes) {
+        broken_ = true;
+        throw CommunicationError(cat(who_, "all-gather: rank ", r, " announces ", lengths[r],
+                                     " bytes, outside [0, ", kMaxGatherBytes,
+                                     "]; the ranks are not running the same program at the same point"));
+      }
+      offsets[r] = static_cast<int>(total);
       total += static_cast<size_t>(lengths[r]);
     }
     checked_count(total, who_, "all-gather", total);
     std::string gathered(total, '\0');
     check_call(MPI_Iallgatherv(mine.data(), length, MPI_CHAR, gathered.data(), lengths.data(), offsets.data(),
-                               MPI_CHAR, comm_.get(), &request),
+                               MPI_CHAR, setup_comm_.get(), &request),
                "MPI_Iallgatherv");
     wait_for(request, cat("all-gather of ", format_bytes(static_cast<int64_t>(total))));
     std::vector<std::string> all;
@@ -266,7 +290,8 @@ class MpiCommunicator final : public Communicator {
   int size_;
   std::string who_;  // "rank 1 of 2: ", the start of every message
   double timeout_;
-  OwnedComm comm_;
+  OwnedComm comm_;        // the gradients' all-reduces
+  OwnedComm setup_comm_;  // broadcast and all_gather: Note [Set-up messages apart from gradients]
   bool broken_ = false;  // a reduction failed or timed out: nothing more can be trusted
   Clock::time_point begin_ = Clock::now();
   std::vector<ReductionTime> times_;  // this step's reductions, in start order

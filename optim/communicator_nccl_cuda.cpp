@@ -144,9 +144,23 @@ class NcclCommunicator final : public Communicator {
 
   // Through the GPU: every rank's length, then every string padded to the longest.
   std::vector<std::string> all_gather(std::string_view mine) override {
+    if (mine.size() > kMaxGatherBytes) {
+      throw ConfigError(cat(who_, "all-gather of ", format_bytes(static_cast<int64_t>(mine.size())),
+                            ": more than a set-up message may hold (",
+                            format_bytes(static_cast<int64_t>(kMaxGatherBytes)), ")"));
+    }
     const std::vector<int64_t> lengths = gather_bytes<int64_t>({static_cast<int64_t>(mine.size())}, "lengths");
     size_t longest = 0;
-    for (int64_t length : lengths) longest = std::max(longest, static_cast<size_t>(length));
+    for (size_t r = 0; r < lengths.size(); ++r) {
+      // Another rank's word, checked before it sizes the second gather.
+      if (lengths[r] < 0 || static_cast<size_t>(lengths[r]) > kMaxGatherBytes) {
+        abort();
+        throw CommunicationError(cat(who_, "all-gather: rank ", r, " announces ", lengths[r],
+                                     " bytes, outside [0, ", kMaxGatherBytes,
+                                     "]; the ranks are not running the same program at the same point"));
+      }
+      longest = std::max(longest, static_cast<size_t>(lengths[r]));
+    }
     std::vector<char> padded(std::max<size_t>(longest, 1), '\0');
     std::memcpy(padded.data(), mine.data(), mine.size());
     const std::vector<char> all = gather_bytes<char>(padded, "strings");

@@ -206,6 +206,20 @@ TEST(GradientSync, RefusesAnInferencePlan) {
             "data-parallel training needs a graph compiled for training; this one has no gradients");
 }
 
+using Properties = std::vector<std::pair<std::string, std::string>>;
+
+// What a rank with this replica sends, as check_replicas builds it.
+Properties replica_properties(const std::string& network, int batch, int64_t parameters, uint64_t seed,
+                              uint64_t hash, const Properties& settings = {}) {
+  Properties all = {{"the network", network},
+                    {"the batch per rank", std::to_string(batch)},
+                    {"the parameter count", std::to_string(parameters)},
+                    {"the seed", std::to_string(seed)},
+                    {"the parameter values (hash)", std::to_string(hash)}};
+  all.insert(all.end(), settings.begin(), settings.end());
+  return all;
+}
+
 TEST(ReplicaCheck, PassesIdenticalReplicasAndNamesTheRanksThatDiffer) {
   Context ctx = Context::cpu();
   Graph graph = compiled_mlp(ctx);
@@ -214,22 +228,80 @@ TEST(ReplicaCheck, PassesIdenticalReplicasAndNamesTheRanksThatDiffer) {
   EXPECT_NO_THROW(check_replicas(ctx, graph, same, replica));
 
   // Rank 2 built another network; rank 1 is the same as rank 0.
-  const std::string other = "LeNet\n4\n61706\n1\n42\n";
+  const std::string other = encode_replica_message(replica_properties("LeNet", 4, 61706, 1, 42));
   RecordingCommunicator differs(3, {"", other});
   EXPECT_EQ(testing::message_of<ConfigError>([&] { check_replicas(ctx, graph, differs, replica); }),
-            "ranks disagree on the network: rank 2 has LeNet; ranks 0, 1 have MLP:32,64,48,10 (every rank must "
+            "ranks disagree on the network: ranks 0, 1 have MLP:32,64,48,10; rank 2 has LeNet (every rank must "
             "build the same network from the same parameters)");
 
   // Same network, other parameter values (a checkpoint loaded on one rank).
   Graph changed = compiled_mlp(ctx);
   from_vector<float>(ctx, std::vector<float>(static_cast<size_t>(changed.parameters().numel()), 0.5f),
                      changed.parameters());
-  std::string text = "MLP:32,64,48,10\n4\n" + std::to_string(graph.parameter_count()) + "\n1\n" +
-                     std::to_string(parameter_hash(ctx, changed)) + "\n";
+  const std::string text = encode_replica_message(
+      replica_properties("MLP:32,64,48,10", 4, graph.parameter_count(), 1, parameter_hash(ctx, changed)));
   RecordingCommunicator hashes(2, {text});
   const std::string message = testing::message_of<ConfigError>([&] { check_replicas(ctx, graph, hashes, replica); });
   EXPECT_TRUE(message.starts_with("ranks disagree on the parameter values (hash): ")) << message;
   EXPECT_NE(parameter_hash(ctx, graph), parameter_hash(ctx, changed));
+}
+
+// The settings that decide the steps and the update are compared too, by
+// flag: a rank with more data would start all-reduces no other rank joins.
+TEST(ReplicaCheck, NamesTheSettingTheRanksDisagreeOn) {
+  Context ctx = Context::cpu();
+  Graph graph = compiled_mlp(ctx);
+  const Properties settings = {{"--data", "synthetic:256"}, {"--bucket-mb", "25"}, {"--lr", "0.05"}};
+  const ReplicaDescription replica{.network = "MLP:32,64,48,10", .batch = 4, .seed = 1, .settings = settings};
+  const uint64_t hash = parameter_hash(ctx, graph);
+  const auto rank_with = [&](const Properties& theirs) {
+    return encode_replica_message(replica_properties("MLP:32,64,48,10", 4, graph.parameter_count(), 1, hash, theirs));
+  };
+  RecordingCommunicator same(2, {rank_with(settings)});
+  EXPECT_NO_THROW(check_replicas(ctx, graph, same, replica));
+
+  RecordingCommunicator data(2, {rank_with({{"--data", "synthetic:512"}, {"--bucket-mb", "25"}, {"--lr", "0.05"}})});
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { check_replicas(ctx, graph, data, replica); }),
+            "ranks disagree on --data: rank 0 has synthetic:256; rank 1 has synthetic:512 (every rank must train "
+            "with the same settings)");
+
+  RecordingCommunicator buckets(
+      3, {"", rank_with({{"--data", "synthetic:256"}, {"--bucket-mb", "1"}, {"--lr", "0.05"}})});
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { check_replicas(ctx, graph, buckets, replica); }),
+            "ranks disagree on --bucket-mb: ranks 0, 1 have 25; rank 2 has 1 (every rank must train with the same "
+            "settings)");
+
+  // A rank that does not send a setting (another version of the program).
+  RecordingCommunicator missing(2, {rank_with({{"--data", "synthetic:256"}, {"--bucket-mb", "25"}})});
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { check_replicas(ctx, graph, missing, replica); }),
+            "ranks disagree on --lr: rank 0 has 0.05; rank 1 has nothing (it does not send this) (every rank must "
+            "train with the same settings)");
+
+  // Another rank's value is escaped and cut before it is shown.
+  RecordingCommunicator odd(2, {rank_with({{"--data", "folder:a\nb" + std::string(100, 'x')}, {"--bucket-mb", "25"},
+                                           {"--lr", "0.05"}})});
+  const std::string message = testing::message_of<ConfigError>([&] { check_replicas(ctx, graph, odd, replica); });
+  EXPECT_TRUE(message.starts_with("ranks disagree on --data: rank 0 has synthetic:256; rank 1 has folder:a\\nb"))
+      << message;
+  EXPECT_NE(message.find("... (110 bytes)"), std::string::npos) << message;
+}
+
+TEST(ReplicaCheck, RefusesAMessageThatIsNotADescription) {
+  Context ctx = Context::cpu();
+  Graph graph = compiled_mlp(ctx);
+  const ReplicaDescription replica{.network = "MLP:32,64,48,10", .batch = 4, .seed = 1};
+  RecordingCommunicator garbage(2, {"12 34 0x1p+3"});
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { check_replicas(ctx, graph, garbage, replica); }),
+            "rank 1 sent a start-up description that is not one (12 bytes): are all ranks the same program?");
+}
+
+TEST(ReplicaMessage, RoundTripsAnyBytesAndRefusesWhatIsNotOne) {
+  const Properties properties = {{"--data", std::string("a:b\n\0c", 7)}, {"", ""}, {"5:x", "12:"}};
+  EXPECT_EQ(decode_replica_message(encode_replica_message(properties)), properties);
+  EXPECT_EQ(decode_replica_message(""), Properties{});
+  for (const char* bad : {"5", "5:abc", "x:1", "3:abc", "3:abc9999999999999999999999:", "-1:"}) {
+    EXPECT_FALSE(decode_replica_message(bad).has_value()) << bad;
+  }
 }
 
 }  // namespace

@@ -91,6 +91,16 @@ int collectives(Communicator& comm, Context& ctx) {
       throw Error(cat("rank ", comm.rank(), ": all_gather returned a wrong string for rank ", r));
     }
   }
+  // More than kMaxGatherBytes is refused by the sender, before any rank sends anything.
+  try {
+    comm.all_gather(std::string(kMaxGatherBytes + 1, 'x'));
+    throw Error(cat("rank ", comm.rank(), ": an all_gather of ", kMaxGatherBytes + 1, " bytes was accepted"));
+  } catch (const ConfigError& e) {
+    if (!std::string_view(e.what()).ends_with(
+            "all-gather of 1.00 MiB: more than a set-up message may hold (1.00 MiB)")) {
+      throw;
+    }
+  }
   // A new step while a reduction is in flight is refused, and the reduction still completes.
   comm.begin_step(ctx);
   comm.start_average(ctx, t);
@@ -145,6 +155,24 @@ int setup_timeout(Communicator& comm, Context& ctx) {
   return 0;
 }
 
+// Ranks out of step: rank 0 gathers a few bytes of set-up text while rank 1
+// all-reduces a 1 MiB gradient bucket. The two go through different MPI
+// communicators (Note [Set-up messages apart from gradients]), so neither
+// receives the other's message: both wait until the 2 s deadline and fail
+// with a message, and no buffer is overrun.
+int mismatched_collectives(Communicator& comm, Context& ctx) {
+  if (comm.rank() == 0) {
+    comm.all_gather("a few bytes");
+    return 0;
+  }
+  Tensor t = ctx.allocate(Shape{1 << 18}, DType::kFloat32, MemoryCategory::kGradients);
+  std::fill_n(t.data<float>(), t.numel(), 1.0f);
+  comm.begin_step(ctx);
+  comm.start_average(ctx, t);
+  comm.wait_all(ctx);
+  return 0;
+}
+
 int exit_early(Communicator& comm, Context& ctx) {
   Tensor t = ctx.allocate(Shape{1 << 18}, DType::kFloat32, MemoryCategory::kGradients);
   std::fill_n(t.data<float>(), t.numel(), 1.0f);
@@ -186,15 +214,20 @@ int run(int argc, char** argv) {
   const std::string which = argc > 1 ? argv[1] : "";
   Context ctx = Context::cpu();
   CommunicatorOptions options;
-  if (which == "timeout" || which == "setup-timeout" || which == "exit-early") options.timeout_seconds = 2.0;
+  if (which == "timeout" || which == "setup-timeout" || which == "exit-early" || which == "mismatched-collectives") {
+    options.timeout_seconds = 2.0;
+  }
   std::unique_ptr<Communicator> comm = make_communicator(ctx, options);
   if (which == "average") return average(*comm, ctx);
   if (which == "collectives") return collectives(*comm, ctx);
   if (which == "timeout") return timeout(*comm, ctx);
   if (which == "setup-timeout") return setup_timeout(*comm, ctx);
   if (which == "exit-early") return exit_early(*comm, ctx);
+  if (which == "mismatched-collectives") return mismatched_collectives(*comm, ctx);
   if (which == "progress-check") return progress_check(*comm, ctx);
-  throw ConfigError(cat("unknown case '", which, "': average, collectives, timeout, setup-timeout, exit-early, progress-check"));
+  throw ConfigError(cat("unknown case '", which,
+                        "': average, collectives, timeout, setup-timeout, mismatched-collectives, exit-early, "
+                        "progress-check"));
 }
 
 }  // namespace

@@ -67,6 +67,18 @@ TEST(MpiCommunicator, SetUpCollectivesHaveTheDeadlineToo) {
   EXPECT_LT(job.seconds, 20.0) << job.outcome.output;
 }
 
+// Rank 0 in an all_gather, rank 1 in an all-reduce: each times out naming
+// its own collective (under ASan, before the set-up messages had their own
+// MPI communicator, the bucket landed in the gather's 8-byte buffer).
+TEST(MpiCommunicator, RanksInDifferentCollectivesTimeOutInsteadOfExchangingData) {
+  const Job job = run_job("mismatched-collectives");
+  EXPECT_EQ(job.outcome.exit_code, 1) << job.outcome.output;
+  EXPECT_TRUE(contains(job.outcome.output, "did not finish within 2 s; another rank may have exited or hung"))
+      << job.outcome.output;
+  EXPECT_FALSE(contains(job.outcome.output, "invalid pointer")) << job.outcome.output;
+  EXPECT_LT(job.seconds, 20.0) << job.outcome.output;
+}
+
 // The launcher's environment says rank 1 of 2, but the process was started
 // alone: MPI's world has one rank, and the communicator refuses to guess.
 TEST(MpiCommunicator, EnvironmentDisagreeingWithMpiIsAConfigError) {

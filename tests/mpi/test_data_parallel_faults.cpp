@@ -47,5 +47,33 @@ TEST(DataParallelFaults, ARankThatHangsMidStepIsNamedAndTheJobEnds) {
   EXPECT_LT(job.seconds, 30.0) << "abort_job did not end rank 1's sleep:\n" << job.outcome.output;
 }
 
+// Ranks started with different settings (mpirun's MPMD form, `A : B`) are
+// refused at start-up, every rank naming the setting and each rank's value.
+// Without the check, different --data sizes gave the ranks different step
+// counts, and rank 1's gradients were written into another collective's buffer.
+TEST(DataParallelFaults, RanksWithDifferentSettingsAreRefusedAtStartUp) {
+  const std::string train = std::string(GLASSBOX_CLI_PATH) + " train LeNet --device cpu --epochs 1 --batch 16 ";
+  struct Case {
+    std::string rank0, rank1, expected;
+  };
+  for (const Case& c :
+       {Case{"--data synthetic:256", "--data synthetic:512",
+             "ranks disagree on --data: rank 0 has synthetic:256; rank 1 has synthetic:512 (every rank must train "
+             "with the same settings)"},
+        Case{"--data synthetic:256 --bucket-mb 1", "--data synthetic:256 --bucket-mb 2",
+             "ranks disagree on --bucket-mb: rank 0 has 1; rank 1 has 2"},
+        Case{"--data synthetic:256 --lr 0.1", "--data synthetic:256 --lr 0.2",
+             "ranks disagree on --lr: rank 0 has 0.1; rank 1 has 0.2"}}) {
+    const auto start = std::chrono::steady_clock::now();
+    const CommandOutcome outcome = run_command("timeout -k 5 90 " + std::string(MPI_LAUNCHER) + " -np 1 " + train +
+                                               c.rank0 + " : -np 1 " + train + c.rank1);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_NE(outcome.exit_code, 0) << outcome.output;
+    EXPECT_NE(outcome.exit_code, 124) << "the job hung until timeout(1) ended it:\n" << outcome.output;
+    EXPECT_TRUE(contains(outcome.output, c.expected)) << c.expected << "\n" << outcome.output;
+    EXPECT_LT(seconds, 60.0) << outcome.output;
+  }
+}
+
 }  // namespace
 }  // namespace glassbox::testing
