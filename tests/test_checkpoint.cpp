@@ -5,18 +5,26 @@
 // (momentum and training state too) so that the next step is the same; a
 // PyTorch state_dict loads and gives PyTorch's logits; every file that does
 // not fit is refused, naming the file, the tensors and both shapes, before
-// anything is written. A writer killed mid-write: tests/test_checkpoint_kill.cpp.
+// anything is written; so are values training cannot leave, and a
+// checkpoint whose two files are not of one run and step; a directory a run
+// writes into is locked. A writer killed mid-write: tests/test_checkpoint_kill.cpp.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 
 #include "graph/builder.h"
 #include "train/checkpoint.h"
 #include "tensor/copy.h"
 #include "tensor/safetensors.h"
+#include "tests/support/data_files.h"
 #include "tests/support/devices.h"
 #include "tests/support/harness.h"
 #include "tests/support/temp_dir.h"
@@ -89,6 +97,11 @@ void expect_bits(const std::vector<float>& a, const std::vector<float>& b, const
 std::vector<float> parameters(Context& ctx, const Graph& g) { return values(ctx, g.named_parameters()); }
 std::vector<float> statistics(Context& ctx, const Graph& g) { return values(ctx, g.named_state()); }
 
+// A checkpoint's training state at `epoch` and `step` of a run whose id is `run_id`.
+TrainingState at(int epoch, int64_t step, const std::string& run_id = "0123456789abcdef") {
+  return {.epoch = epoch, .step = step, .run_id = run_id};
+}
+
 std::string error_of(const std::function<void()>& f) {
   try {
     f();
@@ -96,6 +109,22 @@ std::string error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "(no error)";
+}
+
+// The message of the error `read` throws, run on a thread of its own. A
+// reader that opens the named pipe `fifo` as a file blocks until a writer
+// comes: after 10 s the test opens the other end itself and fails, so that
+// a reader that blocks fails the test instead of hanging it.
+std::string refusal_of(const std::string& fifo, const std::function<void()>& read) {
+  std::future<std::string> message = std::async(std::launch::async, [&] { return error_of(read); });
+  if (message.wait_for(std::chrono::seconds(10)) == std::future_status::timeout) {
+    ADD_FAILURE() << "reading " << fifo << " blocked";
+    while (message.wait_for(std::chrono::milliseconds(100)) == std::future_status::timeout) {
+      const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // succeeds once a reader waits
+      if (fd >= 0) ::close(fd);
+    }
+  }
+  return message.get();
 }
 
 TEST(Checkpoint, AModelFileRestoresParametersAndStatisticsBitForBit) {
@@ -163,7 +192,8 @@ TEST(Checkpoint, ACheckpointRestoresTheWholeRunAndTheNextStepIsTheSame) {
   const NetSpec net = tiny_net();
   TinyRun trained(ctx, net, 1);
   for (int i = 0; i < 3; ++i) trained.step(ctx);
-  const TrainingState state{.epoch = 2, .step = 3, .config = {{"lr", "0.05"}, {"net", "Tiny"}}};
+  const TrainingState state{
+      .epoch = 2, .step = 3, .run_id = new_run_id(), .config = {{"lr", "0.05"}, {"net", "Tiny"}}};
   EXPECT_FALSE(has_checkpoint(dir.path()));
   const std::string run = dir.file("run");  // made by save_checkpoint
   save_checkpoint(run, ctx, trained.graph, net, trained.sgd, state);
@@ -181,17 +211,24 @@ TEST(Checkpoint, ACheckpointRestoresTheWholeRunAndTheNextStepIsTheSame) {
   EXPECT_EQ(train.tensors.size(), 6u);  // one per parameter
   EXPECT_EQ(train.metadata.at("config.lr"), "0.05");
   EXPECT_EQ(train.metadata.at("step"), "3");
-  EXPECT_EQ(read_safetensors(run + "/epoch-0002.safetensors").metadata.at("epoch"), "2");
+  EXPECT_EQ(train.metadata.at("run_id"), state.run_id);
+  // The model file carries the same run, epoch and step: the two are one checkpoint.
+  const SafetensorsFile model = read_safetensors(run + "/epoch-0002.safetensors");
+  EXPECT_EQ(model.metadata.at("epoch"), "2");
+  EXPECT_EQ(model.metadata.at("step"), "3");
+  EXPECT_EQ(model.metadata.at("run_id"), state.run_id);
 
   const TrainingState header_only = read_training_state(run);
   EXPECT_EQ(header_only.epoch, 2);
   EXPECT_EQ(header_only.step, 3);
+  EXPECT_EQ(header_only.run_id, state.run_id);
   EXPECT_EQ(header_only.config, state.config);
 
   TinyRun resumed(ctx, net, 99);
   const TrainingState loaded = load_checkpoint(run, ctx, resumed.graph, net, resumed.sgd);
   EXPECT_EQ(loaded.epoch, 2);
   EXPECT_EQ(loaded.step, 3);
+  EXPECT_EQ(loaded.run_id, state.run_id);
   EXPECT_EQ(loaded.config, state.config);
   expect_bits(parameters(ctx, resumed.graph), parameters(ctx, trained.graph), "parameters");
   expect_bits(statistics(ctx, resumed.graph), statistics(ctx, trained.graph), "running statistics");
@@ -203,7 +240,7 @@ TEST(Checkpoint, ACheckpointRestoresTheWholeRunAndTheNextStepIsTheSame) {
   }
   expect_bits(parameters(ctx, resumed.graph), parameters(ctx, trained.graph), "parameters one step later");
 
-  save_checkpoint(run, ctx, trained.graph, net, trained.sgd, {.epoch = 3, .step = 4});
+  save_checkpoint(run, ctx, trained.graph, net, trained.sgd, at(3, 4, state.run_id));
   EXPECT_EQ(read_training_state(run).epoch, 3);
   EXPECT_TRUE(std::filesystem::exists(run + "/epoch-0002.safetensors")) << "earlier epochs are kept";
 }
@@ -217,7 +254,7 @@ TEST(Checkpoint, ACheckpointMovesBetweenAGpuAndTheCpu) {
   const NetSpec net = tiny_net();
   TinyRun on_gpu(gpu, net, 1);
   for (int i = 0; i < 2; ++i) on_gpu.step(gpu);
-  save_checkpoint(dir.file("gpu"), gpu, on_gpu.graph, net, on_gpu.sgd, {.epoch = 1, .step = 2});
+  save_checkpoint(dir.file("gpu"), gpu, on_gpu.graph, net, on_gpu.sgd, at(1, 2));
   TinyRun on_cpu(cpu, net, 9);
   load_checkpoint(dir.file("gpu"), cpu, on_cpu.graph, net, on_cpu.sgd);
   expect_bits(parameters(cpu, on_cpu.graph), parameters(gpu, on_gpu.graph), "parameters, GPU to CPU");
@@ -277,6 +314,25 @@ TEST(Checkpoint, LoadingIsStrictAndNamesEveryProblem) {
   });
   EXPECT_EQ(load_error(), "1 unexpected: aux.weight");
 
+  // What the file declares is quoted as an excerpt: a shape of thousands of
+  // dimensions cut, an unexpected name escaped and cut.
+  save_model(path, ctx, run.graph, net, 0);
+  edit_file(path, [](SafetensorsFile& f) {
+    f.tensors.front().shape.assign(3000, 1);  // conv1.weight's 27 values as (27, 1, 1, ..., 1)
+    f.tensors.front().shape[0] = 27;
+    for (const std::string& name : {std::string("aux\x1b[2J.weight"), std::string(300, 'a')}) {
+      f.tensors.push_back(f.tensors[1]);
+      f.tensors.back().name = name;
+    }
+  });
+  std::string shape = "(27";
+  for (int i = 1; i < 3000; ++i) shape += ", 1";
+  shape += ")";
+  ASSERT_EQ(shape.size(), 9001u);
+  EXPECT_EQ(load_error(), "conv1.weight: the file has " + shape.substr(0, 120) + "... (9,001 bytes), Tiny expects "
+                          "(3, 1, 3, 3); 2 unexpected: aux\\x1b[2J.weight, " + std::string(120, 'a') +
+                          "... (300 bytes)");
+
   save_model(path, ctx, run.graph, net, 0);
   edit_file(path, [](SafetensorsFile& f) {
     HostTensor& w = f.tensors.front();
@@ -310,7 +366,7 @@ TEST(Checkpoint, BrokenCheckpointDirectoriesAreRefusedByName) {
   EXPECT_EQ(load(), ckpt + "/latest: cannot open it (no checkpoint in " + ckpt + "?)");
   EXPECT_EQ(error_of([&] { read_training_state(ckpt); }), ckpt + "/latest: cannot open it (no checkpoint in " + ckpt + "?)");
 
-  save_checkpoint(ckpt, ctx, run.graph, net, run.sgd, {.epoch = 1, .step = 6});
+  save_checkpoint(ckpt, ctx, run.graph, net, run.sgd, at(1, 6));
   std::ofstream(ckpt + "/latest") << "epoch-1\n";
   EXPECT_EQ(load(), ckpt + "/latest: 'epoch-1' does not name an epoch's checkpoint (epoch-0003)");
   std::ofstream(ckpt + "/latest") << "epoch-0007\n";
@@ -334,11 +390,11 @@ TEST(Checkpoint, BrokenCheckpointDirectoriesAreRefusedByName) {
   EXPECT_EQ(load(), train + ": does not match Tiny: 1 missing: momentum_buffer.fc.bias");
 
   // The model file refused: the momentum file, though fine, was not written in either.
-  save_checkpoint(ckpt, ctx, run.graph, net, run.sgd, {.epoch = 1, .step = 6});
+  save_checkpoint(ckpt, ctx, run.graph, net, run.sgd, at(1, 6));
   const std::vector<float> velocity = to_vector<float>(ctx, run.sgd.velocity());
   TinyRun other(ctx, net, 5);
   for (int i = 0; i < 2; ++i) other.step(ctx);
-  save_checkpoint(ckpt, ctx, other.graph, net, other.sgd, {.epoch = 1, .step = 6});
+  save_checkpoint(ckpt, ctx, other.graph, net, other.sgd, at(1, 6));
   edit_file(ckpt + "/epoch-0001.safetensors", [](SafetensorsFile& f) { f.tensors.pop_back(); });
   EXPECT_EQ(load(), ckpt + "/epoch-0001.safetensors: does not match Tiny: 1 missing: fc.bias");
   expect_bits(to_vector<float>(ctx, run.sgd.velocity()), velocity, "momentum after a refused checkpoint");
@@ -346,8 +402,208 @@ TEST(Checkpoint, BrokenCheckpointDirectoriesAreRefusedByName) {
   EXPECT_EQ(error_of([&] { save_checkpoint(ckpt, ctx, run.graph, net, run.sgd, {.epoch = -1}); }),
             "save_checkpoint: epoch -1 is negative");
   std::ofstream(dir.file("a_file")) << "x";
-  EXPECT_EQ(error_of([&] { save_checkpoint(dir.file("a_file/ckpt"), ctx, run.graph, net, run.sgd, {}); }),
+  EXPECT_EQ(error_of([&] { save_checkpoint(dir.file("a_file/ckpt"), ctx, run.graph, net, run.sgd, at(0, 0)); }),
             "cannot make the checkpoint directory '" + dir.file("a_file/ckpt") + "': Not a directory");
+}
+
+// `latest` is read as what it is, one line in a regular file: a named pipe
+// in its place is refused at once, not waited on; a file past 4 KiB is
+// refused without being read; what it holds is quoted escaped and cut.
+TEST(Checkpoint, ALatestThatIsNotOneLineOfARegularFileIsRefused) {
+  Context ctx = Context::cpu();
+  testing::TempDir dir;
+  const NetSpec net = tiny_net();
+  TinyRun run(ctx, net, 1);
+  const std::string ckpt = dir.file("ckpt"), latest = ckpt + "/latest";
+  save_checkpoint(ckpt, ctx, run.graph, net, run.sgd, at(1, 6));
+  auto load = [&] { return error_of([&] { load_checkpoint(ckpt, ctx, run.graph, net, run.sgd); }); };
+
+  std::filesystem::remove(latest);
+  ASSERT_EQ(::mkfifo(latest.c_str(), 0600), 0) << latest;
+  const std::string pipe = latest + ": cannot read: Is a named pipe, not a regular file";
+  EXPECT_EQ(refusal_of(latest, [&] { load_checkpoint(ckpt, ctx, run.graph, net, run.sgd); }), pipe);
+  EXPECT_EQ(refusal_of(latest, [&] { read_training_state(ckpt); }), pipe);
+  // A new run into the directory calls it broken rather than waiting on it.
+  EXPECT_TRUE(testing::contains(refusal_of(latest, [&] { (void)start_checkpoint_dir(ckpt, false); }),
+                                " holds another run's checkpoints (a broken latest), "));
+  std::filesystem::remove(latest);
+
+  std::ofstream(latest) << "epoch-\x1b[2J0001\r\n";
+  EXPECT_EQ(load(), latest + ": 'epoch-\\x1b[2J0001\\r' does not name an epoch's checkpoint (epoch-0003)");
+  std::ofstream(latest) << std::string(1000, 'e') << "\n";
+  EXPECT_EQ(load(), latest + ": '" + std::string(40, 'e') + "... (1,000 bytes)' does not name an epoch's checkpoint "
+                                                            "(epoch-0003)");
+  std::ofstream(latest) << std::string(5000, 'e');
+  EXPECT_EQ(load(), latest + ": cannot read: it has 5,000 bytes, past the limit of 4,096 for a checkpoint's latest "
+                             "file (it holds one line)");
+  std::ofstream(latest) << "epoch-0001\n";
+  EXPECT_EQ(load(), "(no error)");
+}
+
+// A checkpoint is one unit: its two files carry one run id and one step, and
+// a file copied in from another run (its learning rate, its momentum) is
+// refused naming both, before anything is written.
+TEST(Checkpoint, TheTwoFilesOfACheckpointMustBeOneRunsAtOneStep) {
+  Context ctx = Context::cpu();
+  testing::TempDir dir;
+  const NetSpec net = tiny_net();
+  TinyRun run(ctx, net, 1), other(ctx, net, 5);
+  other.step(ctx);
+  const std::string mine = dir.file("mine"), theirs = dir.file("theirs");
+  const std::string model = mine + "/epoch-0001.safetensors", train = mine + "/epoch-0001.train.safetensors";
+  const std::string my_id = new_run_id(), their_id = new_run_id();
+  ASSERT_EQ(my_id.size(), 16u);
+  EXPECT_EQ(my_id.find_first_not_of("0123456789abcdef"), std::string::npos) << my_id;
+  ASSERT_NE(my_id, their_id);
+  save_checkpoint(mine, ctx, run.graph, net, run.sgd, at(1, 6, my_id));
+  save_checkpoint(theirs, ctx, other.graph, net, other.sgd, at(1, 6, their_id));
+
+  TinyRun target(ctx, net, 9);
+  const std::vector<float> before = parameters(ctx, target.graph);
+  const std::vector<float> velocity = to_vector<float>(ctx, target.sgd.velocity());
+  auto load = [&] {
+    const std::string e = error_of([&] { load_checkpoint(mine, ctx, target.graph, net, target.sgd); });
+    expect_bits(parameters(ctx, target.graph), before, "parameters after a refused checkpoint");
+    expect_bits(to_vector<float>(ctx, target.sgd.velocity()), velocity, "momentum after a refused checkpoint");
+    return e;
+  };
+  std::filesystem::copy_file(theirs + "/epoch-0001.train.safetensors", train,
+                             std::filesystem::copy_options::overwrite_existing);
+  const std::string not_one = model + " and " + train + " are not one checkpoint: the model file's ";
+  EXPECT_EQ(load(), not_one + "\"run_id\" is '" + my_id + "', the train file's '" + their_id +
+                        "' (was one of them copied from another run or epoch?)");
+  EXPECT_EQ(error_of([&] { read_training_state(mine); }),
+            not_one + "\"run_id\" is '" + my_id + "', the train file's '" + their_id +
+                "' (was one of them copied from another run or epoch?)");
+
+  save_checkpoint(mine, ctx, run.graph, net, run.sgd, at(1, 6, my_id));
+  edit_file(model, [](SafetensorsFile& f) { f.metadata["step"] = "7"; });
+  EXPECT_EQ(load(), not_one + "\"step\" is '7', the train file's '6' (was one of them copied from another run or epoch?)");
+  edit_file(model, [](SafetensorsFile& f) { f.metadata["epoch"] = "2"; });
+  EXPECT_EQ(load(), model + ": its __metadata__ says epoch 2, its name says epoch-0001");
+  edit_file(model, [](SafetensorsFile& f) { f.metadata.erase("step"); });
+  EXPECT_EQ(load(), model + ": no \"step\" in its __metadata__");
+
+  // Every file carries a well-formed run id; a checkpoint without (written
+  // before run ids) is refused, naming the file and the field.
+  save_checkpoint(mine, ctx, run.graph, net, run.sgd, at(1, 6, my_id));
+  edit_file(model, [](SafetensorsFile& f) { f.metadata.erase("run_id"); });
+  edit_file(train, [](SafetensorsFile& f) { f.metadata.erase("run_id"); });
+  EXPECT_EQ(load(), train + ": no \"run_id\" in its __metadata__");
+  edit_file(train, [](SafetensorsFile& f) { f.metadata["run_id"] = "run-7"; });
+  EXPECT_EQ(load(), train + ": its __metadata__ \"run_id\" is 'run-7', not a run id (16 hex digits)");
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { save_checkpoint(mine, ctx, run.graph, net, run.sgd, at(2, 7, "")); }),
+            "save_checkpoint: the run id '' is not 16 hex digits (new_run_id())");
+}
+
+// Values training cannot leave are refused naming the file, the tensor, the
+// element and the value, before anything is written: load_model's and so
+// eval's and a resume's.
+TEST(Checkpoint, ValuesTrainingCannotLeaveAreRefusedNamingTheElement) {
+  Context ctx = Context::cpu();
+  testing::TempDir dir;
+  const NetSpec net = tiny_net();
+  TinyRun trained(ctx, net, 1);
+  trained.step(ctx);
+  TinyRun run(ctx, net, 2);
+  const std::vector<float> before = parameters(ctx, run.graph);
+  const std::vector<float> statistics_before = statistics(ctx, run.graph);
+  const std::string path = dir.file("m.safetensors");
+  // The model file with element `i` of tensor `name` set to `value`; then its load's error.
+  auto refused = [&](const std::string& name, int64_t i, float value) {
+    save_model(path, ctx, trained.graph, net, 1);
+    edit_file(path, [&](SafetensorsFile& f) {
+      for (HostTensor& t : f.tensors) {
+        if (t.name == name) std::memcpy(t.bytes.data() + i * 4, &value, 4);
+      }
+    });
+    const std::string e = error_of([&] { load_model(path, ctx, run.graph, net); });
+    expect_bits(parameters(ctx, run.graph), before, "parameters after a refused file");
+    expect_bits(statistics(ctx, run.graph), statistics_before, "statistics after a refused file");
+    return e;
+  };
+  const std::string finite = "; a model or checkpoint file holds finite values";
+  // conv1.weight is (3, 1, 3, 3): element 12 is [1, 0, 1, 0].
+  EXPECT_EQ(refused("conv1.weight", 12, std::nanf("")), path + ": conv1.weight[1, 0, 1, 0] is nan" + finite);
+  EXPECT_EQ(refused("conv1.bias", 2, -INFINITY), path + ": conv1.bias[2] is -inf" + finite);
+  EXPECT_EQ(refused("bn1.running_mean", 0, INFINITY), path + ": bn1.running_mean[0] is inf" + finite);
+  EXPECT_EQ(refused("bn1.running_var", 1, -0.5f), path + ": bn1.running_var[1] is -0.5; a variance is never negative");
+  // fc.weight is (4, 27).
+  EXPECT_EQ(refused("fc.weight", 30, 1e38f),
+            path + ": fc.weight[1, 3] is 1e+38; fp32 training keeps weights and momentum within 1.8e19 "
+                   "(Note [How large a trained value can be])");
+  EXPECT_EQ(refused("fc.bias", 3, -2e19f),
+            path + ": fc.bias[3] is -2e+19; fp32 training keeps weights and momentum within 1.8e19 "
+                   "(Note [How large a trained value can be])");
+  save_model(path, ctx, trained.graph, net, 1);
+  edit_file(path, [](SafetensorsFile& f) {
+    const int64_t minus_one = -1;
+    std::memcpy(f.tensors[6].bytes.data(), &minus_one, sizeof minus_one);  // bn1.num_batches_tracked
+  });
+  EXPECT_EQ(error_of([&] { load_model(path, ctx, run.graph, net); }),
+            path + ": bn1.num_batches_tracked is -1; a count is never negative");
+
+  // At the bound, and a variance of 0, are values training can leave.
+  save_model(path, ctx, trained.graph, net, 1);
+  edit_file(path, [](SafetensorsFile& f) {
+    const float bound = 1.8e19f, zero = 0.0f;
+    std::memcpy(f.tensors[7].bytes.data(), &bound, 4);  // fc.weight
+    std::memcpy(f.tensors[5].bytes.data(), &zero, 4);   // bn1.running_var
+  });
+  load_model(path, ctx, run.graph, net);
+  EXPECT_EQ(to_vector<float>(ctx, run.graph.named_parameters()[4].tensor)[0], 1.8e19f);
+
+  // The momentum of a checkpoint, likewise, naming its train file.
+  const std::string ckpt = dir.file("ckpt"), train = ckpt + "/epoch-0001.train.safetensors";
+  save_checkpoint(ckpt, ctx, trained.graph, net, trained.sgd, at(1, 1));
+  edit_file(train, [](SafetensorsFile& f) {
+    const float nan = std::nanf("");
+    std::memcpy(f.tensors[0].bytes.data() + 4, &nan, 4);  // momentum_buffer.conv1.weight[0, 0, 0, 1]
+  });
+  EXPECT_EQ(error_of([&] { load_checkpoint(ckpt, ctx, run.graph, net, run.sgd); }),
+            train + ": momentum_buffer.conv1.weight[0, 0, 0, 1] is nan" + finite);
+}
+
+// One run writes into a checkpoint directory at a time: a second lock on it,
+// from another process or this one, is refused naming the holder, until the
+// first is released; --overwrite removes nothing while it is held.
+TEST(Checkpoint, ADirectoryIsLockedWhileARunWritesIntoIt) {
+  Context ctx = Context::cpu();
+  testing::TempDir dir;
+  const NetSpec net = tiny_net();
+  TinyRun run(ctx, net, 1);
+  const std::string ckpt = dir.file("ckpt");
+  save_checkpoint(ckpt, ctx, run.graph, net, run.sgd, at(1, 6));
+  const std::string in_use = cat("--checkpoint-dir ", ckpt, " is in use by another run (process ", getpid(),
+                                 " holds its lock)");
+  {
+    CheckpointDirLock first(ckpt);
+    EXPECT_TRUE(first.held());
+    EXPECT_EQ(testing::message_of<ConfigError>([&] { CheckpointDirLock second(ckpt); }), in_use);
+    EXPECT_EQ(testing::message_of<ConfigError>([&] { (void)start_checkpoint_dir(ckpt, true); }), in_use);
+    EXPECT_TRUE(has_checkpoint(ckpt)) << "a refused --overwrite removed the checkpoint";
+    // The lock file is not a checkpoint file.
+    EXPECT_TRUE(std::filesystem::exists(ckpt + "/.lock"));
+    EXPECT_EQ(checkpoint_files(ckpt),
+              (std::vector<std::string>{"epoch-0001.safetensors", "epoch-0001.train.safetensors", "latest"}));
+    CheckpointDirLock moved = std::move(first);
+    EXPECT_FALSE(first.held());
+    EXPECT_EQ(testing::message_of<ConfigError>([&] { CheckpointDirLock second(ckpt); }), in_use);
+  }
+  {
+    CheckpointDirLock again(ckpt);  // released with the last owner
+    EXPECT_TRUE(again.held());
+  }
+  // --overwrite removes the checkpoints, not the lock file, and holds the lock.
+  const CheckpointDirLock fresh = start_checkpoint_dir(ckpt, true);
+  EXPECT_TRUE(fresh.held());
+  EXPECT_TRUE(checkpoint_files(ckpt).empty());
+  EXPECT_TRUE(std::filesystem::exists(ckpt + "/.lock"));
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { CheckpointDirLock second(ckpt); }), in_use);
+
+  EXPECT_EQ(testing::message_of<Error>([&] { CheckpointDirLock none(dir.file("missing")); }),
+            dir.file("missing") + "/.lock: cannot open and lock it, to write checkpoints into " + dir.file("missing") +
+                ": No such file or directory");
 }
 
 }  // namespace

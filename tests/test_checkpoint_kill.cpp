@@ -89,7 +89,8 @@ struct Model {
 };
 
 TrainingState state_of(int epoch) {
-  return {.epoch = epoch, .step = 10 * int64_t{epoch}, .config = {{"net", "Big"}, {"epoch_squared", cat(epoch * epoch)}}};
+  return {.epoch = epoch, .step = 10 * int64_t{epoch}, .run_id = "00000000000000b1",
+          .config = {{"net", "Big"}, {"epoch_squared", cat(epoch * epoch)}}};
 }
 
 // Note [No OpenMP after fork]: the child is forked from a process whose
@@ -155,6 +156,7 @@ TEST(CheckpointKill, AWriterKilledMidWriteLeavesACompleteEarlierCheckpoint) {
     EXPECT_GT(loaded.epoch, epoch) << "round " << round << ": the checkpoint went back";
     EXPECT_EQ(loaded.step, 10 * int64_t{loaded.epoch});
     EXPECT_EQ(loaded.config, state_of(loaded.epoch).config);
+    EXPECT_EQ(loaded.run_id, state_of(loaded.epoch).run_id);
     EXPECT_EQ(reader.check(ctx, loaded.epoch), "") << "round " << round << ": not all of epoch " << loaded.epoch;
     epoch = loaded.epoch;
   }

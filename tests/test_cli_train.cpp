@@ -1,14 +1,21 @@
 // tests/test_cli_train.cpp: `glassbox train` and `glassbox eval` run as a
 // user runs them: what they print and write, resuming, and every usage error.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <regex>
 
+#include "nets/registry.h"
 #include "tensor/safetensors.h"
 #include "tests/support/command.h"
 #include "tests/support/temp_dir.h"
+#include "train/checkpoint.h"
 
 namespace glassbox {
 namespace {
@@ -120,6 +127,7 @@ TEST(CliTrain, ANewRunRefusesAnotherRunsCheckpointDirectoryUnlessOverwriting) {
   for (const char* old : {"epoch-0002.safetensors", "epoch-0002.train.safetensors", "epoch-0003.safetensors"}) {
     EXPECT_FALSE(std::filesystem::exists(run + "/" + old)) << old << " of the replaced run is still there";
   }
+  EXPECT_TRUE(std::filesystem::exists(run + "/.lock")) << "--overwrite removed the directory's lock file";
 }
 
 // Note [What a bit-for-bit resume needs] (train/trainer.h): a resume with
@@ -217,9 +225,53 @@ TEST(CliTrain, ALogThatCannotBeWrittenIsAFailure) {
   EXPECT_TRUE(contains(r.output, "glassbox: --log " + dir.file("missing/log.jsonl") +
                                      ": cannot open for appending: No such file or directory"))
       << r.output;
-  r = glassbox(args + "/dev/full");
+  // A write that fails: the log is at the file size limit (ulimit -f, in
+  // KiB), and SIGXFSZ is ignored, so that write() fails with EFBIG.
+  const std::string full = dir.file("full.jsonl");
+  std::ofstream(full) << std::string(65535, ' ') << '\n';
+  r = run_command("bash -c \"trap '' XFSZ; ulimit -f 64; exec " + kCli + " " + args + full + "\"");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(contains(r.output, "glassbox: --log /dev/full: write failed: No space left on device")) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: --log " + full + ": write failed: File too large")) << r.output;
+}
+
+// --log is a regular file, or a new one: a named pipe would block the run
+// once it filled, a device would be written to. Either is refused before
+// training, naming what it is (exit 2).
+TEST(CliTrain, ALogThatIsNotARegularFileIsRefused) {
+  testing::TempDir dir;
+  const std::string fifo = dir.file("log.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << fifo;
+  const std::string args = "train LeNet --data synthetic:64 --batch 32 --epochs 1 --device cpu --workers 1 --log ";
+  const struct {
+    std::string path, what;
+  } cases[] = {{fifo, "a named pipe"}, {"/dev/null", "a character device"}, {dir.path(), "a directory"}};
+  for (const auto& c : cases) {
+    const testing::CommandOutcome r = glassbox(args + c.path);
+    EXPECT_EQ(r.exit_code, 2) << c.path << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "glassbox: --log " + c.path + " is " + c.what +
+                                       ", not a regular file: the log is a file that lines are appended to"))
+        << r.output;
+    EXPECT_FALSE(contains(r.output, " step 1/")) << "it trained\n" << r.output;
+  }
+}
+
+// A test image that cannot be read is left out of the closing accuracy and
+// counted beside it, in eval's words, and in the log's epoch line.
+TEST(CliTrain, UnreadableTestImagesAreCountedInTheClosingLineAndTheLog) {
+  testing::TempDir dir;
+  const std::string data = dir.file("data"), log = dir.file("log.jsonl");
+  testing::CommandOutcome r =
+      glassbox("make-folder --synthetic --classes 2 --train 5 --val 5 --width 200 --height 150 --out " + data);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ofstream(data + "/val/class_0/2a.jpg") << "not a JPEG";  // among 10 good test images
+  r = glassbox("train LeNet --data folder:" + data + " --epochs 1 --batch 5 --device cpu --workers 1 --log " + log);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(
+      r.output, std::regex("\ntest accuracy after epoch 1: [0-9.]+% \\([0-9]+ of 10\\), 1 unreadable, not scored\n")))
+      << r.output;
+  EXPECT_EQ(count_lines(log, "\"event\":\"epoch\""), 1);
+  EXPECT_EQ(count_lines(log, "\"skipped\":0,"), 1);
+  EXPECT_EQ(count_lines(log, "\"test_unreadable\":1"), 1);
 }
 
 // A run killed in the middle of a log line: the next run starts on a line of its own.
@@ -237,6 +289,154 @@ TEST(CliTrain, ALogLineLeftUnfinishedIsEndedBeforeTheNextRunWrites) {
   EXPECT_EQ(lines[1], "{\"event\":\"epo");
   EXPECT_TRUE(lines[2].starts_with("{\"batch\":")) << lines[2];
   EXPECT_TRUE(contains(lines[2], "\"event\":\"start\"")) << lines[2];
+}
+
+// Rewrites a safetensors file through `edit`.
+void edit_file(const std::string& path, const std::function<void(SafetensorsFile&)>& edit) {
+  SafetensorsFile file = read_safetensors(path);
+  edit(file);
+  write_safetensors(path, file);
+}
+
+// A resumed run is the run that stopped: its two files must be one run's
+// (another run's train file, with its learning rate, is refused), every
+// setting comes from the checkpoint, and a saved value that is missing or
+// does not parse is the file's error, naming the field, not a flag's.
+TEST(CliTrain, AResumedRunTakesEverySettingFromItsCheckpointOrRefusesIt) {
+  testing::TempDir dir;
+  const std::string run = dir.file("run"), other = dir.file("other");
+  const std::string common = "train LeNet --data synthetic:64 --batch 16 --device cpu --workers 1 --steps-per-epoch 2 "
+                             "--epochs 1 --checkpoint-dir ";
+  testing::CommandOutcome r = glassbox(common + run);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = glassbox(common + other + " --lr 0.1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string model = run + "/epoch-0001.safetensors", train = run + "/epoch-0001.train.safetensors";
+  const std::string kept = dir.file("kept.train.safetensors");
+  std::filesystem::copy_file(train, kept);
+  const std::string resume = "train LeNet --resume " + run + " --epochs 2 --device cpu --workers 1";
+
+  std::filesystem::copy_file(other + "/epoch-0001.train.safetensors", train,
+                             std::filesystem::copy_options::overwrite_existing);
+  r = glassbox(resume);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: " + model + " and " + train +
+                                     " are not one checkpoint: the model file's \"run_id\" is '"))
+      << r.output;
+  EXPECT_FALSE(contains(r.output, " step 1/")) << "it trained\n" << r.output;
+
+  const struct {
+    std::string key, value;  // "": erased
+    std::string message;
+  } cases[] = {
+      {"config.seed", "", ": no \"config.seed\" in its __metadata__ (every setting of the run is saved with it)"},
+      {"config.lr", "nan", ": __metadata__ \"config.lr\" must be a number from 1e-12 to 1000000, got 'nan'"},
+      {"config.batch", "16x", ": __metadata__ \"config.batch\" must be an integer from 1 to 2147483647, got '16x'"},
+      {"config.nesterov", "yes", ": __metadata__ \"config.nesterov\" must be true or false, got 'yes'"},
+      {"config.precision", "fp16", ": __metadata__ \"config.precision\": unknown precision 'fp16'; valid: fp32, tf32"},
+      {"config.schedule", "linear", ": __metadata__ \"config.schedule\": unknown schedule 'linear'"},
+  };
+  for (const auto& c : cases) {
+    std::filesystem::copy_file(kept, train, std::filesystem::copy_options::overwrite_existing);
+    edit_file(train, [&](SafetensorsFile& f) {
+      if (c.value.empty()) {
+        f.metadata.erase(c.key);
+      } else {
+        f.metadata[c.key] = c.value;
+      }
+    });
+    r = glassbox(resume);
+    EXPECT_EQ(r.exit_code, 1) << c.key << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "glassbox: " + train + c.message)) << c.key << "\n" << r.output;
+    EXPECT_FALSE(contains(r.output, "--")) << "a flag was blamed for the file\n" << r.output;
+  }
+
+  // The untouched checkpoint resumes, and keeps its run id.
+  std::filesystem::copy_file(kept, train, std::filesystem::copy_options::overwrite_existing);
+  r = glassbox(resume);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read_safetensors(run + "/epoch-0002.train.safetensors").metadata.at("run_id"),
+            read_safetensors(kept).metadata.at("run_id"));
+}
+
+// While a run writes into a checkpoint directory (here this process holds
+// its lock), another run is refused before it trains, naming the holder,
+// with --overwrite too.
+TEST(CliTrain, ARunIsRefusedADirectoryAnotherRunWritesInto) {
+  testing::TempDir dir;
+  const std::string run = dir.file("run");
+  const std::string common = "train LeNet --data synthetic:64 --batch 16 --device cpu --workers 1 --steps-per-epoch 2 "
+                             "--checkpoint-dir " + run;
+  testing::CommandOutcome r = glassbox(common + " --epochs 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string in_use =
+      cat("glassbox: --checkpoint-dir ", run, " is in use by another run (process ", getpid(), " holds its lock)");
+  {
+    const CheckpointDirLock held(run);
+    for (const std::string& args : {common + " --epochs 1 --overwrite",
+                                    "train LeNet --resume " + run + " --epochs 2 --device cpu --workers 1"}) {
+      r = glassbox(args);
+      EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+      EXPECT_TRUE(contains(r.output, in_use)) << args << "\n" << r.output;
+      EXPECT_FALSE(contains(r.output, " step 1/")) << "it trained\n" << r.output;
+      EXPECT_TRUE(std::filesystem::exists(run + "/epoch-0001.safetensors")) << "a refused run removed a file";
+    }
+  }
+  r = glassbox("train LeNet --resume " + run + " --epochs 2 --device cpu --workers 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+}
+
+// eval refuses weights that training cannot leave and pixels that are not
+// finite, naming the file, the tensor and the element, instead of printing
+// an accuracy of chance or a loss of nan.
+TEST(CliTrain, EvalRefusesWeightsAndImagesThatAreNotFinite) {
+  testing::TempDir dir;
+  Context ctx = Context::cpu();
+  const NetSpec lenet = find_net("LeNet");
+  Graph graph = lenet.build(1);
+  graph.compile(ctx, {.phase = Phase::kInference});
+  const std::string good = dir.file("lenet.safetensors"), bad = dir.file("bad.safetensors");
+  save_model(good, ctx, graph, lenet, 0);
+
+  const struct {
+    std::string tensor;
+    int64_t element;
+    float value;
+    std::string message;
+  } cases[] = {
+      {"conv1.weight", 0, std::nanf(""), "conv1.weight[0, 0, 0, 0] is nan; a model or checkpoint file holds finite values"},
+      {"conv2.bias", 1, INFINITY, "conv2.bias[1] is inf; a model or checkpoint file holds finite values"},
+      {"fc3.weight", 0, 1e38f, "fc3.weight[0, 0] is 1e+38; fp32 training keeps weights and momentum within 1.8e19"},
+  };
+  for (const auto& c : cases) {
+    std::filesystem::copy_file(good, bad, std::filesystem::copy_options::overwrite_existing);
+    edit_file(bad, [&](SafetensorsFile& f) {
+      HostTensor* t = nullptr;
+      for (HostTensor& candidate : f.tensors) t = candidate.name == c.tensor ? &candidate : t;
+      ASSERT_NE(t, nullptr) << c.tensor;
+      std::memcpy(t->bytes.data() + c.element * 4, &c.value, 4);
+    });
+    const testing::CommandOutcome r = glassbox("eval LeNet --weights " + bad + " --data synthetic:64 --device cpu");
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_TRUE(contains(r.output, "glassbox: " + bad + ": " + c.message)) << r.output;
+    EXPECT_FALSE(contains(r.output, "accuracy:")) << r.output;
+  }
+
+  // (2, 1, 28, 28) images, one pixel not finite.
+  for (const float pixel : {std::nanf(""), -INFINITY}) {
+    HostTensor images{.name = "images", .dtype = "F32", .shape = {2, 1, 28, 28}};
+    std::vector<float> values(2 * 28 * 28, 0.5f);
+    values[28 * 28 + 3 * 28 + 5] = pixel;  // image 1, row 3, column 5
+    images.bytes.resize(values.size() * sizeof(float));
+    std::memcpy(images.bytes.data(), values.data(), images.bytes.size());
+    write_safetensors(dir.file("images.safetensors"), {.tensors = {images}});
+    const testing::CommandOutcome r =
+        glassbox("eval LeNet --weights " + good + " --input " + dir.file("images.safetensors") + " --device cpu");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_TRUE(contains(r.output, "glassbox: --input " + dir.file("images.safetensors") + ": images[1, 0, 3, 5] is " +
+                                       (std::isnan(pixel) ? "nan" : "-inf") + "; eval takes finite pixels"))
+        << r.output;
+  }
 }
 
 TEST(CliTrain, EvalInputMustHoldImagesOfTheNetworksShape) {

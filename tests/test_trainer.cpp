@@ -1,7 +1,10 @@
 // tests/test_trainer.cpp: the training loop: it learns real data, resumes
-// bit for bit, stops at the first non-finite loss keeping the last good
-// checkpoint, and refuses data that does not fit.
+// bit for bit (keeping its run id), refuses a checkpoint that does not hold
+// the run's settings and steps, locks its checkpoint directory, stops at the
+// first non-finite loss keeping the last good checkpoint, and refuses data
+// that does not fit.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -10,6 +13,8 @@
 #include "nets/nets.h"
 #include "train/trainer.h"
 #include "tensor/copy.h"
+#include "tensor/safetensors.h"
+#include "tests/support/data_files.h"
 #include "tests/support/temp_dir.h"
 
 namespace glassbox {
@@ -75,10 +80,16 @@ TEST(Trainer, AResumedRunEndsBitForBitAsOneThatNeverStopped) {
   for (const char* key : {"build", "cpu_threads", "cpu_simd", "cpu_blas", "cpu_conv"}) {
     EXPECT_TRUE(environment.contains(key)) << key;
   }
+  const std::string run_id = first.trainer->state().run_id;
+  EXPECT_EQ(read_training_state(dir.path()).run_id, run_id);
+  EXPECT_NE(straight.trainer->state().run_id, run_id) << "two runs, one id";
+  first.trainer.reset();  // the stopped run's end: its lock on the directory goes with it
   TrainingRun second(kTinyNet, "synthetic:128", quick(3, dir.path()));
   EXPECT_EQ(second.trainer->resume(dir.path()).epoch, 1);
   EXPECT_EQ(second.trainer->state().step, 6);
+  EXPECT_EQ(second.trainer->state().run_id, run_id) << "a resumed run is the same run";
   second.trainer->run();
+  EXPECT_EQ(read_training_state(dir.path()).run_id, run_id);
 
   EXPECT_EQ(second.trainer->state().step, 18);
   EXPECT_EQ(second.parameters(), straight.parameters());
@@ -110,6 +121,65 @@ TEST(Trainer, ResumingRefusesOtherSettingsAndFinishedRuns) {
     EXPECT_EQ(std::string(e.what()), cat("--resume ", dir.path(), ": the checkpoint has finished epoch 1 of 1; ask "
                                                                "for more epochs to continue"));
   }
+}
+
+// Rewrites a checkpoint file through `edit`.
+void edit_file(const std::string& path, const std::function<void(SafetensorsFile&)>& edit) {
+  SafetensorsFile file = read_safetensors(path);
+  edit(file);
+  write_safetensors(path, file);
+}
+
+// A checkpoint that lacks one of the run's settings, or whose step is not
+// its epochs' steps, would resume on a default or a shifted schedule: it is
+// refused, naming the file.
+TEST(Trainer, ResumingRefusesACheckpointWithoutASettingOrWithAnotherStep) {
+  testing::TempDir dir;
+  {
+    TrainingRun first(kTinyNet, "synthetic:128", quick(1, dir.path()));
+    first.trainer->run();
+  }
+  const std::string train = dir.file("epoch-0001.train.safetensors"), model = dir.file("epoch-0001.safetensors");
+  auto resume_error = [&] {
+    TrainingRun second(kTinyNet, "synthetic:128", quick(2, dir.path()));
+    return testing::message_of<DataError>([&] { second.trainer->resume(dir.path()); });
+  };
+  edit_file(train, [](SafetensorsFile& f) { f.metadata.erase("config.lr"); });
+  EXPECT_EQ(resume_error(), train + ": no \"config.lr\" in its __metadata__ (every setting of the run is saved with it)");
+  edit_file(train, [](SafetensorsFile& f) { f.metadata["config.lr"] = "0.05"; });
+  for (const std::string& file : {train, model}) {
+    edit_file(file, [](SafetensorsFile& f) { f.metadata["step"] = "5"; });
+  }
+  EXPECT_EQ(resume_error(), train + ": its __metadata__ says step 5 after epoch 1; this run takes 6 steps an epoch, so "
+                                    "epoch 1 ends at step 6");
+}
+
+// One run writes into a checkpoint directory at a time: a run (new or
+// resumed) is refused, before its first step, while another Trainer holds
+// the directory's lock, and goes on once that Trainer is gone.
+TEST(Trainer, ARunIsRefusedADirectoryAnotherRunWritesInto) {
+  testing::TempDir dir;
+  const std::string in_use =
+      cat("--checkpoint-dir ", dir.path(), " is in use by another run (process ", getpid(), " holds its lock)");
+  auto first = std::make_unique<TrainingRun>(kTinyNet, "synthetic:128", quick(1, dir.path()));
+  first->trainer->run();  // done; its Trainer, alive, still holds the directory
+
+  int64_t steps = 0;
+  const TrainerHooks count_steps{.on_step = [&](const StepReport&) { ++steps; }};
+  TrainerOptions overwrite = quick(1, dir.path());
+  overwrite.overwrite = true;
+  TrainingRun replacing(kTinyNet, "synthetic:128", overwrite);
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { replacing.trainer->run(count_steps); }), in_use);
+  EXPECT_TRUE(has_checkpoint(dir.path())) << "a refused --overwrite removed the checkpoint";
+  TrainingRun resumed(kTinyNet, "synthetic:128", quick(2, dir.path()));
+  resumed.trainer->resume(dir.path());
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { resumed.trainer->run(count_steps); }), in_use);
+  EXPECT_EQ(steps, 0) << "a refused run trained";
+
+  first.reset();
+  resumed.trainer->run(count_steps);
+  EXPECT_EQ(steps, 6);
+  EXPECT_EQ(read_training_state(dir.path()).epoch, 2);
 }
 
 // A floor that a broken gradient or shuffled labels cannot reach: 300 steps

@@ -5,16 +5,23 @@
 // checkpoint whose second file is refused, leaves the run as it was.
 #include "train/checkpoint.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
-#include <sstream>
+#include <random>
+#include <utility>
 
 #include "train/model_file.h"
 #include "tensor/atomic_file.h"
+#include "tensor/input_file.h"
 #include "tensor/parse.h"
 
 namespace glassbox {
@@ -24,6 +31,8 @@ namespace fs = std::filesystem;
 using model_file::Wanted;
 
 constexpr const char* kLatest = "latest";
+constexpr const char* kLock = ".lock";
+constexpr const char* kRunId = "run_id";
 constexpr const char* kConfigPrefix = "config.";
 constexpr const char* kEnvironmentPrefix = "environment.";
 
@@ -35,7 +44,12 @@ std::string epoch_stem(int epoch) {  // "epoch-0003"
   return stem;
 }
 
+std::string model_path(const std::string& dir, const std::string& stem) { return join(dir, stem + ".safetensors"); }
 std::string train_path(const std::string& dir, const std::string& stem) { return join(dir, stem + ".train.safetensors"); }
+
+bool is_run_id(const std::string& text) {
+  return text.size() == 16 && text.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
 
 HostTensor int64_scalar(const std::string& name, int64_t value) {
   HostTensor t{.name = name, .dtype = "I64"};
@@ -56,38 +70,80 @@ SafetensorsFile model_contents(Context& ctx, const Graph& graph, const NetSpec& 
   return file;
 }
 
-// The epoch `latest` names: "epoch-0003\n" -> "epoch-0003".
+// The most bytes of `latest` read: it holds one line, "epoch-0003\n".
+constexpr uint64_t kMaxLatestBytes = 4096;
+
+// The epoch `latest` names: "epoch-0003\n" -> "epoch-0003". Only a regular
+// file is read (a named pipe there would block, tensor/input_file.h), and
+// what it holds is quoted as an excerpt.
 std::string read_latest(const std::string& dir) {
   const std::string path = join(dir, kLatest);
-  std::ifstream in(path);
-  if (!in) throw DataError(cat(path, ": cannot open it (no checkpoint in ", dir, "?)"));
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string stem = text.str();
+  std::string stem, reason;
+  if (!read_regular_file(path, kMaxLatestBytes, "a checkpoint's latest file (it holds one line)", stem, reason)) {
+    if (reason == std::strerror(ENOENT)) throw DataError(cat(path, ": cannot open it (no checkpoint in ", dir, "?)"));
+    throw DataError(cat(path, ": cannot read: ", reason));
+  }
   if (!stem.empty() && stem.back() == '\n') stem.pop_back();
   const bool digits = stem.size() >= 10 && stem.rfind("epoch-", 0) == 0 &&
                       stem.find_first_not_of("0123456789", 6) == std::string::npos;
-  if (!digits) throw DataError(cat(path, ": '", stem, "' does not name an epoch's checkpoint (epoch-0003)"));
+  if (!digits) {
+    throw DataError(cat(path, ": '", excerpt(stem), "' does not name an epoch's checkpoint (epoch-0003)"));
+  }
   return stem;
+}
+
+// A metadata value as text; DataError naming the file where it is missing.
+const std::string& metadata_text(const SafetensorsFile& file, const std::string& key, const std::string& path) {
+  const auto it = file.metadata.find(key);
+  if (it == file.metadata.end()) throw DataError(cat(path, ": no \"", key, "\" in its __metadata__"));
+  return it->second;
 }
 
 // A metadata value as an integer in [0, max]; DataError naming the file otherwise.
 int64_t metadata_int(const SafetensorsFile& file, const std::string& key, int64_t max, const std::string& path) {
-  const auto it = file.metadata.find(key);
-  if (it == file.metadata.end()) throw DataError(cat(path, ": no \"", key, "\" in its __metadata__"));
+  const std::string& text = metadata_text(file, key, path);
   try {
-    return parse_int(cat("__metadata__ \"", key, "\""), it->second, 0, max);
+    return parse_int(cat("__metadata__ \"", key, "\""), text, 0, max);
   } catch (const ConfigError& e) {
     throw DataError(cat(path, ": ", e.what()));
   }
 }
 
-TrainingState training_state(const SafetensorsFile& train, const std::string& stem, const std::string& path) {
+// The run, epoch and step a checkpoint file carries, checked in itself: a
+// run id of new_run_id()'s form, the epoch its name says.
+TrainingState file_state(const SafetensorsFile& file, const std::string& stem, const std::string& path) {
   TrainingState state;
-  state.epoch = static_cast<int>(metadata_int(train, "epoch", kMaxInt, path));
-  state.step = metadata_int(train, "step", std::numeric_limits<int64_t>::max(), path);
+  state.run_id = metadata_text(file, kRunId, path);
+  if (!is_run_id(state.run_id)) {
+    throw DataError(cat(path, ": its __metadata__ \"run_id\" is '", excerpt(state.run_id),
+                        "', not a run id (16 hex digits)"));
+  }
+  state.epoch = static_cast<int>(metadata_int(file, "epoch", kMaxInt, path));
+  state.step = metadata_int(file, "step", std::numeric_limits<int64_t>::max(), path);
   if (epoch_stem(state.epoch) != stem) {
     throw DataError(cat(path, ": its __metadata__ says epoch ", state.epoch, ", its name says ", stem));
+  }
+  return state;
+}
+
+// The training state of a checkpoint from its two files' metadata (the
+// tensors are not needed): the train file's state, its settings and
+// environment, checked against the model file's run, epoch (file_state: the
+// epoch of both names) and step, so that a file copied in from another run
+// is refused naming both.
+TrainingState training_state(const SafetensorsFile& model, const SafetensorsFile& train, const std::string& dir,
+                             const std::string& stem) {
+  const std::string model_at = model_path(dir, stem), train_at = train_path(dir, stem);
+  TrainingState state = file_state(train, stem, train_at);
+  const TrainingState paired = file_state(model, stem, model_at);
+  const std::pair<const char*, std::pair<std::string, std::string>> fields[] = {
+      {kRunId, {paired.run_id, state.run_id}}, {"step", {cat(paired.step), cat(state.step)}}};
+  for (const auto& [key, values] : fields) {
+    if (values.first != values.second) {
+      throw DataError(cat(model_at, " and ", train_at, " are not one checkpoint: the model file's \"", key,
+                          "\" is '", values.first, "', the train file's '", values.second,
+                          "' (was one of them copied from another run or epoch?)"));
+    }
   }
   for (const auto& [key, value] : train.metadata) {
     if (key.rfind(kConfigPrefix, 0) == 0) state.config[key.substr(std::string_view(kConfigPrefix).size())] = value;
@@ -119,6 +175,14 @@ void remove_stale_temporaries(const std::string& dir) {
 
 }  // namespace
 
+std::string new_run_id() {
+  std::random_device device;
+  const uint64_t id = (static_cast<uint64_t>(device()) << 32) ^ device();  // device() gives 32 bits
+  char text[24];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(id));
+  return text;
+}
+
 void save_model(const std::string& path, Context& ctx, const Graph& graph, const NetSpec& net,
                 int64_t batches_tracked, const std::map<std::string, std::string>& metadata) {
   write_safetensors(path, model_contents(ctx, graph, net, batches_tracked, metadata));
@@ -130,18 +194,22 @@ void load_model(const std::string& path, Context& ctx, Graph& graph, const NetSp
   model_file::assign(ctx, wanted, model_file::match(file, wanted, path, net.name));
 }
 
-std::string checkpoint_model_path(const std::string& dir, int epoch) {
-  return join(dir, epoch_stem(epoch) + ".safetensors");
-}
+std::string checkpoint_model_path(const std::string& dir, int epoch) { return model_path(dir, epoch_stem(epoch)); }
+std::string checkpoint_train_path(const std::string& dir, int epoch) { return train_path(dir, epoch_stem(epoch)); }
 
 void save_checkpoint(const std::string& dir, Context& ctx, const Graph& graph, const NetSpec& net, const Sgd& sgd,
                      const TrainingState& state) {
   if (state.epoch < 0) throw ConfigError(cat("save_checkpoint: epoch ", state.epoch, " is negative"));
+  if (!is_run_id(state.run_id)) {
+    throw ConfigError(cat("save_checkpoint: the run id '", state.run_id, "' is not 16 hex digits (new_run_id())"));
+  }
   make_checkpoint_dir(dir);
   remove_stale_temporaries(dir);
 
   const std::string stem = epoch_stem(state.epoch);
-  const std::map<std::string, std::string> run = {{"epoch", cat(state.epoch)}, {"step", cat(state.step)}};
+  // In both files: what makes them one checkpoint of one run.
+  const std::map<std::string, std::string> run = {
+      {kRunId, state.run_id}, {"epoch", cat(state.epoch)}, {"step", cat(state.step)}};
   save_model(checkpoint_model_path(dir, state.epoch), ctx, graph, net, state.step, run);
 
   SafetensorsFile train{.metadata = run};
@@ -183,9 +251,63 @@ void refuse_another_runs_checkpoints(const std::string& dir, bool overwrite) {
                         " to continue that run, --overwrite to replace it, or another directory"));
 }
 
-void start_checkpoint_dir(const std::string& dir, bool overwrite) {
-  refuse_another_runs_checkpoints(dir, overwrite);
+// Note [The checkpoint directory's lock]: flock, not fcntl's record locks.
+// A flock lock belongs to the open file description, so a second open of
+// DIR/.lock conflicts even in the same process, and closing some other
+// descriptor of the file does not release it (fcntl's locks belong to the
+// process and are dropped by any close of the file). The system releases it
+// when the holder's descriptors close, at exit or SIGKILL alike: no stale
+// lock to clean up. The file itself stays: removing it would let a third
+// run lock a new file of that name while the second holds the old one.
+CheckpointDirLock::CheckpointDirLock(const std::string& dir) {
+  const std::string path = join(dir, kLock);
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ >= 0 && ::flock(fd_, LOCK_EX | LOCK_NB) == 0) {
+    // The holder's process id, for the message a second run gets; the lock
+    // does not depend on it, so a failed write is not an error.
+    const std::string pid = cat(::getpid(), "\n");
+    [[maybe_unused]] const bool written =
+        ::ftruncate(fd_, 0) == 0 && ::pwrite(fd_, pid.data(), pid.size(), 0) == static_cast<ssize_t>(pid.size());
+    return;
+  }
+  const int error = errno;
+  std::string holder;
+  if (fd_ >= 0 && error == EWOULDBLOCK) {
+    char text[32] = {};
+    const ssize_t got = ::pread(fd_, text, sizeof text - 1, 0);
+    holder = got > 0 ? std::string(text, static_cast<size_t>(got)) : "";
+    if (holder.find_first_not_of("0123456789\n") != std::string::npos) holder.clear();
+    if (!holder.empty() && holder.back() == '\n') holder.pop_back();
+  }
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  if (error == EWOULDBLOCK) {
+    throw ConfigError(cat("--checkpoint-dir ", dir, " is in use by another run (",
+                          holder.empty() ? "another process" : cat("process ", holder), " holds its lock)"));
+  }
+  throw Error(cat(path, ": cannot open and lock it, to write checkpoints into ", dir, ": ", std::strerror(error)));
+}
+
+CheckpointDirLock::CheckpointDirLock(CheckpointDirLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+
+CheckpointDirLock& CheckpointDirLock::operator=(CheckpointDirLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+CheckpointDirLock::~CheckpointDirLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the lock
+}
+
+CheckpointDirLock start_checkpoint_dir(const std::string& dir, bool overwrite) {
+  // The lock first: a directory another run writes into is refused before
+  // anything is looked at or, with --overwrite, removed.
   make_checkpoint_dir(dir);
+  CheckpointDirLock lock(dir);
+  refuse_another_runs_checkpoints(dir, overwrite);
   // Found now, not after the first epoch has trained (write_file_atomically
   // names the file it cannot write).
   const std::string probe = join(dir, "latest.write-check");
@@ -199,6 +321,7 @@ void start_checkpoint_dir(const std::string& dir, bool overwrite) {
     if (!error) fs::remove(join(dir, name), error);
   }
   if (error) throw Error(cat("--overwrite: cannot remove the old checkpoints in '", dir, "': ", error.message()));
+  return lock;
 }
 
 bool has_checkpoint(const std::string& dir) {
@@ -208,22 +331,23 @@ bool has_checkpoint(const std::string& dir) {
 
 TrainingState read_training_state(const std::string& dir) {
   const std::string stem = read_latest(dir);
-  const std::string path = train_path(dir, stem);
-  return training_state(read_safetensors_header(path), stem, path);
+  // The train file first: it holds the run's state, so its problems come first.
+  const SafetensorsFile train = read_safetensors_header(train_path(dir, stem));
+  return training_state(read_safetensors_header(model_path(dir, stem)), train, dir, stem);
 }
 
 TrainingState load_checkpoint(const std::string& dir, Context& ctx, Graph& graph, const NetSpec& net, Sgd& sgd) {
   const std::string stem = read_latest(dir);
-  const std::string model_path = join(dir, stem + ".safetensors");
-  const std::string momentum_path = train_path(dir, stem);
-  const SafetensorsFile train = read_safetensors(momentum_path);
-  const TrainingState state = training_state(train, stem, momentum_path);
-  const SafetensorsFile model = read_safetensors(model_path);
+  const std::string model_at = model_path(dir, stem);
+  const std::string train_at = train_path(dir, stem);
+  const SafetensorsFile train = read_safetensors(train_at);
+  const SafetensorsFile model = read_safetensors(model_at);
+  const TrainingState state = training_state(model, train, dir, stem);
   // Both files checked in full before either is written in.
   const std::vector<Wanted> model_wanted = model_file::model_tensors(graph, net);
   const std::vector<Wanted> momentum_wanted = model_file::momentum_tensors(graph, net, sgd.velocity());
-  const auto model_found = model_file::match(model, model_wanted, model_path, net.name);
-  const auto momentum_found = model_file::match(train, momentum_wanted, momentum_path, net.name);
+  const auto model_found = model_file::match(model, model_wanted, model_at, net.name);
+  const auto momentum_found = model_file::match(train, momentum_wanted, train_at, net.name);
   model_file::assign(ctx, model_wanted, model_found);
   model_file::assign(ctx, momentum_wanted, momentum_found);
   return state;

@@ -1,6 +1,8 @@
 // train/model_file.cpp: a file's tensors matched to a graph's (train/model_file.h).
 #include "train/model_file.h"
 
+#include <charconv>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <set>
@@ -12,6 +14,9 @@ namespace glassbox::model_file {
 namespace {
 
 constexpr size_t kListed = 5;  // names listed per kind of problem; then a count
+// What a file declares (a tensor's name, its shape) is quoted cut to this
+// many characters: a name can be megabytes long, a shape thousands of dimensions.
+constexpr size_t kShownChars = 120;
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string text;
@@ -33,6 +38,56 @@ std::map<std::string, Tensor> by_name(const std::vector<NamedTensor>& tensors) {
   return map;
 }
 
+// "[3, 0, 1, 2]": where element `flat` of a row-major tensor of `shape` is; "" for a scalar.
+std::string coordinates(int64_t flat, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {  // every size is > 0: the tensor has element `flat`
+    index[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  std::string text;
+  for (const int64_t i : index) text += cat(text.empty() ? "" : ", ", i);
+  return shape.empty() ? "" : "[" + text + "]";
+}
+
+// The shortest text that reads back as `value` ("1e+38", "-0.5"); "nan" whatever its sign bit.
+std::string float_text(float value) {
+  if (std::isnan(value)) return "nan";
+  char text[32];
+  return std::string(text, std::to_chars(text, text + sizeof text, value).ptr);
+}
+
+// Why `values` forbids x, or null.
+const char* forbidden(Values values, float x) {
+  if (!std::isfinite(x)) return "a model or checkpoint file holds finite values";
+  if (values == Values::kVariance && x < 0.0f) return "a variance is never negative";
+  if (values == Values::kTrained && std::fabs(x) > kMaxTrained) {
+    return "fp32 training keeps weights and momentum within 1.8e19 (Note [How large a trained value can be])";
+  }
+  return nullptr;
+}
+
+// DataError for the first value of `t` that `w.values` forbids, naming the
+// file, the tensor, the element and the value. match() has checked the
+// dtype and the shape.
+void check_values(const Wanted& w, const HostTensor& t, const std::string& path) {
+  auto refuse = [&](int64_t at, const std::string& value, const char* why) {
+    throw DataError(cat(path, ": ", w.name, coordinates(at, t.shape), " is ", value, "; ", why));
+  };
+  if (w.values == Values::kCount) {  // an I64 scalar
+    int64_t count = 0;
+    std::memcpy(&count, t.bytes.data(), sizeof count);
+    if (count < 0) refuse(0, cat(count), "a count is never negative");
+    return;
+  }
+  const int64_t n = t.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    float x = 0.0f;
+    std::memcpy(&x, t.bytes.data() + i * static_cast<int64_t>(sizeof x), sizeof x);
+    if (const char* why = forbidden(w.values, x)) refuse(i, float_text(x), why);
+  }
+}
+
 }  // namespace
 
 std::vector<Wanted> model_tensors(const Graph& graph, const NetSpec& net) {
@@ -41,9 +96,14 @@ std::vector<Wanted> model_tensors(const Graph& graph, const NetSpec& net) {
   std::vector<Wanted> wanted;
   for (const TorchTensor& t : torch_state_dict(net, graph)) {
     if (t.kind == TorchTensorKind::kBatchesTracked) {
-      wanted.push_back({t.torch, "I64", t.shape, Tensor()});
+      wanted.push_back({t.torch, "I64", t.shape, Tensor(), Values::kCount});
     } else {
-      wanted.push_back({t.torch, "F32", t.shape, tensors.at(t.glassbox)});  // the same graph: every name is there
+      // Batch norm's running statistics are the only state tensors.
+      const Values values = t.kind == TorchTensorKind::kParameter ? Values::kTrained
+                            : t.glassbox.ends_with("running_var") ? Values::kVariance
+                                                                  : Values::kStatistic;
+      // The same graph: every name is there.
+      wanted.push_back({t.torch, "F32", t.shape, tensors.at(t.glassbox), values});
     }
   }
   return wanted;
@@ -54,7 +114,7 @@ std::vector<Wanted> momentum_tensors(const Graph& graph, const NetSpec& net, con
   std::vector<Wanted> wanted;
   for (const TorchTensor& t : torch_state_dict(net, graph)) {
     if (t.kind == TorchTensorKind::kParameter) {
-      wanted.push_back({"momentum_buffer." + t.torch, "F32", t.shape, buffers.at(t.glassbox)});
+      wanted.push_back({"momentum_buffer." + t.torch, "F32", t.shape, buffers.at(t.glassbox), Values::kTrained});
     }
   }
   return wanted;
@@ -76,17 +136,22 @@ std::vector<const HostTensor*> match(const SafetensorsFile& file, const std::vec
       continue;
     }
     const HostTensor& t = *it->second;
+    // The file's shape as an excerpt (the dtype is one the reader knows).
     if (t.dtype != w.dtype) {
-      wrong.push_back(cat(w.name, ": the file has ", t.dtype, " ", shape_text(t.shape), ", ", net, " expects ",
-                          w.dtype, " ", w.shape.str()));
+      wrong.push_back(cat(w.name, ": the file has ", t.dtype, " ", excerpt(shape_text(t.shape), kShownChars), ", ",
+                          net, " expects ", w.dtype, " ", w.shape.str()));
     } else if (t.shape != w.shape.dims()) {
-      wrong.push_back(cat(w.name, ": the file has ", shape_text(t.shape), ", ", net, " expects ", w.shape.str()));
+      wrong.push_back(cat(w.name, ": the file has ", excerpt(shape_text(t.shape), kShownChars), ", ", net,
+                          " expects ", w.shape.str()));
     }
   }
   for (const HostTensor& t : file.tensors) {
-    if (!wanted_names.count(t.name)) unexpected.push_back(t.name);
+    if (!wanted_names.count(t.name)) unexpected.push_back(excerpt(t.name, kShownChars));
   }
-  if (wrong.empty() && missing.empty() && unexpected.empty()) return found;
+  if (wrong.empty() && missing.empty() && unexpected.empty()) {
+    for (size_t i = 0; i < wanted.size(); ++i) check_values(wanted[i], *found[i], path);
+    return found;
+  }
 
   std::string problems;
   auto add = [&](const std::string& part) { problems += (problems.empty() ? "" : "; ") + part; };

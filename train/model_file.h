@@ -1,6 +1,6 @@
 // train/model_file.h: matching a safetensors file's tensors to a graph's,
 // strictly, shared by the model file and the training file of a checkpoint
-// (train/checkpoint.cpp, optim/checkpoint_dir.cpp). Internal to optim/.
+// (train/checkpoint.cpp). Internal to train/.
 #pragma once
 
 #include <string>
@@ -12,13 +12,33 @@
 
 namespace glassbox::model_file {
 
-// A tensor the file must hold: its name there, dtype and shape, and where
-// its values go (undefined for num_batches_tracked, which is only checked).
+// What a tensor's values may be. Every float is finite; beyond that:
+enum class Values {
+  kTrained,    // a parameter or a momentum buffer: |x| <= kMaxTrained
+  kStatistic,  // a running mean: any finite value
+  kVariance,   // a running variance: >= 0
+  kCount,      // num_batches_tracked (I64): >= 0
+};
+
+// Note [How large a trained value can be]: 1.8e19, about sqrt(FLT_MAX), the
+// largest value whose square is a finite float. Past it the objective weight
+// decay minimises (loss + wd/2 * sum w^2) is infinite in fp32, and what such a
+// weight scales overflows where it is squared (batch norm's variance, the
+// gradient norm). SGD from a small initialisation gets there only by
+// diverging, which stops a run at its first non-finite loss
+// (train/trainer.h): a file that holds such a value was damaged or made by
+// hand, not trained in fp32.
+inline constexpr float kMaxTrained = 1.8e19f;
+
+// A tensor the file must hold: its name there, dtype and shape, where its
+// values go (undefined for num_batches_tracked, which is only checked), and
+// what they may be.
 struct Wanted {
   std::string name;
   std::string dtype;  // "F32", "I64"
   Shape shape;
   Tensor target;
+  Values values = Values::kTrained;
 };
 
 // A model file's tensors, in PyTorch's state_dict order (nets/torch_names.h):
@@ -32,7 +52,10 @@ std::vector<Wanted> momentum_tensors(const Graph& graph, const NetSpec& net, con
 // "PATH: does not match NET: " and every problem: tensors of another shape or
 // dtype ("layer1.0.conv1.weight: the file has (64, 64, 3, 3), ResNet50
 // expects (64, 64, 1, 1)"), missing ones and unexpected ones (the first few
-// of each, then how many more). Writes nothing.
+// of each, then how many more). Then, where all match, DataError naming the
+// first value that its Values forbid, with its coordinates:
+// "PATH: layer1.0.conv1.weight[12, 0, 1, 2] is nan; a model or checkpoint file
+// holds finite values". Writes nothing.
 std::vector<const HostTensor*> match(const SafetensorsFile& file, const std::vector<Wanted>& wanted,
                                      const std::string& path, const std::string& net);
 

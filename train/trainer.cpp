@@ -112,6 +112,7 @@ void Trainer::finish_setup() {
   if (options_.steps_per_epoch > 0) steps_per_epoch_ = std::min(steps_per_epoch_, options_.steps_per_epoch);
   if (options_.warmup_epochs > 0) options_.schedule.warmup_steps = options_.warmup_epochs * steps_per_epoch_;
   state_.config = options_.config;
+  state_.run_id = new_run_id();
 }
 
 Trainer::~Trainer() = default;
@@ -139,7 +140,7 @@ std::string environment_differences(const std::map<std::string, std::string>& sa
   std::string differences;
   for (const auto& [key, value] : now) {
     const auto it = saved.find(key);
-    const std::string was = it == saved.end() ? "not recorded" : "'" + it->second + "'";
+    const std::string was = it == saved.end() ? "not recorded" : "'" + excerpt(it->second, 120) + "'";
     if (it != saved.end() && it->second == value) continue;
     differences += cat(differences.empty() ? "" : "; ", key, " is '", value, "', the checkpoint's ", was);
   }
@@ -150,14 +151,26 @@ std::string environment_differences(const std::map<std::string, std::string>& sa
 
 const TrainingState& Trainer::resume(const std::string& dir) {
   TrainingState saved = load_checkpoint(dir, ctx_, graph_, net_, sgd_);
+  const std::string file = checkpoint_train_path(dir, saved.epoch);
   // The run must continue as it started: every setting but the number of
-  // epochs must be the checkpoint's.
+  // epochs must be the checkpoint's, and the checkpoint must hold every one.
   for (const auto& [key, value] : options_.config) {
     const auto it = saved.config.find(key);
-    if (key != "epochs" && it != saved.config.end() && it->second != value) {
-      throw ConfigError(cat("--resume ", dir, ": this run's ", key, " is '", value, "', the checkpoint's is '",
-                            it->second, "'; resume with the same settings"));
+    if (it == saved.config.end()) {
+      throw DataError(cat(file, ": no \"config.", key, "\" in its __metadata__ (every setting of the run is saved "
+                          "with it)"));
     }
+    if (key != "epochs" && it->second != value) {
+      throw ConfigError(cat("--resume ", dir, ": this run's ", key, " is '", excerpt(value, 120),
+                            "', the checkpoint's is '", excerpt(it->second, 120), "'; resume with the same settings"));
+    }
+  }
+  // The schedule (and warm-up) read the step: a step that is not the
+  // epochs' would shift it for the rest of the run.
+  if (saved.step != saved.epoch * steps_per_epoch_) {
+    throw DataError(cat(file, ": its __metadata__ says step ", saved.step, " after epoch ", saved.epoch,
+                        "; this run takes ", steps_per_epoch_, " steps an epoch, so epoch ", saved.epoch,
+                        " ends at step ", saved.epoch * steps_per_epoch_));
   }
   if (saved.epoch >= options_.epochs) {
     throw ConfigError(cat("--resume ", dir, ": the checkpoint has finished epoch ", saved.epoch, " of ",
@@ -184,24 +197,37 @@ const TrainingState& Trainer::resume(const std::string& dir) {
 }
 
 // A run writes its checkpoints into a directory of its own: the one it
-// resumed from, or one that holds no other run's (TrainerOptions::overwrite).
-// Every rank refuses, so that none waits for a rank that stopped; only the
-// writer removes or writes.
+// resumed from, or one that holds no other run's (TrainerOptions::overwrite),
+// and that no other run is writing into (its lock, which the writer holds
+// from here on). Every rank refuses another run's checkpoints, so that none
+// waits for a rank that stopped; only the writer locks, removes or writes.
 void Trainer::claim_checkpoint_dir(bool writes) {
   std::error_code ignored;
-  if (!resumed_from_.empty() && std::filesystem::equivalent(options_.checkpoint_dir, resumed_from_, ignored)) return;
-  if (writes) {
-    start_checkpoint_dir(options_.checkpoint_dir, options_.overwrite);
+  const bool resumed_here =
+      !resumed_from_.empty() && std::filesystem::equivalent(options_.checkpoint_dir, resumed_from_, ignored);
+  if (!writes) {
+    if (!resumed_here) refuse_another_runs_checkpoints(options_.checkpoint_dir, options_.overwrite);
+  } else if (resumed_here) {
+    checkpoint_lock_ = CheckpointDirLock(options_.checkpoint_dir);
   } else {
-    refuse_another_runs_checkpoints(options_.checkpoint_dir, options_.overwrite);
+    checkpoint_lock_ = start_checkpoint_dir(options_.checkpoint_dir, options_.overwrite);
   }
 }
 
 void Trainer::run(const TrainerHooks& hooks) {
-  if (data_parallel()) {  // after any resume: every rank must hold the same replica
-    check_replicas(ctx_, graph_, *options_.communicator,
-                   {.network = options_.network.empty() ? net_.name : options_.network, .batch = graph_.batch(),
-                    .seed = options_.seed});
+  if (data_parallel()) {  // after any resume: every rank must hold the same replica and take the same steps
+    ReplicaDescription replica{.network = options_.network.empty() ? net_.name : options_.network,
+                               .batch = graph_.batch(), .seed = options_.seed};
+    for (const auto& [key, value] : options_.config) {  // the run's settings, by flag ("weight_decay": --weight-decay)
+      if (key == "net" || key == "batch" || key == "seed") continue;  // compared above
+      std::string flag = "--" + key;
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      replica.settings.emplace_back(flag, value);
+    }
+    replica.settings.emplace_back("the steps per epoch", cat(steps_per_epoch_));
+    replica.settings.emplace_back("--bucket-mb", cat(static_cast<double>(options_.sync.bucket_bytes) / (1 << 20)));
+    replica.settings.emplace_back("--no-overlap", options_.sync.overlap ? "not given" : "given");
+    check_replicas(ctx_, graph_, *options_.communicator, replica);
   }
   const bool writes = !data_parallel() || options_.communicator->rank() == 0;  // the replicas are the same
   if (!options_.checkpoint_dir.empty() && !checkpoint_dir_ready_) {

@@ -65,7 +65,10 @@ struct TrainerOptions {
   std::string checkpoint_dir;   // "": none; else a checkpoint after every epoch
   // A new run (not resumed from checkpoint_dir) refuses a checkpoint_dir that
   // holds another run's checkpoints, which it would mix with its own, unless
-  // `overwrite`: then those are removed before the first epoch.
+  // `overwrite`: then those are removed before the first epoch. Every run
+  // refuses a checkpoint_dir that another run is writing into: the writer
+  // holds its lock (CheckpointDirLock) from before the first epoch for as
+  // long as the Trainer lives.
   bool overwrite = false;
   // Resuming where something that decides the bits differs from the
   // checkpoint's run (Note [What a bit-for-bit resume needs]): a warning, or
@@ -109,7 +112,7 @@ struct EpochReport {
   double data_wait_seconds = 0.0;  // of which waiting for and copying data
   double compute_seconds = 0.0;  // of which in train steps (to the loss read, which waits for the device)
   double images_per_second = 0.0;  // of all ranks together
-  int64_t skipped = 0;           // unreadable samples replaced this epoch (this rank's)
+  int64_t skipped = 0;           // unreadable samples left out of this epoch's counts (this rank's)
   std::string checkpoint;        // the files written, "" if none
 };
 
@@ -136,9 +139,12 @@ class Trainer {
   ~Trainer();
 
   // Loads the latest checkpoint of `dir` (parameters, running statistics,
-  // momentum, progress); run() then continues after its epoch. Refuses
-  // (ConfigError) other settings than the checkpoint's, and warns (or, with
-  // strict_resume, refuses) where what decides the bits differs.
+  // momentum, progress, the run id); run() then continues after its epoch.
+  // Refuses (ConfigError) other settings than the checkpoint's; refuses
+  // (DataError naming the train file) a checkpoint without one of this run's
+  // settings (options.config's keys), or whose step is not its epochs of
+  // this run's steps_per_epoch() (the schedule counts steps); warns (or,
+  // with strict_resume, refuses) where what decides the bits differs.
   const TrainingState& resume(const std::string& dir);
   const TrainingState& state() const { return state_; }
 
@@ -166,9 +172,10 @@ class Trainer {
   std::unique_ptr<BatchSource> test_;        // null: no evaluation
   std::unique_ptr<GradientSync> sync_;  // data-parallel only
   int64_t steps_per_epoch_ = 0;
-  TrainingState state_;
+  TrainingState state_;  // a new run's id from the start; a resumed run's from its checkpoint
   std::string resumed_from_;  // the directory resume() loaded, if any
   bool checkpoint_dir_ready_ = false;
+  CheckpointDirLock checkpoint_lock_;  // the writer's, from the first run() on
 };
 
 // Note [What a bit-for-bit resume needs]: a resumed run ends with the same
