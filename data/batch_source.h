@@ -25,9 +25,10 @@ class BatchSource {
   // Starts epoch `epoch` (0-based), abandoning what is left of the previous one.
   virtual void start_epoch(int epoch) = 0;
   // Copies the next batch of the epoch into the graph's inputs, queued on
-  // ctx's stream; returns how many of the loss's rows hold real data (a
-  // padded last batch of images has fewer than the batch), 0 once the epoch
-  // is over.
+  // ctx's stream; returns how many of the loss's rows hold real data to
+  // count, the first rows (a padded last batch of images has fewer than the
+  // batch, and so has one that skipped unreadable images: Note [Skipped
+  // samples] in data/loader.h), 0 once the epoch is over.
   virtual int64_t next(Graph& graph) = 0;
   // This epoch's waiting, copying and skipped samples.
   virtual LoaderStats stats() const = 0;

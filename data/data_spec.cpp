@@ -52,10 +52,14 @@ DataSplits open_idx(const std::string& spec, const std::string& title, const std
   return {.spec = spec, .train = split("train", "train"), .test = split("t10k", "test")};
 }
 
-DataSplits open_folder(const std::string& spec, const std::string& root, const Shape& sample, int classes) {
+DataSplits open_folder(const std::string& spec, const std::string& root, const Shape& sample, int classes,
+                       const DataOptions& options) {
   const std::string train_root = (fs::path(root) / "train").string(), val_root = (fs::path(root) / "val").string();
-  auto train = std::make_shared<const ImageFolder>(train_root, ImageFolderOptions{.sample = sample, .name = "folder train"});
-  auto val = std::make_shared<const ImageFolder>(val_root, ImageFolderOptions{.sample = sample, .name = "folder val"});
+  auto train = std::make_shared<const ImageFolder>(
+      train_root,
+      ImageFolderOptions{.sample = sample, .name = "folder train", .on_bad_sample = options.on_bad_sample});
+  auto val = std::make_shared<const ImageFolder>(
+      val_root, ImageFolderOptions{.sample = sample, .name = "folder val", .on_bad_sample = options.on_bad_sample});
   const auto& a = train->class_names();
   const auto& b = val->class_names();
   if (a != b) {
@@ -74,7 +78,13 @@ DataSplits open_folder(const std::string& spec, const std::string& root, const S
 
 }  // namespace
 
-DataSplits open_data(std::string_view spec, const Shape& sample, int classes) {
+OnBadSample parse_on_bad_sample(std::string_view flag, std::string_view text) {
+  if (text == "skip") return OnBadSample::kSkip;
+  if (text == "stop") return OnBadSample::kStop;
+  throw ConfigError(cat(flag, " must be skip or stop, got '", text, "'"));
+}
+
+DataSplits open_data(std::string_view spec, const Shape& sample, int classes, const DataOptions& options) {
   const std::string text(spec);
   const size_t colon = text.find(':');
   const std::string kind = text.substr(0, colon);
@@ -87,7 +97,7 @@ DataSplits open_data(std::string_view spec, const Shape& sample, int classes) {
   if (kind == "mnist" && has_argument) {
     return open_idx(text, "MNIST", argument, kMnistMean, kMnistStd, sample, classes);
   }
-  if (kind == "folder" && has_argument) return open_folder(text, argument, sample, classes);
+  if (kind == "folder" && has_argument) return open_folder(text, argument, sample, classes, options);
   if (text == "synthetic" || (kind == "synthetic" && has_argument)) {
     const int64_t size = has_argument ? parse_int("synthetic:N", argument, 1, int64_t{1} << 40) : kSyntheticTrain;
     auto make = [&](int64_t n, uint64_t seed, const char* name) {

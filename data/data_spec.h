@@ -19,6 +19,12 @@
 
 namespace glassbox {
 
+struct DataOptions {
+  // An image of a folder that cannot be read or decoded (data/dataset.h):
+  // skipped and counted, or the run stops.
+  OnBadSample on_bad_sample = OnBadSample::kSkip;
+};
+
 struct DataSplits {
   std::string spec;                      // as given
   std::shared_ptr<const Dataset> train;  // prepared with SampleMode::kTraining by the trainer
@@ -31,6 +37,10 @@ struct DataSplits {
 // unknown spec (naming the valid forms), a sample shape the data cannot give
 // (naming both shapes), or more classes in the data than the network has
 // outputs; DataError for files that are missing or malformed.
-DataSplits open_data(std::string_view spec, const Shape& sample, int classes);
+DataSplits open_data(std::string_view spec, const Shape& sample, int classes, const DataOptions& options = {});
+
+// "skip" or "stop", as a user types it after `flag` (--on-bad-sample).
+// Throws ConfigError naming the flag and both choices for anything else.
+OnBadSample parse_on_bad_sample(std::string_view flag, std::string_view text);
 
 }  // namespace glassbox

@@ -20,9 +20,10 @@
 
 namespace glassbox {
 
-// One sample that cannot be decoded (a corrupt JPEG inside a folder): the
-// loader reports it once, skips it and carries on with another sample.
-// `file()` names it. Any other DataError (tensor/error.h) stops the run.
+// One sample that cannot be decoded (a corrupt JPEG inside a folder), which
+// may be skipped: the loader (data/loader.h) leaves it out of its batch,
+// names it once through its warn and counts it; it is neither trained on nor
+// scored. `file()` names it. Any other DataError (tensor/error.h) stops the run.
 class SampleError : public DataError {
  public:
   SampleError(std::string file, const std::string& reason)
@@ -32,6 +33,11 @@ class SampleError : public DataError {
  private:
   std::string file_;
 };
+
+// What a dataset of files does with one that cannot be read or decoded:
+// kSkip throws SampleError (the loader skips it and counts it), kStop a plain
+// DataError naming the file (the run stops there).
+enum class OnBadSample { kSkip, kStop };
 
 // How a sample is prepared. kTraining draws a random crop and flip (where the
 // dataset augments at all); kEvaluation takes the deterministic central view.

@@ -17,6 +17,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The most bytes of one image file read: 256 MiB. A photo's JPEG is a few
+// megabytes, a 100-megapixel camera's some tens of megabytes; every sample
+// is decoded and resized to the network's input while its worker holds the
+// whole file, so a file past this would stall the loader and take its
+// memory for one sample.
+constexpr uint64_t kMaxImageFileBytes = uint64_t{256} << 20;
+constexpr std::string_view kImageLimit = "an image file (each is read whole, to be decoded and resized)";
+
 bool is_jpeg_name(const fs::path& path) {
   std::string extension = path.extension().string();
   std::transform(extension.begin(), extension.end(), extension.begin(),
@@ -113,8 +121,17 @@ int ImageFolder::load(int64_t index, std::span<float> pixels, SampleMode mode, s
   const std::string file = path(index);
   thread_local std::string bytes;
   std::string reason;
-  if (!read_file(file, bytes, reason)) throw SampleError(file, cat("cannot read: ", reason));
-  prepare_jpeg_sample({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, file, options_, mode, rng, pixels);
+  try {
+    if (!read_file(file, bytes, reason, kMaxImageFileBytes, kImageLimit)) {
+      throw SampleError(file, cat("cannot read: ", reason));
+    }
+    prepare_jpeg_sample({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, file, options_, mode, rng,
+                        pixels);
+  } catch (const SampleError& e) {
+    if (options_.on_bad_sample == OnBadSample::kSkip) throw;
+    throw DataError(cat(e.what(), " (an unreadable image stops this run; --on-bad-sample skip leaves such images "
+                                  "out, named and counted)"));
+  }
   return labels_[static_cast<size_t>(index)];
 }
 

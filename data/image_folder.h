@@ -14,7 +14,8 @@
 //   kEvaluation: the central H x W window (offsets rounded half to even, as torchvision)
 //   normalise per channel: (v/255 - mean[c]) / stddev[c]
 // The last three are one pass (data/resize.h). Files are read at load(); a
-// file that cannot be read or decoded is a SampleError naming it.
+// file that cannot be read or decoded is a SampleError naming it, or with
+// OnBadSample::kStop a DataError naming it.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,7 @@ struct ImageFolderOptions {
   std::vector<float> mean;
   std::vector<float> stddev;
   std::string name = "folder";  // for describe(): "folder train"
+  OnBadSample on_bad_sample = OnBadSample::kSkip;  // an unreadable file: SampleError (skipped) or DataError (stop)
 };
 
 inline const std::vector<float> kImageNetMean = {0.485f, 0.456f, 0.406f};

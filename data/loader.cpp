@@ -89,6 +89,7 @@ void Loader::start_epoch(int epoch) {
     p.order = std::move(order);
     p.next_claim = 0;
     p.next_out = 0;
+    p.failed_batch = kNoFailedBatch;
     // Ready batches of the old epoch are dropped; those being filled are
     // freed by their workers, who see the new generation.
     for (LoaderSlot& slot : p.slots) {
@@ -113,24 +114,50 @@ int Loader::next(const Tensor& images, const Tensor& labels) {
 
   std::unique_lock lock(p.mutex);
   if (p.epoch < 0) throw ConfigError("Loader::next: no epoch started; call start_epoch(epoch) first");
-  const int s = static_cast<int>(p.next_out % p.slot_count);
+  int s = 0;
+  for (;;) {  // until a batch with a real sample, the end of the epoch, or an error
+    s = static_cast<int>(p.next_out % p.slot_count);
+    LoaderSlot& slot = p.slots[static_cast<size_t>(s)];
+    if (!p.error && p.next_out < p.batches) {
+      const auto wait_start = Clock::now();
+      p.ready.wait(lock,
+                   [&] { return p.error || (slot.state == LoaderSlotState::kReady && slot.batch == p.next_out); });
+      p.stats.wait_seconds += seconds_since(wait_start);
+    }
+    if (p.error) std::rethrow_exception(p.error);
+    if (p.next_out >= p.batches) {
+      p.stats.copy_seconds += copy_seconds;
+      if (p.stats.samples == 0 && p.stats.skipped > 0) p.throw_all_unreadable();
+      return 0;
+    }
+    // Said before the batch is taken (if warn throws, the batch is still
+    // there for the next call) and before its error (they may explain it).
+    p.say_skips(slot, lock);
+    if (slot.error) {  // due now: every later call, also after start_epoch, rethrows it
+      p.error = slot.error;
+      p.halt = true;
+      std::rethrow_exception(p.error);
+    }
+    ++p.next_out;
+    p.count_skips(slot);
+    if (slot.count > 0) break;
+    // Every sample of the batch was unreadable: nothing to hand out.
+    slot.state = LoaderSlotState::kFree;
+    p.work.notify_all();
+    if (options_.shards > 1) {
+      std::string names;
+      for (const int64_t index : slot.skipped) names += cat(names.empty() ? "" : "; ", p.unreadable.at(index));
+      p.error = std::make_exception_ptr(DataError(
+          cat(dataset_->describe(), ": batch ", slot.batch, " of epoch ", p.epoch, " on rank ", options_.shard,
+              " has no readable sample (", names, "); the ranks of a data-parallel run must take the same steps, "
+              "so the run stops")));
+      p.halt = true;
+      std::rethrow_exception(p.error);
+    }
+  }
   LoaderSlot& slot = p.slots[static_cast<size_t>(s)];
-  if (!p.error && p.next_out < p.batches) {
-    const auto wait_start = Clock::now();
-    p.ready.wait(lock, [&] { return p.error || (slot.state == LoaderSlotState::kReady && slot.batch == p.next_out); });
-    p.stats.wait_seconds += seconds_since(wait_start);
-  }
-  // Said before the batch is taken (if warn throws, the batch is still there
-  // for the next call) and before an error (they may explain it).
-  p.say_warnings(lock);
-  if (p.error) std::rethrow_exception(p.error);
-  if (p.next_out >= p.batches) {
-    p.stats.copy_seconds += copy_seconds;
-    return 0;
-  }
   slot.state = LoaderSlotState::kHeld;
-  ++p.next_out;
-  const LoaderSlot taken = slot;
+  const int count = slot.count;
   lock.unlock();
 
   copy_start = Clock::now();
@@ -148,9 +175,8 @@ int Loader::next(const Tensor& images, const Tensor& labels) {
   }
   p.stats.copy_seconds += copy_seconds + seconds_since(copy_start);
   ++p.stats.batches;
-  p.stats.samples += taken.count;
-  p.stats.skipped += taken.skipped;
-  return taken.count;
+  p.stats.samples += count;
+  return count;
 }
 
 // The slot of the previous next(): free it once its copy has read it.
@@ -165,13 +191,23 @@ void Loader::Pipeline::release_held() {
   work.notify_all();
 }
 
-void Loader::Pipeline::say_warnings(std::unique_lock<std::mutex>& lock) {
-  if (warnings.empty()) return;
-  const std::vector<std::string> said = std::exchange(warnings, {});
-  if (!options.warn) return;
+void Loader::Pipeline::say_skips(const LoaderSlot& slot, std::unique_lock<std::mutex>& lock) {
+  std::vector<std::string> to_say;
+  for (const int64_t index : slot.skipped) {
+    if (said.insert(index).second) to_say.push_back(cat("skipping ", unreadable.at(index)));
+  }
+  if (to_say.empty() || !options.warn) return;
+  // The slot is ready and due: no worker touches it while the lock is open.
   lock.unlock();
-  for (const std::string& warning : said) options.warn(warning);
+  for (const std::string& warning : to_say) options.warn(warning);
   lock.lock();
+}
+
+void Loader::Pipeline::count_skips(const LoaderSlot& slot) {
+  stats.skipped += static_cast<int64_t>(slot.skipped.size());
+  for (const int64_t index : slot.skipped) {
+    if (stats.skipped_files.size() < kSkippedNamed) stats.skipped_files.push_back(unreadable.at(index));
+  }
 }
 
 }  // namespace glassbox

@@ -6,7 +6,7 @@
 //   for (int epoch = 0; epoch < epochs; ++epoch) {
 //     loader.start_epoch(epoch);
 //     while (int count = loader.next(images, labels)) { ... a step on images, labels ... }
-//     loader.stats();  // seconds waited for data, samples skipped
+//     loader.stats();  // seconds waited for data, unreadable samples skipped
 //   }
 //
 // Order: epoch e visits the samples in a permutation drawn from (seed, e)
@@ -23,16 +23,26 @@
 // event before the device-to-device copy into `images` and `labels`; on the
 // CPU by memcpy. The host buffer is reused once its copy has finished.
 //
-// A sample that fails with SampleError is reported once (Options::warn),
-// remembered, and replaced by the next readable sample in index order; the
-// epoch's count of replacements is in stats(). Any other error in a worker
-// is rethrown by next(), with its message, and stops the workers.
+// Note [Skipped samples]: a sample that fails with SampleError (an
+// unreadable file) is left out: its batch's readable samples come first, and
+// next() returns their count, so nothing that scores `count` rows ever
+// counts it. The rows after them are padding without drop_last; with
+// drop_last (training, where the step takes a full batch) they hold
+// replacements, the next readable samples in index order, trained on but
+// not counted. A batch with no readable sample is passed over. Each skipped
+// file is named once through Options::warn, when its batch is handed out,
+// and counted with its name in every epoch's stats(). Which samples are
+// skipped, and where the run stops, depend on the files only, never on the
+// workers' timing: a worker's error in batch k is rethrown by next() when
+// batch k is due, after batches 0..k-1, with its message, and stops the
+// workers.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "data/dataset.h"
 #include "tensor/context.h"
@@ -60,17 +70,24 @@ struct LoaderOptions {
   // order and augmentation stay those of the whole epoch. Needs drop_last.
   int shard = 0;
   int shards = 1;
-  // Called (from next(), on the caller's thread) once per unreadable file:
+  // Called (from next(), on the caller's thread) once per unreadable file,
+  // the first time a batch that skips it is handed out:
   // "skipping /data/train/cat/17.jpg: not a JPEG file (starts with 89 50 4e 47)".
   std::function<void(const std::string&)> warn;
 };
+
+// The unreadable files LoaderStats names; the rest are only counted.
+inline constexpr size_t kSkippedNamed = 5;
 
 struct LoaderStats {
   double wait_seconds = 0.0;  // this epoch: time next() spent waiting for a batch to be ready
   double copy_seconds = 0.0;  // this epoch: time next() spent queuing or doing the copy to the device
   int64_t batches = 0;        // batches handed out this epoch
-  int64_t samples = 0;        // real samples handed out this epoch (padding excluded)
-  int64_t skipped = 0;        // this epoch: samples replaced because their file could not be read
+  int64_t samples = 0;        // real samples handed out this epoch (padding and replacements excluded)
+  int64_t skipped = 0;        // this epoch: samples left out because their file could not be read
+  // The first kSkippedNamed of them, in the epoch's order: "FILE: reason"
+  // (the SampleError's message).
+  std::vector<std::string> skipped_files;
 };
 
 class Loader {
@@ -92,9 +109,12 @@ class Loader {
   // Copies the next batch of this epoch into `images` (batch, C, H, W)
   // float32 and `labels` (batch) int32 on ctx's device, queued on ctx's
   // stream (the step that follows on that stream sees the data). Returns the
-  // number of real samples in it, 0 once the epoch is over. Throws ShapeError
-  // if the tensors do not fit the dataset and batch, and rethrows a worker's
-  // error.
+  // number of real samples in it, at least 1, and 0 once the epoch is over
+  // (Note [Skipped samples]). Throws ShapeError if the tensors do not fit
+  // the dataset and batch, and rethrows a worker's error; throws DataError
+  // at the end of an epoch whose every sample was unreadable, and for a
+  // batch without a readable sample in a shard of a data-parallel epoch
+  // (every rank must take the same steps).
   int next(const Tensor& images, const Tensor& labels);
   LoaderStats stats() const;
 

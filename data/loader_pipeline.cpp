@@ -79,7 +79,7 @@ void Loader::Pipeline::record_error(std::exception_ptr failure) {
 }
 
 bool Loader::Pipeline::claimable() const {
-  return epoch >= 0 && !error && next_claim < batches &&
+  return epoch >= 0 && !error && next_claim < batches && next_claim < failed_batch.load() &&
          slots[static_cast<size_t>(next_claim % slot_count)].state == LoaderSlotState::kFree;
 }
 
@@ -91,84 +91,117 @@ void Loader::Pipeline::work_loop() {
     const int64_t batch = next_claim++;
     const int s = static_cast<int>(batch % slot_count);
     LoaderSlot& slot = slots[static_cast<size_t>(s)];
-    slot = {LoaderSlotState::kFilling, batch, generation.load(), 0, 0};
+    slot = {.state = LoaderSlotState::kFilling, .batch = batch, .generation = generation.load()};
     const std::shared_ptr<const std::vector<int64_t>> job_order = order;
     const int64_t job_epoch = epoch;
     LoaderSlot result = slot;
     lock.unlock();
     bool done = false;
-    std::exception_ptr failure;
     try {
       done = fill(s, batch, job_epoch, *job_order, result.generation, result);
     } catch (...) {
-      failure = std::current_exception();
+      result.error = std::current_exception();
     }
     lock.lock();
-    if (failure && !error) error = failure;
-    if (failure) halt = true;
-    if (done && !failure && result.generation == generation.load()) {
-      slot = result;
-      slot.state = LoaderSlotState::kReady;
+    if (result.generation != generation.load() || (!done && !result.error)) {
+      slot.state = LoaderSlotState::kFree;  // abandoned: its epoch was replaced, or a batch before it failed
     } else {
-      slot.state = LoaderSlotState::kFree;  // abandoned: its epoch was replaced, or it failed
+      // Done, or failed: either way next() takes it when it is due.
+      if (result.error && batch < failed_batch.load()) failed_batch = batch;
+      slot = std::move(result);
+      slot.state = LoaderSlotState::kReady;
     }
     ready.notify_all();
     work.notify_all();
   }
 }
 
-// Fills `slot` with batch `batch`; false if abandoned part-way.
+// Fills `slot` with batch `batch`; false if abandoned part-way. The batch's
+// readable samples take the first rows, in order; `result.skipped` lists
+// the others (Note [Skipped samples] in data/loader.h).
 bool Loader::Pipeline::fill(int slot, int64_t batch, int64_t job_epoch, const std::vector<int64_t>& job_order,
                             uint64_t job_generation, LoaderSlot& result) {
   const int64_t first = batch * options.batch;
-  const int count = static_cast<int>(std::min<int64_t>(options.batch, static_cast<int64_t>(job_order.size()) - first));
+  const int size = static_cast<int>(std::min<int64_t>(options.batch, static_cast<int64_t>(job_order.size()) - first));
   float* pixels = images[static_cast<size_t>(slot)];
   int32_t* label = labels[static_cast<size_t>(slot)];
-  int64_t skipped = 0;
-  for (int r = 0; r < count; ++r) {
-    if (halt.load(std::memory_order_relaxed) || generation.load(std::memory_order_relaxed) != job_generation) {
-      return false;
+  auto row_pixels = [&](int row) {
+    return std::span<float>(pixels + row * sample_numel, static_cast<size_t>(sample_numel));
+  };
+  auto abandoned = [&] {
+    return halt.load(std::memory_order_relaxed) || generation.load(std::memory_order_relaxed) != job_generation ||
+           batch > failed_batch.load(std::memory_order_relaxed);
+  };
+  int rows = 0;
+  for (int i = 0; i < size; ++i) {
+    if (abandoned()) return false;
+    const int64_t index = job_order[static_cast<size_t>(first + i)];
+    if (load_sample(index, job_epoch, row_pixels(rows), label[rows])) {
+      ++rows;
+    } else {
+      result.skipped.push_back(index);
     }
-    bool replaced = false;
-    const std::span<float> row(pixels + r * sample_numel, static_cast<size_t>(sample_numel));
-    label[r] = load_readable(job_order[static_cast<size_t>(first + r)], job_epoch, row, replaced);
-    skipped += replaced ? 1 : 0;
   }
-  // Padding of the last batch without drop_last: zero pixels, label 0.
-  std::fill(pixels + count * sample_numel, pixels + options.batch * sample_numel, 0.0f);
-  std::fill(label + count, label + options.batch, 0);
-  result.count = count;
-  result.skipped = skipped;
+  result.count = rows;
+  // With drop_last every row is trained on, so none may be padding. A batch
+  // with no readable sample is passed over by next(): no replacements.
+  if (options.drop_last && rows > 0) {
+    for (const int64_t skipped : result.skipped) {
+      if (abandoned()) return false;
+      if (!load_replacement(skipped, job_epoch, row_pixels(rows), label[rows])) {
+        std::copy_n(pixels, sample_numel, pixels + rows * sample_numel);  // row 0's sample, read before
+        label[rows] = label[0];
+      }
+      ++rows;
+    }
+  }
+  // Padding: zero pixels, label 0.
+  std::fill(pixels + rows * sample_numel, pixels + options.batch * sample_numel, 0.0f);
+  std::fill(label + rows, label + options.batch, 0);
   return true;
 }
 
-// Loads sample `index`, or, if it cannot be read, the next readable one in
-// index order (wrapping). Each sample draws from the RNG of its own index, so
-// a replacement is what that sample would be in its own place.
-int Loader::Pipeline::load_readable(int64_t index, int64_t job_epoch, std::span<float> pixels, bool& replaced) {
-  int64_t j = index;
-  for (int64_t tried = 0; tried < samples; ++tried, j = j + 1 == samples ? 0 : j + 1) {
-    if (bad[static_cast<size_t>(j)].load(std::memory_order_relaxed)) continue;
-    std::mt19937_64 rng(loader_order::sample_seed(options.seed, job_epoch, j));
-    int label = 0;
-    try {
-      label = dataset.load(j, pixels, options.mode, rng);
-    } catch (const SampleError& e) {
-      // Marked and reported in one step under the lock: a worker that sees
-      // the mark and then records an error records it after the warning.
-      std::lock_guard lock(mutex);
-      if (!bad[static_cast<size_t>(j)].exchange(true)) warnings.push_back(cat("skipping ", e.what()));
-      continue;
-    }
-    if (label < 0 || label >= dataset.classes()) {
-      throw DataError(cat(dataset.describe(), ": sample ", j, " has label ", label, ", outside [0, ",
-                          dataset.classes(), ")"));
-    }
-    replaced = j != index;
-    return label;
+// Loads sample `index` into `pixels` and `label`; false if its file cannot be
+// read (marked in `bad`, with its message, and not read again). Each sample
+// draws from the RNG of its own index.
+bool Loader::Pipeline::load_sample(int64_t index, int64_t job_epoch, std::span<float> pixels, int32_t& into) {
+  if (bad[static_cast<size_t>(index)].load(std::memory_order_relaxed)) return false;
+  std::mt19937_64 rng(loader_order::sample_seed(options.seed, job_epoch, index));
+  int label = 0;
+  try {
+    label = dataset.load(index, pixels, options.mode, rng);
+  } catch (const SampleError& e) {
+    // Marked and its message kept in one step under the lock: whoever sees
+    // the mark and then takes the lock finds the message.
+    std::lock_guard lock(mutex);
+    if (!bad[static_cast<size_t>(index)].exchange(true)) unreadable.emplace(index, e.what());
+    return false;
   }
-  throw DataError(cat(dataset.describe(), ": all ", samples, " samples are unreadable (each was reported "
-                      "by the loader's warn as it failed)"));
+  if (label < 0 || label >= dataset.classes()) {
+    throw DataError(cat(dataset.describe(), ": sample ", index, " has label ", label, ", outside [0, ",
+                        dataset.classes(), ")"));
+  }
+  into = label;
+  return true;
+}
+
+// The next readable sample after `skipped` in index order (wrapping), loaded
+// into `pixels` and `label` with its own index's RNG: what that sample is in
+// its own place. False only where no file is readable any more (the caller
+// read one of its own before, so files vanished since).
+bool Loader::Pipeline::load_replacement(int64_t skipped, int64_t job_epoch, std::span<float> pixels,
+                                        int32_t& label) {
+  for (int64_t tried = 1; tried <= samples; ++tried) {
+    if (load_sample((skipped + tried) % samples, job_epoch, pixels, label)) return true;
+  }
+  return false;
+}
+
+// On the consumer's thread, at the end of the epoch.
+void Loader::Pipeline::throw_all_unreadable() const {
+  throw DataError(cat(dataset.describe(), ": epoch ", epoch, ": all ", stats.skipped,
+                      " samples are unreadable (each was reported "
+                      "by the loader's warn)"));
 }
 
 }  // namespace glassbox

@@ -11,16 +11,26 @@
 // and the order never depends on timing. start_epoch bumps a
 // generation counter: a worker still filling a batch of the abandoned epoch
 // notices between two samples, stops, and frees its slot.
+//
+// A worker's error is kept in the slot of its batch, which is marked ready:
+// next() rethrows it when that batch is due (Note [Skipped samples] in
+// data/loader.h). Batches after the first failed one are neither claimed nor
+// finished. The unreadable samples a batch skipped travel in its slot too,
+// so that next() names them in batch order.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
 #include <thread>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "data/loader.h"
@@ -34,10 +44,13 @@ enum class LoaderSlotState { kFree, kFilling, kReady, kHeld };
 struct LoaderSlot {
   LoaderSlotState state = LoaderSlotState::kFree;
   int64_t batch = -1;
-  uint64_t generation = 0;  // of the epoch the batch belongs to
-  int count = 0;            // real samples in it
-  int64_t skipped = 0;      // of them, replacements for unreadable samples
+  uint64_t generation = 0;       // of the epoch the batch belongs to
+  int count = 0;                 // real samples in it, the first rows
+  std::vector<int64_t> skipped;  // the batch's unreadable samples, in its order
+  std::exception_ptr error;      // filling it failed: next() rethrows this when the batch is due
 };
+
+inline constexpr int64_t kNoFailedBatch = std::numeric_limits<int64_t>::max();
 
 struct Loader::Pipeline {
   // The workers' side (data/loader_pipeline.cpp).
@@ -50,11 +63,15 @@ struct Loader::Pipeline {
   bool claimable() const;
   bool fill(int slot, int64_t batch, int64_t epoch, const std::vector<int64_t>& order, uint64_t generation,
             LoaderSlot& result);
-  int load_readable(int64_t index, int64_t epoch, std::span<float> pixels, bool& replaced);
+  bool load_sample(int64_t index, int64_t epoch, std::span<float> pixels, int32_t& into);
+  bool load_replacement(int64_t skipped, int64_t epoch, std::span<float> pixels, int32_t& label);
   void record_error(std::exception_ptr failure);
+  [[noreturn]] void throw_all_unreadable() const;  // an epoch that handed out nothing but skipped samples
   // The consumer's side (data/loader.cpp).
-  void release_held();                                    // the slot of the previous next(), once copied
-  void say_warnings(std::unique_lock<std::mutex>& lock);  // options.warn, for each warning not yet said
+  void release_held();  // the slot of the previous next(), once copied
+  // options.warn for each of `slot`'s skipped files not said before.
+  void say_skips(const LoaderSlot& slot, std::unique_lock<std::mutex>& lock);
+  void count_skips(const LoaderSlot& slot);  // into stats, under the lock
 
   // Fixed at construction.
   const Dataset& dataset;
@@ -71,7 +88,7 @@ struct Loader::Pipeline {
   std::vector<float*> images;    // per slot: (batch, C, H, W), in cpu_images or pinned
   std::vector<int32_t*> labels;  // per slot: (batch)
   // Per sample: its load threw SampleError. Kept across epochs, so a file is
-  // reported once and never read again.
+  // read once and then only counted.
   std::vector<std::atomic<bool>> bad;
 
   std::mutex mutex;
@@ -83,17 +100,20 @@ struct Loader::Pipeline {
   int64_t epoch = -1;                 // -1: start_epoch not called yet
   int64_t next_claim = 0;             // the next batch a worker takes
   int64_t next_out = 0;               // the next batch next() hands out
-  std::vector<std::string> warnings;  // for options.warn, not yet said
-  std::exception_ptr error;           // a worker's; every next() rethrows it
+  // The SampleError message of each sample marked in `bad`: "FILE: reason".
+  std::unordered_map<int64_t, std::string> unreadable;
+  std::exception_ptr error;           // due (next() reached it) or outside any batch; every next() rethrows it
   bool stopping = false;
   // Read by workers between two samples, to drop an abandoned batch early;
   // written under mutex.
   std::atomic<uint64_t> generation{0};
   std::atomic<bool> halt{false};  // stopping, or an error
+  std::atomic<int64_t> failed_batch{kNoFailedBatch};  // this epoch's first batch whose filling failed
 
   // The consumer's own (next(), start_epoch, stats(): one thread).
   int held = -1;  // the slot whose copy may still be reading it
   LoaderStats stats;
+  std::unordered_set<int64_t> said;  // the unreadable samples options.warn has named
 
   std::vector<std::thread> threads;
 };

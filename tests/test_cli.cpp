@@ -12,6 +12,7 @@
 
 #include "tensor/cpu_blas.h"
 #include "tests/support/command.h"
+#include "tests/support/data_files.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
@@ -279,6 +280,73 @@ TEST(Cli, SummaryAndTimeTakeAnMlpSpec) {
   r = run(kCli + " summary MLP:784,10,");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "glassbox: network 'MLP:784,10,': classes is empty")) << r.output;
+}
+
+// An image that cannot be decoded is skipped by default: named once on
+// stderr, counted apart in train's epoch row and in eval's summary, never
+// scored; with --on-bad-sample stop the run ends there, naming it.
+TEST(Cli, AnUnreadableImageIsSkippedNamedAndCountedOrStopsTheRun) {
+  glassbox::testing::TempDir dir;
+  const std::string data = dir / "data";
+  Outcome r =
+      run(kCli + " make-folder --synthetic --classes 2 --train 5 --val 5 --width 200 --height 150 --out " + data);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // One bad file in each split, among 10 good ones.
+  const std::string bad_train = data + "/train/class_0/2a.jpg", bad_val = data + "/val/class_0/2a.jpg";
+  const std::string good = glassbox::testing::read_whole_file(data + "/train/class_0/2.jpg");
+  glassbox::testing::write_file(bad_train, good.substr(0, good.size() * 3 / 4));  // cut short
+  glassbox::testing::write_file(bad_val, "\x89PNG\r\n\x1a\n and the rest of a PNG");
+  const std::string val_reason = ": not a JPEG file (starts with 89 50 4e 47)";
+
+  // Batch 11: the epoch is one batch, all 11 training files.
+  const std::string train =
+      kCli + " train LeNet --data folder:" + data + " --epochs 1 --batch 11 --device cpu --workers 2";
+  r = run(train + " --checkpoint-dir " + dir / "run");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: skipping " + bad_train + ": corrupt JPEG: ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: skipping " + bad_val + val_reason + "\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "  (unreadable, skipped: 1 train, 1 test)\n")) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("test accuracy after epoch 1: [0-9.]+% \\([0-9]+ of 10\\)")))
+      << r.output;
+
+  const std::string eval = kCli + " eval LeNet --weights " + dir / "run/epoch-0001.safetensors" + " --data folder:" +
+                           data + " --batch 4 --device cpu --workers 3";
+  r = run(eval);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: skipping " + bad_val + val_reason + "\n")) << r.output;
+  EXPECT_TRUE(contains(r.output, "\n11 images, 1 unreadable, not scored (" + bad_val + val_reason + ")\n")) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("accuracy: [0-9.]+% \\([0-9]+ of 10\\)"))) << r.output;
+
+  const std::string stops = " (an unreadable image stops this run; --on-bad-sample skip leaves such images out, named "
+                            "and counted)";
+  r = run(eval + " --on-bad-sample stop");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: " + bad_val + val_reason + stops)) << r.output;
+  EXPECT_FALSE(contains(r.output, "accuracy: ")) << r.output;
+  r = run(train + " --on-bad-sample stop");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: " + bad_train + ": corrupt JPEG: ")) << r.output;
+  EXPECT_TRUE(contains(r.output, stops)) << r.output;
+}
+
+TEST(Cli, OnBadSampleIsSkipOrStopAndGoesWithData) {
+  const struct {
+    std::string args;
+    std::string message;
+  } cases[] = {
+      {"eval LeNet --weights w --data synthetic --device cpu --on-bad-sample maybe",
+       "glassbox: --on-bad-sample must be skip or stop, got 'maybe'"},
+      {"eval LeNet --weights w --input x --on-bad-sample stop",
+       "glassbox: --on-bad-sample goes with --data SPEC: it says what to do with an image of the data that cannot be "
+       "read"},
+      {"train LeNet --data synthetic:64 --batch 4 --device cpu --on-bad-sample Stop",
+       "glassbox: --on-bad-sample must be skip or stop, got 'Stop'"},
+  };
+  for (const auto& c : cases) {
+    const Outcome r = run(kCli + " " + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, c.message)) << c.args << "\n" << r.output;
+  }
 }
 
 }  // namespace

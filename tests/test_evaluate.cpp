@@ -1,13 +1,16 @@
 // tests/test_evaluate.cpp: scoring logits, and evaluating a network over a
-// padded test set.
+// padded test set and over a folder with an unreadable image in it.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "data/data_spec.h"
+#include "data/image_folder.h"
 #include "graph/builder.h"
 #include "tensor/copy.h"
 #include "nets/nets.h"
+#include "tests/support/data_files.h"
 #include "train/evaluate.h"
 
 namespace glassbox {
@@ -120,6 +123,71 @@ TEST(Evaluate, ContinuingBatchesAreScoredByTheLossLayer) {
   EXPECT_NEAR(result.perplexity(), std::exp(sum / 6.0), 1e-5);
   EXPECT_FALSE(result.has_accuracy);
   EXPECT_EQ(result.correct, 0);
+}
+
+// LeNet (untrained, its fixed initial weights) over a folder of 1x28x28
+// images, in index order.
+Evaluation evaluate_folder(const std::string& root, OnBadSample on_bad_sample, int batch, int workers) {
+  Context ctx = Context::cpu();
+  Graph graph = lenet(batch);
+  graph.compile(ctx);
+  auto data = std::make_shared<const ImageFolder>(
+      root, ImageFolderOptions{.sample = Shape{1, 28, 28}, .on_bad_sample = on_bad_sample});
+  Loader loader(ctx, data,
+                {.batch = batch, .workers = workers, .shuffle = false, .mode = SampleMode::kEvaluation,
+                 .drop_last = false});
+  return evaluate(ctx, graph, loader);
+}
+
+// 10 readable JPEGs in clean/, the same 10 and a corrupt one among them in
+// val/ (cat/2a.jpg sorts between cat/2.jpg and cat/3.jpg).
+struct FolderWithACorruptImage {
+  testing::TempDir dir;
+  std::string clean = dir / "clean", val = dir / "val", corrupt = dir / "val/cat/2a.jpg";
+  FolderWithACorruptImage() {
+    testing::make_jpeg_folder(clean, {.classes = {"cat", "dog"}, .per_class = 5, .width = 200, .height = 150,
+                                      .channels = 1});
+    std::filesystem::copy(clean, val, std::filesystem::copy_options::recursive);
+    const std::string good = testing::read_whole_file(val + "/cat/2.jpg");
+    testing::write_file(corrupt, good.substr(0, good.size() * 3 / 4));  // cut short
+  }
+};
+
+// The unreadable image is neither scored nor counted among the samples, and
+// named: the rest score exactly as the folder without it does.
+TEST(Evaluate, AnUnreadableImageIsCountedApartAndNamedNotScored) {
+  const FolderWithACorruptImage folder;
+  const Evaluation clean = evaluate_folder(folder.clean, OnBadSample::kSkip, 4, 2);
+  ASSERT_EQ(clean.samples, 10);
+  EXPECT_EQ(clean.unreadable, 0);
+  for (const int batch : {4, 11}) {
+    const Evaluation e = evaluate_folder(folder.val, OnBadSample::kSkip, batch, 3);
+    EXPECT_EQ(e.samples, 10) << "batch " << batch;
+    EXPECT_EQ(e.unreadable, 1);
+    EXPECT_EQ(e.unreadable_files,
+              (std::vector<std::string>{folder.corrupt + ": corrupt JPEG: Premature end of JPEG file"}));
+    EXPECT_EQ(e.correct, clean.correct);
+    EXPECT_NEAR(e.loss_sum, clean.loss_sum, 1e-4);
+  }
+}
+
+// With OnBadSample::kStop the evaluation stops at the first unreadable image
+// in the folder's order, whichever worker met which first, with a DataError
+// (not a SampleError, which the loader would skip) naming it.
+TEST(Evaluate, WithStopAnUnreadableImageIsADataErrorNamingTheFirst) {
+  const FolderWithACorruptImage folder;
+  testing::write_file(folder.val + "/dog/0a.jpg", "\x89PNG\r\n\x1a\n and the rest of a PNG");
+  std::string message;
+  try {
+    evaluate_folder(folder.val, OnBadSample::kStop, 2, 4);
+    ADD_FAILURE() << "the evaluation finished";
+  } catch (const SampleError& e) {
+    ADD_FAILURE() << "a SampleError, which the loader skips: " << e.what();
+  } catch (const DataError& e) {
+    message = e.what();
+  }
+  EXPECT_EQ(message, folder.corrupt + ": corrupt JPEG: Premature end of JPEG file (an unreadable image stops this "
+                                      "run; --on-bad-sample skip leaves such images out, named and counted)");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "data/data_spec.h"
 #include "data/image_folder.h"
 #include "data/jpeg.h"
 #include "data/resize.h"
@@ -190,6 +191,53 @@ TEST(ImageFolder, UnreadableFilesAreSampleErrorsFromLoad) {
     }
   }
   EXPECT_EQ(data.load(0, pixels, SampleMode::kTraining, rng), 0) << "a good file still loads after bad ones";
+}
+
+// An image file past 256 MiB is not read (a sparse file: its size costs no
+// disk): the sample is unreadable, naming the size and the limit.
+TEST(ImageFolder, AnImageFilePastTheLimitIsUnreadableNamingIt) {
+  TempDir dir;
+  testing::make_jpeg_folder(dir.path(), {.classes = {"a"}, .per_class = 2});
+  std::filesystem::resize_file(dir / "a/1.jpg", uint64_t{300} << 20);
+  const ImageFolder data(dir.path(), {.sample = Shape{3, 32, 32}});
+  std::vector<float> pixels(3 * 32 * 32);
+  std::mt19937_64 rng(1);
+  EXPECT_EQ(message_of<SampleError>([&] { data.load(1, pixels, SampleMode::kEvaluation, rng); }),
+            dir / "a/1.jpg: cannot read: it has 314,572,800 bytes, past the limit of 268,435,456 for an image file "
+                  "(each is read whole, to be decoded and resized)");
+  EXPECT_EQ(data.load(0, pixels, SampleMode::kEvaluation, rng), 0);
+}
+
+// OnBadSample::kStop: the same file is a plain DataError, which stops a
+// loader, instead of a SampleError, which it skips.
+TEST(ImageFolder, WithStopAnUnreadableFileIsADataErrorNotASampleError) {
+  TempDir dir;
+  testing::make_jpeg_folder(dir.path(), {.classes = {"a"}, .per_class = 2});
+  write_file(dir / "a/1.jpg", "\x89PNG\r\n\x1a\n and the rest of a PNG");
+  const ImageFolder data(dir.path(), {.sample = Shape{3, 32, 32}, .on_bad_sample = OnBadSample::kStop});
+  std::vector<float> pixels(3 * 32 * 32);
+  std::mt19937_64 rng(1);
+  std::string message;
+  try {
+    data.load(1, pixels, SampleMode::kEvaluation, rng);
+    ADD_FAILURE() << "sample 1 loaded";
+  } catch (const SampleError& e) {
+    ADD_FAILURE() << "a SampleError: " << e.what();
+  } catch (const DataError& e) {
+    message = e.what();
+  }
+  EXPECT_EQ(message, dir / "a/1.jpg: not a JPEG file (starts with 89 50 4e 47) (an unreadable image stops this run; "
+                           "--on-bad-sample skip leaves such images out, named and counted)");
+  EXPECT_EQ(data.load(0, pixels, SampleMode::kEvaluation, rng), 0);
+}
+
+TEST(ImageFolder, OnBadSampleIsSkipOrStopAsTyped) {
+  EXPECT_EQ(parse_on_bad_sample("--on-bad-sample", "skip"), OnBadSample::kSkip);
+  EXPECT_EQ(parse_on_bad_sample("--on-bad-sample", "stop"), OnBadSample::kStop);
+  for (const char* text : {"Skip", "", "skip ", "ignore"}) {
+    EXPECT_EQ(message_of<ConfigError>([&] { parse_on_bad_sample("--on-bad-sample", text); }),
+              cat("--on-bad-sample must be skip or stop, got '", text, "'"));
+  }
 }
 
 }  // namespace

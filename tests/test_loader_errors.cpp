@@ -1,6 +1,7 @@
 // tests/test_loader_errors.cpp: what the Loader (data/loader.h) does when
-// things go wrong: unreadable files are reported once, replaced and counted;
-// any other error of a worker comes out of next() with its message; bad
+// things go wrong: unreadable files are left out of the count, named once
+// and counted; any other error of a worker comes out of next() with its
+// message when its batch is due; bad
 // options and tensors are refused with messages that name them; a Loader
 // destroyed mid-epoch returns promptly.
 #include <gtest/gtest.h>
@@ -33,41 +34,110 @@ std::string message_of(F&& f) {
   return "";
 }
 
-TEST(LoaderSkipping, AnUnreadableFileIsWarnedOnceReplacedByTheNextReadableOneAndCountedPerEpoch) {
+// Note [Skipped samples]: with drop_last (training), a batch's readable
+// samples come first and are counted; the rows of its unreadable ones hold
+// the next readable samples in index order, trained on but not counted.
+TEST(LoaderSkipping, AnUnreadableFileIsLeftOutOfTheCountNamedOnceAndCountedEveryEpoch) {
   Context ctx = Context::cpu();
-  // 4 and 5 are unreadable, so both become 6; 19 wraps around to 0.
+  // 4 and 5 are unreadable, so both rows hold 6; 19's holds 0 (wrapping).
   auto dataset = fake({.size = 20, .unreadable = {4, 5, 19}});
   std::vector<std::string> warnings;
   Loader loader(ctx, dataset,
                 {.batch = 4, .workers = 3, .seed = 1, .shuffle = false,
                  .warn = [&](const std::string& w) { warnings.push_back(w); }});
-  std::vector<int64_t> expected{0, 1, 2, 3, 6, 6, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 0};
+  const std::vector<int64_t> counted{0, 1, 2, 3, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18};
+  const std::vector<std::string> named{"/fake/4.png: not a PNG", "/fake/5.png: not a PNG", "/fake/19.png: not a PNG"};
+  std::vector<LoadedBatch> first;
   for (int epoch = 0; epoch < 2; ++epoch) {
     const std::vector<LoadedBatch> batches = load_epoch(ctx, loader, epoch);
-    EXPECT_EQ(indices_of(batches), expected) << "epoch " << epoch;
-    EXPECT_EQ(batches[1].labels, (std::vector<int>{6, 6, 6, 0}));  // the replacement's label, 6 % 7 = 6; 7 % 7 = 0
-    EXPECT_EQ(loader.stats().skipped, 3) << "epoch " << epoch;
-    EXPECT_EQ(loader.stats().samples, 20);
+    ASSERT_EQ(batches.size(), 5u);
+    EXPECT_EQ(indices_of(batches), counted) << "epoch " << epoch;
+    EXPECT_EQ(batches[1].count, 2);
+    EXPECT_EQ(batches[1].index(2), 6);
+    EXPECT_EQ(batches[1].index(3), 6);
+    EXPECT_EQ(batches[1].draw(2), batches[1].draw(0));  // sample 6 as it is in its own place
+    EXPECT_EQ(batches[1].labels, (std::vector<int>{6, 0, 6, 6}));  // 6 % 7, 7 % 7, then the replacements'
+    EXPECT_EQ(batches[4].count, 3);
+    EXPECT_EQ(batches[4].index(3), 0);
+    const LoaderStats stats = loader.stats();
+    EXPECT_EQ(stats.skipped, 3) << "epoch " << epoch;
+    EXPECT_EQ(stats.samples, 17);
+    EXPECT_EQ(stats.batches, 5);
+    EXPECT_EQ(stats.skipped_files, named);
+    if (epoch == 0) first = batches;
   }
-  std::sort(warnings.begin(), warnings.end());
-  EXPECT_EQ(warnings, (std::vector<std::string>{"skipping /fake/19.png: not a PNG", "skipping /fake/4.png: not a PNG",
-                                                "skipping /fake/5.png: not a PNG"}));
-  // Remembered: an unreadable file is not read again in the next epoch.
+  // Named once, in the epoch's order, whichever worker met the file first.
+  EXPECT_EQ(warnings, (std::vector<std::string>{"skipping /fake/4.png: not a PNG", "skipping /fake/5.png: not a PNG",
+                                                "skipping /fake/19.png: not a PNG"}));
+  // Remembered: an unreadable file is not read again, in this epoch or the next.
   EXPECT_EQ(dataset->loads(4), 1);
+  EXPECT_EQ(dataset->loads(5), 1);
   EXPECT_EQ(dataset->loads(19), 1);
+  // The same batches, to the bit, with one worker.
+  Loader serial(ctx, fake({.size = 20, .unreadable = {4, 5, 19}}),
+                {.batch = 4, .workers = 1, .seed = 1, .shuffle = false});
+  EXPECT_EQ(load_epoch(ctx, serial, 0), first);
+}
+
+// Without drop_last (evaluation), an unreadable sample's row is not filled:
+// the batch's readable samples come first, padding after them, and a batch
+// of nothing but unreadable samples is passed over.
+TEST(LoaderSkipping, WithoutDropLastUnreadableSamplesAreLeftOutAndABatchOfThemIsPassedOver) {
+  Context ctx = Context::cpu();
+  Loader loader(ctx, fake({.size = 10, .unreadable = {1, 4, 5, 6, 7, 8}}),
+                {.batch = 4, .workers = 2, .shuffle = false, .drop_last = false});
+  const std::vector<LoadedBatch> batches = load_epoch(ctx, loader, 0);
+  ASSERT_EQ(batches.size(), 2u);  // 0 1 2 3 | 4 5 6 7 (none readable) | 8 9
+  EXPECT_EQ(batches[0].count, 3);
+  EXPECT_EQ(batches[1].count, 1);
+  EXPECT_EQ(indices_of(batches), (std::vector<int64_t>{0, 2, 3, 9}));
+  for (size_t i = 3 * testing::kFakeSampleNumel; i < batches[0].images.size(); ++i) {
+    EXPECT_EQ(batches[0].images[i], 0.0f) << i;
+  }
+  EXPECT_EQ(batches[0].labels, (std::vector<int>{0, 2, 3, 0}));
+  EXPECT_EQ(batches[1].labels, (std::vector<int>{2, 0, 0, 0}));
+  const LoaderStats stats = loader.stats();
+  EXPECT_EQ(stats.samples, 4);
+  EXPECT_EQ(stats.batches, 2);
+  EXPECT_EQ(stats.skipped, 6);
+  EXPECT_EQ(stats.skipped_files, (std::vector<std::string>{"/fake/1.png: not a PNG", "/fake/4.png: not a PNG",
+                                                           "/fake/5.png: not a PNG", "/fake/6.png: not a PNG",
+                                                           "/fake/7.png: not a PNG"}));  // the first kSkippedNamed
 }
 
 TEST(LoaderSkipping, WhenEverySampleIsUnreadableNextSaysSo) {
+  for (const bool drop_last : {true, false}) {
+    Context ctx = Context::cpu();
+    int warned = 0;
+    Loader loader(ctx, fake({.size = 6, .unreadable = {0, 1, 2, 3, 4, 5}}),
+                  {.batch = 2, .workers = 2, .drop_last = drop_last, .warn = [&](const std::string&) { ++warned; }});
+    loader.start_epoch(0);
+    testing::BatchTensors tensors(ctx, 2);
+    const std::string message = message_of<DataError>([&] { loader.next(tensors.images, tensors.labels); });
+    EXPECT_EQ(message, "fake (6 samples): epoch 0: all 6 samples are unreadable (each was reported by the loader's "
+                       "warn)") << "drop_last " << drop_last;
+    EXPECT_EQ(warned, 6);  // each said once, before the error
+  }
+}
+
+// Every rank of a data-parallel run takes the same steps; one that passed
+// over a batch would leave the others waiting in an all-reduce.
+TEST(LoaderSkipping, InADataParallelShardABatchWithNoReadableSampleStopsTheRun) {
   Context ctx = Context::cpu();
-  int warned = 0;
-  Loader loader(ctx, fake({.size = 6, .unreadable = {0, 1, 2, 3, 4, 5}}),
-                {.batch = 2, .workers = 2, .warn = [&](const std::string&) { ++warned; }});
-  loader.start_epoch(0);
+  auto dataset = fake({.size = 8, .unreadable = {0, 1}});
+  // Groups of 2 ranks x 2: rank 0 takes {0, 1} and {4, 5}, rank 1 {2, 3} and {6, 7}.
+  Loader rank0(ctx, dataset, {.batch = 2, .workers = 1, .shuffle = false, .shard = 0, .shards = 2});
+  Loader rank1(ctx, dataset, {.batch = 2, .workers = 1, .shuffle = false, .shard = 1, .shards = 2});
+  rank0.start_epoch(0);
   testing::BatchTensors tensors(ctx, 2);
-  const std::string message = message_of<DataError>([&] { loader.next(tensors.images, tensors.labels); });
-  EXPECT_EQ(message, "fake (6 samples): all 6 samples are unreadable (each was reported by the loader's warn "
-                     "as it failed)");
-  EXPECT_EQ(warned, 6);  // each said once, before the error
+  const std::string expected =
+      "fake (8 samples): batch 0 of epoch 0 on rank 0 has no readable sample (/fake/0.png: not a PNG; /fake/1.png: "
+      "not a PNG); the ranks of a data-parallel run must take the same steps, so the run stops";
+  EXPECT_EQ(message_of<DataError>([&] { rank0.next(tensors.images, tensors.labels); }), expected);
+  EXPECT_EQ(message_of<DataError>([&] { rank0.next(tensors.images, tensors.labels); }), expected);  // it stays
+  const std::vector<LoadedBatch> other = load_epoch(ctx, rank1, 0);
+  ASSERT_EQ(other.size(), 2u);
+  EXPECT_EQ(indices_of(other), (std::vector<int64_t>{2, 3, 6, 7}));
 }
 
 TEST(LoaderErrors, AWorkersDataErrorComesOutOfNextWithItsMessageAndStaysThere) {
@@ -84,10 +154,28 @@ TEST(LoaderErrors, AWorkersDataErrorComesOutOfNextWithItsMessageAndStaysThere) {
     message = e.what();
   }
   EXPECT_EQ(message, "/fake/13.png: truncated at byte 12");
-  EXPECT_LE(handed_out, 3);  // batch 3 holds sample 13; it never comes out
+  EXPECT_EQ(handed_out, 3);  // batch 3 holds sample 13: the batches before it come out, then its error
   EXPECT_EQ(message_of<DataError>([&] { loader.next(tensors.images, tensors.labels); }), message);
   loader.start_epoch(1);  // a failed loader stays failed
   EXPECT_EQ(message_of<DataError>([&] { loader.next(tensors.images, tensors.labels); }), message);
+}
+
+// Where a run stops does not depend on which worker fails first: here the
+// worker of batch 3 fails (20 ms into its second sample) long before batch 0
+// is ready (four samples of 20 ms), and next() still hands out batches 0, 1
+// and 2 first.
+TEST(LoaderErrors, AWorkersErrorComesOutWhenItsBatchIsDueNotBefore) {
+  Context ctx = Context::cpu();
+  Loader loader(ctx, fake({.size = 16, .broken = 13, .delay = std::chrono::milliseconds(20)}),
+                {.batch = 4, .workers = 4, .shuffle = false});
+  loader.start_epoch(0);
+  testing::BatchTensors tensors(ctx, 4);
+  std::vector<int> counts;
+  const std::string message = message_of<DataError>([&] {
+    while (const int count = loader.next(tensors.images, tensors.labels)) counts.push_back(count);
+  });
+  EXPECT_EQ(message, "/fake/13.png: truncated at byte 12");
+  EXPECT_EQ(counts, (std::vector<int>{4, 4, 4}));
 }
 
 TEST(LoaderErrors, ALabelOutsideTheClassesIsADataErrorNamingTheSample) {

@@ -52,7 +52,10 @@ Evaluation evaluate(Context& ctx, Graph& graph, BatchSource& batches) {
       score_rows(to_vector<float>(ctx, logits), to_vector<int>(ctx, labels), static_cast<int>(count), classes, result);
     }
   }
-  result.wait_seconds = batches.stats().wait_seconds;
+  const LoaderStats stats = batches.stats();
+  result.wait_seconds = stats.wait_seconds;
+  result.unreadable = stats.skipped;
+  result.unreadable_files = stats.skipped_files;
   result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
 }

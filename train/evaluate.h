@@ -4,7 +4,10 @@
 // so the last batch of a test set is padded (Loader with drop_last off): only
 // its real rows are scored. The loss is computed here from the logits,
 // -log softmax(logits)[label] per sample in double precision, rather than
-// read from the loss layer, whose mean would include the padding.
+// read from the loss layer, whose mean would include the padding. A sample
+// whose file cannot be read is not scored: the loader leaves it out of the
+// rows it counts (Note [Skipped samples] in data/loader.h), and the
+// evaluation counts and names it apart.
 //
 // A language model's windows (BatchSource::continues) are never padded, so
 // its loss is the loss layer's mean, weighted by the window's T x B tokens:
@@ -15,6 +18,8 @@
 #include <cmath>
 #include <cstdint>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "data/batch_source.h"
 #include "data/loader.h"
@@ -28,6 +33,9 @@ struct Evaluation {
   double loss_sum = 0.0;    // sum over samples of -log softmax(logits)[label]
   double seconds = 0.0;     // wall time of the whole pass
   double wait_seconds = 0.0;  // of which waiting for data
+  // Samples left out because their file could not be read: not in `samples`.
+  int64_t unreadable = 0;
+  std::vector<std::string> unreadable_files;  // the first few (kSkippedNamed), "FILE: reason", in order
 
   bool has_accuracy = true;  // false where only the loss was scored (a language model)
 

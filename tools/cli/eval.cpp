@@ -41,6 +41,18 @@ HostTensor read_images(const std::string& path, const NetSpec& net) {
     throw ConfigError(cat("--input ", path, ": \"images\" is ", images->dtype, " (", shape, "); ", net.name,
                           " takes F32 (N, ", net.sample[0], ", ", net.sample[1], ", ", net.sample[2], ")"));
   }
+  // A NaN or an infinity would come out as logits of NaN, blamed on nothing.
+  const auto* pixels = reinterpret_cast<const float*>(images->bytes.data());  // as eval_input reads them
+  const int64_t per_image = images->numel() / images->shape[0];
+  for (int64_t i = 0; i < images->numel(); ++i) {
+    const float pixel = pixels[i];
+    if (!std::isfinite(pixel)) {
+      const int64_t c = i % per_image / (sample[1] * sample[2]), y = i % (sample[1] * sample[2]) / sample[2];
+      throw ConfigError(cat("--input ", path, ": images[", i / per_image, ", ", c, ", ", y, ", ", i % sample[2],
+                            "] is ", std::isnan(pixel) ? "nan" : pixel > 0 ? "inf" : "-inf",
+                            "; eval takes finite pixels"));
+    }
+  }
   return *images;
 }
 
@@ -93,12 +105,25 @@ int eval_text(const Args& args, const NetSpec& net, Context& ctx, const CompileO
   return 0;
 }
 
+// "201 images, 1 unreadable, not scored (FILE: reason)": the first few
+// unreadable files by name, the rest counted (each was named on stderr).
+std::string unreadable_line(const Evaluation& result) {
+  std::string names;
+  for (const std::string& file : result.unreadable_files) names += cat(names.empty() ? "" : "; ", file);
+  const int64_t unnamed = result.unreadable - static_cast<int64_t>(result.unreadable_files.size());
+  if (unnamed > 0) names += cat("; and ", grouped(unnamed), " more, each named on stderr");
+  return cat(grouped(result.samples + result.unreadable), " images, ", grouped(result.unreadable),
+             " unreadable, not scored (", names, ")");
+}
+
 int eval_data(const Args& args, const NetSpec& net, Context& ctx, const CompileOptions& options) {
   const std::string spec = args.get("--data", "");
+  const DataOptions data_options{
+      .on_bad_sample = parse_on_bad_sample("--on-bad-sample", args.get("--on-bad-sample", "skip"))};
   if (net.language_model) return eval_text(args, net, ctx, options);
   refuse_text_for_images(spec, net);
   const int batch = args.int_in("--batch", net.default_batch(ctx.device()), 1, kMaxInt);
-  const DataSplits data = open_data(spec, net.sample, net.classes);
+  const DataSplits data = open_data(spec, net.sample, net.classes, data_options);
   Graph graph = build_net(net, batch);
   graph.compile(ctx, options);
   load_model(args.get("--weights", ""), ctx, graph, net);
@@ -109,6 +134,7 @@ int eval_data(const Args& args, const NetSpec& net, Context& ctx, const CompileO
   // Scored batch by batch as evaluate() does, keeping the logits when asked for.
   const Evaluation result = evaluate(ctx, graph, loader);
   std::printf("%s on the test set of %s: %s\n", net.name.c_str(), spec.c_str(), data.test->describe().c_str());
+  if (result.unreadable > 0) std::printf("%s\n", unreadable_line(result).c_str());
   std::printf("accuracy: %s%% (%s of %s)\n", fixed(100.0 * result.accuracy(), 2).c_str(),
               grouped(result.correct).c_str(), grouped(result.samples).c_str());
   std::printf("loss: %s\n", fixed(result.loss(), 4).c_str());
@@ -133,6 +159,10 @@ int run_eval(const std::vector<std::string>& words) {
   }
   if (args.has("--logits") && !args.has("--input")) {
     throw ConfigError("--logits goes with --input FILE: it writes the logits of those images");
+  }
+  if (args.has("--on-bad-sample") && !args.has("--data")) {
+    throw ConfigError("--on-bad-sample goes with --data SPEC: it says what to do with an image of the data that "
+                      "cannot be read");
   }
   // An output that is also an input would replace a file the run reads.
   if (args.has("--logits")) {

@@ -103,6 +103,8 @@ inline const std::vector<FlagSpec>& train_flags() {
       {"--clip", "X", "clip the gradients' global L2 norm to X (default: off; a language model's 5)"},
       {"--seed", "N", "data order, augmentation and dropout (default 1); the weights' seed is fixed"},
       {"--workers", "N", "data loader threads (default: one per core)"},
+      {"--on-bad-sample", "skip|stop", "an image of the data that cannot be read or decoded: skip it, named on "
+                                       "stderr and counted in each epoch's row (default), or stop the run"},
       {"--steps-per-epoch", "N", "at most N steps per epoch (default: the whole training set)"},
       {"--device", "D", "cpu, cuda or cuda:N (default: the GPU when one works)"},
       {"--checkpoint-dir", "DIR", "write a checkpoint after every epoch (train/checkpoint.h)"},
@@ -140,6 +142,8 @@ inline const std::vector<FlagSpec>& eval_flags() {
       {"--logits", "FILE", "with --input: write the logits, an F32 tensor \"logits\" (N, classes), to a safetensors file"},
       {"--batch", "N", "with --data: batch size (default: the network's default for the device)"},
       {"--workers", "N", "with --data: data loader threads (default: one per core)"},
+      {"--on-bad-sample", "skip|stop", "with --data: an image that cannot be read or decoded: leave it out, named and "
+                                       "counted apart from the scored images (default), or stop"},
       {"--device", "D", "cpu, cuda or cuda:N (default: the GPU when one works)"}});
   return flags;
 }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "tools/cli/table.h"
 
@@ -113,7 +114,14 @@ void Progress::epoch(const EpochReport& e) {
                     right(fixed(e.compute_seconds, 2), 8) +
                     right(cat(static_cast<int>(std::round(100.0 * e.compute_seconds / time)), "%"), 5) +
                     right(grouped(static_cast<int64_t>(e.images_per_second)), 10) + right(fixed(e.lr, 6), 10);
-  if (e.skipped > 0) row += cat("  (", e.skipped, " unreadable files skipped)");
+  // Unreadable images left out of this row's numbers, per split (each named on stderr once).
+  std::string skipped;
+  for (const auto& [split, count] : {std::pair<const char*, int64_t>{"train", e.skipped},
+                                     {"valid", e.validation ? e.validation->unreadable : 0},
+                                     {"test", e.test ? e.test->unreadable : 0}}) {
+    if (count > 0) skipped += cat(skipped.empty() ? "" : ", ", grouped(count), " ", split);
+  }
+  if (!skipped.empty()) row += cat("  (unreadable, skipped: ", skipped, ")");
   std::fprintf(out_, "%s\n", row.c_str());
   flush_checked();
 }

@@ -7,6 +7,9 @@
 // After each epoch, one row of a table whose header is printed first:
 //   epoch  train loss  train acc  test loss  test acc  time (s)   data wait      compute  images/s        lr
 //    3/10      0.3412     87.65%     0.3301    88.10%      6.10   0.12   2%   5.83  96%     9,822  0.042100
+// A row whose epoch skipped unreadable images ends with their counts per
+// split, "  (unreadable, skipped: 2 train, 1 test)"; the files are named on
+// stderr the first time each is skipped.
 // A language model's rows are perplexities (exp of the mean loss per token)
 // and tokens/s:
 //   epoch   train ppl   valid ppl    test ppl  time (s)   data wait      compute  tokens/s        lr

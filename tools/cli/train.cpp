@@ -35,33 +35,68 @@ namespace {
 constexpr int kMaxEpochs = 1'000'000;
 
 // A setting's value: the flag's if given, else the resumed checkpoint's,
-// else the default. Numbers are written back in one canonical form
-// (cat(double)), so "0.050" and "0.05" are the same setting.
+// else (a new run) the default. Numbers are written back in one canonical
+// form (cat(double)), so "0.050" and "0.05" are the same setting. A resumed
+// run takes every setting it has no flag for from the checkpoint, which
+// must hold it ("config.<key>" in its train file's metadata: every run saves
+// them all), and a saved value that does not parse is the file's error
+// (DataError naming it and the field), not the flag's.
 class Settings {
  public:
-  Settings(const Args& args, std::map<std::string, std::string> saved) : args_(args), saved_(std::move(saved)) {}
+  // `saved`: the checkpoint's settings, read from `file`; "" for a new run.
+  Settings(const Args& args, std::map<std::string, std::string> saved, std::string file)
+      : args_(args), saved_(std::move(saved)), file_(std::move(file)) {}
 
   std::string text(const std::string& key, const std::string& flag, const std::string& fallback) {
-    std::string value = args_.has(flag) ? args_.get(flag, "") : saved_.contains(key) ? saved_.at(key) : fallback;
-    return config_[key] = value;
+    if (args_.has(flag)) return config_[key] = args_.get(flag, "");
+    if (file_.empty()) return config_[key] = fallback;
+    const auto it = saved_.find(key);
+    if (it == saved_.end()) {
+      throw DataError(cat(file_, ": no \"config.", key, "\" in its __metadata__ (every setting of the run is saved "
+                          "with it)"));
+    }
+    return config_[key] = it->second;
+  }
+  // The setting through `parse(what, text)`, which throws ConfigError naming
+  // `what`: the flag for a flag's value or a default, the metadata field for
+  // the checkpoint's.
+  template <typename Parse>
+  auto parsed(const std::string& key, const std::string& flag, const std::string& fallback, const Parse& parse) {
+    const std::string value = text(key, flag, fallback);
+    if (args_.has(flag) || file_.empty()) return parse(flag, value);
+    try {
+      return parse(cat("__metadata__ \"config.", key, "\""), value);
+    } catch (const ConfigError& e) {
+      throw DataError(cat(file_, ": ", e.what()));
+    }
   }
   double number(const std::string& key, const std::string& flag, double fallback, double min, double max) {
-    const double value = parse_number(flag, text(key, flag, cat(fallback)), min, max);
+    const double value = parsed(key, flag, cat(fallback), [&](std::string_view what, std::string_view text) {
+      return parse_number(what, text, min, max);
+    });
     config_[key] = cat(value);
     return value;
   }
   int64_t integer(const std::string& key, const std::string& flag, int64_t fallback, int64_t min, int64_t max) {
-    return parse_int(flag, text(key, flag, cat(fallback)), min, max);
+    return parsed(key, flag, cat(fallback),
+                  [&](std::string_view what, std::string_view text) { return parse_int(what, text, min, max); });
   }
   bool toggle(const std::string& key, const std::string& flag) {
-    const std::string value = args_.has(flag) ? "true" : saved_.contains(key) ? saved_.at(key) : "false";
-    return (config_[key] = value) == "true";
+    if (args_.has(flag)) {  // a switch: given is on
+      config_[key] = "true";
+      return true;
+    }
+    return parsed(key, flag, "false", [](std::string_view what, std::string_view text) {
+      if (text != "true" && text != "false") throw ConfigError(cat(what, " must be true or false, got '", excerpt(text), "'"));
+      return text == "true";
+    });
   }
   const std::map<std::string, std::string>& config() const { return config_; }
 
  private:
   const Args& args_;
   std::map<std::string, std::string> saved_;
+  std::string file_;
   std::map<std::string, std::string> config_;
 };
 
@@ -83,13 +118,17 @@ int run_train(const std::vector<std::string>& words) {
 
   const std::string resume_dir = args.get("--resume", "");
   std::map<std::string, std::string> saved;
+  std::string saved_in;  // the train file the settings come from
   if (!resume_dir.empty()) {
-    saved = read_training_state(resume_dir).config;
+    const TrainingState state = read_training_state(resume_dir);
+    saved = state.config;
+    saved_in = checkpoint_train_path(resume_dir, state.epoch);
     if (saved.contains("net") && saved.at("net") != net.name) {
-      throw ConfigError(cat("--resume ", resume_dir, ": the checkpoint is of ", saved.at("net"), ", not ", net.name));
+      throw ConfigError(
+          cat("--resume ", resume_dir, ": the checkpoint is of ", excerpt(saved.at("net")), ", not ", net.name));
     }
   }
-  if (!args.has("--data") && !saved.contains("data")) {
+  if (!args.has("--data") && resume_dir.empty()) {
     throw ConfigError(net.language_model
                           ? cat("train needs --data SPEC: ", net.name, " is a language model: text:PATH or fortunes")
                           : "train needs --data SPEC: fashion-mnist, fashion-mnist:DIR, mnist:DIR, folder:PATH or "
@@ -99,7 +138,7 @@ int run_train(const std::vector<std::string>& words) {
     throw ConfigError(cat(net.name, " is a language model, which trains in one process for now: its streams are not "
                           "sharded over ranks (run without mpirun)"));
   }
-  Settings settings(args, saved);
+  Settings settings(args, saved, saved_in);
   settings.text("net", "", net.name);
   const std::string data_spec = settings.text("data", "--data", "");
   const int batch = static_cast<int>(settings.integer("batch", "--batch", net.default_batch(device), 1, kMaxInt));
@@ -108,7 +147,10 @@ int run_train(const std::vector<std::string>& words) {
   // gradients clipped to norm 5), the image networks to momentum SGD.
   const bool lm = net.language_model;
   options.sgd.lr = static_cast<float>(settings.number("lr", "--lr", lm ? 1.0 : 0.05, 1e-12, 1e6));
-  options.schedule = parse_lr_schedule(settings.text("schedule", "--schedule", lm ? "constant" : "cosine"), "--schedule");
+  options.schedule = settings.parsed("schedule", "--schedule", lm ? "constant" : "cosine",
+                                     [](std::string_view what, std::string_view text) {
+                                       return parse_lr_schedule(text, what);
+                                     });
   options.warmup_epochs = static_cast<int>(settings.integer("warmup_epochs", "--warmup-epochs", 0, 0, kMaxEpochs));
   options.sgd.momentum = static_cast<float>(settings.number("momentum", "--momentum", lm ? 0.0 : 0.9, 0.0, 1.0));
   options.sgd.nesterov = settings.toggle("nesterov", "--nesterov");
@@ -117,7 +159,14 @@ int run_train(const std::vector<std::string>& words) {
   options.sgd.max_grad_norm = static_cast<float>(settings.number("clip", "--clip", lm ? 5.0 : 0.0, 0.0, 1e6));
   options.seed = static_cast<uint64_t>(settings.integer("seed", "--seed", 1, 0, INT64_MAX));
   options.steps_per_epoch = settings.integer("steps_per_epoch", "--steps-per-epoch", 0, 0, INT64_MAX);
-  const Precision precision = parse_precision(settings.text("precision", "--precision", "fp32"));
+  const Precision precision =
+      settings.parsed("precision", "--precision", "fp32", [](std::string_view what, std::string_view text) {
+        try {
+          return parse_precision(text);
+        } catch (const ConfigError& e) {
+          throw ConfigError(cat(what, ": ", e.what()));
+        }
+      });
   options.epochs = static_cast<int>(settings.integer("epochs", "--epochs", 10, 1, kMaxEpochs));  // may grow on resume
   options.workers = args.int_in("--workers", 0, 0, 1024);
   options.check_numerics = args.has("--check-numerics");
@@ -163,7 +212,9 @@ int run_train(const std::vector<std::string>& words) {
                             options);
   } else {
     refuse_text_for_images(data_spec, net);
-    trainer_storage.emplace(ctx, net, graph, open_data(data_spec, net.sample, net.classes), options);
+    const DataOptions data_options{
+        .on_bad_sample = parse_on_bad_sample("--on-bad-sample", args.get("--on-bad-sample", "skip"))};
+    trainer_storage.emplace(ctx, net, graph, open_data(data_spec, net.sample, net.classes, data_options), options);
   }
   Trainer& trainer = *trainer_storage;
   if (!resume_dir.empty()) trainer.resume(resume_dir);
@@ -222,9 +273,12 @@ int run_train(const std::vector<std::string>& words) {
     std::printf("\ntest perplexity after epoch %d: %s (%s tokens)\n", last->epoch,
                 fixed(last->test->perplexity(), 2).c_str(), grouped(last->test->samples).c_str());
   } else if (last && last->test) {
-    std::printf("\ntest accuracy after epoch %d: %s%% (%s of %s)\n", last->epoch,
+    // Unreadable images are not scored (eval's words): counted apart, each was named on stderr.
+    const int64_t unreadable = last->test->unreadable;
+    std::printf("\ntest accuracy after epoch %d: %s%% (%s of %s)%s\n", last->epoch,
                 fixed(100.0 * last->test->accuracy(), 2).c_str(), grouped(last->test->correct).c_str(),
-                grouped(last->test->samples).c_str());
+                grouped(last->test->samples).c_str(),
+                unreadable > 0 ? cat(", ", grouped(unreadable), " unreadable, not scored").c_str() : "");
   }
   return 0;
 }
