@@ -18,13 +18,23 @@ and which PyTorch layout won; --json writes the rows and every round (and,
 while the run goes on, every round so far after each network and batch,
 marked "partial": a run cut short keeps what it measured).
 
+Note [Idle before and after]: a benchmark beside other work measures the
+sharing, not the code (two OpenMP threads beside one busy process can run
+several times slower than one thread). So before and after each side's
+measurement the script sleeps --idle-check seconds and reads, from
+/proc/stat, how many CPUs' worth of time the machine spent busy meanwhile:
+work of other processes (and, on a VM, time the host took away, "steal").
+A row where any of its measurements saw more than --busy-cpus of it is
+marked "busy" in the table and in the JSON (rows[].busy, and each round's
+"load"): rerun it on a quiet machine before reading its ratio.
+
 Usage:
   python3 bench/interleave.py [--bench build/bench_nets]
       [--python PYTHON] [--device cpu] [--rounds 3]
       [--modes forward,forward_backward,train_step,inference] [--batch N[,N...]]
       [--threads 2] [--min-time S] [--warmup N] [--layouts nchw,channels_last]
       [--interleave mode|network]
-      [--precision fp32|tf32] [--json PATH] NET ...
+      [--precision fp32|tf32] [--idle-check S] [--busy-cpus X] [--json PATH] NET ...
 
 --batch takes one batch or several, each a number of samples or a multiple
 of the network's default batch on that device, as bench_nets lists it
@@ -39,9 +49,9 @@ sets cudnn.benchmark (measured algorithm choice on both sides).
 
 The --json file: {"date", "command", "machine", "builds", "rows", "rounds"}
 ("partial": true, and no "rows", while the run goes on). "rounds" holds one
-{"glassbox": {name: images/s}, "pytorch": {name: images/s}} per round, the
-peer's channels_last runs named name + "/channels_last"; "rows" the medians
-(rows_from_rounds). bench/merge_results.py merges several such files into
+{"glassbox": {name: images/s}, "pytorch": {name: images/s}, "load": {side:
+{name: busy CPUs}}} per round, the peer's channels_last runs named name +
+"/channels_last"; "rows" the medians (rows_from_rounds). bench/merge_results.py merges several such files into
 one of the same shape; bench/ratio_table.py and bench/compare.py read them.
 """
 
@@ -54,12 +64,16 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "peers"))
 from peer_language_models import find_language_model  # noqa: E402  (after the path is set)
 TIME_SUFFIX = re.compile(r"/(manual_time|real_time|process_time)$")
 LAYOUT_SUFFIX = "/channels_last"
+# Note [Idle before and after]: an idle 2-core VM reads 0.01 to 0.1 CPUs of
+# other work; a compiler or a benchmark beside it, 1 or more.
+DEFAULT_BUSY_CPUS = 0.3
 
 
 # What each side ran, as its JSON's context names it: Glassbox's commit (with
@@ -88,6 +102,36 @@ def machine():
     cpus = sum(1 for key, _ in fields if key.strip() == "processor")
     return (f"{first.get('model name', 'unknown CPU')} (family {first.get('cpu family', '?')}, "
             f"model {first.get('model', '?')}), {cpus} CPUs")
+
+
+def busy_cpus(seconds):
+    """How many CPUs' worth of time the machine spent busy over the next
+    `seconds`, while this script sleeps (Note [Idle before and after]): from
+    /proc/stat's first line, everything but idle and iowait, steal included.
+    None where /proc/stat cannot be read or seconds is 0."""
+    def sample():
+        with open("/proc/stat") as f:
+            ticks = [int(x) for x in f.readline().split()[1:9]]  # user nice system idle iowait irq softirq steal
+        return sum(ticks), ticks[3] + ticks[4]
+    if seconds <= 0:
+        return None
+    try:
+        total0, idle0 = sample()
+        time.sleep(seconds)
+        total1, idle1 = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    elapsed = total1 - total0
+    return (os.cpu_count() or 1) * (elapsed - (idle1 - idle0)) / elapsed if elapsed > 0 else None
+
+
+def measured_while_idle(measure, seconds):
+    """measure()'s rates and the busier of the machine's two readings around it (None: not checked)."""
+    before = busy_cpus(seconds)
+    found = measure()
+    after = busy_cpus(seconds)
+    readings = [x for x in (before, after) if x is not None]
+    return found, max(readings) if readings else None
 
 
 def rates(path, side, builds):
@@ -190,10 +234,12 @@ def pytorch(args, net, modes, batch, tmp, env, builds):
     return rates(out, "pytorch", builds)
 
 
-def rows_from_rounds(rounds, nets):
+def rows_from_rounds(rounds, nets, busy_above=DEFAULT_BUSY_CPUS):
     """One row per Glassbox benchmark in `rounds`: each side's median over the
     rounds that measured it, PyTorch's better layout, and the ratio; ordered as
-    `nets` lists the networks, then by mode, then by batch."""
+    `nets` lists the networks, then by mode, then by batch. Where the rounds
+    hold loads, a row is "busy" where any round saw more than busy_above CPUs
+    of other work around one of its measurements (either side, either layout)."""
     def median(side, name):
         values = [rnd[side][name] for rnd in rounds if name in rnd[side]]
         return statistics.median(values) if values else None
@@ -210,9 +256,15 @@ def rows_from_rounds(rounds, nets):
         best = max((v, k) for k, v in layouts.items() if v) if any(layouts.values()) else (None, "-")
         if find_language_model(name.split("/")[0]):
             best = (best[0], "time-major")  # nn.LSTM's one layout
-        rows.append({"name": name, "glassbox_images_per_s": ours, "pytorch_images_per_s": best[0],
-                     "pytorch_layout": best[1], "pytorch_by_layout": layouts,
-                     "ratio": ours / best[0] if ours and best[0] else None})
+        loads = [load for rnd in rounds for side, names in rnd.get("load", {}).items()
+                 for n, load in names.items() if n in (name, name + LAYOUT_SUFFIX) and load is not None]
+        row = {"name": name, "glassbox_images_per_s": ours, "pytorch_images_per_s": best[0],
+               "pytorch_layout": best[1], "pytorch_by_layout": layouts,
+               "ratio": ours / best[0] if ours and best[0] else None}
+        if loads:
+            row["busiest_cpus"] = round(max(loads), 2)
+            row["busy"] = max(loads) > busy_above
+        rows.append(row)
     return rows
 
 
@@ -227,8 +279,13 @@ def print_rows(rows, heading):
     for row in rows:
         fmt = lambda v: f"{v:10.1f}" if v else f"{'-':>10s}"  # noqa: E731
         ratio = f"{row['ratio']:6.2f}" if row["ratio"] else f"{'-':>6s}"
+        busy = f"  busy ({row['busiest_cpus']} CPUs of other work)" if row.get("busy") else ""
         print(f"{row['name']:{width}s} {fmt(row['glassbox_images_per_s'])} {fmt(row['pytorch_images_per_s'])} {ratio}  "
-              f"{row['pytorch_layout']}")
+              f"{row['pytorch_layout']}{busy}")
+    busy_rows = sum(1 for row in rows if row.get("busy"))
+    if busy_rows:
+        print(f"{busy_rows} row{'s' if busy_rows != 1 else ''} measured beside other work (Note [Idle before and "
+              "after] in bench/interleave.py): rerun on a quiet machine before reading their ratios")
 
 
 def main():
@@ -249,6 +306,10 @@ def main():
     parser.add_argument("--interleave", choices=["mode", "network"], default="mode",
                         help="take turns every mode (default) or every network and batch (all modes at once)")
     parser.add_argument("--precision", choices=["fp32", "tf32"], default="fp32")
+    parser.add_argument("--idle-check", type=float, default=0.5, metavar="S",
+                        help="seconds of watching the machine before and after each measurement (0: no check)")
+    parser.add_argument("--busy-cpus", type=float, default=DEFAULT_BUSY_CPUS, metavar="X",
+                        help="more than this many CPUs of other work around a measurement marks its row busy")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args()
     modes = [m for m in args.modes.split(",") if m]
@@ -261,7 +322,7 @@ def main():
     where = machine()
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
-            found = {"glassbox": {}, "pytorch": {}}
+            found = {"glassbox": {}, "pytorch": {}, "load": {"glassbox": {}, "pytorch": {}}}
             rounds.append(found)
             for net in args.nets:
                 for batch in batches[net]:
@@ -271,14 +332,17 @@ def main():
                     for g, group in enumerate(groups):
                         sides = [("glassbox", glassbox), ("pytorch", pytorch)]
                         for side, measure in (sides if (r + g) % 2 == 0 else sides[::-1]):
-                            found[side].update(measure(args, net, group, batch, tmp, env, builds))
+                            measured, load = measured_while_idle(
+                                lambda: measure(args, net, group, batch, tmp, env, builds), args.idle_check)
+                            found[side].update(measured)
+                            found["load"][side].update({name: load for name in measured})
                     at = f" batch {batch}" if batch else ""
                     print(f"round {r + 1}/{args.rounds}: {net}{at} done", file=sys.stderr, flush=True)
                     if args.json:  # what is measured so far, so that a run cut short keeps it
                         write_json(args.json, {"date": started, "command": sys.argv, "partial": True,
                                                "machine": where, "builds": builds, "rounds": rounds})
 
-    rows = rows_from_rounds(rounds, args.nets)
+    rows = rows_from_rounds(rounds, args.nets, args.busy_cpus)
     print_rows(rows, [f"{args.device}, {args.precision}, {args.threads} threads, {args.rounds} interleaved rounds, "
                       "medians; images/s (a language model's: tokens/s)",
                       f"Glassbox {builds.get('glassbox', '-')}, PyTorch {builds.get('pytorch', '-')}, on {where}"])

@@ -10,6 +10,8 @@ no build needed.
   the peer's older spelling reads as that.
 - Two files compare as before; one side alone prints that side.
 - An interleaved table (bench/merge_results.py's) prints its rows.
+- interleave.py marks a row "busy" where other work ran around one of its
+  measurements (Note [Idle before and after]), and only then.
 """
 
 import json
@@ -98,6 +100,51 @@ class OneResultsFile(unittest.TestCase):
         code, _, err = run(os.path.join(RESULTS, "no-such-file.json"))
         self.assertEqual(code, 2)
         self.assertIn("cannot read", err)
+
+
+class IdleChecks(unittest.TestCase):
+    def setUp(self):
+        sys.path.insert(0, HERE)
+        import interleave
+        self.interleave = interleave
+
+    def rounds(self, loads):
+        """Two rounds of one benchmark; loads[r] is round r's {side: busy CPUs}."""
+        name = "LeNet/train_step/batch:64"
+        return [{"glassbox": {name: 100.0 + r}, "pytorch": {name: 90.0, name + "/channels_last": 80.0},
+                 "load": {side: {n: load for n in ([name] if side == "glassbox" else [name, name + "/channels_last"])}
+                          for side, load in loads[r].items()}} for r in range(2)]
+
+    def test_a_row_is_busy_where_any_measurement_saw_other_work(self):
+        quiet = self.interleave.rows_from_rounds(self.rounds([{"glassbox": 0.05, "pytorch": 0.1}] * 2), ["LeNet"])
+        self.assertEqual(quiet[0]["busy"], False)
+        self.assertEqual(quiet[0]["busiest_cpus"], 0.1)
+        busy = self.interleave.rows_from_rounds(
+            self.rounds([{"glassbox": 0.05, "pytorch": 0.1}, {"glassbox": 0.02, "pytorch": 1.4}]), ["LeNet"])
+        self.assertEqual(busy[0]["busy"], True)
+        self.assertEqual(busy[0]["busiest_cpus"], 1.4)
+        self.assertEqual(busy[0]["ratio"], 100.5 / 90.0)
+
+    def test_rounds_without_loads_are_not_marked(self):
+        rows = self.interleave.rows_from_rounds(self.rounds([{}, {}]), ["LeNet"])
+        self.assertNotIn("busy", rows[0])
+
+    def test_the_table_says_which_rows_were_busy(self):
+        import contextlib
+        import io
+        rows = self.interleave.rows_from_rounds(self.rounds([{"glassbox": 2.0, "pytorch": 0.0}] * 2), ["LeNet"])
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            self.interleave.print_rows(rows, ["heading"])
+        self.assertIn("busy (2.0 CPUs of other work)", printed.getvalue())
+        self.assertIn("1 row measured beside other work", printed.getvalue())
+
+    def test_busy_cpus_reads_the_machine(self):
+        load = self.interleave.busy_cpus(0.2)
+        self.assertIsNotNone(load)
+        self.assertGreaterEqual(load, 0.0)
+        self.assertLessEqual(load, (os.cpu_count() or 1) + 1e-9)
+        self.assertIsNone(self.interleave.busy_cpus(0))
 
 
 if __name__ == "__main__":
