@@ -32,6 +32,7 @@ std::optional<std::vector<std::pair<std::string, std::string>>> decode_replica_m
     size_t length = 0;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), length);
     if (error != std::errc() || end == text.data() + text.size() || *end != ':') return std::nullopt;
+    if (text[0] == '0' && end != text.data() + 1) return std::nullopt;  // "06:": one spelling per length
     text.remove_prefix(static_cast<size_t>(end - text.data()) + 1);
     if (length > text.size()) return std::nullopt;
     parts.emplace_back(text.substr(0, length));

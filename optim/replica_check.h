@@ -37,8 +37,10 @@ struct ReplicaDescription {
 };
 
 // What one rank sends: each property as two length-prefixed strings (name,
-// value), so that any byte may appear in a value. decode_replica_message
-// returns null for text that is not such a message.
+// value: "6:--data13:synthetic:256"), so that any byte may appear in a
+// value; a length has one spelling (no leading zeros), so a message has
+// one encoding. decode_replica_message returns null for text that is not
+// such a message.
 std::string encode_replica_message(const std::vector<std::pair<std::string, std::string>>& properties);
 std::optional<std::vector<std::pair<std::string, std::string>>> decode_replica_message(std::string_view text);
 

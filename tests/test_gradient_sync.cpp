@@ -299,7 +299,7 @@ TEST(ReplicaMessage, RoundTripsAnyBytesAndRefusesWhatIsNotOne) {
   const Properties properties = {{"--data", std::string("a:b\n\0c", 7)}, {"", ""}, {"5:x", "12:"}};
   EXPECT_EQ(decode_replica_message(encode_replica_message(properties)), properties);
   EXPECT_EQ(decode_replica_message(""), Properties{});
-  for (const char* bad : {"5", "5:abc", "x:1", "3:abc", "3:abc9999999999999999999999:", "-1:"}) {
+  for (const char* bad : {"5", "5:abc", "x:1", "3:abc", "3:abc9999999999999999999999:", "-1:", "06:--data0:"}) {
     EXPECT_FALSE(decode_replica_message(bad).has_value()) << bad;
   }
 }

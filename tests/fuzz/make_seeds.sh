@@ -111,6 +111,23 @@ seed fuzz_bench_flags unknown --bogus
 seed fuzz_bench_flags net_mlp --net=MLP:784,2048,10 --benchmark_filter=forward
 seed fuzz_bench_flags net_unknown --net=VGG17
 
+# fuzz_replica_check: what another rank sends at start-up (optim/replica_check.h):
+# name and value pairs, each string as LENGTH:TEXT; one word, no NUL.
+replica() {  # replica NAME PROPERTY... : the properties' strings, length-prefixed
+  local name=$1 text="" part
+  shift
+  for part in "$@"; do text+="${#part}:$part"; done
+  seed fuzz_replica_check "$name" "$text"
+}
+replica_base=("the network" "MLP:8,4,3" "the batch per rank" 2 "the parameter count" 51 "the seed" 1
+              "the parameter values (hash)" 1234567890)
+replica description "${replica_base[@]}" --data synthetic:64 --lr 0.05
+replica other_data "${replica_base[@]}" --data synthetic:128 --lr 0.05
+replica missing_setting "${replica_base[@]}" --data synthetic:64
+seed fuzz_replica_check scores_not_a_description "256 25 0x1.8p+7"
+seed fuzz_replica_check length_past_the_end "99:the network"
+seed fuzz_replica_check empty
+
 # ---- Files, not command lines: fuzz_idx and fuzz_jpeg -------------------------
 # Made with python3 (IDX, gzip) and the glassbox tool's make-folder (JPEG), so
 # this part needs a built tool: GLASSBOX=path/to/glassbox (default
@@ -172,6 +189,19 @@ cp "$work/wide/train/class_0/0.jpg" fuzz_jpeg/rgb_24x16.jpg
 cp "$work/tall/val/class_0/0.jpg" fuzz_jpeg/rgb_9x40.jpg
 head -c 300 fuzz_jpeg/rgb_24x16.jpg > fuzz_jpeg/cut_short.jpg
 { head -c 2 fuzz_jpeg/grey_8x8.jpg; printf '\xff\x01garbage'; tail -c +3 fuzz_jpeg/grey_8x8.jpg; } > fuzz_jpeg/bad_marker.jpg
+# grey_8x8 with one Huffman code count changed, its scan naming table 7
+# (undefined) and its end cut: TurboJPEG returns that error with the warning
+# code and decodes nothing (found by fuzz_image_folder; test_jpeg_and_resize
+# reads the copy in tests/data/jpeg/).
+python3 - fuzz_jpeg/grey_8x8.jpg fuzz_jpeg/undefined_huffman_table.jpg <<'PY'
+import sys
+jpeg = bytearray(open(sys.argv[1], "rb").read())
+jpeg[199] += 1
+sos = jpeg.find(b"\xff\xda")
+jpeg[sos + 6:sos + 6] = b"\x7a"
+open(sys.argv[2], "wb").write(jpeg[:-1])
+PY
+cp fuzz_jpeg/undefined_huffman_table.jpg ../../data/jpeg/
 printf '\x89PNG\r\n\x1a\n\0\0\0\rIHDR' > fuzz_jpeg/png_header.jpg
 for f in fuzz_idx/* fuzz_jpeg/*; do
   [ "$(wc -c < "$f")" -le 4096 ] || { echo "make_seeds: $f is over 4096 bytes" >&2; exit 1; }
