@@ -35,10 +35,25 @@ std::string first_bytes(std::span<const uint8_t> bytes) {
 // tjGetErrorCode() == TJERR_WARNING and the image decoded. We keep warned
 // images, as PIL does, except a premature end, which PIL also refuses
 // ("image file is truncated"): a cut-off download should be skipped, not
-// trained on as half grey.
+// trained on as half grey. Only the warnings named in kKeptWarnings are
+// kept: TurboJPEG 2.1 also returns some errors with the warning code, with
+// nothing decoded ("Huffman table 0x07 was not defined": the output buffer
+// is left as it was, found by tests/fuzz/fuzz_image_folder).
+constexpr std::string_view kKeptWarnings[] = {
+    "extraneous bytes before marker",  // "Corrupt JPEG data: 3 extraneous bytes before marker 0xd9"
+    "bad Huffman code",                // the rest of the scan grey
+    "instead of RST",                  // a lost restart marker: decoding resynchronises
+    "unknown JFIF revision number",    // a header field only
+    "Unknown Adobe color transform",   // a header field only
+};
+
 bool refused(tjhandle handle) {
   if (tjGetErrorCode(handle) == TJERR_FATAL) return true;
-  return std::string_view(tjGetErrorStr2(handle)).find("Premature end") != std::string_view::npos;
+  const std::string_view message = tjGetErrorStr2(handle);
+  for (const std::string_view kept : kKeptWarnings) {
+    if (message.find(kept) != std::string_view::npos) return false;
+  }
+  return true;
 }
 
 // Note [CMYK JPEGs]: CMYK and YCCK JPEGs (Photoshop's; ImageNet holds a few
@@ -97,13 +112,24 @@ JpegDecoder& JpegDecoder::operator=(JpegDecoder&& other) noexcept {
 // that fails leaves the handle's libjpeg state half-way through the old
 // file's markers, and the next, valid file then fails too ("Unsupported
 // marker type"). A handle that has failed is replaced by a fresh one.
-void JpegDecoder::throw_and_reset(const std::string& file) {
-  SampleError error(file, cat("corrupt JPEG: ", tjGetErrorStr2(handle_)));
+//
+// Note [TurboJPEG after a warning]: a decode that ends with a kept warning
+// (Note [JPEG warnings]) leaves the handle's state behind it too: the next
+// file decoded on that handle can come out different from the same file on
+// a fresh handle (tests/fuzz/fuzz_image_folder found a sample whose pixels
+// depended on which loader thread decoded it). So the handle is replaced
+// after a warning as after an error, and a file decodes the same wherever.
+void JpegDecoder::reset() {
   tjhandle fresh = tjInitDecompress();
   if (fresh != nullptr) {
     tjDestroy(handle_);
     handle_ = fresh;
   }
+}
+
+void JpegDecoder::throw_and_reset(const std::string& file) {
+  SampleError error(file, cat("corrupt JPEG: ", tjGetErrorStr2(handle_)));
+  reset();
   throw error;
 }
 
@@ -143,9 +169,9 @@ void JpegDecoder::decode(std::span<const uint8_t> bytes, const std::string& file
   // TJFLAG_LIMITSCANS: a progressive JPEG of a few kB with thousands of
   // scans takes minutes to decode (CVE-2018-11813 and kin); refuse it.
   if (tjDecompress2(handle_, data, size, cmyk ? cmyk_pixels.data() : out.pixels.data(), scaled.width, 0,
-                    scaled.height, format, TJFLAG_LIMITSCANS) != 0 &&
-      refused(handle_)) {
-    throw_and_reset(file);
+                    scaled.height, format, TJFLAG_LIMITSCANS) != 0) {
+    if (refused(handle_)) throw_and_reset(file);
+    reset();  // Note [TurboJPEG after a warning]
   }
   if (cmyk) cmyk_to_output(cmyk_pixels, options.channels, out);
 }

@@ -61,6 +61,7 @@ class JpegDecoder {
 
  private:
   [[noreturn]] void throw_and_reset(const std::string& file);
+  void reset();  // a fresh handle in place of this one
   void* handle_ = nullptr;  // tjhandle
 };
 

@@ -144,6 +144,13 @@ TEST(Jpeg, UndecodableBytesAreSampleErrorsNamingTheFile) {
       "\x14\x12\x10\x12\x17\x15\x14\x18\x1e\x32\x25\x28\x51\x3a\x3d\x30\x42\x60\x55\x65\x64\x21\x1e",
       119);  // tests/fuzz/corpus/fuzz_jpeg/tables_only.jpg
   EXPECT_EQ(message(tables_only), "test.jpg: corrupt JPEG: no image in it (0x0, only tables)");
+  // A scan that names an undefined Huffman table, in a file cut short:
+  // TurboJPEG returns it with the warning code and decodes nothing, so it is
+  // refused (Note [JPEG warnings]); kept, the output was whatever the buffer
+  // held before (found by fuzz_image_folder).
+  const std::string undefined_table =
+      testing::read_whole_file(std::string(GLASSBOX_TEST_DATA_DIR) + "/jpeg/undefined_huffman_table.jpg");
+  EXPECT_EQ(message(undefined_table), "test.jpg: corrupt JPEG: Huffman table 0x07 was not defined");
   EXPECT_EQ(message_of<ConfigError>([&] { decoded(good, {.channels = 2}); }),
             "JPEG decoding: channels must be 1 (grey) or 3 (RGB), got 2");
   Image kept;
