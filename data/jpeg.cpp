@@ -114,11 +114,11 @@ JpegDecoder& JpegDecoder::operator=(JpegDecoder&& other) noexcept {
 // marker type"). A handle that has failed is replaced by a fresh one.
 //
 // Note [TurboJPEG after a warning]: a decode that ends with a kept warning
-// (Note [JPEG warnings]) leaves the handle's state behind it too: the next
-// file decoded on that handle can come out different from the same file on
-// a fresh handle (tests/fuzz/fuzz_image_folder found a sample whose pixels
-// depended on which loader thread decoded it). So the handle is replaced
-// after a warning as after an error, and a file decodes the same wherever.
+// has taken libjpeg through its error paths too, where Note [TurboJPEG after
+// an error] shows the handle's state can outlive the file. Rather than
+// trust that state, the handle is replaced after a warning as after an
+// error, so that every file decodes as it would on a fresh handle, on
+// whichever loader thread it lands.
 void JpegDecoder::reset() {
   tjhandle fresh = tjInitDecompress();
   if (fresh != nullptr) {
