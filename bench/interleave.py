@@ -71,8 +71,8 @@ sys.path.insert(0, os.path.join(HERE, "peers"))
 from peer_language_models import find_language_model  # noqa: E402  (after the path is set)
 TIME_SUFFIX = re.compile(r"/(manual_time|real_time|process_time)$")
 LAYOUT_SUFFIX = "/channels_last"
-# Note [Idle before and after]: an idle 2-core VM reads 0.01 to 0.1 CPUs of
-# other work; a compiler or a benchmark beside it, 1 or more.
+# Note [Idle before and after]: an idle 2-core VM reads 0 to 0.01 CPUs of
+# other work; the same VM during a two-job build, 2.0.
 DEFAULT_BUSY_CPUS = 0.3
 
 
