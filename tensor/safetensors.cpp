@@ -22,6 +22,7 @@
 #include "tensor/error.h"
 #include "tensor/grouped.h"
 #include "tensor/input_file.h"
+#include "tensor/json_error.h"
 #include "tensor/shape.h"
 
 namespace glassbox {
@@ -75,24 +76,6 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 // A tensor's name, or another key from the file, quoted for a message.
 std::string in_quotes(std::string_view name) { return cat("'", excerpt(name, kNameChars), "'"); }
-
-// nlohmann's message without its "[json.exception.parse_error.101] " prefix,
-// and with the bytes it quotes from the header ("last read: '...'", "parsing
-// '...'") cut to an excerpt: a token can be megabytes long.
-std::string json_reason(const nlohmann::json::exception& e) {
-  std::string_view what = e.what();
-  if (const size_t end = what.find("] "); end != std::string_view::npos) what.remove_prefix(end + 2);
-  for (const std::string_view marker : {"last read: '", "parsing '"}) {
-    const size_t begin = what.find(marker);
-    if (begin == std::string_view::npos) continue;
-    const size_t from = begin + marker.size();
-    size_t to = what.rfind("'; expected ");  // nlohmann's words follow the token
-    if (to == std::string_view::npos || to < from) to = what.rfind('\'');
-    if (to == std::string_view::npos || to < from) continue;
-    return cat(what.substr(0, from), excerpt(what.substr(from, to - from)), what.substr(to));
-  }
-  return std::string(what);
-}
 
 // One tensor's entry of the header, checked on its own.
 struct Entry {
@@ -301,9 +284,9 @@ Layout parse_header(std::string_view text, uint64_t data_bytes, const std::strin
     Json::sax_parse(text.begin(), text.end(), &header);
   } catch (const Json::parse_error& e) {
     bad_file(path, cat("the header (bytes 8 to ", grouped(data_start), ") is not JSON: at byte ",
-                       grouped(7 + std::max<size_t>(e.byte, 1)), ": ", json_reason(e)));
+                       grouped(7 + std::max<size_t>(e.byte, 1)), ": ", json_error_reason(e.what())));
   } catch (const Json::exception& e) {
-    bad_file(path, cat("the header (bytes 8 to ", grouped(data_start), ") is not JSON: ", json_reason(e)));
+    bad_file(path, cat("the header (bytes 8 to ", grouped(data_start), ") is not JSON: ", json_error_reason(e.what())));
   }
   if (header.root_type() != Json::value_t::object) {
     bad_file(path, cat("the header is a JSON ", Json(header.root_type()).type_name(),
@@ -463,7 +446,7 @@ std::string encode_prefix(const SafetensorsFile& file, const std::string& path) 
       text += entry.dump();
     }
   } catch (const Json::type_error& e) {
-    refuse(path, cat("a tensor name or a metadata entry is not UTF-8 text (", json_reason(e), ")"));
+    refuse(path, cat("a tensor name or a metadata entry is not UTF-8 text (", json_error_reason(e.what()), ")"));
   }
   text += '}';
   text.append((8 - text.size() % 8) % 8, ' ');  // the Python library pads to 8 bytes, and so do we

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "tensor/error.h"
+#include "tensor/json_error.h"
 
 namespace glassbox {
 namespace {
@@ -59,6 +60,17 @@ TEST(Excerpt, LongTextIsCutWithItsWholeLength) {
   for (int i = 0; i < 20; ++i) newlines += "\\n";
   EXPECT_EQ(excerpt(std::string(20, '\n')), newlines);
   EXPECT_EQ(excerpt(std::string(21, '\n')), newlines + "... (21 bytes)");
+}
+
+TEST(JsonErrorReason, DropsNlohmannsPrefixAndCutsTheQuotedToken) {
+  EXPECT_EQ(json_error_reason("[json.exception.parse_error.101] parse error at line 1, column 4: syntax error while "
+                              "parsing value - invalid literal; last read: 'tru\x01'; expected end of input"),
+            "parse error at line 1, column 4: syntax error while parsing value - invalid literal; last read: "
+            "'tru\\x01'; expected end of input");
+  const std::string token(100000, 'x');
+  EXPECT_EQ(json_error_reason("[json.exception.parse_error.101] parse error: last read: '" + token + "'"),
+            "parse error: last read: '" + std::string(40, 'x') + "... (100,000 bytes)'");
+  EXPECT_EQ(json_error_reason("no prefix, no token"), "no prefix, no token");
 }
 
 }  // namespace

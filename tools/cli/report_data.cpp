@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tensor/error.h"
+#include "tensor/json_error.h"
 
 namespace glassbox::cli {
 namespace {
@@ -59,24 +60,6 @@ class Field {
   std::string path_;
   const std::string& file_;
 };
-
-// nlohmann's message without its "[json.exception.parse_error.101] " prefix,
-// and with the bytes it quotes from the file ("last read: '...'", "parsing
-// '...'") cut to an excerpt: a token can be megabytes long.
-std::string json_reason(const nlohmann::json::exception& e) {
-  std::string_view what = e.what();
-  if (const size_t end = what.find("] "); end != std::string_view::npos) what.remove_prefix(end + 2);
-  for (const std::string_view marker : {"last read: '", "parsing '"}) {
-    const size_t begin = what.find(marker);
-    if (begin == std::string_view::npos) continue;
-    const size_t from = begin + marker.size();
-    size_t to = what.rfind("'; expected ");  // nlohmann's words follow the token
-    if (to == std::string_view::npos || to < from) to = what.rfind('\'');
-    if (to == std::string_view::npos || to < from) continue;
-    return cat(what.substr(0, from), excerpt(what.substr(from, to - from)), what.substr(to));
-  }
-  return std::string(what);
-}
 
 RunHeader read_header(const Field& top) {
   RunHeader h;
@@ -225,7 +208,7 @@ ReportData read_report_data(std::string_view text, const std::string& file) {
   try {
     doc = Json::parse(text);
   } catch (const Json::exception& e) {  // a syntax error, or a number too large for a double (out_of_range)
-    throw DataError(cat(file, ": not JSON: ", json_reason(e)));
+    throw DataError(cat(file, ": not JSON: ", json_error_reason(e.what())));
   }
   const Field top(doc, "", file);
   if (!doc.is_object()) {
