@@ -8,17 +8,13 @@
 // anything is written; so are values training cannot leave, and a
 // checkpoint whose two files are not of one run and step; a directory a run
 // writes into is locked. A writer killed mid-write: tests/test_checkpoint_kill.cpp.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <future>
 
 #include "graph/builder.h"
 #include "train/checkpoint.h"
@@ -27,6 +23,7 @@
 #include "tests/support/data_files.h"
 #include "tests/support/devices.h"
 #include "tests/support/harness.h"
+#include "tests/support/named_pipe.h"
 #include "tests/support/temp_dir.h"
 
 namespace glassbox {
@@ -111,20 +108,10 @@ std::string error_of(const std::function<void()>& f) {
   return "(no error)";
 }
 
-// The message of the error `read` throws, run on a thread of its own. A
-// reader that opens the named pipe `fifo` as a file blocks until a writer
-// comes: after 10 s the test opens the other end itself and fails, so that
-// a reader that blocks fails the test instead of hanging it.
+// The message of the error `read` throws, run so that a reader that blocks
+// on the named pipe `fifo` fails the test instead of hanging it.
 std::string refusal_of(const std::string& fifo, const std::function<void()>& read) {
-  std::future<std::string> message = std::async(std::launch::async, [&] { return error_of(read); });
-  if (message.wait_for(std::chrono::seconds(10)) == std::future_status::timeout) {
-    ADD_FAILURE() << "reading " << fifo << " blocked";
-    while (message.wait_for(std::chrono::milliseconds(100)) == std::future_status::timeout) {
-      const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // succeeds once a reader waits
-      if (fd >= 0) ::close(fd);
-    }
-  }
-  return message.get();
+  return testing::without_blocking_on(fifo, [&] { return error_of(read); });
 }
 
 TEST(Checkpoint, AModelFileRestoresParametersAndStatisticsBitForBit) {

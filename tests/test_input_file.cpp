@@ -3,15 +3,11 @@
 // refused without blocking (by the library and by every reader that takes a
 // path), a device without being read, and a file past its limit before
 // anything is allocated for it.
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <functional>
-#include <future>
 
 #include "data/idx_dataset.h"
 #include "data/shared.h"
@@ -19,6 +15,7 @@
 #include "tensor/input_file.h"
 #include "tensor/safetensors.h"
 #include "tests/support/data_files.h"
+#include "tests/support/named_pipe.h"
 
 namespace glassbox {
 namespace {
@@ -34,20 +31,10 @@ std::string make_fifo(const TempDir& dir, const std::string& name) {
   return path;
 }
 
-// The message of the DataError `read` throws, run on a thread of its own.
-// A reader that opens the named pipe `fifo` as a file blocks until a writer
-// comes: after 10 s the test opens the other end itself and fails, so that
-// a reader that blocks fails the test instead of hanging it.
+// The message of the DataError `read` throws, run so that a reader that
+// blocks on the named pipe `fifo` fails the test instead of hanging it.
 std::string refusal_of(const std::string& fifo, const std::function<void()>& read) {
-  std::future<std::string> message = std::async(std::launch::async, [&] { return message_of<DataError>(read); });
-  if (message.wait_for(std::chrono::seconds(10)) == std::future_status::timeout) {
-    ADD_FAILURE() << "reading " << fifo << " blocked";
-    while (message.wait_for(std::chrono::milliseconds(100)) == std::future_status::timeout) {
-      const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // succeeds once a reader waits
-      if (fd >= 0) ::close(fd);
-    }
-  }
-  return message.get();
+  return testing::without_blocking_on(fifo, [&] { return message_of<DataError>(read); });
 }
 
 TEST(InputFile, ReadsARegularFileWholeAndGivesItsSize) {

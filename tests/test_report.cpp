@@ -2,15 +2,11 @@
 // (tests/data/report/: a time, a sweep and a trace of LeNet) is one
 // well-formed document with one <svg> per chart and one point per measured
 // thing; text is escaped; bad files are errors naming the file and the problem.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -18,6 +14,7 @@
 
 #include "tensor/error.h"
 #include "tests/support/command.h"
+#include "tests/support/named_pipe.h"
 #include "tests/support/temp_dir.h"
 #include "tools/cli/report_data.h"
 #include "tools/cli/report_html.h"
@@ -380,16 +377,8 @@ TEST(Report, ANamedPipeIsRefusedWithoutBlocking) {
   TempDir dir;
   const std::string fifo = dir / "pipe.json";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << fifo;
-  std::future<glassbox::testing::CommandOutcome> outcome =
-      std::async(std::launch::async, [&] { return glassbox::testing::run_command(kCli + " report " + fifo); });
-  if (outcome.wait_for(std::chrono::seconds(10)) == std::future_status::timeout) {
-    ADD_FAILURE() << "glassbox report " << fifo << " blocked";
-    while (outcome.wait_for(std::chrono::milliseconds(100)) == std::future_status::timeout) {
-      const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // succeeds once a reader waits
-      if (fd >= 0) ::close(fd);
-    }
-  }
-  const glassbox::testing::CommandOutcome r = outcome.get();
+  const glassbox::testing::CommandOutcome r = glassbox::testing::without_blocking_on(
+      fifo, [&] { return glassbox::testing::run_command(kCli + " report " + fifo); });
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "glassbox: cannot read " + fifo + ": Is a named pipe, not a regular file"))
       << r.output;

@@ -28,12 +28,9 @@
 //   - saved again with save_checkpoint into a second directory and loaded
 //     back over NaN-filled values, it gives the same state and the same
 //     values bit for bit; any error there is a finding.
-#include <stdlib.h>
-
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <string>
@@ -42,6 +39,7 @@
 
 #include "graph/builder.h"
 #include "tensor/copy.h"
+#include "tests/fuzz/fuzz_files.h"
 #include "tests/fuzz/fuzz_input.h"
 #include "train/checkpoint.h"
 
@@ -74,43 +72,9 @@ Graph compiled(Context& ctx, const NetSpec& net) {
   return graph;
 }
 
-// A directory of its own under $TMPDIR (or /tmp), removed at exit.
-class TempDir {
- public:
-  TempDir() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern =
-        std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/glassbox-fuzz-checkpoint.XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      std::perror("fuzz: mkdtemp");
-      std::abort();
-    }
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string operator/(const std::string& name) const { return (fs::path(path_) / name).string(); }
-
- private:
-  std::string path_;
-};
-
-void write_bytes(const std::string& path, std::string_view bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out.flush()) {
-    std::fprintf(stderr, "fuzz: cannot write %s\n", path.c_str());
-    std::abort();
-  }
-}
-
 // Everything a checkpoint restores, one network and optimizer for every input.
 struct Run {
-  TempDir temp;
+  fuzz::TempDir temp{"checkpoint"};
   std::string in = temp / "in";    // the fuzzer's files
   std::string out = temp / "out";  // what save_checkpoint writes of an accepted one
   Context ctx = Context::cpu();
@@ -186,9 +150,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return n;
   };
   const size_t model_length = length(), train_length = length();
-  write_bytes(checkpoint_model_path(run.in, 1), take(model_length));
-  write_bytes(checkpoint_train_path(run.in, 1), take(train_length));
-  write_bytes(run.in + "/latest", rest);
+  fuzz::write_bytes(checkpoint_model_path(run.in, 1), take(model_length));
+  fuzz::write_bytes(checkpoint_train_path(run.in, 1), take(train_length));
+  fuzz::write_bytes(run.in + "/latest", rest);
 
   std::optional<TrainingState> header;
   fuzz::expect_errors([&] {

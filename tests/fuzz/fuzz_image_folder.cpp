@@ -31,13 +31,10 @@
 // DataError only where no file is readable; under stop it throws a
 // DataError when the first batch holding an unreadable file is due, after
 // the batches before it.
-#include <stdlib.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -47,6 +44,7 @@
 #include "data/loader.h"
 #include "data/loader_order.h"
 #include "tensor/copy.h"
+#include "tests/fuzz/fuzz_files.h"
 #include "tests/fuzz/fuzz_input.h"
 
 using namespace glassbox;
@@ -59,39 +57,6 @@ constexpr int kMaxFiles = 6;
 constexpr int kSide = 8;  // samples are (C, 8, 8)
 constexpr int kBatch = 2;
 constexpr uint64_t kSeed = 1;
-
-// A directory of its own under $TMPDIR (or /tmp), removed at exit.
-class TempDir {
- public:
-  TempDir() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/glassbox-fuzz-folder.XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      std::perror("fuzz: mkdtemp");
-      std::abort();
-    }
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string operator/(const std::string& name) const { return (fs::path(path_) / name).string(); }
-
- private:
-  std::string path_;
-};
-
-void write_bytes(const std::string& path, std::string_view bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out.flush()) {
-    std::fprintf(stderr, "fuzz: cannot write %s\n", path.c_str());
-    std::abort();
-  }
-}
 
 struct Folder {
   int classes = 1;
@@ -131,7 +96,7 @@ Folder write_folder(const std::string& root, std::string_view input) {
     const int label = (kind & 3) % folder.classes;
     const int extension = (kind >> 2) & 3;
     const std::string name = cat(i / 10, i % 10, kExtensions[extension]);
-    write_bytes(cat(root, "/c", label, "/", name), bytes);
+    fuzz::write_bytes(cat(root, "/c", label, "/", name), bytes);
     if (extension != 3) folder.images[static_cast<size_t>(label)].push_back(name);
   }
   return folder;
@@ -175,7 +140,7 @@ Sample load_one(const ImageFolder& dataset, const Folder& folder, int64_t index)
 bool same_bits(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
 struct Run {
-  TempDir temp;
+  fuzz::TempDir temp{"folder"};
   std::string root = temp / "folder";
   Context ctx = Context::cpu();
   // The loader's batch tensors, for 1 and 3 channels.
