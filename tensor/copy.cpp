@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "tensor/convert.h"
 #include "tensor/cuda_entry.h"
 #include "tensor/parallel_for.h"
 
@@ -68,6 +69,17 @@ void from_vector(Context& ctx, std::span<const T> values, const Tensor& dst) {
   }
   copy_bytes(ctx, dst.template data<T>(), values.data(), dst.bytes(), !dst.device().is_cuda());
   ctx.synchronize();  // `values` may go away as soon as we return
+}
+
+std::vector<float> to_float_vector(Context& ctx, const Tensor& src) {
+  if (!is_16_bit_float(src.dtype())) return to_vector<float>(ctx, src);
+  check_same_device_or_host(ctx, src, "to_float_vector");
+  std::vector<uint16_t> bits(static_cast<size_t>(src.numel()));
+  copy_bytes(ctx, bits.data(), src.raw(), src.bytes(), !src.device().is_cuda());
+  ctx.synchronize();
+  std::vector<float> values(bits.size());
+  widen_cpu(bits, src.dtype(), values);
+  return values;
 }
 
 template std::vector<float> to_vector<float>(Context&, const Tensor&);

@@ -21,5 +21,8 @@ template <typename T>
 std::vector<T> to_vector(Context& ctx, const Tensor& src);
 template <typename T>
 void from_vector(Context& ctx, std::span<const T> values, const Tensor& dst);
+// The values of a float32, float16 or bfloat16 tensor as float32 (exact), on
+// the host: what reports, evaluation and tests read from a 16-bit graph.
+std::vector<float> to_float_vector(Context& ctx, const Tensor& src);
 
 }  // namespace glassbox

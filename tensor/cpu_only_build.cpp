@@ -25,6 +25,7 @@ void set_precision(CudaResources&, Precision) { not_built("set_precision"); }
 void synchronize(const CudaResources&) { not_built("synchronize"); }
 void copy(const CudaResources&, void*, const void*, size_t) { not_built("copy"); }
 void fill_zero(const CudaResources&, void*, size_t) { not_built("fill_zero"); }
+void convert(const CudaResources&, const void*, DType, void*, DType, int64_t) { not_built("convert"); }
 std::shared_ptr<EventSet> create_events(const CudaResources&, int) { not_built("EventTimer"); }
 void record_event(const CudaResources&, EventSet&, int) { not_built("EventTimer"); }
 float elapsed_ms(EventSet&, int, int) { not_built("EventTimer"); }

@@ -26,6 +26,9 @@ void synchronize(const CudaResources& resources);
 // Stream-ordered copy between any two of host and device (unified addressing).
 void copy(const CudaResources& resources, void* dst, const void* src, size_t bytes);
 void fill_zero(const CudaResources& resources, void* dst, size_t bytes);
+// dst <- src, `count` elements, float32 to float16 or bfloat16 or back (tensor/convert.h), stream-ordered.
+void convert(const CudaResources& resources, const void* src, DType src_dtype, void* dst, DType dst_dtype,
+             int64_t count);
 
 // A set of CUDA events recorded on the resources' stream (tensor/event_timer.h).
 struct EventSet;
