@@ -5,19 +5,27 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <vector>
 
+#include "tensor/convert.h"
 #include "tensor/copy.h"
 #include "tensor/eigen_maps.h"
 #include "tensor/parallel_for.h"
 
 namespace glassbox {
 
-Sgd::Sgd(Context& ctx, Tensor params, Tensor grads, SgdOptions options)
-    : params_(std::move(params)), grads_(std::move(grads)), options_(options) {
+Sgd::Sgd(Context& ctx, Tensor params, Tensor grads, SgdOptions options, Tensor working)
+    : params_(std::move(params)), grads_(std::move(grads)), working_(std::move(working)), options_(options) {
   if (params_.shape() != grads_.shape() || params_.dtype() != DType::kFloat32 || grads_.dtype() != DType::kFloat32) {
     throw ShapeError(cat("Sgd: parameters ", params_.str(), " and gradients ", grads_.str(),
                          " must be float32 of one shape"));
+  }
+  if (working_.defined() && (!is_16_bit_float(working_.dtype()) || working_.numel() != params_.numel() ||
+                             working_.device() != params_.device())) {
+    throw ShapeError(cat("Sgd: the 16-bit working copy ", working_.str(), " of the parameters ", params_.str(),
+                         " must be float16 or bfloat16 with the parameters' ", params_.numel(),
+                         " elements, on their device"));
   }
   check_lr(options_.lr);
   // Written so that NaN fails every comparison and so every check.
@@ -89,7 +97,9 @@ float Sgd::grad_scale_cpu() {
 // velocity and then the weights, and each is its own loop. Over a thread's
 // whole range (AlexNet: 7.6M floats, 30 MB an array) the second loop would read
 // w and v back from memory; over blocks of kUpdateBlock floats (8 KiB an array)
-// it reads them from L1, and each array crosses the memory bus once.
+// it reads them from L1, and each array crosses the memory bus once. The
+// working copy is narrowed from the block of w just written, still in L1, so
+// it costs its own stores and no second read of w.
 constexpr int64_t kUpdateBlock = 2048;
 
 void Sgd::step_cpu() {
@@ -99,6 +109,8 @@ void Sgd::step_cpu() {
   const float lr = options_.lr, momentum = options_.momentum, decay = options_.weight_decay;
   const bool nesterov = options_.nesterov;
   const float scale = options_.max_grad_norm > 0.0f ? grad_scale_cpu() : 1.0f;
+  uint16_t* working = working_.defined() ? static_cast<uint16_t*>(working_.raw()) : nullptr;
+  const DType working_dtype = working_.dtype();
   auto update_block = [&](int64_t begin, int64_t n) {
     auto wv = as_array(w + begin, n);
     auto vv = as_array(v + begin, n);
@@ -114,6 +126,10 @@ void Sgd::step_cpu() {
       update(as_array(g + begin, n));
     } else {
       update(as_array(g + begin, n) * scale);
+    }
+    if (working) {
+      const auto count = static_cast<size_t>(n);
+      narrow_cpu(std::span<const float>(w + begin, count), std::span<uint16_t>(working + begin, count), working_dtype);
     }
   };
   parallel_for(params_.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {

@@ -1,6 +1,12 @@
 // optim/sgd.cu: the SGD update as one kernel over the flat buffers: each
-// element's velocity and weight are read and written once (5 x 4 bytes per
-// parameter), which is the whole cost of the step.
+// element's velocity and weight are read and written once and its gradient
+// read once (5 x 4 bytes per parameter, plus 2 where the kernel also writes
+// the 16-bit working copy), which is the whole cost of the step.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <type_traits>
+
 #include "optim/sgd.h"
 #include "tensor/checks_cuda.h"
 #include "tensor/context_cuda.h"
@@ -8,10 +14,19 @@
 namespace glassbox {
 namespace {
 
+// The working copy's element type when there is none: the kernel for it
+// compiles without the store, so the float32-only step costs what it did.
+struct NoWorkingCopy {};
+
 // grad_norm: null (no clipping) or the gradients' norm, on the device.
+// Working: __half or __nv_bfloat16, the type of the working copy the kernel
+// writes w into (rounded to nearest even, as tensor/convert.h's CPU rounding),
+// or NoWorkingCopy (working is null).
+template <typename Working>
 __global__ void sgd_momentum_kernel(float* __restrict__ w, const float* __restrict__ g, float* __restrict__ v,
                                     int64_t n, float lr, float momentum, float decay, bool nesterov,
-                                    const float* __restrict__ grad_norm, float max_grad_norm) {
+                                    const float* __restrict__ grad_norm, float max_grad_norm,
+                                    Working* __restrict__ working) {
   const float scale = grad_norm ? clip_scale(*grad_norm, max_grad_norm) : 1.0f;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
@@ -19,6 +34,11 @@ __global__ void sgd_momentum_kernel(float* __restrict__ w, const float* __restri
     const float velocity = momentum * v[i] + d;
     v[i] = velocity;
     w[i] -= lr * (nesterov ? d + momentum * velocity : velocity);
+    if constexpr (std::is_same_v<Working, __half>) {
+      working[i] = __float2half_rn(w[i]);
+    } else if constexpr (std::is_same_v<Working, __nv_bfloat16>) {
+      working[i] = __float2bfloat16_rn(w[i]);
+    }
   }
 }
 
@@ -42,10 +62,19 @@ void Sgd::step_cuda(Context& ctx) {
     CUBLAS_CHECK(cublasSetPointerMode(cublas, CUBLAS_POINTER_MODE_HOST));
     CUBLAS_CHECK(status);
   }
-  sgd_momentum_kernel<<<blocks, kThreads, 0, stream_of(ctx)>>>(params_.data<float>(), grads_.data<float>(),
-                                                              velocity_.data<float>(), n, options_.lr,
-                                                              options_.momentum, options_.weight_decay,
-                                                              options_.nesterov, grad_norm, options_.max_grad_norm);
+  auto launch = [&](auto* working) {
+    using Working = std::remove_pointer_t<decltype(working)>;
+    sgd_momentum_kernel<Working><<<blocks, kThreads, 0, stream_of(ctx)>>>(
+        params_.data<float>(), grads_.data<float>(), velocity_.data<float>(), n, options_.lr, options_.momentum,
+        options_.weight_decay, options_.nesterov, grad_norm, options_.max_grad_norm, working);
+  };
+  if (!working_.defined()) {
+    launch(static_cast<NoWorkingCopy*>(nullptr));
+  } else if (working_.dtype() == DType::kFloat16) {
+    launch(static_cast<__half*>(working_.raw()));
+  } else {  // bfloat16: the constructor admits no other type
+    launch(static_cast<__nv_bfloat16*>(working_.raw()));
+  }
   CUDA_CHECK_LAUNCH();
 }
 

@@ -14,6 +14,13 @@
 // into the update's one pass, so clipping costs one more read of the
 // gradients (the norm), not a read and a write; on CUDA the norm stays on the
 // device (cuBLAS nrm2 into device memory), so the step still never waits.
+//
+// Mixed precision: the optimizer updates float32 master weights, and the
+// layers of a 16-bit graph read a float16 or bfloat16 copy of them (the
+// working copy). Given one, each step writes w rounded to the copy's type
+// (round to nearest even, tensor/convert.h) into it, in the same pass as the
+// update, while the updated w is still in cache (in registers on CUDA): the
+// layers read the new weights without another pass over the buffer.
 #pragma once
 
 #include <cfloat>
@@ -64,7 +71,13 @@ class Sgd {
   // Allocates the velocity (optimizer state), zeroed. Throws ConfigError unless
   // lr is positive and finite, momentum in [0, 1] and weight_decay finite and
   // not negative (NaN is none of these).
-  Sgd(Context& ctx, Tensor params, Tensor grads, SgdOptions options);
+  // working: undefined (no 16-bit copy), or the parameters' 16-bit working
+  // copy: float16 or bfloat16, the parameters' element count, on their device
+  // (ShapeError naming both tensors otherwise). Each step writes every element
+  // of it, those in the alignment gaps between parameters too (zero, as the
+  // gaps of the parameters are). The constructor does not write it: the graph
+  // fills it when it initialises or loads the parameters.
+  Sgd(Context& ctx, Tensor params, Tensor grads, SgdOptions options, Tensor working = Tensor());
 
   void step(Context& ctx);
   const SgdOptions& options() const { return options_; }
@@ -75,6 +88,8 @@ class Sgd {
   // The momentum buffers v, laid out as the parameters (Graph::named_views
   // names them): checkpoints save and restore them.
   const Tensor& velocity() const { return velocity_; }
+  // The 16-bit working copy of the parameters; undefined where there is none.
+  const Tensor& working() const { return working_; }
 
  private:
   static void check_lr(float lr);
@@ -86,6 +101,7 @@ class Sgd {
   Tensor grads_;
   Tensor velocity_;
   Tensor grad_norm_;  // (1): the last step's gradient norm, where clipping is on
+  Tensor working_;    // float16 or bfloat16, written by each step; undefined: none
   SgdOptions options_;
 };
 
