@@ -12,6 +12,11 @@ Google Benchmark's time-type suffix (/manual_time, /real_time) removed, so
 With repetitions, the mean aggregate is used where there is one. The peer
 may time both memory layouts ("<name>" and "<name>/channels_last"): Glassbox
 is compared with the faster of the two, and the note says which it was.
+The peer's torch.compile runs (pytorch_nets.py --compile: "<name>/compiled",
+"<name>/channels_last/compiled") are a second reference: each makes a line
+of its own, "<name>/compiled", under Glassbox's row of "<name>", with
+Glassbox's figures repeated and the ratio against the compiled model (the
+faster of its layouts).
 
 With one file, it prints that file as a table: a results file that --out
 wrote (both sides' runs are in it, so the table is the one the two-file
@@ -23,9 +28,11 @@ Prints one row per name: images/s of each, the ratio Glassbox / PyTorch
 (above 1: Glassbox is faster), TFLOP/s of each. --out writes one results
 file with both contexts, both benchmark lists and the rows.
 
-The two sides' precision must read the same; both now write Glassbox's
-spelling ("fp32 (TF32 off)", "tf32", tensor/context.cpp), and the peer's
-older spellings are read as those.
+The two sides' precision must read the same; both write Glassbox's
+spelling (tensor/context.cpp): "fp32 (TF32 off)", "tf32", "bf16 (mixed:
+16-bit values, fp32 master weights and accumulation)" and "fp16 (mixed,
+dynamic loss scaling)". The peer's older spellings of fp32 and tf32 are read
+as those.
 
 Bad input (missing or malformed file) is one line on stderr, exit status 2;
 with two files, no benchmark in common is exit status 1.
@@ -41,6 +48,7 @@ import sys
 PROG = "compare.py"
 SUFFIX = re.compile(r"/(manual_time|real_time|process_time)$")
 LAYOUT_SUFFIX = "/channels_last"  # the peer's name for a run in torch.channels_last
+COMPILED_SUFFIX = "/compiled"  # the peer's name for a run under torch.compile, after any layout suffix
 
 
 # The peer's spellings of a precision before it wrote Glassbox's (bench/peers/peer_report.py).
@@ -181,31 +189,55 @@ def same(field, glassbox, pytorch):
     return glassbox == pytorch
 
 
+def split_compiled(pytorch, glassbox_names):
+    """The peer's rows in two: eager, and torch.compile's with /compiled removed
+    (a name Glassbox itself has stays eager)."""
+    eager, compiled = {}, {}
+    for name, entry in pytorch.items():
+        if name.endswith(COMPILED_SUFFIX) and name not in glassbox_names:
+            compiled[name[:-len(COMPILED_SUFFIX)]] = entry
+        else:
+            eager[name] = entry
+    return eager, compiled
+
+
+def comparison_row(name, g, p, p_layouts, compiled=False):
+    g_rate, p_rate = number(g, "images/s"), number(p, "images/s")
+    return {
+        "name": name + COMPILED_SUFFIX if compiled else name,
+        "glassbox_images_per_s": g_rate,
+        "pytorch_images_per_s": p_rate,
+        "ratio_glassbox_over_pytorch": g_rate / p_rate if g_rate and p_rate else None,
+        "glassbox_tflops": number(g, "TFLOP/s"),
+        "pytorch_tflops": number(p, "TFLOP/s"),
+        "glassbox_peak_memory": number(g, "peak_memory"),
+        "pytorch_peak_memory": number(p, "peak_memory"),
+        "pytorch_images_per_s_by_layout": p_layouts,
+        "pytorch_compiled": compiled,
+        "note": "; ".join(part for part in (
+            "only in Glassbox" if p is None else "only in PyTorch" if g is None else "",
+            *(f"{who} error: {e.get('error_message', '?')}" for who, e in (("Glassbox", g), ("PyTorch", p))
+              if e is not None and e.get("error_occurred")),
+            layout_note(p_layouts, p_rate)) if part),
+    }
+
+
 def comparison_rows(glassbox, pytorch):
-    """Both sides' runs folded to one row per benchmark name (what --out keeps as "comparison")."""
+    """Both sides' runs folded to one row per benchmark name (what --out keeps
+    as "comparison"), each followed by a row for the peer's torch.compile run
+    of that name where it has one."""
     gb = by_name(glassbox["benchmarks"])
-    pt, pt_layouts = best_layout(by_name(pytorch["benchmarks"]), set(gb))
+    eager, compiled = split_compiled(by_name(pytorch["benchmarks"]), set(gb))
+    pt, pt_layouts = best_layout(eager, set(gb))
+    ptc, ptc_layouts = best_layout(compiled, set(gb))
     rows = []
-    for name in list(gb) + [n for n in pt if n not in gb]:
-        g, p = gb.get(name), pt.get(name)
-        g_rate, p_rate = number(g, "images/s"), number(p, "images/s")
-        rows.append({
-            "name": name,
-            "glassbox_images_per_s": g_rate,
-            "pytorch_images_per_s": p_rate,
-            "ratio_glassbox_over_pytorch": g_rate / p_rate if g_rate and p_rate else None,
-            "glassbox_tflops": number(g, "TFLOP/s"),
-            "pytorch_tflops": number(p, "TFLOP/s"),
-            "glassbox_peak_memory": number(g, "peak_memory"),
-            "pytorch_peak_memory": number(p, "peak_memory"),
-            "pytorch_images_per_s_by_layout": pt_layouts.get(name),
-            "note": "; ".join(part for part in (
-                "only in Glassbox" if p is None else "only in PyTorch" if g is None else "",
-                *(f"{who} error: {e.get('error_message', '?')}" for who, e in (("Glassbox", g), ("PyTorch", p))
-                  if e is not None and e.get("error_occurred")),
-                layout_note(pt_layouts.get(name), p_rate)) if part),
-        })
-    return rows, len(gb), len(pt), bool(pt_layouts)
+    for name in list(gb) + [n for n in pt if n not in gb] + [n for n in ptc if n not in gb and n not in pt]:
+        g = gb.get(name)
+        if name in gb or name in pt:
+            rows.append(comparison_row(name, g, pt.get(name), pt_layouts.get(name)))
+        if name in ptc:
+            rows.append(comparison_row(name, g, ptc[name], ptc_layouts.get(name), compiled=True))
+    return rows, len(gb), len(pt) + len(ptc), bool(pt_layouts or ptc_layouts)
 
 
 def print_comparison(rows, gctx, pctx, any_layouts):
@@ -229,6 +261,9 @@ def print_comparison(rows, gctx, pctx, any_layouts):
               f"{ratio:>7} {fmt(r['glassbox_tflops'], 3):>16} {fmt(r['pytorch_tflops'], 3):>15} "
               f"{fmt_bytes(r['glassbox_peak_memory']):>7} {fmt_bytes(r['pytorch_peak_memory']):>7}  {r['note']}".rstrip())
     print("ratio = Glassbox images/s / PyTorch images/s (above 1: Glassbox is faster); MiB = peak device memory")
+    if any(r.get("pytorch_compiled") for r in rows):
+        print(f"rows ending in {COMPILED_SUFFIX}: PyTorch under torch.compile, against Glassbox's row of the name "
+              f"without {COMPILED_SUFFIX}")
     if any_layouts:
         print("PyTorch timed more than one memory layout: each row shows its faster one (note)")
 

@@ -34,7 +34,7 @@ Usage:
       [--modes forward,forward_backward,train_step,inference] [--batch N[,N...]]
       [--threads 2] [--min-time S] [--warmup N] [--layouts nchw,channels_last]
       [--interleave mode|network]
-      [--precision fp32|tf32] [--idle-check S] [--busy-cpus X] [--json PATH] NET ...
+      [--precision fp32|tf32|bf16|fp16] [--idle-check S] [--busy-cpus X] [--json PATH] NET ...
 
 --batch takes one batch or several, each a number of samples or a multiple
 of the network's default batch on that device, as bench_nets lists it
@@ -305,7 +305,7 @@ def main():
     parser.add_argument("--layouts", default="nchw,channels_last")
     parser.add_argument("--interleave", choices=["mode", "network"], default="mode",
                         help="take turns every mode (default) or every network and batch (all modes at once)")
-    parser.add_argument("--precision", choices=["fp32", "tf32"], default="fp32")
+    parser.add_argument("--precision", choices=["fp32", "tf32", "bf16", "fp16"], default="fp32")
     parser.add_argument("--idle-check", type=float, default=0.5, metavar="S",
                         help="seconds of watching the machine before and after each measurement (0: no check)")
     parser.add_argument("--busy-cpus", type=float, default=DEFAULT_BUSY_CPUS, metavar="X",

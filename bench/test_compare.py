@@ -9,6 +9,13 @@ no build needed.
   sides' precision (or device) differs: both spell fp32 as Glassbox does, and
   the peer's older spelling reads as that.
 - Two files compare as before; one side alone prints that side.
+- Mixed precision: the peer names and spells bf16 and fp16 as Glassbox does
+  (names ending in /bf16 and /fp16, the context's precision strings, which
+  tensor/context.cpp writes), so the rows pair with no warning; a bf16 run
+  beside an fp16 one is warned about.
+- The peer's torch.compile rows (/compiled, after any /channels_last) pair
+  with Glassbox's row of the name without the suffix, each on a line of its
+  own after that row, against the faster compiled layout.
 - An interleaved table (bench/merge_results.py's) prints its rows.
 - interleave.py marks a row "busy" where other work ran around one of its
   measurements (Note [Idle before and after]), and only then.
@@ -100,6 +107,118 @@ class OneResultsFile(unittest.TestCase):
         code, _, err = run(os.path.join(RESULTS, "no-such-file.json"))
         self.assertEqual(code, 2)
         self.assertIn("cannot read", err)
+
+
+GLASSBOX_PRECISION = {  # Glassbox's spelling in its bench_nets context (tensor/context.cpp)
+    "fp32": "fp32 (TF32 off)",
+    "tf32": "tf32",
+    "bf16": "bf16 (mixed: 16-bit values, fp32 master weights and accumulation)",
+    "fp16": "fp16 (mixed, dynamic loss scaling)",
+}
+
+
+def entry(name, rate):
+    return {"name": name, "run_name": name, "run_type": "iteration", "iterations": 10, "real_time": 64e3 / rate,
+            "time_unit": "ms", "images/s": rate, "TFLOP/s": rate * 24.6e-3, "peak_memory": 2**30}
+
+
+def side(precision, names_and_rates, peer):
+    context = {"device": "cuda" if peer else "cuda:0", "device_name": "NVIDIA H200" + ("" if peer else " (sm_90)"),
+               "precision": precision, ("torch" if peer else "commit"): "x"}
+    return {"context": context, "benchmarks": [entry(name, rate) for name, rate in names_and_rates]}
+
+
+class MixedPrecisionAndCompiled(unittest.TestCase):
+    def setUp(self):
+        sys.path.insert(0, os.path.join(HERE, "peers"))
+        import peer_protocol
+        self.peer = peer_protocol
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def compare(self, glassbox, pytorch):
+        paths = [os.path.join(self.tmp.name, n) for n in ("glassbox.json", "pytorch.json", "out.json")]
+        for path, data in zip(paths, (glassbox, pytorch)):
+            with open(path, "w") as f:
+                json.dump(data, f)
+        code, out, err = run(*paths[:2], "--out", paths[2])
+        with open(paths[2]) as f:
+            return code, out, err, json.load(f)["comparison"]
+
+    def test_the_peer_spells_each_precision_as_glassbox(self):
+        self.assertEqual(self.peer.PRECISIONS, list(GLASSBOX_PRECISION))
+        self.assertEqual(self.peer.CONTEXT_PRECISION, GLASSBOX_PRECISION)
+        with open(os.path.join(HERE, os.pardir, "tensor", "context.cpp")) as f:
+            source = f.read()
+        for spelling in GLASSBOX_PRECISION.values():
+            self.assertIn(json.dumps(spelling), source, "tensor/context.cpp spells a precision otherwise")
+
+    def test_names_end_in_the_precision_then_the_layout_then_compiled(self):
+        class Spec:
+            name = "ResNet50"
+        name = self.peer.benchmark_name
+        self.assertEqual(name(Spec, "train_step", 64, "nchw"), "ResNet50/train_step/batch:64")
+        self.assertEqual(name(Spec, "train_step", 64, "nchw", "tf32"), "ResNet50/train_step/batch:64/tf32")
+        self.assertEqual(name(Spec, "forward", 64, "nchw", "bf16"), "ResNet50/forward/batch:64/bf16")
+        self.assertEqual(name(Spec, "inference", 8, "channels_last", "fp16"),
+                         "ResNet50/inference/batch:8/fp16/channels_last")
+        self.assertEqual(name(Spec, "train_step", 64, "channels_last", "bf16", compiled=True),
+                         "ResNet50/train_step/batch:64/bf16/channels_last/compiled")
+        self.assertEqual(name(Spec, "train_step", 64, "nchw", compiled=True), "ResNet50/train_step/batch:64/compiled")
+
+    def test_mixed_precision_rows_pair_without_warning(self):
+        for precision in ("bf16", "fp16"):
+            base = f"ResNet50/train_step/batch:64/{precision}"
+            code, out, err, rows = self.compare(
+                side(GLASSBOX_PRECISION[precision], [(base + "/manual_time", 2000.0)], peer=False),
+                side(self.peer.CONTEXT_PRECISION[precision], [(base, 1600.0), (base + "/channels_last", 1800.0)],
+                     peer=True))
+            self.assertEqual(code, 0, err)
+            self.assertNotIn("warning", err)
+            self.assertEqual([r["name"] for r in rows], [base])
+            self.assertAlmostEqual(rows[0]["ratio_glassbox_over_pytorch"], 2000.0 / 1800.0)
+            self.assertIn(GLASSBOX_PRECISION[precision], out)
+
+    def test_bf16_beside_fp16_is_warned_about(self):
+        code, _, err, _ = self.compare(
+            side(GLASSBOX_PRECISION["bf16"], [("LeNet/forward/batch:64/bf16", 10.0)], peer=False),
+            side(GLASSBOX_PRECISION["fp16"], [("LeNet/forward/batch:64/bf16", 10.0)], peer=True))
+        self.assertEqual(code, 0, err)
+        self.assertIn("precision differs", err)
+
+    def test_compiled_rows_pair_with_glassbox_row_of_the_name_without_the_suffix(self):
+        train, infer = "ResNet50/train_step/batch:64/bf16", "ResNet50/inference/batch:64/bf16"
+        code, out, err, rows = self.compare(
+            side(GLASSBOX_PRECISION["bf16"], [(train + "/manual_time", 2000.0), (infer + "/manual_time", 6000.0)],
+                 peer=False),
+            side(GLASSBOX_PRECISION["bf16"], [
+                (train, 1500.0), (train + "/channels_last", 1800.0),
+                (train + "/compiled", 1900.0), (train + "/channels_last/compiled", 2500.0),
+                (infer, 5000.0), (infer + "/compiled", 8000.0)], peer=True))
+        self.assertEqual(code, 0, err)
+        self.assertNotIn("warning", err)
+        self.assertEqual([r["name"] for r in rows], [train, train + "/compiled", infer, infer + "/compiled"])
+        self.assertEqual([r["pytorch_compiled"] for r in rows], [False, True, False, True])
+        self.assertFalse(any("only in" in r["note"] for r in rows), rows)
+        by_name = {r["name"]: r for r in rows}
+        self.assertAlmostEqual(by_name[train]["ratio_glassbox_over_pytorch"], 2000.0 / 1800.0)
+        self.assertAlmostEqual(by_name[train + "/compiled"]["ratio_glassbox_over_pytorch"], 2000.0 / 2500.0)
+        self.assertEqual(by_name[train + "/compiled"]["glassbox_images_per_s"], 2000.0)
+        self.assertIn("channels_last (nchw 1900 img/s)", by_name[train + "/compiled"]["note"])
+        self.assertAlmostEqual(by_name[infer + "/compiled"]["ratio_glassbox_over_pytorch"], 6000.0 / 8000.0)
+        lines = out.splitlines()
+        line = next(ln for ln in lines if ln.split(" ")[0] == train + "/compiled")
+        self.assertIn("0.80", line.split())
+        self.assertIn("rows ending in /compiled", out)
+
+    def test_a_compiled_row_without_glassbox_row_is_only_in_pytorch(self):
+        code, _, err, rows = self.compare(
+            side(GLASSBOX_PRECISION["fp16"], [("LeNet/forward/batch:64/fp16", 10.0)], peer=False),
+            side(GLASSBOX_PRECISION["fp16"], [("LeNet/forward/batch:64/fp16", 9.0),
+                                              ("VGG16/forward/batch:64/fp16/compiled", 5.0)], peer=True))
+        self.assertEqual(code, 0, err)
+        self.assertEqual([(r["name"], r["note"]) for r in rows], [
+            ("LeNet/forward/batch:64/fp16", ""), ("VGG16/forward/batch:64/fp16/compiled", "only in PyTorch")])
 
 
 class IdleChecks(unittest.TestCase):

@@ -12,7 +12,7 @@ import socket
 import subprocess
 import sys
 
-from peer_protocol import sgd_description
+from peer_protocol import AMP_DTYPES, CONTEXT_PRECISION, sgd_description
 
 
 def read_cpuinfo():
@@ -95,6 +95,20 @@ def math_mode(torch):
     return legacy + f", cudnn.benchmark={torch.backends.cudnn.benchmark}"
 
 
+def mixed_precision(device, precision):
+    """What a mixed precision runs, for the context; "not used" for fp32 and tf32."""
+    if precision not in AMP_DTYPES:
+        return "not used"
+    text = (f"torch.autocast(device_type={device!r}, dtype=torch.{AMP_DTYPES[precision]}) over forward and loss; "
+            "parameters fp32 (master weights)")
+    if device == "cuda":
+        text += "; TF32 on for the remaining fp32 work"
+    if precision == "fp16":
+        return text + ("; torch.amp.GradScaler (defaults): train_step scale(loss).backward(), scaler.step, "
+                       "scaler.update; forward_backward scale(loss).backward()")
+    return text + "; no loss scaling"
+
+
 def make_context(torch, torchvision, device, counts, args):
     cpu_model, mhz = read_cpuinfo()
     cuda = device == "cuda"
@@ -113,8 +127,11 @@ def make_context(torch, torchvision, device, counts, args):
         "cpu": cpu_model,
         # Spelled as Glassbox's context spells it (tensor/context.cpp), so that
         # bench/compare.py reads the two sides' precision as one.
-        "precision": "tf32" if args.precision == "tf32" else "fp32 (TF32 off)",
+        "precision": CONTEXT_PRECISION[args.precision],
+        "mixed_precision": mixed_precision(device, args.precision),
         "math_mode": math_mode(torch),
+        "compile": ("torch.compile(model), default mode, compiled in the warm-up steps (at least one); "
+                    "names end in /compiled" if args.compile else "not used (eager only)"),
         "torch": torch.__version__,
         "torchvision": torchvision.__version__,
         "python": platform.python_version(),
@@ -189,6 +206,10 @@ def print_header(context, width):
     print(f"torch {context['torch']}, torchvision {context['torchvision']}, CUDA {context['cuda_runtime']}, "
           f"cuDNN {context['cudnn']}, cuBLAS {context['cublas']}, driver {context['driver']}")
     print(f"{context['precision']}: {context['math_mode']}")
+    if context["mixed_precision"] != "not used":
+        print(f"mixed precision: {context['mixed_precision']}")
+    if context["compile"].startswith("torch.compile"):
+        print(f"compiled rows: {context['compile']}")
     header = f"{'Benchmark':<{width}} {'Time':>13} {'CPU':>15} {'Iterations':>12} UserCounters..."
     print("-" * len(header))
     print(header)

@@ -6,16 +6,28 @@ VGG11/13/16/19, Overfeat, GoogLeNet, InceptionV3, ResNet18/34/50/101/152,
 ResNet56, Xception, FCN5) with the same protocol, names and counters
 (DESIGN.md section 5), so bench/compare.py can put the two side by side:
 
-  names     <Net>/<mode>/batch:<N>[/channels_last]; modes forward (training-mode
-            forward + loss), forward_backward (+ backward, no update),
-            train_step (zero grads + forward + backward + SGD lr 1e-4, momentum
-            0.9, weight decay 5e-4: Glassbox's settings, bench/support/net_session.h,
+  names     <Net>/<mode>/batch:<N>[/tf32|/bf16|/fp16][/channels_last][/compiled];
+            modes forward (training-mode forward + loss), forward_backward
+            (+ backward, no update), train_step (zero grads + forward +
+            backward + SGD lr 1e-4, momentum 0.9, weight decay 5e-4:
+            Glassbox's settings, bench/support/net_session.h,
             Note [The benchmarks' learning rate]), inference (eval(), under
             torch.inference_mode(), forward and loss, no autograd); peer_protocol.py
   layouts   nchw (default) and/or channels_last (model and input in
             torch.channels_last; its names end in /channels_last): Glassbox is
             compared with the better of the two (compare.py)
-  inputs    U(-1, 1) from a fixed seed, labels n % classes; fp32, TF32 off
+  inputs    U(-1, 1) from a fixed seed, labels n % classes
+  precision fp32 (TF32 off, the default); tf32 (TF32 in cuDNN and matrix
+            products); bf16 or fp16: automatic mixed precision, forward and
+            loss under torch.autocast, fp32 parameters (master weights), TF32
+            on for the fp32 work left on a GPU, and for fp16 a
+            torch.amp.GradScaler (its defaults) scaling the loss of the
+            backward; peer_protocol.py. A device and precision this PyTorch
+            cannot run is an error, never a run in another precision
+  compiled  --compile adds, after each eager run, the same model under
+            torch.compile (default mode), named with /compiled at the end:
+            a second reference, which bench/compare.py sets beside the same
+            Glassbox row
   protocol  set-up untimed, 10 warm-up steps of the same mode, then timed steps
             (CUDA events around each step on the GPU, wall clock on the CPU)
             until --min-time seconds are measured (at least 3 steps); the mean
@@ -36,8 +48,8 @@ peer_models.py's NETS table (Glassbox's NetSpec defaults); --batch overrides.
 
 Usage:
   python3 bench/peers/pytorch_nets.py [--device cpu|cuda] [--filter REGEX]
-      [--batch N] [--precision fp32|tf32] [--min-time S] [--threads N]
-      [--channels-last | --layouts L,L]
+      [--batch N] [--precision fp32|tf32|bf16|fp16] [--compile] [--min-time S]
+      [--threads N] [--channels-last | --layouts L,L]
       [--json PATH] [--list] [NET ...]
 
 The JSON (--json) has Google Benchmark's shape ({"context", "benchmarks"}).
@@ -51,7 +63,8 @@ import re
 import sys
 
 from peer_models import NET_NAMES, NETS, DefinitionError, check_reference, count, find_net
-from peer_protocol import LAYOUTS, MODES, PRECISIONS, WARMUP_STEPS, benchmark_name, configure_torch, run_benchmark
+from peer_protocol import (LAYOUTS, MODES, PRECISIONS, WARMUP_STEPS, benchmark_name, configure_torch, run_benchmark,
+                           unsupported_precision)
 
 PROG = "pytorch_nets.py"
 
@@ -79,8 +92,13 @@ def parse_args(argv):
     parser.add_argument("--device", help="cpu or cuda (default: cuda when available)")
     parser.add_argument("--filter", default=".", help="regex on benchmark names, as --benchmark_filter "
                         "(a leading '-' negates; 'all' means every benchmark)")
-    parser.add_argument("--precision", default="fp32", help="fp32 (TF32 off everywhere, the default) or tf32 "
-                        "(TF32 in cuDNN and matrix products; names end in /tf32, as bench_nets --precision=tf32)")
+    parser.add_argument("--precision", default="fp32", help="fp32 (TF32 off everywhere, the default); tf32 "
+                        "(TF32 in cuDNN and matrix products); bf16 or fp16: automatic mixed precision (forward and "
+                        "loss under torch.autocast, fp32 parameters, TF32 on for the remaining fp32 work on a GPU; "
+                        "fp16 with torch.amp.GradScaler); names end in /tf32, /bf16 or /fp16, as bench_nets "
+                        "--precision=...")
+    parser.add_argument("--compile", action="store_true", help="also time each benchmark with the model under "
+                        "torch.compile (default mode; compiled in the warm-up); names end in /compiled")
     parser.add_argument("--batch", type=int, help="batch size for every net (default: per net and device)")
     parser.add_argument("--min-time", type=float, default=0.5, help="seconds of measured time per benchmark "
                         "(default 0.5, as Google Benchmark); at least 3 timed steps")
@@ -105,7 +123,7 @@ def parse_args(argv):
     if args.device is not None and args.device not in ("cpu", "cuda"):
         raise UsageError(f"bad device {args.device!r} (expected cpu or cuda)")
     if args.precision not in PRECISIONS:
-        raise UsageError(f"bad --precision {args.precision!r} (expected {' or '.join(PRECISIONS)})")
+        raise UsageError(f"bad --precision {args.precision!r} (expected one of {', '.join(PRECISIONS)})")
     if args.batch is not None and args.batch <= 0:
         raise UsageError(f"--batch must be a positive integer, got {args.batch}")
     if not args.min_time > 0:
@@ -134,15 +152,17 @@ def compile_filter(text):
 
 
 def plan(args, device):
-    """[(spec, mode, batch, layout, name)] in run order: per network, per layout, per mode."""
+    """[(spec, mode, batch, layout, compiled, name)] in run order: per network,
+    per layout, per mode, eager and then (with --compile) compiled."""
     planned = []
     for spec in args.specs:
         batch = args.batch or spec.default_batch(device)
         for layout in args.layouts:
             for mode in MODES:
-                name = benchmark_name(spec, mode, batch, layout, args.precision)
-                if args.filter_re(name):
-                    planned.append((spec, mode, batch, layout, name))
+                for compiled in (False, True) if args.compile else (False,):
+                    name = benchmark_name(spec, mode, batch, layout, args.precision, compiled)
+                    if args.filter_re(name):
+                        planned.append((spec, mode, batch, layout, compiled, name))
     return planned
 
 
@@ -157,12 +177,13 @@ def checked_counts(specs):
     return counts
 
 
-def run_one(spec, mode, batch, layout, name, family, device, args, macs):
+def run_one(spec, mode, batch, layout, compiled, name, family, device, args, macs):
     import torch
     entry = {"name": name, "family_index": family, "per_family_instance_index": 0, "run_name": name,
              "run_type": "iteration", "repetitions": 1, "repetition_index": 0, "threads": 1}
     try:
-        entry.update(run_benchmark(spec, mode, batch, device, layout, args.min_time, args.warmup, macs))
+        entry.update(run_benchmark(spec, mode, batch, device, layout, args.min_time, args.warmup, macs,
+                                   args.precision, compiled))
     except (RuntimeError, MemoryError) as e:  # torch.cuda.OutOfMemoryError is a RuntimeError
         message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         entry.update({"error_occurred": True, "error_message": message, "iterations": 0,
@@ -186,7 +207,12 @@ def main(argv):
     device = args.device or ("cuda" if cuda_ok else "cpu")
     if device == "cuda" and not cuda_ok:
         raise UsageError("CUDA requested but not available to PyTorch (torch.cuda.is_available() is False)")
-    configure_torch(torch, args.threads, args.precision)
+    configure_torch(torch, args.threads, args.precision, device)
+    unsupported = unsupported_precision(torch, device, args.precision)
+    if unsupported:
+        raise UsageError(unsupported)
+    if args.compile and not hasattr(torch, "compile"):
+        raise UsageError(f"--compile needs torch.compile (PyTorch 2.0 or later), not in torch {torch.__version__}")
 
     planned = plan(args, device)
     if not planned:
@@ -204,8 +230,8 @@ def main(argv):
     peer_report.print_header(context, width)
 
     results = []
-    for family, (spec, mode, batch, layout, name) in enumerate(planned):
-        entry = run_one(spec, mode, batch, layout, name, family, device, args, counts[spec.name][0])
+    for family, (spec, mode, batch, layout, compiled, name) in enumerate(planned):
+        entry = run_one(spec, mode, batch, layout, compiled, name, family, device, args, counts[spec.name][0])
         results.append(entry)
         peer_report.print_row(entry, width)
 
