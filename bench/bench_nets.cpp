@@ -181,8 +181,8 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
 // among CPU kernels that compute the same convolution, as cuDNN's choice
 // among its algorithms (Winograd among them) is not in a name either.
 void register_benchmarks(const Settings& s) {
-  const std::string suffix =
-      cat(s.compile.precision == Precision::kTf32 ? "/tf32" : "", s.compile.layers.deterministic ? "/deterministic" : "");
+  const std::string suffix = cat(s.compile.precision == Precision::kFp32 ? "" : cat("/", flag_name_of(s.compile.precision)),
+                                 s.compile.layers.deterministic ? "/deterministic" : "");
   // An MLP spec is not in all_nets() (there is one per size list), and Google
   // Benchmark cannot register names from a --benchmark_filter regex: --net
   // names the one network to register.
@@ -251,7 +251,7 @@ constexpr const char* kDiscardedOut = "--benchmark_out=/dev/null";
 
 void print_help() {
   std::printf(
-      "bench_nets [--device=cpu|cuda|cuda:N] [--batch=N] [--net=NAME] [--precision=fp32|tf32] [--cudnn-search]\n"
+      "bench_nets [--device=cpu|cuda|cuda:N] [--batch=N] [--net=NAME] [--precision=fp32|tf32|bf16|fp16] [--cudnn-search]\n"
       "           [--cpu-conv=auto|glassbox|onednn] [--no-winograd] [--deterministic] [--no-nvtx] [--data=SPEC [--workers=N]]\n"
       "           [--threads=N] [--warmup=N]\n"
       "           [under mpirun: --bucket-mb=X --no-overlap --comm-timeout=S --steps=N] [--data-parallel]\n"

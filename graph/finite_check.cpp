@@ -11,8 +11,8 @@ namespace glassbox {
 namespace {
 
 bool all_finite(Context& ctx, const Tensor& t) {
-  if (!t.defined() || t.dtype() != DType::kFloat32) return true;
-  const std::vector<float> values = to_vector<float>(ctx, t);
+  if (!t.defined() || t.dtype() == DType::kInt32) return true;
+  const std::vector<float> values = to_float_vector(ctx, t);  // 16-bit in a bf16 or fp16 graph
   return std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); });
 }
 

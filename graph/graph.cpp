@@ -3,11 +3,14 @@
 #include "graph/graph.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cstddef>
 
 #include "graph/init.h"
 #include "graph/layouts.h"
 #include "graph/memory_plan.h"
+#include "graph/mixed_precision.h"
+#include "tensor/convert.h"
 #include "tensor/copy.h"
 
 namespace glassbox {
@@ -130,17 +133,35 @@ void Graph::reset_carried_state(Context& ctx) {
   for (int i : layers_) nodes_[static_cast<size_t>(i)].layer->reset_carried_state(ctx);
 }
 
+// Note [Mixed precision] (graph/mixed_precision.h): which values are 16-bit.
+void Graph::set_stored_types(Precision precision) {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    Node& node = nodes_[i];
+    const bool sixteen = is_mixed(precision) && !node.is_input() && static_cast<int>(i) != loss_ &&
+                         node.dtype == DType::kFloat32;
+    node.stored = sixteen ? value_dtype(precision) : node.dtype;
+  }
+}
+
 void Graph::compile(Context& ctx, const CompileOptions& options) {
   input_gradient_nodes_ = input_gradient_nodes(nodes_, options.input_gradients, options.phase);  // checked first
+  if (is_mixed(options.precision) && ctx.is_cuda()) {
+    throw ConfigError(cat("precision ", flag_name_of(options.precision), " on ", ctx.device().str(),
+                          ": Glassbox's 16-bit GPU path (cuDNN and cuBLAS in ", flag_name_of(options.precision),
+                          ") is not built yet; bf16 and fp16 run on the CPU, and the GPU runs fp32 and tf32"));
+  }
   options_ = options;
   options_.layers.phase = options.phase;
   device_ = ctx.device();
   ctx.set_precision(options.precision);
+  set_stored_types(options.precision);
+  loss_scale_ = 1.0f;
   plan_ = std::make_unique<MemoryPlan>(
       plan_activations(nodes_, layers_, loss_, options.phase, options.memory_reuse, input_gradient_nodes_));
   const bool training = options.phase == Phase::kTraining;
   const size_t parameters = parameter_bytes(nodes_, layers_);
-  check_plan_fits(ctx, {{MemoryCategory::kParameters, parameters},
+  const bool mixed = is_mixed(options.precision);
+  check_plan_fits(ctx, {{MemoryCategory::kParameters, mixed ? parameters + parameters / 2 : parameters},
                         {MemoryCategory::kGradients, training ? parameters : 0},
                         {MemoryCategory::kData, input_bytes(nodes_)},
                         {MemoryCategory::kActivations, plan_->values.total},
@@ -160,6 +181,14 @@ void Graph::compile(Context& ctx, const CompileOptions& options) {
   ctx.reserve_workspace(workspace);
   allocate_parameters(ctx);
   allocate_activations(ctx);
+  widening_.reset();
+  if (mixed) {
+    size_t staging = 0;
+    for (int i : layers_) {
+      staging = std::max(staging, CpuWidening::staging_bytes(nodes_[static_cast<size_t>(i)], options.phase));
+    }
+    widening_ = std::make_unique<CpuWidening>(ctx, staging);
+  }
 
   // Up to three spans per layer (forward, backward-data, backward-weights),
   // and a few for the caller's own (the optimizer).
@@ -201,6 +230,11 @@ void Graph::allocate_parameters(Context& ctx) {
   for (int i : layers_) offsets[static_cast<size_t>(i)] = reserve_parameters(plan, *nodes_[static_cast<size_t>(i)].layer);
   parameters_ = allocate_arena(ctx, plan.total(), MemoryCategory::kParameters);
   fill_zero(ctx, parameters_);  // the alignment gaps too, so the optimizer sees only zeros there
+  working_parameters_ = Tensor();
+  const DType working = value_dtype(options_.precision);
+  if (is_mixed(options_.precision)) {
+    working_parameters_ = ctx.allocate(parameters_.shape(), working, MemoryCategory::kParameters);
+  }
   gradients_ = Tensor();
   if (training) {
     gradients_ = allocate_arena(ctx, plan.total(), MemoryCategory::kGradients);
@@ -233,6 +267,35 @@ void Graph::allocate_parameters(Context& ctx) {
       }
     }
   }
+  if (!working_parameters_.defined()) return;
+  // The layers that use the 16-bit copy get views into it, at the same
+  // element offsets (Note [Mixed precision]).
+  refresh_working_parameters(ctx);
+  for (int i : layers_) {
+    Node& node = nodes_[static_cast<size_t>(i)];
+    if (node.layer->keeps_fp32_parameters()) continue;
+    for (Tensor& param : node.params) {
+      const auto bytes = static_cast<size_t>(static_cast<const char*>(param.raw()) -
+                                             static_cast<const char*>(parameters_.raw()));
+      param = working_parameters_.view(bytes / sizeof(float) * size_of(working), param.shape(), working)
+                  .named(std::string(param.name()));
+    }
+  }
+}
+
+void Graph::refresh_working_parameters(Context& ctx) {
+  if (working_parameters_.defined()) convert(ctx, parameters_, working_parameters_);
+}
+
+void Graph::set_loss_scale(float scale) {
+  if (!compiled_) throw Error("set_loss_scale: the graph is not compiled; call compile(ctx) first");
+  if (!(scale > 0.0f && scale <= FLT_MAX)) {
+    throw ConfigError(cat("set_loss_scale: the loss scale must be positive and finite, got ", scale));
+  }
+  if (scale != 1.0f && device_.is_cuda()) {
+    throw ConfigError(cat("set_loss_scale: loss scaling on ", device_.str(), " is not built yet (it runs on the CPU)"));
+  }
+  loss_scale_ = scale;
 }
 
 // Inputs in their own arena; activations and their gradients where the
@@ -255,12 +318,12 @@ void Graph::allocate_activations(Context& ctx) {
       node.value = inputs.view(input_offset[i], node.shape, node.dtype).named(node.name);
     } else {
       const size_t offset = plan.values.offsets[static_cast<size_t>(plan.value_block[i])];
-      node.value = values.view(offset, node.shape, node.dtype).named(node.name);
+      node.value = values.view(offset, node.shape, node.stored).named(node.name);
       if (node.channels_last) node.value = node.value.with_layout(Layout::kNHWC);
     }
     if (plan.grad_block[i] >= 0) {
       const size_t offset = plan.grads.offsets[static_cast<size_t>(plan.grad_block[i])];
-      node.grad = grads.view(offset, node.shape, DType::kFloat32).named(node.name + " gradient");
+      node.grad = grads.view(offset, node.shape, node.stored).named(node.name + " gradient");
       if (node.channels_last) node.grad = node.grad.with_layout(Layout::kNHWC);
     } else {
       const char* why = node.is_input()                        ? "not in CompileOptions::input_gradients"
@@ -332,7 +395,12 @@ void Graph::forward(Context& ctx, Phase phase, const std::function<void(const No
   for (size_t k = 0; k < layers_.size(); ++k) {
     Node& node = nodes_[static_cast<size_t>(layers_[k])];
     if (spans) spans_->begin(layers_[k], node.name, Pass::kForward);
-    node.layer->forward(ctx, {.inputs = node.input_values, .output = node.value, .params = node.params, .phase = phase});
+    if (widening_) {
+      widening_->forward(ctx, node, phase);
+    } else {
+      node.layer->forward(ctx,
+                          {.inputs = node.input_values, .output = node.value, .params = node.params, .phase = phase});
+    }
     if (spans) spans_->end();
     if (options_.sync_each_layer) after_layer(ctx, node, "forward");
     if (after_each_layer) after_each_layer(node);
@@ -373,14 +441,23 @@ void Graph::backward(Context& ctx, ParamGrads param_grads,
       }
     }
     if (spans) spans_->begin(index, node.name, backward_pass(node));
-    node.layer->backward(ctx, {.inputs = node.input_values,
-                               .output = node.value,
-                               .output_grad = node.grad,
-                               .input_grads = node.input_grads,
-                               .input_grad_modes = node.input_grad_modes,
-                               .params = node.params,
-                               .param_grads = node.param_grads,
-                               .param_grad_mode = param_grad_mode});
+    if (widening_) {
+      widening_->backward(ctx, node, param_grad_mode, loss_scale_);
+    } else {
+      node.layer->backward(ctx, {.inputs = node.input_values,
+                                 .output = node.value,
+                                 .output_grad = node.grad,
+                                 .input_grads = node.input_grads,
+                                 .input_grad_modes = node.input_grad_modes,
+                                 .params = node.params,
+                                 .param_grads = node.param_grads,
+                                 .param_grad_mode = param_grad_mode});
+      if (node.layer->is_loss() && loss_scale_ != 1.0f) {
+        for (const Tensor& g : node.input_grads) {
+          if (g.defined() && g.dtype() == DType::kFloat32) scale_cpu(g, loss_scale_);
+        }
+      }
+    }
     if (spans) spans_->end();
     if (options_.sync_each_layer) after_layer(ctx, node, "backward");
     if (after_each_layer) after_each_layer(node, static_cast<int>(j));

@@ -38,7 +38,11 @@ struct Node {
   std::unique_ptr<Layer> layer;  // null for a graph input
   std::vector<int> inputs;       // producer node indices
   Shape shape;
-  DType dtype = DType::kFloat32;
+  DType dtype = DType::kFloat32;  // the element type the builder checks inputs against
+  // The element type value and grad are stored in, set by compile: dtype,
+  // or the 16-bit type of a bf16 or fp16 graph for a layer's float output
+  // other than the loss (Note [Mixed precision], graph/mixed_precision.h).
+  DType stored = DType::kFloat32;
 
   // Set by compile().
   Tensor value;                           // the output (or, for an input, the data)
@@ -97,6 +101,7 @@ struct LayerTime {
 };
 
 struct MemoryPlan;  // graph/memory_plan.h
+class CpuWidening;  // graph/mixed_precision.h
 
 class Graph {
  public:
@@ -164,6 +169,20 @@ class Graph {
 
   const Tensor& parameters() const { return parameters_; }  // flat, all learnable parameters
   const Tensor& gradients() const { return gradients_; }    // flat, same layout (undefined in inference plans)
+  // A bf16 or fp16 graph's 16-bit copy of parameters(), element for element,
+  // which the layers use (Note [Mixed precision]); undefined in fp32 and tf32.
+  // The optimizer rewrites it in its update (pass it to Sgd); whoever else
+  // writes parameters() (loading a model or a checkpoint) calls
+  // refresh_working_parameters afterwards.
+  const Tensor& working_parameters() const { return working_parameters_; }
+  void refresh_working_parameters(Context& ctx);
+
+  // What fp16's loss scaling multiplies the loss's gradient by in backward
+  // (optim/loss_scale.h): positive and finite, 1 unless set. Only on the CPU
+  // (ConfigError on a CUDA device). The parameter gradients come out
+  // multiplied by it too; the optimizer's loss scaler divides them back.
+  void set_loss_scale(float scale);
+  float loss_scale() const { return loss_scale_; }
 
   // Every learnable parameter by name, "<layer>.<parameter>" ("conv1.weight",
   // "layer1.0.bn1.scale"), as views into parameters(). The order is stable and
@@ -194,6 +213,7 @@ class Graph {
   // What compile() decided (valid after compile): the phase it was compiled
   // for, and which activations share memory (graph/memory_plan.h).
   Phase compiled_phase() const { return options_.phase; }
+  Precision compiled_precision() const { return options_.precision; }
   MemoryReuse compiled_memory_reuse() const { return options_.memory_reuse; }
   const MemoryPlan& memory_plan() const;
 
@@ -213,6 +233,7 @@ class Graph {
   Graph(std::vector<Node> nodes, int loss);
 
   void check_context(const Context& ctx, std::string_view what) const;
+  void set_stored_types(Precision precision);  // Node::stored
   void allocate_parameters(Context& ctx);
   void allocate_activations(Context& ctx);
   void plan_layouts(Context& ctx);  // sets Node::channels_last and prepares the layers concerned again
@@ -229,6 +250,9 @@ class Graph {
   CompileOptions options_;
   Tensor parameters_;
   Tensor gradients_;
+  Tensor working_parameters_;  // 16-bit, in bf16 and fp16 graphs
+  float loss_scale_ = 1.0f;
+  std::unique_ptr<CpuWidening> widening_;  // a bf16 or fp16 graph on the CPU
   struct ParameterSlot {
     std::string name;  // "conv1.weight"
     Shape shape;

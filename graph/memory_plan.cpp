@@ -7,7 +7,9 @@
 namespace glassbox {
 namespace {
 
-size_t bytes_of(const Node& node) { return plan_aligned(static_cast<size_t>(node.shape.numel()) * size_of(node.dtype)); }
+size_t bytes_of(const Node& node) {
+  return plan_aligned(static_cast<size_t>(node.shape.numel()) * size_of(node.stored));
+}
 
 // Whether `layer_node` may write its output over its only input: the layer
 // allows it, the input is another layer's output of the same size, nothing
@@ -17,7 +19,7 @@ bool runs_in_place(const std::vector<Node>& nodes, const std::vector<int>& reade
   if (!layer_node.layer->can_run_in_place() || layer_node.inputs.size() != 1) return false;
   const Node& input = nodes[static_cast<size_t>(layer_node.inputs[0])];
   if (input.is_input() || readers[static_cast<size_t>(layer_node.inputs[0])] != 1) return false;
-  if (bytes_of(input) != bytes_of(layer_node) || input.dtype != layer_node.dtype) return false;
+  if (bytes_of(input) != bytes_of(layer_node) || input.stored != layer_node.stored) return false;
   return phase == Phase::kInference || !input.layer->backward_reads_output();
 }
 

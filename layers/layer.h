@@ -187,6 +187,12 @@ class Layer {
 
   // Learnable parameters, in the order forward/backward receive them.
   virtual std::vector<ParamSpec> param_specs() const { return {}; }
+  // Whether the layer uses its fp32 master parameters in a bf16 or fp16
+  // graph (Note [Mixed precision], graph/mixed_precision.h). The default is
+  // no: it uses their 16-bit working copy. Batch norm says yes, as cuDNN's
+  // batch norm takes its scale and shift in fp32 whatever the data type,
+  // and PyTorch's autocast runs it so.
+  virtual bool keeps_fp32_parameters() const { return false; }
   // What backward reads besides the output gradient and the parameters, so
   // that the memory plan (graph/memory_plan.h) keeps exactly that alive until
   // the layer's backward and lets the rest share memory. The defaults keep

@@ -10,7 +10,7 @@
 namespace glassbox {
 
 // Written so that NaN fails every comparison and so every check.
-void check(const LossScaleOptions& options) {
+void check_loss_scale_options(const LossScaleOptions& options) {
   if (!(options.initial > 0.0f && std::isfinite(options.initial))) {
     throw ConfigError(cat("loss scaling: initial must be finite and positive, got ", options.initial));
   }
@@ -27,7 +27,7 @@ void check(const LossScaleOptions& options) {
 }
 
 LossScaleState start_loss_scale(const LossScaleOptions& options) {
-  check(options);
+  check_loss_scale_options(options);
   return LossScaleState{.scale = options.initial, .clean_steps = 0, .skipped_steps = 0};
 }
 

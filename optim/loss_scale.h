@@ -43,7 +43,7 @@ struct LossScaleOptions {
 // Throws ConfigError naming the field and its value unless initial is finite
 // and positive, growth_factor finite and > 1, 0 < backoff_factor < 1 and
 // growth_interval >= 1 (NaN passes none of these).
-void check(const LossScaleOptions& options);
+void check_loss_scale_options(const LossScaleOptions& options);
 
 // The loss-scaling state: plain data, so that it can live in device memory
 // and be copied there and back (and into checkpoints) as bytes.

@@ -3,9 +3,16 @@
 
 namespace glassbox {
 
-void train_step(Context& ctx, Graph& graph, Sgd& optimizer, GradientSync* sync) {
+void train_step(Context& ctx, Graph& graph, Sgd& optimizer, GradientSync* sync, LossScaler* scaler) {
+  const bool fp16 = graph.compiled_precision() == Precision::kFp16;
+  if (fp16 != (scaler != nullptr)) {
+    throw ConfigError(fp16 ? "train_step: an fp16 graph needs a LossScaler (optim/loss_scaler.h)"
+                           : cat("train_step: loss scaling is for fp16 graphs; this one is ",
+                                 flag_name_of(graph.compiled_precision())));
+  }
   if (sync) sync->step_started();
   graph.forward(ctx, Phase::kTraining);
+  if (scaler) scaler->before_backward(graph);
   // The gradients become this step's (Note [A step's backward writes the
   // parameter gradients], graph/graph.h): no zero_grad.
   if (sync) {
@@ -17,7 +24,7 @@ void train_step(Context& ctx, Graph& graph, Sgd& optimizer, GradientSync* sync) 
   // and its kernels attributed like a layer's passes.
   StepSpans& spans = graph.step_spans();
   if (spans.active()) spans.begin(-1, "sgd", Pass::kOptimizer);
-  optimizer.step(ctx);
+  if (!scaler || scaler->after_backward(ctx, graph.gradients())) optimizer.step(ctx);
   if (spans.active()) spans.end();
   if (sync) sync->step_finished();
 }

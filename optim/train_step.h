@@ -6,11 +6,14 @@
 // tests all call this one function, so they time, train and test the same thing.
 // Data-parallel training is the same step with `sync`: backward then averages
 // the gradients over every rank, bucket by bucket (optim/gradient_sync.h),
-// before the update.
+// before the update. An fp16 graph's step takes a `scaler`
+// (optim/loss_scaler.h): backward's gradients are scaled, then divided back,
+// and a step whose gradients overflowed skips its update.
 #pragma once
 
 #include "graph/graph.h"
 #include "optim/gradient_sync.h"
+#include "optim/loss_scaler.h"
 #include "optim/sgd.h"
 
 namespace glassbox {
@@ -18,6 +21,9 @@ namespace glassbox {
 // Queued on ctx's stream; returns without waiting for the device. Read the
 // loss afterwards with graph.loss(ctx) or checked_loss (graph/finite_check.h):
 // with `sync`, it is this rank's loss, on this rank's part of the batch.
-void train_step(Context& ctx, Graph& graph, Sgd& optimizer, GradientSync* sync = nullptr);
+// Throws ConfigError for an fp16 graph without a scaler, or a scaler on
+// another precision's graph.
+void train_step(Context& ctx, Graph& graph, Sgd& optimizer, GradientSync* sync = nullptr,
+                LossScaler* scaler = nullptr);
 
 }  // namespace glassbox

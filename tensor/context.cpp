@@ -9,13 +9,40 @@
 namespace glassbox {
 
 std::string_view name_of(Precision precision) {
-  return precision == Precision::kFp32 ? "fp32 (TF32 off)" : "tf32";
+  switch (precision) {
+    case Precision::kFp32: return "fp32 (TF32 off)";
+    case Precision::kTf32: return "tf32";
+    case Precision::kBf16: return "bf16 (mixed: 16-bit values, fp32 master weights and accumulation)";
+    case Precision::kFp16: return "fp16 (mixed, dynamic loss scaling)";
+  }
+  return "?";
+}
+
+std::string_view flag_name_of(Precision precision) {
+  switch (precision) {
+    case Precision::kFp32: return "fp32";
+    case Precision::kTf32: return "tf32";
+    case Precision::kBf16: return "bf16";
+    case Precision::kFp16: return "fp16";
+  }
+  return "?";
 }
 
 Precision parse_precision(std::string_view text) {
-  if (text == "fp32") return Precision::kFp32;
-  if (text == "tf32") return Precision::kTf32;
-  throw ConfigError(cat("unknown precision '", text, "'; valid: fp32, tf32"));
+  for (Precision p : {Precision::kFp32, Precision::kTf32, Precision::kBf16, Precision::kFp16}) {
+    if (text == flag_name_of(p)) return p;
+  }
+  throw ConfigError(cat("unknown precision '", text, "'; valid: fp32, tf32, bf16, fp16"));
+}
+
+DType value_dtype(Precision precision) {
+  switch (precision) {
+    case Precision::kBf16: return DType::kBFloat16;
+    case Precision::kFp16: return DType::kFloat16;
+    case Precision::kFp32:
+    case Precision::kTf32: return DType::kFloat32;
+  }
+  return DType::kFloat32;
 }
 
 CudaAvailability cuda_availability() { return cuda_entry::availability(); }

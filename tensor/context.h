@@ -23,13 +23,29 @@ namespace glassbox {
 
 struct CudaResources;  // tensor/context_cuda.h
 
-// Math mode for float32 data. kFp32 is the reference: plain FMA arithmetic,
-// TF32 tensor cores off (cuDNN CUDNN_FMA_MATH, cuBLAS default math). kTf32
-// lets cuDNN and cuBLAS round float32 inputs to TF32 on tensor cores.
-enum class Precision { kFp32, kTf32 };
+// The precision a graph computes in. kFp32 is the reference: plain FMA
+// arithmetic, TF32 tensor cores off (cuDNN CUDNN_FMA_MATH, cuBLAS default
+// math). kTf32 lets cuDNN and cuBLAS round float32 inputs to TF32 on tensor
+// cores. kBf16 and kFp16 are mixed precision (Note [Mixed precision],
+// graph/mixed_precision.h): values, their gradients and the weights in use
+// are stored in 16 bits, arithmetic and accumulation are fp32, and master
+// weights, momentum, batch-norm parameters and statistics and the loss stay
+// fp32; fp16 adds dynamic loss scaling (optim/loss_scale.h).
+enum class Precision { kFp32, kTf32, kBf16, kFp16 };
+// What reports and benchmark contexts print: "fp32 (TF32 off)", "tf32",
+// "bf16 (mixed: 16-bit values, fp32 master weights and accumulation)",
+// "fp16 (mixed, dynamic loss scaling)".
 std::string_view name_of(Precision precision);
-// "fp32" or "tf32"; throws ConfigError naming the valid choices.
+// The flag's spelling: "fp32", "tf32", "bf16", "fp16" (benchmark names end in
+// "/" and this, except for fp32).
+std::string_view flag_name_of(Precision precision);
+// "fp32", "tf32", "bf16" or "fp16"; throws ConfigError naming the valid choices.
 Precision parse_precision(std::string_view text);
+// The element type a graph stores its float values in: float32 for fp32 and
+// tf32, bfloat16 for bf16, float16 for fp16.
+DType value_dtype(Precision precision);
+// Whether the precision is one of the mixed (16-bit) ones.
+constexpr bool is_mixed(Precision precision) { return precision == Precision::kBf16 || precision == Precision::kFp16; }
 
 // Whether a CUDA device can be used here, and why not if it cannot.
 struct CudaAvailability {

@@ -44,7 +44,7 @@ TEST(Cli, UsageErrorsListTheChoicesAndExitTwo) {
       {"time LeNet --batch 0", "glassbox: --batch must be an integer from 1 to 2147483647, got '0'"},
       {"time LeNet --steps", "glassbox: --steps needs a value (--steps N)"},
       {"time LeNet --device gpu", "glassbox: --device: unknown device 'gpu'; valid: cpu, cuda, cuda:N"},
-      {"time LeNet --precision fp16", "glassbox: unknown precision 'fp16'; valid: fp32, tf32"},
+      {"time LeNet --precision fp8", "glassbox: unknown precision 'fp8'; valid: fp32, tf32, bf16, fp16"},
       // Numbers are read whole and range-checked (tensor/parse.h), never bent by atoi or thrown by stoi.
       {"time LeNet --device cuda:99999999999",
        "glassbox: --device index in 'cuda:99999999999' must be an integer from 0 to 2147483647, got '99999999999'"},

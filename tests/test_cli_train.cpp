@@ -180,6 +180,17 @@ TEST(CliTrain, ALossThatIsNotFiniteStopsTheRunWithExitOne) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("run/latest"))) << "a checkpoint of a broken epoch was written";
 }
 
+// fp16 on the command line: the epoch's row shows the loss scale, the
+// header the precision (docs/precision.md).
+TEST(CliTrain, AnFp16RunShowsItsLossScale) {
+  const testing::CommandOutcome r = glassbox(
+      "train LeNet --device cpu --data synthetic:256 --epochs 1 --batch 32 --precision fp16 --loss-scale-init 1024 "
+      "--loss-scale-growth-interval 3");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "fp16 (mixed, dynamic loss scaling)")) << r.output;
+  EXPECT_TRUE(contains(r.output, "(loss scale 4096)")) << r.output;  // 8 clean steps: doubled at the 3rd and the 6th
+}
+
 TEST(CliTrain, UsageErrorsNameTheFlagAndExitTwo) {
   testing::TempDir dir;
   const struct {
@@ -197,6 +208,10 @@ TEST(CliTrain, UsageErrorsNameTheFlagAndExitTwo) {
       {"train LeNet --data synthetic --resume " + dir.file("none"), dir.file("none")},
       {"train LeNet --data synthetic --strict-resume", "glassbox: --strict-resume needs --resume DIR"},
       {"train LeNet --data synthetic --overwrite", "glassbox: --overwrite needs --checkpoint-dir DIR"},
+      {"train LeNet --data synthetic --loss-scale-init 8",
+       "glassbox: --loss-scale-init is for --precision fp16 (loss scaling); this run is fp32"},
+      {"train LeNet --data synthetic --precision fp16 --loss-scale-growth-interval 0",
+       "--loss-scale-growth-interval must be an integer from 1 to"},
       {"train AlexNet --data fashion-mnist", "(1, 28, 28)"},
       {"eval LeNet --data synthetic", "glassbox: eval needs --weights FILE (a model file)"},
       {"eval LeNet --weights w", "glassbox: eval needs one of --data SPEC (score a test set) or --input FILE"},
@@ -333,7 +348,7 @@ TEST(CliTrain, AResumedRunTakesEverySettingFromItsCheckpointOrRefusesIt) {
       {"config.lr", "nan", ": __metadata__ \"config.lr\" must be a number from 1e-12 to 1000000, got 'nan'"},
       {"config.batch", "16x", ": __metadata__ \"config.batch\" must be an integer from 1 to 2147483647, got '16x'"},
       {"config.nesterov", "yes", ": __metadata__ \"config.nesterov\" must be true or false, got 'yes'"},
-      {"config.precision", "fp16", ": __metadata__ \"config.precision\": unknown precision 'fp16'; valid: fp32, tf32"},
+      {"config.precision", "fp8", ": __metadata__ \"config.precision\": unknown precision 'fp8'; valid: fp32, tf32, bf16, fp16"},
       {"config.schedule", "linear", ": __metadata__ \"config.schedule\": unknown schedule 'linear'"},
   };
   for (const auto& c : cases) {

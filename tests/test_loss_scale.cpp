@@ -283,7 +283,7 @@ TEST(UnscaleGradients, FlagsAFiniteGradientThatOverflowsWhenUnscaled) {
 }
 
 TEST(LossScaleOptions, ChecksEveryFieldNamingItAndItsValue) {
-  EXPECT_NO_THROW(check(LossScaleOptions{}));
+  EXPECT_NO_THROW(check_loss_scale_options(LossScaleOptions{}));
   const struct {
     LossScaleOptions options;
     const char* message;
@@ -304,7 +304,7 @@ TEST(LossScaleOptions, ChecksEveryFieldNamingItAndItsValue) {
       {{.growth_interval = -5}, "loss scaling: growth_interval must be at least 1, got -5"},
   };
   for (const auto& c : cases) {
-    EXPECT_EQ(testing::message_of<ConfigError>([&] { check(c.options); }), c.message);
+    EXPECT_EQ(testing::message_of<ConfigError>([&] { check_loss_scale_options(c.options); }), c.message);
     EXPECT_EQ(testing::message_of<ConfigError>([&] { start_loss_scale(c.options); }), c.message);
   }
 }

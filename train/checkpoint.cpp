@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
+#include <cfloat>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
@@ -109,6 +111,28 @@ int64_t metadata_int(const SafetensorsFile& file, const std::string& key, int64_
   }
 }
 
+// The loss-scaling state of an fp16 run's train file (none without
+// "loss_scale"); DataError naming the file and the field where one is not a
+// number of its kind.
+constexpr const char* kLossScale = "loss_scale";
+constexpr const char* kLossScaleCleanSteps = "loss_scale_clean_steps";
+constexpr const char* kLossScaleSkippedSteps = "loss_scale_skipped_steps";
+
+std::optional<LossScaleState> saved_loss_scale(const SafetensorsFile& file, const std::string& path) {
+  if (!file.metadata.contains(kLossScale)) return std::nullopt;
+  const std::string& text = metadata_text(file, kLossScale, path);
+  float scale = 0.0f;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), scale);
+  if (error != std::errc() || end != text.data() + text.size() || !(scale >= 0.0f && scale <= FLT_MAX)) {
+    throw DataError(cat(path, ": its __metadata__ \"", kLossScale, "\" is '", excerpt(text),
+                        "', not a finite loss scale >= 0"));
+  }
+  return LossScaleState{
+      .scale = scale,
+      .clean_steps = static_cast<int32_t>(metadata_int(file, kLossScaleCleanSteps, kMaxInt, path)),
+      .skipped_steps = metadata_int(file, kLossScaleSkippedSteps, std::numeric_limits<int64_t>::max(), path)};
+}
+
 // The run, epoch and step a checkpoint file carries, checked in itself: a
 // run id of new_run_id()'s form, the epoch its name says.
 TrainingState file_state(const SafetensorsFile& file, const std::string& stem, const std::string& path) {
@@ -145,6 +169,7 @@ TrainingState training_state(const SafetensorsFile& model, const SafetensorsFile
                           "' (was one of them copied from another run or epoch?)"));
     }
   }
+  state.loss_scale = saved_loss_scale(train, train_at);
   for (const auto& [key, value] : train.metadata) {
     if (key.rfind(kConfigPrefix, 0) == 0) state.config[key.substr(std::string_view(kConfigPrefix).size())] = value;
     if (key.rfind(kEnvironmentPrefix, 0) == 0) {
@@ -192,6 +217,7 @@ void load_model(const std::string& path, Context& ctx, Graph& graph, const NetSp
   const SafetensorsFile file = read_safetensors(path);
   const std::vector<Wanted> wanted = model_file::model_tensors(graph, net);
   model_file::assign(ctx, wanted, model_file::match(file, wanted, path, net.name));
+  graph.refresh_working_parameters(ctx);  // Note [Mixed precision]: the layers of a 16-bit graph read the copy
 }
 
 std::string checkpoint_model_path(const std::string& dir, int epoch) { return model_path(dir, epoch_stem(epoch)); }
@@ -217,6 +243,13 @@ void save_checkpoint(const std::string& dir, Context& ctx, const Graph& graph, c
   train.metadata["net"] = net.name;
   for (const auto& [key, value] : state.config) train.metadata[kConfigPrefix + key] = value;
   for (const auto& [key, value] : state.environment) train.metadata[kEnvironmentPrefix + key] = value;
+  if (state.loss_scale) {
+    std::array<char, 32> scale{};
+    const auto written = std::to_chars(scale.data(), scale.data() + scale.size(), state.loss_scale->scale);
+    train.metadata[kLossScale] = std::string(scale.data(), written.ptr);  // the shortest text that reads back exactly
+    train.metadata[kLossScaleCleanSteps] = cat(state.loss_scale->clean_steps);
+    train.metadata[kLossScaleSkippedSteps] = cat(state.loss_scale->skipped_steps);
+  }
   for (const Wanted& w : model_file::momentum_tensors(graph, net, sgd.velocity())) {
     train.tensors.push_back(model_file::host_copy(ctx, w.name, w.target));
   }
@@ -350,6 +383,7 @@ TrainingState load_checkpoint(const std::string& dir, Context& ctx, Graph& graph
   const auto momentum_found = model_file::match(train, momentum_wanted, train_at, net.name);
   model_file::assign(ctx, model_wanted, model_found);
   model_file::assign(ctx, momentum_wanted, momentum_found);
+  graph.refresh_working_parameters(ctx);  // Note [Mixed precision]: the layers of a 16-bit graph read the copy
   return state;
 }
 

@@ -29,11 +29,13 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "graph/graph.h"
 #include "nets/registry.h"
+#include "optim/loss_scale.h"
 #include "optim/sgd.h"
 
 namespace glassbox {
@@ -52,6 +54,9 @@ struct TrainingState {
   // needs] in train/trainer.h): thread count, build, kernels, device. A
   // checkpoint that predates it has none.
   std::map<std::string, std::string> environment;
+  // An fp16 run's loss scaling after the epoch (optim/loss_scaler.h), so
+  // that a resumed run goes on with the same scale; none for other precisions.
+  std::optional<LossScaleState> loss_scale;
 };
 
 // 16 lowercase hex digits from std::random_device: a new run's id.

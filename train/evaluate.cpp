@@ -49,7 +49,7 @@ Evaluation evaluate(Context& ctx, Graph& graph, BatchSource& batches) {
       result.loss_sum += static_cast<double>(graph.loss(ctx)) * static_cast<double>(count);
       result.samples += count;
     } else {
-      score_rows(to_vector<float>(ctx, logits), to_vector<int>(ctx, labels), static_cast<int>(count), classes, result);
+      score_rows(to_float_vector(ctx, logits), to_vector<int>(ctx, labels), static_cast<int>(count), classes, result);
     }
   }
   const LoaderStats stats = batches.stats();

@@ -71,7 +71,7 @@ Trainer::Trainer(Context& ctx, const NetSpec& net, Graph& graph, DataSplits data
       graph_(graph),
       data_(std::move(data)),
       options_(std::move(options)),
-      sgd_(ctx, graph.parameters(), graph.gradients(), options_.sgd) {
+      sgd_(ctx, graph.parameters(), graph.gradients(), options_.sgd, graph.working_parameters()) {
   if (data_.train == nullptr) throw ConfigError(cat("Trainer: '", data_.spec, "' has no training set"));
   check_data_fits(net_, graph_, data_);
   const int batch = graph_.batch();
@@ -98,7 +98,7 @@ Trainer::Trainer(Context& ctx, const NetSpec& net, Graph& graph, std::unique_ptr
       net_(net),
       graph_(graph),
       options_(std::move(options)),
-      sgd_(ctx, graph.parameters(), graph.gradients(), options_.sgd),
+      sgd_(ctx, graph.parameters(), graph.gradients(), options_.sgd, graph.working_parameters()),
       train_(std::move(train)),
       validation_(options_.evaluate ? std::move(validation) : nullptr),
       test_(options_.evaluate ? std::move(test) : nullptr) {
@@ -113,6 +113,10 @@ void Trainer::finish_setup() {
   if (options_.warmup_epochs > 0) options_.schedule.warmup_steps = options_.warmup_epochs * steps_per_epoch_;
   state_.config = options_.config;
   state_.run_id = new_run_id();
+  if (graph_.compiled_precision() == Precision::kFp16) {
+    scaler_.emplace(ctx_, options_.loss_scale);
+    state_.loss_scale = scaler_->state();
+  }
 }
 
 Trainer::~Trainer() = default;
@@ -188,6 +192,13 @@ const TrainingState& Trainer::resume(const std::string& dir) {
                         "; the run continues, but not bit for bit as if it had never stopped "
                         "(--strict-resume refuses this)"));
     }
+  }
+  if (scaler_) {
+    if (!saved.loss_scale) {
+      throw DataError(cat(file, ": no \"loss_scale\" in its __metadata__ (an fp16 run saves its loss scaling "
+                          "with every checkpoint)"));
+    }
+    scaler_->restore(*saved.loss_scale);
   }
   saved.config = options_.config;
   saved.environment = environment;
@@ -267,8 +278,9 @@ EpochReport Trainer::train_epoch(int epoch, const TrainerHooks& hooks) {
     report.lr = options_.schedule.at(options_.sgd.lr, state_.step, total_steps, steps_per_epoch_);
     sgd_.set_lr(report.lr);
     const auto step_start = Clock::now();
-    train_step(ctx_, graph_, sgd_, sync_.get());
+    train_step(ctx_, graph_, sgd_, sync_.get(), scaler_ ? &*scaler_ : nullptr);
     ++state_.step;
+    if (scaler_ && scaler_->last_step_skipped()) ++report.overflow_steps;
     // With check_numerics, every value of the step first: it names where the
     // trouble starts, before the loss says only that there is some.
     if (options_.check_numerics) {
@@ -288,7 +300,7 @@ EpochReport Trainer::train_epoch(int epoch, const TrainerHooks& hooks) {
       seen.has_accuracy = false;
     } else {
       // The logits stay as forward left them: backward writes only gradients.
-      score_rows(to_vector<float>(ctx_, logits), to_vector<int>(ctx_, labels), static_cast<int>(count), classes, seen);
+      score_rows(to_float_vector(ctx_, logits), to_vector<int>(ctx_, labels), static_cast<int>(count), classes, seen);
     }
     if (hooks.on_step) {
       const double elapsed = seconds_since(start);
@@ -308,6 +320,10 @@ EpochReport Trainer::train_epoch(int epoch, const TrainerHooks& hooks) {
   report.compute_seconds = compute;
   report.images_per_second = static_cast<double>(seen.samples) / report.seconds;
   report.skipped = stats.skipped;
+  if (scaler_) {
+    state_.loss_scale = scaler_->state();
+    report.loss_scale = scaler_->state().scale;
+  }
   return report;
 }
 

@@ -44,6 +44,7 @@
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
 #include "optim/gradient_sync.h"
+#include "optim/loss_scaler.h"
 #include "optim/lr_schedule.h"
 #include "optim/sgd.h"
 
@@ -78,6 +79,9 @@ struct TrainerOptions {
   std::map<std::string, std::string> config;
   // Called once per file a loader skips ("skipping ...: not a JPEG file").
   std::function<void(const std::string&)> warn;
+  // An fp16 graph's dynamic loss scaling (optim/loss_scale.h; GradScaler's
+  // defaults); other precisions do not use it.
+  LossScaleOptions loss_scale;
   // Data-parallel training: this process's place in the job (it outlives the
   // Trainer); null or of size 1 for one process. `network` names the replica
   // for the start-up check.
@@ -113,6 +117,10 @@ struct EpochReport {
   double compute_seconds = 0.0;  // of which in train steps (to the loss read, which waits for the device)
   double images_per_second = 0.0;  // of all ranks together
   int64_t skipped = 0;           // unreadable samples left out of this epoch's counts (this rank's)
+  // fp16: steps whose gradients overflowed, so their update was skipped
+  // (optim/loss_scaler.h), and the loss scale after the epoch (0: not fp16).
+  int64_t overflow_steps = 0;
+  float loss_scale = 0.0f;
   std::string checkpoint;        // the files written, "" if none
 };
 
@@ -171,6 +179,7 @@ class Trainer {
   std::unique_ptr<BatchSource> validation_;  // null: none
   std::unique_ptr<BatchSource> test_;        // null: no evaluation
   std::unique_ptr<GradientSync> sync_;  // data-parallel only
+  std::optional<LossScaler> scaler_;     // fp16 only
   int64_t steps_per_epoch_ = 0;
   TrainingState state_;  // a new run's id from the start; a resumed run's from its checkpoint
   std::string resumed_from_;  // the directory resume() loaded, if any

@@ -30,6 +30,7 @@ NetSession::NetSession(const NetSpec& net, const SessionKey& key, const CompileO
   CompileOptions plan = options;
   plan.phase = key.phase;
   graph_.compile(ctx_, plan);
+  if (plan.precision == Precision::kFp16 && plan.phase == Phase::kTraining) scaler_.emplace(ctx_, LossScaleOptions{});
   fill_synthetic_batch(ctx_, graph_, net.classes);
 }
 
@@ -41,7 +42,7 @@ void NetSession::begin(StepMode mode) {
   if (mode != StepMode::kTrainStep) {
     sgd_.reset();
   } else if (!sgd_) {
-    sgd_.emplace(ctx_, graph_.parameters(), graph_.gradients(), kBenchmarkSgd);
+    sgd_.emplace(ctx_, graph_.parameters(), graph_.gradients(), kBenchmarkSgd, graph_.working_parameters());
   }
 }
 
@@ -56,7 +57,7 @@ void NetSession::step(StepMode mode) {
   }
   if (mode == StepMode::kTrainStep) {
     if (!sgd_) throw Error("train_step before begin(train_step): no optimizer");
-    train_step(ctx_, graph_, *sgd_, sync_.get());
+    train_step(ctx_, graph_, *sgd_, sync_.get(), scaler_ ? &*scaler_ : nullptr);
     return;
   }
   // forward_backward's backward is a training step's: the parameter gradients
@@ -64,6 +65,7 @@ void NetSession::step(StepMode mode) {
   // zero_grad(set_to_none=True).
   graph_.forward(ctx_, Phase::kTraining);
   if (mode == StepMode::kForward) return;
+  if (scaler_) scaler_->before_backward(graph_);
   graph_.backward(ctx_, Graph::ParamGrads::kReplace);
 }
 

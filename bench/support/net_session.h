@@ -18,6 +18,7 @@
 #include "graph/graph.h"
 #include "nets/registry.h"
 #include "optim/gradient_sync.h"
+#include "optim/loss_scaler.h"
 #include "optim/sgd.h"
 
 namespace glassbox::bench {
@@ -84,6 +85,9 @@ class NetSession {
   Context ctx_;
   Graph graph_;
   std::optional<Sgd> sgd_;
+  // fp16's loss scaling: train_step's, and forward_backward's backward runs
+  // at its initial scale, as the PyTorch peer's GradScaler does.
+  std::optional<LossScaler> scaler_;
   std::unique_ptr<GradientSync> sync_;
   std::set<StepMode> warmed_up_;
   std::map<StepMode, int64_t> steps_;  // steps checked so far, per mode

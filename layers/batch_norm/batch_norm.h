@@ -41,6 +41,7 @@ class BatchNorm2d final : public Layer {
   std::string describe() const override;  // "64 channels, eps 1e-05, momentum 0.1"
   Shape infer(std::span<const Shape> inputs) const override;
   std::vector<ParamSpec> param_specs() const override;  // scale: ones; shift: zeros
+  bool keeps_fp32_parameters() const override { return true; }
   const Options& options() const { return options_; }
 
   std::vector<NamedTensor> state() const override;  // running_mean, running_var

@@ -68,11 +68,12 @@ int eval_input(const Args& args, const NetSpec& net, Context& ctx, const Compile
   fill_zero(ctx, graph.input("labels"));  // the loss layer reads labels; eval ignores its loss
   graph.forward(ctx, Phase::kInference);
   const Tensor& logits = logits_of(graph);
-  const std::vector<float> values = to_vector<float>(ctx, logits);
+  const std::vector<float> values = to_float_vector(ctx, logits);  // 16-bit in a bf16 or fp16 graph
   if (args.has("--logits")) {
     write_safetensors(args.get("--logits", ""),
                       {.metadata = {{"net", net.name}, {"weights", args.get("--weights", "")}},
-                       .tensors = {host_tensor("logits", "F32", logits.shape().dims(), values.data(), logits.bytes())}});
+                       .tensors = {host_tensor("logits", "F32", logits.shape().dims(), values.data(),
+                                               values.size() * sizeof(float))}});
     std::printf("wrote the logits of %d images to %s\n", batch, args.get("--logits", "").c_str());
     return 0;
   }

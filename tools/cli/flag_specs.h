@@ -102,6 +102,9 @@ inline const std::vector<FlagSpec>& train_flags() {
       {"--weight-decay", "X", "L2 weight decay (default 5e-4; a language model's 0)"},
       {"--clip", "X", "clip the gradients' global L2 norm to X (default: off; a language model's 5)"},
       {"--seed", "N", "data order, augmentation and dropout (default 1); the weights' seed is fixed"},
+      {"--loss-scale-init", "X", "with --precision fp16: the first step's loss scale (default 65536, as GradScaler)"},
+      {"--loss-scale-growth-interval", "N", "with --precision fp16: clean steps in a row before the loss scale "
+                                            "doubles (default 2000)"},
       {"--workers", "N", "data loader threads (default: one per core)"},
       {"--on-bad-sample", "skip|stop", "an image of the data that cannot be read or decoded: skip it, named on "
                                        "stderr and counted in each epoch's row (default), or stop the run"},

@@ -18,7 +18,8 @@ Graph compiled(Context& ctx, Graph graph, const CompileOptions& options) {
 SyntheticTraining::SyntheticTraining(Context& ctx, const NetSpec& net, int batch, const CompileOptions& options)
     : ctx_(ctx),
       graph_(compiled(ctx, build_net(net, batch), options)),
-      sgd_(ctx, graph_.parameters(), graph_.gradients(), kBenchmarkSgd) {
+      sgd_(ctx, graph_.parameters(), graph_.gradients(), kBenchmarkSgd, graph_.working_parameters()) {
+  if (options.precision == Precision::kFp16) scaler_.emplace(ctx, LossScaleOptions{});
   fill_synthetic_batch(ctx, graph_, net.classes);
 }
 
@@ -32,7 +33,7 @@ float SyntheticTraining::step() {
 }
 
 void SyntheticTraining::train_step() {
-  glassbox::train_step(ctx_, graph_, sgd_);
+  glassbox::train_step(ctx_, graph_, sgd_, nullptr, scaler_ ? &*scaler_ : nullptr);
   ++steps_run_;
 }
 

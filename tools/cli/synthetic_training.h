@@ -15,6 +15,9 @@
 
 #include "graph/graph.h"
 #include "nets/registry.h"
+#include <optional>
+
+#include "optim/loss_scaler.h"
 #include "optim/sgd.h"
 #include "tensor/context.h"
 
@@ -41,6 +44,7 @@ class SyntheticTraining {
   Context& ctx_;
   Graph graph_;
   Sgd sgd_;
+  std::optional<LossScaler> scaler_;  // fp16's
   int64_t steps_run_ = 0;
 };
 

@@ -1,6 +1,8 @@
 // tools/cli/time_data_parallel.cpp
 #include "tools/cli/time_data_parallel.h"
 
+#include <optional>
+
 #include "graph/finite_check.h"
 #include "optim/train_step.h"
 #include "tools/cli/table.h"
@@ -11,17 +13,20 @@ std::string time_data_parallel(Context& ctx, Graph& graph, Communicator& communi
                                const GradientSyncOptions& options, int warmup, int steps) {
   // The benchmarks' update (Note [The benchmarks' learning rate]): what is
   // timed is the step, and it must stay finite.
-  Sgd sgd(ctx, graph.parameters(), graph.gradients(), kBenchmarkSgd);
+  Sgd sgd(ctx, graph.parameters(), graph.gradients(), kBenchmarkSgd, graph.working_parameters());
   GradientSync sync(ctx, graph, communicator, options);
+  std::optional<LossScaler> scaler;  // fp16's
+  if (graph.compiled_precision() == Precision::kFp16) scaler.emplace(ctx, LossScaleOptions{});
+  LossScaler* scaling = scaler ? &*scaler : nullptr;
   int64_t step_number = 0;
   for (int i = 0; i < warmup; ++i) {
-    train_step(ctx, graph, sgd, &sync);
+    train_step(ctx, graph, sgd, &sync, scaling);
     checked_loss(ctx, graph, ++step_number);
   }
   SyncTimes mean;
   mean.buckets.resize(sync.buckets().size());  // one row per bucket below, whatever the communicator reported
   for (int s = 0; s < steps; ++s) {
-    train_step(ctx, graph, sgd, &sync);
+    train_step(ctx, graph, sgd, &sync, scaling);
     checked_loss(ctx, graph, ++step_number);
     mean.accumulate(sync.last_times(), 1.0 / steps);
   }

@@ -167,6 +167,18 @@ int run_train(const std::vector<std::string>& words) {
           throw ConfigError(cat(what, ": ", e.what()));
         }
       });
+  if (precision == Precision::kFp16) {
+    options.loss_scale.initial =
+        static_cast<float>(settings.number("loss_scale_init", "--loss-scale-init", 65536.0, 1e-30, 1e30));
+    options.loss_scale.growth_interval = static_cast<int>(
+        settings.integer("loss_scale_growth_interval", "--loss-scale-growth-interval", 2000, 1, kMaxInt));
+  } else {
+    for (const char* flag : {"--loss-scale-init", "--loss-scale-growth-interval"}) {
+      if (args.has(flag)) {
+        throw ConfigError(cat(flag, " is for --precision fp16 (loss scaling); this run is ", flag_name_of(precision)));
+      }
+    }
+  }
   options.epochs = static_cast<int>(settings.integer("epochs", "--epochs", 10, 1, kMaxEpochs));  // may grow on resume
   options.workers = args.int_in("--workers", 0, 0, 1024);
   options.check_numerics = args.has("--check-numerics");

@@ -110,6 +110,12 @@ void TrainingLog::epoch(const EpochReport& e) {
                          {"compute_seconds", e.compute_seconds},
                          {"images_per_second", e.images_per_second},
                          {"skipped", e.skipped}};
+  // fp16's loss scaling (docs/precision.md): the scale after the epoch, and
+  // the updates skipped for overflowing gradients.
+  if (e.loss_scale > 0.0f) {
+    line["loss_scale"] = e.loss_scale;
+    line["overflow_steps"] = e.overflow_steps;
+  }
   // A language model's evaluations score no accuracy: its perplexities instead.
   // Each evaluation counts its unreadable samples apart, as `skipped` does training's.
   if (e.validation) {
