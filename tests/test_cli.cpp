@@ -97,6 +97,19 @@ TEST(Cli, TimePrintsLayersAgainstTheMeasuredStep) {
   }
 }
 
+// bf16 (docs/precision.md): the header names the precision, the memory
+// table what each category holds.
+TEST(Cli, TimeInBf16NamesTheElementTypesOfItsMemory) {
+  const Outcome r = run(kCli + " time LeNet --device cpu --batch 8 --steps 2 --warmup 1 --precision bf16");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const std::string expected :
+       {"batch 8, bf16 (mixed: 16-bit values, fp32 master weights and accumulation)",
+        "float32 master weights and their bfloat16 working copy", "bfloat16, kept for backward and in flight",
+        "the float32 staging of each layer's 16-bit tensors"}) {
+    EXPECT_TRUE(contains(r.output, expected)) << "missing '" << expected << "' in:\n" << r.output;
+  }
+}
+
 TEST(Cli, TimeJsonHasEveryLayerWithThePassesItRan) {
   const glassbox::testing::TempDir dir;
   const std::string path = dir / "time.json";

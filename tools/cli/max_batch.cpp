@@ -88,7 +88,8 @@ int run_max_batch(const std::vector<std::string>& words) {
   } else {
     std::printf("largest batch that fits: %d (%d does not)\n", good, bad);
   }
-  std::printf("\nmemory at batch %d:\n%s", good, memory_table(at_good->memory, at_good->plan).c_str());
+  std::printf("\nmemory at batch %d:\n%s", good,
+              memory_table(at_good->memory, at_good->plan, Phase::kTraining, options.precision).c_str());
   return 0;
 }
 

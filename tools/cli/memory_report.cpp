@@ -5,7 +5,7 @@
 
 namespace glassbox::cli {
 
-std::string memory_table(const MemoryStats& memory, const MemoryPlan& plan, Phase phase) {
+std::string memory_table(const MemoryStats& memory, const MemoryPlan& plan, Phase phase, Precision precision) {
   auto peak = [&](MemoryCategory c) { return memory.peak[static_cast<size_t>(c)]; };
   auto bytes = [](int64_t b) { return format_bytes(b); };
   auto saving = [&](size_t with, size_t without) {
@@ -14,17 +14,25 @@ std::string memory_table(const MemoryStats& memory, const MemoryPlan& plan, Phas
                fixed(static_cast<double>(without) / static_cast<double>(std::max<size_t>(with, 1)), 1), "x)");
   };
   using Align = Table::Align;
+  // Note [Mixed precision] (graph/mixed_precision.h): what each category holds in bf16 and fp16.
+  const bool mixed = is_mixed(precision);
+  const std::string half(name_of(value_dtype(precision)));
   Table table({{"memory"}, {"peak", Align::kRight}, {"notes"}});
-  table.add_row({"parameters", bytes(peak(MemoryCategory::kParameters))});
-  table.add_row({"gradients", bytes(peak(MemoryCategory::kGradients)), "of the parameters"});
-  table.add_row({"optimizer state", bytes(peak(MemoryCategory::kOptimizerState)), "SGD momentum, where a step updates"});
+  table.add_row({"parameters", bytes(peak(MemoryCategory::kParameters)),
+                 mixed ? cat("float32 master weights and their ", half, " working copy") : "float32"});
+  table.add_row({"gradients", bytes(peak(MemoryCategory::kGradients)), "of the parameters, float32"});
+  table.add_row({"optimizer state", bytes(peak(MemoryCategory::kOptimizerState)),
+                 "SGD momentum, where a step updates; float32"});
   std::string in_place = plan.in_place > 0 ? cat("; ", plan.in_place, " layers run in place") : "";
   table.add_row({"activations", bytes(peak(MemoryCategory::kActivations)),
-                 cat(phase == Phase::kInference ? "in flight; " : "kept for backward and in flight; ",
+                 cat(mixed ? half + ", " : "",
+                     phase == Phase::kInference ? "in flight; " : "kept for backward and in flight; ",
                      saving(plan.values.total, plan.values_without_reuse), in_place)});
   table.add_row({"activation gradients", bytes(peak(MemoryCategory::kActivationGrads)),
-                 saving(plan.grads.total, plan.grads_without_reuse)});
-  table.add_row({"workspace", bytes(peak(MemoryCategory::kWorkspace)), "scratch shared by layers in turn"});
+                 cat(mixed ? half + "; " : "", saving(plan.grads.total, plan.grads_without_reuse))});
+  table.add_row({"workspace", bytes(peak(MemoryCategory::kWorkspace)),
+                 mixed ? "scratch shared by layers in turn, and the float32 staging of each layer's 16-bit tensors"
+                       : "scratch shared by layers in turn"});
   const int64_t state = peak(MemoryCategory::kLayerState), data = peak(MemoryCategory::kData);
   table.add_row({"other", bytes(state + data),
                  cat("layer state ", bytes(state), " (statistics, dropout masks, max-pool indices, log-probabilities), data ",

@@ -15,8 +15,10 @@
 namespace glassbox::cli {
 
 // The peak of `memory` by category, as a table, with the plan's savings.
-// `phase`: the graph's (an inference plan keeps nothing for a backward).
-std::string memory_table(const MemoryStats& memory, const MemoryPlan& plan, Phase phase = Phase::kTraining);
+// `phase`: the graph's (an inference plan keeps nothing for a backward);
+// `precision`: the graph's, whose element types the notes name (docs/precision.md).
+std::string memory_table(const MemoryStats& memory, const MemoryPlan& plan, Phase phase = Phase::kTraining,
+                         Precision precision = Precision::kFp32);
 
 
 }  // namespace glassbox::cli

@@ -199,7 +199,7 @@ int run_time(const std::vector<std::string>& words) {
   std::printf("loss: %s at the first timed step, %s at the last\n", fixed(first_loss, 6).c_str(),
               fixed(last_loss, 6).c_str());
   std::printf("\nmemory over the timed steps (%s):\n%s", inference ? "inference forward" : "forward + backward, no optimizer",
-              memory_table(ctx.memory(), graph.memory_plan(), options.phase).c_str());
+              memory_table(ctx.memory(), graph.memory_plan(), options.phase, options.precision).c_str());
   std::printf("\nthe machine over the timed steps (tensor/machine_state.h):\n");
   for (const auto& [key, value] : machine) std::printf("  %-11s %s\n", key.c_str(), value.c_str());
   if (args.has("--json")) {
