@@ -344,7 +344,14 @@ void Graph::allocate_activations(Context& ctx) {
     for (int producer : node.inputs) {
       const auto p = static_cast<size_t>(producer);
       node.input_values.push_back(nodes_[p].value);
-      node.input_grads.push_back(nodes_[p].grad);  // undefined for graph inputs not asked for
+      if (plan.grad_shared_with[p] == *it) {
+        // Note [Gradients shared through an add]: the add's gradient is this
+        // input's, already; the add writes nothing for it.
+        node.input_grads.push_back(Tensor().named(cat("gradient of '", nodes_[p].name, "' (none to write: it is the "
+                                                      "gradient of '", node.name, "', shared)")));
+      } else {
+        node.input_grads.push_back(nodes_[p].grad);  // undefined for graph inputs not asked for
+      }
       node.input_grad_modes.push_back(reached[p] ? GradMode::kAdd : GradMode::kWrite);
       if (nodes_[p].grad.defined()) reached[p] = true;
     }

@@ -23,6 +23,51 @@ bool runs_in_place(const std::vector<Node>& nodes, const std::vector<int>& reade
   return phase == Phase::kInference || !input.layer->backward_reads_output();
 }
 
+// Note [Gradients shared through an add]: per node, the add whose gradient it
+// shares, or -1. `position`: each layer node's forward time.
+std::vector<int> share_add_gradients(const std::vector<Node>& nodes, const std::vector<int>& layers, int loss,
+                                     const std::vector<int>& position) {
+  std::vector<std::vector<int>> readers(nodes.size());
+  for (int i : layers) {
+    for (int p : nodes[static_cast<size_t>(i)].inputs) readers[static_cast<size_t>(p)].push_back(i);
+  }
+  auto at = [&](int node) { return position[static_cast<size_t>(node)]; };
+  std::vector<int> shared(nodes.size(), -1);
+  for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
+    const int a = *it;
+    const Node& add = nodes[static_cast<size_t>(a)];
+    if (a == loss || shared[static_cast<size_t>(a)] >= 0) continue;
+    std::vector<int> chosen;
+    for (size_t j = 0; j < add.inputs.size(); ++j) {
+      const int p = add.inputs[j];
+      const Node& producer = nodes[static_cast<size_t>(p)];
+      if (producer.is_input() || !add.layer->input_grad_is_output_grad(static_cast<int>(j))) continue;
+      if (std::count(add.inputs.begin(), add.inputs.end(), p) != 1) continue;
+      if (bytes_of(producer) != bytes_of(add) || producer.stored != add.stored) continue;
+      const std::vector<int>& r = readers[static_cast<size_t>(p)];
+      if (std::any_of(r.begin(), r.end(), [&](int c) { return at(c) > at(a); })) continue;
+      chosen.push_back(p);
+    }
+    // Drops an input while another reader of it would add into the block
+    // before some other chosen input has read it.
+    for (size_t k = 0; k < chosen.size();) {
+      const int p = chosen[k];
+      const std::vector<int>& r = readers[static_cast<size_t>(p)];
+      const bool early = std::any_of(r.begin(), r.end(), [&](int c) {
+        return c != a && std::any_of(chosen.begin(), chosen.end(), [&](int q) { return q != p && at(c) >= at(q); });
+      });
+      if (early) {
+        chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(k));
+        k = 0;  // the others are checked again against what is left
+      } else {
+        ++k;
+      }
+    }
+    for (int p : chosen) shared[static_cast<size_t>(p)] = a;
+  }
+  return shared;
+}
+
 }  // namespace
 
 ArenaLayout place_blocks(std::span<const Block> blocks, MemoryReuse reuse) {
@@ -95,6 +140,7 @@ MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<in
   MemoryPlan plan;
   plan.value_block.assign(nodes.size(), -1);
   plan.grad_block.assign(nodes.size(), -1);
+  plan.grad_shared_with.assign(nodes.size(), -1);
   for (int i : layers) {
     const Node& node = nodes[static_cast<size_t>(i)];
     const size_t bytes = bytes_of(node);
@@ -133,10 +179,12 @@ MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<in
   if (!training) return plan;
 
   // Graph inputs asked for and layers but the loss, in node order.
+  if (reuse == MemoryReuse::kOn) plan.grad_shared_with = share_add_gradients(nodes, layers, loss, position);
   for (size_t n = 0; n < nodes.size(); ++n) {
     const int i = static_cast<int>(n);
     const Node& node = nodes[n];
     if (node.is_input() ? !input_gets_grad[n] : i == loss) continue;
+    if (plan.grad_shared_with[n] >= 0) continue;  // the add's block, below
     int first = node.is_input() ? Lifetime::kAfterStep : backward_time(i);
     for (int j : layers) {
       const std::vector<int>& in = nodes[static_cast<size_t>(j)].inputs;
@@ -146,6 +194,16 @@ MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<in
     plan.grad_block[n] = static_cast<int>(plan.grad_blocks.size());
     plan.grad_blocks.push_back({bytes_of(node), {first, last}});
     plan.grads_without_reuse += bytes_of(node);
+  }
+  // A shared gradient is read (and added to) until its own layer's backward.
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const int add = plan.grad_shared_with[n];
+    if (add < 0) continue;
+    plan.grad_block[n] = plan.grad_block[static_cast<size_t>(add)];
+    Lifetime& live = plan.grad_blocks[static_cast<size_t>(plan.grad_block[n])].live;
+    live.last = std::max(live.last, backward_time(static_cast<int>(n)));
+    plan.grads_without_reuse += bytes_of(nodes[n]);
+    ++plan.shared_grads;
   }
   plan.grads = place_blocks(plan.grad_blocks, reuse);
   return plan;

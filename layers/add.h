@@ -16,6 +16,7 @@ class Add final : public Layer {
   std::string_view type() const override { return "Add"; }
   bool backward_reads_input(int) const override { return false; }
   bool backward_reads_output() const override { return false; }
+  bool input_grad_is_output_grad(int) const override { return true; }  // dx_i = dy
   // Elementwise: the inputs and y share one layout, whichever it is (Note
   // [Channels-last values on the CPU], graph/layouts.h).
   bool keeps_layout() const override { return true; }

@@ -199,6 +199,10 @@ class Layer {
   // everything; a layer that needs less says so.
   virtual bool backward_reads_input(int /*index*/) const { return true; }
   virtual bool backward_reads_output() const { return true; }
+  // Whether input `index`'s gradient is the output gradient itself (dx = dy,
+  // an add's), so that the plan may give the two one block and backward then
+  // skips that input (Note [Gradients shared through an add], graph/memory_plan.h).
+  virtual bool input_grad_is_output_grad(int /*index*/) const { return false; }
   // Whether forward may write its output over its only input's memory (the
   // plan does so where nothing else reads that input).
   virtual bool can_run_in_place() const { return false; }

@@ -107,6 +107,8 @@ TEST(MemoryPlan, ResNet50NeedsLessThanHalfTheActivationMemory) {
   EXPECT_LT(values, 0.6) << "activations alone";
   EXPECT_LT(both, 0.35) << "activations and their gradients";
   EXPECT_EQ(plan.in_place, 49) << "every ReLU: after 33 of the 53 batch norms and after the 16 residual adds";
+  // Note [Gradients shared through an add]: both inputs of each of the 16 adds.
+  EXPECT_EQ(plan.shared_grads, 32);
 }
 
 TEST(MemoryPlan, AValueReadByAnotherLayerIsNotOverwrittenInPlace) {
@@ -128,6 +130,46 @@ TEST(MemoryPlan, AValueReadByAnotherLayerIsNotOverwrittenInPlace) {
   EXPECT_NE(block("relu"), block("fc1"));
   EXPECT_EQ(block("relu2"), block("add"));
   EXPECT_EQ(plan.in_place, 1);
+}
+
+// Note [Gradients shared through an add], case by case.
+TEST(MemoryPlan, AnAddsInputsShareItsGradientWhereNothingReadsItAfterAnAddition) {
+  GraphBuilder g;
+  const Value x = g.input("images", {2, 6});
+  const Value labels = g.input("labels", {2}, DType::kInt32);
+  const Value h = g.linear(x, {.out_features = 4}, "h");
+  const Value branch = g.linear(g.relu(h, "relu"), {.out_features = 4}, "branch");
+  const Value residual = g.add({h, branch}, "residual");      // h: its other reader runs backward last: both share
+  const Value r = g.linear(residual, {.out_features = 4}, "r");
+  const Value reads_r = g.relu(r, "reads_r");
+  const Value close = g.add({r, reads_r}, "close");          // r's other reader is reads_r itself: r keeps its own
+  const Value twice = g.add({close, close}, "twice");        // one input given twice: dy is doubled, not shared
+  const Value later = g.linear(twice, {.out_features = 4}, "later");
+  const Value chain = g.add({g.add({later, twice}, "inner"), later}, "outer");
+  const Value loss = g.softmax_cross_entropy(g.linear(chain, {.out_features = 3}, "fc"), labels);
+  const Graph graph = std::move(g).build(loss);
+  const MemoryPlan plan = plan_of(graph, Phase::kTraining);
+  auto shared = [&](std::string_view name) {
+    for (size_t i = 0; i < graph.nodes().size(); ++i) {
+      if (graph.nodes()[i].name == name) {
+        const int add = plan.grad_shared_with[i];
+        return add < 0 ? std::string("-") : graph.nodes()[static_cast<size_t>(add)].name;
+      }
+    }
+    return std::string("?");
+  };
+  EXPECT_EQ(shared("h"), "residual");
+  EXPECT_EQ(shared("branch"), "residual");
+  EXPECT_EQ(shared("r"), "-");
+  EXPECT_EQ(shared("reads_r"), "close");
+  EXPECT_EQ(shared("close"), "-");
+  EXPECT_EQ(shared("inner"), "outer");
+  EXPECT_EQ(shared("twice"), "-");  // inner's own gradient is outer's: one level only
+  EXPECT_EQ(shared("later"), "-");  // inner, which reads the block, would add to it in the same call
+  EXPECT_EQ(plan.shared_grads, 4);
+  EXPECT_EQ(find_overlap(plan.grad_blocks, plan.grads), "");
+  const MemoryPlan off = plan_activations(graph, Phase::kTraining, MemoryReuse::kOff);
+  EXPECT_EQ(off.shared_grads, 0);
 }
 
 // A small network with every kind of lifetime: fan-out, a residual add,
@@ -180,6 +222,26 @@ TEST(MemoryPlan, ReuseChangesNoLossParameterOrGradientBitForBit) {
   const MemoryPlan plan = plan_of(mixed_net(4), Phase::kTraining);
   EXPECT_GT(plan.in_place, 0);
   EXPECT_LT(plan.values.total + plan.grads.total, plan.values_without_reuse + plan.grads_without_reuse);
+}
+
+// Sharing an add's gradient block changes no gradient, bit for bit: a
+// residual network's parameter and input gradients with reuse (shared) and
+// without (every gradient its own).
+TEST(MemoryPlan, SharedAddGradientsChangeNoGradientBitForBit) {
+  std::vector<std::vector<float>> gradients, input_gradients;
+  for (MemoryReuse reuse : {MemoryReuse::kOn, MemoryReuse::kOff}) {
+    Context ctx = Context::cpu();
+    Graph graph = find_net("ResNet56").build(2);
+    graph.compile(ctx, {.memory_reuse = reuse, .input_gradients = {"images"}});
+    EXPECT_EQ(graph.memory_plan().shared_grads, reuse == MemoryReuse::kOn ? 54 : 0) << "both inputs of 27 adds";
+    fill_synthetic_batch(ctx, graph, 10);
+    graph.forward(ctx, Phase::kTraining);
+    graph.backward(ctx, Graph::ParamGrads::kReplace);
+    gradients.push_back(to_vector<float>(ctx, graph.gradients()));
+    input_gradients.push_back(to_vector<float>(ctx, graph.input_gradient("images")));
+  }
+  EXPECT_EQ(gradients[0], gradients[1]);
+  EXPECT_EQ(input_gradients[0], input_gradients[1]);
 }
 
 TEST(InferencePlan, HasNoGradientsAndRefusesToTrain) {

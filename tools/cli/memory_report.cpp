@@ -29,7 +29,8 @@ std::string memory_table(const MemoryStats& memory, const MemoryPlan& plan, Phas
                      phase == Phase::kInference ? "in flight; " : "kept for backward and in flight; ",
                      saving(plan.values.total, plan.values_without_reuse), in_place)});
   table.add_row({"activation gradients", bytes(peak(MemoryCategory::kActivationGrads)),
-                 cat(mixed ? half + "; " : "", saving(plan.grads.total, plan.grads_without_reuse))});
+                 cat(mixed ? half + "; " : "", saving(plan.grads.total, plan.grads_without_reuse),
+                     plan.shared_grads > 0 ? cat("; ", plan.shared_grads, " shared with an add's") : "")});
   table.add_row({"workspace", bytes(peak(MemoryCategory::kWorkspace)),
                  mixed ? "scratch shared by layers in turn, and the float32 staging of each layer's 16-bit tensors"
                        : "scratch shared by layers in turn"});
