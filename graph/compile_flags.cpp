@@ -8,7 +8,7 @@ namespace glassbox {
 
 const std::vector<FlagSpec>& compile_flags() {
   static const std::vector<FlagSpec> flags = {
-      {"--precision", "P", "fp32 (TF32 off, default), tf32, or mixed bf16 or fp16 (CPU only for now)"},
+      {"--precision", "P", "fp32 (TF32 off, default), tf32, or mixed bf16 or fp16 (16-bit values, fp32 master weights)"},
       {"--cudnn-search", "", "time every cuDNN algorithm and keep the fastest"},
       {"--deterministic", "",
        cat("only cuDNN algorithms that give the same bits on every run; the CPU path always does (",

@@ -145,17 +145,12 @@ void Graph::set_stored_types(Precision precision) {
 
 void Graph::compile(Context& ctx, const CompileOptions& options) {
   input_gradient_nodes_ = input_gradient_nodes(nodes_, options.input_gradients, options.phase);  // checked first
-  if (is_mixed(options.precision) && ctx.is_cuda()) {
-    throw ConfigError(cat("precision ", flag_name_of(options.precision), " on ", ctx.device().str(),
-                          ": Glassbox's 16-bit GPU path (cuDNN and cuBLAS in ", flag_name_of(options.precision),
-                          ") is not built yet; bf16 and fp16 run on the CPU, and the GPU runs fp32 and tf32"));
-  }
   options_ = options;
   options_.layers.phase = options.phase;
   device_ = ctx.device();
   ctx.set_precision(options.precision);
   set_stored_types(options.precision);
-  loss_scale_ = 1.0f;
+  loss_scale_ = LossScale{};
   plan_ = std::make_unique<MemoryPlan>(
       plan_activations(nodes_, layers_, loss_, options.phase, options.memory_reuse, input_gradient_nodes_));
   const bool training = options.phase == Phase::kTraining;
@@ -173,6 +168,9 @@ void Graph::compile(Context& ctx, const CompileOptions& options) {
   for (int i : layers_) {
     Layer& layer = *nodes_[static_cast<size_t>(i)].layer;
     layer.set_channels_last(std::vector<bool>(layer.input_shapes().size(), false), false);
+    // Note [16-bit values in a layer] (layers/layer.h)
+    const bool sixteen = mixed && !layer.is_loss() && layer.computes_16_bit(ctx);
+    layer.set_value_storage(sixteen ? value_dtype(options.precision) : DType::kFloat32);
     layer.prepare(ctx, options_.layers);
   }
   plan_layouts(ctx);
@@ -181,13 +179,13 @@ void Graph::compile(Context& ctx, const CompileOptions& options) {
   ctx.reserve_workspace(workspace);
   allocate_parameters(ctx);
   allocate_activations(ctx);
-  widening_.reset();
+  staging_.reset();
   if (mixed) {
     size_t staging = 0;
     for (int i : layers_) {
-      staging = std::max(staging, CpuWidening::staging_bytes(nodes_[static_cast<size_t>(i)], options.phase));
+      staging = std::max(staging, PrecisionStaging::staging_bytes(nodes_[static_cast<size_t>(i)], options.phase));
     }
-    widening_ = std::make_unique<CpuWidening>(ctx, staging);
+    staging_ = std::make_unique<PrecisionStaging>(ctx, staging);
   }
 
   // Up to three spans per layer (forward, backward-data, backward-weights),
@@ -292,10 +290,15 @@ void Graph::set_loss_scale(float scale) {
   if (!(scale > 0.0f && scale <= FLT_MAX)) {
     throw ConfigError(cat("set_loss_scale: the loss scale must be positive and finite, got ", scale));
   }
-  if (scale != 1.0f && device_.is_cuda()) {
-    throw ConfigError(cat("set_loss_scale: loss scaling on ", device_.str(), " is not built yet (it runs on the CPU)"));
+  loss_scale_ = LossScale{.value = scale, .device = nullptr};
+}
+
+void Graph::set_loss_scale_on_device(const float* scale) {
+  if (!compiled_) throw Error("set_loss_scale_on_device: the graph is not compiled; call compile(ctx) first");
+  if (scale != nullptr && !device_.is_cuda()) {
+    throw Error(cat("set_loss_scale_on_device: the graph is on ", device_.str(), "; use set_loss_scale"));
   }
-  loss_scale_ = scale;
+  loss_scale_.device = scale;
 }
 
 // Inputs in their own arena; activations and their gradients where the
@@ -402,8 +405,8 @@ void Graph::forward(Context& ctx, Phase phase, const std::function<void(const No
   for (size_t k = 0; k < layers_.size(); ++k) {
     Node& node = nodes_[static_cast<size_t>(layers_[k])];
     if (spans) spans_->begin(layers_[k], node.name, Pass::kForward);
-    if (widening_) {
-      widening_->forward(ctx, node, phase);
+    if (staging_) {
+      staging_->forward(ctx, node, phase);
     } else {
       node.layer->forward(ctx,
                           {.inputs = node.input_values, .output = node.value, .params = node.params, .phase = phase});
@@ -448,8 +451,8 @@ void Graph::backward(Context& ctx, ParamGrads param_grads,
       }
     }
     if (spans) spans_->begin(index, node.name, backward_pass(node));
-    if (widening_) {
-      widening_->backward(ctx, node, param_grad_mode, loss_scale_);
+    if (staging_) {
+      staging_->backward(ctx, node, param_grad_mode, loss_scale_);
     } else {
       node.layer->backward(ctx, {.inputs = node.input_values,
                                  .output = node.value,
@@ -459,9 +462,9 @@ void Graph::backward(Context& ctx, ParamGrads param_grads,
                                  .params = node.params,
                                  .param_grads = node.param_grads,
                                  .param_grad_mode = param_grad_mode});
-      if (node.layer->is_loss() && loss_scale_ != 1.0f) {
+      if (node.layer->is_loss()) {
         for (const Tensor& g : node.input_grads) {
-          if (g.defined() && g.dtype() == DType::kFloat32) scale_cpu(g, loss_scale_);
+          if (g.defined() && g.dtype() == DType::kFloat32) apply_loss_scale(ctx, g, loss_scale_);
         }
       }
     }

@@ -101,7 +101,16 @@ struct LayerTime {
 };
 
 struct MemoryPlan;  // graph/memory_plan.h
-class CpuWidening;  // graph/mixed_precision.h
+class PrecisionStaging;  // graph/mixed_precision.h
+
+// What fp16's loss scaling multiplies the loss's gradient by in backward
+// (optim/loss_scale.h): `value`, or on a CUDA device the float at `device`
+// (device memory, kept there by optim/loss_scaler.h) where that is set.
+struct LossScale {
+  float value = 1.0f;
+  const float* device = nullptr;
+  bool active() const { return device != nullptr || value != 1.0f; }
+};
 
 class Graph {
  public:
@@ -178,11 +187,15 @@ class Graph {
   void refresh_working_parameters(Context& ctx);
 
   // What fp16's loss scaling multiplies the loss's gradient by in backward
-  // (optim/loss_scale.h): positive and finite, 1 unless set. Only on the CPU
-  // (ConfigError on a CUDA device). The parameter gradients come out
-  // multiplied by it too; the optimizer's loss scaler divides them back.
+  // (optim/loss_scale.h): positive and finite, 1 unless set. The parameter
+  // gradients come out multiplied by it too; the optimizer's loss scaler
+  // divides them back. set_loss_scale_on_device: the scale is the float at
+  // `scale`, in the CUDA device's memory, read there by backward's kernels,
+  // so that the host never waits for it (null: back to the host value; Error
+  // on a CPU graph).
   void set_loss_scale(float scale);
-  float loss_scale() const { return loss_scale_; }
+  void set_loss_scale_on_device(const float* scale);
+  float loss_scale() const { return loss_scale_.value; }
 
   // Every learnable parameter by name, "<layer>.<parameter>" ("conv1.weight",
   // "layer1.0.bn1.scale"), as views into parameters(). The order is stable and
@@ -251,8 +264,8 @@ class Graph {
   Tensor parameters_;
   Tensor gradients_;
   Tensor working_parameters_;  // 16-bit, in bf16 and fp16 graphs
-  float loss_scale_ = 1.0f;
-  std::unique_ptr<CpuWidening> widening_;  // a bf16 or fp16 graph on the CPU
+  LossScale loss_scale_;
+  std::unique_ptr<PrecisionStaging> staging_;  // a bf16 or fp16 graph
   struct ParameterSlot {
     std::string name;  // "conv1.weight"
     Shape shape;

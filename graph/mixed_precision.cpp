@@ -1,23 +1,31 @@
-// graph/mixed_precision.cpp: Note [Mixed precision] on the CPU.
+// graph/mixed_precision.cpp: Note [Mixed precision]: the staging of the layers that do not compute in 16 bits.
 #include "graph/mixed_precision.h"
 
 #include <algorithm>
 
 #include "graph/memory_plan.h"
 #include "tensor/convert.h"
+#include "tensor/cuda_entry.h"
 #include "tensor/eigen_maps.h"
 #include "tensor/parallel_for.h"
 
 namespace glassbox {
 namespace {
 
-size_t wide_bytes(const Tensor& t) {
-  return t.defined() && is_16_bit_float(t.dtype()) ? plan_aligned(static_cast<size_t>(t.numel()) * sizeof(float)) : 0;
+// The type the layer computes input `index`, its output and their
+// gradients in (a label keeps its int32), and its parameters in.
+DType value_target(const Layer& layer, const Tensor& t) {
+  return is_16_bit_float(t.dtype()) || t.dtype() == DType::kFloat32 ? layer.value_storage() : t.dtype();
 }
 
-size_t wide_bytes(std::span<const Tensor> tensors) {
+size_t staged_bytes(const Tensor& t, DType target) {
+  if (!t.defined() || t.dtype() == target) return 0;
+  return plan_aligned(static_cast<size_t>(t.numel()) * size_of(target));
+}
+
+size_t staged_values(const Layer& layer, std::span<const Tensor> tensors) {
   size_t total = 0;
-  for (const Tensor& t : tensors) total += wide_bytes(t);
+  for (const Tensor& t : tensors) total += staged_bytes(t, value_target(layer, t));
   return total;
 }
 
@@ -29,24 +37,30 @@ size_t wide_bytes(std::span<const Tensor> tensors) {
 struct Staged {
   const void* memory;
   size_t bytes;
-  Tensor wide;
+  Tensor staged;  // in the layer's type
   bool read;
 };
 
 }  // namespace
 
-size_t CpuWidening::staging_bytes(const Node& node, Phase phase) {
-  const size_t forward = wide_bytes(node.input_values) + wide_bytes(node.params) + wide_bytes(node.value);
+size_t PrecisionStaging::staging_bytes(const Node& node, Phase phase) {
+  const Layer& layer = *node.layer;
+  size_t params = 0;
+  for (const Tensor& p : node.params) params += staged_bytes(p, layer.weight_storage());
+  const size_t forward =
+      staged_values(layer, node.input_values) + params + staged_bytes(node.value, value_target(layer, node.value));
   if (phase == Phase::kInference) return forward;
-  return forward + wide_bytes(node.grad) + wide_bytes(node.input_grads);
+  return forward + staged_bytes(node.grad, value_target(layer, node.grad)) + staged_values(layer, node.input_grads);
 }
 
-CpuWidening::CpuWidening(Context& ctx, size_t bytes) {
+PrecisionStaging::PrecisionStaging(Context& ctx, size_t bytes) {
   if (bytes > 0) {
-    staging_ = ctx.allocate(Shape{static_cast<int64_t>(bytes / sizeof(float))}, DType::kFloat32,
-                            MemoryCategory::kWorkspace);
+    staging_ = ctx.allocate(Shape{static_cast<int64_t>((bytes + sizeof(float) - 1) / sizeof(float))},
+                            DType::kFloat32, MemoryCategory::kWorkspace);
   }
 }
+
+namespace {
 
 void scale_cpu(const Tensor& t, float factor) {
   float* data = t.data<float>();
@@ -55,49 +69,78 @@ void scale_cpu(const Tensor& t, float factor) {
   });
 }
 
+}  // namespace
+
+void apply_loss_scale(Context& ctx, const Tensor& t, const LossScale& loss_scale) {
+  if (!t.defined() || !loss_scale.active()) return;
+  if (t.dtype() != DType::kFloat32) throw Error(cat("apply_loss_scale: float32 expected, got ", t.str()));
+  if (ctx.is_cuda()) {
+    cuda_entry::scale(*ctx.cuda_state(), static_cast<float*>(t.raw()), t.numel(), loss_scale.value,
+                      loss_scale.device);
+  } else {
+    scale_cpu(t, loss_scale.value);
+  }
+}
+
+std::string precision_path(const Node& node) {
+  if (node.layer == nullptr) return "";
+  const DType computes = node.layer->value_storage();
+  if (is_16_bit_float(computes)) return std::string(computes == DType::kBFloat16 ? "bf16" : "fp16");
+  auto sixteen = [](const Tensor& t) { return t.defined() && is_16_bit_float(t.dtype()); };
+  for (const Tensor& t : node.input_values) {
+    if (sixteen(t)) return cat("fp32, staged from ", t.dtype() == DType::kBFloat16 ? "bf16" : "fp16");
+  }
+  if (sixteen(node.value)) return cat("fp32, staged from ", node.value.dtype() == DType::kBFloat16 ? "bf16" : "fp16");
+  return "fp32";
+}
+
 namespace {
 
 class Stager {
  public:
-  Stager(Context& ctx, const Tensor& staging) : ctx_(ctx), staging_(staging) {}
+  Stager(Context& ctx, const Layer& layer, const Tensor& staging) : ctx_(ctx), layer_(layer), staging_(staging) {}
 
-  Tensor stage(const Tensor& t, bool read) {
-    if (!t.defined() || !is_16_bit_float(t.dtype())) return t;
+  // `t` as the layer takes it: itself where it has the type `target`, else
+  // staged in that type (converted from t where `read`).
+  Tensor stage(const Tensor& t, DType target, bool read) {
+    if (!t.defined() || t.dtype() == target) return t;
     for (Staged& s : staged_) {
       if (s.memory == t.raw() && s.bytes == t.bytes()) {
         if (read && !s.read) {
-          convert(ctx_, t, s.wide);
+          convert(ctx_, t, s.staged);
           s.read = true;
         }
-        return s.wide.reshaped(t.shape()).with_layout(t.layout()).named(std::string(t.name()));
+        return s.staged.reshaped(t.shape()).with_layout(t.layout()).named(std::string(t.name()));
       }
     }
-    const size_t bytes = static_cast<size_t>(t.numel()) * sizeof(float);
+    const size_t bytes = static_cast<size_t>(t.numel()) * size_of(target);
     if (used_ + bytes > staging_.bytes()) {
-      throw Error(cat("mixed precision: the fp32 staging of ", staging_.bytes(), " bytes cannot hold ", t.str(),
-                      " after ", used_, " bytes (the compile-time size is wrong)"));
+      throw Error(cat("mixed precision: the staging of ", staging_.bytes(), " bytes cannot hold ", t.str(), " as ",
+                      name_of(target), " after ", used_, " bytes (the compile-time size is wrong)"));
     }
-    Tensor wide = staging_.view(used_, t.shape(), DType::kFloat32).with_layout(t.layout()).named(std::string(t.name()));
+    Tensor staged = staging_.view(used_, t.shape(), target).with_layout(t.layout()).named(std::string(t.name()));
     used_ += plan_aligned(bytes);
-    if (read) convert(ctx_, t, wide);
-    staged_.push_back({t.raw(), t.bytes(), wide, read});
-    return wide;
+    if (read) convert(ctx_, t, staged);
+    staged_.push_back({t.raw(), t.bytes(), staged, read});
+    return staged;
   }
 
-  std::vector<Tensor> stage_all(std::span<const Tensor> tensors, bool read) {
+  Tensor stage_value(const Tensor& t, bool read) { return stage(t, value_target(layer_, t), read); }
+
+  std::vector<Tensor> stage_params(std::span<const Tensor> params) {
     std::vector<Tensor> out;
-    out.reserve(tensors.size());
-    for (const Tensor& t : tensors) out.push_back(stage(t, read));
+    out.reserve(params.size());
+    for (const Tensor& t : params) out.push_back(stage(t, layer_.weight_storage(), true));
     return out;
   }
 
-  // Rounds what the layer wrote in `wide` back into `t` (nothing where t was not staged).
-  void narrow(const Tensor& t, const Tensor& wide) {
-    if (!t.defined() || !is_16_bit_float(t.dtype())) return;
+  // Converts what the layer wrote in `staged` back into `t` (nothing where t was not staged).
+  void write_back(const Tensor& t, const Tensor& staged) {
+    if (!t.defined() || t.raw() == staged.raw()) return;
     for (Staged& s : staged_) {
       if (s.memory == t.raw() && s.bytes == t.bytes()) {
         if (s.memory == nullptr) return;  // rounded back already
-        convert(ctx_, wide, t);
+        convert(ctx_, staged, t);
         s.memory = nullptr;
         return;
       }
@@ -106,6 +149,7 @@ class Stager {
 
  private:
   Context& ctx_;
+  const Layer& layer_;
   const Tensor& staging_;
   size_t used_ = 0;
   std::vector<Staged> staged_;
@@ -113,28 +157,29 @@ class Stager {
 
 }  // namespace
 
-void CpuWidening::forward(Context& ctx, Node& node, Phase phase) {
-  Stager stager(ctx, staging_);
-  const std::vector<Tensor> inputs = stager.stage_all(node.input_values, true);
-  const std::vector<Tensor> params = stager.stage_all(node.params, true);
-  const Tensor output = stager.stage(node.value, false);
+void PrecisionStaging::forward(Context& ctx, Node& node, Phase phase) {
+  Stager stager(ctx, *node.layer, staging_);
+  std::vector<Tensor> inputs;
+  for (const Tensor& t : node.input_values) inputs.push_back(stager.stage_value(t, true));
+  const std::vector<Tensor> params = stager.stage_params(node.params);
+  const Tensor output = stager.stage_value(node.value, false);
   node.layer->forward(ctx, {.inputs = inputs, .output = output, .params = params, .phase = phase});
-  stager.narrow(node.value, output);
+  stager.write_back(node.value, output);
 }
 
-void CpuWidening::backward(Context& ctx, Node& node, GradMode param_grad_mode, float loss_scale) {
-  Stager stager(ctx, staging_);
+void PrecisionStaging::backward(Context& ctx, Node& node, GradMode param_grad_mode, const LossScale& loss_scale) {
   const Layer& layer = *node.layer;
+  Stager stager(ctx, layer, staging_);
   std::vector<Tensor> inputs;
   for (size_t i = 0; i < node.input_values.size(); ++i) {
-    inputs.push_back(stager.stage(node.input_values[i], layer.backward_reads_input(static_cast<int>(i))));
+    inputs.push_back(stager.stage_value(node.input_values[i], layer.backward_reads_input(static_cast<int>(i))));
   }
-  const Tensor output = stager.stage(node.value, layer.backward_reads_output());
-  const Tensor output_grad = stager.stage(node.grad, true);
-  const std::vector<Tensor> params = stager.stage_all(node.params, true);
+  const Tensor output = stager.stage_value(node.value, layer.backward_reads_output());
+  const Tensor output_grad = stager.stage_value(node.grad, true);
+  const std::vector<Tensor> params = stager.stage_params(node.params);
   std::vector<Tensor> input_grads;
   for (size_t i = 0; i < node.input_grads.size(); ++i) {
-    input_grads.push_back(stager.stage(node.input_grads[i], node.input_grad_modes[i] == GradMode::kAdd));
+    input_grads.push_back(stager.stage_value(node.input_grads[i], node.input_grad_modes[i] == GradMode::kAdd));
   }
   node.layer->backward(ctx, {.inputs = inputs,
                              .output = output,
@@ -146,9 +191,10 @@ void CpuWidening::backward(Context& ctx, Node& node, GradMode param_grad_mode, f
                              .param_grad_mode = param_grad_mode});
   for (size_t i = 0; i < input_grads.size(); ++i) {
     if (!input_grads[i].defined()) continue;
-    // In fp32, before rounding: what fp16's loss scale is for.
-    if (layer.is_loss() && loss_scale != 1.0f) scale_cpu(input_grads[i], loss_scale);
-    stager.narrow(node.input_grads[i], input_grads[i]);
+    // In fp32, before rounding: what fp16's loss scale is for. A loss layer
+    // never computes in 16 bits (Layer::prepare), so its gradients here are fp32.
+    if (layer.is_loss()) apply_loss_scale(ctx, input_grads[i], loss_scale);
+    stager.write_back(node.input_grads[i], input_grads[i]);
   }
 }
 

@@ -17,41 +17,57 @@
 // - fp16 multiplies the loss's gradient by the loss scale before it is
 //   rounded to 16 bits (Graph::set_loss_scale; optim/loss_scale.h), so that
 //   small gradients survive fp16's range.
-// On the CPU, whose kernels are fp32, each layer's 16-bit tensors are widened
-// into fp32 staging before its call, and what it writes is rounded back to 16
-// bits after it. Every stored value is then rounded as 16-bit storage rounds
-// it, and every sum is fp32: the arithmetic of mixed precision, not its speed
-// (each layer pays a conversion pass over each of its 16-bit tensors).
+// A layer that computes_16_bit on the graph's device (Note [16-bit values in
+// a layer], layers/layer.h: cuDNN and cuBLAS on a GPU) gets its 16-bit tensors
+// as they are; an fp32 graph input it reads (the images) is cast to 16 bits
+// for it first, as autocast casts a convolution's input. Every other layer
+// (all of them on the CPU, whose kernels are fp32) gets each of its 16-bit
+// tensors widened into fp32 staging before its call, and what it writes is
+// rounded back to 16 bits after it. Every stored value is then rounded as
+// 16-bit storage rounds it, and every sum is fp32: the arithmetic of mixed
+// precision, though not its speed for a staged layer (a conversion pass over
+// each of its 16-bit tensors). glassbox time names each layer's way
+// (Graph::precision_path).
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "graph/graph.h"
 
 namespace glassbox {
 
-// Runs layers of a 16-bit graph on the CPU through fp32 staging.
-class CpuWidening {
+// Runs the layers of a 16-bit graph, converting each tensor whose type is
+// not the one the layer computes in (Layer::value_storage, weight_storage)
+// through staging, on either device.
+class PrecisionStaging {
  public:
-  // The staging one layer needs: every 16-bit tensor its forward (and, in a
-  // training plan, its backward) reads or writes, in fp32, each aligned.
+  // The staging one layer needs: every tensor its forward (and, in a
+  // training plan, its backward) reads or writes in another type than the
+  // layer's, in the layer's type, each aligned.
   static size_t staging_bytes(const Node& node, Phase phase);
 
   // `bytes`: the most any layer needs (MemoryCategory::kWorkspace).
-  CpuWidening(Context& ctx, size_t bytes);
+  PrecisionStaging(Context& ctx, size_t bytes);
 
   void forward(Context& ctx, Node& node, Phase phase);
-  // `loss_scale` multiplies the input gradients of a loss layer (1: none).
-  void backward(Context& ctx, Node& node, GradMode param_grad_mode, float loss_scale);
+  // `loss_scale`: what multiplies the input gradients of a loss layer (Graph::set_loss_scale).
+  void backward(Context& ctx, Node& node, GradMode param_grad_mode, const LossScale& loss_scale);
 
   size_t bytes() const { return staging_.defined() ? staging_.bytes() : 0; }
 
  private:
-  Tensor staging_;  // fp32, handed out front to back for each call
+  Tensor staging_;  // raw bytes (float32 elements), handed out front to back for each call
 };
 
-// Multiplies a float32 tensor on the CPU by `factor`, in place.
-void scale_cpu(const Tensor& t, float factor);
+// Multiplies a float32 tensor in place by the loss scale: on the CPU by its
+// host value, on a CUDA device by the value in device memory where there is
+// one (the host never reads it), else by the host value.
+void apply_loss_scale(Context& ctx, const Tensor& t, const LossScale& loss_scale);
+
+// "bf16", "fp32 (staged from bf16)" or "fp32": what one layer of a graph computes in and how it
+// gets its values (glassbox time's precision column).
+std::string precision_path(const Node& node);
 
 }  // namespace glassbox

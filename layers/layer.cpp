@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "tensor/convert.h"
+
 namespace glassbox {
 
 CpuConvPath parse_cpu_conv_path(std::string_view text) {
@@ -65,6 +67,7 @@ const Shape& Layer::bind(std::span<const Shape> inputs) {
     input_shapes_.assign(inputs.begin(), inputs.end());
     input_channels_last_.assign(inputs.size(), false);
     output_channels_last_ = false;
+    value_storage_ = DType::kFloat32;
     bound_ = true;
     param_shapes_.clear();
     for (const ParamSpec& spec : param_specs()) param_shapes_.push_back(spec.shape);
@@ -141,8 +144,21 @@ void Layer::set_channels_last(std::vector<bool> inputs, bool output) {
   prepared_ = false;
 }
 
+void Layer::set_value_storage(DType values) {
+  if (!bound_) fail("set_value_storage before its input shapes are known (bind first)");
+  if (values != DType::kFloat32 && !is_16_bit_float(values)) {
+    fail_option(cat("values are stored as float32, float16 or bfloat16, not ", name_of(values)));
+  }
+  value_storage_ = values;
+  prepared_ = false;
+}
+
 void Layer::prepare(Context& ctx, const PrepareOptions& options) {
   if (!bound_) fail("prepare before its input shapes are known (bind first)");
+  if (value_storage_ != DType::kFloat32 && (is_loss() || !computes_16_bit(ctx))) {
+    fail_option(cat("cannot store its values as ", name_of(value_storage_), " on ", ctx.device().str(),
+                    " (Layer::computes_16_bit is false there: the graph widens them to float32 for it)"));
+  }
   workspace_bytes_ = 0;
   backend_.reset();
   try {
@@ -172,6 +188,11 @@ void Layer::check_tensor(const Context& ctx, const Tensor& t, const Shape& shape
   if (t.layout() != layout) fail(cat(role, " is ", name_of(t.layout()), ", the layer was prepared for ", name_of(layout)));
 }
 
+DType Layer::stored_input_dtype(size_t index) const {
+  const DType declared = input_dtype(static_cast<int>(index));
+  return declared == DType::kFloat32 ? value_storage_ : declared;
+}
+
 Layout Layer::input_layout(size_t index) const {
   return input_channels_last_[index] ? Layout::kNHWC : Layout::kNCHW;
 }
@@ -186,15 +207,14 @@ void Layer::forward(Context& ctx, const ForwardArgs& args) {
     fail(cat("forward with ", args.inputs.size(), " input(s), prepared for ", input_shapes_.size()));
   }
   for (size_t i = 0; i < args.inputs.size(); ++i) {
-    check_tensor(ctx, args.inputs[i], input_shapes_[i], input_dtype(static_cast<int>(i)), cat("input ", i),
-                 input_layout(i));
+    check_tensor(ctx, args.inputs[i], input_shapes_[i], stored_input_dtype(i), cat("input ", i), input_layout(i));
   }
-  check_tensor(ctx, args.output, output_shape_, DType::kFloat32, "output", output_layout());
+  check_tensor(ctx, args.output, output_shape_, value_storage_, "output", output_layout());
   if (args.params.size() != param_shapes_.size()) {
     fail(cat("forward with ", args.params.size(), " parameter(s), expected ", param_shapes_.size()));
   }
   for (size_t i = 0; i < args.params.size(); ++i) {
-    check_tensor(ctx, args.params[i], param_shapes_[i], DType::kFloat32, cat("parameter ", i));
+    check_tensor(ctx, args.params[i], param_shapes_[i], weight_storage(), cat("parameter ", i));
   }
   if (ctx.is_cuda()) {
     forward_cuda(ctx, args);
@@ -212,23 +232,22 @@ void Layer::backward(Context& ctx, const BackwardArgs& args) {
              args.inputs.size(), ", ", args.input_grads.size(), " and ", args.input_grad_modes.size()));
   }
   for (size_t i = 0; i < args.inputs.size(); ++i) {
-    check_tensor(ctx, args.inputs[i], input_shapes_[i], input_dtype(static_cast<int>(i)), cat("input ", i),
-                 input_layout(i));
+    check_tensor(ctx, args.inputs[i], input_shapes_[i], stored_input_dtype(i), cat("input ", i), input_layout(i));
     if (args.input_grads[i].defined()) {
-      check_tensor(ctx, args.input_grads[i], input_shapes_[i], DType::kFloat32, cat("gradient of input ", i),
+      check_tensor(ctx, args.input_grads[i], input_shapes_[i], stored_input_dtype(i), cat("gradient of input ", i),
                    input_layout(i));
     }
   }
-  check_tensor(ctx, args.output, output_shape_, DType::kFloat32, "output", output_layout());
+  check_tensor(ctx, args.output, output_shape_, value_storage_, "output", output_layout());
   if (args.output_grad.defined()) {
-    check_tensor(ctx, args.output_grad, output_shape_, DType::kFloat32, "output gradient", output_layout());
+    check_tensor(ctx, args.output_grad, output_shape_, value_storage_, "output gradient", output_layout());
   }
   if (args.params.size() != param_shapes_.size() || args.param_grads.size() != param_shapes_.size()) {
     fail(cat("backward with ", args.params.size(), " parameter(s) and ", args.param_grads.size(),
              " parameter gradients, expected ", param_shapes_.size()));
   }
   for (size_t i = 0; i < args.params.size(); ++i) {
-    check_tensor(ctx, args.params[i], param_shapes_[i], DType::kFloat32, cat("parameter ", i));
+    check_tensor(ctx, args.params[i], param_shapes_[i], weight_storage(), cat("parameter ", i));
     check_tensor(ctx, args.param_grads[i], param_shapes_[i], DType::kFloat32,
                  cat("gradient of parameter ", i));
   }

@@ -193,6 +193,25 @@ class Layer {
   // batch norm takes its scale and shift in fp32 whatever the data type,
   // and PyTorch's autocast runs it so.
   virtual bool keeps_fp32_parameters() const { return false; }
+  // Note [16-bit values in a layer]: whether the layer, on ctx's device,
+  // reads and writes its float values (inputs, output and their gradients)
+  // and its weights in 16 bits itself, with fp32 arithmetic inside (cuDNN and
+  // cuBLAS with fp32 compute types). The graph gives such a layer its 16-bit
+  // tensors as they are, and casts an fp32 input (the images) to 16 bits for
+  // it, as autocast does; every other layer of a 16-bit graph gets its
+  // tensors widened into fp32 staging (graph/mixed_precision.h), which is
+  // correct but costs a conversion pass over each of them. Parameter
+  // gradients are fp32 either way. The default is no; a loss layer must say no.
+  virtual bool computes_16_bit(const Context& /*ctx*/) const { return false; }
+  // The type of the layer's float values and weights, set before prepare
+  // (bind resets it to float32): float32, or float16 or bfloat16 for a layer
+  // that computes_16_bit on the device it is prepared for (prepare throws
+  // ConfigError otherwise). Forward and backward check their tensors against it.
+  void set_value_storage(DType values);
+  DType value_storage() const { return value_storage_; }
+  // The weights' type: value_storage(), or float32 for a layer that
+  // keeps_fp32_parameters().
+  DType weight_storage() const { return keeps_fp32_parameters() ? DType::kFloat32 : value_storage_; }
   // What backward reads besides the output gradient and the parameters, so
   // that the memory plan (graph/memory_plan.h) keeps exactly that alive until
   // the layer's backward and lets the rest share memory. The defaults keep
@@ -330,6 +349,8 @@ class Layer {
 
   // `layout`: what prepare assumed (Note [Channels-last values on the CPU]).
   Layout input_layout(size_t index) const;
+  // input_dtype(index), with float32 read as value_storage() (labels stay int32).
+  DType stored_input_dtype(size_t index) const;
   Layout output_layout() const;
   void check_tensor(const Context& ctx, const Tensor& t, const Shape& shape, DType dtype, std::string_view role,
                     Layout layout = Layout::kNCHW) const;
@@ -343,6 +364,7 @@ class Layer {
   Shape output_shape_;
   std::vector<bool> input_channels_last_;  // Note [Channels-last values on the CPU]
   bool output_channels_last_ = false;
+  DType value_storage_ = DType::kFloat32;  // Note [16-bit values in a layer]
   std::vector<Shape> param_shapes_;
   size_t workspace_bytes_ = 0;
 };

@@ -19,9 +19,29 @@ CudaResources& cuda_resources(const Context& ctx) {
   return *ctx.cuda_state();
 }
 
-TensorDescriptor make_nchw_descriptor(int n, int c, int h, int w) {
+cudnnDataType_t cudnn_data_type(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return CUDNN_DATA_FLOAT;
+    case DType::kFloat16: return CUDNN_DATA_HALF;
+    case DType::kBFloat16: return CUDNN_DATA_BFLOAT16;
+    default: break;
+  }
+  throw Error(cat("cuDNN: no float data type for ", name_of(dtype)));
+}
+
+cudaDataType_t cuda_data_type(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return CUDA_R_32F;
+    case DType::kFloat16: return CUDA_R_16F;
+    case DType::kBFloat16: return CUDA_R_16BF;
+    default: break;
+  }
+  throw Error(cat("CUDA: no float data type for ", name_of(dtype)));
+}
+
+TensorDescriptor make_nchw_descriptor(int n, int c, int h, int w, DType dtype) {
   auto desc = make_descriptor<TensorDescriptor>(cudnnCreateTensorDescriptor);
-  CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc.get(), CUDNN_TENSOR_NCHW, cudnn_data_type(dtype), n, c, h, w));
   return desc;
 }
 

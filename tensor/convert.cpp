@@ -106,6 +106,25 @@ void convert(Context& ctx, const Tensor& src, const Tensor& dst) {
   }
 }
 
+void accumulate_widened(Context& ctx, const Tensor& src, const Tensor& dst) {
+  if (!is_16_bit_float(src.dtype()) || dst.dtype() != DType::kFloat32 || src.numel() != dst.numel() ||
+      src.device() != ctx.device() || dst.device() != ctx.device()) {
+    throw ShapeError(cat("accumulate_widened: needs a float16 or bfloat16 source and a float32 destination of "
+                         "as many elements on ", ctx.device().str(), ", got ", src.str(), " and ", dst.str()));
+  }
+  if (ctx.device().is_cuda()) {
+    cuda_entry::accumulate_widened(*ctx.cuda_state(), src.raw(), src.dtype(), static_cast<float*>(dst.raw()),
+                                   src.numel());
+    return;
+  }
+  const auto* half = static_cast<const uint16_t*>(src.raw());
+  float* out = static_cast<float*>(dst.raw());
+  const DType dtype = src.dtype();
+  parallel_for(src.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] += from_16_bit(half[i], dtype);
+  });
+}
+
 void narrow_cpu(std::span<const float> src, std::span<uint16_t> half, DType dtype) {
   check_spans("narrow_cpu", dtype, src.size(), half.size());
   if (dtype == DType::kFloat16) {

@@ -42,16 +42,57 @@ __global__ void widen_kernel(const uint16_t* __restrict__ src, float* __restrict
   }
 }
 
+template <typename Type>
+__global__ void accumulate_widened_kernel(const uint16_t* __restrict__ src, float* __restrict__ dst, int64_t n) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    dst[i] += Type::widen(src[i]);
+  }
+}
+
+__global__ void scale_kernel(float* __restrict__ data, int64_t n, float factor, const float* device_factor) {
+  const float f = device_factor != nullptr ? *device_factor : factor;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    data[i] *= f;
+  }
+}
+
+constexpr int kThreads = 256;
+
+// Enough blocks to fill the GPU several times over; the grid-stride loop covers the rest.
+int blocks_for(int64_t count) { return static_cast<int>(std::min<int64_t>((count + kThreads - 1) / kThreads, 65536)); }
+
 }  // namespace
 
 namespace cuda_entry {
 
+void scale(const CudaResources& resources, float* data, int64_t count, float factor, const float* device_factor) {
+  if (count == 0) return;
+  scale_kernel<<<blocks_for(count), kThreads, 0, resources.stream.get()>>>(data, count, factor, device_factor);
+  CUDA_CHECK_LAUNCH();
+}
+
+void accumulate_widened(const CudaResources& resources, const void* src, DType src_dtype, float* dst,
+                        int64_t count) {
+  if (count == 0) return;  // a grid of no blocks is a launch error
+  cudaStream_t stream = resources.stream.get();
+  const auto* halves = static_cast<const uint16_t*>(src);
+  if (src_dtype == DType::kFloat16) {
+    accumulate_widened_kernel<Float16><<<blocks_for(count), kThreads, 0, stream>>>(halves, dst, count);
+  } else if (src_dtype == DType::kBFloat16) {
+    accumulate_widened_kernel<BFloat16><<<blocks_for(count), kThreads, 0, stream>>>(halves, dst, count);
+  } else {
+    throw Error(cat("cuda_entry::accumulate_widened: no kernel from ", name_of(src_dtype)));
+  }
+  CUDA_CHECK_LAUNCH();
+}
+
+
 void convert(const CudaResources& resources, const void* src, DType src_dtype, void* dst, DType dst_dtype,
              int64_t count) {
   if (count == 0) return;  // a grid of no blocks is a launch error
-  constexpr int kThreads = 256;
-  // Enough blocks to fill the GPU several times over; the grid-stride loop covers the rest.
-  const int blocks = static_cast<int>(std::min<int64_t>((count + kThreads - 1) / kThreads, 65536));
+  const int blocks = blocks_for(count);
   cudaStream_t stream = resources.stream.get();
   const auto* floats = static_cast<const float*>(src);
   const auto* halves = static_cast<const uint16_t*>(src);

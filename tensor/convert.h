@@ -30,6 +30,14 @@ constexpr bool is_16_bit_float(DType dtype) { return dtype == DType::kFloat16 ||
 // element count or another device.
 void convert(Context& ctx, const Tensor& src, const Tensor& dst);
 
+// dst += float32(src): src float16 or bfloat16, dst float32, same element
+// count, on the context's device, queued on its stream (ShapeError naming both
+// tensors otherwise). What a 16-bit layer's parameter gradient, computed in its
+// 16-bit type by cuDNN or cuBLAS, adds into the fp32 gradients (Note [16-bit
+// values in a layer], layers/layer.h), as autocast's cast back to an fp32
+// parameter's .grad does.
+void accumulate_widened(Context& ctx, const Tensor& src, const Tensor& dst);
+
 // The CPU conversions over spans, split over the threads (parallel_for;
 // called inside a parallel region, they run on the calling thread). `half` holds the 16-bit
 // values' bits; `dtype` says which type they are (float16 or bfloat16; any

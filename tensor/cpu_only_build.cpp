@@ -26,6 +26,10 @@ void synchronize(const CudaResources&) { not_built("synchronize"); }
 void copy(const CudaResources&, void*, const void*, size_t) { not_built("copy"); }
 void fill_zero(const CudaResources&, void*, size_t) { not_built("fill_zero"); }
 void convert(const CudaResources&, const void*, DType, void*, DType, int64_t) { not_built("convert"); }
+void accumulate_widened(const CudaResources&, const void*, DType, float*, int64_t) {
+  not_built("accumulate_widened");
+}
+void scale(const CudaResources&, float*, int64_t, float, const float*) { not_built("scale"); }
 std::shared_ptr<EventSet> create_events(const CudaResources&, int) { not_built("EventTimer"); }
 void record_event(const CudaResources&, EventSet&, int) { not_built("EventTimer"); }
 float elapsed_ms(EventSet&, int, int) { not_built("EventTimer"); }

@@ -30,6 +30,14 @@ void fill_zero(const CudaResources& resources, void* dst, size_t bytes);
 void convert(const CudaResources& resources, const void* src, DType src_dtype, void* dst, DType dst_dtype,
              int64_t count);
 
+// dst[i] += float32(src[i]) for `count` elements; src float16 or bfloat16 (tensor/convert.h).
+void accumulate_widened(const CudaResources& resources, const void* src, DType src_dtype, float* dst,
+                        int64_t count);
+
+// data[i] *= *device_factor (read on the device, so the host never waits for
+// it) for `count` float32 elements, or by `factor` where device_factor is null.
+void scale(const CudaResources& resources, float* data, int64_t count, float factor, const float* device_factor);
+
 // A set of CUDA events recorded on the resources' stream (tensor/event_timer.h).
 struct EventSet;
 std::shared_ptr<EventSet> create_events(const CudaResources& resources, int count);

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "tensor/checks_cuda.h"
+#include "tensor/dtype.h"
 
 namespace glassbox {
 
@@ -64,7 +65,12 @@ Owner make_descriptor(Create create) {
   return Owner(raw);
 }
 
-// A packed NCHW float32 tensor descriptor.
-TensorDescriptor make_nchw_descriptor(int n, int c, int h, int w);
+// cuDNN's and the CUDA libraries' names for a float element type: float32,
+// float16 or bfloat16 (Error for any other: int32 tensors never reach them).
+cudnnDataType_t cudnn_data_type(DType dtype);
+cudaDataType_t cuda_data_type(DType dtype);
+
+// A packed NCHW tensor descriptor of float32 (or `dtype`: float16, bfloat16).
+TensorDescriptor make_nchw_descriptor(int n, int c, int h, int w, DType dtype = DType::kFloat32);
 
 }  // namespace glassbox

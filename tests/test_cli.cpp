@@ -105,7 +105,8 @@ TEST(Cli, TimeInBf16NamesTheElementTypesOfItsMemory) {
   for (const std::string expected :
        {"batch 8, bf16 (mixed: 16-bit values, fp32 master weights and accumulation)",
         "float32 master weights and their bfloat16 working copy", "bfloat16, kept for backward and in flight",
-        "the float32 staging of each layer's 16-bit tensors"}) {
+        "fp32, staged from bf16",
+        "the staging of the tensors a layer takes in another type"}) {
     EXPECT_TRUE(contains(r.output, expected)) << "missing '" << expected << "' in:\n" << r.output;
   }
 }
@@ -153,6 +154,7 @@ TEST(Cli, TimeJsonHasEveryLayerWithThePassesItRan) {
   EXPECT_EQ(passes("relu1"), (Names{"forward", "backward"}));
   EXPECT_EQ(layers[0].at("type"), "Conv2d");
   EXPECT_EQ(layers[0].at("output"), "(8, 6, 28, 28)");
+  EXPECT_EQ(layers[0].at("precision"), "fp32");
   EXPECT_EQ(layers[0].at("passes")[0].at("flops"), 2 * 8 * 6 * 28 * 28 * 25);  // 2 * N*K*P*Q * C*R*S
 }
 

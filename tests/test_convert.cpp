@@ -373,6 +373,37 @@ TEST(Convert, SpanConversionsRefuseOtherDTypesAndSizes) {
             "widen_cpu: 5 float32 values but 4 float16 values");
 }
 
+// dst += float32(src): what a 16-bit layer's parameter gradient adds into
+// the fp32 gradients. Widening is exact, so each sum is one float addition.
+TEST(Convert, AccumulateWidenedAddsTheExactValues) {
+  Context ctx = Context::cpu();
+  const std::vector<float> values = random_floats(10'001, 11);
+  for (DType dtype : kSixteenBitTypes) {
+    const auto count = static_cast<int64_t>(values.size());
+    const Tensor floats = host_tensor(ctx, count, DType::kFloat32);
+    const Tensor half = host_tensor(ctx, count, dtype);
+    const Tensor sums = host_tensor(ctx, count, DType::kFloat32);
+    from_vector<float>(ctx, values, floats);
+    convert(ctx, floats, half);
+    from_vector<float>(ctx, values, sums);
+    accumulate_widened(ctx, half, sums);
+    const std::vector<float> got = to_vector<float>(ctx, sums);
+    for (size_t i = 0; i < values.size(); ++i) {
+      const float expected = values[i] + round_to_16_bit(values[i], dtype);
+      if (std::isnan(expected)) {
+        ASSERT_TRUE(std::isnan(got[i])) << i;  // a NaN's bits are not promised (Note [NaN bits])
+      } else {
+        ASSERT_EQ(bits_of(got[i]), bits_of(expected)) << i;
+      }
+    }
+  }
+  const Tensor f32 = host_tensor(ctx, 4, DType::kFloat32);
+  EXPECT_EQ(testing::message_of<ShapeError>([&] { accumulate_widened(ctx, f32, f32); }),
+            "accumulate_widened: needs a float16 or bfloat16 source and a float32 destination of as many elements "
+            "on cpu, got float32 (4) on cpu and float32 (4) on cpu");
+  EXPECT_THROW(accumulate_widened(ctx, host_tensor(ctx, 3, DType::kBFloat16), f32), ShapeError);
+}
+
 // The GPU's kernels give the CPU's bits, both directions and both types: the
 // special values of the tests above and random ones narrowed, every 16-bit
 // value widened. NaN matches any NaN (Note [NaN bits] in tensor/convert.cpp).

@@ -32,7 +32,8 @@ std::string memory_table(const MemoryStats& memory, const MemoryPlan& plan, Phas
                  cat(mixed ? half + "; " : "", saving(plan.grads.total, plan.grads_without_reuse),
                      plan.shared_grads > 0 ? cat("; ", plan.shared_grads, " shared with an add's") : "")});
   table.add_row({"workspace", bytes(peak(MemoryCategory::kWorkspace)),
-                 mixed ? "scratch shared by layers in turn, and the float32 staging of each layer's 16-bit tensors"
+                 mixed ? "scratch shared by layers in turn, and the staging of the tensors a layer takes in "
+                         "another type"
                        : "scratch shared by layers in turn"});
   const int64_t state = peak(MemoryCategory::kLayerState), data = peak(MemoryCategory::kData);
   table.add_row({"other", bytes(state + data),

@@ -18,6 +18,7 @@
 #include "graph/compile_flags.h"
 #include "graph/finite_check.h"
 #include "graph/memory_plan.h"
+#include "graph/mixed_precision.h"
 #include "optim/data_parallel_job.h"
 #include "tensor/atomic_file.h"
 #include "tensor/cpu_blas.h"
@@ -141,6 +142,9 @@ int run_time(const std::vector<std::string>& words) {
                                         {gpu ? "GFLOP" : "MFLOP", Align::kRight}, {"MB", Align::kRight},
                                         {unit, Align::kRight}, {"GB/s", Align::kRight}, {"FLOP/B", Align::kRight},
                                         {"% roofline", Align::kRight}};
+  // A 16-bit graph's layers compute in 16 bits or in fp32 staging (Note [Mixed precision]): each says which.
+  const bool mixed = is_mixed(precision);
+  if (mixed) columns.push_back({"precision"});
   columns.push_back({gpu ? "cuDNN algorithms" : "CPU path"});  // Layer::algorithms(): blank for most layers
   Table table(columns);
   double forward_sum = 0.0, backward_sum = 0.0;
@@ -155,6 +159,7 @@ int run_time(const std::vector<std::string>& words) {
                                       p.flops > 0 ? fixed(flops_per_s(p) / rate_scale, 2) : "",
                                       fixed(bytes_per_s(p) / 1e9, 2), p.flops > 0 ? fixed(intensity(p), 2) : "",
                                       fixed(100.0 * roofline_fraction(p, roof), 1)};
+      if (first && mixed) row.push_back(precision_path(node));
       if (first) row.push_back(node.layer->algorithms());
       table.add_row(row);
       first = false;

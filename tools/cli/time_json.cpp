@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graph/mixed_precision.h"
 #include "tools/cli/roofline.h"
 
 namespace glassbox::cli {
@@ -22,6 +23,7 @@ std::string time_json(const TimeRun& run, const Graph& graph, const std::vector<
     layers.push_back({{"name", node.name},
                       {"type", std::string(node.layer->type())},
                       {"output", node.shape.str()},
+                      {"precision", precision_path(node)},
                       {"passes", std::move(passes)}});
   }
   auto peak = [&](MemoryCategory c) { return run.memory.peak[static_cast<size_t>(c)]; };
