@@ -1,6 +1,8 @@
 // layers/add.h: elementwise sum of two or more inputs of one shape (residual connections).
 //   y = x0 + x1 + ...
 //   backward: dx_i (= or +=) dy for every i
+// CUDA: cuDNN's tensor ops and device copies, in bf16 or fp16 where the graph
+// computes so (computes_16_bit; add_cuda.cpp).
 #pragma once
 
 #include <string>
@@ -24,6 +26,7 @@ class Add final : public Layer {
   int min_inputs() const override { return 2; }
   int max_inputs() const override { return 64; }
   Shape infer(std::span<const Shape> inputs) const override;
+  bool computes_16_bit(const Context& ctx) const override { return ctx.is_cuda(); }
 
  private:
   void prepare_cuda(Context& ctx, const PrepareOptions& options) override;

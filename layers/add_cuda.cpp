@@ -1,6 +1,16 @@
 // layers/add_cuda.cpp: Add with cuDNN. Forward: y = x0 + x1 in one
 // cudnnOpTensor, then y += x_i (cudnnAddTensor) for the rest. Backward: per
 // input, in slot order, a device copy of dy (kWrite) or dx += dy (kAdd).
+//
+// Note [16-bit tensor ops]: the values are float32, or bfloat16 or float16 in
+// a mixed-precision graph (value_storage(), Note [16-bit values in a layer]).
+// The op tensor descriptor's compute type stays CUDNN_DATA_FLOAT whatever the
+// values: cuDNN wants A and B of one type, and oneDNN's cuDNN backend adds
+// bf16 A, B and C with a float compute type so (cuDNN 9's argument checks for
+// cudnnOpTensor accept a float, half or bfloat16 compute type).
+// cudnnAddTensor takes float, double, half, int8 and bfloat16, A and C of one
+// type. alpha and beta stay float. With three or more inputs y is rounded to
+// 16 bits after each addition, as a chain of 16-bit adds in PyTorch is.
 #include "layers/add.h"
 
 #include "layers/layer_cuda.h"
@@ -19,8 +29,9 @@ struct AddState final : BackendState {
 
 void Add::prepare_cuda(Context&, const PrepareOptions&) {
   auto state = std::make_unique<AddState>();
-  state->desc = make_tensor_descriptor(output_shape());
+  state->desc = make_tensor_descriptor(output_shape(), value_storage());
   state->add = make_descriptor<OpTensorDescriptor>(cudnnCreateOpTensorDescriptor);
+  // float compute for every value type: Note [16-bit tensor ops].
   CUDNN_CHECK(cudnnSetOpTensorDescriptor(state->add.get(), CUDNN_OP_TENSOR_ADD, CUDNN_DATA_FLOAT,
                                          CUDNN_PROPAGATE_NAN));
   backend_ = std::move(state);

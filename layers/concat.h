@@ -3,7 +3,8 @@
 //   backward: dx_i (= or +=) dy[:, offset_i : offset_i + C_i]
 // Each input is N blocks of C_i*H*W contiguous elements landing C*H*W apart:
 // on CUDA one strided 2-D copy per input (cudaMemcpy2DAsync), or a cuDNN
-// strided add for GradMode::kAdd.
+// strided add for GradMode::kAdd; in bf16 or fp16 where the graph computes so
+// (computes_16_bit: the copies are of bytes).
 #pragma once
 
 #include <string>
@@ -24,6 +25,7 @@ class Concat final : public Layer {
   int min_inputs() const override { return 2; }
   int max_inputs() const override { return 64; }
   Shape infer(std::span<const Shape> inputs) const override;
+  bool computes_16_bit(const Context& ctx) const override { return ctx.is_cuda(); }
 
  private:
   void prepare_cpu(Context& ctx, const PrepareOptions& options) override;

@@ -7,7 +7,9 @@
 // schedule, or 0 to turn dropout off for a run without recompiling.
 // Seeded: the CPU draws m from the context's RNG; cuDNN's generator is seeded
 // from it once, at prepare time. The two backends draw different masks from
-// the same seed; each is reproducible on its own. CUDA: cudnnDropoutForward/Backward.
+// the same seed; each is reproducible on its own. CUDA: cudnnDropoutForward/Backward,
+// in fp16 where the graph computes so; a bf16 graph stages the layer in fp32, as
+// cuDNN's dropout takes no bfloat16 (computes_16_bit; Note [Dropout in 16 bits]).
 #pragma once
 
 #include <string>
@@ -32,6 +34,9 @@ class Dropout final : public Layer {
   // is known only after prepare on a GPU), so on a GPU this overcounts.
   int64_t bytes_moved(Pass pass) const override;
   Shape infer(std::span<const Shape> inputs) const override { return inputs[0]; }
+  bool computes_16_bit(const Context& ctx) const override {
+    return ctx.is_cuda() && ctx.precision() == Precision::kFp16;
+  }
   const Options& options() const { return options_; }
   // The probability from the next training forward on, before or after
   // prepare; the next backward still follows the last forward's mask. p in

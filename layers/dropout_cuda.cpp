@@ -24,6 +24,16 @@
 // no kernel, no allocation, and the generator goes on where it was. PyTorch's
 // DropoutDescriptor::set (ATen cudnn/Descriptors.h) changes p the same way.
 // At p = 0 no cuDNN call is made: forward copies x, backward passes dy.
+//
+// Note [Dropout in 16 bits]: the values are float32, or float16 in an fp16
+// graph (value_storage(), Note [16-bit values in a layer]). cuDNN 9's dropout
+// takes float, double and half only: cudnnDropoutForward and
+// cudnnDropoutBackward refuse any type past CUDNN_DATA_HALF (their argument
+// checks), and its kernels come in float, double and __half/float instances,
+// none for bfloat16. So the layer computes in 16 bits in an fp16 graph only
+// (Dropout::computes_16_bit), and a bf16 graph stages it in fp32. Caffe2's
+// cuDNN dropout ran on float16 so. The reserve space is sized from x's
+// descriptor, the kAdd scratch in bytes of the value type.
 #include "layers/dropout.h"
 
 #include <algorithm>
@@ -55,7 +65,7 @@ Tensor allocate_bytes(Context& ctx, size_t bytes) {
 
 void Dropout::prepare_cuda(Context& ctx, const PrepareOptions& options) {
   auto state = std::make_unique<DropoutState>();
-  state->desc = make_tensor_descriptor(output_shape());
+  state->desc = make_tensor_descriptor(output_shape(), value_storage());  // Note [Dropout in 16 bits]
   last_forward_masked_ = false;
   if (options.phase == Phase::kInference) {  // an inference graph only copies: no RNG states, no mask
     backend_ = std::move(state);
@@ -70,7 +80,7 @@ void Dropout::prepare_cuda(Context& ctx, const PrepareOptions& options) {
                                         state->states.raw(), state->state_bytes, state->seed));
   CUDNN_CHECK(cudnnDropoutGetReserveSpaceSize(state->desc.get(), &state->reserve_bytes));
   state->reserve = allocate_bytes(ctx, state->reserve_bytes);
-  set_workspace_bytes(output_shape().numel() * sizeof(float));  // dx scratch for GradMode::kAdd
+  set_workspace_bytes(output_shape().numel() * size_of(value_storage()));  // dx scratch for GradMode::kAdd
   backend_ = std::move(state);
 }
 

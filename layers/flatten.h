@@ -1,7 +1,8 @@
 // layers/flatten.h: (N, d1, d2, ...) -> (N, d1*d2*...), the bridge from
 // convolutions to linear layers. The elements do not move (NCHW is already
 // sample-major); forward copies them into the output, backward copies (or adds)
-// the gradient back.
+// the gradient back. On CUDA it moves bf16 or fp16 values as they are where the
+// graph computes so (computes_16_bit): the copies are of bytes, the add cuDNN's.
 #pragma once
 
 #include <string>
@@ -19,6 +20,7 @@ class Flatten final : public Layer {
   bool backward_reads_output() const override { return false; }
   std::string describe() const override { return ""; }
   Shape infer(std::span<const Shape> inputs) const override;
+  bool computes_16_bit(const Context& ctx) const override { return ctx.is_cuda(); }
 
  private:
   void prepare_cuda(Context& ctx, const PrepareOptions& options) override;

@@ -1,5 +1,8 @@
 // layers/flatten_cuda.cpp: Flatten as a device copy (forward, written
-// gradient) or a cuDNN add (accumulated gradient).
+// gradient) or a cuDNN add (accumulated gradient). The values are float32, or
+// bfloat16 or float16 in a mixed-precision graph (value_storage()): the copies
+// move bytes, and cudnnAddTensor takes either 16-bit type (Note [16-bit tensor
+// ops], layers/add_cuda.cpp).
 #include "layers/flatten.h"
 
 #include "layers/layer_cuda.h"
@@ -17,7 +20,7 @@ struct FlattenState final : BackendState {
 
 void Flatten::prepare_cuda(Context&, const PrepareOptions&) {
   auto state = std::make_unique<FlattenState>();
-  state->desc = make_tensor_descriptor(output_shape());
+  state->desc = make_tensor_descriptor(output_shape(), value_storage());
   backend_ = std::move(state);
 }
 

@@ -5,7 +5,7 @@
 
 namespace glassbox {
 
-TensorDescriptor make_tensor_descriptor(const Shape& shape) {
+TensorDescriptor make_tensor_descriptor(const Shape& shape, DType dtype) {
   if (shape.rank() < 1 || shape.rank() > 4) {
     throw ShapeError(cat("cuDNN tensor descriptor: rank ", shape.rank(), " shape ", shape.str(),
                          " (1 to 4 supported)"));
@@ -15,7 +15,7 @@ TensorDescriptor make_tensor_descriptor(const Shape& shape) {
     if (shape[i] > INT_MAX) throw ShapeError(cat("cuDNN tensor descriptor: ", shape.str(), " too large"));
     dims[i] = static_cast<int>(shape[i]);
   }
-  return make_nchw_descriptor(dims[0], dims[1], dims[2], dims[3]);
+  return make_nchw_descriptor(dims[0], dims[1], dims[2], dims[3], dtype);
 }
 
 void write_or_add_tensor(Context& ctx, GradMode mode, cudnnTensorDescriptor_t desc, const Tensor& dy,

@@ -21,10 +21,11 @@ inline const float* beta_for(GradMode mode) { return mode == GradMode::kAdd ? &k
 void write_or_add_tensor(Context& ctx, GradMode mode, cudnnTensorDescriptor_t desc, const Tensor& dy,
                          const Tensor& dx);
 
-// A packed float32 descriptor for a shape of rank 1 to 4, read as NCHW and
-// padded with trailing ones (cuDNN wants four dimensions): (N, F) is (N, F, 1, 1).
-// Throws ShapeError for rank above 4 or a size above cuDNN's int range.
-TensorDescriptor make_tensor_descriptor(const Shape& shape);
+// A packed descriptor of float32 (or `dtype`: float16, bfloat16) for a shape
+// of rank 1 to 4, read as NCHW and padded with trailing ones (cuDNN wants four
+// dimensions): (N, F) is (N, F, 1, 1). Throws ShapeError for rank above 4 or a
+// size above cuDNN's int range.
+TensorDescriptor make_tensor_descriptor(const Shape& shape, DType dtype = DType::kFloat32);
 
 // The layer's BackendState as the concrete type its x_cuda.cpp defined.
 template <typename State>

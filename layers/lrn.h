@@ -5,7 +5,9 @@
 //   backward: dx[c'] (= or +=) dy[c'] * s[c']^(-beta)
 //                   - 2 * alpha * beta / size * x[c'] * sum_{c whose window holds c'} dy[c] * x[c] * s[c]^(-beta - 1)
 // size must be odd, so the window is centred (PyTorch's LocalResponseNorm and
-// cuDNN agree on that case). CUDA: cudnnLRNCrossChannelForward/Backward.
+// cuDNN agree on that case). CUDA: cudnnLRNCrossChannelForward/Backward, in
+// fp16 where the graph computes so; a bf16 graph stages the layer in fp32, as
+// cuDNN's LRN takes no bfloat16 (computes_16_bit; Note [LRN in 16 bits]).
 #pragma once
 
 #include <string>
@@ -27,6 +29,9 @@ class LocalResponseNorm final : public Layer {
   std::string_view type() const override { return "LocalResponseNorm"; }
   std::string describe() const override;  // "size 5, alpha 0.0001, beta 0.75, k 2"
   Shape infer(std::span<const Shape> inputs) const override;
+  bool computes_16_bit(const Context& ctx) const override {
+    return ctx.is_cuda() && ctx.precision() == Precision::kFp16;
+  }
   const Options& options() const { return options_; }
 
  private:

@@ -2,6 +2,19 @@
 // What cuDNN computes, and why it equals the header's formula for odd sizes:
 // Note [What cuDNN's LRN computes] in lrn.cpp. Backward reads y, dy and x
 // (y as forward left it), so nothing is saved on the device.
+//
+// Note [LRN in 16 bits]: the values are float32, or float16 in an fp16 graph
+// (value_storage(), Note [16-bit values in a layer]). cuDNN 9's cross-channel
+// LRN takes float, double and half (and int8 forward), not bfloat16:
+// cudnnLRNCrossChannelForward refuses any type past CUDNN_DATA_INT8 (its
+// argument checks), and its forward and backward kernels come in __half/float
+// instances and none for bfloat16. So the layer computes in 16 bits in an fp16
+// graph only (LocalResponseNorm::computes_16_bit), and a bf16 graph stages it
+// in fp32. The window sums are taken in float inside. cudnn_ops.h says the
+// descriptor's double parameters are cast to the tensor type: for the usual
+// ones (alpha 1e-4, beta 0.75, k 1 or 2) that moves y by less than half an
+// fp16 rounding step (only alpha is inexact in half, by 1.7e-4 relative).
+// Caffe2's cuDNN LRN ran forward and backward on float16 so.
 #include "layers/lrn.h"
 
 #include "layers/layer_cuda.h"
@@ -22,7 +35,7 @@ void LocalResponseNorm::prepare_cuda(Context&, const PrepareOptions&) {
   static_assert(kMinK == CUDNN_LRN_MIN_K && kMinBeta == CUDNN_LRN_MIN_BETA,
                 "LocalResponseNorm's k and beta limits must be cuDNN's");
   auto state = std::make_unique<LrnState>();
-  state->desc = make_tensor_descriptor(input_shapes()[0]);
+  state->desc = make_tensor_descriptor(input_shapes()[0], value_storage());  // Note [LRN in 16 bits]
   state->lrn = make_descriptor<LrnDescriptor>(cudnnCreateLRNDescriptor);
   // cuDNN divides alpha by size itself: pass alpha as given.
   CUDNN_CHECK(cudnnSetLRNDescriptor(state->lrn.get(), static_cast<unsigned>(options_.size), options_.alpha,

@@ -2,6 +2,8 @@
 //   y = max(x, 0)
 //   backward: dx (= or +=) dy * [y > 0]
 // The mask is read from y, so forward's output is all backward needs.
+// CUDA: cuDNN's activation forward/backward, in bf16 or fp16 where the graph
+// computes so (computes_16_bit; relu_cuda.cpp).
 #pragma once
 
 #include "layers/layer.h"
@@ -19,6 +21,7 @@ class ReLU final : public Layer {
   bool keeps_layout() const override { return true; }  // elementwise: any order of the elements
   std::string describe() const override { return ""; }
   Shape infer(std::span<const Shape> inputs) const override { return inputs[0]; }
+  bool computes_16_bit(const Context& ctx) const override { return ctx.is_cuda(); }
 
  private:
   void prepare_cuda(Context& ctx, const PrepareOptions& options) override;

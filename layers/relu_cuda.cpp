@@ -1,4 +1,12 @@
 // layers/relu_cuda.cpp: ReLU with cuDNN activation forward/backward.
+//
+// Note [16-bit activation]: the values are float32, or bfloat16 or float16 in
+// a mixed-precision graph (value_storage(), Note [16-bit values in a layer]).
+// cudnnActivationForward takes every type up to CUDNN_DATA_INT8 and
+// CUDNN_DATA_BFLOAT16, and cudnnActivationBackward float, double, half and
+// bfloat16, all descriptors of one type (cuDNN 9's argument checks; oneDNN's
+// cuDNN backend runs bf16 ReLU forward and backward so). alpha and beta stay
+// float. max(x, 0) and its mask are exact in any type.
 #include "layers/relu.h"
 
 #include "layers/layer_cuda.h"
@@ -15,7 +23,7 @@ struct ReLUState final : BackendState {
 
 void ReLU::prepare_cuda(Context&, const PrepareOptions&) {
   auto state = std::make_unique<ReLUState>();
-  state->desc = make_tensor_descriptor(output_shape());
+  state->desc = make_tensor_descriptor(output_shape(), value_storage());  // Note [16-bit activation]
   state->activation = make_descriptor<ActivationDescriptor>(cudnnCreateActivationDescriptor);
   CUDNN_CHECK(cudnnSetActivationDescriptor(state->activation.get(), CUDNN_ACTIVATION_RELU,
                                            CUDNN_NOT_PROPAGATE_NAN, 0.0));

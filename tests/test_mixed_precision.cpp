@@ -22,6 +22,7 @@
 #include "tensor/copy.h"
 #include "tensor/safetensors.h"
 #include "tests/support/data_files.h"
+#include "tests/support/devices.h"
 #include "tests/support/temp_dir.h"
 #include "train/trainer.h"
 
@@ -152,18 +153,22 @@ Graph one_layer(const LayerUnderTest& layer, Shape input, Inputs inputs) {
   return std::move(g).build(g.softmax_cross_entropy(x, labels));
 }
 
+// The 16-bit graph runs on `device` (on a CUDA device its layers compute in
+// 16 bits where they can, Note [16-bit values in a layer]); the fp32
+// reference runs on the CPU.
 void expect_layer_close_to_fp32(const std::string& what, const LayerUnderTest& layer,
-                                Shape input = {kBatch, 8, 6, 6}, Inputs inputs = Inputs::kOne) {
+                                Shape input = {kBatch, 8, 6, 6}, Inputs inputs = Inputs::kOne,
+                                Device device = Device::cpu()) {
   std::vector<std::string> names = {"images"};
   if (inputs == Inputs::kTwo) names.push_back("more");
   for (Precision precision : {Precision::kBf16, Precision::kFp16}) {
-    SCOPED_TRACE(cat(what, " ", flag_name_of(precision)));
+    SCOPED_TRACE(cat(what, " ", flag_name_of(precision), " on ", device.str()));
     struct Run {
-      Context ctx = Context::cpu(5);
+      Context ctx;
       Graph graph;
     };
-    Run reference{.graph = one_layer(layer, input, inputs)};
-    Run mixed{.graph = one_layer(layer, input, inputs)};
+    Run reference{.ctx = Context::cpu(5), .graph = one_layer(layer, input, inputs)};
+    Run mixed{.ctx = Context::on(device, 5), .graph = one_layer(layer, input, inputs)};
     // fp16 runs at a loss scale, as it trains; its gradients are divided back below.
     const float scale = precision == Precision::kFp16 ? 1024.0f : 1.0f;
     for (Run* run : {&reference, &mixed}) {
@@ -206,47 +211,66 @@ void expect_layer_close_to_fp32(const std::string& what, const LayerUnderTest& l
   }
 }
 
-TEST(MixedPrecision, EveryImageLayerMatchesFp32WithinTheTolerance) {
+void expect_every_image_layer_close_to_fp32(Device device) {
+  const Shape images{kBatch, 8, 6, 6};
   expect_layer_close_to_fp32("conv", [](GraphBuilder& g, Value x, Value) {
     return g.conv(x, {.out_channels = 8, .kernel = 3, .pad = 1}, "conv");
-  });
+  }, images, Inputs::kOne, device);
   expect_layer_close_to_fp32("strided conv without bias", [](GraphBuilder& g, Value x, Value) {
     return g.conv(x, {.out_channels = 6, .kernel = 3, .stride = 2, .bias = false}, "conv");
-  });
+  }, images, Inputs::kOne, device);
   expect_layer_close_to_fp32("1x1 conv", [](GraphBuilder& g, Value x, Value) {
     return g.conv(x, {.out_channels = 4, .kernel = 1}, "conv");
-  });
+  }, images, Inputs::kOne, device);
   expect_layer_close_to_fp32("depthwise conv", [](GraphBuilder& g, Value x, Value) {
     return g.conv(x, {.out_channels = 8, .kernel = 3, .pad = 1, .groups = 8}, "conv");
-  });
-  expect_layer_close_to_fp32("batch norm", [](GraphBuilder& g, Value x, Value) { return g.batch_norm(x, {}, "bn"); });
-  expect_layer_close_to_fp32("relu", [](GraphBuilder& g, Value x, Value) { return g.relu(x, "relu"); });
+  }, images, Inputs::kOne, device);
+  expect_layer_close_to_fp32("batch norm", [](GraphBuilder& g, Value x, Value) { return g.batch_norm(x, {}, "bn"); },
+                             images, Inputs::kOne, device);
+  expect_layer_close_to_fp32("relu", [](GraphBuilder& g, Value x, Value) { return g.relu(x, "relu"); }, images,
+                             Inputs::kOne, device);
   expect_layer_close_to_fp32("max pool", [](GraphBuilder& g, Value x, Value) {
     return g.max_pool(x, {.kernel = 3, .stride = 2}, "pool");
-  });
+  }, images, Inputs::kOne, device);
   expect_layer_close_to_fp32("average pool", [](GraphBuilder& g, Value x, Value) {
     return g.avg_pool(x, {.kernel = 3, .stride = 1, .pad = 1}, "pool");
-  });
+  }, images, Inputs::kOne, device);
   expect_layer_close_to_fp32("global average pool", [](GraphBuilder& g, Value x, Value) {
     return g.global_avg_pool(x, "pool");
-  });
-  expect_layer_close_to_fp32("lrn", [](GraphBuilder& g, Value x, Value) { return g.lrn(x, {.size = 3}, "lrn"); });
-  expect_layer_close_to_fp32("dropout", [](GraphBuilder& g, Value x, Value) {
-    return g.dropout(x, {.p = 0.25f}, "drop");
-  });
+  }, images, Inputs::kOne, device);
+  expect_layer_close_to_fp32("lrn", [](GraphBuilder& g, Value x, Value) { return g.lrn(x, {.size = 3}, "lrn"); },
+                             images, Inputs::kOne, device);
+  // The GPU's dropout masks come from cuDNN's generator, not the CPU's: they
+  // differ from the reference's, so dropout is compared on the CPU only.
+  if (!device.is_cuda()) {
+    expect_layer_close_to_fp32("dropout", [](GraphBuilder& g, Value x, Value) {
+      return g.dropout(x, {.p = 0.25f}, "drop");
+    });
+  }
   expect_layer_close_to_fp32(
-      "add", [](GraphBuilder& g, Value x, Value y) { return g.add({x, y}, "add"); }, {kBatch, 8, 6, 6}, Inputs::kTwo);
+      "add", [](GraphBuilder& g, Value x, Value y) { return g.add({x, y}, "add"); }, images, Inputs::kTwo, device);
   expect_layer_close_to_fp32(
-      "concat", [](GraphBuilder& g, Value x, Value y) { return g.concat({x, y}, "concat"); }, {kBatch, 8, 6, 6},
-      Inputs::kTwo);
+      "concat", [](GraphBuilder& g, Value x, Value y) { return g.concat({x, y}, "concat"); }, images,
+      Inputs::kTwo, device);
   expect_layer_close_to_fp32("subsample and pad", [](GraphBuilder& g, Value x, Value) {
     return g.append(std::make_unique<SubsamplePad>("shortcut", SubsamplePad::Options{.stride = 2, .out_channels = 16,
                                                                                      .first_channel = 4}),
                     {x});
-  });
+  }, images, Inputs::kOne, device);
   expect_layer_close_to_fp32("linear", [](GraphBuilder& g, Value x, Value) {
     return g.linear(x, {.out_features = 12}, "fc");
-  }, {kBatch, 20});
+  }, {kBatch, 20}, Inputs::kOne, device);
+}
+
+TEST(MixedPrecision, EveryImageLayerMatchesFp32WithinTheTolerance) {
+  expect_every_image_layer_close_to_fp32(Device::cpu());
+}
+
+// The same on a GPU, against the CPU's fp32: the layers that compute in 16
+// bits there (cuDNN and cuBLAS with fp32 accumulation) and those staged.
+TEST(MixedPrecision, EveryImageLayerOnCudaMatchesFp32WithinTheTolerance) {
+  GLASSBOX_REQUIRE_CUDA();
+  expect_every_image_layer_close_to_fp32(Device::cuda(0));
 }
 
 // A whole language model, embedding and LSTM included: its steps are smooth

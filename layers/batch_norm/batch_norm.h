@@ -10,7 +10,9 @@
 //              dx (= or +=) scale / sqrt(var + eps) * (dy - mean(dy) - xhat * mean(dy * xhat))
 // Running statistics start at mean 0, variance 1 and are layer state, not
 // parameters (not trained, not in the gradient buffer). CUDA: cuDNN's spatial
-// batch norm (training, inference, backward).
+// batch norm (training, inference, backward); in a bf16 or fp16 graph x, y, dx
+// and dy are 16-bit while scale, shift, their gradients and the statistics stay
+// fp32 (computes_16_bit; Note [Batch norm's fp32 side] in batch_norm_cuda.cpp).
 // Backward is the training one: it needs the batch statistics of a training
 // forward just before it, and fails after an inference-phase forward (the
 // gradient of the inference formula, with fixed statistics, is not offered).
@@ -42,6 +44,7 @@ class BatchNorm2d final : public Layer {
   Shape infer(std::span<const Shape> inputs) const override;
   std::vector<ParamSpec> param_specs() const override;  // scale: ones; shift: zeros
   bool keeps_fp32_parameters() const override { return true; }
+  bool computes_16_bit(const Context& ctx) const override { return ctx.is_cuda(); }
   const Options& options() const { return options_; }
 
   std::vector<NamedTensor> state() const override;  // running_mean, running_var

@@ -18,6 +18,20 @@
 //     alphaParamDiff/betaParamDiff (1 and 1: they accumulate).
 //   - The (1, C, 1, 1) descriptor of scale, shift and the statistics comes
 //     from cudnnDeriveBNTensorDescriptor in CUDNN_BATCHNORM_SPATIAL mode.
+//
+// Note [Batch norm's fp32 side]: x, y, dx and dy are float32, or bfloat16 or
+// float16 in a mixed-precision graph (value_storage(), Note [16-bit values in
+// a layer]); scale, shift, their gradients, the running and the saved
+// statistics are float32 always (keeps_fp32_parameters, allocate_state).
+// That is cuDNN's own split: cudnn_ops.h gives the shared descriptor of those
+// six tensors the type "(typeOf(x) == double) ? double : float", and
+// cudnnDeriveBNTensorDescriptor, which derives it from x's descriptor, so
+// makes a float one for half or bfloat16 x. cuDNN 9 checks that bfloat16 x
+// comes with a float scale descriptor, and its batch-norm kernels come in
+// __half/float and __nv_bfloat16/float instances: the statistics are computed
+// in float. alpha and beta stay float. prepare_cuda reads the derived type
+// back and refuses anything but float, so a cuDNN that derived otherwise
+// fails at prepare instead of reading float buffers as 16-bit ones.
 #include "layers/batch_norm/batch_norm.h"
 
 #include "layers/layer_cuda.h"
@@ -38,9 +52,19 @@ void BatchNorm2d::prepare_cuda(Context& ctx, const PrepareOptions&) {
   static_assert(kMinEpsilon == CUDNN_BN_MIN_EPSILON, "BatchNorm2d's epsilon limit must be cuDNN's");
   allocate_state(ctx);
   auto state = std::make_unique<BatchNormState>();
-  state->data = make_tensor_descriptor(input_shapes()[0]);
+  state->data = make_tensor_descriptor(input_shapes()[0], value_storage());
   state->param = make_descriptor<TensorDescriptor>(cudnnCreateTensorDescriptor);
   CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(state->param.get(), state->data.get(), kMode));
+  // Note [Batch norm's fp32 side]: the parameters and statistics are float buffers.
+  cudnnDataType_t param_type{};
+  int n = 0, c = 0, h = 0, w = 0, n_stride = 0, c_stride = 0, h_stride = 0, w_stride = 0;
+  CUDNN_CHECK(cudnnGetTensor4dDescriptor(state->param.get(), &param_type, &n, &c, &h, &w, &n_stride, &c_stride,
+                                         &h_stride, &w_stride));
+  if (param_type != CUDNN_DATA_FLOAT) {
+    throw Error(cat(name(), " (", type(), "): cuDNN derives the scale and statistics descriptor as cudnnDataType_t ",
+                    static_cast<int>(param_type), ", not float, for ", name_of(value_storage()),
+                    " values; the layer keeps them in float32"));
+  }
   backend_ = std::move(state);
 }
 

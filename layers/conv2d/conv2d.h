@@ -17,7 +17,9 @@
 // CUDA: cuDNN's convolution, with the algorithms chosen at compile time (cuDNN's
 // heuristics by default, measured search on request), the workspace sized from
 // the choice, and a fall-back to the next candidate when one is not supported
-// or does not fit. Every choice is recorded for reports.
+// or does not fit. Every choice is recorded for reports. On CUDA the layer
+// computes in bf16 or fp16 itself where the graph does (computes_16_bit):
+// 16-bit data, fp32 accumulation, tensor-core kernels (conv2d_cuda.cpp).
 #pragma once
 
 #include <array>
@@ -46,6 +48,8 @@ class Conv2d final : public Layer {
 
   std::string_view type() const override { return "Conv2d"; }
   bool backward_reads_output() const override { return false; }  // dW needs x, dx needs W
+  // cuDNN takes 16-bit data with fp32 accumulation; the CPU path is fp32 only.
+  bool computes_16_bit(const Context& ctx) const override { return ctx.is_cuda(); }
   std::string describe() const override;  // "3x3 s1 p1, 64 -> 128" (+ " d2", " g32", ", no bias")
   Shape infer(std::span<const Shape> inputs) const override;
   std::vector<ParamSpec> param_specs() const override;  // weight: He normal; bias: zeros
@@ -97,6 +101,7 @@ class Conv2d final : public Layer {
     float time_ms = -1.0f;       // measured search only; -1 otherwise
     std::string verdict;         // "chosen", "not tried", or why it was skipped
     bool deterministic = false;  // cuDNN reports it CUDNN_DETERMINISTIC (same bits on every run)
+    bool tensor_op = false;      // cuDNN reports tensor-op math for it (a pin: its heuristic entry's)
   };
   // Pins algorithms by number for the next prepare() on a CUDA device, e.g.
   //   conv.pin_algorithms({.backward_data = 1});   // CUDNN_CONVOLUTION_BWD_DATA_ALGO_1

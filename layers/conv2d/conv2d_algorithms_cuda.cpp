@@ -15,10 +15,19 @@
 // Note [Math type per pass]: cuDNN decides between FMA and tensor-op kernels
 // from the algorithm *and* the descriptor's math type, and its search reports
 // the math type each result was obtained with. So each pass gets its own
-// convolution descriptor carrying its chosen result's math type (kTf32). In the
-// reference precision (kFp32) every descriptor stays CUDNN_FMA_MATH, and a
-// result that reports tensor-op math is skipped; in either precision a result
-// that would down-convert float data (TENSOR_OP_MATH_ALLOW_CONVERSION) is.
+// convolution descriptor carrying its chosen result's math type (kTf32, and
+// 16-bit data). In the reference precision (kFp32) every descriptor stays
+// CUDNN_FMA_MATH, and a result that reports tensor-op math is skipped; with
+// float data in either precision a result that would down-convert it
+// (TENSOR_OP_MATH_ALLOW_CONVERSION) is. With bfloat16 or float16 data,
+// tensor-op results are the point: the search's descriptor asks for
+// CUDNN_TENSOR_OP_MATH, the convolution's compute type stays float (fp32
+// accumulation: cuDNN's PSEUDO_BFLOAT16 and PSEUDO_HALF configurations), and
+// algorithms() marks the passes whose result reports tensor-op math. A 16-bit
+// result reporting TENSOR_OP_MATH_ALLOW_CONVERSION is skipped too: the data
+// need no conversion to reach the tensor cores, and cuDNN does not say what
+// such a result would convert them to (bfloat16 to float16 loses range), so
+// the data stay in the type the graph chose.
 #include "layers/conv2d/conv2d_algorithms_cuda.h"
 
 #include <algorithm>
@@ -31,6 +40,11 @@ namespace {
 constexpr std::array<std::string_view, 3> kPassNames = {"fwd", "bwd-data", "bwd-filter"};
 constexpr std::array<std::string_view, 3> kPassLongNames = {"forward", "backward-data", "backward-filter"};
 constexpr std::string_view kNotDeterministic = "not deterministic";
+
+bool is_16_bit(const SearchInput& in) { return in.data != DType::kFloat32; }
+// Whether a chosen result runs with the math type cuDNN reported for it, or
+// with the base math (kFp32: FMA only). Note [Math type per pass].
+bool runs_result_math(const SearchInput& in) { return in.tf32 || is_16_bit(in); }
 
 std::string algorithm_name(Pass pass, int algo) {
   switch (pass) {
@@ -219,9 +233,9 @@ Scratch allocate_scratch(Context& ctx, const PrepareOptions& options, const Sear
     }
   }
   Scratch scratch;
-  scratch.x = ctx.allocate(in.x, DType::kFloat32, MemoryCategory::kWorkspace);
-  scratch.w = ctx.allocate(in.w, DType::kFloat32, MemoryCategory::kWorkspace);
-  scratch.y = ctx.allocate(in.y, DType::kFloat32, MemoryCategory::kWorkspace);
+  scratch.x = ctx.allocate(in.x, in.data, MemoryCategory::kWorkspace);
+  scratch.w = ctx.allocate(in.w, in.data, MemoryCategory::kWorkspace);
+  scratch.y = ctx.allocate(in.y, in.data, MemoryCategory::kWorkspace);
   for (size_t bytes = wanted; bytes > 0; bytes /= 2) {
     try {
       const auto floats = static_cast<int64_t>((bytes + sizeof(float) - 1) / sizeof(float));
@@ -260,7 +274,8 @@ PassChoice choose_pinned(Context& ctx, const PrepareOptions& options, const Sear
     reject(cat("needs ", bytes_str(bytes), " of workspace, the limit is ", bytes_str(options.workspace_limit)));
   }
   if (!try_reserve(ctx, bytes)) reject(cat("needs ", bytes_str(bytes), " of workspace: out of memory"));
-  list.push_back({algo, algo_name, true, bytes, -1.0f, "chosen (pinned)", deterministic});
+  const bool tensor_op = entry != listed.end() && is_tensor_op(entry->math);
+  list.push_back({algo, algo_name, true, bytes, -1.0f, "chosen (pinned)", deterministic, tensor_op});
   return {in.make_convolution(in.base_math), algo, bytes};
 }
 
@@ -272,22 +287,23 @@ PassChoice choose_searched(Context& ctx, const PrepareOptions& options, const Se
   std::optional<PassChoice> chosen;
   for (const Perf& perf : perfs) {
     Conv2d::AlgorithmCandidate c{perf.algo, algorithm_name(pass, perf.algo), perf.status == CUDNN_STATUS_SUCCESS,
-                                 perf.memory, perf.time_ms, "", perf.deterministic};
+                                 perf.memory, perf.time_ms, "", perf.deterministic, is_tensor_op(perf.math)};
     if (chosen) {
       c.verdict = "not tried";
     } else if (perf.status != CUDNN_STATUS_SUCCESS) {
       c.verdict = cudnnGetErrorString(perf.status);
     } else if (options.deterministic && !perf.deterministic) {
       c.verdict = kNotDeterministic;
-    } else if (!in.tf32 && is_tensor_op(perf.math)) {
+    } else if (!in.tf32 && !is_16_bit(in) && is_tensor_op(perf.math)) {
       c.verdict = "uses tensor-op math, TF32 is off";
     } else if (perf.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
-      c.verdict = "would down-convert float data";
+      c.verdict = is_16_bit(in) ? "may convert the 16-bit data (TENSOR_OP_MATH_ALLOW_CONVERSION)"
+                                : "would down-convert float data";
     } else if (perf.memory > options.workspace_limit) {
       c.verdict = cat("needs ", bytes_str(perf.memory), ", limit ", bytes_str(options.workspace_limit));
     } else {
       // Confirm with the descriptor it will run with; take the larger need.
-      ConvolutionDescriptor conv = in.make_convolution(in.tf32 ? perf.math : in.base_math);
+      ConvolutionDescriptor conv = in.make_convolution(runs_result_math(in) ? perf.math : in.base_math);
       size_t bytes = 0;
       const cudnnStatus_t status = workspace_size(in.descriptors, conv.get(), pass, perf.algo, bytes);
       bytes = std::max(bytes, perf.memory);
@@ -346,7 +362,9 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
     choice.passes[i] = choose_searched(ctx, options, in, pass, perfs, how, candidates[i], notes[i]);
   }
 
-  // "fwd IMPLICIT_PRECOMP_GEMM (0 B), bwd-data ALGO_1 (2.00 MiB), bwd-filter ALGO_1 (0 B), heuristic"
+  // "fwd IMPLICIT_PRECOMP_GEMM (0 B), bwd-data ALGO_1 (2.00 MiB), bwd-filter ALGO_1 (0 B), heuristic";
+  // with 16-bit data each pass whose result reports tensor-op math says so, and the data type follows
+  // how: "fwd IMPLICIT_PRECOMP_GEMM (0 B, tensor-op), ..., heuristic, bf16".
   std::string& summary = choice.summary;
   for (Pass pass : kPasses) {
     const size_t i = index_of(pass);
@@ -355,9 +373,10 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
                       [](const Conv2d::AlgorithmCandidate& x) { return x.verdict.starts_with("chosen"); });
     summary += cat(i == 0 ? "" : ", ", kPassNames[i], " ", c.name, " (", bytes_str(c.workspace_bytes),
                    c.time_ms >= 0 ? ", " + ms_str(c.time_ms) : "", in.pins[i] != Conv2d::kChoose ? ", pinned" : "",
-                   ")");
+                   is_16_bit(in) && c.tensor_op ? ", tensor-op" : "", ")");
   }
-  summary += cat(", ", how, in.tf32 ? ", tf32" : "", options.deterministic ? ", deterministic" : "");
+  const std::string_view data = !is_16_bit(in) ? "" : in.data == DType::kBFloat16 ? ", bf16" : ", fp16";
+  summary += cat(", ", how, in.tf32 ? ", tf32" : "", data, options.deterministic ? ", deterministic" : "");
   for (Pass pass : kPasses) {
     const size_t i = index_of(pass);
     if (!notes[i].empty()) summary += cat("; ", kPassNames[i], " skipped ", notes[i]);

@@ -32,9 +32,10 @@ struct SearchInput {
   std::string layer;                    // the layer's name, for errors
   ConvDescriptors descriptors;
   Shape x, w, y;                        // shapes of the measured search's scratch tensors
+  DType data = DType::kFloat32;         // the type of x, w and y (and of that scratch): float32, bfloat16, float16
   std::array<int, 3> pins;              // per pass: Conv2d::kChoose or a pinned algorithm
   MakeConvolution make_convolution;
-  bool tf32 = false;                    // the context's precision allows TF32 tensor-op math
+  bool tf32 = false;                    // the context's precision allows TF32 tensor-op math on float data
   cudnnMathType_t base_math = CUDNN_FMA_MATH;  // the math of a descriptor with no result to follow
 };
 

@@ -4,11 +4,31 @@
 // per pass (forward, backward-data, backward-filter) with the workspace it
 // needs, chosen by layers/conv2d/conv2d_algorithms_cuda.cpp. Forward and backward
 // then only call cuDNN with those choices.
+//
+// The data (x, y, their gradients, the weights and bias in use) are float32,
+// or bfloat16 or float16 in a mixed-precision graph (value_storage(), Note
+// [16-bit values in a layer] in layers/layer.h): the descriptors take that
+// type, and the convolution's compute type is float either way, so 16-bit
+// data accumulate in fp32. The parameter gradients stay float32 (Note [16-bit
+// parameter gradients]).
+//
+// Note [16-bit parameter gradients]: the optimizer reads fp32 parameter
+// gradients, but cuDNN's backward-filter and backward-bias write dW and db in
+// the type of the filter and bias descriptors, which must be the data's type
+// (x, dy and dW share one type in every configuration cuDNN documents). So with
+// 16-bit data the layer holds a 16-bit scratch the size of its parameters
+// (allocated at a training prepare, MemoryCategory::kGradients), has cuDNN
+// write dW and db there (beta = 0: each rounded once from cuDNN's fp32 sums),
+// and adds them, widened, into the fp32 gradients (accumulate_widened). This
+// is what PyTorch's autocast does: the 16-bit working copy's gradient, cast
+// back and accumulated into the fp32 parameter's .grad. Linear does the same
+// with cuBLAS (layers/linear/linear_cuda.cpp).
 #include <algorithm>
 
 #include "layers/conv2d/conv2d.h"
 #include "layers/conv2d/conv2d_algorithms_cuda.h"
 #include "layers/layer_cuda.h"
+#include "tensor/convert.h"
 
 namespace glassbox {
 namespace {
@@ -21,6 +41,10 @@ struct ConvState final : BackendState {
   FilterDescriptor w;
   std::array<conv2d_cuda::PassChoice, 3> passes;  // per pass, see Note [Math type per pass]
   std::string summary;
+  // 16-bit data in training: dW (K, C/G, R, S) and db (K) in the data's type,
+  // before they are added into the fp32 gradients (Note [16-bit parameter
+  // gradients]). Undefined otherwise (db also without a bias).
+  Tensor weight_grad, bias_grad;
   std::string algorithms() const override { return summary; }
 
   const conv2d_cuda::PassChoice& pass(Pass p) const { return passes[index_of(p)]; }
@@ -35,18 +59,22 @@ void Conv2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
   const Shape& xs = input_shapes()[0];
   const Shape& ys = output_shape();
   const int cg = static_cast<int>(xs[1] / o.groups);
+  const Shape ws{o.out_channels, cg, o.kernel.h, o.kernel.w};
+  const DType data = value_storage();
+  const bool narrow = data != DType::kFloat32;
   auto state = std::make_unique<ConvState>();
-  state->x = make_tensor_descriptor(xs);
-  state->y = make_tensor_descriptor(ys);
-  state->bias = make_tensor_descriptor(Shape{1, o.out_channels});
+  state->x = make_tensor_descriptor(xs, data);
+  state->y = make_tensor_descriptor(ys, data);
+  state->bias = make_tensor_descriptor(Shape{1, o.out_channels}, data);
   state->w = make_descriptor<FilterDescriptor>(cudnnCreateFilterDescriptor);
-  CUDNN_CHECK(cudnnSetFilter4dDescriptor(state->w.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, o.out_channels, cg,
-                                         o.kernel.h, o.kernel.w));
+  CUDNN_CHECK(cudnnSetFilter4dDescriptor(state->w.get(), cudnn_data_type(data), CUDNN_TENSOR_NCHW, o.out_channels,
+                                         cg, o.kernel.h, o.kernel.w));
   // kFp32 is the reference: FMA kernels only. kTf32: cuDNN's default math,
   // which lets float convolutions use TF32 tensor cores (Ampere and later).
+  // 16-bit data: tensor-op math, so tensor-core kernels may run (Note [Math type per pass]).
   const bool tf32 = ctx.precision() == Precision::kTf32;
-  const cudnnMathType_t base_math = tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
-  auto make_conv = [o](cudnnMathType_t math) {
+  const cudnnMathType_t base_math = narrow ? CUDNN_TENSOR_OP_MATH : tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+  auto make_conv = [o](cudnnMathType_t math) {  // compute type float: fp32 accumulation for 16-bit data too
     auto conv = make_descriptor<ConvolutionDescriptor>(cudnnCreateConvolutionDescriptor);
     CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv.get(), o.pad.h, o.pad.w, o.stride.h, o.stride.w,
                                                 o.dilation.h, o.dilation.w, CUDNN_CROSS_CORRELATION,
@@ -67,12 +95,23 @@ void Conv2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
              "), shape inference ", ys.str()));
   }
 
+  // Before the search, which fits the workspace into the memory left.
+  if (narrow && options.phase == Phase::kTraining) {
+    // One block: dW, then db from the next 256 bytes, the alignment of an allocation of its own.
+    const size_t bias_offset = (static_cast<size_t>(ws.numel()) * size_of(data) + 255) / 256 * 256;
+    const int64_t elements = static_cast<int64_t>(bias_offset / size_of(data)) + (o.bias ? o.out_channels : 0);
+    const Tensor grads = ctx.allocate(Shape{elements}, data, MemoryCategory::kGradients);
+    state->weight_grad = grads.view(0, ws, data);
+    if (o.bias) state->bias_grad = grads.view(bias_offset, Shape{o.out_channels}, data);
+  }
+
   const conv2d_cuda::SearchInput search{
       .layer = name(),
       .descriptors = d,
       .x = xs,
-      .w = Shape{o.out_channels, cg, o.kernel.h, o.kernel.w},
+      .w = ws,
       .y = ys,
+      .data = data,
       .pins = {pins_.forward, pins_.backward_data, pins_.backward_filter},
       .make_convolution = make_conv,
       .tf32 = tf32,
@@ -118,15 +157,23 @@ void Conv2d::backward_cuda(Context& ctx, const BackwardArgs& args) {
   }
   // glassbox::Pass: the step's passes (tensor/pass.h), not Conv2d::Pass, the cuDNN call.
   ctx.switch_pass(glassbox::Pass::kBackwardWeights);
+  // fp32 data: dW and db add into the gradients. 16-bit data: they are written
+  // into the 16-bit scratch, then added widened (Note [16-bit parameter gradients]).
+  const bool narrow = value_storage() != DType::kFloat32;
+  const float* beta = narrow ? &kZero : &kOne;
+  const Tensor& dw = narrow ? s.weight_grad : args.param_grads[0];
   const conv2d_cuda::PassChoice& filter = s.pass(Pass::kBackwardFilter);
   CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle, &kOne, s.x.get(), args.inputs[0].raw(), s.y.get(),
                                              args.output_grad.raw(), filter.convolution.get(),
                                              static_cast<cudnnConvolutionBwdFilterAlgo_t>(filter.algo),
                                              s.workspace_for(workspace, Pass::kBackwardFilter), filter.workspace,
-                                             &kOne, s.w.get(), args.param_grads[0].raw()));
+                                             beta, s.w.get(), dw.raw()));
+  if (narrow) accumulate_widened(ctx, s.weight_grad, args.param_grads[0]);
   if (options_.bias) {
-    CUDNN_CHECK(cudnnConvolutionBackwardBias(handle, &kOne, s.y.get(), args.output_grad.raw(), &kOne,
-                                             s.bias.get(), args.param_grads[1].raw()));
+    const Tensor& db = narrow ? s.bias_grad : args.param_grads[1];
+    CUDNN_CHECK(cudnnConvolutionBackwardBias(handle, &kOne, s.y.get(), args.output_grad.raw(), beta,
+                                             s.bias.get(), db.raw()));
+    if (narrow) accumulate_widened(ctx, s.bias_grad, args.param_grads[1]);
   }
 }
 

@@ -13,7 +13,9 @@
 // stream the weights once (Note [Linear forward at small batches]); above,
 // the forward on oneDNN's matmul up to 1024 rows (Note [Linear forward on
 // oneDNN's matmul]) and the rest Eigen products over blocks of features, one
-// block per OpenMP work item (Note [Blocked linear products]); CUDA: cuBLAS.
+// block per OpenMP work item (Note [Blocked linear products]); CUDA: cuBLAS,
+// in bf16 or fp16 with fp32 accumulation where the graph computes so
+// (computes_16_bit), float32 otherwise.
 #pragma once
 
 #include "layers/layer.h"
@@ -32,6 +34,8 @@ class Linear final : public Layer {
 
   std::string_view type() const override { return "Linear"; }
   bool backward_reads_output() const override { return false; }  // dW needs x, dx needs W
+  // cuBLAS takes 16-bit data with fp32 accumulation; the CPU path is fp32 only.
+  bool computes_16_bit(const Context& ctx) const override { return ctx.is_cuda(); }
   std::string describe() const override;
   Shape infer(std::span<const Shape> inputs) const override;
   std::vector<ParamSpec> param_specs() const override;

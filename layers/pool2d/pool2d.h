@@ -18,7 +18,8 @@
 //            hangs past the padding by its part inside H + pad only, and whether cuDNN
 //            does the same with an enlarged output is unknown; no network here needs it.
 //   global average: the window is the whole H x W plane, y:(N,C,1,1)
-// CUDA: cuDNN pooling forward/backward (ceil mode: Note [Ceil-mode pooling on cuDNN]).
+// CUDA: cuDNN pooling forward/backward (ceil mode: Note [Ceil-mode pooling on cuDNN]),
+// in bf16 or fp16 where the graph computes so (computes_16_bit; Note [16-bit pooling]).
 #pragma once
 
 #include <string>
@@ -61,6 +62,7 @@ class Pool2d final : public Layer {
   bool can_write_channels_last(const std::vector<bool>& inputs) const override {
     return inputs[0] && can_read_channels_last(0);
   }
+  bool computes_16_bit(const Context& ctx) const override { return ctx.is_cuda(); }
 
  private:
   void prepare_cpu(Context& ctx, const PrepareOptions& options) override;

@@ -10,6 +10,15 @@
 // documents no such use; cudnn.torch relied on it (GoogLeNet in
 // convnet-benchmarks). Pool2d.CudaMatchesCpuInCeilMode (tests/test_pool2d.cpp)
 // checks it against the CPU's ceil mode on the GPU.
+//
+// Note [16-bit pooling]: the values are float32, or bfloat16 or float16 in a
+// mixed-precision graph (value_storage(), Note [16-bit values in a layer]).
+// cuDNN 9 pools half and bfloat16 tensors with float arithmetic inside: its
+// forward and backward kernels, CUDNN_POOLING_MAX_DETERMINISTIC's backward
+// included, come in __half/float and __nv_bfloat16/float instances, and its
+// argument checks admit CUDNN_DATA_BFLOAT16 for x, y, dx and dy alike (all
+// four of one type). alpha and beta stay float. A maximum is exact in any
+// type; an average is rounded once, into y (and dx).
 #include "layers/pool2d/pool2d.h"
 
 #include "layers/layer_cuda.h"
@@ -28,8 +37,8 @@ struct Pool2dState final : BackendState {
 void Pool2d::prepare_cuda(Context&, const PrepareOptions&) {
   const Window w = window();
   auto state = std::make_unique<Pool2dState>();
-  state->input = make_tensor_descriptor(input_shapes()[0]);
-  state->output = make_tensor_descriptor(output_shape());
+  state->input = make_tensor_descriptor(input_shapes()[0], value_storage());  // Note [16-bit pooling]
+  state->output = make_tensor_descriptor(output_shape(), value_storage());
   state->pooling = make_descriptor<PoolingDescriptor>(cudnnCreatePoolingDescriptor);
   // Max pooling uses the deterministic variant: its backward gives the same
   // dx on every run (plain CUDNN_POOLING_MAX need not), so training is
