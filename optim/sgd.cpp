@@ -61,13 +61,17 @@ void Sgd::set_lr(float lr) {
   options_.lr = lr;
 }
 
-void Sgd::step(Context& ctx) {
+void Sgd::step(Context& ctx, const int32_t* apply_flag) {
   if (params_.device() != ctx.device()) {
     throw Error(cat("Sgd: parameters are on ", params_.device().str(), ", the context is ", ctx.device().str()));
   }
   if (ctx.is_cuda()) {
-    step_cuda(ctx);
+    step_cuda(ctx, apply_flag);
   } else {
+    if (apply_flag != nullptr) {
+      throw Error(cat("Sgd: a device flag gates only a CUDA step; on ", ctx.device().str(),
+                      " the caller decides on the host whether to step"));
+    }
     step_cpu();
   }
 }
@@ -141,6 +145,6 @@ void Sgd::step_cpu() {
 
 #if !GLASSBOX_WITH_CUDA
 namespace glassbox {
-void Sgd::step_cuda(Context&) { throw NotBuiltError("Sgd: Glassbox was built without CUDA"); }
+void Sgd::step_cuda(Context&, const int32_t*) { throw NotBuiltError("Sgd: Glassbox was built without CUDA"); }
 }  // namespace glassbox
 #endif

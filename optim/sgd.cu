@@ -18,6 +18,8 @@ namespace {
 // compiles without the store, so the float32-only step costs what it did.
 struct NoWorkingCopy {};
 
+// apply: null (the update applies) or a device int32 read first: 0 returns
+// at once, writing nothing (fp16's skipped step, optim/loss_scaler.h).
 // grad_norm: null (no clipping) or the gradients' norm, on the device.
 // Working: __half or __nv_bfloat16, the type of the working copy the kernel
 // writes w into (rounded to nearest even, as tensor/convert.h's CPU rounding),
@@ -26,7 +28,8 @@ template <typename Working>
 __global__ void sgd_momentum_kernel(float* __restrict__ w, const float* __restrict__ g, float* __restrict__ v,
                                     int64_t n, float lr, float momentum, float decay, bool nesterov,
                                     const float* __restrict__ grad_norm, float max_grad_norm,
-                                    Working* __restrict__ working) {
+                                    Working* __restrict__ working, const int32_t* __restrict__ apply) {
+  if (apply != nullptr && *apply == 0) return;
   const float scale = grad_norm ? clip_scale(*grad_norm, max_grad_norm) : 1.0f;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
@@ -44,7 +47,7 @@ __global__ void sgd_momentum_kernel(float* __restrict__ w, const float* __restri
 
 }  // namespace
 
-void Sgd::step_cuda(Context& ctx) {
+void Sgd::step_cuda(Context& ctx, const int32_t* apply_flag) {
   constexpr int kThreads = 256;
   const int64_t n = params_.numel();
   // Enough blocks to fill the GPU several times over; the grid-stride loop covers the rest.
@@ -66,7 +69,7 @@ void Sgd::step_cuda(Context& ctx) {
     using Working = std::remove_pointer_t<decltype(working)>;
     sgd_momentum_kernel<Working><<<blocks, kThreads, 0, stream_of(ctx)>>>(
         params_.data<float>(), grads_.data<float>(), velocity_.data<float>(), n, options_.lr, options_.momentum,
-        options_.weight_decay, options_.nesterov, grad_norm, options_.max_grad_norm, working);
+        options_.weight_decay, options_.nesterov, grad_norm, options_.max_grad_norm, working, apply_flag);
   };
   if (!working_.defined()) {
     launch(static_cast<NoWorkingCopy*>(nullptr));

@@ -25,6 +25,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstdint>
 
 #include "tensor/context.h"
 #include "tensor/tensor.h"
@@ -79,7 +80,14 @@ class Sgd {
   // fills it when it initialises or loads the parameters.
   Sgd(Context& ctx, Tensor params, Tensor grads, SgdOptions options, Tensor working = Tensor());
 
-  void step(Context& ctx);
+  // apply_flag: null (the update applies), or on a CUDA device an int32 in
+  // device memory that the update kernel reads: 0 skips the update, which
+  // then writes nothing (weights, velocity and working copy stay as they
+  // were), anything else applies it (fp16's loss scaling, optim/loss_scaler.h:
+  // the host never waits for the flag). With clipping the gradients' norm is
+  // still computed on a skipped step, and last_grad_norm reports it. Error on
+  // the CPU, whose caller knows on the host whether to step.
+  void step(Context& ctx, const int32_t* apply_flag = nullptr);
   const SgdOptions& options() const { return options_; }
   void set_lr(float lr);  // checked as in the constructor
   // The gradients' L2 norm before clipping, in the last step (NaN before the
@@ -95,7 +103,7 @@ class Sgd {
   static void check_lr(float lr);
   void step_cpu();
   float grad_scale_cpu();  // min(1, max_grad_norm / (||g|| + 1e-6)), the norm kept in grad_norm_
-  void step_cuda(Context& ctx);
+  void step_cuda(Context& ctx, const int32_t* apply_flag);
 
   Tensor params_;
   Tensor grads_;

@@ -24,7 +24,12 @@ void train_step(Context& ctx, Graph& graph, Sgd& optimizer, GradientSync* sync, 
   // and its kernels attributed like a layer's passes.
   StepSpans& spans = graph.step_spans();
   if (spans.active()) spans.begin(-1, "sgd", Pass::kOptimizer);
-  if (!scaler || scaler->after_backward(ctx, graph.gradients())) optimizer.step(ctx);
+  const UpdateGate gate = scaler ? scaler->after_backward(ctx, graph.gradients()) : UpdateGate{};
+  if (gate.device_flag != nullptr) {
+    optimizer.step(ctx, gate.device_flag);  // the update kernel reads the flag: applies or skips on the device
+  } else if (gate.applies) {
+    optimizer.step(ctx);
+  }
   if (spans.active()) spans.end();
   if (sync) sync->step_finished();
 }

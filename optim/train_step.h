@@ -8,7 +8,9 @@
 // the gradients over every rank, bucket by bucket (optim/gradient_sync.h),
 // before the update. An fp16 graph's step takes a `scaler`
 // (optim/loss_scaler.h): backward's gradients are scaled, then divided back,
-// and a step whose gradients overflowed skips its update.
+// and a step whose gradients overflowed skips its update; on a CUDA device
+// the update kernel reads that decision from device memory, so the step
+// still never waits for the device.
 #pragma once
 
 #include "graph/graph.h"

@@ -271,6 +271,9 @@ EpochReport Trainer::train_epoch(int epoch, const TrainerHooks& hooks) {
   EpochReport report{.epoch = epoch, .epochs = options_.epochs, .steps = steps_per_epoch_};
   Evaluation seen;  // the training batches, scored as they were trained on
   double compute = 0.0;
+  // Overflow steps are counted from the scaler's state here and at the end:
+  // reading a CUDA scaler's state waits for the device, so never per step.
+  const int64_t skipped_before = scaler_ ? scaler_->state().skipped_steps : 0;
   const auto start = Clock::now();
   for (int64_t step = 1; step <= steps_per_epoch_; ++step) {
     const int64_t count = train_->next(graph_);
@@ -280,7 +283,6 @@ EpochReport Trainer::train_epoch(int epoch, const TrainerHooks& hooks) {
     const auto step_start = Clock::now();
     train_step(ctx_, graph_, sgd_, sync_.get(), scaler_ ? &*scaler_ : nullptr);
     ++state_.step;
-    if (scaler_ && scaler_->last_step_skipped()) ++report.overflow_steps;
     // With check_numerics, every value of the step first: it names where the
     // trouble starts, before the loss says only that there is some.
     if (options_.check_numerics) {
@@ -321,8 +323,10 @@ EpochReport Trainer::train_epoch(int epoch, const TrainerHooks& hooks) {
   report.images_per_second = static_cast<double>(seen.samples) / report.seconds;
   report.skipped = stats.skipped;
   if (scaler_) {
-    state_.loss_scale = scaler_->state();
-    report.loss_scale = scaler_->state().scale;
+    const LossScaleState scaling = scaler_->state();
+    state_.loss_scale = scaling;
+    report.loss_scale = scaling.scale;
+    report.overflow_steps = scaling.skipped_steps - skipped_before;
   }
   return report;
 }
