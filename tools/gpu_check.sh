@@ -23,6 +23,10 @@
 #   8 parallel   NCCL with one rank: bench_allreduce, ResNet-50 train_step with and without
 #                the communicator, glassbox scale from the GPU's step -> <gpu>/allreduce-nccl.json,
 #                resnet50-nccl-one-rank.json (tools/gpu_parallel.sh)
+#   9 precision  bf16 and fp16: the 16-bit path's tests, `glassbox time` and `kernels` of ResNet50
+#                in bf16, ResNet50/train_step tf32 and bf16 interleaved with PyTorch
+#                -> <gpu>/resnet50-{tf32,bf16}.json (tools/gpu_precision.sh); alone, in under
+#                8 minutes: --prebuilt DIR --only precision
 #
 # <gpu> is the GPU's name as nvidia-smi gives it, lower case, without the vendor
 # and the memory type ("NVIDIA H100 80GB HBM3" -> h100-80gb): one folder per
@@ -38,7 +42,7 @@
 #                                [--bench-filter REGEX] [--dry-run]
 #   --prebuilt DIR   use binaries built elsewhere for sm_90: DIR/tests/test_*
 #                    and DIR/bench_nets (skips configure and build)
-#   --skip / --only  comma-separated steps among build,tests,memcheck,bench,train,parallel
+#   --skip / --only  comma-separated steps among build,tests,memcheck,bench,train,parallel,precision
 #                    (system and libraries always run)
 #   --bench-filter   default '^(LeNet|AlexNet|VGG16|ResNet50)/'
 #   --dry-run        detect and print what would run, run nothing
@@ -83,7 +87,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 for step in ${skip//,/ } ${only//,/ }; do
-  case "$step" in build|tests|memcheck|bench|train|parallel) ;; *) die "unknown step '$step' (steps: build,tests,memcheck,bench,train,parallel)" ;; esac
+  case "$step" in build|tests|memcheck|bench|train|parallel|precision) ;;
+    *) die "unknown step '$step' (steps: build,tests,memcheck,bench,train,parallel,precision)" ;; esac
 done
 if [ -n "$prebuilt" ]; then
   [ -d "$prebuilt" ] || die "--prebuilt $prebuilt: no such directory"
@@ -345,6 +350,10 @@ step_bench() {
 # shellcheck source=tools/gpu_parallel.sh
 . "$repo/tools/gpu_parallel.sh"
 
+# ---- 9 precision: tools/gpu_precision.sh ----------------------------------------------------------
+# shellcheck source=tools/gpu_precision.sh
+. "$repo/tools/gpu_precision.sh"
+
 # ---- main -------------------------------------------------------------------------------------------
 sanitizer=$(command -v compute-sanitizer || true)
 for candidate in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
@@ -384,10 +393,11 @@ else
   record build skipped ""
 fi
 
-for step in tests memcheck bench train parallel; do
-  case "$step" in tests) n=4 ;; memcheck) n=5 ;; bench) n=6 ;; train) n=7 ;; parallel) n=8 ;; esac
+for step in tests memcheck bench train parallel precision; do
+  case "$step" in tests) n=4 ;; memcheck) n=5 ;; bench) n=6 ;; train) n=7 ;; parallel) n=8 ;; precision) n=9 ;; esac
   if ! wanted "$step"; then record "$step" skipped ""; continue; fi
-  if [ "$step" != bench ] && [ "$step" != train ] && [ "$step" != parallel ] && ! have_build; then
+  if [ "$step" != bench ] && [ "$step" != train ] && [ "$step" != parallel ] && [ "$step" != precision ] \
+     && ! have_build; then
     banner "$n $step"; echo "$step: no build in $build"; record "$step" FAILED "no build"; continue
   fi
   if run_step "$n $step" "$logs/$step.log" "step_$step"; then record "$step" ok ""; else record "$step" FAILED "see $step.log"; fi
@@ -400,6 +410,9 @@ if [ "$dry_run" -eq 0 ] && wanted bench; then
 fi
 if [ "$dry_run" -eq 0 ] && wanted train; then
   [ -f "$results_dir/resnet50-real-data.json" ] && to_out "$results_dir/resnet50-real-data.json"
+fi
+if [ "$dry_run" -eq 0 ] && wanted precision; then
+  for f in "$results_dir"/resnet50-{tf32,bf16}.json; do [ -f "$f" ] && to_out "$f"; done
 fi
 if [ "$dry_run" -eq 0 ] && wanted parallel; then
   for f in "$results_dir"/{allreduce-nccl,resnet50-nccl-one-rank}.json; do [ -f "$f" ] && to_out "$f"; done
