@@ -101,17 +101,21 @@ int64_t Layer::flops(Pass pass) const {
 int64_t Layer::bytes_moved(Pass pass) const {
   int64_t inputs = 0, float_inputs = 0, read_inputs = 0, params = 0;
   for (size_t i = 0; i < input_shapes_.size(); ++i) {
-    const DType dtype = input_dtype(static_cast<int>(i));
+    const DType dtype = stored_input_dtype(i);
     const int64_t bytes = bytes_of(input_shapes_[i], dtype);
     inputs += bytes;
-    if (dtype == DType::kFloat32) float_inputs += bytes;  // the inputs that get a gradient (not labels)
+    if (input_dtype(static_cast<int>(i)) == DType::kFloat32) float_inputs += bytes;  // those with a gradient
     if (backward_reads_input(static_cast<int>(i))) read_inputs += bytes;
   }
-  for (const Shape& shape : param_shapes_) params += bytes_of(shape, DType::kFloat32);
-  const int64_t weight = param_shapes_.empty() ? 0 : bytes_of(param_shapes_[0], DType::kFloat32);
-  const int64_t output = bytes_of(output_shape_, DType::kFloat32);
+  int64_t param_grad_bytes = 0;  // float32 whatever the values (Note [Mixed precision])
+  for (const Shape& shape : param_shapes_) {
+    params += bytes_of(shape, weight_storage());
+    param_grad_bytes += bytes_of(shape, DType::kFloat32);
+  }
+  const int64_t weight = param_shapes_.empty() ? 0 : bytes_of(param_shapes_[0], weight_storage());
+  const int64_t output = bytes_of(output_shape_, value_storage_);
   const int64_t output_grad = is_loss() ? 0 : output;
-  const int64_t param_grads = (writes_param_grads() ? 1 : 2) * params;  // written, or read and written
+  const int64_t param_grads = (writes_param_grads() ? 1 : 2) * param_grad_bytes;  // written, or read and written
   switch (pass) {
     case Pass::kForward: return inputs + params + output;
     case Pass::kBackwardData: return output_grad + weight + float_inputs;

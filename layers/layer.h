@@ -267,9 +267,10 @@ class Layer {
   //     backward-weights 2*macs() each, kBackward (the whole) their sum; zero
   //     for the memory-bound layers, as macs() counts them, and for kOptimizer
   //     (the update is the optimizer's, not a layer's).
-  //   bytes_moved: every tensor read or written once, 4 bytes per float32 or
-  //     int32 element; caches and re-reads (im2col, a tiled GEMM) are not
-  //     counted, so this is the least traffic the pass can have.
+  //   bytes_moved: every tensor read or written once, in the type the layer
+  //     computes in (value_storage(), weight_storage(); parameter gradients
+  //     and labels 4 bytes an element); caches and re-reads (im2col, a tiled
+  //     GEMM) are not counted, so this is the least traffic the pass can have.
   //     forward:          reads the inputs and parameters, writes the output
   //     backward-data:    reads dy and the weight (parameter 0), writes dx
   //     backward-weights: reads dy and the inputs, writes every parameter

@@ -465,7 +465,9 @@ TEST(MixedPrecision, LeNetLearnsFashionMnistAsInFp32) {
     std::optional<EpochReport> report;
     trainer.run({.on_epoch = [&](const EpochReport& e) { report = e; }});
     EXPECT_TRUE(report && report->test);
-    if (precision == Precision::kFp16) EXPECT_GT(report->loss_scale, 0.0f);
+    if (precision == Precision::kFp16) {
+      EXPECT_GT(report->loss_scale, 0.0f);
+    }
     return report && report->test ? report->test->accuracy() : 0.0;
   };
   const double fp32 = accuracy(Precision::kFp32);

@@ -109,6 +109,10 @@ TEST(PrecisionStaging, ALayerThatComputesIn16BitsGetsItsTensorsAsTheyAreAndTheIm
     EXPECT_EQ(precision_path(scale), flag_name_of(precision));
     EXPECT_EQ(precision_path(net.graph.node("relu")), cat("fp32, staged from ", flag_name_of(precision)));
     EXPECT_EQ(precision_path(net.graph.node("images")), "");
+    // The roofline counts its traffic in 16 bits (x, w and y: 12 + 1 + 12
+    // elements of 2 bytes), and its weight gradient, fp32, in 4.
+    EXPECT_EQ(scale.layer->bytes_moved(Pass::kForward), 2 * 25);
+    EXPECT_EQ(scale.layer->bytes_moved(Pass::kBackwardWeights), 2 * (12 + 12) + 2 * 4);
     // Its staging is the images' 16-bit copy alone (its output and gradient are 16-bit already).
     EXPECT_EQ(PrecisionStaging::staging_bytes(scale, Phase::kTraining), plan_aligned(12 * size_of(half)));
 
@@ -136,6 +140,7 @@ TEST(PrecisionStaging, AnFp32GraphLeavesEveryLayerInFp32) {
     }
   }
   EXPECT_EQ(precision_path(net.graph.node("scale")), "fp32");
+  EXPECT_EQ(net.graph.node("scale").layer->bytes_moved(Pass::kForward), 4 * 25);
 }
 
 TEST(PrecisionStaging, ALayerThatCannotComputeIn16BitsRefusesA16BitStorage) {
