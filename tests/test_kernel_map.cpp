@@ -310,5 +310,16 @@ TEST(CliKernels, MapsOneStepOnAGpu) {
   EXPECT_TRUE(contains(r.output, "wrote " + json)) << r.output;
 }
 
+// In bf16 each layer says what it computes in: the convolutions in 16 bits,
+// the loss staged in fp32 (docs/precision.md).
+TEST(CliKernels, NamesEachLayersPrecisionInBf16) {
+  GLASSBOX_REQUIRE_CUDA();
+  const auto r = testing::run_command(kCli + " kernels LeNet --batch 8 --warmup 1 --precision bf16");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* expected : {"batch 8, bf16 (mixed", "precision", "fp32, staged from bf16", "coverage: "}) {
+    EXPECT_TRUE(contains(r.output, expected)) << "missing '" << expected << "' in:\n" << r.output;
+  }
+}
+
 }  // namespace
 }  // namespace glassbox

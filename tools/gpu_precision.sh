@@ -15,7 +15,7 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2154  # build, logs, results_dir, python, dry_run are gpu_check.sh's
 
-precision_tests=(test_mixed_precision test_precision_staging test_loss_scaler_cuda test_convert
+precision_tests=(test_mixed_precision test_precision_staging test_loss_scaler_cuda test_convert test_kernel_map
                  test_sgd_working_copy test_loss_scale)
 
 step_precision() {

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/kernel_map.h"
+#include "graph/mixed_precision.h"
 #include "tensor/atomic_file.h"
 #include "tensor/kernel_trace.h"
 #include "tensor/parse.h"
@@ -34,29 +35,52 @@ constexpr int kMaxSteps = 1'000'000;
 
 std::string percent(double share) { return fixed(100.0 * share, 1) + "%"; }
 
-std::string kernels_table(const KernelMap& map) {
-  Table table({{"layer"}, {"pass"}, {"kernel"}, {"family"}, {"count", Table::Align::kRight},
-               {"GPU ms", Table::Align::kRight}, {"share", Table::Align::kRight}});
+// What a span's layer computes in (precision_path: "bf16", "fp32, staged
+// from bf16"); "" for the optimizer's span.
+std::string span_precision(const SpanKernels& span, const Graph& graph) {
+  if (span.node < 0 || static_cast<size_t>(span.node) >= graph.nodes().size()) return "";
+  return precision_path(graph.nodes()[static_cast<size_t>(span.node)]);
+}
+
+// `mixed`: a bf16 or fp16 graph, whose layers say what they compute in.
+std::string kernels_table(const KernelMap& map, const Graph& graph, bool mixed) {
+  std::vector<Table::Column> columns = {{"layer"}, {"pass"}};
+  if (mixed) columns.push_back({"precision"});
+  columns.insert(columns.end(), {{"kernel"}, {"family"}, {"count", Table::Align::kRight},
+                                 {"GPU ms", Table::Align::kRight}, {"share", Table::Align::kRight}});
+  Table table(columns);
+  // The row's first two cells, then the precision where the table has the column.
+  auto row = [&](std::string layer, std::string pass, std::string precision, std::vector<std::string> rest) {
+    std::vector<std::string> cells = {std::move(layer), std::move(pass)};
+    if (mixed) cells.push_back(std::move(precision));
+    cells.insert(cells.end(), rest.begin(), rest.end());
+    return cells;
+  };
   for (const SpanKernels& span : map.spans) {
+    const std::string precision = span_precision(span, graph);
     if (span.kernels.empty()) {
-      table.add_row({span.name, std::string(pass_name(span.pass)), "(no kernels)", "", "0", fixed(0.0, 3), ""});
+      table.add_row(row(span.name, std::string(pass_name(span.pass)), precision,
+                        {"(no kernels)", "", "0", fixed(0.0, 3), ""}));
       continue;
     }
     bool first = true;
     for (const KernelGroup& group : span.kernels) {
-      table.add_row({first ? span.name : "", first ? std::string(pass_name(span.pass)) : "", group.name,
-                     std::string(name_of(group.family)), std::to_string(group.count), fixed(group.gpu_ms, 3),
-                     percent(group.share)});
+      table.add_row(row(first ? span.name : "", first ? std::string(pass_name(span.pass)) : "",
+                        first ? precision : "",
+                        {group.name, std::string(name_of(group.family)), std::to_string(group.count),
+                         fixed(group.gpu_ms, 3), percent(group.share)}));
       first = false;
     }
     if (span.kernels.size() > 1) {
-      table.add_row({"", "", "(all of " + span.name + " " + std::string(pass_name(span.pass)) + ")", "",
-                     std::to_string(span.count), fixed(span.gpu_ms, 3), percent(span.share)});
+      table.add_row(row("", "", "",
+                        {"(all of " + span.name + " " + std::string(pass_name(span.pass)) + ")", "",
+                         std::to_string(span.count), fixed(span.gpu_ms, 3), percent(span.share)}));
     }
   }
   table.add_rule();
-  table.add_row({"attributed", "", "", "", std::to_string(map.attributed_records), fixed(map.attributed_ms, 3),
-                 percent(map.coverage)});
+  table.add_row(row("attributed", "", "",
+                    {"", "", std::to_string(map.attributed_records), fixed(map.attributed_ms, 3),
+                     percent(map.coverage)}));
   return table.str();
 }
 
@@ -87,13 +111,14 @@ nlohmann::json group_json(const KernelGroup& group) {
           {"count", group.count}, {"gpu_ms", group.gpu_ms}, {"share", group.share}};
 }
 
-nlohmann::json map_json(const KernelMap& map, const RuntimeInfo& info, const std::string& network, int batch,
-                        uint64_t dropped) {
+nlohmann::json map_json(const KernelMap& map, const Graph& graph, const RuntimeInfo& info,
+                        const std::string& network, int batch, uint64_t dropped) {
   nlohmann::json spans = nlohmann::json::array();
   for (const SpanKernels& span : map.spans) {
     nlohmann::json kernels = nlohmann::json::array();
     for (const KernelGroup& group : span.kernels) kernels.push_back(group_json(group));
     spans.push_back({{"id", span.id}, {"layer", span.name}, {"pass", pass_name(span.pass)},
+                     {"precision", span_precision(span, graph)},
                      {"span_ms", span.span_ms}, {"count", span.count}, {"gpu_ms", span.gpu_ms},
                      {"share", span.share}, {"kernels", kernels}});
   }
@@ -154,11 +179,11 @@ int run_kernels(const std::vector<std::string>& words) {
   const RuntimeInfo info = runtime_info(ctx);
   double spans_ms = 0.0;
   for (const SpanTime& span : spans) spans_ms += span.duration_ms;
-  std::printf("%s on %s (%s), batch %d: %d warm-up train steps, one under CUPTI, then the recorded one\n",
-              net.name.c_str(), info.device.c_str(), info.device_name.c_str(), batch, warmup);
+  std::printf("%s on %s (%s), batch %d, %s: %d warm-up train steps, one under CUPTI, then the recorded one\n",
+              net.name.c_str(), info.device.c_str(), info.device_name.c_str(), batch, info.precision.c_str(), warmup);
   std::printf("%d records (kernels, copies, sets): %s ms of GPU time; the %zu spans last %s ms on the stream\n\n",
               map.records, fixed(map.gpu_ms, 3).c_str(), spans.size(), fixed(spans_ms, 3).c_str());
-  std::printf("%s\n", kernels_table(map).c_str());
+  std::printf("%s\n", kernels_table(map, graph, is_mixed(options.precision)).c_str());
   std::printf("%s\n", families_table(map).c_str());
   std::printf("coverage: %s of %s ms of GPU time attributed to a layer's pass or the optimizer (%s)\n",
               fixed(map.attributed_ms, 3).c_str(), fixed(map.gpu_ms, 3).c_str(), percent(map.coverage).c_str());
@@ -173,7 +198,7 @@ int run_kernels(const std::vector<std::string>& words) {
                 static_cast<unsigned long long>(dropped));
   }
   if (!json_out.empty()) {
-    write_file_atomically(json_out, map_json(map, info, net.name, batch, dropped).dump(2) + "\n");
+    write_file_atomically(json_out, map_json(map, graph, info, net.name, batch, dropped).dump(2) + "\n");
     std::printf("wrote %s\n", json_out.c_str());
   }
   return 0;
