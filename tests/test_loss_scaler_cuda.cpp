@@ -23,6 +23,7 @@
 #include "optim/sgd.h"
 #include "tensor/convert.h"
 #include "tensor/copy.h"
+#include "tests/support/bits.h"
 #include "tests/support/data_files.h"
 #include "tests/support/devices.h"
 
@@ -70,17 +71,6 @@ void expect_same_state(const LossScaleState& actual, const LossScaleState& expec
   EXPECT_EQ(actual.skipped_steps, expected.skipped_steps);
 }
 
-// The bits of a 16-bit tensor.
-std::vector<uint16_t> read_bits(Context& ctx, const Tensor& tensor) {
-  Context cpu = Context::cpu();
-  const Tensor host = cpu.allocate(tensor.shape(), tensor.dtype(), MemoryCategory::kParameters);
-  copy(ctx, tensor, host);
-  ctx.synchronize();
-  std::vector<uint16_t> bits(static_cast<size_t>(tensor.numel()));
-  std::memcpy(bits.data(), host.raw(), host.bytes());
-  return bits;
-}
-
 // Float32 masters, their gradients and a float16 working copy (the masters
 // rounded), on ctx's device, with an Sgd over them.
 struct Parameters {
@@ -112,7 +102,7 @@ TEST(LossScalerCuda, AForcedOverflowSkipsExactlyThatStep) {
   EXPECT_FALSE(scaler.last_step_skipped());
   const std::vector<float> w_before = to_vector<float>(gpu, p.w);
   const std::vector<float> v_before = to_vector<float>(gpu, p.sgd.velocity());
-  const std::vector<uint16_t> working_before = read_bits(gpu, p.working);
+  const std::vector<uint16_t> working_before = testing::read_16_bit(gpu, p.working);
 
   std::vector<float> overflowing = scaled_gradients(1024.0f, 101);
   overflowing[kCount / 3] = kInf;
@@ -124,7 +114,7 @@ TEST(LossScalerCuda, AForcedOverflowSkipsExactlyThatStep) {
   expect_same_state(scaler.state(), {.scale = 512.0f, .clean_steps = 0, .skipped_steps = 1});
   expect_same_bits(to_vector<float>(gpu, p.w), w_before, "the weights of the skipped step");
   expect_same_bits(to_vector<float>(gpu, p.sgd.velocity()), v_before, "the velocity of the skipped step");
-  EXPECT_EQ(read_bits(gpu, p.working), working_before) << "the skipped step wrote the working copy";
+  EXPECT_EQ(testing::read_16_bit(gpu, p.working), working_before) << "the skipped step wrote the working copy";
 
   from_vector<float>(gpu, scaled_gradients(512.0f, 102), p.g);  // the next step, at the halved scale, applies
   gate = scaler.after_backward(gpu, p.g);
@@ -162,7 +152,7 @@ TEST(LossScalerCuda, ACleanStepUnscalesAsTheCpuAndApplies) {
     expect_same_bits(to_vector<float>(gpu, gated.w), to_vector<float>(gpu, plain.w), "the weights");
     expect_same_bits(to_vector<float>(gpu, gated.sgd.velocity()), to_vector<float>(gpu, plain.sgd.velocity()),
                      "the velocity");
-    EXPECT_EQ(read_bits(gpu, gated.working), read_bits(gpu, plain.working)) << "the working copy";
+    EXPECT_EQ(testing::read_16_bit(gpu, gated.working), testing::read_16_bit(gpu, plain.working)) << "the working copy";
   }
 }
 

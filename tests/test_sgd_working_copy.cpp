@@ -19,6 +19,7 @@
 #include "optim/sgd.h"
 #include "tensor/convert.h"
 #include "tensor/copy.h"
+#include "tests/support/bits.h"
 #include "tests/support/devices.h"
 #include "tests/support/fake_device.h"
 
@@ -52,17 +53,6 @@ std::vector<float> random_floats(int64_t count, uint32_t seed, bool wide) {
   std::vector<float> values(static_cast<size_t>(count));
   for (float& v : values) v = wide ? std::ldexp(uniform(rng), exponent(rng)) : uniform(rng);
   return values;
-}
-
-// The bits of a 16-bit tensor on the context's device or the host.
-std::vector<uint16_t> read_bits(Context& ctx, const Tensor& tensor) {
-  Context cpu = Context::cpu();
-  const Tensor host = cpu.allocate(tensor.shape(), tensor.dtype(), MemoryCategory::kParameters);
-  copy(ctx, tensor, host);
-  ctx.synchronize();
-  std::vector<uint16_t> bits(static_cast<size_t>(tensor.numel()));
-  std::memcpy(bits.data(), host.raw(), host.bytes());
-  return bits;
 }
 
 void fill_bits(Context& ctx, const Tensor& tensor, uint16_t value) {
@@ -104,7 +94,7 @@ Result run(Context& ctx, int64_t count, const SgdOptions& options, std::optional
     sgd.step(ctx);
   }
   Result result{.master = to_vector<float>(ctx, w), .grad_norm = sgd.last_grad_norm(ctx)};
-  if (working) result.working = read_bits(ctx, copy16);
+  if (working) result.working = testing::read_16_bit(ctx, copy16);
   return result;
 }
 
@@ -174,7 +164,7 @@ TEST_P(SgdWorkingCopy, TheConstructorDoesNotWriteTheCopy) {
   const Sgd sgd(c, w, g, {}, copy16);
   EXPECT_EQ(sgd.working().raw(), copy16.raw());
   EXPECT_EQ(sgd.working().dtype(), dtype);
-  const std::vector<uint16_t> bits = read_bits(c, copy16);
+  const std::vector<uint16_t> bits = testing::read_16_bit(c, copy16);
   for (size_t i = 0; i < bits.size(); ++i) ASSERT_EQ(bits[i], kPattern) << "element " << i;
 }
 
