@@ -5,6 +5,7 @@
 #include "tensor/cuda_entry.h"
 #include "tensor/eigen_maps.h"
 #include "tensor/error.h"
+#include "tensor/parallel_for.h"
 
 namespace glassbox {
 
@@ -63,7 +64,9 @@ DeviceChoice choose_device(std::string_view requested, std::string_view flag) {
   return {device, ""};
 }
 
-Context::Context(Device device, uint64_t seed) : device_(device), seed_(seed), rng_(seed) {}
+Context::Context(Device device, uint64_t seed) : device_(device), seed_(seed), rng_(seed) {
+  keep_openmp_teams_whole();  // Note [Whole OpenMP teams]
+}
 Context::Context(Context&&) noexcept = default;
 Context& Context::operator=(Context&&) noexcept = default;
 Context::~Context() = default;

@@ -73,6 +73,16 @@ inline int64_t product_block(int64_t count, int64_t rows, int64_t streaming_bloc
   return std::max<int64_t>(16, ((count + threads - 1) / threads + 15) / 16 * 16);
 }
 
+// Note [Whole OpenMP teams]: oneDNN splits a call's work for the team it
+// asks for and waits for every share at barriers of its own. With
+// OMP_DYNAMIC=true, libgomp may give a parallel region fewer threads than
+// asked (it subtracts the load average from the cores), and oneDNN's
+// convolution backward-weights then spins at its barrier for a thread that
+// never comes: `glassbox time LeNet` with OMP_DYNAMIC=true did not finish a
+// step in a minute. So every context turns dynamic adjustment off, for the
+// thread that makes it, whatever the environment says.
+inline void keep_openmp_teams_whole() { omp_set_dynamic(0); }
+
 // Elements per work item for elementwise loops: large enough to amortise the
 // fork/join, small enough to balance two to a few dozen threads.
 inline constexpr int64_t kElementwiseGrain = 1 << 15;

@@ -111,6 +111,15 @@ TEST(Cli, TimeInBf16NamesTheElementTypesOfItsMemory) {
   }
 }
 
+// OMP_DYNAMIC=true let libgomp shrink a team under oneDNN's barriers, and a
+// step never ended (Note [Whole OpenMP teams]): with it, a step still runs.
+TEST(Cli, TimeFinishesWithOpenMpDynamicAdjustmentRequested) {
+  const Outcome r = run("OMP_DYNAMIC=true OMP_NUM_THREADS=2 timeout 120 " + kCli +
+                        " time LeNet --device cpu --batch 8 --steps 2 --warmup 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "measured step: ")) << r.output;
+}
+
 TEST(Cli, TimeJsonHasEveryLayerWithThePassesItRan) {
   const glassbox::testing::TempDir dir;
   const std::string path = dir / "time.json";

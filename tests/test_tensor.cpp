@@ -1,5 +1,6 @@
 // tests/test_tensor.cpp: shapes, tensors, allocation accounting, copies, errors.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <limits>
 
@@ -170,6 +171,15 @@ TEST(Context, WorkspaceGrowsOnly) {
   EXPECT_EQ(ctx.workspace_bytes(), 1000u);
   ctx.reserve_workspace(5000);
   EXPECT_EQ(ctx.workspace_bytes(), 5000u);
+}
+
+// Note [Whole OpenMP teams] (tensor/parallel_for.h): oneDNN waits for every
+// thread of the team it asked for, so a context turns OMP_DYNAMIC's
+// adjustment off.
+TEST(Context, TurnsOpenMpDynamicAdjustmentOff) {
+  omp_set_dynamic(1);
+  const Context ctx = Context::cpu();
+  EXPECT_EQ(omp_get_dynamic(), 0);
 }
 
 TEST(Context, CudaWithoutAGpuSaysWhy) {
