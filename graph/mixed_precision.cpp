@@ -12,8 +12,8 @@
 namespace glassbox {
 namespace {
 
-// The type the layer computes input `index`, its output and their
-// gradients in (a label keeps its int32), and its parameters in.
+// The type the layer takes a value or a value's gradient in: its
+// value_storage() for a float tensor; a label keeps its int32.
 DType value_target(const Layer& layer, const Tensor& t) {
   return is_16_bit_float(t.dtype()) || t.dtype() == DType::kFloat32 ? layer.value_storage() : t.dtype();
 }
@@ -84,13 +84,14 @@ void apply_loss_scale(Context& ctx, const Tensor& t, const LossScale& loss_scale
 
 std::string precision_path(const Node& node) {
   if (node.layer == nullptr) return "";
+  auto flag = [](DType half) { return half == DType::kBFloat16 ? "bf16" : "fp16"; };
   const DType computes = node.layer->value_storage();
-  if (is_16_bit_float(computes)) return std::string(computes == DType::kBFloat16 ? "bf16" : "fp16");
-  auto sixteen = [](const Tensor& t) { return t.defined() && is_16_bit_float(t.dtype()); };
-  for (const Tensor& t : node.input_values) {
-    if (sixteen(t)) return cat("fp32, staged from ", t.dtype() == DType::kBFloat16 ? "bf16" : "fp16");
+  if (is_16_bit_float(computes)) return flag(computes);
+  std::vector<Tensor> values = node.input_values;
+  values.push_back(node.value);
+  for (const Tensor& t : values) {
+    if (t.defined() && is_16_bit_float(t.dtype())) return cat("fp32, staged from ", flag(t.dtype()));
   }
-  if (sixteen(node.value)) return cat("fp32, staged from ", node.value.dtype() == DType::kBFloat16 ? "bf16" : "fp16");
   return "fp32";
 }
 
