@@ -340,8 +340,9 @@ int run(int argc, char** argv) {
   benchmark::AddCustomContext("deterministic", settings.compile.layers.deterministic ? "yes" : "no");
   benchmark::AddCustomContext("cpu_conv_path", std::string(name_of(settings.compile.layers.cpu_conv)));  // --cpu-conv
   benchmark::AddCustomContext("cpu_winograd", settings.compile.layers.cpu_winograd ? "on" : "off");  // --no-winograd
-  benchmark::AddCustomContext("cpu_values", settings.compile.channels_last ? "NHWC where the layers can"
-                                                                           : "NCHW (--nchw-values)");
+  const bool nhwc = plans_channels_last(settings.compile.layout, settings.device, settings.compile.precision);
+  benchmark::AddCustomContext("layout", cat(nhwc ? "NHWC where the layers can" : "NCHW", " (--layout ",
+                                            name_of(settings.compile.layout), ")"));
   add_machine_context(sample_machine(ctx));
   benchmark::AddCustomContext("protocol", cat(settings.warmup, " warm-up steps per mode, then each step timed (CUDA "
                                               "events on the GPU, steady clock on the CPU) for at least 2 s unless "

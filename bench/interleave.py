@@ -32,7 +32,7 @@ Usage:
   python3 bench/interleave.py [--bench build/bench_nets]
       [--python PYTHON] [--device cpu] [--rounds 3]
       [--modes forward,forward_backward,train_step,inference] [--batch N[,N...]]
-      [--threads 2] [--min-time S] [--warmup N] [--layouts nchw,channels_last]
+      [--threads 2] [--min-time S] [--warmup N] [--layouts nchw,channels_last] [--glassbox-layout L]
       [--interleave mode|network]
       [--precision fp32|tf32|bf16|fp16] [--idle-check S] [--busy-cpus X] [--json PATH] NET ...
 
@@ -205,6 +205,8 @@ def glassbox(args, net, modes, batch, tmp, env, builds):
         command.append(f"--warmup={args.warmup}")
     if args.precision != "fp32":
         command.append(f"--precision={args.precision}")
+    if args.glassbox_layout != "auto":
+        command.append(f"--layout={args.glassbox_layout}")
     if args.device.startswith("cuda"):
         command.append("--cudnn-search")
     run(command, env)
@@ -302,7 +304,9 @@ def main():
     parser.add_argument("--min-time", type=float, default=2.0)
     parser.add_argument("--warmup", type=int, help="untimed steps of each mode on both sides (default: each "
                         "side's 10)")
-    parser.add_argument("--layouts", default="nchw,channels_last")
+    parser.add_argument("--layouts", default="nchw,channels_last", help="PyTorch's memory formats (its better one counts)")
+    parser.add_argument("--glassbox-layout", choices=["auto", "nchw", "nhwc"], default="auto",
+                        help="bench_nets --layout: where Glassbox stores values NHWC (default: its own choice)")
     parser.add_argument("--interleave", choices=["mode", "network"], default="mode",
                         help="take turns every mode (default) or every network and batch (all modes at once)")
     parser.add_argument("--precision", choices=["fp32", "tf32", "bf16", "fp16"], default="fp32")

@@ -18,9 +18,9 @@ const std::vector<FlagSpec>& compile_flags() {
       {"--no-winograd", "",
        "only direct convolutions on the CPU (by default oneDNN's Winograd kernels run the 3x3 stride-1 layers "
        "where they measured faster, on CPUs where oneDNN runs AVX-512)"},
-      {"--nchw-values", "",
-       "keep every CPU value NCHW (by default values between oneDNN convolutions, ReLU and max pooling are NHWC, "
-       "which saves the convolutions' reorders)"},
+      {"--layout", "L",
+       "where values are stored NHWC: auto (default: on the CPU, and on a GPU in tf32, bf16 and fp16), nhwc "
+       "(wherever the layers can), nchw (none)"},
       {"--no-nvtx", "", "push no NVTX ranges (GPU builds push one per layer and pass for Nsight Systems)"},
   };
   return flags;
@@ -37,7 +37,7 @@ CompileOptions compile_options_from_flags(const std::map<std::string, std::strin
   if (value("--deterministic")) options.layers.deterministic = true;
   if (const std::string* path = value("--cpu-conv")) options.layers.cpu_conv = parse_cpu_conv_path(*path);
   if (value("--no-winograd")) options.layers.cpu_winograd = false;
-  if (value("--nchw-values")) options.channels_last = false;
+  if (const std::string* layout = value("--layout")) options.layout = parse_layout_choice(*layout);
   if (value("--no-nvtx")) options.nvtx = false;
   return options;
 }
@@ -57,9 +57,6 @@ std::vector<std::string> compile_flag_notes(const std::map<std::string, std::str
     }
     if (given.contains("--no-winograd")) {
       notes.push_back("--no-winograd chooses the CPU's convolution kernels; it has no effect on a GPU");
-    }
-    if (given.contains("--nchw-values")) {
-      notes.push_back("--nchw-values chooses the CPU's value layouts; a GPU keeps NCHW anyway");
     }
   }
   return notes;

@@ -165,15 +165,22 @@ void Graph::compile(Context& ctx, const CompileOptions& options) {
   // Layers first: a measured cuDNN search allocates scratch tensors and frees
   // them before the plan's arenas exist, so the search's scratch and the
   // network's memory are never held at once.
+  // Where the layout plan prepares the layers again, a first prepare that
+  // only answers what each layer can read and write need not time cuDNN's
+  // algorithms: the measured search runs once, in the layout it is for.
+  const bool layouts = plans_channels_last(options.layout, ctx.device(), options.precision);
+  PrepareOptions first = options_.layers;
+  const bool probe_first = layouts && ctx.is_cuda() && first.algo_search == AlgoSearch::kMeasured;
+  if (probe_first) first.algo_search = AlgoSearch::kHeuristic;
   for (int i : layers_) {
     Layer& layer = *nodes_[static_cast<size_t>(i)].layer;
     layer.set_channels_last(std::vector<bool>(layer.input_shapes().size(), false), false);
     // Note [16-bit values in a layer] (layers/layer.h)
     const bool sixteen = mixed && !layer.is_loss() && layer.computes_16_bit(ctx);
     layer.set_value_storage(sixteen ? value_dtype(options.precision) : DType::kFloat32);
-    layer.prepare(ctx, options_.layers);
+    layer.prepare(ctx, first);
   }
-  plan_layouts(ctx);
+  plan_layouts(ctx, /*prepare_all=*/probe_first);
   size_t workspace = 0;
   for (int i : layers_) workspace = std::max(workspace, nodes_[static_cast<size_t>(i)].layer->workspace_bytes());
   ctx.reserve_workspace(workspace);
@@ -196,11 +203,12 @@ void Graph::compile(Context& ctx, const CompileOptions& options) {
   compiled_ = true;
 }
 
-// Note [Channels-last values on the CPU]: the layers were prepared in NCHW;
-// those that now read or write a channels-last value are prepared again.
-void Graph::plan_layouts(Context& ctx) {
+// Note [Channels-last values]: the layers were prepared in NCHW; those that
+// now read or write a channels-last value are prepared again (all of them
+// where `prepare_all`: the first prepare skipped the measured search).
+void Graph::plan_layouts(Context& ctx, bool prepare_all) {
   for (Node& node : nodes_) node.channels_last = false;
-  if (ctx.is_cuda() || !options_.channels_last) return;
+  if (!plans_channels_last(options_.layout, ctx.device(), options_.precision)) return;
   const std::vector<bool> channels_last = plan_channels_last(nodes_, layers_, loss_);
   for (size_t i = 0; i < nodes_.size(); ++i) nodes_[i].channels_last = channels_last[i];
   for (int i : layers_) {
@@ -208,7 +216,7 @@ void Graph::plan_layouts(Context& ctx) {
     std::vector<bool> inputs;
     for (int producer : node.inputs) inputs.push_back(channels_last[static_cast<size_t>(producer)]);
     const bool any = node.channels_last || std::find(inputs.begin(), inputs.end(), true) != inputs.end();
-    if (!any) continue;
+    if (!any && !prepare_all) continue;
     node.layer->set_channels_last(std::move(inputs), node.channels_last);
     node.layer->prepare(ctx, options_.layers);
   }
@@ -248,18 +256,22 @@ void Graph::allocate_parameters(Context& ctx) {
     for (size_t j = 0; j < specs.size(); ++j) {
       const size_t offset = offsets[static_cast<size_t>(i)][j];
       const std::string name = cat(node.name, ".", specs[j].name);
-      parameter_slots_.push_back({name, specs[j].shape, offset});
-      node.params.push_back(parameters_.view(offset, specs[j].shape, DType::kFloat32).named(name));
-      node.param_grads.push_back(training ? gradients_.view(offset, specs[j].shape, DType::kFloat32).named(name + " gradient")
-                                          : Tensor().named(cat(name, " gradient (none: compiled for inference)")));
+      const Layout layout = specs[j].layout;
+      parameter_slots_.push_back({name, specs[j].shape, offset, layout});
+      node.params.push_back(parameters_.view(offset, specs[j].shape, DType::kFloat32).with_layout(layout).named(name));
+      node.param_grads.push_back(
+          training ? gradients_.view(offset, specs[j].shape, DType::kFloat32).with_layout(layout).named(name + " gradient")
+                   : Tensor().named(cat(name, " gradient (none: compiled for inference)")));
       // On the CPU straight into the parameter: a host copy first would add the
-      // largest parameter to the peak RSS (392 MiB for VGG16's fc6).
+      // largest parameter to the peak RSS (392 MiB for VGG16's fc6). The
+      // initial values are drawn in KCRS order whatever the layout, so a KRSC
+      // filter starts as its KCRS twin does.
       Tensor& param = node.params.back();
       const auto count = static_cast<size_t>(specs[j].shape.numel());
-      if (param.device().is_cuda()) {
+      if (param.device().is_cuda() || layout != Layout::kNCHW) {
         std::vector<float> values(count);
         fill_initial_values(specs[j], options_.seed, parameter_index++, values);
-        from_vector<float>(ctx, values, param);
+        write_in_nchw_order(ctx, values, param);
       } else {
         fill_initial_values(specs[j], options_.seed, parameter_index++, {param.data<float>(), count});
       }
@@ -276,6 +288,7 @@ void Graph::allocate_parameters(Context& ctx) {
       const auto bytes = static_cast<size_t>(static_cast<const char*>(param.raw()) -
                                              static_cast<const char*>(parameters_.raw()));
       param = working_parameters_.view(bytes / sizeof(float) * size_of(working), param.shape(), working)
+                  .with_layout(param.layout())
                   .named(std::string(param.name()));
     }
   }

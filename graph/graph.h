@@ -53,7 +53,7 @@ struct Node {
   std::vector<Tensor> params;             // views into the flat parameter buffer
   std::vector<Tensor> param_grads;        // views into the flat gradient buffer
   // value and grad hold their (N, C, H, W) in NHWC order: Note [Channels-last
-  // values on the CPU] (graph/layouts.h). Read their bytes accordingly.
+  // values] (graph/layouts.h). Read their bytes accordingly.
   bool channels_last = false;
 
   bool is_input() const { return layer == nullptr; }
@@ -64,6 +64,12 @@ struct Node {
 // so each one can still be read after a step: for debugging, and to check
 // that reuse changes no result.
 enum class MemoryReuse { kOn, kOff };
+
+enum class LayoutChoice { kAuto, kNchw, kNhwc };
+LayoutChoice parse_layout_choice(const std::string& text);  // "auto", "nchw", "nhwc"; ConfigError otherwise
+std::string_view name_of(LayoutChoice choice);
+// Whether a graph compiled for `device` in `precision` plans NHWC values.
+bool plans_channels_last(LayoutChoice choice, Device device, Precision precision);
 
 struct CompileOptions {
   PrepareOptions layers;                 // algorithm search, workspace limit (phase: set from `phase`)
@@ -84,11 +90,12 @@ struct CompileOptions {
   // model. Read them with Graph::input_gradient() after backward. Only float
   // inputs of a training plan; compile throws ConfigError naming the choices.
   std::vector<std::string> input_gradients;
-  // On the CPU, store a value NHWC where the layers that write and read it
-  // can work on it so (oneDNN's convolutions, ReLU): Note [Channels-last
-  // values on the CPU] (graph/layouts.h). false keeps every value NCHW
-  // (glassbox time --nchw-values: the reorders it saves, measured).
-  bool channels_last = true;
+  // Where values are stored NHWC: Note [Channels-last values] (graph/layouts.h).
+  // kAuto: NHWC on the CPU, and on a GPU in tf32, bf16 and fp16 (tensor-core
+  // kernels work on NHWC); NCHW for fp32 on a GPU. kNhwc stores NHWC wherever
+  // the layers that write and read a value can; kNchw keeps every value NCHW
+  // (`--layout nchw`: what channels-last saves, measured).
+  LayoutChoice layout = LayoutChoice::kAuto;
 };
 
 // Per-layer times of the last forward and backward, in milliseconds.
@@ -249,7 +256,7 @@ class Graph {
   void set_stored_types(Precision precision);  // Node::stored
   void allocate_parameters(Context& ctx);
   void allocate_activations(Context& ctx);
-  void plan_layouts(Context& ctx);  // sets Node::channels_last and prepares the layers concerned again
+  void plan_layouts(Context& ctx, bool prepare_all);  // sets Node::channels_last and prepares layers again
   void check_training(std::string_view what) const;
   Pass backward_pass(const Node& node) const;
   void after_layer(Context& ctx, const Node& node, std::string_view pass) const;
@@ -270,6 +277,7 @@ class Graph {
     std::string name;  // "conv1.weight"
     Shape shape;
     size_t offset = 0;  // bytes into the flat buffers
+    Layout layout = Layout::kNCHW;  // ParamSpec::layout: kNHWC for a KRSC filter
   };
   std::vector<ParameterSlot> parameter_slots_;  // in flat-buffer order
   std::vector<Tensor> arenas_;  // activations, activation gradients, inputs

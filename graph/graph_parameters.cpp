@@ -27,7 +27,8 @@ std::vector<NamedTensor> Graph::named_views(const Tensor& flat) const {
   }
   std::vector<NamedTensor> views;
   for (const ParameterSlot& slot : parameter_slots_) {
-    views.push_back({slot.name, flat.view(slot.offset, slot.shape, DType::kFloat32).named(slot.name)});
+    views.push_back(
+        {slot.name, flat.view(slot.offset, slot.shape, DType::kFloat32).with_layout(slot.layout).named(slot.name)});
   }
   return views;
 }

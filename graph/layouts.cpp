@@ -1,7 +1,10 @@
-// graph/layouts.cpp: Note [Channels-last values on the CPU] (graph/layouts.h).
+// graph/layouts.cpp: Note [Channels-last values] (graph/layouts.h).
 #include "graph/layouts.h"
 
+#include <algorithm>
 #include <numeric>
+
+#include "tensor/copy.h"
 
 namespace glassbox {
 
@@ -23,6 +26,31 @@ class LayoutGroups {
 };
 
 }  // namespace
+
+LayoutChoice parse_layout_choice(const std::string& text) {
+  for (LayoutChoice c : {LayoutChoice::kAuto, LayoutChoice::kNchw, LayoutChoice::kNhwc}) {
+    if (text == name_of(c)) return c;
+  }
+  throw ConfigError(cat("unknown layout '", text, "'; valid: auto, nchw, nhwc"));
+}
+
+std::string_view name_of(LayoutChoice choice) {
+  switch (choice) {
+    case LayoutChoice::kAuto: return "auto";
+    case LayoutChoice::kNchw: return "nchw";
+    case LayoutChoice::kNhwc: return "nhwc";
+  }
+  return "?";
+}
+
+bool plans_channels_last(LayoutChoice choice, Device device, Precision precision) {
+  switch (choice) {
+    case LayoutChoice::kNchw: return false;
+    case LayoutChoice::kNhwc: return true;
+    case LayoutChoice::kAuto: return !device.is_cuda() || precision != Precision::kFp32;
+  }
+  return false;
+}
 
 std::vector<bool> plan_channels_last(const std::vector<Node>& nodes, const std::vector<int>& layers, int loss) {
   LayoutGroups groups(nodes.size());
@@ -92,6 +120,31 @@ std::vector<float> nchw_from_channels_last(const std::vector<float>& nhwc, const
 
 std::vector<float> channels_last_from_nchw(const std::vector<float>& nchw, const Shape& shape) {
   return transposed<false>(nchw, shape);
+}
+
+std::string layout_path(const std::vector<Node>& nodes, const Node& node) {
+  if (node.shape.rank() != 4) return "";
+  const char* written = node.channels_last ? "NHWC" : "NCHW";
+  for (int producer : node.inputs) {
+    const Node& input = nodes[static_cast<size_t>(producer)];
+    if (input.shape.rank() == 4 && input.dtype == DType::kFloat32 && input.channels_last != node.channels_last) {
+      return cat(written, " from ", input.channels_last ? "NHWC" : "NCHW");
+    }
+  }
+  return written;
+}
+
+bool any_channels_last(const std::vector<Node>& nodes) {
+  return std::any_of(nodes.begin(), nodes.end(), [](const Node& node) { return node.channels_last; });
+}
+
+std::vector<float> values_in_nchw_order(Context& ctx, const Tensor& t) {
+  std::vector<float> values = to_vector<float>(ctx, t);
+  return t.layout() == Layout::kNHWC ? nchw_from_channels_last(values, t.shape()) : values;
+}
+
+void write_in_nchw_order(Context& ctx, const std::vector<float>& nchw, const Tensor& t) {
+  from_vector<float>(ctx, t.layout() == Layout::kNHWC ? channels_last_from_nchw(nchw, t.shape()) : nchw, t);
 }
 
 }  // namespace glassbox

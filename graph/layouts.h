@@ -1,6 +1,6 @@
-// graph/layouts.h: which values the CPU stores channels-last (NHWC).
+// graph/layouts.h: which values a graph stores channels-last (NHWC).
 //
-// Note [Channels-last values on the CPU]: Glassbox's values are NCHW, but
+// Note [Channels-last values]: Glassbox's values are NCHW, but
 // oneDNN's convolutions (brgconv) work in NHWC, so on NCHW values each oneDNN
 // convolution reorders its input into NHWC and its output back to NCHW, a
 // tenth of VGG16's inference step at batch 2 (ONEDNN_VERBOSE). The copies are
@@ -20,9 +20,22 @@
 // write NHWC and read only by layers that can read it. Shapes stay
 // (N, C, H, W), the logical dimensions: Node::channels_last says how the
 // bytes are ordered, and whoever reads a value's bytes (a test, a debugger)
-// must look. CUDA devices keep NCHW.
+// must look.
+//
+// On a GPU the same plan serves cuDNN, whose tensor-core convolutions work on
+// NHWC: on NCHW values cuDNN transposes around them itself, and PyTorch's
+// channels_last exists to avoid that. There a convolution, pooling, batch
+// norm, ReLU, Add, Concat and Flatten read NHWC; a convolution computing
+// channels-last keeps its filter KRSC (Note [KRSC filters], layers/conv2d/conv2d.h),
+// and a layer handed a value in the other layout converts it in its
+// workspace (Note [Layout bridges], layers/layer_cuda.h): a network's first
+// convolution reads the NCHW images so. CompileOptions::layout says where the
+// plan runs (plans_channels_last): by default on the CPU, and on a GPU in
+// tf32, bf16 and fp16; fp32 on a GPU stays NCHW, where cuDNN's NHWC kernels
+// are no faster (PyTorch's fp32 channels_last is slower there too).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "graph/graph.h"
@@ -37,5 +50,19 @@ std::vector<bool> plan_channels_last(const std::vector<Node>& nodes, const std::
 std::vector<float> nchw_from_channels_last(const std::vector<float>& nhwc, const Shape& shape);
 // And back: the NHWC order of NCHW values.
 std::vector<float> channels_last_from_nchw(const std::vector<float>& nchw, const Shape& shape);
+
+// What `node` (a layer) writes, and reads where that differs: "NHWC",
+// "NCHW", "NCHW from NHWC" (a layer that converts, or reads one order and
+// writes the other), "" for an output of rank other than 4: `glassbox time`'s
+// and `kernels`' layout column.
+std::string layout_path(const std::vector<Node>& nodes, const Node& node);
+// Whether any value of a compiled graph is stored NHWC (the column is shown then).
+bool any_channels_last(const std::vector<Node>& nodes);
+
+// A float tensor's values in NCHW order whatever its layout (a KRSC filter
+// read as KCRS): what checkpoints and comparisons read. And the reverse:
+// `nchw` written into `t` in t's layout.
+std::vector<float> values_in_nchw_order(Context& ctx, const Tensor& t);
+void write_in_nchw_order(Context& ctx, const std::vector<float>& nchw, const Tensor& t);
 
 }  // namespace glassbox

@@ -20,7 +20,7 @@ class Add final : public Layer {
   bool backward_reads_output() const override { return false; }
   bool input_grad_is_output_grad(int) const override { return true; }  // dx_i = dy
   // Elementwise: the inputs and y share one layout, whichever it is (Note
-  // [Channels-last values on the CPU], graph/layouts.h).
+  // [Channels-last values], graph/layouts.h).
   bool keeps_layout() const override { return true; }
   std::string describe() const override;  // "2 inputs"
   int min_inputs() const override { return 2; }

@@ -4,7 +4,11 @@
 // Each input is N blocks of C_i*H*W contiguous elements landing C*H*W apart:
 // on CUDA one strided 2-D copy per input (cudaMemcpy2DAsync), or a cuDNN
 // strided add for GradMode::kAdd; in bf16 or fp16 where the graph computes so
-// (computes_16_bit: the copies are of bytes).
+// (computes_16_bit: the copies are of bytes). On CUDA any input and the
+// output may also be stored channels-last (NHWC), each on its own: then each
+// input moves by one cuDNN transform into its channel slice of y (Note
+// [Concat of channels-last values], layers/concat_cuda.cpp). The CPU path is
+// NCHW only.
 #pragma once
 
 #include <string>
@@ -26,6 +30,14 @@ class Concat final : public Layer {
   int max_inputs() const override { return 64; }
   Shape infer(std::span<const Shape> inputs) const override;
   bool computes_16_bit(const Context& ctx) const override { return ctx.is_cuda(); }
+  // Prepared for CUDA: every input (rank 4, as infer demands) may be NHWC,
+  // and the output may be NHWC whatever the inputs are. The CPU: neither.
+  bool can_read_channels_last(int index) const override {
+    return prepared_for_cuda() && input_shapes().at(static_cast<size_t>(index)).rank() == 4;
+  }
+  bool can_write_channels_last(const std::vector<bool>& /*inputs*/) const override {
+    return prepared_for_cuda() && output_shape().rank() == 4;
+  }
 
  private:
   void prepare_cpu(Context& ctx, const PrepareOptions& options) override;

@@ -177,6 +177,8 @@ void Layer::prepare(Context& ctx, const PrepareOptions& options) {
   prepared_ = true;
   prepared_phase_ = options.phase;
   prepared_on_cpu_ = !ctx.is_cuda();
+  param_layouts_.clear();
+  for (const ParamSpec& spec : param_specs()) param_layouts_.push_back(spec.layout);
 }
 
 void Layer::check_tensor(const Context& ctx, const Tensor& t, const Shape& shape, DType dtype,
@@ -218,7 +220,7 @@ void Layer::forward(Context& ctx, const ForwardArgs& args) {
     fail(cat("forward with ", args.params.size(), " parameter(s), expected ", param_shapes_.size()));
   }
   for (size_t i = 0; i < args.params.size(); ++i) {
-    check_tensor(ctx, args.params[i], param_shapes_[i], weight_storage(), cat("parameter ", i));
+    check_tensor(ctx, args.params[i], param_shapes_[i], weight_storage(), cat("parameter ", i), param_layouts_[i]);
   }
   if (ctx.is_cuda()) {
     forward_cuda(ctx, args);
@@ -251,9 +253,9 @@ void Layer::backward(Context& ctx, const BackwardArgs& args) {
              " parameter gradients, expected ", param_shapes_.size()));
   }
   for (size_t i = 0; i < args.params.size(); ++i) {
-    check_tensor(ctx, args.params[i], param_shapes_[i], weight_storage(), cat("parameter ", i));
-    check_tensor(ctx, args.param_grads[i], param_shapes_[i], DType::kFloat32,
-                 cat("gradient of parameter ", i));
+    check_tensor(ctx, args.params[i], param_shapes_[i], weight_storage(), cat("parameter ", i), param_layouts_[i]);
+    check_tensor(ctx, args.param_grads[i], param_shapes_[i], DType::kFloat32, cat("gradient of parameter ", i),
+                 param_layouts_[i]);
   }
   if (args.param_grad_mode == GradMode::kWrite && !writes_param_grads()) {
     fail(cat("backward asked to write the parameter gradients, but this layer only adds to them on ",

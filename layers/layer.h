@@ -106,6 +106,11 @@ struct ParamSpec {
   Init init;
   int64_t fan_in = 1;  // inputs feeding one output unit, for the scaled initialisers
   float bound = 0.0f;  // Init::kUniform's range, which depends on no shape (positive; unused by the others)
+  // How a 4-D parameter's elements lie in memory: kNHWC is a filter stored
+  // KRSC (output channel, row, column, input channel), as a CUDA convolution
+  // on channels-last values reads it (Note [KRSC filters], layers/conv2d/conv2d.h).
+  // The shape stays (K, C, R, S); checkpoints hold PyTorch's KCRS order.
+  Layout layout = Layout::kNCHW;
 };
 
 // A tensor of layer state (Layer::state), by name and shape.
@@ -226,7 +231,7 @@ class Layer {
   // plan does so where nothing else reads that input).
   virtual bool can_run_in_place() const { return false; }
 
-  // Note [Channels-last values on the CPU] (graph/layouts.h): whether the
+  // Note [Channels-last values] (graph/layouts.h): whether the
   // layer, as prepared, can read input `index` stored in NHWC order (and
   // write that input's gradient so), and write its output in NHWC order (and
   // read its gradient so) when its inputs are stored as `inputs` says. The
@@ -243,6 +248,9 @@ class Layer {
   void set_channels_last(std::vector<bool> inputs, bool output);
   bool input_channels_last(int index) const { return input_channels_last_[static_cast<size_t>(index)]; }
   bool output_channels_last() const { return output_channels_last_; }
+  // Whether the last prepare was for a CUDA device: what a layer can read and
+  // write channels-last differs between cuDNN and the CPU's kernels.
+  bool prepared_for_cuda() const { return prepared_ && !prepared_on_cpu_; }
 
   // State that belongs to the model but is not learned (batch norm's running
   // statistics), named as PyTorch's buffers are ("running_mean"), valid after
@@ -334,6 +342,9 @@ class Layer {
   [[noreturn]] void fail_option(const std::string& message) const;
   // Fails unless input `index` has `rank` dimensions ("(N, C, H, W)" names the layout).
   void expect_rank(std::span<const Shape> inputs, int index, int rank, std::string_view layout) const;
+  // The order of input `index`'s and the output's elements, as set_channels_last said.
+  Layout input_layout(size_t index) const;
+  Layout output_layout() const;
 
   std::unique_ptr<BackendState> backend_;  // the device half's state, set by prepare_cuda (or prepare_cpu)
 
@@ -348,11 +359,8 @@ class Layer {
   // Whether backward_cpu honours BackwardArgs::param_grad_mode (writes_param_grads).
   virtual bool writes_param_grads_on_cpu() const { return false; }
 
-  // `layout`: what prepare assumed (Note [Channels-last values on the CPU]).
-  Layout input_layout(size_t index) const;
   // input_dtype(index), with float32 read as value_storage() (labels stay int32).
   DType stored_input_dtype(size_t index) const;
-  Layout output_layout() const;
   void check_tensor(const Context& ctx, const Tensor& t, const Shape& shape, DType dtype, std::string_view role,
                     Layout layout = Layout::kNCHW) const;
 
@@ -363,10 +371,11 @@ class Layer {
   bool prepared_on_cpu_ = false;
   std::vector<Shape> input_shapes_;
   Shape output_shape_;
-  std::vector<bool> input_channels_last_;  // Note [Channels-last values on the CPU]
+  std::vector<bool> input_channels_last_;  // Note [Channels-last values]
   bool output_channels_last_ = false;
   DType value_storage_ = DType::kFloat32;  // Note [16-bit values in a layer]
   std::vector<Shape> param_shapes_;
+  std::vector<Layout> param_layouts_;  // ParamSpec::layout as prepared
   size_t workspace_bytes_ = 0;
 };
 

@@ -18,6 +18,43 @@ TensorDescriptor make_tensor_descriptor(const Shape& shape, DType dtype) {
   return make_nchw_descriptor(dims[0], dims[1], dims[2], dims[3], dtype);
 }
 
+TensorDescriptor make_tensor_descriptor(const Shape& shape, DType dtype, Layout layout) {
+  if (layout == Layout::kNCHW) return make_tensor_descriptor(shape, dtype);
+  return make_strided_descriptor(shape, packed_strides(shape, layout), dtype);
+}
+
+TensorDescriptor make_strided_descriptor(const Shape& sizes, const std::array<int64_t, 4>& strides, DType dtype) {
+  if (sizes.rank() != 4) throw ShapeError(cat("cuDNN strided descriptor: rank 4 (N, C, H, W) expected, got ", sizes.str()));
+  int n[4] = {}, st[4] = {};
+  for (int i = 0; i < 4; ++i) {
+    if (sizes[i] > INT_MAX || strides[static_cast<size_t>(i)] > INT_MAX) {
+      throw ShapeError(cat("cuDNN strided descriptor: ", sizes.str(), " with strides (", strides[0], ", ", strides[1],
+                           ", ", strides[2], ", ", strides[3], ") is beyond cuDNN's int range"));
+    }
+    n[i] = static_cast<int>(sizes[i]);
+    st[i] = static_cast<int>(strides[static_cast<size_t>(i)]);
+  }
+  auto desc = make_descriptor<TensorDescriptor>(cudnnCreateTensorDescriptor);
+  CUDNN_CHECK(cudnnSetTensor4dDescriptorEx(desc.get(), cudnn_data_type(dtype), n[0], n[1], n[2], n[3], st[0], st[1],
+                                           st[2], st[3]));
+  return desc;
+}
+
+LayoutBridge::LayoutBridge(const Shape& shape, DType dtype, Layout stored, Layout computed)
+    : needed_(stored != computed), bytes_(static_cast<size_t>(shape.numel()) * size_of(dtype)) {
+  if (!needed_) return;
+  stored_ = make_tensor_descriptor(shape, dtype, stored);
+  computed_ = make_tensor_descriptor(shape, dtype, computed);
+}
+
+void LayoutBridge::to_computed(Context& ctx, const void* stored, void* computed, const float* beta) const {
+  CUDNN_CHECK(cudnnTransformTensor(cudnn_of(ctx), &kOne, stored_.get(), stored, beta, computed_.get(), computed));
+}
+
+void LayoutBridge::to_stored(Context& ctx, const void* computed, void* stored, const float* beta) const {
+  CUDNN_CHECK(cudnnTransformTensor(cudnn_of(ctx), &kOne, computed_.get(), computed, beta, stored_.get(), stored));
+}
+
 void write_or_add_tensor(Context& ctx, GradMode mode, cudnnTensorDescriptor_t desc, const Tensor& dy,
                          const Tensor& dx) {
   if (mode == GradMode::kWrite) {

@@ -1,6 +1,7 @@
 // layers/layer_cuda.h: what the CUDA halves of the layers share.
 #pragma once
 
+#include <array>
 #include <memory>
 
 #include "layers/layer.h"
@@ -26,6 +27,41 @@ void write_or_add_tensor(Context& ctx, GradMode mode, cudnnTensorDescriptor_t de
 // dimensions): (N, F) is (N, F, 1, 1). Throws ShapeError for rank above 4 or a
 // size above cuDNN's int range.
 TensorDescriptor make_tensor_descriptor(const Shape& shape, DType dtype = DType::kFloat32);
+// The same for a value stored in `layout`: NHWC describes a rank-4 (N, C, H,
+// W) shape with channels fastest (packed_strides, tensor/tensor.h).
+TensorDescriptor make_tensor_descriptor(const Shape& shape, DType dtype, Layout layout);
+// A rank-4 view of `sizes` (N, C, H, W) with `strides` in elements, in that
+// order: a slice of a larger tensor. ShapeError where a size or stride is
+// beyond cuDNN's int range.
+TensorDescriptor make_strided_descriptor(const Shape& sizes, const std::array<int64_t, 4>& strides, DType dtype);
+
+// Note [Layout bridges]: a CUDA layer that computes in one layout but is
+// given a value stored in the other (a convolution reading the graph's NCHW
+// images and writing channels-last; max pooling reading channels-last values
+// and writing NCHW for a Flatten) converts that value through its workspace
+// with cudnnTransformTensor, one pass over it each way. The graph's layout plan
+// keeps such values few (graph/layouts.h); `glassbox time` names them in the
+// layout column. A bridge of one shape, element type and pair of layouts:
+class LayoutBridge {
+ public:
+  LayoutBridge() = default;
+  LayoutBridge(const Shape& shape, DType dtype, Layout stored, Layout computed);
+  // Whether the two layouts differ (else the layer reads the value as it is).
+  bool needed() const { return needed_; }
+  // The bytes of the value in the computed layout (its workspace share), 0 where not needed.
+  size_t bytes() const { return needed_ ? bytes_ : 0; }
+  // computed = stored (beta 0) or computed += stored (beta 1), and back.
+  void to_computed(Context& ctx, const void* stored, void* computed, const float* beta = &kZero) const;
+  void to_stored(Context& ctx, const void* computed, void* stored, const float* beta = &kZero) const;
+
+ private:
+  bool needed_ = false;
+  size_t bytes_ = 0;
+  TensorDescriptor stored_, computed_;
+};
+
+// Rounds a workspace share up to 256 bytes, the alignment cuDNN's buffers want.
+inline size_t aligned_share(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
 // The layer's BackendState as the concrete type its x_cuda.cpp defined.
 template <typename State>

@@ -29,8 +29,9 @@ class SubsamplePad final : public Layer {
   std::string_view type() const override { return "SubsamplePad"; }
   bool backward_reads_input(int) const override { return false; }  // dx is dy, moved back: no x, no y
   bool backward_reads_output() const override { return false; }
-  // On the CPU, NCHW or NHWC, y and dx as x (Note [Channels-last values on
-  // the CPU], graph/layouts.h).
+  // NCHW or NHWC, y and dx as x, on the CPU and on CUDA (Note [Channels-last
+  // values], graph/layouts.h; the views' strides per layout are in
+  // subsample_pad_cuda.cpp).
   bool keeps_layout() const override { return true; }
   std::string describe() const override;  // "s2, 16 -> 32 channels (x at 8)"
   Shape infer(std::span<const Shape> inputs) const override;

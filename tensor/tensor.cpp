@@ -64,6 +64,17 @@ Tensor Tensor::with_layout(Layout layout) const {
 
 std::string_view name_of(Layout layout) { return layout == Layout::kNHWC ? "NHWC" : "NCHW"; }
 
+std::array<int64_t, 4> packed_strides(const Shape& shape, Layout layout) {
+  if (shape.rank() < 1 || shape.rank() > 4 || (layout == Layout::kNHWC && shape.rank() != 4)) {
+    throw ShapeError(cat("packed strides: ", name_of(layout), " describes ",
+                         layout == Layout::kNHWC ? "rank 4" : "rank 1 to 4", ", not ", shape.str()));
+  }
+  int64_t d[4] = {1, 1, 1, 1};
+  for (int i = 0; i < shape.rank(); ++i) d[i] = shape[i];
+  if (layout == Layout::kNHWC) return {d[2] * d[3] * d[1], 1, d[3] * d[1], d[1]};
+  return {d[1] * d[2] * d[3], d[2] * d[3], d[3], 1};
+}
+
 std::string Tensor::str() const {
   if (!buffer_) return "undefined tensor";
   return cat(name_of(dtype_), " ", shape_.str(), layout_ == Layout::kNHWC ? ", NHWC" : "", " on ", device().str());

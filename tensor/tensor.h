@@ -7,6 +7,7 @@
 // and device are explicit (tensor/copy.h), never implicit.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -21,11 +22,17 @@
 namespace glassbox {
 
 // Memory order of a rank-4 image tensor, whose shape is (N, C, H, W) either
-// way. NCHW, but NHWC where a CPU graph stores a value channels-last (Note
-// [Channels-last values on the CPU], graph/layouts.h); NHWC is also what
-// tensor cores prefer.
+// way. NCHW, but NHWC where a graph stores a value channels-last (Note
+// [Channels-last values], graph/layouts.h), and for a CUDA convolution's KRSC
+// filter; NHWC is what oneDNN's and cuDNN's fast convolutions work on.
 enum class Layout { kNCHW, kNHWC };
 std::string_view name_of(Layout layout);  // "NCHW", "NHWC"
+
+// The element strides of a packed tensor of `shape` stored in `layout`, in
+// (N, C, H, W) order: NCHW (C*H*W, H*W, W, 1), NHWC (H*W*C, 1, W*C, C). A
+// shape of rank 1 to 3 is read as NCHW padded with trailing ones, which only
+// NCHW may describe. ShapeError for any other rank, or NHWC below rank 4.
+std::array<int64_t, 4> packed_strides(const Shape& shape, Layout layout);
 
 // One allocation, returned to its allocator when the last view of it goes.
 class Buffer {

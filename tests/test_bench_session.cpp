@@ -29,19 +29,19 @@ TEST(BenchFlags, NoWinogradIsASwitchThatDefaultsToWinogradWhereItPays) {
 // bench_nets reads each one into the same CompileOptions as `glassbox` does.
 TEST(BenchFlags, TheCompileFlagsAreGlassboxsOwn) {
   const BenchFlags flags = parse_bench_flags(
-      {"--precision=tf32", "--cudnn-search", "--cpu-conv=glassbox", "--no-winograd", "--nchw-values", "--no-nvtx"});
+      {"--precision=tf32", "--cudnn-search", "--cpu-conv=glassbox", "--no-winograd", "--layout=nchw", "--no-nvtx"});
   const CompileOptions expected = compile_options_from_flags({{"--precision", "tf32"},
                                                               {"--cudnn-search", ""},
                                                               {"--cpu-conv", "glassbox"},
                                                               {"--no-winograd", ""},
-                                                              {"--nchw-values", ""},
+                                                              {"--layout", "nchw"},
                                                               {"--no-nvtx", ""}});
   EXPECT_EQ(flags.compile.precision, Precision::kTf32);
   EXPECT_EQ(flags.compile.precision, expected.precision);
   EXPECT_EQ(flags.compile.layers.algo_search, AlgoSearch::kMeasured);
   EXPECT_EQ(flags.compile.layers.cpu_conv, CpuConvPath::kGlassbox);
   EXPECT_FALSE(flags.compile.layers.cpu_winograd);
-  EXPECT_FALSE(flags.compile.channels_last);
+  EXPECT_EQ(flags.compile.layout, LayoutChoice::kNchw);
   EXPECT_FALSE(flags.compile.nvtx);
   EXPECT_TRUE(flags.passed_on.empty()) << "Google Benchmark sees none of them";
   for (const FlagSpec& spec : compile_flags()) {

@@ -1,4 +1,4 @@
-// tests/test_channels_last.cpp: Note [Channels-last values on the CPU]
+// tests/test_channels_last.cpp: Note [Channels-last values]
 // (graph/layouts.h). Which values the graph stores NHWC (where oneDNN's
 // convolutions, ReLU and max pooling meet, and nowhere a layer needs NCHW);
 // that training and inference compute what the all-NCHW graph computes,
@@ -79,7 +79,7 @@ TEST(ChannelsLast, TheGraphStoresNhwcWhereEveryWriterAndReaderCan) {
     EXPECT_TRUE(conv_a.starts_with(kernel)) << conv_a << " (oneDNN runs " << onednn_cpu_isa() << " here)";
 
     Graph nchw = net(2);
-    nchw.compile(ctx, {.phase = phase, .channels_last = false});
+    nchw.compile(ctx, {.phase = phase, .layout = LayoutChoice::kNchw});
     for (const Node& node : nchw.nodes()) EXPECT_FALSE(node.channels_last) << node.name;
   }
 }
@@ -100,7 +100,8 @@ TEST(ChannelsLast, InferenceComputesWhatTheNchwGraphComputes) {
   for (bool channels_last : {true, false}) {
     Context ctx = Context::cpu();
     Graph graph = net(2);
-    graph.compile(ctx, {.phase = Phase::kInference, .channels_last = channels_last});
+    const LayoutChoice layout = channels_last ? LayoutChoice::kNhwc : LayoutChoice::kNchw;
+    graph.compile(ctx, {.phase = Phase::kInference, .layout = layout});
     fill_synthetic_batch(ctx, graph, 5);
     graph.forward(ctx, Phase::kInference);
     losses.push_back(graph.loss(ctx));

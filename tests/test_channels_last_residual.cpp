@@ -1,5 +1,5 @@
-// tests/test_channels_last_residual.cpp: Note [Channels-last values on the
-// CPU] (graph/layouts.h) through residual networks. Batch norm, Add and
+// tests/test_channels_last_residual.cpp: Note [Channels-last values]
+// (graph/layouts.h) through residual networks. Batch norm, Add and
 // SubsamplePad keep their inputs' layout and global average pooling reads
 // NHWC, so a ResNet's whole trunk is stored NHWC; each of those layers on NHWC
 // against itself on NCHW (the plain reference, itself gradient-checked), and

@@ -21,7 +21,7 @@ TEST(CompileFlags, NoFlagsLeaveTheDefaults) {
   EXPECT_EQ(options.layers.deterministic, defaults.layers.deterministic);
   EXPECT_EQ(options.layers.cpu_conv, defaults.layers.cpu_conv);
   EXPECT_EQ(options.layers.cpu_winograd, defaults.layers.cpu_winograd);
-  EXPECT_EQ(options.channels_last, defaults.channels_last);
+  EXPECT_EQ(options.layout, defaults.layout);
   EXPECT_EQ(options.nvtx, defaults.nvtx);
 }
 
@@ -31,14 +31,14 @@ TEST(CompileFlags, EachFlagSetsItsOptionAndKeepsTheBase) {
   base.layer_timing = true;
   const CompileOptions options = compile_options_from_flags(
       {{"--precision", "tf32"}, {"--cudnn-search", ""}, {"--deterministic", ""}, {"--cpu-conv", "onednn"},
-       {"--no-winograd", ""}, {"--nchw-values", ""}, {"--no-nvtx", ""}, {"--batch", "8"}},
+       {"--no-winograd", ""}, {"--layout", "nchw"}, {"--no-nvtx", ""}, {"--batch", "8"}},
       base);
   EXPECT_EQ(options.precision, Precision::kTf32);
   EXPECT_EQ(options.layers.algo_search, AlgoSearch::kMeasured);
   EXPECT_TRUE(options.layers.deterministic);
   EXPECT_EQ(options.layers.cpu_conv, CpuConvPath::kOneDnn);
   EXPECT_FALSE(options.layers.cpu_winograd);
-  EXPECT_FALSE(options.channels_last);
+  EXPECT_EQ(options.layout, LayoutChoice::kNchw);
   EXPECT_FALSE(options.nvtx);
   EXPECT_EQ(options.phase, Phase::kInference) << "the program's own choice stays";
   EXPECT_TRUE(options.layer_timing);
@@ -47,6 +47,29 @@ TEST(CompileFlags, EachFlagSetsItsOptionAndKeepsTheBase) {
 TEST(CompileFlags, ABadValueNamesItsFlag) {
   EXPECT_THROW(compile_options_from_flags({{"--precision", "fp64"}}), ConfigError);
   EXPECT_THROW(compile_options_from_flags({{"--cpu-conv", "fast"}}), ConfigError);
+  try {
+    compile_options_from_flags({{"--layout", "nhcw"}});
+    ADD_FAILURE() << "a misspelt layout was taken";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "unknown layout 'nhcw'; valid: auto, nchw, nhwc");
+  }
+}
+
+// Note [Channels-last values] (graph/layouts.h): by default the CPU stores
+// values NHWC in every precision, a GPU in tf32, bf16 and fp16 but not fp32;
+// an explicit choice holds on both.
+TEST(CompileFlags, TheLayoutChoiceDependsOnTheDeviceAndPrecisionOnlyWhenAutomatic) {
+  for (Precision p : {Precision::kFp32, Precision::kTf32, Precision::kBf16, Precision::kFp16}) {
+    EXPECT_TRUE(plans_channels_last(LayoutChoice::kAuto, Device::cpu(), p)) << flag_name_of(p);
+    EXPECT_EQ(plans_channels_last(LayoutChoice::kAuto, Device::cuda(), p), p != Precision::kFp32) << flag_name_of(p);
+    for (Device d : {Device::cpu(), Device::cuda()}) {
+      EXPECT_TRUE(plans_channels_last(LayoutChoice::kNhwc, d, p));
+      EXPECT_FALSE(plans_channels_last(LayoutChoice::kNchw, d, p));
+    }
+  }
+  for (LayoutChoice c : {LayoutChoice::kAuto, LayoutChoice::kNchw, LayoutChoice::kNhwc}) {
+    EXPECT_EQ(parse_layout_choice(std::string(name_of(c))), c);
+  }
 }
 
 TEST(CompileFlags, FlagsThatDoNothingOnTheDeviceAreNamed) {
@@ -56,10 +79,11 @@ TEST(CompileFlags, FlagsThatDoNothingOnTheDeviceAreNamed) {
                                       "--deterministic restricts cuDNN algorithms; the CPU path is deterministic "
                                       "already"}));
   EXPECT_TRUE(compile_flag_notes(gpu_only, Device::cuda()).empty());
-  const std::map<std::string, std::string> cpu_only = {{"--cpu-conv", "glassbox"}, {"--no-winograd", ""},
-                                                       {"--nchw-values", ""}};
+  const std::map<std::string, std::string> cpu_only = {{"--cpu-conv", "glassbox"}, {"--no-winograd", ""}};
   EXPECT_TRUE(compile_flag_notes(cpu_only, Device::cpu()).empty());
-  EXPECT_EQ(compile_flag_notes(cpu_only, Device::cuda()).size(), 3u);
+  EXPECT_EQ(compile_flag_notes(cpu_only, Device::cuda()).size(), 2u);
+  EXPECT_TRUE(compile_flag_notes({{"--layout", "nhwc"}}, Device::cpu()).empty()) << "both devices plan layouts";
+  EXPECT_TRUE(compile_flag_notes({{"--layout", "nhwc"}}, Device::cuda()).empty()) << "both devices plan layouts";
 }
 
 TEST(CompileFlags, EveryVerbThatCompilesAGraphDeclaresTheSameRows) {

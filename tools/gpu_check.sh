@@ -23,10 +23,11 @@
 #   8 parallel   NCCL with one rank: bench_allreduce, ResNet-50 train_step with and without
 #                the communicator, glassbox scale from the GPU's step -> <gpu>/allreduce-nccl.json,
 #                resnet50-nccl-one-rank.json (tools/gpu_parallel.sh)
-#   9 precision  bf16 and fp16: the 16-bit path's tests, `glassbox time` and `kernels` of ResNet50
-#                in bf16, ResNet50/train_step tf32 and bf16 interleaved with PyTorch
-#                -> <gpu>/resnet50-{tf32,bf16}.json (tools/gpu_precision.sh); alone, in under
-#                8 minutes: --prebuilt DIR --only precision
+#   9 precision  bf16, fp16 and channels-last: the tests of the 16-bit path and of NHWC values,
+#                `glassbox time` and `kernels` of ResNet50 in bf16, ResNet50/train_step tf32 (NCHW
+#                and NHWC) and bf16 interleaved with PyTorch
+#                -> <gpu>/resnet50-{tf32-nchw,tf32-nhwc,bf16}.json (tools/gpu_precision.sh); alone,
+#                in under 8 minutes: --prebuilt DIR --only precision
 #
 # <gpu> is the GPU's name as nvidia-smi gives it, lower case, without the vendor
 # and the memory type ("NVIDIA H100 80GB HBM3" -> h100-80gb): one folder per

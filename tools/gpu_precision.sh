@@ -4,8 +4,11 @@
 #   - the tests of the 16-bit path: every layer in bf16 and fp16 on the GPU
 #     against the CPU's fp32, the staging rules, the conversion kernels, the
 #     update that writes the working copy, loss scaling on the device;
+#   - the tests of channels-last values on the GPU: the layout plan, KRSC
+#     filters, layout bridges, NHWC batch norm, pooling, concat and flatten;
 #   - ResNet50/train_step interleaved with PyTorch (2 rounds): tf32 at batch
-#     64, bf16 at batches 64 and 256 -> bench/results/<gpu>/resnet50-{tf32,bf16}.json;
+#     64 with Glassbox's values NCHW and NHWC, bf16 (NHWC) at batches 64 and
+#     256 -> bench/results/<gpu>/resnet50-{tf32-nchw,tf32-nhwc,bf16}.json;
 #   - `glassbox time` and `glassbox kernels` of ResNet50 in bf16: which
 #     layers compute in 16 bits, which are staged, which kernels ran
 #     -> the step's log.
@@ -15,7 +18,8 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2154  # build, logs, results_dir, python, dry_run are gpu_check.sh's
 
-precision_tests=(test_mixed_precision test_precision_staging test_loss_scaler_cuda test_convert test_kernel_map
+precision_tests=(test_channels_last_cuda test_channels_last_cuda_layers test_channels_last_cuda_concat
+                 test_mixed_precision test_precision_staging test_loss_scaler_cuda test_convert test_kernel_map
                  test_sgd_working_copy test_loss_scale)
 
 step_precision() {
@@ -37,16 +41,17 @@ step_precision() {
     show timeout 120 "$build/glassbox" kernels ResNet50 --device cuda --precision bf16 --batch 64 \
       || { echo "kernels bf16: FAILED"; rc=1; }
   fi
-  local precision batches
-  for precision in tf32 bf16; do
-    batches=64
-    [ "$precision" = bf16 ] && batches=64,256
-    echo "---- ResNet50/train_step $precision at batch $batches, interleaved with PyTorch"
-    [ "$dry_run" -eq 1 ] || rm -f "$results_dir/resnet50-$precision.json"
-    show timeout 240 "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
-      --rounds 2 --modes train_step --batch "$batches" --precision "$precision" \
-      --json "$results_dir/resnet50-$precision.json" ResNet50 \
-      || { echo "interleave $precision: FAILED"; rc=1; }
+  local run precision layout batches name
+  for run in tf32:nchw tf32:nhwc bf16:auto; do
+    precision=${run%%:*} layout=${run#*:}
+    batches=64 name=resnet50-$precision-$layout
+    [ "$precision" = bf16 ] && batches=64,256 name=resnet50-bf16
+    echo "---- ResNet50/train_step $precision ($layout values) at batch $batches, interleaved with PyTorch"
+    [ "$dry_run" -eq 1 ] || rm -f "$results_dir/$name.json"
+    show timeout 200 "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
+      --rounds 2 --modes train_step --batch "$batches" --precision "$precision" --glassbox-layout "$layout" \
+      --json "$results_dir/$name.json" ResNet50 \
+      || { echo "interleave $precision $layout: FAILED"; rc=1; }
   done
   return "$rc"
 }

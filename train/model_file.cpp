@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "graph/layouts.h"
 #include "nets/torch_names.h"
 #include "tensor/copy.h"
 
@@ -165,15 +166,16 @@ std::vector<const HostTensor*> match(const SafetensorsFile& file, const std::vec
 void assign(Context& ctx, const std::vector<Wanted>& wanted, const std::vector<const HostTensor*>& found) {
   for (size_t i = 0; i < wanted.size(); ++i) {
     if (!wanted[i].target.defined()) continue;  // num_batches_tracked: checked, not kept
-    // A float copy of the bytes: the file's buffer is bytes, not floats.
+    // A float copy of the bytes: the file's buffer is bytes, not floats. The
+    // file holds PyTorch's order; a KRSC filter takes it transposed.
     std::vector<float> values(found[i]->bytes.size() / sizeof(float));
     std::memcpy(values.data(), found[i]->bytes.data(), found[i]->bytes.size());
-    from_vector<float>(ctx, values, wanted[i].target);
+    write_in_nchw_order(ctx, values, wanted[i].target);
   }
 }
 
 HostTensor host_copy(Context& ctx, const std::string& name, const Tensor& tensor) {
-  const std::vector<float> values = to_vector<float>(ctx, tensor);
+  const std::vector<float> values = values_in_nchw_order(ctx, tensor);  // PyTorch's order, whatever the layout
   HostTensor t{.name = name, .dtype = "F32", .shape = tensor.shape().dims()};
   t.bytes.resize(values.size() * sizeof(float));
   std::memcpy(t.bytes.data(), values.data(), t.bytes.size());

@@ -3,7 +3,7 @@
 //
 // Glassbox's own flags (--device=, --batch=, --net=, --data=, --workers=,
 // --warmup=, ..., and the compile flags that `glassbox` shares: --precision=,
-// --cudnn-search, --cpu-conv=, --no-winograd, --nchw-values, --deterministic,
+// --cudnn-search, --cpu-conv=, --no-winograd, --layout=, --deterministic,
 // --no-nvtx) are taken out and parsed; Google
 // Benchmark's are passed on, after checking the ones Google Benchmark 1.7.1
 // would mishandle: a bad --benchmark_format prints its usage and exits 0, a

@@ -36,9 +36,10 @@ class BatchNorm2d final : public Layer {
 
   std::string_view type() const override { return "BatchNorm2d"; }
   bool backward_reads_output() const override { return false; }  // x and the saved statistics
-  // Per channel, in whichever order the values come: on the CPU, NCHW or
-  // NHWC (layers/batch_norm/batch_norm_nhwc.cpp), y and the gradients as x
-  // (Note [Channels-last values on the CPU], graph/layouts.h).
+  // Per channel, in whichever order the values come, NCHW or NHWC, y and the
+  // gradients as x (Note [Channels-last values], graph/layouts.h):
+  // on the CPU by layers/batch_norm/batch_norm_nhwc.cpp, on CUDA by cuDNN
+  // (Note [Persistent batch norm on NHWC] in batch_norm_cuda.cpp).
   bool keeps_layout() const override { return true; }
   std::string describe() const override;  // "64 channels, eps 1e-05, momentum 0.1"
   Shape infer(std::span<const Shape> inputs) const override;

@@ -17,7 +17,9 @@
 //     (1 and beta_for(mode)) and the scale/shift gradients with
 //     alphaParamDiff/betaParamDiff (1 and 1: they accumulate).
 //   - The (1, C, 1, 1) descriptor of scale, shift and the statistics comes
-//     from cudnnDeriveBNTensorDescriptor in CUDNN_BATCHNORM_SPATIAL mode.
+//     from cudnnDeriveBNTensorDescriptor in the mode of the training calls.
+// The Ex calls of channels-last values (Note [Persistent batch norm on NHWC])
+// take the same arguments in the same meaning, plus a workspace and a reserve.
 //
 // Note [Batch norm's fp32 side]: x, y, dx and dy are float32, or bfloat16 or
 // float16 in a mixed-precision graph (value_storage(), Note [16-bit values in
@@ -32,29 +34,69 @@
 // in float. alpha and beta stay float. prepare_cuda reads the derived type
 // back and refuses anything but float, so a cuDNN that derived otherwise
 // fails at prepare instead of reading float buffers as 16-bit ones.
+//
+// Note [Persistent batch norm on NHWC]: on channels-last values (x, y, dx, dy
+// all NHWC, the layout of input 0) a training forward and the backward go
+// through cudnnBatchNormalizationForwardTrainingEx and
+// cudnnBatchNormalizationBackwardEx in CUDNN_BATCHNORM_SPATIAL_PERSISTENT mode
+// with CUDNN_BATCHNORM_OPS_BN (batch norm alone: no z, no activation). The
+// reason is speed: cuDNN's fast NHWC batch-norm kernels (the "family of fast
+// NHWC batch normalization functions" of cuDNN 7.4's release notes) run only
+// through the Ex calls in that mode, on fully packed NHWC tensors, given a
+// workspace of at least cudnnGet...ExWorkspaceSize bytes and a reserve of at
+// least cudnnGetBatchNormalizationTrainingExReserveSpaceSize bytes whose
+// contents the forward leaves for the backward. The API reference names half
+// data for those kernels; for float and bfloat16 it promises the Ex calls'
+// results, not their speed. What the reference says the mode costs: it "may
+// be faster than CUDNN_BATCHNORM_SPATIAL but imposes some limits on the range
+// of values" (cudnn_ops.h): its scaled-integer reduction (described for NCHW)
+// can overflow into Inf or NaN on finite but very large inputs where
+// CUDNN_BATCHNORM_SPATIAL stays finite, which only cudnnQueryRuntimeError
+// would report. The layer does not query it: a NaN reaches the loss, which
+// checked_loss (graph/finite_check.h) refuses. PyTorch's cuDNN batch norm
+// trains in this mode through the same Ex calls. An inference forward has no
+// reduction and keeps cudnnBatchNormalizationForwardInference in
+// CUDNN_BATCHNORM_SPATIAL mode on either layout; both modes derive the same
+// (1, C, 1, 1) float descriptor (cudnn_ops.h gives both 1xCx1x1 scale and
+// bias). The reserve is allocated once, in a training prepare, as layer state:
+// it must survive from forward to backward, which the shared workspace does
+// not. NCHW values keep the plain calls in CUDNN_BATCHNORM_SPATIAL mode.
 #include "layers/batch_norm/batch_norm.h"
+
+#include <algorithm>
 
 #include "layers/layer_cuda.h"
 
 namespace glassbox {
 namespace {
 
-struct BatchNormState final : BackendState {
-  TensorDescriptor data;   // x, y, dx, dy: (N, C, H, W)
-  TensorDescriptor param;  // (1, C, 1, 1): scale, shift, their gradients, running and saved statistics
-};
+constexpr cudnnBatchNormMode_t kMode = CUDNN_BATCHNORM_SPATIAL;  // NCHW, and every inference forward
+constexpr cudnnBatchNormMode_t kNhwcTrainingMode = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
+constexpr cudnnBatchNormOps_t kOps = CUDNN_BATCHNORM_OPS_BN;
 
-constexpr cudnnBatchNormMode_t kMode = CUDNN_BATCHNORM_SPATIAL;
+struct BatchNormState final : BackendState {
+  TensorDescriptor data;   // x, y, dx, dy: (N, C, H, W), in input_layout(0)
+  TensorDescriptor param;  // (1, C, 1, 1): scale, shift, their gradients, running and saved statistics
+  // Note [Persistent batch norm on NHWC]: a channels-last training plan's
+  // Ex calls, and the reserve their forward leaves for their backward.
+  bool ex = false;
+  Tensor reserve;  // reserve_bytes, as float32 words; undefined where cuDNN asks for none
+  size_t reserve_bytes = 0;
+  void* reserve_data() const { return reserve.defined() ? reserve.raw() : nullptr; }
+};
 
 }  // namespace
 
-void BatchNorm2d::prepare_cuda(Context& ctx, const PrepareOptions&) {
+void BatchNorm2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
   static_assert(kMinEpsilon == CUDNN_BN_MIN_EPSILON, "BatchNorm2d's epsilon limit must be cuDNN's");
   allocate_state(ctx);
   auto state = std::make_unique<BatchNormState>();
-  state->data = make_tensor_descriptor(input_shapes()[0], value_storage());
+  const Layout layout = input_layout(0);  // keeps_layout: y, dx and dy share it
+  state->data = make_tensor_descriptor(input_shapes()[0], value_storage(), layout);
+  state->ex = layout == Layout::kNHWC && options.phase == Phase::kTraining;
   state->param = make_descriptor<TensorDescriptor>(cudnnCreateTensorDescriptor);
-  CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(state->param.get(), state->data.get(), kMode));
+  CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(state->param.get(), state->data.get(),
+                                            state->ex ? kNhwcTrainingMode : kMode));
   // Note [Batch norm's fp32 side]: the parameters and statistics are float buffers.
   cudnnDataType_t param_type{};
   int n = 0, c = 0, h = 0, w = 0, n_stride = 0, c_stride = 0, h_stride = 0, w_stride = 0;
@@ -65,6 +107,24 @@ void BatchNorm2d::prepare_cuda(Context& ctx, const PrepareOptions&) {
                     static_cast<int>(param_type), ", not float, for ", name_of(value_storage()),
                     " values; the layer keeps them in float32"));
   }
+  if (state->ex) {
+    // The descriptors in the slots of the queries are those PyTorch's cuDNN
+    // batch norm passes for OPS_BN (z and y described as x; no dz, no activation).
+    cudnnHandle_t handle = cudnn_of(ctx);
+    const cudnnTensorDescriptor_t data = state->data.get(), param = state->param.get();
+    size_t forward_bytes = 0, backward_bytes = 0;
+    CUDNN_CHECK(cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(handle, kNhwcTrainingMode, kOps, data, data,
+                                                                         data, param, nullptr, &forward_bytes));
+    CUDNN_CHECK(cudnnGetBatchNormalizationBackwardExWorkspaceSize(handle, kNhwcTrainingMode, kOps, data, data, data,
+                                                                  nullptr, data, param, nullptr, &backward_bytes));
+    CUDNN_CHECK(cudnnGetBatchNormalizationTrainingExReserveSpaceSize(handle, kNhwcTrainingMode, kOps, nullptr, data,
+                                                                     &state->reserve_bytes));
+    if (state->reserve_bytes > 0) {
+      const int64_t words = static_cast<int64_t>((state->reserve_bytes + sizeof(float) - 1) / sizeof(float));
+      state->reserve = ctx.allocate(Shape{words}, DType::kFloat32, MemoryCategory::kLayerState);
+    }
+    set_workspace_bytes(std::max(forward_bytes, backward_bytes));
+  }
   backend_ = std::move(state);
 }
 
@@ -74,17 +134,25 @@ void BatchNorm2d::forward_cuda(Context& ctx, const ForwardArgs& args) {
   void* y = args.output.raw();
   const void* scale = args.params[0].raw();
   const void* shift = args.params[1].raw();
-  if (args.phase == Phase::kTraining) {
+  const double momentum = static_cast<double>(options_.momentum), eps = static_cast<double>(options_.eps);
+  if (args.phase == Phase::kTraining && s.ex) {
     check_training_batch();
-    CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
-        cudnn_of(ctx), kMode, &kOne, &kZero, s.data.get(), x, s.data.get(), y, s.param.get(), scale, shift,
-        static_cast<double>(options_.momentum), running_mean_.raw(), running_var_.raw(),
-        static_cast<double>(options_.eps), saved_mean_.raw(), saved_inv_std_.raw()));
+    // Note [Persistent batch norm on NHWC]
+    CUDNN_CHECK(cudnnBatchNormalizationForwardTrainingEx(
+        cudnn_of(ctx), kNhwcTrainingMode, kOps, &kOne, &kZero, s.data.get(), x, nullptr, nullptr, s.data.get(), y,
+        s.param.get(), scale, shift, momentum, running_mean_.raw(), running_var_.raw(), eps, saved_mean_.raw(),
+        saved_inv_std_.raw(), nullptr, checked_workspace(ctx), workspace_bytes(), s.reserve_data(),
+        s.reserve_bytes));
+  } else if (args.phase == Phase::kTraining) {
+    check_training_batch();
+    CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(cudnn_of(ctx), kMode, &kOne, &kZero, s.data.get(), x,
+                                                       s.data.get(), y, s.param.get(), scale, shift, momentum,
+                                                       running_mean_.raw(), running_var_.raw(), eps,
+                                                       saved_mean_.raw(), saved_inv_std_.raw()));
   } else {
     CUDNN_CHECK(cudnnBatchNormalizationForwardInference(cudnn_of(ctx), kMode, &kOne, &kZero, s.data.get(), x,
                                                         s.data.get(), y, s.param.get(), scale, shift,
-                                                        running_mean_.raw(), running_var_.raw(),
-                                                        static_cast<double>(options_.eps)));
+                                                        running_mean_.raw(), running_var_.raw(), eps));
   }
   last_forward_trained_ = args.phase == Phase::kTraining;
 }
@@ -96,14 +164,30 @@ void BatchNorm2d::backward_cuda(Context& ctx, const BackwardArgs& args) {
   // gradients only together with dx. Where no input gradient is wanted, dx
   // goes to y's memory, which is dead by now: backward runs in reverse
   // topological order, so every reader of y has finished its backward, and
-  // this backward reads x, not y.
+  // this backward reads x, not y. That holds for the Ex call too: with
+  // CUDNN_BATCHNORM_OPS_BN it is given no y (yDesc and yData are null; only
+  // a fused activation's backward reads y) and no dz.
   const bool want_dx = args.input_grads[0].defined();
   void* dx = want_dx ? args.input_grads[0].raw() : args.output.raw();
   const float* beta_dx = want_dx ? beta_for(args.input_grad_modes[0]) : &kZero;
-  CUDNN_CHECK(cudnnBatchNormalizationBackward(
-      cudnn_of(ctx), kMode, &kOne, beta_dx, &kOne, &kOne, s.data.get(), args.inputs[0].raw(), s.data.get(),
-      args.output_grad.raw(), s.data.get(), dx, s.param.get(), args.params[0].raw(), args.param_grads[0].raw(),
-      args.param_grads[1].raw(), static_cast<double>(options_.eps), saved_mean_.raw(), saved_inv_std_.raw()));
+  const void* x = args.inputs[0].raw();
+  const void* dy = args.output_grad.raw();
+  const void* scale = args.params[0].raw();
+  void* dscale = args.param_grads[0].raw();
+  void* dshift = args.param_grads[1].raw();
+  const double eps = static_cast<double>(options_.eps);
+  if (s.ex) {
+    // Note [Persistent batch norm on NHWC]: the reserve the training forward left.
+    CUDNN_CHECK(cudnnBatchNormalizationBackwardEx(
+        cudnn_of(ctx), kNhwcTrainingMode, kOps, &kOne, beta_dx, &kOne, &kOne, s.data.get(), x, nullptr, nullptr,
+        s.data.get(), dy, nullptr, nullptr, s.data.get(), dx, s.param.get(), scale, nullptr, dscale, dshift, eps,
+        saved_mean_.raw(), saved_inv_std_.raw(), nullptr, checked_workspace(ctx), workspace_bytes(),
+        s.reserve_data(), s.reserve_bytes));
+    return;
+  }
+  CUDNN_CHECK(cudnnBatchNormalizationBackward(cudnn_of(ctx), kMode, &kOne, beta_dx, &kOne, &kOne, s.data.get(), x,
+                                              s.data.get(), dy, s.data.get(), dx, s.param.get(), scale, dscale,
+                                              dshift, eps, saved_mean_.raw(), saved_inv_std_.raw()));
 }
 
 }  // namespace glassbox

@@ -1,5 +1,5 @@
 // layers/batch_norm/batch_norm_nhwc.cpp: BatchNorm2d's CPU passes on a channels-last
-// input (Note [Channels-last values on the CPU], graph/layouts.h).
+// input (Note [Channels-last values], graph/layouts.h).
 //
 // Stored NHWC, the (N, C, H, W) tensor is M = N*H*W rows of C floats, a
 // channel every C floats: the work is split over rows, not channels (ResNet-56's

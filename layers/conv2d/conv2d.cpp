@@ -78,7 +78,7 @@ std::vector<ParamSpec> Conv2d::param_specs() const {
   const int64_t cg = input_shapes().at(0)[1] / o.groups;
   const int64_t fan_in = cg * o.kernel.h * o.kernel.w;
   std::vector<ParamSpec> specs = {
-      {"weight", Shape{o.out_channels, cg, o.kernel.h, o.kernel.w}, Init::kHeNormal, fan_in}};
+      {"weight", Shape{o.out_channels, cg, o.kernel.h, o.kernel.w}, Init::kHeNormal, fan_in, 0.0f, filter_layout_}};
   if (o.bias) specs.push_back({"bias", Shape{o.out_channels}, Init::kZeros, fan_in});
   return specs;
 }
@@ -97,6 +97,7 @@ int64_t Conv2d::macs() const {
 
 void Conv2d::prepare_cpu(Context&, const PrepareOptions& prepare_options) {
   for (auto& list : candidates_) list.clear();
+  filter_layout_ = Layout::kNCHW;
   const Shape& x = input_shapes()[0];
   const Shape& y = output_shape();
   const Options& o = options_;

@@ -20,6 +20,17 @@
 // or does not fit. Every choice is recorded for reports. On CUDA the layer
 // computes in bf16 or fp16 itself where the graph does (computes_16_bit):
 // 16-bit data, fp32 accumulation, tensor-core kernels (conv2d_cuda.cpp).
+//
+// Note [KRSC filters]: cuDNN's NHWC convolutions, its tensor-core kernels
+// among them, take the filter in the same order as the data: (K, R, S, C/G),
+// output channel outermost and input channel fastest (cudnnSetFilter4dDescriptor
+// with CUDNN_TENSOR_NHWC), as PyTorch's channels_last weights are. So a CUDA
+// convolution whose output is channels-last declares its weight KRSC
+// (ParamSpec::layout): the graph stores it so, the optimizer updates it in
+// that order (it is element-wise), and checkpoints transpose it to and from
+// PyTorch's KCRS (graph/layouts.h, values_in_nchw_order). Its shape stays
+// (K, C/G, R, S). Everywhere else the weight is KCRS, as oneDNN's CPU
+// convolutions reorder theirs themselves.
 #pragma once
 
 #include <array>
@@ -76,15 +87,21 @@ class Conv2d final : public Layer {
   CpuPath cpu_backward_path() const { return plan_.backward_path; }
   // Where every pass runs on oneDNN in its own layouts (not the 1x1 forward
   // in Glassbox's): the input and output may be NHWC, as its brgconv works
-  // (Note [Channels-last values on the CPU], graph/layouts.h). A strided
+  // (Note [Channels-last values], graph/layouts.h). A strided
   // 1x1 layer without padding or groups on the automatic path, in a build
   // with oneDNN, may too: with both NHWC it runs as products over all pixels
   // (Note [1x1 convolutions on NHWC values], which says why stride-1 ones do
   // not offer it); with its input alone NHWC, on oneDNN.
+  // On CUDA any convolution reads and writes either layout: it computes in
+  // its output's, with its filter in that order too (Note [KRSC filters]),
+  // and converts an input stored in the other (Note [Layout bridges],
+  // layers/layer_cuda.h).
   bool can_read_channels_last(int index) const override {
+    if (prepared_for_cuda()) return index == 0;
     return index == 0 && (plan_.onednn_layouts || plan_.strided_1x1_nhwc_offered);
   }
   bool can_write_channels_last(const std::vector<bool>& inputs) const override {
+    if (prepared_for_cuda()) return true;
     return plan_.onednn_layouts || (plan_.strided_1x1_nhwc_offered && inputs.at(0));
   }
 
@@ -181,6 +198,7 @@ class Conv2d final : public Layer {
   AlgorithmPins pins_;
   CpuPath cpu_pin_ = CpuPath::kAuto;
   std::array<std::vector<AlgorithmCandidate>, kPassCount> candidates_;
+  Layout filter_layout_ = Layout::kNCHW;  // Note [KRSC filters]: set by prepare
 };
 
 }  // namespace glassbox

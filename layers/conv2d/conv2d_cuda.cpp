@@ -12,6 +12,14 @@
 // data accumulate in fp32. The parameter gradients stay float32 (Note [16-bit
 // parameter gradients]).
 //
+// Values stored channels-last (Note [Channels-last values], graph/layouts.h):
+// the layer computes in its output's layout, x and y described so and the
+// filter KRSC (Note [KRSC filters], conv2d.h); an input stored in the other
+// layout (the network's NCHW images) is converted in the workspace, and its
+// gradient converted back (Note [Layout bridges], layers/layer_cuda.h). The
+// bias descriptor (1, K, 1, 1) has channel stride 1, which broadcasts the same
+// over either order of y.
+//
 // Note [16-bit parameter gradients]: the optimizer reads fp32 parameter
 // gradients, but cuDNN's backward-filter and backward-bias write dW and db in
 // the type of the filter and bias descriptors, which must be the data's type
@@ -37,8 +45,12 @@ using conv2d_cuda::Pass;
 using conv2d_cuda::index_of;
 
 struct ConvState final : BackendState {
-  TensorDescriptor x, y, bias;  // bias: (1, K, 1, 1), broadcast over N, H, W
+  TensorDescriptor x, y, bias;  // x and y in the computed layout; bias: (1, K, 1, 1), broadcast over N, H, W
   FilterDescriptor w;
+  // x stored in the other layout than y (Note [Layout bridges]): converted
+  // into the workspace after cuDNN's share, at bridge_offset.
+  LayoutBridge bridge;
+  size_t bridge_offset = 0;
   std::array<conv2d_cuda::PassChoice, 3> passes;  // per pass, see Note [Math type per pass]
   std::string summary;
   // 16-bit data in training: dW (K, C/G, R, S) and db (K) in the data's type,
@@ -49,6 +61,7 @@ struct ConvState final : BackendState {
 
   const conv2d_cuda::PassChoice& pass(Pass p) const { return passes[index_of(p)]; }
   void* workspace_for(void* workspace, Pass p) const { return pass(p).workspace > 0 ? workspace : nullptr; }
+  void* bridged_x(void* workspace) const { return static_cast<char*>(workspace) + bridge_offset; }
 };
 
 }  // namespace
@@ -62,13 +75,19 @@ void Conv2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
   const Shape ws{o.out_channels, cg, o.kernel.h, o.kernel.w};
   const DType data = value_storage();
   const bool narrow = data != DType::kFloat32;
+  // The convolution computes in its output's layout, its filter in the same
+  // order (Note [KRSC filters]); an input stored otherwise is converted.
+  const Layout computed = output_layout();
+  filter_layout_ = computed;
   auto state = std::make_unique<ConvState>();
-  state->x = make_tensor_descriptor(xs, data);
-  state->y = make_tensor_descriptor(ys, data);
+  state->x = make_tensor_descriptor(xs, data, computed);
+  state->y = make_tensor_descriptor(ys, data, computed);
   state->bias = make_tensor_descriptor(Shape{1, o.out_channels}, data);
+  state->bridge = LayoutBridge(xs, data, input_layout(0), computed);
   state->w = make_descriptor<FilterDescriptor>(cudnnCreateFilterDescriptor);
-  CUDNN_CHECK(cudnnSetFilter4dDescriptor(state->w.get(), cudnn_data_type(data), CUDNN_TENSOR_NCHW, o.out_channels,
-                                         cg, o.kernel.h, o.kernel.w));
+  CUDNN_CHECK(cudnnSetFilter4dDescriptor(state->w.get(), cudnn_data_type(data),
+                                         computed == Layout::kNHWC ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                                         o.out_channels, cg, o.kernel.h, o.kernel.w));
   // kFp32 is the reference: FMA kernels only. kTf32: cuDNN's default math,
   // which lets float convolutions use TF32 tensor cores (Ampere and later).
   // 16-bit data: tensor-op math, so tensor-core kernels may run (Note [Math type per pass]).
@@ -122,7 +141,8 @@ void Conv2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
   state->summary = std::move(choice.summary);
   size_t workspace = 0;
   for (const conv2d_cuda::PassChoice& p : state->passes) workspace = std::max(workspace, p.workspace);
-  set_workspace_bytes(workspace);
+  state->bridge_offset = aligned_share(workspace);
+  set_workspace_bytes(state->bridge_offset + state->bridge.bytes());
   backend_ = std::move(state);
 }
 
@@ -131,7 +151,12 @@ void Conv2d::forward_cuda(Context& ctx, const ForwardArgs& args) {
   const auto& s = state_as<ConvState>(backend_);
   const cudnnHandle_t handle = cudnn_of(ctx);
   const conv2d_cuda::PassChoice& f = s.pass(Pass::kForward);
-  CUDNN_CHECK(cudnnConvolutionForward(handle, &kOne, s.x.get(), args.inputs[0].raw(), s.w.get(),
+  const void* x = args.inputs[0].raw();
+  if (s.bridge.needed()) {
+    s.bridge.to_computed(ctx, x, s.bridged_x(workspace));
+    x = s.bridged_x(workspace);
+  }
+  CUDNN_CHECK(cudnnConvolutionForward(handle, &kOne, s.x.get(), x, s.w.get(),
                                       args.params[0].raw(), f.convolution.get(),
                                       static_cast<cudnnConvolutionFwdAlgo_t>(f.algo),
                                       s.workspace_for(workspace, Pass::kForward), f.workspace, &kZero, s.y.get(),
@@ -147,13 +172,24 @@ void Conv2d::backward_cuda(Context& ctx, const BackwardArgs& args) {
   const auto& s = state_as<ConvState>(backend_);
   const cudnnHandle_t handle = cudnn_of(ctx);
   if (args.input_grads[0].defined()) {
+    // With a bridge, dx is computed in the workspace and converted (written
+    // or added) into the stored layout.
+    const bool bridged = s.bridge.needed();
     const conv2d_cuda::PassChoice& data = s.pass(Pass::kBackwardData);
     CUDNN_CHECK(cudnnConvolutionBackwardData(handle, &kOne, s.w.get(), args.params[0].raw(), s.y.get(),
                                              args.output_grad.raw(), data.convolution.get(),
                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(data.algo),
                                              s.workspace_for(workspace, Pass::kBackwardData), data.workspace,
-                                             beta_for(args.input_grad_modes[0]), s.x.get(),
-                                             args.input_grads[0].raw()));
+                                             bridged ? &kZero : beta_for(args.input_grad_modes[0]), s.x.get(),
+                                             bridged ? s.bridged_x(workspace) : args.input_grads[0].raw()));
+    if (bridged) {
+      s.bridge.to_stored(ctx, s.bridged_x(workspace), args.input_grads[0].raw(), beta_for(args.input_grad_modes[0]));
+    }
+  }
+  const void* x = args.inputs[0].raw();
+  if (s.bridge.needed()) {  // after dx: the two share the workspace
+    s.bridge.to_computed(ctx, x, s.bridged_x(workspace));
+    x = s.bridged_x(workspace);
   }
   // glassbox::Pass: the step's passes (tensor/pass.h), not Conv2d::Pass, the cuDNN call.
   ctx.switch_pass(glassbox::Pass::kBackwardWeights);
@@ -163,7 +199,7 @@ void Conv2d::backward_cuda(Context& ctx, const BackwardArgs& args) {
   const float* beta = narrow ? &kZero : &kOne;
   const Tensor& dw = narrow ? s.weight_grad : args.param_grads[0];
   const conv2d_cuda::PassChoice& filter = s.pass(Pass::kBackwardFilter);
-  CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle, &kOne, s.x.get(), args.inputs[0].raw(), s.y.get(),
+  CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle, &kOne, s.x.get(), x, s.y.get(),
                                              args.output_grad.raw(), filter.convolution.get(),
                                              static_cast<cudnnConvolutionBwdFilterAlgo_t>(filter.algo),
                                              s.workspace_for(workspace, Pass::kBackwardFilter), filter.workspace,

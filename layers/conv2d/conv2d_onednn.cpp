@@ -39,7 +39,7 @@ constexpr int64_t kFewInputChannels = 16;
 // Note [A few input channels in NHWC]: Note [One forward kernel for both
 // phases]'s jit kernel reads the image's NCHW planes but writes oneDNN's
 // blocked nChw16c, reordered then to the NHWC that the layers after it keep
-// (Note [Channels-last values on the CPU]). Handed the image reordered to
+// (Note [Channels-last values]). Handed the image reordered to
 // NHWC (3 floats a pixel, a small copy) and asked for NHWC out, oneDNN 2.6
 // runs brgconv and nothing after it; its backward-filter (jit either way)
 // then reads NHWC dy as it is. That is faster for the forward on kernels up
@@ -121,7 +121,7 @@ void plan_pass(PassPlan& pass, const dnnl::primitive_desc_base& pd, Make&& plan_
 
 // Note [The backward's layouts on NHWC values]: left to choose ("any"),
 // oneDNN 2.6's backward passes take nChw16c, so with NHWC values (Note
-// [Channels-last values on the CPU]) each reorders dy, x and dx between the
+// [Channels-last values]) each reorders dy, x and dx between the
 // two, and on VGG16 that costs as much as the forward saves by staying NHWC.
 // Asked to work in NHWC, the same jit kernels are faster on large planes and
 // far slower on small ones with many channels (VGG16's 28 x 28 layers of 512

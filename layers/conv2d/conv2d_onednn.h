@@ -35,7 +35,7 @@ class OneDnnConv final : public BackendState {
     // path named (Conv2d runs it), and algorithms() says so.
     std::string backward_elsewhere;
     // The input (and its gradient) and the output (and its gradient) are
-    // stored NHWC (Note [Channels-last values on the CPU], graph/layouts.h):
+    // stored NHWC (Note [Channels-last values], graph/layouts.h):
     // where oneDNN's kernel works in NHWC too, no reorder moves them.
     bool x_channels_last = false, y_channels_last = false;
     // Winograd where it pays and oneDNN has it (Note [Winograd on the CPU],

@@ -235,6 +235,7 @@ void Pool2d::prepare_cpu(Context& ctx, const PrepareOptions& options) {
 }
 
 bool Pool2d::can_read_channels_last(int index) const {
+  if (prepared_for_cuda()) return index == 0;  // any window: Note [Channels-last pooling on cuDNN]
   if (mode_ == Mode::kAverage) return index == 0 && window_.global;  // layers/pool2d/pool2d_global_nhwc.h
   return index == 0 && !window_.global && max_pool_nhwc_fits(input_shapes()[0][1]);
 }

@@ -1,4 +1,4 @@
-// layers/pool2d/pool2d.h: max and average pooling over square or rectangular windows, NCHW.
+// layers/pool2d/pool2d.h: max and average pooling over square or rectangular windows, on NCHW or NHWC values.
 //   x:(N,C,H,W) -> y:(N,C,P,Q),  P = floor((H + 2*pad_h - kernel_h) / stride_h) + 1   (Q likewise)
 //   ceil mode (max only, PyTorch's ceil_mode=True; torchvision's GoogLeNet):
 //            P = ceil((H + 2*pad_h - kernel_h) / stride_h) + 1, less one if the last window
@@ -55,9 +55,10 @@ class Pool2d final : public Layer {
   Mode mode() const { return mode_; }
   // The window in effect (for global pooling: the input plane, known after bind()).
   Window window() const;
-  // Max pooling, not global, over whole vectors of channels, and global
-  // average pooling: from an NHWC input to an NHWC or NCHW output (Note
-  // [Channels-last values on the CPU]).
+  // From an NHWC input to an NHWC or NCHW output (Note [Channels-last values
+  // on the CPU]): on the CPU, max pooling, not global, over whole vectors of
+  // channels, and global average pooling; on CUDA every window (Note
+  // [Channels-last pooling on cuDNN] in pool2d_cuda.cpp).
   bool can_read_channels_last(int index) const override;
   bool can_write_channels_last(const std::vector<bool>& inputs) const override {
     return inputs[0] && can_read_channels_last(0);

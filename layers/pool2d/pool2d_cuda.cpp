@@ -9,7 +9,25 @@
 // (for max pooling: never the maximum), which is PyTorch's ceil_mode. cuDNN
 // documents no such use; cudnn.torch relied on it (GoogLeNet in
 // convnet-benchmarks). Pool2d.CudaMatchesCpuInCeilMode (tests/test_pool2d.cpp)
-// checks it against the CPU's ceil mode on the GPU.
+// checks it against the CPU's ceil mode on the GPU. On channels-last values the
+// descriptors are NHWC (Note [Channels-last pooling on cuDNN]) and ceil mode is
+// done the same way: the output descriptor has the ceil size, in x's layout.
+// cudnnGetPooling2dForwardOutputDim reads the dimensions of a descriptor, not
+// its strides, so the check in prepare_cuda holds for either layout; the NHWC
+// kernels' handling of the enlarged output is checked against the NCHW ones on
+// the GPU (tests/test_channels_last_cuda_layers.cpp).
+//
+// Note [Channels-last pooling on cuDNN]: cuDNN pools NHWC tensors (fully
+// packed, strides (H*W*C, 1, W*C, C)) with any window, in either mode, forward
+// and backward, so a CUDA Pool2d reads x channels-last whatever its window
+// (Pool2d::can_read_channels_last). It computes in x's layout: x, dx, and y
+// and dy as cuDNN sees them. y is NHWC too, except before a layer that reads
+// NCHW only (a Flatten, an LRN): then the forward pools into the workspace and
+// converts y into its NCHW tensor, and the backward converts y and dy back
+// into two workspace shares before cudnnPoolingBackward writes dx (Note
+// [Layout bridges], layers/layer_cuda.h). Those conversions move bits
+// (cudnnTransformTensor between two layouts of one type), so the y that
+// cudnnPoolingBackward reads beside x is the y its forward wrote.
 //
 // Note [16-bit pooling]: the values are float32, or bfloat16 or float16 in a
 // mixed-precision graph (value_storage(), Note [16-bit values in a layer]).
@@ -27,18 +45,28 @@ namespace glassbox {
 namespace {
 
 struct Pool2dState final : BackendState {
-  TensorDescriptor input;   // x and dx: (N, C, H, W)
-  TensorDescriptor output;  // y and dy: (N, C, P, Q)
+  TensorDescriptor input;   // x and dx: (N, C, H, W), in x's layout
+  TensorDescriptor output;  // y and dy as cuDNN computes them: (N, C, P, Q), in x's layout
   PoolingDescriptor pooling;
+  // y (and dy) stored in the other layout than x: Note [Channels-last pooling on cuDNN].
+  LayoutBridge bridge;
+  size_t share = 0;  // workspace bytes of one bridged tensor, aligned
+
+  void* bridged(void* workspace, int index) const { return static_cast<char*>(workspace) + index * share; }
 };
 
 }  // namespace
 
-void Pool2d::prepare_cuda(Context&, const PrepareOptions&) {
+void Pool2d::prepare_cuda(Context&, const PrepareOptions& options) {
   const Window w = window();
   auto state = std::make_unique<Pool2dState>();
-  state->input = make_tensor_descriptor(input_shapes()[0], value_storage());  // Note [16-bit pooling]
-  state->output = make_tensor_descriptor(output_shape(), value_storage());
+  const Layout computed = input_layout(0);  // Note [Channels-last pooling on cuDNN]
+  state->input = make_tensor_descriptor(input_shapes()[0], value_storage(), computed);  // Note [16-bit pooling]
+  state->output = make_tensor_descriptor(output_shape(), value_storage(), computed);
+  state->bridge = LayoutBridge(output_shape(), value_storage(), output_layout(), computed);
+  state->share = aligned_share(state->bridge.bytes());
+  // Forward: y as computed; backward: y and dy as computed (0 without a bridge).
+  set_workspace_bytes(options.phase == Phase::kTraining ? 2 * state->share : state->share);
   state->pooling = make_descriptor<PoolingDescriptor>(cudnnCreatePoolingDescriptor);
   // Max pooling uses the deterministic variant: its backward gives the same
   // dx on every run (plain CUDNN_POOLING_MAX need not), so training is
@@ -69,17 +97,27 @@ void Pool2d::prepare_cuda(Context&, const PrepareOptions&) {
 
 void Pool2d::forward_cuda(Context& ctx, const ForwardArgs& args) {
   auto& s = state_as<Pool2dState>(backend_);
+  void* y = s.bridge.needed() ? s.bridged(checked_workspace(ctx), 0) : args.output.raw();
   CUDNN_CHECK(cudnnPoolingForward(cudnn_of(ctx), s.pooling.get(), &kOne, s.input.get(), args.inputs[0].raw(),
-                                  &kZero, s.output.get(), args.output.raw()));
+                                  &kZero, s.output.get(), y));
+  if (s.bridge.needed()) s.bridge.to_stored(ctx, y, args.output.raw());
 }
 
 void Pool2d::backward_cuda(Context& ctx, const BackwardArgs& args) {
   if (!args.input_grads[0].defined()) return;
   auto& s = state_as<Pool2dState>(backend_);
-  CUDNN_CHECK(cudnnPoolingBackward(cudnn_of(ctx), s.pooling.get(), &kOne, s.output.get(), args.output.raw(),
-                                   s.output.get(), args.output_grad.raw(), s.input.get(),
-                                   args.inputs[0].raw(), beta_for(args.input_grad_modes[0]), s.input.get(),
-                                   args.input_grads[0].raw()));
+  const void* y = args.output.raw();
+  const void* dy = args.output_grad.raw();
+  if (s.bridge.needed()) {  // Note [Channels-last pooling on cuDNN]
+    void* workspace = checked_workspace(ctx);
+    s.bridge.to_computed(ctx, y, s.bridged(workspace, 0));
+    s.bridge.to_computed(ctx, dy, s.bridged(workspace, 1));
+    y = s.bridged(workspace, 0);
+    dy = s.bridged(workspace, 1);
+  }
+  CUDNN_CHECK(cudnnPoolingBackward(cudnn_of(ctx), s.pooling.get(), &kOne, s.output.get(), y, s.output.get(), dy,
+                                   s.input.get(), args.inputs[0].raw(), beta_for(args.input_grad_modes[0]),
+                                   s.input.get(), args.input_grads[0].raw()));
 }
 
 }  // namespace glassbox

@@ -1,5 +1,5 @@
 // layers/pool2d/pool2d_global_nhwc.h: global average pooling of a channels-last
-// input (Note [Channels-last values on the CPU], graph/layouts.h): each image
+// input (Note [Channels-last values], graph/layouts.h): each image
 // is H*W rows of C floats, y its mean row. y is (N, C, 1, 1), the same bytes
 // in NCHW and NHWC, so Pool2d writes it for either.
 #pragma once

@@ -1,5 +1,5 @@
 // layers/pool2d/pool2d_max_nhwc.h: max pooling on a channels-last input (Note
-// [Channels-last values on the CPU], graph/layouts.h), 16 channels of a pixel
+// [Channels-last values], graph/layouts.h), 16 channels of a pixel
 // as one vector. Pool2d runs it where the graph stores its input NHWC; the
 // output is NHWC too, or NCHW where the next layer needs that (VGG's pool5
 // before the flatten).

@@ -11,10 +11,31 @@
 
 namespace glassbox::testing {
 
+namespace {
+
+// Every parameter (or gradient) in PyTorch's order, one after another.
+std::vector<float> in_nchw_order(Context& ctx, const std::vector<NamedTensor>& views) {
+  std::vector<float> all;
+  for (const NamedTensor& t : views) {
+    const std::vector<float> values = values_in_nchw_order(ctx, t.tensor);
+    all.insert(all.end(), values.begin(), values.end());
+  }
+  return all;
+}
+
+}  // namespace
+
 LayoutRun train_three_steps(const std::function<Graph()>& make_graph, bool channels_last, Graph::ParamGrads param_grads) {
   Context ctx = Context::cpu();
+  return train_three_steps(ctx, make_graph, channels_last, param_grads);
+}
+
+LayoutRun train_three_steps(Context& ctx, const std::function<Graph()>& make_graph, bool channels_last,
+                            Graph::ParamGrads param_grads, Precision precision) {
   Graph graph = make_graph();
-  graph.compile(ctx, {.memory_reuse = MemoryReuse::kOff, .channels_last = channels_last});
+  graph.compile(ctx, {.precision = precision,
+                      .memory_reuse = MemoryReuse::kOff,
+                      .layout = channels_last ? LayoutChoice::kNhwc : LayoutChoice::kNchw});
   fill_synthetic_batch(ctx, graph, 5);
   Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 0.0f});
   LayoutRun r;
@@ -24,17 +45,17 @@ LayoutRun train_three_steps(const std::function<Graph()>& make_graph, bool chann
     graph.backward(ctx, param_grads);
     r.losses.push_back(graph.loss(ctx));
     if (step == 0) {
-      r.gradients = to_vector<float>(ctx, graph.gradients());
+      r.gradients = in_nchw_order(ctx, graph.named_views(graph.gradients()));
       for (const Node& node : graph.nodes()) {
         if (node.dtype != DType::kFloat32) continue;
-        std::vector<float> value = to_vector<float>(ctx, node.value);
+        std::vector<float> value = to_float_vector(ctx, node.value);
         r.values.push_back(node.channels_last ? nchw_from_channels_last(value, node.shape) : value);
         r.names.push_back(node.name);
       }
     }
     sgd.step(ctx);
   }
-  r.parameters = to_vector<float>(ctx, graph.parameters());
+  r.parameters = in_nchw_order(ctx, graph.named_parameters());
   return r;
 }
 

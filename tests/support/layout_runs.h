@@ -1,5 +1,5 @@
 // tests/support/layout_runs.h: a graph trained with channels-last values
-// against the same graph all NCHW (Note [Channels-last values on the CPU],
+// against the same graph all NCHW (Note [Channels-last values],
 // graph/layouts.h).
 #pragma once
 
@@ -21,6 +21,10 @@ struct LayoutRun {
   std::vector<std::string> names;
 };
 LayoutRun train_three_steps(const std::function<Graph()>& make_graph, bool channels_last, Graph::ParamGrads param_grads);
+// The same on `ctx`'s device in `precision`. Parameters and their gradients
+// are read in PyTorch's order (a KRSC filter transposed back).
+LayoutRun train_three_steps(Context& ctx, const std::function<Graph()>& make_graph, bool channels_last,
+                            Graph::ParamGrads param_grads, Precision precision = Precision::kFp32);
 
 // The two runs agree: not bit for bit, since sums run in another order.
 void expect_same_training(const LayoutRun& nhwc, const LayoutRun& nchw);

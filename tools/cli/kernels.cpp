@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/kernel_map.h"
+#include "graph/layouts.h"
 #include "graph/mixed_precision.h"
 #include "tensor/atomic_file.h"
 #include "tensor/kernel_trace.h"
@@ -42,43 +43,55 @@ std::string span_precision(const SpanKernels& span, const Graph& graph) {
   return precision_path(graph.nodes()[static_cast<size_t>(span.node)]);
 }
 
-// `mixed`: a bf16 or fp16 graph, whose layers say what they compute in.
+// A span's layer's layout_path; "" for the optimizer's span.
+std::string span_layout(const SpanKernels& span, const Graph& graph) {
+  if (span.node < 0 || static_cast<size_t>(span.node) >= graph.nodes().size()) return "";
+  return layout_path(graph.nodes(), graph.nodes()[static_cast<size_t>(span.node)]);
+}
+
+// `mixed`: a bf16 or fp16 graph, whose layers say what they compute in. A
+// graph with NHWC values says each layer's layout too.
 std::string kernels_table(const KernelMap& map, const Graph& graph, bool mixed) {
+  const bool layouts = any_channels_last(graph.nodes());
   std::vector<Table::Column> columns = {{"layer"}, {"pass"}};
   if (mixed) columns.push_back({"precision"});
+  if (layouts) columns.push_back({"layout"});
   columns.insert(columns.end(), {{"kernel"}, {"family"}, {"count", Table::Align::kRight},
                                  {"GPU ms", Table::Align::kRight}, {"share", Table::Align::kRight}});
   Table table(columns);
-  // The row's first two cells, then the precision where the table has the column.
-  auto row = [&](std::string layer, std::string pass, std::string precision, std::vector<std::string> rest) {
+  // The row's first two cells, then the precision and the layout where the table has those columns.
+  auto row = [&](std::string layer, std::string pass, std::string precision, std::string layout,
+                 std::vector<std::string> rest) {
     std::vector<std::string> cells = {std::move(layer), std::move(pass)};
     if (mixed) cells.push_back(std::move(precision));
+    if (layouts) cells.push_back(std::move(layout));
     cells.insert(cells.end(), rest.begin(), rest.end());
     return cells;
   };
   for (const SpanKernels& span : map.spans) {
     const std::string precision = span_precision(span, graph);
+    const std::string layout = span_layout(span, graph);
     if (span.kernels.empty()) {
-      table.add_row(row(span.name, std::string(pass_name(span.pass)), precision,
+      table.add_row(row(span.name, std::string(pass_name(span.pass)), precision, layout,
                         {"(no kernels)", "", "0", fixed(0.0, 3), ""}));
       continue;
     }
     bool first = true;
     for (const KernelGroup& group : span.kernels) {
       table.add_row(row(first ? span.name : "", first ? std::string(pass_name(span.pass)) : "",
-                        first ? precision : "",
+                        first ? precision : "", first ? layout : "",
                         {group.name, std::string(name_of(group.family)), std::to_string(group.count),
                          fixed(group.gpu_ms, 3), percent(group.share)}));
       first = false;
     }
     if (span.kernels.size() > 1) {
-      table.add_row(row("", "", "",
+      table.add_row(row("", "", "", "",
                         {"(all of " + span.name + " " + std::string(pass_name(span.pass)) + ")", "",
                          std::to_string(span.count), fixed(span.gpu_ms, 3), percent(span.share)}));
     }
   }
   table.add_rule();
-  table.add_row(row("attributed", "", "",
+  table.add_row(row("attributed", "", "", "",
                     {"", "", std::to_string(map.attributed_records), fixed(map.attributed_ms, 3),
                      percent(map.coverage)}));
   return table.str();
@@ -119,6 +132,7 @@ nlohmann::json map_json(const KernelMap& map, const Graph& graph, const RuntimeI
     for (const KernelGroup& group : span.kernels) kernels.push_back(group_json(group));
     spans.push_back({{"id", span.id}, {"layer", span.name}, {"pass", pass_name(span.pass)},
                      {"precision", span_precision(span, graph)},
+                     {"layout", span_layout(span, graph)},
                      {"span_ms", span.span_ms}, {"count", span.count}, {"gpu_ms", span.gpu_ms},
                      {"share", span.share}, {"kernels", kernels}});
   }

@@ -40,7 +40,7 @@ void print_usage() {
       "                               --memory: one training step's memory by category\n"
       "  time NET [--batch N] [--device cpu|cuda|cuda:N] [--steps N] [--warmup N]\n"
       "           [--precision fp32|tf32|bf16|fp16] [--cudnn-search] [--cpu-conv auto|glassbox|onednn]\n"
-      "           [--nchw-values] [--no-winograd] [--deterministic] [--json FILE] [--no-nvtx]\n"
+      "           [--layout auto|nchw|nhwc] [--no-winograd] [--deterministic] [--json FILE] [--no-nvtx]\n"
       "                               per layer and pass (forward, backward-data, backward-weights):\n"
       "                               time, FLOPs, bytes, rates and %% of the roofline, the cuDNN\n"
       "                               algorithms, and the sum of the layers against the measured step;\n"

@@ -18,6 +18,7 @@
 #include "graph/compile_flags.h"
 #include "graph/finite_check.h"
 #include "graph/memory_plan.h"
+#include "graph/layouts.h"
 #include "graph/mixed_precision.h"
 #include "optim/data_parallel_job.h"
 #include "tensor/atomic_file.h"
@@ -145,6 +146,9 @@ int run_time(const std::vector<std::string>& words) {
   // A 16-bit graph's layers compute in 16 bits or in fp32 staging (Note [Mixed precision]): each says which.
   const bool mixed = is_mixed(precision);
   if (mixed) columns.push_back({"precision"});
+  // Where values are stored NHWC (Note [Channels-last values]), each layer's order.
+  const bool layouts = any_channels_last(graph.nodes());
+  if (layouts) columns.push_back({"layout"});
   columns.push_back({gpu ? "cuDNN algorithms" : "CPU path"});  // Layer::algorithms(): blank for most layers
   Table table(columns);
   double forward_sum = 0.0, backward_sum = 0.0;
@@ -160,6 +164,7 @@ int run_time(const std::vector<std::string>& words) {
                                       fixed(bytes_per_s(p) / 1e9, 2), p.flops > 0 ? fixed(intensity(p), 2) : "",
                                       fixed(100.0 * roofline_fraction(p, roof), 1)};
       if (first && mixed) row.push_back(precision_path(node));
+      if (first && layouts) row.push_back(layout_path(graph.nodes(), node));
       if (first) row.push_back(node.layer->algorithms());
       table.add_row(row);
       first = false;

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graph/layouts.h"
 #include "graph/mixed_precision.h"
 #include "tools/cli/roofline.h"
 
@@ -24,6 +25,7 @@ std::string time_json(const TimeRun& run, const Graph& graph, const std::vector<
                       {"type", std::string(node.layer->type())},
                       {"output", node.shape.str()},
                       {"precision", precision_path(node)},
+                      {"layout", layout_path(graph.nodes(), node)},
                       {"passes", std::move(passes)}});
   }
   auto peak = [&](MemoryCategory c) { return run.memory.peak[static_cast<size_t>(c)]; };
