@@ -343,6 +343,8 @@ int run(int argc, char** argv) {
   const bool nhwc = plans_channels_last(settings.compile.layout, settings.device, settings.compile.precision);
   benchmark::AddCustomContext("layout", cat(nhwc ? "NHWC where the layers can" : "NCHW", " (--layout ",
                                             name_of(settings.compile.layout), ")"));
+  benchmark::AddCustomContext("fusion", settings.compile.fusion ? "a ReLU after a convolution runs in it"
+                                                               : "off (--no-fusion)");
   add_machine_context(sample_machine(ctx));
   benchmark::AddCustomContext("protocol", cat(settings.warmup, " warm-up steps per mode, then each step timed (CUDA "
                                               "events on the GPU, steady clock on the CPU) for at least 2 s unless "

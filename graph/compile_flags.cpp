@@ -21,6 +21,7 @@ const std::vector<FlagSpec>& compile_flags() {
       {"--layout", "L",
        "where values are stored NHWC: auto (default: on the CPU, and on a GPU in tf32, bf16 and fp16), nhwc "
        "(wherever the layers can), nchw (none)"},
+      {"--no-fusion", "", "run every ReLU itself (by default a convolution applies the ReLU after it as it writes)"},
       {"--no-nvtx", "", "push no NVTX ranges (GPU builds push one per layer and pass for Nsight Systems)"},
   };
   return flags;
@@ -38,6 +39,7 @@ CompileOptions compile_options_from_flags(const std::map<std::string, std::strin
   if (const std::string* path = value("--cpu-conv")) options.layers.cpu_conv = parse_cpu_conv_path(*path);
   if (value("--no-winograd")) options.layers.cpu_winograd = false;
   if (const std::string* layout = value("--layout")) options.layout = parse_layout_choice(*layout);
+  if (value("--no-fusion")) options.fusion = false;
   if (value("--no-nvtx")) options.nvtx = false;
   return options;
 }

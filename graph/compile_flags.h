@@ -23,7 +23,7 @@ struct FlagSpec {
 };
 
 // --precision P, --cudnn-search, --deterministic, --cpu-conv PATH,
-// --no-winograd, --layout L, --no-nvtx.
+// --no-winograd, --layout L, --no-fusion, --no-nvtx.
 const std::vector<FlagSpec>& compile_flags();
 
 // The flags a program was given, by name: "--precision" -> "tf32", a switch

@@ -6,6 +6,7 @@
 #include <cfloat>
 #include <cstddef>
 
+#include "graph/fusion.h"
 #include "graph/init.h"
 #include "graph/layouts.h"
 #include "graph/memory_plan.h"
@@ -172,6 +173,18 @@ void Graph::compile(Context& ctx, const CompileOptions& options) {
   PrepareOptions first = options_.layers;
   const bool probe_first = layouts && ctx.is_cuda() && first.algo_search == AlgoSearch::kMeasured;
   if (probe_first) first.algo_search = AlgoSearch::kHeuristic;
+  // Note [A ReLU fused into its producer]: decided from the plan, before the
+  // producers prepare (a fused oneDNN forward is its own primitive).
+  const std::vector<int> fused_into =
+      options.fusion ? plan_relu_fusion(ctx, nodes_, layers_, *plan_) : std::vector<int>(nodes_.size(), -1);
+  for (size_t i = 0; i < nodes_.size(); ++i) nodes_[i].fused_into = fused_into[i];
+  for (int i : layers_) {
+    Layer& layer = *nodes_[static_cast<size_t>(i)].layer;
+    layer.set_fused_relu(ctx, false);
+  }
+  for (const Node& node : nodes_) {
+    if (node.fused_into >= 0) nodes_[static_cast<size_t>(node.fused_into)].layer->set_fused_relu(ctx, true);
+  }
   for (int i : layers_) {
     Layer& layer = *nodes_[static_cast<size_t>(i)].layer;
     layer.set_channels_last(std::vector<bool>(layer.input_shapes().size(), false), false);
@@ -418,7 +431,9 @@ void Graph::forward(Context& ctx, Phase phase, const std::function<void(const No
   for (size_t k = 0; k < layers_.size(); ++k) {
     Node& node = nodes_[static_cast<size_t>(layers_[k])];
     if (spans) spans_->begin(layers_[k], node.name, Pass::kForward);
-    if (staging_) {
+    if (node.fused_into >= 0) {
+      // Note [A ReLU fused into its producer]: its output is written already.
+    } else if (staging_) {
       staging_->forward(ctx, node, phase);
     } else {
       node.layer->forward(ctx,

@@ -55,6 +55,9 @@ struct Node {
   // value and grad hold their (N, C, H, W) in NHWC order: Note [Channels-last
   // values] (graph/layouts.h). Read their bytes accordingly.
   bool channels_last = false;
+  // For a ReLU whose forward its producer does (Note [A ReLU fused into its
+  // producer], graph/fusion.h): that producer's node index; -1 otherwise.
+  int fused_into = -1;
 
   bool is_input() const { return layer == nullptr; }
 };
@@ -96,6 +99,10 @@ struct CompileOptions {
   // the layers that write and read a value can; kNchw keeps every value NCHW
   // (`--layout nchw`: what channels-last saves, measured).
   LayoutChoice layout = LayoutChoice::kAuto;
+  // A ReLU's forward done by the convolution before it, where the ReLU runs
+  // in place: Note [A ReLU fused into its producer] (graph/fusion.h). false
+  // runs every ReLU itself (`--no-fusion`: what fusion saves, measured).
+  bool fusion = true;
 };
 
 // Per-layer times of the last forward and backward, in milliseconds.

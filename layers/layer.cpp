@@ -68,6 +68,7 @@ const Shape& Layer::bind(std::span<const Shape> inputs) {
     input_channels_last_.assign(inputs.size(), false);
     output_channels_last_ = false;
     value_storage_ = DType::kFloat32;
+    fused_relu_ = false;
     bound_ = true;
     param_shapes_.clear();
     for (const ParamSpec& spec : param_specs()) param_shapes_.push_back(spec.shape);
@@ -154,6 +155,13 @@ void Layer::set_value_storage(DType values) {
     fail_option(cat("values are stored as float32, float16 or bfloat16, not ", name_of(values)));
   }
   value_storage_ = values;
+  prepared_ = false;
+}
+
+void Layer::set_fused_relu(const Context& ctx, bool fused) {
+  if (!bound_) fail("set_fused_relu before its input shapes are known (bind first)");
+  if (fused && !can_fuse_relu(ctx)) fail_option(cat("cannot apply a ReLU to its output on ", ctx.device().str()));
+  fused_relu_ = fused;
   prepared_ = false;
 }
 

@@ -208,6 +208,14 @@ class Layer {
   // correct but costs a conversion pass over each of them. Parameter
   // gradients are fp32 either way. The default is no; a loss layer must say no.
   virtual bool computes_16_bit(const Context& /*ctx*/) const { return false; }
+  // Note [A ReLU fused into its producer] (graph/fusion.h): whether the
+  // layer, on ctx's device, can apply max(0, .) to its output as it writes
+  // it, so that the ReLU after it need not run its forward. The default is no.
+  virtual bool can_fuse_relu(const Context& /*ctx*/) const { return false; }
+  // Set before prepare (bind resets it): the output is ReLU's. Throws
+  // ConfigError where can_fuse_relu is false.
+  void set_fused_relu(const Context& ctx, bool fused);
+  bool fused_relu() const { return fused_relu_; }
   // The type of the layer's float values and weights, set before prepare
   // (bind resets it to float32): float32, or float16 or bfloat16 for a layer
   // that computes_16_bit on the device it is prepared for (prepare throws
@@ -374,6 +382,7 @@ class Layer {
   std::vector<bool> input_channels_last_;  // Note [Channels-last values]
   bool output_channels_last_ = false;
   DType value_storage_ = DType::kFloat32;  // Note [16-bit values in a layer]
+  bool fused_relu_ = false;                // Note [A ReLU fused into its producer]
   std::vector<Shape> param_shapes_;
   std::vector<Layout> param_layouts_;  // ParamSpec::layout as prepared
   size_t workspace_bytes_ = 0;

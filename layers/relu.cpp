@@ -6,6 +6,12 @@
 
 namespace glassbox {
 
+void relu_in_place_cpu(float* y, int64_t n) {
+  parallel_for(n, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    as_array(y + begin, end - begin) = as_array(y + begin, end - begin).max(0.0f);
+  });
+}
+
 void ReLU::forward_cpu(Context&, const ForwardArgs& args) {
   float* x = args.inputs[0].data<float>();
   float* y = args.output.data<float>();

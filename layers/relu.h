@@ -10,6 +10,11 @@
 
 namespace glassbox {
 
+// y = max(y, 0) over n floats, on the context's OpenMP threads: ReLU's
+// forward in place, and a producer's where it applies the ReLU after it (Note
+// [A ReLU fused into its producer], graph/fusion.h).
+void relu_in_place_cpu(float* y, int64_t n);
+
 class ReLU final : public Layer {
  public:
   explicit ReLU(std::string name) : Layer(std::move(name)) {}

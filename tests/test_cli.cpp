@@ -92,9 +92,13 @@ TEST(Cli, TimePrintsLayersAgainstTheMeasuredStep) {
        {std::string("LeNet on cpu"), std::string("conv1"), std::string("backward-data"),
         std::string("backward-weights"), std::string("% roofline"), std::string("peaks: "), peak_source,
         std::string("sum of layers: forward"), std::string("measured step:"), std::string("images/s"),
-        std::string("memory over the timed steps"), std::string("activation gradients")}) {
+        std::string("memory over the timed steps"), std::string("activation gradients"),
+        std::string("fused into conv1")}) {
     EXPECT_TRUE(contains(r.output, expected)) << "missing '" << expected << "' in:\n" << r.output;
   }
+  const Outcome unfused = run(kCli + " time LeNet --device cpu --batch 8 --steps 1 --warmup 0 --no-fusion");
+  ASSERT_EQ(unfused.exit_code, 0) << unfused.output;
+  EXPECT_FALSE(contains(unfused.output, "fused into")) << unfused.output;
 }
 
 // bf16 (docs/precision.md): the header names the precision, the memory
@@ -149,10 +153,15 @@ TEST(Cli, TimeJsonHasEveryLayerWithThePassesItRan) {
     std::vector<std::string> names;
     for (const auto& layer : layers) {
       if (layer.at("name") != name) continue;
+      const bool fused = layer.at("fused_into") != "";  // Note [A ReLU fused into its producer]
       for (const auto& pass : layer.at("passes")) {
         names.push_back(pass.at("pass"));
         EXPECT_GE(pass.at("ms").get<double>(), 0.0);
-        EXPECT_GT(pass.at("bytes").get<int64_t>(), 0) << name;
+        if (fused && pass.at("pass") == "forward") {
+          EXPECT_EQ(pass.at("bytes").get<int64_t>(), 0) << name << ": its producer wrote its output";
+        } else {
+          EXPECT_GT(pass.at("bytes").get<int64_t>(), 0) << name;
+        }
       }
     }
     return names;
@@ -161,6 +170,10 @@ TEST(Cli, TimeJsonHasEveryLayerWithThePassesItRan) {
   EXPECT_EQ(passes("conv1"), (Names{"forward", "backward-weights"}));  // its input is the data
   EXPECT_EQ(passes("conv2"), (Names{"forward", "backward-data", "backward-weights"}));
   EXPECT_EQ(passes("relu1"), (Names{"forward", "backward"}));
+  EXPECT_EQ(layers[1].at("name"), "relu1");
+  EXPECT_EQ(layers[1].at("fused_into"), "conv1") << "conv1 applies relu1";
+  EXPECT_EQ(layers[8].at("name"), "relu3");
+  EXPECT_EQ(layers[8].at("fused_into"), "") << "a Linear does not fuse its ReLU";
   EXPECT_EQ(layers[0].at("type"), "Conv2d");
   EXPECT_EQ(layers[0].at("output"), "(8, 6, 28, 28)");
   EXPECT_EQ(layers[0].at("precision"), "fp32");

@@ -22,6 +22,7 @@ TEST(CompileFlags, NoFlagsLeaveTheDefaults) {
   EXPECT_EQ(options.layers.cpu_conv, defaults.layers.cpu_conv);
   EXPECT_EQ(options.layers.cpu_winograd, defaults.layers.cpu_winograd);
   EXPECT_EQ(options.layout, defaults.layout);
+  EXPECT_EQ(options.fusion, defaults.fusion);
   EXPECT_EQ(options.nvtx, defaults.nvtx);
 }
 
@@ -31,7 +32,7 @@ TEST(CompileFlags, EachFlagSetsItsOptionAndKeepsTheBase) {
   base.layer_timing = true;
   const CompileOptions options = compile_options_from_flags(
       {{"--precision", "tf32"}, {"--cudnn-search", ""}, {"--deterministic", ""}, {"--cpu-conv", "onednn"},
-       {"--no-winograd", ""}, {"--layout", "nchw"}, {"--no-nvtx", ""}, {"--batch", "8"}},
+       {"--no-winograd", ""}, {"--layout", "nchw"}, {"--no-fusion", ""}, {"--no-nvtx", ""}, {"--batch", "8"}},
       base);
   EXPECT_EQ(options.precision, Precision::kTf32);
   EXPECT_EQ(options.layers.algo_search, AlgoSearch::kMeasured);
@@ -39,6 +40,7 @@ TEST(CompileFlags, EachFlagSetsItsOptionAndKeepsTheBase) {
   EXPECT_EQ(options.layers.cpu_conv, CpuConvPath::kOneDnn);
   EXPECT_FALSE(options.layers.cpu_winograd);
   EXPECT_EQ(options.layout, LayoutChoice::kNchw);
+  EXPECT_FALSE(options.fusion);
   EXPECT_FALSE(options.nvtx);
   EXPECT_EQ(options.phase, Phase::kInference) << "the program's own choice stays";
   EXPECT_TRUE(options.layer_timing);

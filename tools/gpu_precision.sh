@@ -6,6 +6,7 @@
 #     update that writes the working copy, loss scaling on the device;
 #   - the tests of channels-last values on the GPU: the layout plan, KRSC
 #     filters, layout bridges, NHWC batch norm, pooling, concat and flatten;
+#     and of a ReLU fused into its convolution (cuDNN's fused call);
 #   - ResNet50/train_step interleaved with PyTorch (2 rounds): tf32 at batch
 #     64 with Glassbox's values NCHW and NHWC, bf16 (NHWC) at batches 64 and
 #     256 -> bench/results/<gpu>/resnet50-{tf32-nchw,tf32-nhwc,bf16}.json;
@@ -18,7 +19,7 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2154  # build, logs, results_dir, python, dry_run are gpu_check.sh's
 
-precision_tests=(test_channels_last_cuda test_channels_last_cuda_layers test_channels_last_cuda_concat
+precision_tests=(test_channels_last_cuda test_channels_last_cuda_layers test_channels_last_cuda_concat test_fusion
                  test_mixed_precision test_precision_staging test_loss_scaler_cuda test_convert test_kernel_map
                  test_sgd_working_copy test_loss_scale)
 
@@ -41,15 +42,16 @@ step_precision() {
     show timeout 120 "$build/glassbox" kernels ResNet50 --device cuda --precision bf16 --batch 64 \
       || { echo "kernels bf16: FAILED"; rc=1; }
   fi
-  local run precision layout batches name
+  local run precision layout batches name limit
   for run in tf32:nchw tf32:nhwc bf16:auto; do
     precision=${run%%:*} layout=${run#*:}
-    batches=64 name=resnet50-$precision-$layout
-    [ "$precision" = bf16 ] && batches=64,256 name=resnet50-bf16
+    batches=64 name=resnet50-$precision-$layout limit=120
+    [ "$precision" = bf16 ] && batches=64,256 name=resnet50-bf16 limit=180
     echo "---- ResNet50/train_step $precision ($layout values) at batch $batches, interleaved with PyTorch"
     [ "$dry_run" -eq 1 ] || rm -f "$results_dir/$name.json"
-    show timeout 200 "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
-      --rounds 2 --modes train_step --batch "$batches" --precision "$precision" --glassbox-layout "$layout" \
+    show timeout "$limit" "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
+      --rounds 2 --min-time 1 --modes train_step --batch "$batches" --precision "$precision" \
+      --glassbox-layout "$layout" \
       --json "$results_dir/$name.json" ResNet50 \
       || { echo "interleave $precision $layout: FAILED"; rc=1; }
   done

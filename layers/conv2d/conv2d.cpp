@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "layers/conv2d/conv2d_depthwise.h"
+#include "layers/relu.h"
 #include "tensor/eigen_maps.h"
 #include "tensor/float_lanes.h"
 #include "tensor/parallel_for.h"
@@ -165,7 +166,10 @@ void Conv2d::prepare_cpu(Context&, const PrepareOptions& prepare_options) {
 
 #if GLASSBOX_WITH_ONEDNN
 bool Conv2d::prepare_onednn(const PrepareOptions& options, CpuPath asked, bool pointwise_forward) {
-  OneDnnConv::Plan plan{.phase = options.phase, .plain_layouts = pointwise_forward, .winograd = options.cpu_winograd};
+  OneDnnConv::Plan plan{.phase = options.phase,
+                        .plain_layouts = pointwise_forward,
+                        .winograd = options.cpu_winograd,
+                        .relu = fused_relu()};
   if (pointwise_forward) plan.backward_elsewhere = "Glassbox 1x1 GEMM";
   plan.x_channels_last = input_channels_last(0);
   plan.y_channels_last = output_channels_last();
@@ -204,19 +208,20 @@ void Conv2d::forward_cpu(Context& ctx, const ForwardArgs& args) {
   float* y = args.output.data<float>();
 #if GLASSBOX_WITH_ONEDNN
   if (plan_.path == CpuPath::kOneDnn) {
-    static_cast<OneDnnConv&>(*backend_).forward(x, w, b, y, workspace);
+    static_cast<OneDnnConv&>(*backend_).forward(x, w, b, y, workspace);  // applies a fused ReLU itself
     return;
   }
 #endif
   if (plan_.depthwise) {
     depthwise_forward(depthwise_plan(), x, w, b, y, workspace);
-    return;
-  }
-  if (plan_.strided_1x1_nhwc) {
+  } else if (plan_.strided_1x1_nhwc) {
     forward_strided_1x1_nhwc(args, workspace);
-    return;
+  } else {
+    forward_im2col(args, workspace);
   }
-  forward_im2col(args, workspace);
+  // Note [A ReLU fused into its producer]: Glassbox's own paths apply it in
+  // one pass after them.
+  if (fused_relu()) relu_in_place_cpu(y, args.output.numel());
 }
 
 void Conv2d::backward_cpu(Context& ctx, const BackwardArgs& args) {

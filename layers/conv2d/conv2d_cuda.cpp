@@ -51,6 +51,9 @@ struct ConvState final : BackendState {
   // into the workspace after cuDNN's share, at bridge_offset.
   LayoutBridge bridge;
   size_t bridge_offset = 0;
+  // Note [A ReLU fused into its producer]: y = max(0, conv(x) + b) in one
+  // call (cudnnConvolutionBiasActivationForward); unset where not fused.
+  ActivationDescriptor relu;
   std::array<conv2d_cuda::PassChoice, 3> passes;  // per pass, see Note [Math type per pass]
   std::string summary;
   // 16-bit data in training: dW (K, C/G, R, S) and db (K) in the data's type,
@@ -141,6 +144,11 @@ void Conv2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
   state->summary = std::move(choice.summary);
   size_t workspace = 0;
   for (const conv2d_cuda::PassChoice& p : state->passes) workspace = std::max(workspace, p.workspace);
+  if (fused_relu()) {
+    state->relu = make_descriptor<ActivationDescriptor>(cudnnCreateActivationDescriptor);
+    CUDNN_CHECK(cudnnSetActivationDescriptor(state->relu.get(), CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+    state->summary += "; ReLU fused (cudnnConvolutionBiasActivationForward)";
+  }
   state->bridge_offset = aligned_share(workspace);
   set_workspace_bytes(state->bridge_offset + state->bridge.bytes());
   backend_ = std::move(state);
@@ -155,6 +163,17 @@ void Conv2d::forward_cuda(Context& ctx, const ForwardArgs& args) {
   if (s.bridge.needed()) {
     s.bridge.to_computed(ctx, x, s.bridged_x(workspace));
     x = s.bridged_x(workspace);
+  }
+  if (s.relu) {
+    // Note [Fused convolution, bias and ReLU on cuDNN]: y = relu(1 * conv(x)
+    // + 0 * z + b), z being y itself (alpha2 = 0 ignores it); the bias in the
+    // data's type, as cuDNN's configurations of this call have it.
+    CUDNN_CHECK(cudnnConvolutionBiasActivationForward(
+        handle, &kOne, s.x.get(), x, s.w.get(), args.params[0].raw(), f.convolution.get(),
+        static_cast<cudnnConvolutionFwdAlgo_t>(f.algo), s.workspace_for(workspace, Pass::kForward), f.workspace,
+        &kZero, s.y.get(), args.output.raw(), s.bias.get(), args.params[1].raw(), s.relu.get(), s.y.get(),
+        args.output.raw()));
+    return;
   }
   CUDNN_CHECK(cudnnConvolutionForward(handle, &kOne, s.x.get(), x, s.w.get(),
                                       args.params[0].raw(), f.convolution.get(),

@@ -9,6 +9,7 @@
 
 #include "layers/conv2d/conv2d_choices_onednn.h"
 #include "layers/conv2d/conv2d_operand_onednn.h"
+#include "layers/relu.h"
 #include "layers/shared_onednn.h"
 #include "tensor/error.h"
 
@@ -73,6 +74,7 @@ struct PassPlan {
 struct OneDnnConv::Impl {
   dnnl::stream stream{onednn_cpu_engine()};
   bool training = true, bias = false;
+  bool relu = false;  // Plan::relu
   bool x_channels_last = false, y_channels_last = false;  // as stored outside (Plan)
   // Note [A few input channels in NHWC]: NCHW x reordered for these passes.
   bool forward_x_nhwc = false, filter_x_nhwc = false;
@@ -175,6 +177,7 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
   try {
     // Note [One forward kernel for both phases]
     const bool few_channels = o.groups == 1 && x[1] < kFewInputChannels;
+    m.relu = plan.relu;  // Note [No ReLU post-op]
     auto forward_pd = [&](dnnl::prop_kind kind, const memory::desc& x_inside, const memory::desc& y_inside) {
       dnnl::convolution_forward::desc fd(kind, algorithm, x_inside, any_w, bias_md, y_inside, strides, dilates, pads,
                                          pads);
@@ -255,6 +258,7 @@ std::string OneDnnConv::algorithms() const {
   } else if (m.training) {
     text += cat("; backward: ", m.backward_elsewhere);
   }
+  if (m.relu) text += "; ReLU applied to each slice of y as it is written";
   if (m.slices > 1) text += cat("; in ", m.slices, " slices of ", m.slice, m.slice == 1 ? " image" : " images");
   if (m.x_channels_last || m.y_channels_last) {
     text += m.x_channels_last && m.y_channels_last ? "; x and y NHWC" : m.x_channels_last ? "; x NHWC" : "; y NHWC";
@@ -292,6 +296,10 @@ void OneDnnConv::forward(const float* x, const float* w, const float* b, float* 
     m.fwd_x.read(m.stream);
     m.forward.primitive.execute(m.stream, m.forward.args);
     m.fwd_y.write(m.stream, /*add=*/false);
+    if (m.relu) {  // Note [No ReLU post-op]: the slice just written, while it is in cache
+      m.stream.wait();
+      relu_in_place_cpu(y + s * m.y_slice_floats, m.y_slice_floats);
+    }
   }
   m.stream.wait();
 }

@@ -41,6 +41,15 @@ class OneDnnConv final : public BackendState {
     // Winograd where it pays and oneDNN has it (Note [Winograd on the CPU],
     // layers/conv2d/conv2d_choices_onednn.cpp); false: direct kernels only.
     bool winograd = true;
+    // y = max(0, conv(x) + b): Note [A ReLU fused into its producer]
+    // (graph/fusion.h), applied to each slice of y as the slice is written.
+    //
+    // Note [No ReLU post-op]: oneDNN 2.6's eltwise ReLU post-op gives 0 for a
+    // NaN, so a NaN image passes a convolution fused so and the loss stays
+    // finite (FiniteCheck.NonFiniteDataIsTracedToTheInput fails with it),
+    // where Glassbox's ReLU keeps NaN and the finite check traces it to the
+    // input. So the ReLU runs as Glassbox's own pass over each slice.
+    bool relu = false;
   };
   // Builds the primitives for the passes the plan asks for. Throws
   // ConfigError naming `layer` if oneDNN refuses the shapes.

@@ -32,7 +32,9 @@ std::vector<PassCost> layer_passes(const Graph& graph, const LayerTime& time) {
   const Node& node = graph.nodes()[static_cast<size_t>(time.node)];
   const Layer& layer = *node.layer;
   auto cost = [&](Pass pass, double ms) { return PassCost{pass, ms, layer.flops(pass), layer.bytes_moved(pass)}; };
-  std::vector<PassCost> passes = {cost(Pass::kForward, time.forward_ms)};
+  // A ReLU whose producer applies it (graph/fusion.h) moves nothing in its forward.
+  std::vector<PassCost> passes = {node.fused_into >= 0 ? PassCost{Pass::kForward, time.forward_ms, 0, 0}
+                                                       : cost(Pass::kForward, time.forward_ms)};
   if (graph.compiled_phase() == Phase::kInference) return passes;  // no backward was built
   if (layer.splits_backward()) {
     const bool wants_input_grad = !graph.nodes()[static_cast<size_t>(node.inputs[0])].is_input();

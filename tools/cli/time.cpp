@@ -55,6 +55,17 @@ int finish_time(Context& ctx, Graph& graph, Communicator& communicator, const Gr
   return 0;
 }
 
+// The algorithms column: the layer's own choices, and a fused ReLU (Note [A
+// ReLU fused into its producer], graph/fusion.h) named on both layers' rows.
+std::string algorithms_cell(const Graph& graph, const Node& node) {
+  if (node.fused_into >= 0) return cat("fused into ", graph.nodes()[static_cast<size_t>(node.fused_into)].name);
+  std::string text = node.layer->algorithms();
+  if (node.layer->fused_relu() && text.find("ReLU") == std::string::npos) {
+    text += cat(text.empty() ? "" : "; ", "ReLU applied in the layer");
+  }
+  return text;
+}
+
 }  // namespace
 
 int run_time(const std::vector<std::string>& words) {
@@ -165,7 +176,7 @@ int run_time(const std::vector<std::string>& words) {
                                       fixed(100.0 * roofline_fraction(p, roof), 1)};
       if (first && mixed) row.push_back(precision_path(node));
       if (first && layouts) row.push_back(layout_path(graph.nodes(), node));
-      if (first) row.push_back(node.layer->algorithms());
+      if (first) row.push_back(algorithms_cell(graph, node));
       table.add_row(row);
       first = false;
     }

@@ -26,6 +26,9 @@ std::string time_json(const TimeRun& run, const Graph& graph, const std::vector<
                       {"output", node.shape.str()},
                       {"precision", precision_path(node)},
                       {"layout", layout_path(graph.nodes(), node)},
+                      // Note [A ReLU fused into its producer]: the producer that runs this ReLU's forward
+                      {"fused_into", node.fused_into >= 0 ? graph.nodes()[static_cast<size_t>(node.fused_into)].name
+                                                          : std::string()},
                       {"passes", std::move(passes)}});
   }
   auto peak = [&](MemoryCategory c) { return run.memory.peak[static_cast<size_t>(c)]; };

@@ -1,0 +1,135 @@
+// tests/test_fusion.cpp: Note [A ReLU fused into its producer]
+// (graph/fusion.h). Which ReLUs the graph fuses into the convolution before
+// them (where the ReLU runs in place, and only there), and that a fused graph
+// computes what the unfused one does: losses, every parameter gradient and
+// the parameters after training steps, in fp32 and bf16, training and
+// inference, on the CPU and (where one runs here) on a GPU.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "data/synthetic.h"
+#include "graph/builder.h"
+#include "graph/fusion.h"
+#include "layers/conv2d/conv2d.h"
+#include "optim/sgd.h"
+#include "tensor/copy.h"
+#include "tests/support/checks.h"
+#include "tests/support/devices.h"
+
+namespace glassbox {
+namespace {
+
+// conv_a -> relu_a: fused. conv_b -> relu_b, whose input the shortcut add
+// also reads: not in place, so not fused. conv_c (no bias) -> relu_c: fused
+// on the CPU only (cuDNN's fused call needs a bias). fc -> relu_fc: a Linear
+// does not fuse.
+Graph net(int batch) {
+  GraphBuilder g;
+  const Value images = g.input("images", {batch, 3, 12, 12});
+  const Value labels = g.input("labels", {batch}, DType::kInt32);
+  const Value a = g.relu(g.conv(images, {.out_channels = 8, .kernel = 3, .pad = 1}, "conv_a"), "relu_a");
+  const Value b_conv = g.conv(a, {.out_channels = 8, .kernel = 3, .pad = 1}, "conv_b");
+  const Value b = g.add({g.relu(b_conv, "relu_b"), b_conv}, "add_b");
+  const Value c = g.relu(g.conv(b, {.out_channels = 8, .kernel = 1, .bias = false}, "conv_c"), "relu_c");
+  const Value p = g.max_pool(c, {.kernel = 2, .stride = 2}, "pool");
+  const Value f = g.relu(g.linear(g.flatten(p, "flatten"), {.out_features = 16}, "fc"), "relu_fc");
+  return std::move(g).build(g.softmax_cross_entropy(g.linear(f, {.out_features = 5}, "out"), labels));
+}
+
+std::string fused_relus(const Graph& graph) {
+  std::string fused;
+  for (const Node& node : graph.nodes()) {
+    if (node.fused_into < 0) continue;
+    fused += cat(fused.empty() ? "" : " ", node.name, "<-", graph.nodes()[static_cast<size_t>(node.fused_into)].name);
+    EXPECT_TRUE(graph.nodes()[static_cast<size_t>(node.fused_into)].layer->fused_relu()) << node.name;
+  }
+  return fused;
+}
+
+class FusionTest : public testing::DeviceTest {};
+
+TEST_P(FusionTest, AReluRunsInItsConvolutionWhereItRunsInPlace) {
+  Context& ctx = this->ctx();
+  for (Phase phase : {Phase::kTraining, Phase::kInference}) {
+    Graph graph = net(2);
+    graph.compile(ctx, {.phase = phase});
+    EXPECT_EQ(fused_relus(graph), ctx.is_cuda() ? "relu_a<-conv_a" : "relu_a<-conv_a relu_c<-conv_c");
+    EXPECT_FALSE(graph.node("conv_b").layer->fused_relu());
+    Graph unfused = net(2);
+    unfused.compile(ctx, {.phase = phase, .fusion = false});
+    EXPECT_EQ(fused_relus(unfused), "");
+    for (const Node& node : unfused.nodes()) {
+      if (!node.is_input()) {
+        EXPECT_FALSE(node.layer->fused_relu()) << node.name;
+      }
+    }
+  }
+}
+
+// Three SGD steps with the ReLUs fused and not: the same losses, gradients
+// and parameters (the ReLU is exact; the convolutions' sums are the same).
+struct FusionRun {
+  std::vector<float> losses, gradients, parameters, inference;
+};
+
+FusionRun train(Context& ctx, bool fusion, Precision precision) {
+  Graph graph = net(3);
+  graph.compile(ctx, {.precision = precision, .fusion = fusion});
+  fill_synthetic_batch(ctx, graph, 5);
+  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 0.0f});
+  FusionRun r;
+  for (int step = 0; step < 3; ++step) {
+    graph.forward(ctx, Phase::kTraining);
+    graph.backward(ctx);
+    r.losses.push_back(graph.loss(ctx));
+    if (step == 0) r.gradients = to_vector<float>(ctx, graph.gradients());
+    sgd.step(ctx);
+  }
+  r.parameters = to_vector<float>(ctx, graph.parameters());
+  graph.forward(ctx, Phase::kInference);
+  r.inference = to_float_vector(ctx, graph.node("relu_c").value);
+  return r;
+}
+
+TEST_P(FusionTest, AFusedGraphTrainsAsTheUnfusedOne) {
+  Context& ctx = this->ctx();
+  for (Precision precision : {Precision::kFp32, Precision::kBf16}) {
+    const std::string what = std::string(flag_name_of(precision)) + ": ";
+    const FusionRun fused = train(ctx, true, precision), unfused = train(ctx, false, precision);
+    testing::expect_close(fused.losses, unfused.losses, 1e-6, what + "losses");
+    testing::expect_close(fused.gradients, unfused.gradients, 1e-6, what + "first step's gradients");
+    testing::expect_close(fused.parameters, unfused.parameters, 1e-6, what + "parameters after three steps");
+    testing::expect_close(fused.inference, unfused.inference, 1e-6, what + "relu_c after an inference forward");
+  }
+}
+
+GLASSBOX_INSTANTIATE_ON_DEVICES(FusionTest);
+
+TEST(Fusion, AProducerThatCannotFuseRefusesIt) {
+  Context ctx = Context::cpu();
+  Graph graph = net(2);
+  graph.compile(ctx);
+  Layer& fc = *graph.node("fc").layer;
+  try {
+    fc.set_fused_relu(ctx, true);
+    ADD_FAILURE() << "a Linear took a fused ReLU";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "fc (Linear): cannot apply a ReLU to its output on cpu");
+  }
+}
+
+TEST(Fusion, IsSetOnABoundLayer) {
+  Context ctx = Context::cpu();
+  Conv2d conv("conv", {.out_channels = 4, .kernel = 3});
+  try {
+    conv.set_fused_relu(ctx, true);
+    ADD_FAILURE() << "an unbound layer took a fused ReLU";
+  } catch (const ShapeError& e) {
+    EXPECT_STREQ(e.what(), "conv (Conv2d): set_fused_relu before its input shapes are known (bind first)");
+  }
+}
+
+}  // namespace
+}  // namespace glassbox
