@@ -171,15 +171,6 @@ NetSpec mixed_net() {
           .gpu_batch = 2, .cpu_batch = 2, .build = [](int batch) { return mixed_layouts(batch); }};
 }
 
-std::vector<float> all_in_nchw_order(Context& ctx, const std::vector<NamedTensor>& views) {
-  std::vector<float> all;
-  for (const NamedTensor& t : views) {
-    const std::vector<float> v = values_in_nchw_order(ctx, t.tensor);
-    all.insert(all.end(), v.begin(), v.end());
-  }
-  return all;
-}
-
 // A checkpoint of a GPU graph with KRSC filters holds PyTorch's order: the
 // CPU's NCHW graph loads it to the same parameters and momentum, and a GPU
 // graph with KRSC filters loads that back.
@@ -206,10 +197,10 @@ TEST(ChannelsLastCuda, ACheckpointOfKrscFiltersMovesToTheCpu) {
   Graph on_cpu = compiled(cpu, LayoutChoice::kNchw, 9);
   Sgd cpu_sgd(cpu, on_cpu.parameters(), on_cpu.gradients(), {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 0.0f});
   load_checkpoint(dir.file("gpu"), cpu, on_cpu, net, cpu_sgd);
-  const std::vector<float> parameters = all_in_nchw_order(gpu, trained.named_parameters());
-  EXPECT_EQ(all_in_nchw_order(cpu, on_cpu.named_parameters()), parameters);
-  EXPECT_EQ(all_in_nchw_order(cpu, on_cpu.named_views(cpu_sgd.velocity())),
-            all_in_nchw_order(gpu, trained.named_views(sgd.velocity())));
+  const std::vector<float> parameters = testing::in_nchw_order(gpu, trained.named_parameters());
+  EXPECT_EQ(testing::in_nchw_order(cpu, on_cpu.named_parameters()), parameters);
+  EXPECT_EQ(testing::in_nchw_order(cpu, on_cpu.named_views(cpu_sgd.velocity())),
+            testing::in_nchw_order(gpu, trained.named_views(sgd.velocity())));
   save_model(dir.file("cpu.safetensors"), cpu, on_cpu, net, 2);
   Graph back = compiled(gpu, LayoutChoice::kNhwc, 5);
   load_model(dir.file("cpu.safetensors"), gpu, back, net);

@@ -11,9 +11,6 @@
 
 namespace glassbox::testing {
 
-namespace {
-
-// Every parameter (or gradient) in PyTorch's order, one after another.
 std::vector<float> in_nchw_order(Context& ctx, const std::vector<NamedTensor>& views) {
   std::vector<float> all;
   for (const NamedTensor& t : views) {
@@ -22,8 +19,6 @@ std::vector<float> in_nchw_order(Context& ctx, const std::vector<NamedTensor>& v
   }
   return all;
 }
-
-}  // namespace
 
 LayoutRun train_three_steps(const std::function<Graph()>& make_graph, bool channels_last, Graph::ParamGrads param_grads) {
   Context ctx = Context::cpu();

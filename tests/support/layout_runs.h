@@ -26,6 +26,10 @@ LayoutRun train_three_steps(const std::function<Graph()>& make_graph, bool chann
 LayoutRun train_three_steps(Context& ctx, const std::function<Graph()>& make_graph, bool channels_last,
                             Graph::ParamGrads param_grads, Precision precision = Precision::kFp32);
 
+// Every tensor of `views` (named parameters, gradients, momentum) in
+// PyTorch's order (a KRSC filter transposed back), one after another.
+std::vector<float> in_nchw_order(Context& ctx, const std::vector<NamedTensor>& views);
+
 // The two runs agree: not bit for bit, since sums run in another order.
 void expect_same_training(const LayoutRun& nhwc, const LayoutRun& nchw);
 
