@@ -55,6 +55,15 @@ void LayoutBridge::to_stored(Context& ctx, const void* computed, void* stored, c
   CUDNN_CHECK(cudnnTransformTensor(cudnn_of(ctx), &kOne, computed_.get(), computed, beta, stored_.get(), stored));
 }
 
+NarrowParamGrads allocate_narrow_param_grads(Context& ctx, const Shape& weight, int64_t bias, DType dtype) {
+  const size_t bias_offset = aligned_share(static_cast<size_t>(weight.numel()) * size_of(dtype));
+  const int64_t elements = static_cast<int64_t>(bias_offset / size_of(dtype)) + bias;
+  const Tensor grads = ctx.allocate(Shape{elements}, dtype, MemoryCategory::kGradients);
+  NarrowParamGrads g{.weight = grads.view(0, weight, dtype), .bias = Tensor()};
+  if (bias > 0) g.bias = grads.view(bias_offset, Shape{bias}, dtype);
+  return g;
+}
+
 void write_or_add_tensor(Context& ctx, GradMode mode, cudnnTensorDescriptor_t desc, const Tensor& dy,
                          const Tensor& dx) {
   if (mode == GradMode::kWrite) {

@@ -63,6 +63,16 @@ class LayoutBridge {
 // Rounds a workspace share up to 256 bytes, the alignment cuDNN's buffers want.
 inline size_t aligned_share(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
+// Note [16-bit parameter gradients] (layers/conv2d/conv2d_cuda.cpp): the
+// scratch a 16-bit layer's library writes dW and db into before they are
+// added, widened, into the fp32 gradients. One block of `dtype` (category
+// kGradients): dW of shape `weight`, then, where `bias` > 0, db of `bias`
+// elements from the next 256 bytes, the alignment of an allocation of its own.
+struct NarrowParamGrads {
+  Tensor weight, bias;  // bias undefined where `bias` is 0
+};
+NarrowParamGrads allocate_narrow_param_grads(Context& ctx, const Shape& weight, int64_t bias, DType dtype);
+
 // The layer's BackendState as the concrete type its x_cuda.cpp defined.
 template <typename State>
 State& state_as(const std::unique_ptr<BackendState>& state) {

@@ -119,12 +119,8 @@ void Conv2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
 
   // Before the search, which fits the workspace into the memory left.
   if (narrow && options.phase == Phase::kTraining) {
-    // One block: dW, then db from the next 256 bytes, the alignment of an allocation of its own.
-    const size_t bias_offset = (static_cast<size_t>(ws.numel()) * size_of(data) + 255) / 256 * 256;
-    const int64_t elements = static_cast<int64_t>(bias_offset / size_of(data)) + (o.bias ? o.out_channels : 0);
-    const Tensor grads = ctx.allocate(Shape{elements}, data, MemoryCategory::kGradients);
-    state->weight_grad = grads.view(0, ws, data);
-    if (o.bias) state->bias_grad = grads.view(bias_offset, Shape{o.out_channels}, data);
+    NarrowParamGrads grads = allocate_narrow_param_grads(ctx, ws, o.bias ? o.out_channels : 0, data);
+    state->weight_grad = std::move(grads.weight), state->bias_grad = std::move(grads.bias);
   }
 
   const conv2d_cuda::SearchInput search{

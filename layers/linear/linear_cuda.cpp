@@ -65,15 +65,10 @@ void Linear::prepare_cuda(Context& ctx, const PrepareOptions& options) {
   // channels are B, and the (1, O, 1, 1) bias would not broadcast onto it.
   state->output = make_tensor_descriptor(Shape{rows(), options_.out_features}, data);
   state->bias = make_tensor_descriptor(Shape{1, options_.out_features}, data);
-  if (data != DType::kFloat32 && options.phase == Phase::kTraining) {
-    // One block: dW, then db from the next 256 bytes, the alignment of an allocation of its own.
-    const Shape ws{options_.out_features, in_features()};
-    const size_t bias_offset = (static_cast<size_t>(ws.numel()) * size_of(data) + 255) / 256 * 256;
-    const int64_t elements =
-        static_cast<int64_t>(bias_offset / size_of(data)) + (options_.bias ? options_.out_features : 0);
-    const Tensor grads = ctx.allocate(Shape{elements}, data, MemoryCategory::kGradients);
-    state->weight_grad = grads.view(0, ws, data);
-    if (options_.bias) state->bias_grad = grads.view(bias_offset, Shape{options_.out_features}, data);
+  if (data != DType::kFloat32 && options.phase == Phase::kTraining) {  // Note [16-bit parameter gradients]
+    NarrowParamGrads grads = allocate_narrow_param_grads(ctx, Shape{options_.out_features, in_features()},
+                                                         options_.bias ? options_.out_features : 0, data);
+    state->weight_grad = std::move(grads.weight), state->bias_grad = std::move(grads.bias);
   }
   backend_ = std::move(state);
 }
