@@ -177,16 +177,14 @@ void Graph::compile(Context& ctx, const CompileOptions& options) {
   // producers prepare (a fused oneDNN forward is its own primitive).
   const std::vector<int> fused_into =
       options.fusion ? plan_relu_fusion(ctx, nodes_, layers_, *plan_) : std::vector<int>(nodes_.size(), -1);
-  for (size_t i = 0; i < nodes_.size(); ++i) nodes_[i].fused_into = fused_into[i];
-  for (int i : layers_) {
-    Layer& layer = *nodes_[static_cast<size_t>(i)].layer;
-    layer.set_fused_relu(ctx, false);
-  }
-  for (const Node& node : nodes_) {
-    if (node.fused_into >= 0) nodes_[static_cast<size_t>(node.fused_into)].layer->set_fused_relu(ctx, true);
+  std::vector<bool> applies_relu(nodes_.size(), false);
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    nodes_[i].fused_into = fused_into[i];
+    if (fused_into[i] >= 0) applies_relu[static_cast<size_t>(fused_into[i])] = true;
   }
   for (int i : layers_) {
     Layer& layer = *nodes_[static_cast<size_t>(i)].layer;
+    layer.set_fused_relu(ctx, applies_relu[static_cast<size_t>(i)]);
     layer.set_channels_last(std::vector<bool>(layer.input_shapes().size(), false), false);
     // Note [16-bit values in a layer] (layers/layer.h)
     const bool sixteen = mixed && !layer.is_loss() && layer.computes_16_bit(ctx);
