@@ -1,17 +1,34 @@
 // graph/fusion.h: which ReLUs a compiled graph fuses into their producers.
 //
 // Note [A ReLU fused into its producer]: a ReLU after a convolution (AlexNet,
-// VGG, Overfeat: no batch norm between them) is one more pass over the
-// convolution's output, reading and writing it. A convolution applies
-// max(0, .) as it writes its output for no extra pass: oneDNN as a post-op of
-// its forward primitive, cuDNN in cudnnConvolutionBiasActivationForward. So
-// where a ReLU writes its output over its producer's (the memory plan runs it
-// in place: the ReLU is that value's only reader, graph/memory_plan.h) and
-// the producer can (Layer::can_fuse_relu), the graph has the producer apply
-// the ReLU and skips the ReLU's forward. Both values are then one block
-// holding max(0, .): the producer's value reads as the ReLU's. Backward is
-// unchanged: the ReLU's backward reads its output, as it does unfused.
-// CompileOptions::fusion (`--no-fusion`) turns it off, to compare.
+// VGG, Overfeat: no batch norm between them) or after a batch norm (every
+// ResNet, Inception and Xception block) is one more pass over its producer's
+// output, reading and writing it. The producer can apply max(0, .) as it
+// writes its output, for no extra pass: a convolution with
+// cudnnConvolutionBiasActivationForward on cuDNN or a pass over each slice of
+// y while it is in cache on the CPU; a batch norm as it normalises. So where
+// a ReLU writes its output over its producer's (the memory plan runs it in
+// place: the ReLU is that value's only reader, graph/memory_plan.h) and the
+// producer can (Layer::can_fuse_relu), the graph has the producer apply the
+// ReLU and skips the ReLU's forward. Both values are then one block holding
+// max(0, .): the producer's value reads as the ReLU's.
+//
+// Note [A ReLU's backward fused into its producer]: a producer that
+// fuses_relu_backward (batch norm) takes the ReLU's backward too, in a
+// training plan: it reads the ReLU's gradient dy and its own output y =
+// max(0, .), and uses dy where y > 0 and 0 elsewhere, which is what the ReLU
+// would have handed it (its gradient). The ReLU's backward does not run, and
+// the producer's output gradient is no block of its own: it is the ReLU's
+// (MemoryPlan::fused_relu_grads), alive until the producer's backward, as
+// the shared value y is. A batch norm reads its output gradient twice (sums,
+// then dx), so the saving is the ReLU's whole pass (read y and dy, write dx)
+// and a block of gradient memory. Such a producer fuses the ReLU only where
+// it can fuse both (every input is another layer's output, which gets a
+// gradient: Note [BatchNorm2d scratch dx] would otherwise write dx over y),
+// since cuDNN's fused forward leaves its backward a reserve of its own.
+//
+// Other ReLUs' backward is unchanged: it reads its output, as it does
+// unfused. CompileOptions::fusion (`--no-fusion`) turns fusion off, to compare.
 #pragma once
 
 #include <vector>
@@ -21,9 +38,22 @@
 
 namespace glassbox {
 
-// Per node: for a ReLU whose forward its producer does, that producer's
-// node index; -1 otherwise. `layers` in topological order, not yet prepared.
-std::vector<int> plan_relu_fusion(const Context& ctx, const std::vector<Node>& nodes, const std::vector<int>& layers,
-                                  const MemoryPlan& plan);
+struct ReluFusion {
+  // Per node: for a ReLU whose forward its producer does, that producer's
+  // node index; -1 otherwise.
+  std::vector<int> fused_into;
+  // Per node: for a ReLU whose backward its producer does as well, that
+  // producer (Note [A ReLU's backward fused into its producer]); -1 otherwise.
+  std::vector<int> backward_fused_into;
+  bool operator==(const ReluFusion&) const = default;
+};
+
+// `layers` in topological order, bound, with the layouts and value types they
+// will be prepared with; `plan` planned without fusion (which ReLUs run in place).
+ReluFusion plan_relu_fusion(const Context& ctx, Phase phase, const std::vector<Node>& nodes,
+                            const std::vector<int>& layers, const MemoryPlan& plan);
+
+// No fusion: every ReLU runs itself.
+ReluFusion no_relu_fusion(size_t nodes);
 
 }  // namespace glassbox

@@ -152,11 +152,24 @@ void Graph::compile(Context& ctx, const CompileOptions& options) {
   ctx.set_precision(options.precision);
   set_stored_types(options.precision);
   loss_scale_ = LossScale{};
+  for (Node& node : nodes_) node.fused_into = node.backward_fused_into = -1;
   plan_ = std::make_unique<MemoryPlan>(
       plan_activations(nodes_, layers_, loss_, options.phase, options.memory_reuse, input_gradient_nodes_));
   const bool training = options.phase == Phase::kTraining;
-  const size_t parameters = parameter_bytes(nodes_, layers_);
   const bool mixed = is_mixed(options.precision);
+  // What a layer can fuse may depend on its layouts and value type: set them
+  // first (NCHW until the layout plan below).
+  for (int i : layers_) {
+    Layer& layer = *nodes_[static_cast<size_t>(i)].layer;
+    layer.set_channels_last(std::vector<bool>(layer.input_shapes().size(), false), false);
+    // Note [16-bit values in a layer] (layers/layer.h)
+    const bool sixteen = mixed && !layer.is_loss() && layer.computes_16_bit(ctx);
+    layer.set_value_storage(sixteen ? value_dtype(options.precision) : DType::kFloat32);
+  }
+  // Note [A ReLU fused into its producer]: decided from the plan, before the
+  // producers prepare (a fused oneDNN forward is its own primitive).
+  plan_fusion(ctx, nullptr);
+  const size_t parameters = parameter_bytes(nodes_, layers_);
   check_plan_fits(ctx, {{MemoryCategory::kParameters, mixed ? parameters + parameters / 2 : parameters},
                         {MemoryCategory::kGradients, training ? parameters : 0},
                         {MemoryCategory::kData, input_bytes(nodes_)},
@@ -173,25 +186,11 @@ void Graph::compile(Context& ctx, const CompileOptions& options) {
   PrepareOptions first = options_.layers;
   const bool probe_first = layouts && ctx.is_cuda() && first.algo_search == AlgoSearch::kMeasured;
   if (probe_first) first.algo_search = AlgoSearch::kHeuristic;
-  // Note [A ReLU fused into its producer]: decided from the plan, before the
-  // producers prepare (a fused oneDNN forward is its own primitive).
-  const std::vector<int> fused_into =
-      options.fusion ? plan_relu_fusion(ctx, nodes_, layers_, *plan_) : std::vector<int>(nodes_.size(), -1);
-  std::vector<bool> applies_relu(nodes_.size(), false);
-  for (size_t i = 0; i < nodes_.size(); ++i) {
-    nodes_[i].fused_into = fused_into[i];
-    if (fused_into[i] >= 0) applies_relu[static_cast<size_t>(fused_into[i])] = true;
-  }
-  for (int i : layers_) {
-    Layer& layer = *nodes_[static_cast<size_t>(i)].layer;
-    layer.set_fused_relu(ctx, applies_relu[static_cast<size_t>(i)]);
-    layer.set_channels_last(std::vector<bool>(layer.input_shapes().size(), false), false);
-    // Note [16-bit values in a layer] (layers/layer.h)
-    const bool sixteen = mixed && !layer.is_loss() && layer.computes_16_bit(ctx);
-    layer.set_value_storage(sixteen ? value_dtype(options.precision) : DType::kFloat32);
-    layer.prepare(ctx, first);
-  }
+  for (int i : layers_) nodes_[static_cast<size_t>(i)].layer->prepare(ctx, first);
   plan_layouts(ctx, /*prepare_all=*/probe_first);
+  // A layer whose fusion depends on its layout (a batch norm on CUDA) answers
+  // again in the layout it now has.
+  plan_fusion(ctx, &options_.layers);
   size_t workspace = 0;
   for (int i : layers_) workspace = std::max(workspace, nodes_[static_cast<size_t>(i)].layer->workspace_bytes());
   ctx.reserve_workspace(workspace);
@@ -230,6 +229,33 @@ void Graph::plan_layouts(Context& ctx, bool prepare_all) {
     if (!any && !prepare_all) continue;
     node.layer->set_channels_last(std::move(inputs), node.channels_last);
     node.layer->prepare(ctx, options_.layers);
+  }
+}
+
+void Graph::plan_fusion(Context& ctx, const PrepareOptions* prepare) {
+  const ReluFusion fusion = options_.fusion ? plan_relu_fusion(ctx, options_.phase, nodes_, layers_, *plan_)
+                                            : no_relu_fusion(nodes_.size());
+  std::vector<bool> applies_relu(nodes_.size(), false);
+  bool backward_changed = false;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    backward_changed = backward_changed || nodes_[i].backward_fused_into != fusion.backward_fused_into[i];
+    nodes_[i].fused_into = fusion.fused_into[i];
+    nodes_[i].backward_fused_into = fusion.backward_fused_into[i];
+    if (fusion.fused_into[i] >= 0) applies_relu[static_cast<size_t>(fusion.fused_into[i])] = true;
+  }
+  for (int i : layers_) {
+    Layer& layer = *nodes_[static_cast<size_t>(i)].layer;
+    const bool applies = applies_relu[static_cast<size_t>(i)];
+    if (prepare != nullptr && layer.fused_relu() == applies) continue;
+    layer.set_fused_relu(ctx, options_.phase, applies);
+    if (prepare != nullptr) layer.prepare(ctx, *prepare);
+  }
+  // The in-place choices do not depend on fusion, so the plan fusion was
+  // read from keeps its value blocks; lifetimes and gradient blocks change.
+  if (backward_changed) {
+    plan_ = std::make_unique<MemoryPlan>(plan_activations(nodes_, layers_, loss_, options_.phase,
+                                                          options_.memory_reuse, input_gradient_nodes_,
+                                                          fusion.backward_fused_into));
   }
 }
 
@@ -477,7 +503,9 @@ void Graph::backward(Context& ctx, ParamGrads param_grads,
       }
     }
     if (spans) spans_->begin(index, node.name, backward_pass(node));
-    if (staging_) {
+    if (node.backward_fused_into >= 0) {
+      // Note [A ReLU's backward fused into its producer]: its producer's backward does it.
+    } else if (staging_) {
       staging_->backward(ctx, node, param_grad_mode, loss_scale_);
     } else {
       node.layer->backward(ctx, {.inputs = node.input_values,

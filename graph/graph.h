@@ -58,6 +58,9 @@ struct Node {
   // For a ReLU whose forward its producer does (Note [A ReLU fused into its
   // producer], graph/fusion.h): that producer's node index; -1 otherwise.
   int fused_into = -1;
+  // And whose backward it does too (Note [A ReLU's backward fused into its
+  // producer]): that producer; -1 otherwise.
+  int backward_fused_into = -1;
 
   bool is_input() const { return layer == nullptr; }
 };
@@ -99,9 +102,9 @@ struct CompileOptions {
   // the layers that write and read a value can; kNchw keeps every value NCHW
   // (`--layout nchw`: what channels-last saves, measured).
   LayoutChoice layout = LayoutChoice::kAuto;
-  // A ReLU's forward done by the convolution before it, where the ReLU runs
-  // in place: Note [A ReLU fused into its producer] (graph/fusion.h). false
-  // runs every ReLU itself (`--no-fusion`: what fusion saves, measured).
+  // A ReLU done by the convolution or batch norm before it, where the ReLU
+  // runs in place: Note [A ReLU fused into its producer] (graph/fusion.h).
+  // false runs every ReLU itself (`--no-fusion`: what fusion saves, measured).
   bool fusion = true;
 };
 
@@ -264,6 +267,10 @@ class Graph {
   void allocate_parameters(Context& ctx);
   void allocate_activations(Context& ctx);
   void plan_layouts(Context& ctx, bool prepare_all);  // sets Node::channels_last and prepares layers again
+  // Note [A ReLU fused into its producer]: plans the fusion for the layers'
+  // current layouts, sets it on the nodes and layers, plans memory for it,
+  // and prepares again each layer whose fusion changed, where `prepare`.
+  void plan_fusion(Context& ctx, const PrepareOptions* prepare);
   void check_training(std::string_view what) const;
   Pass backward_pass(const Node& node) const;
   void after_layer(Context& ctx, const Node& node, std::string_view pass) const;

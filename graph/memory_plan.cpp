@@ -122,7 +122,8 @@ std::string find_overlap(std::span<const Block> blocks, const ArenaLayout& layou
 }
 
 MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<int>& layers, int loss, Phase phase,
-                            MemoryReuse reuse, std::span<const int> input_gradients) {
+                            MemoryReuse reuse, std::span<const int> input_gradients,
+                            std::span<const int> relu_backward_fused_into) {
   const bool training = phase == Phase::kTraining;
   const int count = static_cast<int>(layers.size());
   std::vector<int> position(nodes.size(), -1);  // a layer node's forward time
@@ -174,6 +175,14 @@ MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<in
     }
     if (training && (node.layer->backward_reads_output() || !gets_every_input_grad)) read_at(i, backward_time(i));
   }
+  // Note [A ReLU's backward fused into its producer]: per producer, its ReLU.
+  std::vector<int> fused_relu_of(nodes.size(), -1);
+  for (size_t r = 0; r < relu_backward_fused_into.size(); ++r) {
+    const int producer = relu_backward_fused_into[r];
+    if (!training || producer < 0) continue;
+    fused_relu_of[static_cast<size_t>(producer)] = static_cast<int>(r);
+    read_at(static_cast<int>(r), backward_time(producer));  // y, for the mask
+  }
   read_at(loss, Lifetime::kAfterStep);
   plan.values = place_blocks(plan.value_blocks, reuse);
   if (!training) return plan;
@@ -184,7 +193,7 @@ MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<in
     const int i = static_cast<int>(n);
     const Node& node = nodes[n];
     if (node.is_input() ? !input_gets_grad[n] : i == loss) continue;
-    if (plan.grad_shared_with[n] >= 0) continue;  // the add's block, below
+    if (plan.grad_shared_with[n] >= 0 || fused_relu_of[n] >= 0) continue;  // another's block, below
     int first = node.is_input() ? Lifetime::kAfterStep : backward_time(i);
     for (int j : layers) {
       const std::vector<int>& in = nodes[static_cast<size_t>(j)].inputs;
@@ -204,6 +213,17 @@ MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<in
     live.last = std::max(live.last, backward_time(static_cast<int>(n)));
     plan.grads_without_reuse += bytes_of(nodes[n]);
     ++plan.shared_grads;
+  }
+  // A fused ReLU's gradient is its producer's until the producer's backward
+  // (after any add's sharing above has settled the ReLU's block).
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const int relu = fused_relu_of[n];
+    if (relu < 0) continue;
+    plan.grad_block[n] = plan.grad_block[static_cast<size_t>(relu)];
+    Lifetime& live = plan.grad_blocks[static_cast<size_t>(plan.grad_block[n])].live;
+    live.last = std::max(live.last, backward_time(static_cast<int>(n)));
+    plan.grads_without_reuse += bytes_of(nodes[n]);
+    ++plan.fused_relu_grads;
   }
   plan.grads = place_blocks(plan.grad_blocks, reuse);
   return plan;

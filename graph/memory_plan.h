@@ -99,6 +99,10 @@ struct MemoryPlan {
   // [Gradients shared through an add]); -1 where it has its own, or none.
   std::vector<int> grad_shared_with;
   int shared_grads = 0;             // gradients that are an add's (each counted in grads_without_reuse too)
+  // Producers whose output gradient is the gradient of the ReLU after them
+  // (Note [A ReLU's backward fused into its producer], graph/fusion.h); each
+  // counted in grads_without_reuse too.
+  int fused_relu_grads = 0;
 };
 
 // Every planned tensor starts on a 256-byte boundary: what cuDNN and cuBLAS
@@ -110,9 +114,14 @@ inline size_t plan_aligned(size_t bytes) { return (bytes + kPlanAlignment - 1) /
 // topological order; `layers` are the indices of layer nodes). `phase`
 // kInference plans a forward-only graph: no gradients, nothing kept for a
 // backward. `input_gradients`: the graph inputs (node indices) that get a
-// gradient, as input_gradient_nodes() returns them.
+// gradient, as input_gradient_nodes() returns them. `relu_backward_fused_into`:
+// per node, for a ReLU whose backward its producer runs, that producer, else
+// -1 (ReluFusion::backward_fused_into; empty: none). Such a ReLU's value (its
+// producer's) lives until the producer's backward, which reads it, and the
+// producer's gradient is the ReLU's block.
 MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<int>& layers, int loss, Phase phase,
-                            MemoryReuse reuse, std::span<const int> input_gradients = {});
+                            MemoryReuse reuse, std::span<const int> input_gradients = {},
+                            std::span<const int> relu_backward_fused_into = {});
 // The same for a built graph (compiled or not): what compile() would plan.
 MemoryPlan plan_activations(const Graph& graph, Phase phase, MemoryReuse reuse = MemoryReuse::kOn,
                             std::span<const std::string> input_gradients = {});

@@ -175,7 +175,8 @@ void PrecisionStaging::backward(Context& ctx, Node& node, GradMode param_grad_mo
   for (size_t i = 0; i < node.input_values.size(); ++i) {
     inputs.push_back(stager.stage_value(node.input_values[i], layer.backward_reads_input(static_cast<int>(i))));
   }
-  const Tensor output = stager.stage_value(node.value, layer.backward_reads_output());
+  // A fused ReLU's backward reads y for its mask (graph/fusion.h).
+  const Tensor output = stager.stage_value(node.value, layer.backward_reads_output() || layer.fused_relu_backward());
   const Tensor output_grad = stager.stage_value(node.grad, true);
   const std::vector<Tensor> params = stager.stage_params(node.params);
   std::vector<Tensor> input_grads;

@@ -69,6 +69,7 @@ const Shape& Layer::bind(std::span<const Shape> inputs) {
     output_channels_last_ = false;
     value_storage_ = DType::kFloat32;
     fused_relu_ = false;
+    fused_relu_backward_ = false;
     bound_ = true;
     param_shapes_.clear();
     for (const ParamSpec& spec : param_specs()) param_shapes_.push_back(spec.shape);
@@ -122,7 +123,8 @@ int64_t Layer::bytes_moved(Pass pass) const {
     case Pass::kBackwardData: return output_grad + weight + float_inputs;
     case Pass::kBackwardWeights: return output_grad + inputs + param_grads;
     case Pass::kBackward:
-      return output_grad + read_inputs + (backward_reads_output() ? output : 0) + params + float_inputs +
+      return output_grad + read_inputs + (backward_reads_output() || fused_relu_backward() ? output : 0) + params +
+             float_inputs +
              param_grads;
     case Pass::kOptimizer: return 0;
   }
@@ -158,10 +160,14 @@ void Layer::set_value_storage(DType values) {
   prepared_ = false;
 }
 
-void Layer::set_fused_relu(const Context& ctx, bool fused) {
+void Layer::set_fused_relu(const Context& ctx, Phase phase, bool fused) {
   if (!bound_) fail("set_fused_relu before its input shapes are known (bind first)");
-  if (fused && !can_fuse_relu(ctx)) fail_option(cat("cannot apply a ReLU to its output on ", ctx.device().str()));
+  if (fused && !can_fuse_relu(ctx, phase)) {
+    fail_option(cat("cannot apply a ReLU to its output on ", ctx.device().str(), " in ",
+                    phase == Phase::kTraining ? "training" : "inference"));
+  }
   fused_relu_ = fused;
+  fused_relu_backward_ = fused && phase == Phase::kTraining && fuses_relu_backward();
   prepared_ = false;
 }
 

@@ -209,13 +209,23 @@ class Layer {
   // gradients are fp32 either way. The default is no; a loss layer must say no.
   virtual bool computes_16_bit(const Context& /*ctx*/) const { return false; }
   // Note [A ReLU fused into its producer] (graph/fusion.h): whether the
-  // layer, on ctx's device, can apply max(0, .) to its output as it writes
-  // it, so that the ReLU after it need not run its forward. The default is no.
-  virtual bool can_fuse_relu(const Context& /*ctx*/) const { return false; }
+  // layer, on ctx's device, in a plan of `phase`, can apply max(0, .) to its
+  // output as it writes it, so that the ReLU after it need not run its
+  // forward. It may depend on the layer's layouts and value type, which the
+  // graph sets before it asks. The default is no.
+  virtual bool can_fuse_relu(const Context& /*ctx*/, Phase /*phase*/) const { return false; }
+  // Where it applies the ReLU in a training plan, whether it also runs the
+  // ReLU's backward: it masks its output gradient (the ReLU's) with y > 0,
+  // y being its own output, max(0, .), as it reads it (Note [A ReLU's
+  // backward fused into its producer]). The default is no.
+  virtual bool fuses_relu_backward() const { return false; }
   // Set before prepare (bind resets it): the output is ReLU's. Throws
   // ConfigError where can_fuse_relu is false.
-  void set_fused_relu(const Context& ctx, bool fused);
+  void set_fused_relu(const Context& ctx, Phase phase, bool fused);
   bool fused_relu() const { return fused_relu_; }
+  // fused_relu() in a training plan, by a layer that fuses_relu_backward():
+  // backward takes the ReLU's gradient and reads the output.
+  bool fused_relu_backward() const { return fused_relu_backward_; }
   // The type of the layer's float values and weights, set before prepare
   // (bind resets it to float32): float32, or float16 or bfloat16 for a layer
   // that computes_16_bit on the device it is prepared for (prepare throws
@@ -383,6 +393,7 @@ class Layer {
   bool output_channels_last_ = false;
   DType value_storage_ = DType::kFloat32;  // Note [16-bit values in a layer]
   bool fused_relu_ = false;                // Note [A ReLU fused into its producer]
+  bool fused_relu_backward_ = false;       // and its backward
   std::vector<Shape> param_shapes_;
   std::vector<Layout> param_layouts_;  // ParamSpec::layout as prepared
   size_t workspace_bytes_ = 0;

@@ -2,8 +2,9 @@
 //   y = max(x, 0)
 //   backward: dx (= or +=) dy * [y > 0]
 // The mask is read from y, so forward's output is all backward needs.
-// CUDA: cuDNN's activation forward/backward, in bf16 or fp16 where the graph
-// computes so (computes_16_bit; relu_cuda.cpp).
+// CUDA: cuDNN's activation forward and a kernel of its own for backward
+// (relu.cu), in bf16 or fp16 where the graph computes so (computes_16_bit;
+// relu_cuda.cpp).
 #pragma once
 
 #include "layers/layer.h"

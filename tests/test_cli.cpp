@@ -101,6 +101,30 @@ TEST(Cli, TimePrintsLayersAgainstTheMeasuredStep) {
   EXPECT_FALSE(contains(unfused.output, "fused into")) << unfused.output;
 }
 
+// A batch norm takes the ReLU after it, forward and backward (docs/fusion.md):
+// `time` says so on both rows, and the ReLU's passes move no bytes.
+TEST(Cli, TimeNamesAReluFusedIntoItsBatchNorm) {
+  const glassbox::testing::TempDir dir;
+  const std::string path = dir / "time.json";
+  const Outcome r = run(kCli + " time ResNet56 --device cpu --batch 2 --steps 1 --warmup 0 --json " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "fused into bn1, forward and backward")) << r.output;
+  EXPECT_TRUE(contains(r.output, "ReLU applied in the layer, forward and backward")) << r.output;
+  std::ifstream file(path);
+  const nlohmann::json doc = nlohmann::json::parse(file);
+  int fused = 0;
+  for (const auto& layer : doc.at("layers")) {
+    if (layer.at("backward_fused_into") == "") continue;
+    ++fused;
+    EXPECT_EQ(layer.at("backward_fused_into"), layer.at("fused_into")) << layer.at("name");
+    EXPECT_EQ(layer.at("type"), "ReLU") << layer.at("name");
+    for (const auto& pass : layer.at("passes")) EXPECT_EQ(pass.at("bytes").get<int64_t>(), 0) << layer.at("name");
+  }
+  // ResNet-56: the stem's ReLU and the first ReLU of each of its 27 blocks
+  // follow a batch norm; the second follows the residual add.
+  EXPECT_EQ(fused, 28);
+}
+
 // bf16 (docs/precision.md): the header names the precision, the memory
 // table what each category holds.
 TEST(Cli, TimeInBf16NamesTheElementTypesOfItsMemory) {

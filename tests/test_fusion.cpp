@@ -1,5 +1,6 @@
 // tests/test_fusion.cpp: Note [A ReLU fused into its producer]
-// (graph/fusion.h). Which ReLUs the graph fuses into the convolution before
+// (graph/fusion.h) for convolutions (tests/test_fusion_batch_norm.cpp: for
+// batch norm). Which ReLUs the graph fuses into the convolution before
 // them (where the ReLU runs in place, and only there), and that a fused graph
 // computes what the unfused one does: losses, every parameter gradient and
 // the parameters after training steps, in fp32 and bf16, training and
@@ -113,10 +114,10 @@ TEST(Fusion, AProducerThatCannotFuseRefusesIt) {
   graph.compile(ctx);
   Layer& fc = *graph.node("fc").layer;
   try {
-    fc.set_fused_relu(ctx, true);
+    fc.set_fused_relu(ctx, Phase::kTraining, true);
     ADD_FAILURE() << "a Linear took a fused ReLU";
   } catch (const ConfigError& e) {
-    EXPECT_STREQ(e.what(), "fc (Linear): cannot apply a ReLU to its output on cpu");
+    EXPECT_STREQ(e.what(), "fc (Linear): cannot apply a ReLU to its output on cpu in training");
   }
 }
 
@@ -124,7 +125,7 @@ TEST(Fusion, IsSetOnABoundLayer) {
   Context ctx = Context::cpu();
   Conv2d conv("conv", {.out_channels = 4, .kernel = 3});
   try {
-    conv.set_fused_relu(ctx, true);
+    conv.set_fused_relu(ctx, Phase::kTraining, true);
     ADD_FAILURE() << "an unbound layer took a fused ReLU";
   } catch (const ShapeError& e) {
     EXPECT_STREQ(e.what(), "conv (Conv2d): set_fused_relu before its input shapes are known (bind first)");

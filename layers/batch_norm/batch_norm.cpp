@@ -33,7 +33,12 @@ using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf>;
 struct Sums {
   double a = 0.0, ab = 0.0;
 };
-Sums centred_sums(const float* u, float u0, const float* v, float v0, int64_t runs, int64_t len, int64_t stride) {
+// With kMasked, u counts only where `mask` (laid out as u) is above 0, as 0
+// elsewhere: a fused ReLU's backward (Note [A ReLU's backward fused into its
+// producer], graph/fusion.h), u being its dy and mask its y.
+template <bool kMasked>
+Sums centred_sums(const float* u, const float* mask, float u0, const float* v, float v0, int64_t runs, int64_t len,
+                  int64_t stride) {
   constexpr int kLanes = 16;  // one AVX-512 register
   constexpr int kBlocksPerFlush = 64;
   using Lanes = Eigen::Array<float, kLanes, 1>;
@@ -50,17 +55,23 @@ Sums centred_sums(const float* u, float u0, const float* v, float v0, int64_t ru
   };
   for (int64_t run = 0; run < runs; ++run) {
     const float* pu = u + run * stride;
+    const float* pm = kMasked ? mask + run * stride : nullptr;
     const float* pv = v + run * stride;
     int64_t i = 0;
     for (; i + kLanes <= len; i += kLanes) {
-      const Lanes a = LanesMap(pu + i) - u0;
+      Lanes a;
+      if constexpr (kMasked) {
+        a = (LanesMap(pm + i) > 0.0f).select(LanesMap(pu + i), 0.0f) - u0;
+      } else {
+        a = LanesMap(pu + i) - u0;
+      }
       sa += a;
       sab += a * (LanesMap(pv + i) - v0);
       if (++blocks == kBlocksPerFlush) flush();
     }
     float tail_a = 0.0f, tail_ab = 0.0f;  // fewer than kLanes values
     for (; i < len; ++i) {
-      const float a = pu[i] - u0;
+      const float a = (kMasked && !(pm[i] > 0.0f) ? 0.0f : pu[i]) - u0;
       tail_a += a;
       tail_ab += a * (pv[i] - v0);
     }
@@ -90,6 +101,15 @@ BatchNorm2d::BatchNorm2d(std::string name, Options options) : Layer(std::move(na
   if (!(options_.momentum >= 0.0f && options_.momentum <= 1.0f)) {
     fail_option(cat("momentum must be in [0, 1], got ", options_.momentum));
   }
+}
+
+bool cudnn_fuses_batch_norm_relu(Phase phase, bool channels_last, DType values, int64_t channels) {
+  return phase == Phase::kTraining && channels_last && values == DType::kFloat16 && channels % 4 == 0;
+}
+
+bool BatchNorm2d::can_fuse_relu(const Context& ctx, Phase phase) const {
+  if (!ctx.is_cuda()) return true;
+  return cudnn_fuses_batch_norm_relu(phase, input_channels_last(0), value_storage(), input_shapes()[0][1]);
 }
 
 std::string BatchNorm2d::describe() const {
@@ -180,13 +200,14 @@ void BatchNorm2d::forward_cpu(Context& ctx, const ForwardArgs& args) {
   const float* shift = args.params[1].data<float>();
   const float* running_mean = running_mean_.data<float>();
   const float* running_var = running_var_.data<float>();
+  const bool relu = fused_relu();  // Note [A ReLU fused into its producer]
   parallel_for(l.c, l.grain(), [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
       double mean = 0.0, inv_std = 0.0;
       if (training) {
         const float pivot = x[l.offset(0, c)];
         const float* runs = x + l.offset(0, c);
-        const Sums s = centred_sums(runs, pivot, runs, pivot, l.n, l.hw, l.stride());  // of x - pivot
+        const Sums s = centred_sums<false>(runs, nullptr, pivot, runs, pivot, l.n, l.hw, l.stride());  // of x - pivot
         const double sum = s.a, sum_squares = s.ab;
         mean = pivot + sum / m;
         const double var = std::max(0.0, (sum_squares - sum * sum / m) / m);  // biased
@@ -200,7 +221,12 @@ void BatchNorm2d::forward_cpu(Context& ctx, const ForwardArgs& args) {
       const float a = static_cast<float>(scale[c] * inv_std);
       const float centre = static_cast<float>(mean), b = shift[c];
       for (int64_t n = 0; n < l.n; ++n) {
-        as_array(y + l.offset(n, c), l.hw) = (ConstArrayMap(x + l.offset(n, c), l.hw) - centre) * a + b;
+        auto normalised = (ConstArrayMap(x + l.offset(n, c), l.hw) - centre) * a + b;
+        if (relu) {
+          as_array(y + l.offset(n, c), l.hw) = normalised.max(0.0f);  // as ReLU's forward
+        } else {
+          as_array(y + l.offset(n, c), l.hw) = normalised;
+        }
       }
     }
   });
@@ -223,11 +249,18 @@ void BatchNorm2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
   float* dshift = args.param_grads[1].data<float>();
   const float* saved_mean = saved_mean_.data<float>();
   const float* saved_inv_std = saved_inv_std_.data<float>();
+  // Note [A ReLU's backward fused into its producer]: dy is the ReLU's, taken
+  // where y (the ReLU's output) is above 0.
+  const float* y = fused_relu_backward() ? args.output.data<float>() : nullptr;
   parallel_for(l.c, l.grain(), [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
       const double mean = saved_mean[c], inv_std = saved_inv_std[c];
       // sum dy, sum dy * (x - mean)
-      const Sums s = centred_sums(dy + l.offset(0, c), 0.0f, x + l.offset(0, c), saved_mean[c], l.n, l.hw, l.stride());
+      const float* runs = dy + l.offset(0, c);
+      const Sums s = y != nullptr ? centred_sums<true>(runs, y + l.offset(0, c), 0.0f, x + l.offset(0, c), saved_mean[c],
+                                                       l.n, l.hw, l.stride())
+                                  : centred_sums<false>(runs, nullptr, 0.0f, x + l.offset(0, c), saved_mean[c], l.n,
+                                                        l.hw, l.stride());
       const double sum_dy = s.a, sum_dy_centred = s.ab;
       const double sum_dy_xhat = sum_dy_centred * inv_std;
       dshift[c] += static_cast<float>(sum_dy);
@@ -242,8 +275,13 @@ void BatchNorm2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
       const float centre = static_cast<float>(mean);
       for (int64_t n = 0; n < l.n; ++n) {
         const ConstArrayMap g(dy + l.offset(n, c), l.hw), v(x + l.offset(n, c), l.hw);
-        auto grad = g * f1 + (v - centre) * f2 + f3;
-        write_or_add(args.input_grad_modes[0], as_array(dx + l.offset(n, c), l.hw), grad);
+        if (y != nullptr) {
+          auto masked = (ConstArrayMap(y + l.offset(n, c), l.hw) > 0.0f).select(g, 0.0f);
+          write_or_add(args.input_grad_modes[0], as_array(dx + l.offset(n, c), l.hw),
+                       masked * f1 + (v - centre) * f2 + f3);
+        } else {
+          write_or_add(args.input_grad_modes[0], as_array(dx + l.offset(n, c), l.hw), g * f1 + (v - centre) * f2 + f3);
+        }
       }
     }
   });

@@ -26,6 +26,16 @@
 
 namespace glassbox {
 
+// Note [Batch norm and ReLU in one cuDNN call]: whether cuDNN's Ex batch
+// norm applies a ReLU after it (CUDNN_BATCHNORM_OPS_BN_ACTIVATION) for these
+// values, forward and backward: training only (cuDNN's inference call takes
+// no activation), in the persistent NHWC mode (Note [Persistent batch norm on
+// NHWC]), on float16 values whose channel count is a multiple of 4, which the
+// cuDNN API reference names as the fused ops' conditions. Pure, so that the
+// rule is tested without a GPU; prepare asks cuDNN too and names the layer
+// where it disagrees.
+bool cudnn_fuses_batch_norm_relu(Phase phase, bool channels_last, DType values, int64_t channels);
+
 class BatchNorm2d final : public Layer {
  public:
   struct Options {
@@ -46,6 +56,11 @@ class BatchNorm2d final : public Layer {
   std::vector<ParamSpec> param_specs() const override;  // scale: ones; shift: zeros
   bool keeps_fp32_parameters() const override { return true; }
   bool computes_16_bit(const Context& ctx) const override { return ctx.is_cuda(); }
+  // Note [A ReLU fused into its producer] (graph/fusion.h): on the CPU always
+  // (y = max(0, .) as each value is normalised; in backward dy taken where
+  // y > 0 as it is read); on CUDA where cudnn_fuses_batch_norm_relu.
+  bool can_fuse_relu(const Context& ctx, Phase phase) const override;
+  bool fuses_relu_backward() const override { return true; }
   const Options& options() const { return options_; }
 
   std::vector<NamedTensor> state() const override;  // running_mean, running_var

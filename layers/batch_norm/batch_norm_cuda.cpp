@@ -61,6 +61,16 @@
 // bias). The reserve is allocated once, in a training prepare, as layer state:
 // it must survive from forward to backward, which the shared workspace does
 // not. NCHW values keep the plain calls in CUDNN_BATCHNORM_SPATIAL mode.
+//
+// Note [Batch norm and ReLU in one cuDNN call]: where the graph fuses the
+// ReLU after a batch norm into it (graph/fusion.h), the same Ex calls run with
+// CUDNN_BATCHNORM_OPS_BN_ACTIVATION and a ReLU activation descriptor: the
+// forward writes y = max(0, bn(x)) and leaves in the reserve what its
+// backward needs; the backward reads y and the ReLU's dy, as the graph hands
+// them, and applies the ReLU's gradient before batch norm's. The reserve and
+// workspace sizes are asked for those ops. cudnn_fuses_batch_norm_relu
+// (batch_norm.h) holds the conditions; a cuDNN that refuses the sizes for
+// them is named at prepare, with --no-fusion as the way around.
 #include "layers/batch_norm/batch_norm.h"
 
 #include <algorithm>
@@ -72,7 +82,6 @@ namespace {
 
 constexpr cudnnBatchNormMode_t kMode = CUDNN_BATCHNORM_SPATIAL;  // NCHW, and every inference forward
 constexpr cudnnBatchNormMode_t kNhwcTrainingMode = CUDNN_BATCHNORM_SPATIAL_PERSISTENT;
-constexpr cudnnBatchNormOps_t kOps = CUDNN_BATCHNORM_OPS_BN;
 
 struct BatchNormState final : BackendState {
   TensorDescriptor data;   // x, y, dx, dy: (N, C, H, W), in input_layout(0)
@@ -80,6 +89,10 @@ struct BatchNormState final : BackendState {
   // Note [Persistent batch norm on NHWC]: a channels-last training plan's
   // Ex calls, and the reserve their forward leaves for their backward.
   bool ex = false;
+  // Note [Batch norm and ReLU in one cuDNN call]: the Ex calls' ops, and the
+  // ReLU they apply where fused (null otherwise).
+  cudnnBatchNormOps_t ops = CUDNN_BATCHNORM_OPS_BN;
+  ActivationDescriptor relu;
   Tensor reserve;  // reserve_bytes, as float32 words; undefined where cuDNN asks for none
   size_t reserve_bytes = 0;
   void* reserve_data() const { return reserve.defined() ? reserve.raw() : nullptr; }
@@ -107,18 +120,41 @@ void BatchNorm2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
                     static_cast<int>(param_type), ", not float, for ", name_of(value_storage()),
                     " values; the layer keeps them in float32"));
   }
+  if (fused_relu()) {
+    // Note [Batch norm and ReLU in one cuDNN call]; set_fused_relu checked the
+    // conditions, so only the Ex path gets here.
+    if (!state->ex) throw Error(cat(name(), " (", type(), "): a fused ReLU without the Ex path"));
+    state->ops = CUDNN_BATCHNORM_OPS_BN_ACTIVATION;
+    state->relu = make_descriptor<ActivationDescriptor>(cudnnCreateActivationDescriptor);
+    // As the ReLU layer's (relu_cuda.cpp): a NaN comes out as 0 either way.
+    CUDNN_CHECK(cudnnSetActivationDescriptor(state->relu.get(), CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+  }
   if (state->ex) {
     // The descriptors in the slots of the queries are those PyTorch's cuDNN
-    // batch norm passes for OPS_BN (z and y described as x; no dz, no activation).
+    // batch norm passes for OPS_BN (z and y described as x; no dz, no
+    // activation), with the ReLU's descriptor where one is fused.
     cudnnHandle_t handle = cudnn_of(ctx);
     const cudnnTensorDescriptor_t data = state->data.get(), param = state->param.get();
+    const cudnnBatchNormOps_t ops = state->ops;
+    const cudnnActivationDescriptor_t relu = state->relu.get();
     size_t forward_bytes = 0, backward_bytes = 0;
-    CUDNN_CHECK(cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(handle, kNhwcTrainingMode, kOps, data, data,
-                                                                         data, param, nullptr, &forward_bytes));
-    CUDNN_CHECK(cudnnGetBatchNormalizationBackwardExWorkspaceSize(handle, kNhwcTrainingMode, kOps, data, data, data,
-                                                                  nullptr, data, param, nullptr, &backward_bytes));
-    CUDNN_CHECK(cudnnGetBatchNormalizationTrainingExReserveSpaceSize(handle, kNhwcTrainingMode, kOps, nullptr, data,
-                                                                     &state->reserve_bytes));
+    const cudnnStatus_t asked[] = {
+        cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(handle, kNhwcTrainingMode, ops, data, data, data,
+                                                                 param, relu, &forward_bytes),
+        cudnnGetBatchNormalizationBackwardExWorkspaceSize(handle, kNhwcTrainingMode, ops, data, data, data, nullptr,
+                                                          data, param, relu, &backward_bytes),
+        cudnnGetBatchNormalizationTrainingExReserveSpaceSize(handle, kNhwcTrainingMode, ops, relu, data,
+                                                             &state->reserve_bytes)};
+    for (cudnnStatus_t status : asked) {
+      if (status == CUDNN_STATUS_SUCCESS) continue;
+      if (fused_relu()) {
+        throw Error(cat(name(), " (", type(), "): cuDNN refuses batch norm with a fused ReLU "
+                        "(CUDNN_BATCHNORM_OPS_BN_ACTIVATION) on ", input_shapes()[0].str(), " ",
+                        name_of(value_storage()), " NHWC values: ", cudnnGetErrorString(status),
+                        "; --no-fusion runs the ReLU itself"));
+      }
+      CUDNN_CHECK(status);
+    }
     if (state->reserve_bytes > 0) {
       const int64_t words = static_cast<int64_t>((state->reserve_bytes + sizeof(float) - 1) / sizeof(float));
       state->reserve = ctx.allocate(Shape{words}, DType::kFloat32, MemoryCategory::kLayerState);
@@ -139,9 +175,9 @@ void BatchNorm2d::forward_cuda(Context& ctx, const ForwardArgs& args) {
     check_training_batch();
     // Note [Persistent batch norm on NHWC]
     CUDNN_CHECK(cudnnBatchNormalizationForwardTrainingEx(
-        cudnn_of(ctx), kNhwcTrainingMode, kOps, &kOne, &kZero, s.data.get(), x, nullptr, nullptr, s.data.get(), y,
+        cudnn_of(ctx), kNhwcTrainingMode, s.ops, &kOne, &kZero, s.data.get(), x, nullptr, nullptr, s.data.get(), y,
         s.param.get(), scale, shift, momentum, running_mean_.raw(), running_var_.raw(), eps, saved_mean_.raw(),
-        saved_inv_std_.raw(), nullptr, checked_workspace(ctx), workspace_bytes(), s.reserve_data(),
+        saved_inv_std_.raw(), s.relu.get(), checked_workspace(ctx), workspace_bytes(), s.reserve_data(),
         s.reserve_bytes));
   } else if (args.phase == Phase::kTraining) {
     check_training_batch();
@@ -166,8 +202,12 @@ void BatchNorm2d::backward_cuda(Context& ctx, const BackwardArgs& args) {
   // topological order, so every reader of y has finished its backward, and
   // this backward reads x, not y. That holds for the Ex call too: with
   // CUDNN_BATCHNORM_OPS_BN it is given no y (yDesc and yData are null; only
-  // a fused activation's backward reads y) and no dz.
+  // a fused activation's backward reads y) and no dz. A fused ReLU's backward
+  // reads y, so the graph fuses one only where dx is wanted (graph/fusion.h).
   const bool want_dx = args.input_grads[0].defined();
+  if (fused_relu_backward() && !want_dx) {
+    throw Error(cat(name(), " (", type(), "): a fused ReLU's backward needs the input gradient"));
+  }
   void* dx = want_dx ? args.input_grads[0].raw() : args.output.raw();
   const float* beta_dx = want_dx ? beta_for(args.input_grad_modes[0]) : &kZero;
   const void* x = args.inputs[0].raw();
@@ -177,11 +217,15 @@ void BatchNorm2d::backward_cuda(Context& ctx, const BackwardArgs& args) {
   void* dshift = args.param_grads[1].raw();
   const double eps = static_cast<double>(options_.eps);
   if (s.ex) {
-    // Note [Persistent batch norm on NHWC]: the reserve the training forward left.
+    // Note [Persistent batch norm on NHWC]: the reserve the training forward
+    // left. Note [Batch norm and ReLU in one cuDNN call]: y = max(0, .) and
+    // the ReLU's dy where fused.
+    const bool relu = s.ops == CUDNN_BATCHNORM_OPS_BN_ACTIVATION;
     CUDNN_CHECK(cudnnBatchNormalizationBackwardEx(
-        cudnn_of(ctx), kNhwcTrainingMode, kOps, &kOne, beta_dx, &kOne, &kOne, s.data.get(), x, nullptr, nullptr,
-        s.data.get(), dy, nullptr, nullptr, s.data.get(), dx, s.param.get(), scale, nullptr, dscale, dshift, eps,
-        saved_mean_.raw(), saved_inv_std_.raw(), nullptr, checked_workspace(ctx), workspace_bytes(),
+        cudnn_of(ctx), kNhwcTrainingMode, s.ops, &kOne, beta_dx, &kOne, &kOne, s.data.get(), x,
+        relu ? s.data.get() : nullptr, relu ? args.output.raw() : nullptr, s.data.get(), dy, nullptr, nullptr,
+        s.data.get(), dx, s.param.get(), scale, relu ? args.params[1].raw() : nullptr, dscale, dshift, eps,
+        saved_mean_.raw(), saved_inv_std_.raw(), s.relu.get(), checked_workspace(ctx), workspace_bytes(),
         s.reserve_data(), s.reserve_bytes));
     return;
   }

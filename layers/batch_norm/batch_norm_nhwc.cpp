@@ -89,10 +89,22 @@ void chunk_sums(const float* u, const float* u0, const float* v, const float* v0
 
 // The per-row updates. `__restrict` (the rows and the per-channel factors
 // never overlap) lets the compiler vectorise them without checking.
-// y = (x - centre) a + shift
+// y = (x - centre) a + shift, or max(0, that) where `relu` (Note [A ReLU
+// fused into its producer], graph/fusion.h; std::max keeps a NaN, as ReLU's
+// forward does).
 void normalise_row(const float* __restrict x, const float* __restrict centre, const float* __restrict a,
-                   const float* __restrict shift, int64_t c, float* __restrict y) {
-  for (int64_t k = 0; k < c; ++k) y[k] = (x[k] - centre[k]) * a[k] + shift[k];
+                   const float* __restrict shift, int64_t c, bool relu, float* __restrict y) {
+  if (relu) {
+    for (int64_t k = 0; k < c; ++k) y[k] = std::max((x[k] - centre[k]) * a[k] + shift[k], 0.0f);
+  } else {
+    for (int64_t k = 0; k < c; ++k) y[k] = (x[k] - centre[k]) * a[k] + shift[k];
+  }
+}
+
+// out = dy where y > 0, else 0: a fused ReLU's backward (Note [A ReLU's
+// backward fused into its producer]), on n floats.
+void mask_by_output(const float* __restrict dy, const float* __restrict y, int64_t n, float* __restrict out) {
+  for (int64_t k = 0; k < n; ++k) out[k] = y[k] > 0.0f ? dy[k] : 0.0f;
 }
 
 // dx (=, or += where `add`) dy f1 + (x - mean) f2 + f3
@@ -107,17 +119,25 @@ void input_gradient_row(const float* __restrict dy, const float* __restrict x, c
 }
 
 // Per channel k, over all rows: a[k] = sum (u - u0[k]), ab[k] = sum (u - u0[k]) (v - v0[k]).
-// `partials`: 2 * chunks * c doubles.
-void channel_sums(const Rows& l, const float* u, const float* u0, const float* v, const float* v0, double* a, double* ab,
-                  double* partials) {
+// `partials`: 2 * chunks * c doubles. Where `mask` is given (laid out as u),
+// u counts only where mask > 0: each chunk of u is masked into a buffer the
+// size of a chunk, which stays in cache for its sums.
+void channel_sums(const Rows& l, const float* u, const float* mask, const float* u0, const float* v, const float* v0,
+                  double* a, double* ab, double* partials) {
   const int64_t c = l.c, chunks = l.chunks();
   double* partial_a = partials;
   double* partial_ab = partials + chunks * c;
   parallel_for(chunks, std::max<int64_t>(1, kElementwiseGrain / (kRowsPerChunk * c)), [&](int64_t begin, int64_t end) {
     std::vector<float> sa(static_cast<size_t>(c)), sab(static_cast<size_t>(c));
+    std::vector<float> masked(mask != nullptr ? static_cast<size_t>(kRowsPerChunk * c) : 0);
     for (int64_t chunk = begin; chunk < end; ++chunk) {
       const int64_t first = chunk * kRowsPerChunk, rows = std::min(l.m, first + kRowsPerChunk) - first;
-      chunk_sums(u + first * c, u0, v + first * c, v0, rows, c, sa.data(), sab.data());
+      const float* chunk_u = u + first * c;
+      if (mask != nullptr) {
+        mask_by_output(chunk_u, mask + first * c, rows * c, masked.data());
+        chunk_u = masked.data();
+      }
+      chunk_sums(chunk_u, u0, v + first * c, v0, rows, c, sa.data(), sab.data());
       std::copy(sa.begin(), sa.end(), partial_a + chunk * c);
       std::copy(sab.begin(), sab.end(), partial_ab + chunk * c);
     }
@@ -151,7 +171,7 @@ void BatchNorm2d::forward_cpu_nhwc(Context& ctx, const ForwardArgs& args, bool t
     // Sums of x - pivot, the first row's value of each channel (as the NCHW
     // path shifts by each channel's first value).
     std::vector<double> sum(c), sum_squares(c);
-    channel_sums(l, x, x, x, x, sum.data(), sum_squares.data(), static_cast<double*>(checked_workspace(ctx)));
+    channel_sums(l, x, nullptr, x, x, x, sum.data(), sum_squares.data(), static_cast<double*>(checked_workspace(ctx)));
     const double m = static_cast<double>(l.m);
     for (size_t k = 0; k < c; ++k) {
       const double mean = x[k] + sum[k] / m;
@@ -167,8 +187,11 @@ void BatchNorm2d::forward_cpu_nhwc(Context& ctx, const ForwardArgs& args, bool t
       a[k] = static_cast<float>(scale[k] * inv_std);
     }
   }
+  const bool relu = fused_relu();
   parallel_for(l.m, l.row_grain(), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) normalise_row(x + r * l.c, centre.data(), a.data(), shift, l.c, y + r * l.c);
+    for (int64_t r = begin; r < end; ++r) {
+      normalise_row(x + r * l.c, centre.data(), a.data(), shift, l.c, relu, y + r * l.c);
+    }
   });
 }
 
@@ -184,10 +207,13 @@ void BatchNorm2d::backward_cpu_nhwc(Context& ctx, const BackwardArgs& args) {
   float* dshift = args.param_grads[1].data<float>();
   const float* saved_mean = saved_mean_.data<float>();
   const float* saved_inv_std = saved_inv_std_.data<float>();
+  // Note [A ReLU's backward fused into its producer]: dy is the ReLU's,
+  // taken where y (the ReLU's output) is above 0.
+  const float* y = fused_relu_backward() ? args.output.data<float>() : nullptr;
   // sum dy, sum dy (x - mean)
   const std::vector<float> zeros(c, 0.0f);
   std::vector<double> sum_dy(c), sum_dy_centred(c);
-  channel_sums(l, dy, zeros.data(), x, saved_mean, sum_dy.data(), sum_dy_centred.data(),
+  channel_sums(l, dy, y, zeros.data(), x, saved_mean, sum_dy.data(), sum_dy_centred.data(),
                static_cast<double*>(checked_workspace(ctx)));
   // dx = k1 dy + k2 (x - mean) + k3, as in the NCHW path
   std::vector<float> f1(c), f2(c), f3(c);
@@ -205,9 +231,15 @@ void BatchNorm2d::backward_cpu_nhwc(Context& ctx, const BackwardArgs& args) {
   float* dx = dx_tensor.data<float>();
   const bool add = args.input_grad_modes[0] == GradMode::kAdd;
   parallel_for(l.m, l.row_grain(), [&](int64_t begin, int64_t end) {
+    std::vector<float> masked(y != nullptr ? c : 0);
     for (int64_t r = begin; r < end; ++r) {
       const int64_t at = r * l.c;
-      input_gradient_row(dy + at, x + at, saved_mean, f1.data(), f2.data(), f3.data(), l.c, add, dx + at);
+      const float* g = dy + at;
+      if (y != nullptr) {
+        mask_by_output(g, y + at, l.c, masked.data());
+        g = masked.data();
+      }
+      input_gradient_row(g, x + at, saved_mean, f1.data(), f2.data(), f3.data(), l.c, add, dx + at);
     }
   });
 }

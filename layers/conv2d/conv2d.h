@@ -97,9 +97,9 @@ class Conv2d final : public Layer {
   // and converts an input stored in the other (Note [Layout bridges],
   // layers/layer_cuda.h).
   // Note [A ReLU fused into its producer] (graph/fusion.h): on the CPU every
-  // path (oneDNN as a post-op); on CUDA with a bias, through
+  // path (a pass over each slice of y as it is written); on CUDA with a bias, through
   // cudnnConvolutionBiasActivationForward, which needs one.
-  bool can_fuse_relu(const Context& ctx) const override { return !ctx.is_cuda() || options_.bias; }
+  bool can_fuse_relu(const Context& ctx, Phase) const override { return !ctx.is_cuda() || options_.bias; }
   bool can_read_channels_last(int index) const override {
     if (prepared_for_cuda()) return index == 0;
     return index == 0 && (plan_.onednn_layouts || plan_.strided_1x1_nhwc_offered);

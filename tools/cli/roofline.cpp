@@ -40,6 +40,8 @@ std::vector<PassCost> layer_passes(const Graph& graph, const LayerTime& time) {
     const bool wants_input_grad = !graph.nodes()[static_cast<size_t>(node.inputs[0])].is_input();
     if (wants_input_grad) passes.push_back(cost(Pass::kBackwardData, time.backward_data_ms()));
     passes.push_back(cost(Pass::kBackwardWeights, time.backward_weights_ms));
+  } else if (node.backward_fused_into >= 0) {
+    passes.push_back(PassCost{Pass::kBackward, time.backward_ms, 0, 0});  // so is its backward
   } else {
     passes.push_back(cost(Pass::kBackward, time.backward_ms));
   }

@@ -58,10 +58,14 @@ int finish_time(Context& ctx, Graph& graph, Communicator& communicator, const Gr
 // The algorithms column: the layer's own choices, and a fused ReLU (Note [A
 // ReLU fused into its producer], graph/fusion.h) named on both layers' rows.
 std::string algorithms_cell(const Graph& graph, const Node& node) {
-  if (node.fused_into >= 0) return cat("fused into ", graph.nodes()[static_cast<size_t>(node.fused_into)].name);
+  if (node.fused_into >= 0) {
+    return cat("fused into ", graph.nodes()[static_cast<size_t>(node.fused_into)].name,
+               node.backward_fused_into >= 0 ? ", forward and backward" : "");
+  }
   std::string text = node.layer->algorithms();
   if (node.layer->fused_relu() && text.find("ReLU") == std::string::npos) {
-    text += cat(text.empty() ? "" : "; ", "ReLU applied in the layer");
+    text += cat(text.empty() ? "" : "; ", "ReLU applied in the layer",
+                node.layer->fused_relu_backward() ? ", forward and backward" : "");
   }
   return text;
 }

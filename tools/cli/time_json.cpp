@@ -29,6 +29,10 @@ std::string time_json(const TimeRun& run, const Graph& graph, const std::vector<
                       // Note [A ReLU fused into its producer]: the producer that runs this ReLU's forward
                       {"fused_into", node.fused_into >= 0 ? graph.nodes()[static_cast<size_t>(node.fused_into)].name
                                                           : std::string()},
+                      // Note [A ReLU's backward fused into its producer]: and its backward
+                      {"backward_fused_into", node.backward_fused_into >= 0
+                                                  ? graph.nodes()[static_cast<size_t>(node.backward_fused_into)].name
+                                                  : std::string()},
                       {"passes", std::move(passes)}});
   }
   auto peak = [&](MemoryCategory c) { return run.memory.peak[static_cast<size_t>(c)]; };
