@@ -1,12 +1,13 @@
 // graph/fusion.h: which ReLUs a compiled graph fuses into their producers.
 //
 // Note [A ReLU fused into its producer]: a ReLU after a convolution (AlexNet,
-// VGG, Overfeat: no batch norm between them) or after a batch norm (every
-// ResNet, Inception and Xception block) is one more pass over its producer's
-// output, reading and writing it. The producer can apply max(0, .) as it
-// writes its output, for no extra pass: a convolution with
-// cudnnConvolutionBiasActivationForward on cuDNN or a pass over each slice of
-// y while it is in cache on the CPU; a batch norm as it normalises. So where
+// VGG, Overfeat: no batch norm between them), after a batch norm (every
+// ResNet, Inception and Xception block) or after a residual add is one more
+// pass over its producer's output, reading and writing it. The producer can
+// apply max(0, .) as it writes its output, for no extra pass: a convolution
+// with cudnnConvolutionBiasActivationForward on cuDNN or a pass over each
+// slice of y while it is in cache on the CPU; a batch norm as it normalises;
+// an add as it sums (layers/relu.cu on CUDA). So where
 // a ReLU writes its output over its producer's (the memory plan runs it in
 // place: the ReLU is that value's only reader, graph/memory_plan.h) and the
 // producer can (Layer::can_fuse_relu), the graph has the producer apply the

@@ -1,6 +1,6 @@
 // layers/add.cpp: shapes and the CPU path. One pass per cache-sized chunk:
 // each chunk of y is written from x0 + x1 and then accumulates the other
-// inputs while it is still in cache.
+// inputs (and takes a fused ReLU) while it is still in cache.
 #include "layers/add.h"
 
 #include "tensor/eigen_maps.h"
@@ -22,11 +22,13 @@ Shape Add::infer(std::span<const Shape> inputs) const {
 
 void Add::forward_cpu(Context&, const ForwardArgs& args) {
   float* y = args.output.data<float>();
+  const bool relu = fused_relu();  // Note [A ReLU fused into its producer]
   parallel_for(args.output.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
     const int64_t n = end - begin;
     auto out = as_array(y + begin, n);
     out = as_array(args.inputs[0].data<float>() + begin, n) + as_array(args.inputs[1].data<float>() + begin, n);
     for (size_t i = 2; i < args.inputs.size(); ++i) out += as_array(args.inputs[i].data<float>() + begin, n);
+    if (relu) out = out.max(0.0f);  // as ReLU's forward, on the chunk while it is in cache
   });
 }
 

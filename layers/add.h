@@ -2,7 +2,8 @@
 //   y = x0 + x1 + ...
 //   backward: dx_i (= or +=) dy for every i
 // CUDA: cuDNN's tensor ops and device copies, in bf16 or fp16 where the graph
-// computes so (computes_16_bit; add_cuda.cpp).
+// computes so (computes_16_bit; add_cuda.cpp); with a fused ReLU, a kernel of
+// its own (layers/relu.cu).
 #pragma once
 
 #include <string>
@@ -27,6 +28,12 @@ class Add final : public Layer {
   int max_inputs() const override { return 64; }
   Shape infer(std::span<const Shape> inputs) const override;
   bool computes_16_bit(const Context& ctx) const override { return ctx.is_cuda(); }
+  // Note [A ReLU fused into its producer] (graph/fusion.h): the ReLU after a
+  // residual add. On the CPU max(0, .) as each chunk of y is written; on CUDA
+  // a kernel of two inputs, y = max(0, x0 + x1) (layers/relu.cu).
+  bool can_fuse_relu(const Context& ctx, Phase) const override {
+    return !ctx.is_cuda() || input_shapes().size() == 2;
+  }
 
  private:
   void prepare_cuda(Context& ctx, const PrepareOptions& options) override;

@@ -14,6 +14,8 @@
 #include "layers/add.h"
 
 #include "layers/layer_cuda.h"
+#include "layers/relu_kernels_cuda.h"
+#include "tensor/context_cuda.h"
 
 namespace glassbox {
 namespace {
@@ -39,6 +41,13 @@ void Add::prepare_cuda(Context&, const PrepareOptions&) {
 
 void Add::forward_cuda(Context& ctx, const ForwardArgs& args) {
   auto& s = state_as<AddState>(backend_);
+  if (fused_relu()) {
+    // Note [A ReLU fused into its producer]: y = max(0, x0 + x1) in one pass,
+    // rounded once as cudnnOpTensor rounds x0 + x1 (the ReLU is exact).
+    launch_add_relu(args.inputs[0].raw(), args.inputs[1].raw(), args.output.raw(), args.output.numel(),
+                    value_storage(), stream_of(ctx));
+    return;
+  }
   // beta = 0: y is not read, so whatever it held (NaN included) cannot leak in.
   CUDNN_CHECK(cudnnOpTensor(cudnn_of(ctx), s.add.get(), &kOne, s.desc.get(), args.inputs[0].raw(), &kOne,
                             s.desc.get(), args.inputs[1].raw(), &kZero, s.desc.get(), args.output.raw()));

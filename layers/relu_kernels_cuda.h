@@ -1,5 +1,6 @@
-// layers/relu_kernels_cuda.h: ReLU's backward kernel (layers/relu.cu),
-// launched on `stream` and checked after launch.
+// layers/relu_kernels_cuda.h: the ReLU kernels of layers/relu.cu, launched
+// on `stream` and checked after launch: ReLU's backward, and a residual add
+// with its ReLU fused.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -16,5 +17,11 @@ namespace glassbox {
 // where `add`): Note [ReLU backward from y] in layers/relu_cuda.cpp.
 void launch_relu_backward(const void* y, const void* dy, void* dx, int64_t count, DType values, bool add,
                           cudaStream_t stream);
+
+// y = max(0, a + b), 0 for a NaN (as cuDNN's ReLU with
+// CUDNN_NOT_PROPAGATE_NAN), over `count` values of `values` type, the sum in
+// float and rounded once: Note [A ReLU fused into its producer]
+// (graph/fusion.h) for Add (layers/add_cuda.cpp).
+void launch_add_relu(const void* a, const void* b, void* y, int64_t count, DType values, cudaStream_t stream);
 
 }  // namespace glassbox

@@ -1,6 +1,6 @@
 // tests/test_fusion.cpp: Note [A ReLU fused into its producer]
-// (graph/fusion.h) for convolutions (tests/test_fusion_batch_norm.cpp: for
-// batch norm). Which ReLUs the graph fuses into the convolution before
+// (graph/fusion.h) for convolutions (tests/test_fusion_residual.cpp: for
+// batch norm and residual adds). Which ReLUs the graph fuses into the convolution before
 // them (where the ReLU runs in place, and only there), and that a fused graph
 // computes what the unfused one does: losses, every parameter gradient and
 // the parameters after training steps, in fp32 and bf16, training and

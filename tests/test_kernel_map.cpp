@@ -130,6 +130,13 @@ TEST(KernelFamily, ClassifiesLibraryKernelNames) {
                           "cudnnTensorStruct, float const*, cudnnTensorStruct, float const*, float, float, float, "
                           "float, dimArray, reducedDivisorArray, bool)"),
             KernelFamily::kElementwise);
+  // Glassbox's own ReLU kernels (layers/relu.cu).
+  EXPECT_EQ(kernel_family("void glassbox::(anonymous namespace)::relu_backward_packed<glassbox::(anonymous "
+                          "namespace)::BFloat16, false>(uint4 const*, uint4 const*, uint4*, long)"),
+            KernelFamily::kElementwise);
+  EXPECT_EQ(kernel_family("void glassbox::(anonymous namespace)::add_relu_packed<glassbox::(anonymous "
+                          "namespace)::Float16>(uint4 const*, uint4 const*, uint4*, long)"),
+            KernelFamily::kElementwise);
   EXPECT_EQ(kernel_family(kReduce), KernelFamily::kReduction);
   EXPECT_EQ(kernel_family("void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)2>"
                           "(cudnn::ops::nchw2nhwc_params_t<float>, float const*, float*)"),

@@ -292,5 +292,6 @@ void BatchNorm2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
 #if !GLASSBOX_WITH_CUDA
 namespace glassbox {
 GLASSBOX_LAYER_WITHOUT_CUDA(BatchNorm2d)
+bool cudnn_runs_batch_norm_relu(Context&, const Shape&, DType) { throw_not_built("cudnn_runs_batch_norm_relu"); }
 }  // namespace glassbox
 #endif

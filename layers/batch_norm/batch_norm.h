@@ -36,6 +36,13 @@ namespace glassbox {
 // where it disagrees.
 bool cudnn_fuses_batch_norm_relu(Phase phase, bool channels_last, DType values, int64_t channels);
 
+// Asks the cuDNN of ctx (a CUDA context) whether its Ex batch norm runs with
+// a fused ReLU on an NHWC training batch x of `values`: a training forward
+// and a backward on that shape, with the ops and reserve of a fused ReLU,
+// succeed. What the GPU tests check cudnn_fuses_batch_norm_relu against.
+// Throws NotBuiltError in a build without CUDA.
+bool cudnn_runs_batch_norm_relu(Context& ctx, const Shape& x, DType values);
+
 class BatchNorm2d final : public Layer {
  public:
   struct Options {

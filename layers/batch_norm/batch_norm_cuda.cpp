@@ -76,6 +76,7 @@
 #include <algorithm>
 
 #include "layers/layer_cuda.h"
+#include "tensor/copy.h"
 
 namespace glassbox {
 namespace {
@@ -99,6 +100,50 @@ struct BatchNormState final : BackendState {
 };
 
 }  // namespace
+
+bool cudnn_runs_batch_norm_relu(Context& ctx, const Shape& x, DType values) {
+  cudnnHandle_t handle = cudnn_of(ctx);
+  const TensorDescriptor data = make_tensor_descriptor(x, values, Layout::kNHWC);
+  const TensorDescriptor param = make_descriptor<TensorDescriptor>(cudnnCreateTensorDescriptor);
+  CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(param.get(), data.get(), kNhwcTrainingMode));
+  const ActivationDescriptor relu = make_descriptor<ActivationDescriptor>(cudnnCreateActivationDescriptor);
+  CUDNN_CHECK(cudnnSetActivationDescriptor(relu.get(), CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+  constexpr cudnnBatchNormOps_t ops = CUDNN_BATCHNORM_OPS_BN_ACTIVATION;
+  const cudnnTensorDescriptor_t d = data.get(), p = param.get();
+  size_t forward_bytes = 0, backward_bytes = 0, reserve_bytes = 0;
+  if (cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(handle, kNhwcTrainingMode, ops, d, d, d, p, relu.get(),
+                                                               &forward_bytes) != CUDNN_STATUS_SUCCESS ||
+      cudnnGetBatchNormalizationBackwardExWorkspaceSize(handle, kNhwcTrainingMode, ops, d, d, d, nullptr, d, p,
+                                                        relu.get(), &backward_bytes) != CUDNN_STATUS_SUCCESS ||
+      cudnnGetBatchNormalizationTrainingExReserveSpaceSize(handle, kNhwcTrainingMode, ops, relu.get(), d,
+                                                           &reserve_bytes) != CUDNN_STATUS_SUCCESS) {
+    return false;
+  }
+  auto bytes = [&](size_t n) {
+    const int64_t words = static_cast<int64_t>(std::max<size_t>(n, 1) + sizeof(float) - 1) / 4;
+    Tensor t = ctx.allocate(Shape{words}, DType::kFloat32, MemoryCategory::kWorkspace);
+    fill_zero(ctx, t);
+    return t;
+  };
+  const size_t value_bytes = static_cast<size_t>(x.numel()) * size_of(values);
+  const Tensor in = bytes(value_bytes), out = bytes(value_bytes), dy = bytes(value_bytes), dx = bytes(value_bytes);
+  const Tensor channels = bytes(6 * static_cast<size_t>(x[1]) * sizeof(float));
+  const Tensor workspace = bytes(std::max(forward_bytes, backward_bytes)), reserve = bytes(reserve_bytes);
+  float* c = channels.data<float>();
+  const int64_t k = x[1];
+  const cudnnStatus_t forward = cudnnBatchNormalizationForwardTrainingEx(
+      handle, kNhwcTrainingMode, ops, &kOne, &kZero, d, in.raw(), nullptr, nullptr, d, out.raw(), p, c, c + k, 0.1,
+      c + 2 * k, c + 3 * k, 1e-5, c + 4 * k, c + 5 * k, relu.get(), workspace.raw(), forward_bytes, reserve.raw(),
+      reserve_bytes);
+  if (forward != CUDNN_STATUS_SUCCESS) return false;
+  const Tensor grads = bytes(2 * static_cast<size_t>(k) * sizeof(float));
+  const cudnnStatus_t backward = cudnnBatchNormalizationBackwardEx(
+      handle, kNhwcTrainingMode, ops, &kOne, &kZero, &kOne, &kOne, d, in.raw(), d, out.raw(), d, dy.raw(), nullptr,
+      nullptr, d, dx.raw(), p, c, c + k, grads.data<float>(), grads.data<float>() + k, 1e-5, c + 4 * k, c + 5 * k,
+      relu.get(), workspace.raw(), backward_bytes, reserve.raw(), reserve_bytes);
+  ctx.synchronize();
+  return backward == CUDNN_STATUS_SUCCESS;
+}
 
 void BatchNorm2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
   static_assert(kMinEpsilon == CUDNN_BN_MIN_EPSILON, "BatchNorm2d's epsilon limit must be cuDNN's");

@@ -1,6 +1,7 @@
-// tests/test_fusion_batch_norm.cpp: Note [A ReLU fused into its producer] and
-// Note [A ReLU's backward fused into its producer] (graph/fusion.h) for batch
-// norm. Which ReLUs a batch norm takes, forward and backward; the memory plan
+// tests/test_fusion_residual.cpp: Note [A ReLU fused into its producer] and
+// Note [A ReLU's backward fused into its producer] (graph/fusion.h) in a
+// residual network: the ReLU after a batch norm (forward and backward) and
+// after a residual add (forward). Which ReLUs each takes; the memory plan
 // that makes the ReLU's gradient the batch norm's; and that a fused graph
 // trains as the unfused one (losses, every parameter gradient, the parameters
 // after three steps, an inference forward), in fp32, bf16 and fp16, on NCHW
@@ -27,7 +28,8 @@ namespace {
 //   takes relu0 in inference only (both or neither in training).
 // conv1 -> bn1 -> relu1: fused, forward and backward. relu1's gradient is
 //   also add2's (Note [Gradients shared through an add]).
-// conv2 -> bn2 -> add2(bn2, relu1) -> relu2: relu2's producer is an add.
+// conv2 -> bn2 -> add2(bn2, relu1) -> relu2: fused into the add, forward
+//   only (its backward stays the ReLU's).
 // conv3 -> bn3 -> relu3: fused, forward and backward.
 Graph net(int batch) {
   GraphBuilder g;
@@ -71,22 +73,22 @@ std::string fused_relus(const Graph& graph) {
   return fused;
 }
 
-class FusionBatchNormTest : public testing::DeviceTest {};
+class FusionResidualTest : public testing::DeviceTest {};
 
-TEST_P(FusionBatchNormTest, ABatchNormTakesTheReluAfterItWhereItCan) {
+TEST_P(FusionResidualTest, ABatchNormOrAnAddTakesTheReluAfterItWhereItCan) {
   Context& ctx = this->ctx();
   for (Phase phase : {Phase::kTraining, Phase::kInference}) {
     Graph graph = net(2);
     graph.compile(ctx, {.precision = Precision::kFp16, .phase = phase, .layout = LayoutChoice::kNhwc});
-    std::string expected = phase == Phase::kTraining ? "relu1<-bn1+backward relu3<-bn3+backward"
-                                                     : "relu0<-bn0 relu1<-bn1 relu3<-bn3";
+    std::string expected = phase == Phase::kTraining ? "relu1<-bn1+backward relu2<-add2 relu3<-bn3+backward"
+                                                     : "relu0<-bn0 relu1<-bn1 relu2<-add2 relu3<-bn3";
     // cuDNN fuses a ReLU into a training batch norm on NHWC half values only
     // (Note [Batch norm and ReLU in one cuDNN call]).
-    if (ctx.is_cuda()) expected = phase == Phase::kTraining ? "relu1<-bn1+backward relu3<-bn3+backward" : "";
+    if (ctx.is_cuda() && phase == Phase::kInference) expected = "relu2<-add2";
     EXPECT_EQ(fused_relus(graph), expected) << (phase == Phase::kTraining ? "training" : "inference");
     Graph fp32 = net(2);
     fp32.compile(ctx, {.phase = phase, .layout = LayoutChoice::kNchw});
-    EXPECT_EQ(fused_relus(fp32), ctx.is_cuda() ? "" : expected) << "fp32 NCHW";
+    EXPECT_EQ(fused_relus(fp32), ctx.is_cuda() ? "relu2<-add2" : expected) << "fp32 NCHW";
     Graph unfused = net(2);
     unfused.compile(ctx, {.precision = Precision::kFp16, .phase = phase, .layout = LayoutChoice::kNhwc,
                           .fusion = false});
@@ -120,7 +122,7 @@ TrainedRun train(Context& ctx, bool fusion, Precision precision, LayoutChoice la
 // On the CPU the fused passes compute the same floats in the same order as
 // the ReLU and the batch norm apart: equal to the bit. cuDNN's fused kernels
 // are other kernels than its separate ones, in half precision.
-TEST_P(FusionBatchNormTest, AFusedGraphTrainsAsTheUnfusedOne) {
+TEST_P(FusionResidualTest, AFusedGraphTrainsAsTheUnfusedOne) {
   Context& ctx = this->ctx();
   const double tolerance = ctx.is_cuda() ? 2e-2 : 0.0;
   for (LayoutChoice layout : {LayoutChoice::kNchw, LayoutChoice::kNhwc}) {
@@ -135,11 +137,11 @@ TEST_P(FusionBatchNormTest, AFusedGraphTrainsAsTheUnfusedOne) {
   }
 }
 
-GLASSBOX_INSTANTIATE_ON_DEVICES(FusionBatchNormTest);
+GLASSBOX_INSTANTIATE_ON_DEVICES(FusionResidualTest);
 
 // bn1's output gradient is relu1's block, which is add2's (shared through the
 // add), alive until bn1's backward; bn1's value (relu1's) too, for the mask.
-TEST(FusionBatchNorm, TheBatchNormsGradientIsTheRelusBlock) {
+TEST(FusionResidual, TheBatchNormsGradientIsTheRelusBlock) {
   Context ctx = Context::cpu();
   Graph graph = net(2);
   graph.compile(ctx);
@@ -171,7 +173,7 @@ TEST(FusionBatchNorm, TheBatchNormsGradientIsTheRelusBlock) {
             2 * 8 * 6 * 6 * 4);
 }
 
-TEST(FusionBatchNorm, CudnnFusesItsReluInTrainingOnNhwcHalfValuesInFoursOfChannels) {
+TEST(FusionResidual, CudnnFusesItsReluInTrainingOnNhwcHalfValuesInFoursOfChannels) {
   EXPECT_TRUE(cudnn_fuses_batch_norm_relu(Phase::kTraining, true, DType::kFloat16, 64));
   EXPECT_FALSE(cudnn_fuses_batch_norm_relu(Phase::kInference, true, DType::kFloat16, 64)) << "no activation";
   EXPECT_FALSE(cudnn_fuses_batch_norm_relu(Phase::kTraining, false, DType::kFloat16, 64)) << "NCHW";
@@ -180,7 +182,23 @@ TEST(FusionBatchNorm, CudnnFusesItsReluInTrainingOnNhwcHalfValuesInFoursOfChanne
   EXPECT_FALSE(cudnn_fuses_batch_norm_relu(Phase::kTraining, true, DType::kFloat16, 66));
 }
 
-TEST(FusionBatchNorm, AFusedReluIsSetForAPhase) {
+// On a GPU: cuDNN runs a batch norm with a fused ReLU (forward and backward)
+// for exactly the value types and channel counts the rule fuses. A failure
+// here says the rule is too wide (a graph would fail at prepare) or too
+// narrow (bf16 could fuse too).
+TEST(FusionResidual, TheRuleIsWhatCudnnRuns) {
+  GLASSBOX_REQUIRE_CUDA();
+  Context ctx = Context::cuda(0);
+  for (DType values : {DType::kFloat32, DType::kBFloat16, DType::kFloat16}) {
+    for (int64_t channels : {64, 66}) {
+      EXPECT_EQ(cudnn_runs_batch_norm_relu(ctx, Shape{4, channels, 7, 7}, values),
+                cudnn_fuses_batch_norm_relu(Phase::kTraining, true, values, channels))
+          << name_of(values) << ", " << channels << " channels";
+    }
+  }
+}
+
+TEST(FusionResidual, AFusedReluIsSetForAPhase) {
   Context ctx = Context::cpu();
   Graph graph = net(2);
   graph.compile(ctx);
