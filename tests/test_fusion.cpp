@@ -10,14 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "data/synthetic.h"
 #include "graph/builder.h"
 #include "graph/fusion.h"
 #include "layers/conv2d/conv2d.h"
-#include "optim/sgd.h"
-#include "tensor/copy.h"
-#include "tests/support/checks.h"
 #include "tests/support/devices.h"
+#include "tests/support/fusion_runs.h"
 
 namespace glassbox {
 namespace {
@@ -39,16 +36,6 @@ Graph net(int batch) {
   return std::move(g).build(g.softmax_cross_entropy(g.linear(f, {.out_features = 5}, "out"), labels));
 }
 
-std::string fused_relus(const Graph& graph) {
-  std::string fused;
-  for (const Node& node : graph.nodes()) {
-    if (node.fused_into < 0) continue;
-    fused += cat(fused.empty() ? "" : " ", node.name, "<-", graph.nodes()[static_cast<size_t>(node.fused_into)].name);
-    EXPECT_TRUE(graph.nodes()[static_cast<size_t>(node.fused_into)].layer->fused_relu()) << node.name;
-  }
-  return fused;
-}
-
 class FusionTest : public testing::DeviceTest {};
 
 TEST_P(FusionTest, AReluRunsInItsConvolutionWhereItRunsInPlace) {
@@ -56,11 +43,11 @@ TEST_P(FusionTest, AReluRunsInItsConvolutionWhereItRunsInPlace) {
   for (Phase phase : {Phase::kTraining, Phase::kInference}) {
     Graph graph = net(2);
     graph.compile(ctx, {.phase = phase});
-    EXPECT_EQ(fused_relus(graph), ctx.is_cuda() ? "relu_a<-conv_a" : "relu_a<-conv_a relu_c<-conv_c");
+    EXPECT_EQ(testing::fused_relus(graph), ctx.is_cuda() ? "relu_a<-conv_a" : "relu_a<-conv_a relu_c<-conv_c");
     EXPECT_FALSE(graph.node("conv_b").layer->fused_relu());
     Graph unfused = net(2);
     unfused.compile(ctx, {.phase = phase, .fusion = false});
-    EXPECT_EQ(fused_relus(unfused), "");
+    EXPECT_EQ(testing::fused_relus(unfused), "");
     for (const Node& node : unfused.nodes()) {
       if (!node.is_input()) {
         EXPECT_FALSE(node.layer->fused_relu()) << node.name;
@@ -71,38 +58,14 @@ TEST_P(FusionTest, AReluRunsInItsConvolutionWhereItRunsInPlace) {
 
 // Three SGD steps with the ReLUs fused and not: the same losses, gradients
 // and parameters (the ReLU is exact; the convolutions' sums are the same).
-struct FusionRun {
-  std::vector<float> losses, gradients, parameters, inference;
-};
-
-FusionRun train(Context& ctx, bool fusion, Precision precision) {
-  Graph graph = net(3);
-  graph.compile(ctx, {.precision = precision, .fusion = fusion});
-  fill_synthetic_batch(ctx, graph, 5);
-  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 0.0f});
-  FusionRun r;
-  for (int step = 0; step < 3; ++step) {
-    graph.forward(ctx, Phase::kTraining);
-    graph.backward(ctx);
-    r.losses.push_back(graph.loss(ctx));
-    if (step == 0) r.gradients = to_vector<float>(ctx, graph.gradients());
-    sgd.step(ctx);
-  }
-  r.parameters = to_vector<float>(ctx, graph.parameters());
-  graph.forward(ctx, Phase::kInference);
-  r.inference = to_float_vector(ctx, graph.node("relu_c").value);
-  return r;
-}
-
 TEST_P(FusionTest, AFusedGraphTrainsAsTheUnfusedOne) {
   Context& ctx = this->ctx();
   for (Precision precision : {Precision::kFp32, Precision::kBf16}) {
     const std::string what = std::string(flag_name_of(precision)) + ": ";
-    const FusionRun fused = train(ctx, true, precision), unfused = train(ctx, false, precision);
-    testing::expect_close(fused.losses, unfused.losses, 1e-6, what + "losses");
-    testing::expect_close(fused.gradients, unfused.gradients, 1e-6, what + "first step's gradients");
-    testing::expect_close(fused.parameters, unfused.parameters, 1e-6, what + "parameters after three steps");
-    testing::expect_close(fused.inference, unfused.inference, 1e-6, what + "relu_c after an inference forward");
+    auto run = [&](bool fusion) {
+      return testing::train_three_steps(ctx, net(3), {.precision = precision, .fusion = fusion}, 5, "relu_c");
+    };
+    testing::expect_same_run(run(true), run(false), 1e-6, what);
   }
 }
 

@@ -11,15 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "data/synthetic.h"
 #include "graph/builder.h"
 #include "graph/fusion.h"
 #include "graph/memory_plan.h"
 #include "layers/batch_norm/batch_norm.h"
-#include "optim/sgd.h"
-#include "tensor/copy.h"
-#include "tests/support/checks.h"
 #include "tests/support/devices.h"
+#include "tests/support/fusion_runs.h"
 
 namespace glassbox {
 namespace {
@@ -54,25 +51,6 @@ int index_of(const Graph& graph, const std::string& name) {
   return 0;
 }
 
-// "relu1<-bn1+backward relu3<-bn3+backward": each fused ReLU, its producer,
-// and whether the producer runs its backward too.
-std::string fused_relus(const Graph& graph) {
-  std::string fused;
-  for (const Node& node : graph.nodes()) {
-    if (node.fused_into < 0) {
-      EXPECT_EQ(node.backward_fused_into, -1) << node.name;
-      continue;
-    }
-    const Node& producer = graph.nodes()[static_cast<size_t>(node.fused_into)];
-    const bool backward = node.backward_fused_into >= 0;
-    if (backward) EXPECT_EQ(node.backward_fused_into, node.fused_into) << node.name;
-    EXPECT_TRUE(producer.layer->fused_relu()) << node.name;
-    EXPECT_EQ(producer.layer->fused_relu_backward(), backward) << node.name;
-    fused += cat(fused.empty() ? "" : " ", node.name, "<-", producer.name, backward ? "+backward" : "");
-  }
-  return fused;
-}
-
 class FusionResidualTest : public testing::DeviceTest {};
 
 TEST_P(FusionResidualTest, ABatchNormOrAnAddTakesTheReluAfterItWhereItCan) {
@@ -85,38 +63,15 @@ TEST_P(FusionResidualTest, ABatchNormOrAnAddTakesTheReluAfterItWhereItCan) {
     // cuDNN fuses a ReLU into a training batch norm on NHWC half values only
     // (Note [Batch norm and ReLU in one cuDNN call]).
     if (ctx.is_cuda() && phase == Phase::kInference) expected = "relu2<-add2";
-    EXPECT_EQ(fused_relus(graph), expected) << (phase == Phase::kTraining ? "training" : "inference");
+    EXPECT_EQ(testing::fused_relus(graph), expected) << (phase == Phase::kTraining ? "training" : "inference");
     Graph fp32 = net(2);
     fp32.compile(ctx, {.phase = phase, .layout = LayoutChoice::kNchw});
-    EXPECT_EQ(fused_relus(fp32), ctx.is_cuda() ? "relu2<-add2" : expected) << "fp32 NCHW";
+    EXPECT_EQ(testing::fused_relus(fp32), ctx.is_cuda() ? "relu2<-add2" : expected) << "fp32 NCHW";
     Graph unfused = net(2);
     unfused.compile(ctx, {.precision = Precision::kFp16, .phase = phase, .layout = LayoutChoice::kNhwc,
                           .fusion = false});
-    EXPECT_EQ(fused_relus(unfused), "");
+    EXPECT_EQ(testing::fused_relus(unfused), "");
   }
-}
-
-struct TrainedRun {
-  std::vector<float> losses, gradients, parameters, inference;
-};
-
-TrainedRun train(Context& ctx, bool fusion, Precision precision, LayoutChoice layout) {
-  Graph graph = net(3);
-  graph.compile(ctx, {.precision = precision, .layout = layout, .fusion = fusion});
-  fill_synthetic_batch(ctx, graph, 11);
-  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 0.0f});
-  TrainedRun r;
-  for (int step = 0; step < 3; ++step) {
-    graph.forward(ctx, Phase::kTraining);
-    graph.backward(ctx);
-    r.losses.push_back(graph.loss(ctx));
-    if (step == 0) r.gradients = to_vector<float>(ctx, graph.gradients());
-    sgd.step(ctx);
-  }
-  r.parameters = to_vector<float>(ctx, graph.parameters());
-  graph.forward(ctx, Phase::kInference);
-  r.inference = to_float_vector(ctx, graph.node("relu3").value);
-  return r;
 }
 
 // On the CPU the fused passes compute the same floats in the same order as
@@ -127,12 +82,12 @@ TEST_P(FusionResidualTest, AFusedGraphTrainsAsTheUnfusedOne) {
   const double tolerance = ctx.is_cuda() ? 2e-2 : 0.0;
   for (LayoutChoice layout : {LayoutChoice::kNchw, LayoutChoice::kNhwc}) {
     for (Precision precision : {Precision::kFp32, Precision::kBf16, Precision::kFp16}) {
-      const std::string what = cat(flag_name_of(precision), " ", name_of(layout), ": ");
-      const TrainedRun fused = train(ctx, true, precision, layout), unfused = train(ctx, false, precision, layout);
-      testing::expect_close(fused.losses, unfused.losses, tolerance, what + "losses");
-      testing::expect_close(fused.gradients, unfused.gradients, tolerance, what + "first step's gradients");
-      testing::expect_close(fused.parameters, unfused.parameters, tolerance, what + "parameters after three steps");
-      testing::expect_close(fused.inference, unfused.inference, tolerance, what + "relu3 after an inference forward");
+      auto run = [&](bool fusion) {
+        return testing::train_three_steps(ctx, net(3), {.precision = precision, .layout = layout, .fusion = fusion}, 5,
+                                          "relu3");
+      };
+      testing::expect_same_run(run(true), run(false), tolerance,
+                               cat(flag_name_of(precision), " ", name_of(layout), ": "));
     }
   }
 }

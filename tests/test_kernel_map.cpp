@@ -131,11 +131,13 @@ TEST(KernelFamily, ClassifiesLibraryKernelNames) {
                           "float, dimArray, reducedDivisorArray, bool)"),
             KernelFamily::kElementwise);
   // Glassbox's own ReLU kernels (layers/relu.cu).
-  EXPECT_EQ(kernel_family("void glassbox::(anonymous namespace)::relu_backward_packed<glassbox::(anonymous "
-                          "namespace)::BFloat16, false>(uint4 const*, uint4 const*, uint4*, long)"),
+  EXPECT_EQ(kernel_family("void glassbox::(anonymous namespace)::relu_packed_kernel<glassbox::(anonymous "
+                          "namespace)::BFloat16, glassbox::(anonymous namespace)::ReluBackward<false> >(uint4 "
+                          "const*, uint4 const*, uint4*, long)"),
             KernelFamily::kElementwise);
-  EXPECT_EQ(kernel_family("void glassbox::(anonymous namespace)::add_relu_packed<glassbox::(anonymous "
-                          "namespace)::Float16>(uint4 const*, uint4 const*, uint4*, long)"),
+  EXPECT_EQ(kernel_family("void glassbox::(anonymous namespace)::relu_each_kernel<glassbox::(anonymous "
+                          "namespace)::Float16, glassbox::(anonymous namespace)::AddRelu>(__half const*, __half "
+                          "const*, __half*, long)"),
             KernelFamily::kElementwise);
   EXPECT_EQ(kernel_family(kReduce), KernelFamily::kReduction);
   EXPECT_EQ(kernel_family("void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)2>"

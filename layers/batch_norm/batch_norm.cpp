@@ -257,10 +257,10 @@ void BatchNorm2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
       const double mean = saved_mean[c], inv_std = saved_inv_std[c];
       // sum dy, sum dy * (x - mean)
       const float* runs = dy + l.offset(0, c);
-      const Sums s = y != nullptr ? centred_sums<true>(runs, y + l.offset(0, c), 0.0f, x + l.offset(0, c), saved_mean[c],
-                                                       l.n, l.hw, l.stride())
-                                  : centred_sums<false>(runs, nullptr, 0.0f, x + l.offset(0, c), saved_mean[c], l.n,
-                                                        l.hw, l.stride());
+      const float* xs = x + l.offset(0, c);
+      const Sums s = y != nullptr
+                         ? centred_sums<true>(runs, y + l.offset(0, c), 0.0f, xs, saved_mean[c], l.n, l.hw, l.stride())
+                         : centred_sums<false>(runs, nullptr, 0.0f, xs, saved_mean[c], l.n, l.hw, l.stride());
       const double sum_dy = s.a, sum_dy_centred = s.ab;
       const double sum_dy_xhat = sum_dy_centred * inv_std;
       dshift[c] += static_cast<float>(sum_dy);
