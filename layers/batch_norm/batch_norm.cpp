@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
+#include "layers/relu.h"
 #include "tensor/eigen_maps.h"
 #include "tensor/parallel_for.h"
 #include "tensor/copy.h"
@@ -61,7 +63,9 @@ Sums centred_sums(const float* u, const float* mask, float u0, const float* v, f
     for (; i + kLanes <= len; i += kLanes) {
       Lanes a;
       if constexpr (kMasked) {
-        a = (LanesMap(pm + i) > 0.0f).select(LanesMap(pu + i), 0.0f) - u0;
+        alignas(64) float masked[kLanes];
+        for (int k = 0; k < kLanes; ++k) masked[k] = relu_gradient(pm[i + k], pu[i + k]);
+        a = LanesMap(masked) - u0;
       } else {
         a = LanesMap(pu + i) - u0;
       }
@@ -71,7 +75,7 @@ Sums centred_sums(const float* u, const float* mask, float u0, const float* v, f
     }
     float tail_a = 0.0f, tail_ab = 0.0f;  // fewer than kLanes values
     for (; i < len; ++i) {
-      const float a = (kMasked && !(pm[i] > 0.0f) ? 0.0f : pu[i]) - u0;
+      const float a = (kMasked ? relu_gradient(pm[i], pu[i]) : pu[i]) - u0;
       tail_a += a;
       tail_ab += a * (pv[i] - v0);
     }
@@ -253,6 +257,7 @@ void BatchNorm2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
   // where y (the ReLU's output) is above 0.
   const float* y = fused_relu_backward() ? args.output.data<float>() : nullptr;
   parallel_for(l.c, l.grain(), [&](int64_t begin, int64_t end) {
+    std::vector<float> masked(y != nullptr ? static_cast<size_t>(l.hw) : 0);  // one run of dy, masked
     for (int64_t c = begin; c < end; ++c) {
       const double mean = saved_mean[c], inv_std = saved_inv_std[c];
       // sum dy, sum dy * (x - mean)
@@ -274,14 +279,14 @@ void BatchNorm2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
       const float f3 = static_cast<float>(-k1 * sum_dy / m);
       const float centre = static_cast<float>(mean);
       for (int64_t n = 0; n < l.n; ++n) {
-        const ConstArrayMap g(dy + l.offset(n, c), l.hw), v(x + l.offset(n, c), l.hw);
-        if (y != nullptr) {
-          auto masked = (ConstArrayMap(y + l.offset(n, c), l.hw) > 0.0f).select(g, 0.0f);
-          write_or_add(args.input_grad_modes[0], as_array(dx + l.offset(n, c), l.hw),
-                       masked * f1 + (v - centre) * f2 + f3);
-        } else {
-          write_or_add(args.input_grad_modes[0], as_array(dx + l.offset(n, c), l.hw), g * f1 + (v - centre) * f2 + f3);
+        const float* run = dy + l.offset(n, c);
+        if (y != nullptr) {  // the run of dy where y > 0, as the ReLU's backward would have written it
+          const float* mask = y + l.offset(n, c);
+          for (int64_t k = 0; k < l.hw; ++k) masked[static_cast<size_t>(k)] = relu_gradient(mask[k], run[k]);
+          run = masked.data();
         }
+        const ConstArrayMap g(run, l.hw), v(x + l.offset(n, c), l.hw);
+        write_or_add(args.input_grad_modes[0], as_array(dx + l.offset(n, c), l.hw), g * f1 + (v - centre) * f2 + f3);
       }
     }
   });

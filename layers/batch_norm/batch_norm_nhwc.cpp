@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "layers/batch_norm/batch_norm.h"
+#include "layers/relu.h"
 #include "tensor/float_lanes.h"
 #include "tensor/parallel_for.h"
 
@@ -102,9 +103,10 @@ void normalise_row(const float* __restrict x, const float* __restrict centre, co
 }
 
 // out = dy where y > 0, else 0: a fused ReLU's backward (Note [A ReLU's
-// backward fused into its producer]), on n floats.
+// backward fused into its producer]), on n floats, without branches (Note
+// [Masks without branches] in layers/relu.h).
 void mask_by_output(const float* __restrict dy, const float* __restrict y, int64_t n, float* __restrict out) {
-  for (int64_t k = 0; k < n; ++k) out[k] = y[k] > 0.0f ? dy[k] : 0.0f;
+  for (int64_t k = 0; k < n; ++k) out[k] = relu_gradient(y[k], dy[k]);
 }
 
 // dx (=, or += where `add`) dy f1 + (x - mean) f2 + f3
