@@ -35,12 +35,11 @@ using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf>;
 struct Sums {
   double a = 0.0, ab = 0.0;
 };
-// With kMasked, u counts only where `mask` (laid out as u) is above 0, as 0
-// elsewhere: a fused ReLU's backward (Note [A ReLU's backward fused into its
-// producer], graph/fusion.h), u being its dy and mask its y.
-template <bool kMasked>
-Sums centred_sums(const float* u, const float* mask, float u0, const float* v, float v0, int64_t runs, int64_t len,
-                  int64_t stride) {
+// u's runs lie u_stride apart, v's v_stride apart (a fused ReLU's backward
+// sums a masked copy of dy, packed, against x: Note [A ReLU's backward fused
+// into its producer], graph/fusion.h).
+Sums centred_sums(const float* u, int64_t u_stride, float u0, const float* v, int64_t v_stride, float v0,
+                  int64_t runs, int64_t len) {
   constexpr int kLanes = 16;  // one AVX-512 register
   constexpr int kBlocksPerFlush = 64;
   using Lanes = Eigen::Array<float, kLanes, 1>;
@@ -56,26 +55,18 @@ Sums centred_sums(const float* u, const float* mask, float u0, const float* v, f
     blocks = 0;
   };
   for (int64_t run = 0; run < runs; ++run) {
-    const float* pu = u + run * stride;
-    const float* pm = kMasked ? mask + run * stride : nullptr;
-    const float* pv = v + run * stride;
+    const float* pu = u + run * u_stride;
+    const float* pv = v + run * v_stride;
     int64_t i = 0;
     for (; i + kLanes <= len; i += kLanes) {
-      Lanes a;
-      if constexpr (kMasked) {
-        alignas(64) float masked[kLanes];
-        for (int k = 0; k < kLanes; ++k) masked[k] = relu_gradient(pm[i + k], pu[i + k]);
-        a = LanesMap(masked) - u0;
-      } else {
-        a = LanesMap(pu + i) - u0;
-      }
+      const Lanes a = LanesMap(pu + i) - u0;
       sa += a;
       sab += a * (LanesMap(pv + i) - v0);
       if (++blocks == kBlocksPerFlush) flush();
     }
     float tail_a = 0.0f, tail_ab = 0.0f;  // fewer than kLanes values
     for (; i < len; ++i) {
-      const float a = (kMasked ? relu_gradient(pm[i], pu[i]) : pu[i]) - u0;
+      const float a = pu[i] - u0;
       tail_a += a;
       tail_ab += a * (pv[i] - v0);
     }
@@ -211,7 +202,7 @@ void BatchNorm2d::forward_cpu(Context& ctx, const ForwardArgs& args) {
       if (training) {
         const float pivot = x[l.offset(0, c)];
         const float* runs = x + l.offset(0, c);
-        const Sums s = centred_sums<false>(runs, nullptr, pivot, runs, pivot, l.n, l.hw, l.stride());  // of x - pivot
+        const Sums s = centred_sums(runs, l.stride(), pivot, runs, l.stride(), pivot, l.n, l.hw);  // of x - pivot
         const double sum = s.a, sum_squares = s.ab;
         mean = pivot + sum / m;
         const double var = std::max(0.0, (sum_squares - sum * sum / m) / m);  // biased
@@ -254,18 +245,28 @@ void BatchNorm2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
   const float* saved_mean = saved_mean_.data<float>();
   const float* saved_inv_std = saved_inv_std_.data<float>();
   // Note [A ReLU's backward fused into its producer]: dy is the ReLU's, taken
-  // where y (the ReLU's output) is above 0.
+  // where y (the ReLU's output) is above 0. Each channel's dy is masked once
+  // into a packed copy (N*H*W floats, in cache for ResNets' batches), which
+  // both passes read: y and dy are read once, where the ReLU apart would have
+  // read them and written its dx, and batch norm read that twice.
   const float* y = fused_relu_backward() ? args.output.data<float>() : nullptr;
   parallel_for(l.c, l.grain(), [&](int64_t begin, int64_t end) {
-    std::vector<float> masked(y != nullptr ? static_cast<size_t>(l.hw) : 0);  // one run of dy, masked
+    std::vector<float> masked(y != nullptr ? static_cast<size_t>(l.m()) : 0);
     for (int64_t c = begin; c < end; ++c) {
       const double mean = saved_mean[c], inv_std = saved_inv_std[c];
+      const float* g = dy + l.offset(0, c);  // the channel's runs of dy, g_stride apart
+      int64_t g_stride = l.stride();
+      if (y != nullptr) {
+        for (int64_t n = 0; n < l.n; ++n) {
+          const float* run = dy + l.offset(n, c);
+          const float* mask = y + l.offset(n, c);
+          float* out = masked.data() + n * l.hw;
+          for (int64_t k = 0; k < l.hw; ++k) out[k] = relu_gradient(mask[k], run[k]);  // Note [Masks without branches]
+        }
+        g = masked.data(), g_stride = l.hw;
+      }
       // sum dy, sum dy * (x - mean)
-      const float* runs = dy + l.offset(0, c);
-      const float* xs = x + l.offset(0, c);
-      const Sums s = y != nullptr
-                         ? centred_sums<true>(runs, y + l.offset(0, c), 0.0f, xs, saved_mean[c], l.n, l.hw, l.stride())
-                         : centred_sums<false>(runs, nullptr, 0.0f, xs, saved_mean[c], l.n, l.hw, l.stride());
+      const Sums s = centred_sums(g, g_stride, 0.0f, x + l.offset(0, c), l.stride(), saved_mean[c], l.n, l.hw);
       const double sum_dy = s.a, sum_dy_centred = s.ab;
       const double sum_dy_xhat = sum_dy_centred * inv_std;
       dshift[c] += static_cast<float>(sum_dy);
@@ -279,14 +280,8 @@ void BatchNorm2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
       const float f3 = static_cast<float>(-k1 * sum_dy / m);
       const float centre = static_cast<float>(mean);
       for (int64_t n = 0; n < l.n; ++n) {
-        const float* run = dy + l.offset(n, c);
-        if (y != nullptr) {  // the run of dy where y > 0, as the ReLU's backward would have written it
-          const float* mask = y + l.offset(n, c);
-          for (int64_t k = 0; k < l.hw; ++k) masked[static_cast<size_t>(k)] = relu_gradient(mask[k], run[k]);
-          run = masked.data();
-        }
-        const ConstArrayMap g(run, l.hw), v(x + l.offset(n, c), l.hw);
-        write_or_add(args.input_grad_modes[0], as_array(dx + l.offset(n, c), l.hw), g * f1 + (v - centre) * f2 + f3);
+        const ConstArrayMap gn(g + n * g_stride, l.hw), v(x + l.offset(n, c), l.hw);
+        write_or_add(args.input_grad_modes[0], as_array(dx + l.offset(n, c), l.hw), gn * f1 + (v - centre) * f2 + f3);
       }
     }
   });
