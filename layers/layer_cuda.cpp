@@ -18,6 +18,12 @@ TensorDescriptor make_tensor_descriptor(const Shape& shape, DType dtype) {
   return make_nchw_descriptor(dims[0], dims[1], dims[2], dims[3], dtype);
 }
 
+ActivationDescriptor make_relu_descriptor() {
+  ActivationDescriptor relu = make_descriptor<ActivationDescriptor>(cudnnCreateActivationDescriptor);
+  CUDNN_CHECK(cudnnSetActivationDescriptor(relu.get(), CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+  return relu;
+}
+
 TensorDescriptor make_tensor_descriptor(const Shape& shape, DType dtype, Layout layout) {
   if (layout == Layout::kNCHW) return make_tensor_descriptor(shape, dtype);
   return make_strided_descriptor(shape, packed_strides(shape, layout), dtype);

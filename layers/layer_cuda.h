@@ -30,6 +30,11 @@ TensorDescriptor make_tensor_descriptor(const Shape& shape, DType dtype = DType:
 // The same for a value stored in `layout`: NHWC describes a rank-4 (N, C, H,
 // W) shape with channels fastest (packed_strides, tensor/tensor.h).
 TensorDescriptor make_tensor_descriptor(const Shape& shape, DType dtype, Layout layout);
+
+// ReLU as every cuDNN call here applies it (the ReLU layer, and those fused
+// into a convolution or batch norm): CUDNN_NOT_PROPAGATE_NAN, so a NaN comes
+// out as 0 whichever call runs it.
+ActivationDescriptor make_relu_descriptor();
 // A rank-4 view of `sizes` (N, C, H, W) with `strides` in elements, in that
 // order: a slice of a larger tensor. ShapeError where a size or stride is
 // beyond cuDNN's int range.

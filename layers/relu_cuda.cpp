@@ -27,9 +27,7 @@ struct ReLUState final : BackendState {
 void ReLU::prepare_cuda(Context&, const PrepareOptions&) {
   auto state = std::make_unique<ReLUState>();
   state->desc = make_tensor_descriptor(output_shape(), value_storage());  // Note [16-bit activation]
-  state->activation = make_descriptor<ActivationDescriptor>(cudnnCreateActivationDescriptor);
-  CUDNN_CHECK(cudnnSetActivationDescriptor(state->activation.get(), CUDNN_ACTIVATION_RELU,
-                                           CUDNN_NOT_PROPAGATE_NAN, 0.0));
+  state->activation = make_relu_descriptor();
   backend_ = std::move(state);
 }
 

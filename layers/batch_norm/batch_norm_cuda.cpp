@@ -99,6 +99,25 @@ struct BatchNormState final : BackendState {
   void* reserve_data() const { return reserve.defined() ? reserve.raw() : nullptr; }
 };
 
+// The Ex calls' workspace (forward, backward) and reserve sizes for `ops`, in
+// the descriptor slots PyTorch's cuDNN batch norm passes for OPS_BN (z and y
+// described as x; no dz), with `relu` where one is fused (null otherwise).
+// The first status that is not success, or success.
+struct ExSizes {
+  size_t forward = 0, backward = 0, reserve = 0;
+};
+cudnnStatus_t ask_ex_sizes(cudnnHandle_t handle, cudnnBatchNormOps_t ops, cudnnTensorDescriptor_t data,
+                           cudnnTensorDescriptor_t param, cudnnActivationDescriptor_t relu, ExSizes& sizes) {
+  cudnnStatus_t status = cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(
+      handle, kNhwcTrainingMode, ops, data, data, data, param, relu, &sizes.forward);
+  if (status != CUDNN_STATUS_SUCCESS) return status;
+  status = cudnnGetBatchNormalizationBackwardExWorkspaceSize(handle, kNhwcTrainingMode, ops, data, data, data, nullptr,
+                                                              data, param, relu, &sizes.backward);
+  if (status != CUDNN_STATUS_SUCCESS) return status;
+  return cudnnGetBatchNormalizationTrainingExReserveSpaceSize(handle, kNhwcTrainingMode, ops, relu, data,
+                                                              &sizes.reserve);
+}
+
 }  // namespace
 
 bool cudnn_runs_batch_norm_relu(Context& ctx, const Shape& x, DType values) {
@@ -106,19 +125,12 @@ bool cudnn_runs_batch_norm_relu(Context& ctx, const Shape& x, DType values) {
   const TensorDescriptor data = make_tensor_descriptor(x, values, Layout::kNHWC);
   const TensorDescriptor param = make_descriptor<TensorDescriptor>(cudnnCreateTensorDescriptor);
   CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(param.get(), data.get(), kNhwcTrainingMode));
-  const ActivationDescriptor relu = make_descriptor<ActivationDescriptor>(cudnnCreateActivationDescriptor);
-  CUDNN_CHECK(cudnnSetActivationDescriptor(relu.get(), CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+  const ActivationDescriptor relu = make_relu_descriptor();
   constexpr cudnnBatchNormOps_t ops = CUDNN_BATCHNORM_OPS_BN_ACTIVATION;
   const cudnnTensorDescriptor_t d = data.get(), p = param.get();
-  size_t forward_bytes = 0, backward_bytes = 0, reserve_bytes = 0;
-  if (cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(handle, kNhwcTrainingMode, ops, d, d, d, p, relu.get(),
-                                                               &forward_bytes) != CUDNN_STATUS_SUCCESS ||
-      cudnnGetBatchNormalizationBackwardExWorkspaceSize(handle, kNhwcTrainingMode, ops, d, d, d, nullptr, d, p,
-                                                        relu.get(), &backward_bytes) != CUDNN_STATUS_SUCCESS ||
-      cudnnGetBatchNormalizationTrainingExReserveSpaceSize(handle, kNhwcTrainingMode, ops, relu.get(), d,
-                                                           &reserve_bytes) != CUDNN_STATUS_SUCCESS) {
-    return false;
-  }
+  ExSizes sizes;
+  if (ask_ex_sizes(handle, ops, d, p, relu.get(), sizes) != CUDNN_STATUS_SUCCESS) return false;
+  const size_t forward_bytes = sizes.forward, backward_bytes = sizes.backward, reserve_bytes = sizes.reserve;
   auto bytes = [&](size_t n) {
     const int64_t words = static_cast<int64_t>(std::max<size_t>(n, 1) + sizeof(float) - 1) / 4;
     Tensor t = ctx.allocate(Shape{words}, DType::kFloat32, MemoryCategory::kWorkspace);
@@ -170,28 +182,13 @@ void BatchNorm2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
     // conditions, so only the Ex path gets here.
     if (!state->ex) throw Error(cat(name(), " (", type(), "): a fused ReLU without the Ex path"));
     state->ops = CUDNN_BATCHNORM_OPS_BN_ACTIVATION;
-    state->relu = make_descriptor<ActivationDescriptor>(cudnnCreateActivationDescriptor);
-    // As the ReLU layer's (relu_cuda.cpp): a NaN comes out as 0 either way.
-    CUDNN_CHECK(cudnnSetActivationDescriptor(state->relu.get(), CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+    state->relu = make_relu_descriptor();
   }
   if (state->ex) {
-    // The descriptors in the slots of the queries are those PyTorch's cuDNN
-    // batch norm passes for OPS_BN (z and y described as x; no dz, no
-    // activation), with the ReLU's descriptor where one is fused.
-    cudnnHandle_t handle = cudnn_of(ctx);
-    const cudnnTensorDescriptor_t data = state->data.get(), param = state->param.get();
-    const cudnnBatchNormOps_t ops = state->ops;
-    const cudnnActivationDescriptor_t relu = state->relu.get();
-    size_t forward_bytes = 0, backward_bytes = 0;
-    const cudnnStatus_t asked[] = {
-        cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(handle, kNhwcTrainingMode, ops, data, data, data,
-                                                                 param, relu, &forward_bytes),
-        cudnnGetBatchNormalizationBackwardExWorkspaceSize(handle, kNhwcTrainingMode, ops, data, data, data, nullptr,
-                                                          data, param, relu, &backward_bytes),
-        cudnnGetBatchNormalizationTrainingExReserveSpaceSize(handle, kNhwcTrainingMode, ops, relu, data,
-                                                             &state->reserve_bytes)};
-    for (cudnnStatus_t status : asked) {
-      if (status == CUDNN_STATUS_SUCCESS) continue;
+    ExSizes sizes;
+    const cudnnStatus_t status =
+        ask_ex_sizes(cudnn_of(ctx), state->ops, state->data.get(), state->param.get(), state->relu.get(), sizes);
+    if (status != CUDNN_STATUS_SUCCESS) {
       if (fused_relu()) {
         throw Error(cat(name(), " (", type(), "): cuDNN refuses batch norm with a fused ReLU "
                         "(CUDNN_BATCHNORM_OPS_BN_ACTIVATION) on ", input_shapes()[0].str(), " ",
@@ -200,11 +197,12 @@ void BatchNorm2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
       }
       CUDNN_CHECK(status);
     }
+    state->reserve_bytes = sizes.reserve;
     if (state->reserve_bytes > 0) {
       const int64_t words = static_cast<int64_t>((state->reserve_bytes + sizeof(float) - 1) / sizeof(float));
       state->reserve = ctx.allocate(Shape{words}, DType::kFloat32, MemoryCategory::kLayerState);
     }
-    set_workspace_bytes(std::max(forward_bytes, backward_bytes));
+    set_workspace_bytes(std::max(sizes.forward, sizes.backward));
   }
   backend_ = std::move(state);
 }

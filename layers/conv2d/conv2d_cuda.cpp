@@ -141,8 +141,7 @@ void Conv2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
   size_t workspace = 0;
   for (const conv2d_cuda::PassChoice& p : state->passes) workspace = std::max(workspace, p.workspace);
   if (fused_relu()) {
-    state->relu = make_descriptor<ActivationDescriptor>(cudnnCreateActivationDescriptor);
-    CUDNN_CHECK(cudnnSetActivationDescriptor(state->relu.get(), CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+    state->relu = make_relu_descriptor();
     state->summary += "; ReLU fused (cudnnConvolutionBiasActivationForward)";
   }
   state->bridge_offset = aligned_share(workspace);
