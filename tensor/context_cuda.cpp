@@ -128,6 +128,10 @@ std::shared_ptr<CudaResources> create_resources(int device_index) {
   resources->cublas = CublasHandle(cublas);
   CUBLAS_CHECK(cublasSetStream(cublas, stream));
 
+  cublasLtHandle_t cublas_lt = nullptr;
+  CUBLAS_CHECK(cublasLtCreate(&cublas_lt));
+  resources->cublas_lt = CublasLtHandle(cublas_lt);
+
   CUDA_CHECK(cudaDeviceGetDefaultMemPool(&resources->pool, device_index));
   uint64_t keep_everything = UINT64_MAX;
   CUDA_CHECK(cudaMemPoolSetAttribute(resources->pool, cudaMemPoolAttrReleaseThreshold,

@@ -13,6 +13,7 @@ struct CudaResources {
   CudaStream stream;
   CudnnHandle cudnn;    // one per device, bound to `stream`
   CublasHandle cublas;  // one per device, bound to `stream`
+  CublasLtHandle cublas_lt;  // one per device; each cublasLtMatmul is given `stream`
   cudaMemPool_t pool = nullptr;  // the device's default pool (owned by the driver)
 };
 
@@ -21,5 +22,6 @@ CudaResources& cuda_resources(const Context& ctx);
 inline cudaStream_t stream_of(const Context& ctx) { return cuda_resources(ctx).stream.get(); }
 inline cudnnHandle_t cudnn_of(const Context& ctx) { return cuda_resources(ctx).cudnn.get(); }
 inline cublasHandle_t cublas_of(const Context& ctx) { return cuda_resources(ctx).cublas.get(); }
+inline cublasLtHandle_t cublas_lt_of(const Context& ctx) { return cuda_resources(ctx).cublas_lt.get(); }
 
 }  // namespace glassbox

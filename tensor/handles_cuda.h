@@ -3,6 +3,7 @@
 // teardown is ignored (there is nothing useful left to do with it).
 #pragma once
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -46,6 +47,10 @@ using CudaStream = UniqueHandle<cudaStream_t, cudaStreamDestroy>;
 using CudaEvent = UniqueHandle<cudaEvent_t, cudaEventDestroy>;
 using CudnnHandle = UniqueHandle<cudnnHandle_t, cudnnDestroy>;
 using CublasHandle = UniqueHandle<cublasHandle_t, cublasDestroy>;
+using CublasLtHandle = UniqueHandle<cublasLtHandle_t, cublasLtDestroy>;
+using LtMatmulDescriptor = UniqueHandle<cublasLtMatmulDesc_t, cublasLtMatmulDescDestroy>;
+using LtMatrixLayout = UniqueHandle<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy>;
+using LtPreference = UniqueHandle<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy>;
 using TensorDescriptor = UniqueHandle<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor>;
 using FilterDescriptor = UniqueHandle<cudnnFilterDescriptor_t, cudnnDestroyFilterDescriptor>;
 using ConvolutionDescriptor =

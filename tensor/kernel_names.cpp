@@ -88,7 +88,7 @@ KernelFamily kernel_family(std::string_view demangled) {
   if (has_any(n, {"bn_fw", "bn_bw", "batchnorm", "batch_norm"})) return KernelFamily::kBatchNorm;
   if (has(n, "pool")) return KernelFamily::kPooling;
   if (has(n, "softmax")) return KernelFamily::kSoftmax;
-  if (has_any(n, {"gemm", "gemv", "cublas"})) return KernelFamily::kGemm;
+  if (has_any(n, {"gemm", "gemv", "cublas", "nvjet"})) return KernelFamily::kGemm;
   if (has_any(n, {"reduce", "reduction"})) return KernelFamily::kReduction;
   if (has_any(n, {"elementwise", "op_generic_tensor", "optensor", "scalepackedtensor", "relu", "fill", "axpy",
                   "dropout", "bias", "activation"})) {

@@ -36,7 +36,8 @@ enum class KernelFamily {
   kPooling,           // "cudnn::pooling_fw_4d_kernel", "max_pool2d": "pool"
   kSoftmax,           // "softmax_xent_loss_kernel" (layers/softmax_xent.cu), "softmax_fw_kernel"
   kGemm,              // "ampere_sgemm_128x64_nn", "sm90_xmma_gemm_...", "cutlass::Kernel<...Gemm...>",
-                      // "gemv2T_kernel", "cublasLt::splitKreduce_kernel": "gemm", "gemv", "cutlass", "cublas"
+                      // "gemv2T_kernel", "cublasLt::splitKreduce_kernel", cuBLAS's generated
+                      // "nvjet_..." GEMMs: "gemm", "gemv", "cutlass", "cublas", "nvjet"
   kReduction,         // "at::native::reduce_kernel", "cub::DeviceReduceKernel": "reduce", "reduction"
   kElementwise,       // "at::native::vectorized_elementwise_kernel", "op_generic_tensor_kernel",
                       // "scalePackedTensor_kernel", "relu", "fill", "axpy", "dropout", "bias"

@@ -197,7 +197,7 @@ TEST(Cli, TimeJsonHasEveryLayerWithThePassesItRan) {
   EXPECT_EQ(layers[1].at("name"), "relu1");
   EXPECT_EQ(layers[1].at("fused_into"), "conv1") << "conv1 applies relu1";
   EXPECT_EQ(layers[8].at("name"), "relu3");
-  EXPECT_EQ(layers[8].at("fused_into"), "") << "a Linear does not fuse its ReLU";
+  EXPECT_EQ(layers[8].at("fused_into"), "fc3") << "fc3 applies relu3";
   EXPECT_EQ(layers[0].at("type"), "Conv2d");
   EXPECT_EQ(layers[0].at("output"), "(8, 6, 28, 28)");
   EXPECT_EQ(layers[0].at("precision"), "fp32");

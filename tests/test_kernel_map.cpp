@@ -119,6 +119,7 @@ TEST(KernelFamily, ClassifiesLibraryKernelNames) {
   EXPECT_EQ(kernel_family("void cublasLt::splitKreduce_kernel<32, 16, int, float, float, float, float, false, "
                           "false, false>(cublasLt::cublasSplitKParams<float>, float const*, float const*, float*)"),
             KernelFamily::kGemm);  // the reduction of a split-K GEMM belongs to the GEMM
+  EXPECT_EQ(kernel_family("nvjet_tst_128x256_64x4_2x1_v_bz_coopA_TNT"), KernelFamily::kGemm);
   EXPECT_EQ(kernel_family(kCutlassGemm), KernelFamily::kGemm);
   EXPECT_EQ(kernel_family(kCutlassConv), KernelFamily::kConvImplicitGemm);
   EXPECT_EQ(kernel_family(kElementwise), KernelFamily::kElementwise);

@@ -276,7 +276,8 @@ TEST(Linear, CudaMatchesCpu) {
       [] { return std::make_unique<Linear>("fc", Linear::Options{.out_features = 33}); }, {Shape{16, 70}});
 }
 
-// (T, B, F) on cuBLAS and cuDNN's bias ops: the bias must broadcast over T*B rows.
+// (T, B, F) on cuBLASLt: the bias epilogue must broadcast over T*B rows, the
+// bias gradient sum over them.
 TEST(Linear, CudaMatchesCpuOverLeadingDims) {
   testing::check_cpu_cuda_parity(
       [] { return std::make_unique<Linear>("fc", Linear::Options{.out_features = 33, .over_last_dim = true}); },

@@ -6,15 +6,17 @@
 #     update that writes the working copy, loss scaling on the device;
 #   - the tests of channels-last values on the GPU: the layout plan, KRSC
 #     filters, layout bridges, NHWC batch norm, pooling, concat and flatten;
-#     of a ReLU fused into its convolution (cuDNN's fused call) and into its
-#     batch norm (fp16 NHWC, forward and backward); ReLU's backward kernel;
+#     of a ReLU fused into its convolution (cuDNN's fused call), into its
+#     Linear (cuBLASLt's epilogue) and into its batch norm (fp16 NHWC,
+#     forward and backward); ReLU's backward kernel; Linear on cuBLASLt;
 #   - ResNet50/train_step interleaved with PyTorch (2 rounds): tf32 at batch
 #     64 with Glassbox's values NCHW and NHWC, bf16 (NHWC) at batches 64 and
 #     256 -> bench/results/<gpu>/resnet50-{tf32-nchw,tf32-nhwc,bf16}.json;
 #   - `glassbox time` and `glassbox kernels` of ResNet50 in bf16: which
 #     layers compute in 16 bits, which are staged, which kernels ran; and
 #     `glassbox time` in fp16 with and without fusion (batch norm + ReLU in
-#     one cuDNN call) -> the step's log.
+#     one cuDNN call), and of AlexNet in bf16 with and without fusion
+#     (convolution and Linear with their ReLUs) -> the step's log.
 # Each command has its own timeout, so one that hangs cannot take the others'
 # time. Reads gpu_check.sh's $build, $logs, $results_dir, $python, $dry_run and
 # show(); paths are relative to the repository.
@@ -22,7 +24,7 @@
 # shellcheck disable=SC2154  # build, logs, results_dir, python, dry_run are gpu_check.sh's
 
 precision_tests=(test_channels_last_cuda test_channels_last_cuda_layers test_channels_last_cuda_concat test_fusion
-                 test_fusion_residual test_relu test_mixed_precision test_precision_staging test_loss_scaler_cuda test_convert test_kernel_map
+                 test_fusion_residual test_relu test_linear test_mixed_precision test_precision_staging test_loss_scaler_cuda test_convert test_kernel_map
                  test_sgd_working_copy test_loss_scale)
 
 step_precision() {
@@ -48,6 +50,9 @@ step_precision() {
       echo "---- glassbox time ResNet50 --precision fp16 $fusion (batch norm + ReLU fused or not)"
       show timeout 90 "$build/glassbox" time ResNet50 --device cuda --precision fp16 --batch 64 --steps 5 $fusion \
         || { echo "time fp16 $fusion: FAILED"; rc=1; }
+      echo "---- glassbox time AlexNet --precision bf16 $fusion (convolution and Linear + ReLU fused or not)"
+      show timeout 60 "$build/glassbox" time AlexNet --device cuda --precision bf16 --batch 128 --steps 5 $fusion \
+        || { echo "time AlexNet bf16 $fusion: FAILED"; rc=1; }
     done
   fi
   local run precision layout batches name limit

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "layers/linear/streamed_product.h"
+#include "layers/relu.h"
 #include "tensor/eigen_maps.h"
 #include "tensor/parallel_for.h"
 #include "tensor/product.h"
@@ -227,6 +228,7 @@ void Linear::forward_cpu([[maybe_unused]] Context& ctx, const ForwardArgs& args)
     onednn->forward(args.inputs[0].data<float>(), args.params[0].data<float>(),
                     options_.bias ? args.params[1].data<float>() : nullptr, args.output.data<float>(),
                     checked_workspace(ctx));
+    if (fused_relu()) relu_in_place_cpu(args.output.data<float>(), args.output.numel());  // Note [No ReLU post-op]
     return;
   }
 #endif
@@ -243,6 +245,12 @@ void Linear::forward_cpu([[maybe_unused]] Context& ctx, const ForwardArgs& args)
       product_into(y_block, x, w.middleRows(begin, end - begin).transpose());  // Note [Products without Eigen's zeroing pass]
     }
     if (options_.bias) y_block.rowwise() += as_matrix(args.params[1], 1, out).row(0).segment(begin, end - begin);
+    if (fused_relu()) {  // as ReLU's forward, on the block while it is in cache
+      for (int64_t r = 0; r < n; ++r) {
+        auto row = as_array(y.data() + r * out + begin, end - begin);
+        row = row.max(0.0f);
+      }
+    }
   });
 }
 

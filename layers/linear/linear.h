@@ -13,9 +13,10 @@
 // stream the weights once (Note [Linear forward at small batches]); above,
 // the forward on oneDNN's matmul up to 1024 rows (Note [Linear forward on
 // oneDNN's matmul]) and the rest Eigen products over blocks of features, one
-// block per OpenMP work item (Note [Blocked linear products]); CUDA: cuBLAS,
-// in bf16 or fp16 with fp32 accumulation where the graph computes so
-// (computes_16_bit), float32 otherwise.
+// block per OpenMP work item (Note [Blocked linear products]); CUDA:
+// cuBLASLt, with the bias, a fused ReLU and the bias gradient in its
+// epilogues, in bf16 or fp16 with fp32 accumulation where the graph computes
+// so (computes_16_bit), float32 otherwise.
 #pragma once
 
 #include "layers/layer.h"
@@ -36,6 +37,10 @@ class Linear final : public Layer {
   bool backward_reads_output() const override { return false; }  // dW needs x, dx needs W
   // cuBLAS takes 16-bit data with fp32 accumulation; the CPU path is fp32 only.
   bool computes_16_bit(const Context& ctx) const override { return ctx.is_cuda(); }
+  // Note [A ReLU fused into its producer] (graph/fusion.h): the CPU applies
+  // max(0, .) to each block of y as it is written; cuBLASLt in the forward
+  // product's epilogue (layers/linear/linear_cuda.cpp). The backward stays the ReLU's.
+  bool can_fuse_relu(const Context&, Phase) const override { return true; }
   std::string describe() const override;
   Shape infer(std::span<const Shape> inputs) const override;
   std::vector<ParamSpec> param_specs() const override;

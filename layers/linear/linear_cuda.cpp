@@ -1,115 +1,159 @@
-// layers/linear/linear_cuda.cpp: Linear with cuBLAS GEMMs and cuDNN bias ops.
+// layers/linear/linear_cuda.cpp: Linear's three products on cuBLASLt, with
+// the bias, a fused ReLU and the bias gradient in the products' epilogues.
 //
-// cuBLAS is column-major. A row-major (R, C) matrix is the column-major C x R
-// matrix with leading dimension C, i.e. its transpose. So with row-major
-// x:(N,I), w:(O,I), y:(N,O) the products become, column-major:
-//   y^T  (O x N) = w (as I x O)^T * x^T (I x N)    -> gemm(T, N, O, N, I)
-//   dx^T (I x N) = w (I x O)      * dy^T (O x N)   -> gemm(N, N, I, N, O)
-//   dw^T (I x O) = x^T (I x N)    * dy (as O x N)^T -> gemm(N, T, I, O, N)
-// Over leading dimensions (Options::over_last_dim) x is (..., I): N is then
-// the product of the leading sizes (rows()), the same packed memory.
+// The products as column-major GEMMs and their epilogues: layers/linear/gemm_plan.h.
+// Each is planned at prepare (layers/linear/lt_matmul_cuda.h): the forward
+// writes y = x w^T + b, or max(0, .) of it where the layer applies the ReLU
+// after it (Note [A ReLU fused into its producer], graph/fusion.h), in one
+// kernel; the weights' product writes db = sum of dy's rows beside dW. The
+// ReLU's backward stays the ReLU's own (layers/relu.cu): the mask would have
+// to reach dy before both products read it, one pass either way. Where
+// cuBLASLt offers no kernel with the bias-gradient epilogue for the shapes,
+// db is cuDNN's reduction of dy (cudnnConvolutionBackwardBias), and
+// algorithms() says so.
 //
-// The data (x, y, their gradients, the weights and bias in use) are float32,
-// run by cublasSgemm, or bfloat16 or float16 in a mixed-precision graph
-// (value_storage(), Note [16-bit values in a layer] in layers/layer.h), run by
-// cublasGemmEx with fp32 compute (CUBLAS_COMPUTE_32F). The parameter
-// gradients stay float32: dW and db are computed in the data's type into a
-// scratch and added widened, as Conv2d's are (Note [16-bit parameter
-// gradients] in layers/conv2d/conv2d_cuda.cpp).
+// The data (x, y, their gradients, the weights and bias in use) are float32
+// (fp32 FMA, or TF32 tensor cores in a kTf32 context), or bfloat16 or float16
+// in a mixed-precision graph (value_storage(), Note [16-bit values in a
+// layer] in layers/layer.h), with fp32 accumulation. The parameter gradients
+// stay float32: in a 16-bit graph dW and db are computed in the data's type
+// into a scratch and added widened, as Conv2d's are (Note [16-bit parameter
+// gradients] in layers/conv2d/conv2d_cuda.cpp); in float32 dW adds into the
+// gradient in the product and db, which the epilogue writes rather than
+// adds, is added from a scratch.
 //
-// Note [cuBLAS reductions in the output type]: with 16-bit C, cuBLAS may sum
-// the partial products of a split-K GEMM in C's type rather than in fp32,
-// unless the handle's math mode carries
-// CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION. The context sets that mode
-// for every layer (tensor/context_cuda.cpp) and leaves the reduction allowed,
-// as PyTorch does by default for bf16 and fp16 matmuls; each dot product
-// itself accumulates in fp32.
+// Note [cuBLAS reductions in the output type]: with 16-bit D, cuBLAS may sum
+// the partial products of a split-K GEMM in D's type rather than in fp32.
+// cuBLASLt's preference allows every reduction scheme unless its mask is
+// narrowed, and Glassbox leaves it so, as PyTorch does by default for bf16
+// and fp16 matmuls; each dot product itself accumulates in fp32. (The
+// cuBLAS handle's math mode, tensor/context_cuda.cpp, says the same for the
+// legacy calls.)
 #include "layers/linear/linear.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "layers/layer_cuda.h"
+#include "layers/linear/lt_matmul_cuda.h"
+#include "tensor/context_cuda.h"
 #include "tensor/convert.h"
 
 namespace glassbox {
 namespace {
 
-struct LinearState final : BackendState {
-  TensorDescriptor output;  // (N, O, 1, 1): y as rows, whatever its rank
-  TensorDescriptor bias;    // (1, O, 1, 1), broadcast over N
-  // 16-bit data in training: dW (O, I) and db (O) in the data's type, before
-  // they are added into the fp32 gradients. Undefined otherwise (db also
-  // without a bias).
-  Tensor weight_grad, bias_grad;
-};
+// The most workspace one product's algorithm may use: cuBLASLt's split-K
+// and stream-K kernels keep partial sums there.
+constexpr size_t kLtWorkspaceLimit = size_t{32} << 20;
 
-// c (m x n, column-major) = op(a) op(b) + beta c in the data's type: float32
-// by cublasSgemm; bfloat16 or float16 by cublasGemmEx, fp32 compute (Note
-// [cuBLAS reductions in the output type]).
-void gemm(Context& ctx, DType data, cublasOperation_t op_a, cublasOperation_t op_b, int m, int n, int k,
-          const Tensor& a, int lda, const Tensor& b, int ldb, const float* beta, const Tensor& c, int ldc) {
-  if (data == DType::kFloat32) {
-    CUBLAS_CHECK(cublasSgemm(cublas_of(ctx), op_a, op_b, m, n, k, &kOne, a.data<float>(), lda, b.data<float>(), ldb,
-                             beta, c.data<float>(), ldc));
-    return;
+struct LinearState final : BackendState {
+  std::optional<LtMatmul> forward;
+  std::optional<LtMatmul> backward_data, backward_weights;  // training only
+  // No bias-gradient epilogue for these shapes: db by cuDNN's reduction of dy
+  // over `output` into `bias` (descriptors of (N, O, 1, 1) and (1, O, 1, 1)).
+  bool bias_gradient_by_cudnn = false;
+  TensorDescriptor output, bias;
+  // In training: dW (O, I) in the data's type before it is added widened
+  // (16-bit data only), and db (O) as the epilogue or cuDNN writes it, in
+  // the data's type. Undefined otherwise.
+  Tensor weight_grad, bias_grad;
+
+  std::string algorithms() const override {
+    std::string text = cat("cuBLASLt forward: ", forward->describe());
+    if (backward_data) text += cat("; backward-data: ", backward_data->describe());
+    if (backward_weights) text += cat("; backward-weights: ", backward_weights->describe());
+    if (bias_gradient_by_cudnn) text += ", bias gradient by cuDNN's reduction";
+    return text;
   }
-  const cudaDataType_t type = cuda_data_type(data);
-  CUBLAS_CHECK(cublasGemmEx(cublas_of(ctx), op_a, op_b, m, n, k, &kOne, a.raw(), type, lda, b.raw(), type, ldb, beta,
-                            c.raw(), type, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-}
+};
 
 }  // namespace
 
 void Linear::prepare_cuda(Context& ctx, const PrepareOptions& options) {
   const DType data = value_storage();
+  const bool tf32 = ctx.precision() == Precision::kTf32;
+  const int64_t n = rows(), in = in_features(), out = options_.out_features;
+  const size_t limit = std::min(kLtWorkspaceLimit, options.workspace_limit);
+  auto plan = [&](LinearGemmPass pass, LinearEpilogue epilogue) {
+    return LtMatmul::plan(ctx, linear_gemm(pass, n, in, out), data, tf32, epilogue, limit);
+  };
+  auto planned = [&](LinearGemmPass pass, LinearEpilogue epilogue) {
+    std::optional<LtMatmul> product = plan(pass, epilogue);
+    if (!product) {
+      fail_option(cat("cuBLASLt offers no algorithm for the ", name_of(pass), " product of ", n, " rows of ", in,
+                      " -> ", out, " features in ", name_of(data), " with epilogue ", name_of(epilogue),
+                      epilogue == LinearEpilogue::kBiasRelu || epilogue == LinearEpilogue::kRelu
+                          ? " (--no-fusion leaves the ReLU to its layer)"
+                          : ""));
+    }
+    return product;
+  };
   auto state = std::make_unique<LinearState>();
-  // Not output_shape(): a (T, B, O) y would read as (T, B, O, 1), whose
-  // channels are B, and the (1, O, 1, 1) bias would not broadcast onto it.
-  state->output = make_tensor_descriptor(Shape{rows(), options_.out_features}, data);
-  state->bias = make_tensor_descriptor(Shape{1, options_.out_features}, data);
-  if (data != DType::kFloat32 && options.phase == Phase::kTraining) {  // Note [16-bit parameter gradients]
-    NarrowParamGrads grads = allocate_narrow_param_grads(ctx, Shape{options_.out_features, in_features()},
-                                                         options_.bias ? options_.out_features : 0, data);
-    state->weight_grad = std::move(grads.weight), state->bias_grad = std::move(grads.bias);
+  state->forward = planned(LinearGemmPass::kForward, linear_epilogue(LinearGemmPass::kForward, options_.bias,
+                                                                     fused_relu()));
+  if (options.phase == Phase::kTraining) {
+    state->backward_data = planned(LinearGemmPass::kBackwardData, LinearEpilogue::kNone);
+    state->backward_weights =
+        plan(LinearGemmPass::kBackwardWeights, linear_epilogue(LinearGemmPass::kBackwardWeights, options_.bias, false));
+    if (!state->backward_weights && options_.bias) {
+      state->bias_gradient_by_cudnn = true;
+      // Not output_shape(): a (T, B, O) y would read as (T, B, O, 1), whose
+      // channels are B, and the (1, O, 1, 1) bias would not match them.
+      state->output = make_tensor_descriptor(Shape{n, out}, data);
+      state->bias = make_tensor_descriptor(Shape{1, out}, data);
+      state->backward_weights = planned(LinearGemmPass::kBackwardWeights, LinearEpilogue::kNone);
+    } else if (!state->backward_weights) {
+      state->backward_weights = planned(LinearGemmPass::kBackwardWeights, LinearEpilogue::kNone);
+    }
+    if (data != DType::kFloat32) {  // Note [16-bit parameter gradients]
+      NarrowParamGrads grads = allocate_narrow_param_grads(ctx, Shape{out, in}, options_.bias ? out : 0, data);
+      state->weight_grad = std::move(grads.weight), state->bias_grad = std::move(grads.bias);
+    } else if (options_.bias) {
+      state->bias_grad = ctx.allocate(Shape{out}, DType::kFloat32, MemoryCategory::kGradients);
+    }
   }
+  size_t workspace = state->forward->workspace_bytes();
+  for (const auto* product : {&state->backward_data, &state->backward_weights}) {
+    if (*product) workspace = std::max(workspace, (*product)->workspace_bytes());
+  }
+  set_workspace_bytes(workspace);
   backend_ = std::move(state);
 }
 
 void Linear::forward_cuda(Context& ctx, const ForwardArgs& args) {
   auto& s = state_as<LinearState>(backend_);
-  const int n = static_cast<int>(rows());
-  const int in = static_cast<int>(in_features());
-  const int out = options_.out_features;
-  gemm(ctx, value_storage(), CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, args.params[0], in, args.inputs[0], in, &kZero,
-       args.output, out);
-  if (options_.bias) {
-    CUDNN_CHECK(cudnnAddTensor(cudnn_of(ctx), &kOne, s.bias.get(), args.params[1].raw(), &kOne,
-                               s.output.get(), args.output.raw()));
-  }
+  void* workspace = workspace_bytes() > 0 ? checked_workspace(ctx) : nullptr;
+  s.forward->run(ctx, name(), args.params[0].raw(), args.inputs[0].raw(), &kZero, args.output.raw(),
+                 options_.bias ? args.params[1].raw() : nullptr, workspace);
 }
 
 void Linear::backward_cuda(Context& ctx, const BackwardArgs& args) {
   auto& s = state_as<LinearState>(backend_);
-  const int n = static_cast<int>(rows());
-  const int in = static_cast<int>(in_features());
-  const int out = options_.out_features;
-  const DType data = value_storage();
+  void* workspace = workspace_bytes() > 0 ? checked_workspace(ctx) : nullptr;
   const Tensor& dy = args.output_grad;
   if (args.input_grads[0].defined()) {
-    gemm(ctx, data, CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, args.params[0], in, dy, out,
-         beta_for(args.input_grad_modes[0]), args.input_grads[0], in);
+    s.backward_data->run(ctx, name(), args.params[0].raw(), dy.raw(), beta_for(args.input_grad_modes[0]),
+                         args.input_grads[0].raw(), nullptr, workspace);
   }
   ctx.switch_pass(Pass::kBackwardWeights);
-  // float32 data: dW and db add into the gradients. 16-bit data: they are
-  // written into the 16-bit scratch, then added widened.
-  const bool narrow = data != DType::kFloat32;
-  const float* beta = narrow ? &kZero : &kOne;
+  // float32 data: dW adds into the gradient. 16-bit data: written into the
+  // 16-bit scratch, then added widened. db: written into its scratch by the
+  // epilogue (or cuDNN), then added.
+  const bool narrow = value_storage() != DType::kFloat32;
   const Tensor& dw = narrow ? s.weight_grad : args.param_grads[0];
-  gemm(ctx, data, CUBLAS_OP_N, CUBLAS_OP_T, in, out, n, args.inputs[0], in, dy, out, beta, dw, in);
+  s.backward_weights->run(ctx, name(), args.inputs[0].raw(), dy.raw(), narrow ? &kZero : &kOne, dw.raw(),
+                          options_.bias && !s.bias_gradient_by_cudnn ? s.bias_grad.raw() : nullptr, workspace);
   if (narrow) accumulate_widened(ctx, s.weight_grad, args.param_grads[0]);
-  if (options_.bias) {
-    const Tensor& db = narrow ? s.bias_grad : args.param_grads[1];
-    CUDNN_CHECK(cudnnConvolutionBackwardBias(cudnn_of(ctx), &kOne, s.output.get(), dy.raw(), beta, s.bias.get(),
-                                             db.raw()));
-    if (narrow) accumulate_widened(ctx, s.bias_grad, args.param_grads[1]);
+  if (!options_.bias) return;
+  if (s.bias_gradient_by_cudnn) {
+    CUDNN_CHECK(cudnnConvolutionBackwardBias(cudnn_of(ctx), &kOne, s.output.get(), dy.raw(), &kZero, s.bias.get(),
+                                             s.bias_grad.raw()));
+  }
+  if (narrow) {
+    accumulate_widened(ctx, s.bias_grad, args.param_grads[1]);
+  } else {
+    CUBLAS_CHECK(cublasSaxpy(cublas_of(ctx), options_.out_features, &kOne, s.bias_grad.data<float>(), 1,
+                             args.param_grads[1].data<float>(), 1));
   }
 }
 

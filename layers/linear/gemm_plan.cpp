@@ -1,0 +1,54 @@
+// layers/linear/gemm_plan.cpp: see layers/linear/gemm_plan.h.
+#include "layers/linear/gemm_plan.h"
+
+namespace glassbox {
+
+LinearGemm linear_gemm(LinearGemmPass pass, int64_t rows, int64_t in, int64_t out) {
+  switch (pass) {
+    case LinearGemmPass::kForward:  // y^T = w^T x^T: w stored I x O, x^T I x N
+      return {.transpose_a = true, .transpose_b = false, .m = out, .n = rows, .k = in,
+              .a_rows = in, .a_columns = out, .b_rows = in, .b_columns = rows};
+    case LinearGemmPass::kBackwardData:  // dx^T = w dy^T: w I x O, dy^T O x N
+      return {.transpose_a = false, .transpose_b = false, .m = in, .n = rows, .k = out,
+              .a_rows = in, .a_columns = out, .b_rows = out, .b_columns = rows};
+    case LinearGemmPass::kBackwardWeights:  // dw^T = x^T dy: x^T I x N, dy stored O x N
+      return {.transpose_a = false, .transpose_b = true, .m = in, .n = out, .k = rows,
+              .a_rows = in, .a_columns = rows, .b_rows = out, .b_columns = rows};
+  }
+  return {};
+}
+
+LinearEpilogue linear_epilogue(LinearGemmPass pass, bool bias, bool relu) {
+  switch (pass) {
+    case LinearGemmPass::kForward:
+      if (bias) return relu ? LinearEpilogue::kBiasRelu : LinearEpilogue::kBias;
+      return relu ? LinearEpilogue::kRelu : LinearEpilogue::kNone;
+    case LinearGemmPass::kBackwardData:
+      return LinearEpilogue::kNone;
+    case LinearGemmPass::kBackwardWeights:
+      return bias ? LinearEpilogue::kBiasGradientOfB : LinearEpilogue::kNone;
+  }
+  return LinearEpilogue::kNone;
+}
+
+std::string_view name_of(LinearGemmPass pass) {
+  switch (pass) {
+    case LinearGemmPass::kForward: return "forward";
+    case LinearGemmPass::kBackwardData: return "backward-data";
+    case LinearGemmPass::kBackwardWeights: return "backward-weights";
+  }
+  return "?";
+}
+
+std::string_view name_of(LinearEpilogue epilogue) {
+  switch (epilogue) {
+    case LinearEpilogue::kNone: return "none";
+    case LinearEpilogue::kBias: return "bias";
+    case LinearEpilogue::kRelu: return "ReLU";
+    case LinearEpilogue::kBiasRelu: return "bias + ReLU";
+    case LinearEpilogue::kBiasGradientOfB: return "bias gradient";
+  }
+  return "?";
+}
+
+}  // namespace glassbox

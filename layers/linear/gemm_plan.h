@@ -1,0 +1,57 @@
+// layers/linear/gemm_plan.h: Linear's three products as column-major GEMMs,
+// and the epilogue each one takes on cuBLASLt (layers/linear/linear_cuda.cpp).
+// Pure functions, built and tested without a GPU (tests/test_linear_gemm_plan.cpp).
+//
+// cuBLAS is column-major. A row-major (R, C) matrix is the column-major C x R
+// matrix with leading dimension C, i.e. its transpose. So with row-major
+// x:(N,I), w:(O,I), y:(N,O) the products become, column-major:
+//   y^T  (O x N) = w (stored I x O)^T * x^T (I x N)     transposes (T, N), m O, n N, k I
+//   dx^T (I x N) = w (I x O)          * dy^T (O x N)    transposes (N, N), m I, n N, k O
+//   dw^T (I x O) = x^T (I x N)        * dy (stored O x N)^T   (N, T), m I, n O, k N
+// Over leading dimensions (Linear::Options::over_last_dim) x is (..., I): N is
+// then the product of the leading sizes, the same packed memory.
+//
+// Epilogues: the forward adds the bias (a vector of D's m = O rows) and, where
+// the layer applies the ReLU after it (Note [A ReLU fused into its producer],
+// graph/fusion.h), max(0, .); the weights' product also sums dy over the
+// rows into the bias gradient (a vector of D's n = O columns, reduced over k
+// = N rows of the second operand: cuBLASLt's "bias gradient of B").
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace glassbox {
+
+enum class LinearGemmPass { kForward, kBackwardData, kBackwardWeights };
+
+// What cuBLASLt applies to a product's result as it writes it.
+enum class LinearEpilogue {
+  kNone,
+  kBias,              // D += bias, broadcast over D's columns
+  kRelu,              // D = max(0, D)
+  kBiasRelu,          // D = max(0, D + bias)
+  kBiasGradientOfB,   // also db[j] = sum over k of op(B)[k, j]
+};
+
+// One product D (m x n) = op(A) op(B) (+ beta C, C = D), every matrix packed
+// column-major: A is stored a_rows x a_columns with leading dimension a_rows,
+// and likewise B and D (D: m x n, leading dimension m).
+struct LinearGemm {
+  bool transpose_a = false, transpose_b = false;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t a_rows = 0, a_columns = 0, b_rows = 0, b_columns = 0;
+  bool operator==(const LinearGemm&) const = default;
+};
+
+// The product for `pass` of a Linear on `rows` rows of `in` features to `out`.
+LinearGemm linear_gemm(LinearGemmPass pass, int64_t rows, int64_t in, int64_t out);
+
+// The epilogue for `pass`: the forward's from the bias and the fused ReLU,
+// the weights' product's from the bias; the data's product has none.
+LinearEpilogue linear_epilogue(LinearGemmPass pass, bool bias, bool relu);
+
+std::string_view name_of(LinearGemmPass pass);
+std::string_view name_of(LinearEpilogue epilogue);  // "bias + ReLU"
+
+}  // namespace glassbox

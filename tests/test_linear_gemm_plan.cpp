@@ -1,0 +1,127 @@
+// tests/test_linear_gemm_plan.cpp: Linear's products as column-major GEMMs
+// (layers/linear/gemm_plan.h), the plan cuBLASLt runs on a GPU, checked here
+// without one: each product, run by a plain column-major GEMM on Linear's
+// row-major tensors as they lie in memory, with the epilogue applied as
+// cuBLASLt documents it, gives the layer's maths.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "layers/linear/gemm_plan.h"
+
+namespace glassbox {
+namespace {
+
+using Floats = std::vector<float>;
+
+// Element (i, j) of a packed column-major matrix with `rows` rows, read
+// through op() as the GEMM reads it.
+float at(const Floats& matrix, int64_t rows, bool transposed, int64_t i, int64_t j) {
+  return transposed ? matrix[static_cast<size_t>(i * rows + j)] : matrix[static_cast<size_t>(j * rows + i)];
+}
+
+// D = op(A) op(B), then the epilogue; `bias` is read (bias epilogues) or
+// written (the bias gradient of B: column j sums op(B)'s column j over k).
+Floats run(const LinearGemm& g, LinearEpilogue epilogue, const Floats& a, const Floats& b, Floats& bias) {
+  EXPECT_EQ(static_cast<int64_t>(a.size()), g.a_rows * g.a_columns);
+  EXPECT_EQ(static_cast<int64_t>(b.size()), g.b_rows * g.b_columns);
+  EXPECT_EQ(g.transpose_a ? g.a_columns : g.a_rows, g.m);
+  EXPECT_EQ(g.transpose_a ? g.a_rows : g.a_columns, g.k);
+  EXPECT_EQ(g.transpose_b ? g.b_columns : g.b_rows, g.k);
+  EXPECT_EQ(g.transpose_b ? g.b_rows : g.b_columns, g.n);
+  Floats d(static_cast<size_t>(g.m * g.n));
+  for (int64_t j = 0; j < g.n; ++j) {
+    for (int64_t i = 0; i < g.m; ++i) {
+      float sum = 0.0f;
+      for (int64_t p = 0; p < g.k; ++p) {
+        sum += at(a, g.a_rows, g.transpose_a, i, p) * at(b, g.b_rows, g.transpose_b, p, j);
+      }
+      if (epilogue == LinearEpilogue::kBias || epilogue == LinearEpilogue::kBiasRelu) sum += bias[static_cast<size_t>(i)];
+      if (epilogue == LinearEpilogue::kRelu || epilogue == LinearEpilogue::kBiasRelu) sum = std::max(sum, 0.0f);
+      d[static_cast<size_t>(j * g.m + i)] = sum;
+    }
+  }
+  if (epilogue == LinearEpilogue::kBiasGradientOfB) {
+    bias.assign(static_cast<size_t>(g.n), 0.0f);
+    for (int64_t j = 0; j < g.n; ++j) {
+      for (int64_t p = 0; p < g.k; ++p) bias[static_cast<size_t>(j)] += at(b, g.b_rows, g.transpose_b, p, j);
+    }
+  }
+  return d;
+}
+
+// Small integers: every sum is exact in float, so the checks compare exactly.
+Floats values(int64_t count, int seed) {
+  Floats v(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) v[static_cast<size_t>(i)] = static_cast<float>((i * 7 + seed * 3) % 9 - 4);
+  return v;
+}
+
+constexpr int64_t kRows = 5, kIn = 3, kOut = 4;
+// Row-major, as Linear holds them: x (N, I), w (O, I), b (O), dy (N, O).
+const Floats x = values(kRows * kIn, 1), w = values(kOut * kIn, 2), b = values(kOut, 3), dy = values(kRows * kOut, 4);
+
+TEST(LinearGemmPlan, TheForwardProductIsXTimesWTransposedPlusTheBiasAndTheRelu) {
+  const LinearGemm g = linear_gemm(LinearGemmPass::kForward, kRows, kIn, kOut);
+  for (bool relu : {false, true}) {
+    Floats bias = b;
+    const Floats y = run(g, linear_epilogue(LinearGemmPass::kForward, true, relu), w, x, bias);
+    for (int64_t n = 0; n < kRows; ++n) {
+      for (int64_t o = 0; o < kOut; ++o) {
+        float expected = b[static_cast<size_t>(o)];
+        for (int64_t i = 0; i < kIn; ++i) expected += x[static_cast<size_t>(n * kIn + i)] * w[static_cast<size_t>(o * kIn + i)];
+        if (relu) expected = std::max(expected, 0.0f);
+        EXPECT_EQ(y[static_cast<size_t>(n * kOut + o)], expected) << "row " << n << ", feature " << o;
+      }
+    }
+  }
+}
+
+TEST(LinearGemmPlan, TheDataProductIsDyTimesW) {
+  const LinearGemm g = linear_gemm(LinearGemmPass::kBackwardData, kRows, kIn, kOut);
+  Floats unused;
+  const Floats dx = run(g, linear_epilogue(LinearGemmPass::kBackwardData, true, true), w, dy, unused);
+  for (int64_t n = 0; n < kRows; ++n) {
+    for (int64_t i = 0; i < kIn; ++i) {
+      float expected = 0.0f;
+      for (int64_t o = 0; o < kOut; ++o) expected += dy[static_cast<size_t>(n * kOut + o)] * w[static_cast<size_t>(o * kIn + i)];
+      EXPECT_EQ(dx[static_cast<size_t>(n * kIn + i)], expected) << "row " << n << ", input " << i;
+    }
+  }
+}
+
+TEST(LinearGemmPlan, TheWeightsProductIsDyTransposedTimesXAndItsEpilogueSumsDyIntoTheBiasGradient) {
+  const LinearGemm g = linear_gemm(LinearGemmPass::kBackwardWeights, kRows, kIn, kOut);
+  Floats db;
+  const Floats dw = run(g, linear_epilogue(LinearGemmPass::kBackwardWeights, true, false), x, dy, db);
+  for (int64_t o = 0; o < kOut; ++o) {
+    float expected_db = 0.0f;
+    for (int64_t n = 0; n < kRows; ++n) expected_db += dy[static_cast<size_t>(n * kOut + o)];
+    EXPECT_EQ(db[static_cast<size_t>(o)], expected_db) << "feature " << o;
+    for (int64_t i = 0; i < kIn; ++i) {
+      float expected = 0.0f;
+      for (int64_t n = 0; n < kRows; ++n) expected += dy[static_cast<size_t>(n * kOut + o)] * x[static_cast<size_t>(n * kIn + i)];
+      EXPECT_EQ(dw[static_cast<size_t>(o * kIn + i)], expected) << "feature " << o << ", input " << i;
+    }
+  }
+}
+
+TEST(LinearGemmPlan, EachPassTakesTheEpilogueItsLayerNeeds) {
+  using E = LinearEpilogue;
+  using P = LinearGemmPass;
+  EXPECT_EQ(linear_epilogue(P::kForward, false, false), E::kNone);
+  EXPECT_EQ(linear_epilogue(P::kForward, true, false), E::kBias);
+  EXPECT_EQ(linear_epilogue(P::kForward, false, true), E::kRelu);
+  EXPECT_EQ(linear_epilogue(P::kForward, true, true), E::kBiasRelu);
+  // The ReLU's backward is the ReLU's own: no pass masks dy.
+  EXPECT_EQ(linear_epilogue(P::kBackwardData, true, true), E::kNone);
+  EXPECT_EQ(linear_epilogue(P::kBackwardWeights, true, true), E::kBiasGradientOfB);
+  EXPECT_EQ(linear_epilogue(P::kBackwardWeights, false, true), E::kNone);
+  EXPECT_EQ(name_of(E::kBiasRelu), "bias + ReLU");
+  EXPECT_EQ(name_of(P::kBackwardWeights), "backward-weights");
+}
+
+}  // namespace
+}  // namespace glassbox
