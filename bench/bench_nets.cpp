@@ -78,6 +78,7 @@ struct Settings {
   GradientSyncOptions sync;
   int steps = 0;  // timed steps of every benchmark; 0: Google Benchmark decides
   int warmup = 10;  // untimed steps of each mode first (--warmup)
+  bool cuda_graph = false;  // --cuda-graph: steps replayed as a CUDA graph (optim/step_replay.h)
 };
 
 bool g_any_benchmark_failed = false;
@@ -101,7 +102,7 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
   try {
     CompileOptions options = settings.compile;
     options.precision = key.precision;
-    NetSession& session = cached_session(net, key, options);
+    NetSession& session = cached_session(net, key, options, settings.cuda_graph);
     session.begin(mode);
     session.set_data_parallel(data_parallel ? settings.communicator : nullptr, settings.sync);
     DataParallelCounters split;
@@ -159,6 +160,10 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
     // So that two runs can be checked to have computed the same thing.
     state.counters["first_loss"] = first_loss;
     state.counters["last_loss"] = last_loss;
+    if (const ReplayCounts* replay = session.replay_counts()) {  // --cuda-graph: what one launch replays
+      state.counters["graph_nodes"] = static_cast<double>(replay->nodes);
+      state.counters["graph_captures"] = static_cast<double>(replay->captures);
+    }
     add_memory_counters(state, session.ctx().memory());
     add_machine_counters(state, machine_start, sample_machine(session.ctx()),
                          static_cast<int64_t>(state.iterations()) * key.batch);
@@ -182,7 +187,8 @@ void run_network(benchmark::State& state, const NetSpec& net, StepMode mode, con
 // among its algorithms (Winograd among them) is not in a name either.
 void register_benchmarks(const Settings& s) {
   const std::string suffix = cat(s.compile.precision == Precision::kFp32 ? "" : cat("/", flag_name_of(s.compile.precision)),
-                                 s.compile.layers.deterministic ? "/deterministic" : "");
+                                 s.compile.layers.deterministic ? "/deterministic" : "",
+                                 s.cuda_graph ? "/cuda_graph" : "");
   // An MLP spec is not in all_nets() (there is one per size list), and Google
   // Benchmark cannot register names from a --benchmark_filter regex: --net
   // names the one network to register.
@@ -253,7 +259,7 @@ void print_help() {
   std::printf(
       "bench_nets [--device=cpu|cuda|cuda:N] [--batch=N] [--net=NAME] [--precision=fp32|tf32|bf16|fp16] [--cudnn-search]\n"
       "           [--cpu-conv=auto|glassbox|onednn] [--no-winograd] [--deterministic] [--no-nvtx] [--data=SPEC [--workers=N]]\n"
-      "           [--threads=N] [--warmup=N]\n"
+      "           [--threads=N] [--warmup=N] [--cuda-graph]\n"
       "           [under mpirun: --bucket-mb=X --no-overlap --comm-timeout=S --steps=N] [--data-parallel]\n"
       "           [Google Benchmark flags: --benchmark_filter=REGEX --benchmark_out=FILE ...]\n"
       "--data=folder:PATH (or fashion-mnist, ...): also time each train_step on that real data, named\n"
@@ -266,6 +272,8 @@ void print_help() {
       "--threads=N: OpenMP threads of every CPU kernel (default: OMP_NUM_THREADS, else one per core), in the\n"
       "context as cpu_threads.\n"
       "--warmup=N: untimed steps of each mode before the timed ones (default 10; in the context as protocol).\n"
+      "--cuda-graph: on a GPU, each step after the first warm-up step is captured once into a CUDA graph and\n"
+      "replayed as one launch (not under mpirun); names end in /cuda_graph.\n"
       "--deterministic: only cuDNN algorithms that give the same bits on every run (%s); the CPU path\n"
       "always does, so there it changes nothing but the names, which end in /deterministic.\n"
       "Networks: %s; --net=MLP:<features>,<hidden>,...,<classes> for any MLP.\n"
@@ -303,6 +311,7 @@ int run(int argc, char** argv) {
   Settings settings{.batch = flags.batch, .net = flags.net, .data = flags.data, .workers = flags.workers,
                     .compile = flags.compile};
   settings.warmup = flags.warmup;
+  settings.cuda_graph = flags.cuda_graph;
   const JobPlacement placement = job_placement();
   const bool speaks = placement.rank == 0;  // in a job of several ranks, rank 0 reports
   const DeviceChoice choice = choose_device(flags.device, "--device");
@@ -323,6 +332,14 @@ int run(int argc, char** argv) {
   Context ctx = Context::on(settings.device);
   ctx.set_precision(settings.compile.precision);
   const std::unique_ptr<Communicator> communicator = make_communicator(ctx, {.timeout_seconds = flags.comm_timeout});
+  if ((communicator->size() > 1 || flags.data_parallel) && flags.cuda_graph) {
+    throw ConfigError("--cuda-graph replays the steps of one process; a data-parallel step waits on the host "
+                      "between its all-reduce buckets and is not replayed (run without mpirun or --data-parallel)");
+  }
+  if (flags.cuda_graph && !settings.device.is_cuda()) {
+    throw ConfigError(cat("--cuda-graph needs a CUDA device: a step is replayed as a CUDA graph; the device is ",
+                          settings.device.str()));
+  }
   if (communicator->size() > 1 || flags.data_parallel) {
     settings.communicator = communicator.get();
     settings.sync = {.bucket_bytes = static_cast<size_t>(flags.bucket_mb * (1 << 20)), .overlap = flags.overlap};
@@ -343,8 +360,11 @@ int run(int argc, char** argv) {
   const bool nhwc = plans_channels_last(settings.compile.layout, settings.device, settings.compile.precision);
   benchmark::AddCustomContext("layout", cat(nhwc ? "NHWC where the layers can" : "NCHW", " (--layout ",
                                             name_of(settings.compile.layout), ")"));
-  benchmark::AddCustomContext("fusion", settings.compile.fusion ? "a ReLU after a convolution runs in it"
+  benchmark::AddCustomContext("fusion", settings.compile.fusion ? "a ReLU runs in the layer before it where it can"
                                                                : "off (--no-fusion)");
+  benchmark::AddCustomContext("cuda_graph", settings.cuda_graph
+                                                ? "on: after one eager warm-up step, each step is one CUDA graph launch"
+                                                : "off (each kernel launched by the host)");
   add_machine_context(sample_machine(ctx));
   benchmark::AddCustomContext("protocol", cat(settings.warmup, " warm-up steps per mode, then each step timed (CUDA "
                                               "events on the GPU, steady clock on the CPU) for at least 2 s unless "

@@ -33,7 +33,7 @@ Usage:
       [--python PYTHON] [--device cpu] [--rounds 3]
       [--modes forward,forward_backward,train_step,inference] [--batch N[,N...]]
       [--threads 2] [--min-time S] [--warmup N] [--layouts nchw,channels_last] [--glassbox-layout L]
-      [--interleave mode|network]
+      [--interleave mode|network] [--glassbox-cuda-graph]
       [--precision fp32|tf32|bf16|fp16] [--idle-check S] [--busy-cpus X] [--json PATH] NET ...
 
 --batch takes one batch or several, each a number of samples or a multiple
@@ -71,6 +71,7 @@ sys.path.insert(0, os.path.join(HERE, "peers"))
 from peer_language_models import find_language_model  # noqa: E402  (after the path is set)
 TIME_SUFFIX = re.compile(r"/(manual_time|real_time|process_time)$")
 LAYOUT_SUFFIX = "/channels_last"
+CUDA_GRAPH_SUFFIX = "/cuda_graph"  # bench_nets --cuda-graph
 # Note [Idle before and after]: an idle 2-core VM reads 0 to 0.01 CPUs of
 # other work; the same VM during a two-job build, 2.0.
 DEFAULT_BUSY_CPUS = 0.3
@@ -209,8 +210,13 @@ def glassbox(args, net, modes, batch, tmp, env, builds):
         command.append(f"--layout={args.glassbox_layout}")
     if args.device.startswith("cuda"):
         command.append("--cudnn-search")
+    if args.glassbox_cuda_graph:
+        command.append("--cuda-graph")
     run(command, env)
-    return rates(out, "glassbox", builds)
+    found = rates(out, "glassbox", builds)
+    # Paired with PyTorch's eager steps of the same name: the run's command
+    # line (in --json) says the steps were replayed.
+    return {name.replace(CUDA_GRAPH_SUFFIX, ""): rate for name, rate in found.items()}
 
 
 def pytorch(args, net, modes, batch, tmp, env, builds):
@@ -307,6 +313,8 @@ def main():
     parser.add_argument("--layouts", default="nchw,channels_last", help="PyTorch's memory formats (its better one counts)")
     parser.add_argument("--glassbox-layout", choices=["auto", "nchw", "nhwc"], default="auto",
                         help="bench_nets --layout: where Glassbox stores values NHWC (default: its own choice)")
+    parser.add_argument("--glassbox-cuda-graph", action="store_true",
+                        help="bench_nets --cuda-graph: Glassbox's steps replayed as CUDA graphs (GPU only)")
     parser.add_argument("--interleave", choices=["mode", "network"], default="mode",
                         help="take turns every mode (default) or every network and batch (all modes at once)")
     parser.add_argument("--precision", choices=["fp32", "tf32", "bf16", "fp16"], default="fp32")
@@ -347,8 +355,9 @@ def main():
                                                "machine": where, "builds": builds, "rounds": rounds})
 
     rows = rows_from_rounds(rounds, args.nets, args.busy_cpus)
+    replayed = ", Glassbox's steps replayed as CUDA graphs" if args.glassbox_cuda_graph else ""
     print_rows(rows, [f"{args.device}, {args.precision}, {args.threads} threads, {args.rounds} interleaved rounds, "
-                      "medians; images/s (a language model's: tokens/s)",
+                      f"medians; images/s (a language model's: tokens/s){replayed}",
                       f"Glassbox {builds.get('glassbox', '-')}, PyTorch {builds.get('pytorch', '-')}, on {where}"])
     if args.json:
         write_json(args.json, {"date": started, "command": sys.argv, "machine": where, "builds": builds,

@@ -21,7 +21,9 @@ const std::vector<FlagSpec>& compile_flags() {
       {"--layout", "L",
        "where values are stored NHWC: auto (default: on the CPU, and on a GPU in tf32, bf16 and fp16), nhwc "
        "(wherever the layers can), nchw (none)"},
-      {"--no-fusion", "", "run every ReLU itself (by default a convolution applies the ReLU after it as it writes)"},
+      {"--no-fusion", "",
+       "run every ReLU itself (by default the convolution, Linear, batch norm or add before a ReLU applies it as "
+       "it writes)"},
       {"--no-nvtx", "", "push no NVTX ranges (GPU builds push one per layer and pass for Nsight Systems)"},
   };
   return flags;

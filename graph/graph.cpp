@@ -148,6 +148,7 @@ void Graph::compile(Context& ctx, const CompileOptions& options) {
   input_gradient_nodes_ = input_gradient_nodes(nodes_, options.input_gradients, options.phase);  // checked first
   options_ = options;
   options_.layers.phase = options.phase;
+  replay_generation_ = next_serial();
   device_ = ctx.device();
   ctx.set_precision(options.precision);
   set_stored_types(options.precision);
@@ -340,6 +341,7 @@ void Graph::set_loss_scale(float scale) {
   if (!(scale > 0.0f && scale <= FLT_MAX)) {
     throw ConfigError(cat("set_loss_scale: the loss scale must be positive and finite, got ", scale));
   }
+  if (scale != loss_scale_.value || loss_scale_.device != nullptr) replay_generation_ = next_serial();
   loss_scale_ = LossScale{.value = scale, .device = nullptr};
 }
 
@@ -348,6 +350,7 @@ void Graph::set_loss_scale_on_device(const float* scale) {
   if (scale != nullptr && !device_.is_cuda()) {
     throw Error(cat("set_loss_scale_on_device: the graph is on ", device_.str(), "; use set_loss_scale"));
   }
+  if (scale != loss_scale_.device) replay_generation_ = next_serial();
   loss_scale_.device = scale;
 }
 

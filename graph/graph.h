@@ -23,6 +23,7 @@
 
 #include "layers/layer.h"
 #include "tensor/context.h"
+#include "tensor/serial.h"
 #include "graph/step_spans.h"
 
 namespace glassbox {
@@ -214,6 +215,13 @@ class Graph {
   void set_loss_scale_on_device(const float* scale);
   float loss_scale() const { return loss_scale_.value; }
 
+  // A number that changes (tensor/serial.h) whenever a step of this graph
+  // would queue other work: at each compile (new buffers), and when the
+  // dropout probability or the loss scale (its host value, or the device
+  // address it is read from) changes. A step captured as a CUDA graph
+  // replays only while it stays (Note [Replaying a step], optim/step_replay.h).
+  uint64_t replay_generation() const { return replay_generation_; }
+
   // Every learnable parameter by name, "<layer>.<parameter>" ("conv1.weight",
   // "layer1.0.bn1.scale"), as views into parameters(). The order is stable and
   // documented: layers in graph order, each layer's parameters in its
@@ -280,6 +288,7 @@ class Graph {
   std::vector<int> input_gradient_nodes_;  // graph inputs that get a gradient (CompileOptions::input_gradients)
   int loss_ = -1;
   bool compiled_ = false;
+  uint64_t replay_generation_ = next_serial();
   Device device_;
   CompileOptions options_;
   Tensor parameters_;

@@ -67,7 +67,9 @@ int Graph::set_dropout(float p) {
   for (int i : layers_) {
     // The first layer checks p before anything changes, so a bad p changes no layer.
     if (auto* drop = dynamic_cast<Dropout*>(nodes_[static_cast<size_t>(i)].layer.get())) {
+      const float before = drop->options().p;
       drop->set_probability(p);
+      if (p != before) replay_generation_ = next_serial();
       ++count;
     }
   }
@@ -81,7 +83,9 @@ void Graph::set_dropout(std::string_view layer, float p) {
     auto* drop = dynamic_cast<Dropout*>(node.layer.get());
     if (drop == nullptr) continue;
     if (node.name == layer) {
+      const float before = drop->options().p;
       drop->set_probability(p);
+      if (p != before) replay_generation_ = next_serial();
       return;
     }
     names += cat(names.empty() ? "" : ", ", node.name);

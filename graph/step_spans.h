@@ -51,6 +51,10 @@ class StepSpans final : public PassObserver {
 
   // Whether spans do anything at all: timing, NVTX or a listener, unless paused.
   bool active() const { return !paused_ && (options_.timing || nvtx_ || listener_ != nullptr); }
+  // Whether each step's spans are recorded for reading back: timing marks
+  // (CUDA events) or a listener (a kernel trace), unless paused. NVTX ranges
+  // are the host's alone and record nothing.
+  bool records() const { return !paused_ && (options_.timing || listener_ != nullptr); }
   // Paused, steps record nothing (read() still gives the last recorded step):
   // for measuring what recording costs, a step with spans against one without.
   void set_paused(bool paused) { paused_ = paused; }

@@ -24,6 +24,7 @@
 
 #include "graph/graph.h"
 #include "optim/loss_scale.h"
+#include "tensor/serial.h"
 
 namespace glassbox {
 
@@ -73,6 +74,9 @@ class LossScaler {
   // Whether the last step's update was skipped (false before the first
   // step). On a CUDA device it reads the device flag and waits for the device.
   bool last_step_skipped() const;
+  // Distinct for every LossScaler made in this process (tensor/serial.h),
+  // as Sgd::serial.
+  uint64_t serial() const { return serial_; }
 
  private:
   // On a CUDA device: the state and what a step's kernels pass each other,
@@ -104,6 +108,7 @@ class LossScaler {
   bool last_skipped_ = false;  // the CPU's; on a CUDA device, DeviceBlock::applies
   Tensor device_;              // CUDA: one DeviceBlock; undefined on the CPU
   CudaResources* cuda_ = nullptr;  // CUDA: the context's stream; device_'s allocator keeps it alive
+  uint64_t serial_ = next_serial();
 };
 
 }  // namespace glassbox

@@ -28,6 +28,7 @@
 #include <cstdint>
 
 #include "tensor/context.h"
+#include "tensor/serial.h"
 #include "tensor/tensor.h"
 
 namespace glassbox {
@@ -38,6 +39,7 @@ struct SgdOptions {
   float weight_decay = 5e-4f;
   bool nesterov = false;
   float max_grad_norm = 0.0f;  // clip the gradients' global L2 norm to this; 0: no clipping
+  bool operator==(const SgdOptions&) const = default;
 };
 
 // SGD settings of every benchmark train step and of the CLI commands that time
@@ -98,6 +100,10 @@ class Sgd {
   const Tensor& velocity() const { return velocity_; }
   // The 16-bit working copy of the parameters; undefined where there is none.
   const Tensor& working() const { return working_; }
+  // Distinct for every Sgd made in this process (tensor/serial.h): a step
+  // captured with one optimizer replays its buffers, not another's
+  // (optim/step_replay.h).
+  uint64_t serial() const { return serial_; }
 
  private:
   static void check_lr(float lr);
@@ -111,6 +117,7 @@ class Sgd {
   Tensor grad_norm_;  // (1): the last step's gradient norm, where clipping is on
   Tensor working_;    // float16 or bfloat16, written by each step; undefined: none
   SgdOptions options_;
+  uint64_t serial_ = next_serial();
 };
 
 }  // namespace glassbox

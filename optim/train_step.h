@@ -17,6 +17,7 @@
 #include "optim/gradient_sync.h"
 #include "optim/loss_scaler.h"
 #include "optim/sgd.h"
+#include "optim/step_replay.h"
 
 namespace glassbox {
 
@@ -27,5 +28,13 @@ namespace glassbox {
 // another precision's graph.
 void train_step(Context& ctx, Graph& graph, Sgd& optimizer, GradientSync* sync = nullptr,
                 LossScaler* scaler = nullptr);
+
+// The same step (one process, no GradientSync) through `replay` (Note
+// [Replaying a step], optim/step_replay.h): eager for the warm-up, then
+// captured once and replayed as one CUDA graph launch while the graph, the
+// optimizer and its settings and the scaler stay as they were. Returns
+// without waiting for the device. ConfigError where the graph's steps cannot
+// be replayed (check_replayable) and as above.
+void train_step(Context& ctx, Graph& graph, Sgd& optimizer, StepReplay& replay, LossScaler* scaler = nullptr);
 
 }  // namespace glassbox

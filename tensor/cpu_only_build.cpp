@@ -45,6 +45,12 @@ void pop_span(KernelCollector&) { not_built("KernelTrace"); }
 void clear_kernels(KernelCollector&) { not_built("KernelTrace"); }
 void collect_kernels(KernelCollector&, std::vector<KernelRecord>&) { not_built("KernelTrace"); }
 uint64_t dropped_kernel_records(const KernelCollector&) { not_built("KernelTrace"); }
+struct CapturedGraph {};
+std::shared_ptr<CapturedGraph> capture_graph(const CudaResources&, const std::function<void()>&) {
+  not_built("CUDA graphs");
+}
+void launch_graph(const CudaResources&, const CapturedGraph&) { not_built("CUDA graphs"); }
+size_t graph_nodes(const CapturedGraph&) { not_built("CUDA graphs"); }
 void describe(const Context&, RuntimeInfo&) {}  // a CPU-only build links no CUDA library
 // Only a CUDA context asks for the GPU's state, and this build cannot make one.
 std::optional<GpuSample> sample_gpu(const Context&, std::string&) { not_built("NVML"); }

@@ -6,7 +6,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "tensor/allocator.h"
@@ -65,5 +67,12 @@ void pop_span(KernelCollector& collector);
 void clear_kernels(KernelCollector& collector);
 void collect_kernels(KernelCollector& collector, std::vector<KernelRecord>& records);
 uint64_t dropped_kernel_records(const KernelCollector& collector);
+
+// Work queued on the resources' stream, captured into a CUDA graph and
+// instantiated (tensor/cuda_graph.h, Note [Capturing a stream]).
+struct CapturedGraph;
+std::shared_ptr<CapturedGraph> capture_graph(const CudaResources& resources, const std::function<void()>& queue);
+void launch_graph(const CudaResources& resources, const CapturedGraph& graph);
+size_t graph_nodes(const CapturedGraph& graph);
 
 }  // namespace glassbox::cuda_entry

@@ -89,6 +89,12 @@ TEST(BenchNets, EveryBadFlagIsAUsageErrorNamingIt) {
       {"--no-nvtx=1", "bench_nets: --no-nvtx takes no value"},
       {"--no-winograd=1", "bench_nets: --no-winograd takes no value"},
       {"--data-parallel=1", "bench_nets: --data-parallel takes no value"},
+      {"--cuda-graph=1", "bench_nets: --cuda-graph takes no value"},
+      {"--device=cpu --cuda-graph",
+       "bench_nets: --cuda-graph needs a CUDA device: a step is replayed as a CUDA graph; the device is cpu"},
+      {"--device=cpu --cuda-graph --data-parallel",
+       "bench_nets: --cuda-graph replays the steps of one process; a data-parallel step waits on the host between "
+       "its all-reduce buckets and is not replayed (run without mpirun or --data-parallel)"},
       {"--bucket-mb=0", "bench_nets: --bucket-mb must be a number from 0.001 to 1048576, got '0'"},
       {"--steps=0", "bench_nets: --steps must be an integer from 1 to 1000000, got '0'"},
       {"--threads=0", "bench_nets: --threads must be an integer from 1 to 1024, got '0'"},

@@ -79,6 +79,9 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
     } else if (name == "--data-parallel") {
       if (equals != std::string::npos) throw ConfigError("--data-parallel takes no value");
       flags.data_parallel = true;
+    } else if (name == "--cuda-graph") {
+      if (equals != std::string::npos) throw ConfigError("--cuda-graph takes no value");
+      flags.cuda_graph = true;
     } else if (name == "--no-overlap") {
       if (equals != std::string::npos) throw ConfigError("--no-overlap takes no value");
       flags.overlap = false;

@@ -49,6 +49,9 @@ struct BenchFlags {
   int steps = 0;  // 0: 20 in a job of several ranks; Google Benchmark decides in a job of one
   // --data-parallel: the data-parallel train_step even in a job of one (on a
   // GPU, NCCL with one rank: what the path costs against no communicator).
+  // --cuda-graph: each step after the first is one CUDA graph launch (Note
+  // [Replaying a step], optim/step_replay.h); benchmark names end in /cuda_graph.
+  bool cuda_graph = false;
   bool data_parallel = false;
   bool help = false;
 

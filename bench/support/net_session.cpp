@@ -25,11 +25,15 @@ int flop_multiplier(StepMode mode) { return mode == StepMode::kForward || mode =
 
 Phase plan_for(StepMode mode) { return mode == StepMode::kInference ? Phase::kInference : Phase::kTraining; }
 
-NetSession::NetSession(const NetSpec& net, const SessionKey& key, const CompileOptions& options)
+NetSession::NetSession(const NetSpec& net, const SessionKey& key, const CompileOptions& options, bool cuda_graph)
     : key_(key), ctx_(Context::on(key.device)), graph_(build_net(net, key.batch)) {
   CompileOptions plan = options;
   plan.phase = key.phase;
   graph_.compile(ctx_, plan);
+  if (cuda_graph) {
+    replay_.emplace(ctx_);
+    check_replayable(graph_);
+  }
   if (plan.precision == Precision::kFp16 && plan.phase == Phase::kTraining) scaler_.emplace(ctx_, LossScaleOptions{});
   fill_synthetic_batch(ctx_, graph_, net.classes);
 }
@@ -47,17 +51,38 @@ void NetSession::begin(StepMode mode) {
 }
 
 void NetSession::set_data_parallel(Communicator* communicator, const GradientSyncOptions& options) {
+  if (communicator && replay_) throw ConfigError("a data-parallel step is not replayed as a CUDA graph");
   sync_ = communicator ? std::make_unique<GradientSync>(ctx_, graph_, *communicator, options) : nullptr;
 }
 
 void NetSession::step(StepMode mode) {
+  if (!replay_) {
+    step_eagerly(mode);
+    return;
+  }
+  if (mode == StepMode::kTrainStep) {
+    train_step(ctx_, graph_, optimizer(), *replay_, scaler_ ? &*scaler_ : nullptr);
+    return;
+  }
+  // The other modes: the key of the graph and the scaler, and which mode (a
+  // train step is 0).
+  const ReplayKey key{.graph = graph_.replay_generation(), .step = 1 + static_cast<int>(mode),
+                      .scaler = scaler_ ? scaler_->serial() : 0};
+  replay_->run(ctx_, key, [&] { step_eagerly(mode); });
+}
+
+Sgd& NetSession::optimizer() {
+  if (!sgd_) throw Error("train_step before begin(train_step): no optimizer");
+  return *sgd_;
+}
+
+void NetSession::step_eagerly(StepMode mode) {
   if (mode == StepMode::kInference) {
     graph_.forward(ctx_, Phase::kInference);
     return;
   }
   if (mode == StepMode::kTrainStep) {
-    if (!sgd_) throw Error("train_step before begin(train_step): no optimizer");
-    train_step(ctx_, graph_, *sgd_, sync_.get(), scaler_ ? &*scaler_ : nullptr);
+    train_step(ctx_, graph_, optimizer(), sync_.get(), scaler_ ? &*scaler_ : nullptr);
     return;
   }
   // forward_backward's backward is a training step's: the parameter gradients
@@ -95,10 +120,11 @@ std::unique_ptr<NetSession> cached;
 
 void release_cached_session() { cached.reset(); }
 
-NetSession& cached_session(const NetSpec& net, const SessionKey& key, const CompileOptions& options) {
+NetSession& cached_session(const NetSpec& net, const SessionKey& key, const CompileOptions& options,
+                           bool cuda_graph) {
   if (!cached || !(cached->key() == key)) {
     cached.reset();  // free the old network before building the next
-    cached = std::make_unique<NetSession>(net, key, options);
+    cached = std::make_unique<NetSession>(net, key, options, cuda_graph);
   }
   return *cached;
 }

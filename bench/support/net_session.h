@@ -20,6 +20,7 @@
 #include "optim/gradient_sync.h"
 #include "optim/loss_scaler.h"
 #include "optim/sgd.h"
+#include "optim/step_replay.h"
 
 namespace glassbox::bench {
 
@@ -49,8 +50,10 @@ struct SessionKey {
 class NetSession {
  public:
   // Builds and compiles the network, fills the inputs with seeded U(-1, 1)
-  // images (never zeros) and fixed labels (n % classes).
-  NetSession(const NetSpec& net, const SessionKey& key, const CompileOptions& options);
+  // images (never zeros) and fixed labels (n % classes). With `cuda_graph`,
+  // every mode's steps are replayed as CUDA graphs after the first (Note
+  // [Replaying a step], optim/step_replay.h): ConfigError on the CPU.
+  NetSession(const NetSpec& net, const SessionKey& key, const CompileOptions& options, bool cuda_graph = false);
 
   // Sets the session up for `mode`: the optimizer's state exists only while
   // a mode that updates parameters runs (train_step), so that every mode's
@@ -59,9 +62,12 @@ class NetSession {
   // Data-parallel train steps (bench_nets under mpirun): from now on,
   // train_step averages the gradients over `communicator`'s ranks; null
   // goes back to steps of this rank alone.
+  // ConfigError with a communicator in a session that replays its steps.
   void set_data_parallel(Communicator* communicator, const GradientSyncOptions& options);
   GradientSync* sync() { return sync_.get(); }
   void step(StepMode mode);
+  // The replay's counts (cuda_graph sessions), else null.
+  const ReplayCounts* replay_counts() const { return replay_ ? &replay_->counts() : nullptr; }
   // The loss of the step just run, checked: throws NumericalError
   // (graph/finite_check.h) naming the step of this mode, counted from the
   // first warm-up step, if it is not finite. Reading it waits for the device:
@@ -81,6 +87,9 @@ class NetSession {
   void mark_warmed_up(StepMode mode) { warmed_up_.insert(mode); }
 
  private:
+  void step_eagerly(StepMode mode);
+  Sgd& optimizer();  // train_step's; Error before begin(train_step)
+
   SessionKey key_;
   Context ctx_;
   Graph graph_;
@@ -89,6 +98,7 @@ class NetSession {
   // at its initial scale, as the PyTorch peer's GradScaler does.
   std::optional<LossScaler> scaler_;
   std::unique_ptr<GradientSync> sync_;
+  std::optional<StepReplay> replay_;  // cuda_graph sessions
   std::set<StepMode> warmed_up_;
   std::map<StepMode, int64_t> steps_;  // steps checked so far, per mode
   // Declared after ctx_ and graph_, so destroyed first: its workers copy into them.
@@ -100,7 +110,9 @@ class NetSession {
 
 
 // The cached session for `key`; a different key releases the previous session first.
-NetSession& cached_session(const NetSpec& net, const SessionKey& key, const CompileOptions& options);
+// `cuda_graph` is the run's, the same for every session.
+NetSession& cached_session(const NetSpec& net, const SessionKey& key, const CompileOptions& options,
+                           bool cuda_graph = false);
 // Frees the cached session. Call before main returns, so device memory, cuDNN
 // and cuBLAS handles go while the CUDA runtime is still up (not during static
 // destruction, whose order relative to the runtime's teardown is unspecified).

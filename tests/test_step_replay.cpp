@@ -1,0 +1,214 @@
+// tests/test_step_replay.cpp: Note [Replaying a step] (optim/step_replay.h).
+// On the CPU: when a step runs eagerly, is captured or replayed, what changes
+// the key, and the errors. On a GPU: a replayed step computes what an eager
+// one does, to the bit, through dropout, fp16 loss scaling and a new
+// learning rate; a step that cannot be captured is named and leaves the
+// stream usable.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data/synthetic.h"
+#include "graph/builder.h"
+#include "optim/train_step.h"
+#include "tensor/copy.h"
+#include "tensor/cuda_graph.h"
+#include "tests/support/devices.h"
+
+namespace glassbox {
+namespace {
+
+// conv -> batch norm -> ReLU -> pool -> dropout -> Linear -> ReLU -> Linear:
+// every kind of state a step carries on the device (batch-norm statistics,
+// dropout's generator, momentum).
+Graph small_net(int batch) {
+  GraphBuilder g;
+  const Value images = g.input("images", {batch, 3, 8, 8});
+  const Value labels = g.input("labels", {batch}, DType::kInt32);
+  Value x = g.relu(g.batch_norm(g.conv(images, {.out_channels = 8, .kernel = 3, .pad = 1}, "conv"), {}, "bn"), "relu");
+  x = g.dropout(g.max_pool(x, {.kernel = 2, .stride = 2}, "pool"), {.p = 0.3f}, "drop");
+  x = g.relu(g.linear(g.flatten(x, "flatten"), {.out_features = 16}, "fc1"), "relu_fc");
+  return std::move(g).build(g.softmax_cross_entropy(g.linear(x, {.out_features = 5}, "fc2"), labels));
+}
+
+ReplayKey key_of(uint64_t graph) { return ReplayKey{.graph = graph}; }
+
+TEST(ReplayPolicy, WarmsUpThenCapturesOnceThenReplays) {
+  ReplayPolicy policy(2);
+  EXPECT_EQ(policy.next(key_of(1)), ReplayAction::kEager);
+  EXPECT_EQ(policy.next(key_of(1)), ReplayAction::kEager);
+  EXPECT_EQ(policy.next(key_of(1)), ReplayAction::kCapture);
+  EXPECT_EQ(policy.next(key_of(1)), ReplayAction::kCapture) << "no capture succeeded yet";
+  policy.captured();
+  EXPECT_EQ(policy.next(key_of(1)), ReplayAction::kReplay);
+  EXPECT_EQ(policy.next(key_of(1)), ReplayAction::kReplay);
+}
+
+TEST(ReplayPolicy, AnotherKeyWarmsUpAndCapturesAgain) {
+  ReplayPolicy policy(1);
+  EXPECT_EQ(policy.next(key_of(1)), ReplayAction::kEager);
+  EXPECT_EQ(policy.next(key_of(1)), ReplayAction::kCapture);
+  policy.captured();
+  ReplayKey lr = key_of(1);
+  lr.options.lr = 0.5f;
+  EXPECT_EQ(policy.next(lr), ReplayAction::kEager) << "a new learning rate is not in the captured step";
+  EXPECT_EQ(policy.next(lr), ReplayAction::kCapture);
+  policy.captured();
+  EXPECT_EQ(policy.next(lr), ReplayAction::kReplay);
+  EXPECT_EQ(policy.next(key_of(1)), ReplayAction::kEager) << "back to the first key: captured again";
+}
+
+TEST(ReplayPolicy, NeedsAWarmUpStep) {
+  try {
+    ReplayPolicy policy(0);
+    ADD_FAILURE() << "a policy without warm-up";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "a replayed step needs at least 1 eager warm-up step before its capture, got 0");
+  }
+}
+
+// What a captured step holds: a new compile, dropout probability, host loss
+// scale, optimizer or learning rate each make another key.
+TEST(ReplayKey, ChangesWithWhatACapturedStepHolds) {
+  Context ctx = Context::cpu();
+  Graph graph = small_net(2);
+  graph.compile(ctx);
+  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 0.1f});
+  const ReplayKey first = train_step_key(graph, sgd, nullptr);
+  EXPECT_EQ(train_step_key(graph, sgd, nullptr), first) << "nothing changed";
+
+  graph.set_dropout(0.3f);
+  EXPECT_EQ(train_step_key(graph, sgd, nullptr), first) << "the same probability";
+  graph.set_dropout(0.4f);
+  const ReplayKey dropout = train_step_key(graph, sgd, nullptr);
+  EXPECT_NE(dropout.graph, first.graph);
+  graph.set_loss_scale(8.0f);
+  const ReplayKey scaled = train_step_key(graph, sgd, nullptr);
+  EXPECT_NE(scaled.graph, dropout.graph);
+  graph.compile(ctx);
+  EXPECT_NE(train_step_key(graph, sgd, nullptr).graph, scaled.graph) << "compile makes new buffers";
+
+  sgd.set_lr(0.2f);
+  EXPECT_EQ(train_step_key(graph, sgd, nullptr).options.lr, 0.2f);
+  Sgd other(ctx, graph.parameters(), graph.gradients(), {.lr = 0.2f});
+  EXPECT_NE(train_step_key(graph, other, nullptr).optimizer, train_step_key(graph, sgd, nullptr).optimizer);
+}
+
+TEST(StepReplay, NeedsACudaDevice) {
+  Context ctx = Context::cpu();
+  try {
+    StepReplay replay(ctx);
+    ADD_FAILURE() << "a replay on the CPU";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "--cuda-graph needs a CUDA device: a step is replayed as a CUDA graph; this context is cpu");
+  }
+  EXPECT_THROW(CudaGraph::capture(ctx, [] {}), ConfigError);
+}
+
+TEST(StepReplay, RefusesAGraphThatTimesItsLayers) {
+  Context ctx = Context::cpu();
+  Graph graph = small_net(2);
+  graph.compile(ctx, {.layer_timing = true});
+  try {
+    check_replayable(graph);
+    ADD_FAILURE() << "a timed graph passed";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("times its layers"), std::string::npos) << e.what();
+  }
+  Graph plain = small_net(2);
+  plain.compile(ctx);
+  EXPECT_NO_THROW(check_replayable(plain));
+}
+
+// What `steps` training steps leave, eager or through a replay: the
+// parameters and the last loss (and the replay's counts).
+struct Trained {
+  std::vector<float> parameters;
+  float loss = 0.0f;
+  ReplayCounts counts;
+};
+
+Trained train(Context& ctx, Precision precision, int steps, bool replayed, float second_lr = 0.0f) {
+  Graph graph = small_net(4);
+  graph.compile(ctx, {.precision = precision});
+  fill_synthetic_batch(ctx, graph, 5);
+  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 1e-4f},
+          graph.working_parameters());
+  std::optional<LossScaler> scaler;
+  if (precision == Precision::kFp16) scaler.emplace(ctx, LossScaleOptions{});
+  std::optional<StepReplay> replay;
+  if (replayed) replay.emplace(ctx);
+  for (int step = 0; step < steps; ++step) {
+    if (second_lr > 0.0f && step == steps / 2) sgd.set_lr(second_lr);
+    if (replay) {
+      train_step(ctx, graph, sgd, *replay, scaler ? &*scaler : nullptr);
+    } else {
+      train_step(ctx, graph, sgd, nullptr, scaler ? &*scaler : nullptr);
+    }
+  }
+  Trained t{.parameters = to_vector<float>(ctx, graph.parameters()), .loss = graph.loss(ctx), .counts = {}};
+  if (replay) t.counts = replay->counts();
+  return t;
+}
+
+void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  size_t differ = 0, first = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0 && differ++ == 0) first = i;
+  }
+  EXPECT_EQ(differ, 0u) << what << ": first at " << first << ": " << a[first] << " against " << b[first];
+}
+
+// Six steps: one eager warm-up, one captured, four replayed. The same
+// kernels on the same buffers: the same bits as six eager steps, in fp32,
+// bf16 and fp16 (whose loss scaling decides on the device).
+TEST(StepReplay, ReplayedStepsComputeWhatEagerStepsDo) {
+  GLASSBOX_REQUIRE_CUDA();
+  Context ctx = Context::cuda();
+  for (Precision precision : {Precision::kFp32, Precision::kBf16, Precision::kFp16}) {
+    const std::string what(flag_name_of(precision));
+    const Trained eager = train(ctx, precision, 6, false);
+    const Trained replayed = train(ctx, precision, 6, true);
+    expect_same_bits(replayed.parameters, eager.parameters, what + " parameters");
+    EXPECT_EQ(replayed.loss, eager.loss) << what;
+    EXPECT_EQ(replayed.counts.eager, 1) << what;
+    EXPECT_EQ(replayed.counts.captures, 1) << what;
+    EXPECT_EQ(replayed.counts.replays, 4) << what;
+    EXPECT_GT(replayed.counts.nodes, 20u) << what << ": a step is more than a few kernels";
+  }
+}
+
+// A new learning rate mid-run: the step is captured again with it.
+TEST(StepReplay, ANewLearningRateIsCapturedAgain) {
+  GLASSBOX_REQUIRE_CUDA();
+  Context ctx = Context::cuda();
+  const Trained eager = train(ctx, Precision::kFp32, 8, false, 0.01f);
+  const Trained replayed = train(ctx, Precision::kFp32, 8, true, 0.01f);
+  expect_same_bits(replayed.parameters, eager.parameters, "parameters");
+  EXPECT_EQ(replayed.counts.captures, 2);
+  EXPECT_EQ(replayed.counts.eager, 2);
+}
+
+// A call that waits for the device cannot be captured: the error says where,
+// and the stream works afterwards.
+TEST(StepReplay, AStepThatWaitsForTheDeviceIsRefusedByName) {
+  GLASSBOX_REQUIRE_CUDA();
+  Context ctx = Context::cuda();
+  try {
+    CudaGraph::capture(ctx, [&] { ctx.synchronize(); });
+    ADD_FAILURE() << "a synchronising step was captured";
+  } catch (const Error& e) {
+    EXPECT_TRUE(std::string(e.what()).starts_with("while capturing a CUDA graph: ")) << e.what();
+  }
+  const std::vector<float> values = {1.0f, 2.0f, 3.0f};
+  Tensor t = ctx.allocate(Shape{3}, DType::kFloat32, MemoryCategory::kActivations);
+  from_vector<float>(ctx, values, t);
+  EXPECT_EQ(to_vector<float>(ctx, t), values);
+}
+
+}  // namespace
+}  // namespace glassbox
