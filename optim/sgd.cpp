@@ -45,6 +45,11 @@ Sgd::Sgd(Context& ctx, Tensor params, Tensor grads, SgdOptions options, Tensor w
     grad_norm_ = ctx.allocate(Shape{1}, DType::kFloat32, MemoryCategory::kOptimizerState);
     from_vector<float>(ctx, std::vector<float>{std::numeric_limits<float>::quiet_NaN()}, grad_norm_);
   }
+  if (ctx.is_cuda()) {
+    cuda_ = ctx.cuda_state();
+    lr_ = ctx.allocate(Shape{1}, DType::kFloat32, MemoryCategory::kOptimizerState);
+    store_lr_cuda();
+  }
 }
 
 float Sgd::last_grad_norm(Context& ctx) const {
@@ -59,6 +64,7 @@ void Sgd::check_lr(float lr) {
 void Sgd::set_lr(float lr) {
   check_lr(lr);
   options_.lr = lr;
+  if (cuda_ != nullptr) store_lr_cuda();
 }
 
 void Sgd::step(Context& ctx, const int32_t* apply_flag) {
@@ -146,5 +152,6 @@ void Sgd::step_cpu() {
 #if !GLASSBOX_WITH_CUDA
 namespace glassbox {
 void Sgd::step_cuda(Context&, const int32_t*) { throw NotBuiltError("Sgd: Glassbox was built without CUDA"); }
+void Sgd::store_lr_cuda() { throw NotBuiltError("Sgd::set_lr: Glassbox was built without CUDA"); }
 }  // namespace glassbox
 #endif

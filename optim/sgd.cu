@@ -24,12 +24,15 @@ struct NoWorkingCopy {};
 // Working: __half or __nv_bfloat16, the type of the working copy the kernel
 // writes w into (rounded to nearest even, as tensor/convert.h's CPU rounding),
 // or NoWorkingCopy (working is null).
+// lr: the learning rate, in device memory (Sgd::set_lr writes it).
 template <typename Working>
 __global__ void sgd_momentum_kernel(float* __restrict__ w, const float* __restrict__ g, float* __restrict__ v,
-                                    int64_t n, float lr, float momentum, float decay, bool nesterov,
+                                    int64_t n, const float* __restrict__ lr_in, float momentum, float decay,
+                                    bool nesterov,
                                     const float* __restrict__ grad_norm, float max_grad_norm,
                                     Working* __restrict__ working, const int32_t* __restrict__ apply) {
   if (apply != nullptr && *apply == 0) return;
+  const float lr = *lr_in;
   const float scale = grad_norm ? clip_scale(*grad_norm, max_grad_norm) : 1.0f;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
@@ -45,7 +48,16 @@ __global__ void sgd_momentum_kernel(float* __restrict__ w, const float* __restri
   }
 }
 
+// *at = value: a kernel rather than a copy, so that the value travels in the
+// launch's arguments and the host may change it again at once.
+__global__ void store_kernel(float* at, float value) { *at = value; }
+
 }  // namespace
+
+void Sgd::store_lr_cuda() {
+  store_kernel<<<1, 1, 0, cuda_->stream.get()>>>(lr_.data<float>(), options_.lr);
+  CUDA_CHECK_LAUNCH();
+}
 
 void Sgd::step_cuda(Context& ctx, const int32_t* apply_flag) {
   constexpr int kThreads = 256;
@@ -68,8 +80,9 @@ void Sgd::step_cuda(Context& ctx, const int32_t* apply_flag) {
   auto launch = [&](auto* working) {
     using Working = std::remove_pointer_t<decltype(working)>;
     sgd_momentum_kernel<Working><<<blocks, kThreads, 0, stream_of(ctx)>>>(
-        params_.data<float>(), grads_.data<float>(), velocity_.data<float>(), n, options_.lr, options_.momentum,
-        options_.weight_decay, options_.nesterov, grad_norm, options_.max_grad_norm, working, apply_flag);
+        params_.data<float>(), grads_.data<float>(), velocity_.data<float>(), n, lr_.data<float>(),
+        options_.momentum, options_.weight_decay, options_.nesterov, grad_norm, options_.max_grad_norm, working,
+        apply_flag);
   };
   if (!working_.defined()) {
     launch(static_cast<NoWorkingCopy*>(nullptr));

@@ -91,7 +91,11 @@ class Sgd {
   // the CPU, whose caller knows on the host whether to step.
   void step(Context& ctx, const int32_t* apply_flag = nullptr);
   const SgdOptions& options() const { return options_; }
-  void set_lr(float lr);  // checked as in the constructor
+  // Checked as in the constructor. On a CUDA device the update kernel reads
+  // the rate from device memory, which this queues a write of on the
+  // optimizer's stream, so that a step captured as a CUDA graph (optim/step_replay.h)
+  // takes each new rate without being captured again.
+  void set_lr(float lr);
   // The gradients' L2 norm before clipping, in the last step (NaN before the
   // first step and when not clipping). Waits for the device.
   float last_grad_norm(Context& ctx) const;
@@ -110,12 +114,15 @@ class Sgd {
   void step_cpu();
   float grad_scale_cpu();  // min(1, max_grad_norm / (||g|| + 1e-6)), the norm kept in grad_norm_
   void step_cuda(Context& ctx, const int32_t* apply_flag);
+  void store_lr_cuda();  // options_.lr into lr_, queued on cuda_'s stream
 
   Tensor params_;
   Tensor grads_;
   Tensor velocity_;
   Tensor grad_norm_;  // (1): the last step's gradient norm, where clipping is on
   Tensor working_;    // float16 or bfloat16, written by each step; undefined: none
+  Tensor lr_;         // CUDA: (1), the learning rate the update kernel reads; undefined on the CPU
+  CudaResources* cuda_ = nullptr;  // CUDA: the stream set_lr writes lr_ on; lr_'s allocator keeps it alive
   SgdOptions options_;
   uint64_t serial_ = next_serial();
 };

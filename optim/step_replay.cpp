@@ -54,8 +54,10 @@ void StepReplay::run(Context& ctx, const ReplayKey& key, const std::function<voi
 }
 
 ReplayKey train_step_key(const Graph& graph, const Sgd& optimizer, const LossScaler* scaler) {
+  SgdOptions held = optimizer.options();
+  held.lr = 0.0f;  // read from device memory by the update kernel (Sgd::set_lr): not in the capture
   return ReplayKey{.graph = graph.replay_generation(), .step = 0, .optimizer = optimizer.serial(),
-                   .options = optimizer.options(), .scaler = scaler ? scaler->serial() : 0};
+                   .options = held, .scaler = scaler ? scaler->serial() : 0};
 }
 
 void check_replayable(Graph& graph) {

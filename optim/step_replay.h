@@ -9,15 +9,16 @@
 // the capture bakes in, the replay must still hold:
 //   - every buffer's address: the graph's (compile() makes new ones), the
 //     optimizer's and the loss scaler's (another object has others);
-//   - every host scalar: the optimizer's settings (a new learning rate), the
-//     graph's dropout probability and host-side loss scale;
+//   - every host scalar: the optimizer's settings, the graph's dropout
+//     probability and host-side loss scale;
 //   - what the step does (a training step, a forward).
 // ReplayKey holds these; a call with another key runs eagerly for the
 // warm-up (kernels load and libraries set up on first use, which a capture
-// must not see) and is then captured again. Per-step decisions that the
-// device makes stay on the device: fp16's loss scaling (optim/loss_scaler.h)
-// and dropout's generator advance in device memory, so a replay skips or
-// masks exactly as an eager step would.
+// must not see) and is then captured again. What changes from step to step
+// lives in device memory, so a replay does what an eager step would: the
+// learning rate (Sgd::set_lr writes it there, so a schedule never
+// recaptures), fp16's loss scale and its decision to skip a step
+// (optim/loss_scaler.h), dropout's generator, batch norm's statistics.
 //
 // Not replayed: data-parallel steps (GradientSync waits on the host between
 // buckets), and steps of a graph that times its layers or traces its kernels
@@ -41,7 +42,7 @@ struct ReplayKey {
   uint64_t graph = 0;      // Graph::replay_generation()
   int step = 0;            // what the step does: the caller's own numbering
   uint64_t optimizer = 0;  // Sgd::serial(), 0: none
-  SgdOptions options{};    // the optimizer's settings (ignored without one)
+  SgdOptions options{};    // the optimizer's settings but the learning rate, which it reads on the device
   uint64_t scaler = 0;     // LossScaler::serial(), 0: none
   bool operator==(const ReplayKey&) const = default;
 };

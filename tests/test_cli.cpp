@@ -231,6 +231,21 @@ TEST(Cli, TimeInferenceTimesTheForwardOfAnInferenceGraph) {
       << ranks.output;
 }
 
+// --cuda-graph (docs/cuda_graphs.md): one process on a GPU only, refused before anything runs.
+TEST(Cli, TimeReplaysStepsOnlyInOneProcessOnAGpu) {
+  const Outcome cpu = run(kCli + " time LeNet --device cpu --cuda-graph");
+  EXPECT_EQ(cpu.exit_code, 2) << cpu.output;
+  EXPECT_TRUE(contains(cpu.output, "--cuda-graph needs a CUDA device: a step is replayed as a CUDA graph; the device "
+                                   "is cpu"))
+      << cpu.output;
+  const Outcome ranks = run("OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_RANK=0 "
+                            "OMPI_COMM_WORLD_LOCAL_SIZE=2 " + kCli + " time LeNet --device cpu --cuda-graph");
+  EXPECT_EQ(ranks.exit_code, 2) << ranks.output;
+  EXPECT_TRUE(contains(ranks.output, "--cuda-graph replays the steps of one process; under mpirun (2 ranks)"))
+      << ranks.output;
+  EXPECT_FALSE(contains(cpu.output + ranks.output, "sum of layers"));
+}
+
 TEST(Cli, TimeJsonIntoAMissingFolderFailsBeforeTheRun) {
   const Outcome r = run(kCli + " time LeNet --device cpu --batch 2 --steps 1 --warmup 0 --json /nonexistent/t.json");
   EXPECT_NE(r.exit_code, 0) << r.output;

@@ -11,6 +11,7 @@
 
 #include "graph/builder.h"
 #include "nets/nets.h"
+#include "optim/communicator.h"
 #include "train/trainer.h"
 #include "tensor/copy.h"
 #include "tensor/safetensors.h"
@@ -250,6 +251,51 @@ TEST(Trainer, CheckNumericsNamesTheFirstNonFiniteOutput) {
   } catch (const NumericalError& e) {
     EXPECT_NE(std::string(e.what()).find("epoch 2, step 7: first non-finite output: conv1 (Conv2d)"), std::string::npos)
         << e.what();
+  }
+}
+
+// A communicator of two ranks that is never asked to communicate: the
+// Trainer refuses --cuda-graph for a data-parallel job before it sets the
+// job up.
+class TwoRanks final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  std::string_view backend() const override { return "two ranks (test)"; }
+  void begin_step(Context&) override { unused(); }
+  void start_average(Context&, const Tensor&) override { unused(); }
+  void progress() override { unused(); }
+  void wait_all(Context&) override { unused(); }
+  std::vector<ReductionTime> last_times() override { unused(); }
+  void broadcast(Context&, const Tensor&, int) override { unused(); }
+  std::vector<std::string> all_gather(std::string_view) override { unused(); }
+
+ private:
+  [[noreturn]] static void unused() { throw Error("TwoRanks: the trainer communicated"); }
+};
+
+// --cuda-graph (docs/cuda_graphs.md): one process on a GPU only.
+TEST(Trainer, ReplaysStepsOnlyInOneProcessOnAGpu) {
+  Context ctx = Context::cpu();
+  Graph graph = kTinyNet.build(16);
+  graph.compile(ctx);
+  TrainerOptions options = quick(1);
+  options.cuda_graph = true;
+  TwoRanks ranks;
+  options.communicator = &ranks;
+  try {
+    Trainer trainer(ctx, kTinyNet, graph, open_data("synthetic:64", kTinyNet.sample, 10), options);
+    ADD_FAILURE() << "a data-parallel run replays its steps";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "--cuda-graph replays the steps of one process; a data-parallel step waits on the host "
+                           "between its all-reduce buckets and is not replayed (run without mpirun)");
+  }
+  options.communicator = nullptr;
+  try {
+    Trainer trainer(ctx, kTinyNet, graph, open_data("synthetic:64", kTinyNet.sample, 10), options);
+    ADD_FAILURE() << "a CPU run replays its steps";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--cuda-graph needs a CUDA device"), std::string::npos) << e.what();
   }
 }
 

@@ -107,6 +107,14 @@ Trainer::Trainer(Context& ctx, const NetSpec& net, Graph& graph, std::unique_ptr
 }
 
 void Trainer::finish_setup() {
+  if (options_.cuda_graph) {  // checked before anything is set up for the job
+    if (data_parallel()) {
+      throw ConfigError("--cuda-graph replays the steps of one process; a data-parallel step waits on the host "
+                        "between its all-reduce buckets and is not replayed (run without mpirun)");
+    }
+    replay_.emplace(ctx_);
+    check_replayable(graph_);
+  }
   if (data_parallel()) sync_ = std::make_unique<GradientSync>(ctx_, graph_, *options_.communicator, options_.sync);
   steps_per_epoch_ = train_->batches_per_epoch();
   if (options_.steps_per_epoch > 0) steps_per_epoch_ = std::min(steps_per_epoch_, options_.steps_per_epoch);
@@ -281,7 +289,11 @@ EpochReport Trainer::train_epoch(int epoch, const TrainerHooks& hooks) {
     report.lr = options_.schedule.at(options_.sgd.lr, state_.step, total_steps, steps_per_epoch_);
     sgd_.set_lr(report.lr);
     const auto step_start = Clock::now();
-    train_step(ctx_, graph_, sgd_, sync_.get(), scaler_ ? &*scaler_ : nullptr);
+    if (replay_) {
+      train_step(ctx_, graph_, sgd_, *replay_, scaler_ ? &*scaler_ : nullptr);
+    } else {
+      train_step(ctx_, graph_, sgd_, sync_.get(), scaler_ ? &*scaler_ : nullptr);
+    }
     ++state_.step;
     // With check_numerics, every value of the step first: it names where the
     // trouble starts, before the loss says only that there is some.

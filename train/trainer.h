@@ -47,6 +47,7 @@
 #include "optim/loss_scaler.h"
 #include "optim/lr_schedule.h"
 #include "optim/sgd.h"
+#include "optim/step_replay.h"
 
 namespace glassbox {
 
@@ -88,6 +89,11 @@ struct TrainerOptions {
   Communicator* communicator = nullptr;
   GradientSyncOptions sync;
   std::string network;
+  // Each step after the first is one CUDA graph launch (Note [Replaying a
+  // step], optim/step_replay.h): the same bits as eager steps. One process
+  // on a GPU: ConfigError on the CPU, with a communicator of several ranks,
+  // or for a graph that times its layers.
+  bool cuda_graph = false;
 };
 
 struct StepReport {
@@ -161,6 +167,8 @@ class Trainer {
 
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
   const Sgd& optimizer() const { return sgd_; }
+  // With TrainerOptions::cuda_graph, what the replay did so far; else null.
+  const ReplayCounts* replay_counts() const { return replay_ ? &replay_->counts() : nullptr; }
 
  private:
   void finish_setup();  // what both constructors do once the batches exist
@@ -180,6 +188,7 @@ class Trainer {
   std::unique_ptr<BatchSource> test_;        // null: no evaluation
   std::unique_ptr<GradientSync> sync_;  // data-parallel only
   std::optional<LossScaler> scaler_;     // fp16 only
+  std::optional<StepReplay> replay_;     // TrainerOptions::cuda_graph only
   int64_t steps_per_epoch_ = 0;
   TrainingState state_;  // a new run's id from the start; a resumed run's from its checkpoint
   std::string resumed_from_;  // the directory resume() loaded, if any

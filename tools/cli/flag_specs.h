@@ -45,7 +45,9 @@ inline const std::vector<FlagSpec>& time_flags() {
        "time the forward of a graph compiled for inference (running statistics, no dropout, nothing kept for a "
        "backward), as bench_nets' inference mode, instead of forward + backward"},
       {"--json", "FILE",
-       "also write the per-layer, per-pass times, FLOPs, bytes, peaks and memory as JSON (glassbox.time v1)"}}));
+       "also write the per-layer, per-pass times, FLOPs, bytes, peaks and memory as JSON (glassbox.time v1)"},
+      {"--cuda-graph", "",
+       "on a GPU, also time the same steps replayed as one CUDA graph launch each (per-layer times stay eager's)"}}));
   return flags;
 }
 
@@ -119,7 +121,9 @@ inline const std::vector<FlagSpec>& train_flags() {
       {"--log", "FILE", "append one JSON line per epoch (and per --log-every steps) to FILE"},
       {"--log-every", "N", "with --log, also a line every N steps"},
       {"--check-numerics", "", "after every step, check every output and gradient and name the first that is "
-                                "not finite (slow: for finding where a run breaks)"}}));
+                                "not finite (slow: for finding where a run breaks)"},
+      {"--cuda-graph", "", "on a GPU, replay each step after the first as one CUDA graph launch (the same bits; "
+                           "not under mpirun)"}}));
   return flags;
 }
 

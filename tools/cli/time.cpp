@@ -21,6 +21,7 @@
 #include "graph/layouts.h"
 #include "graph/mixed_precision.h"
 #include "optim/data_parallel_job.h"
+#include "optim/step_replay.h"
 #include "tensor/atomic_file.h"
 #include "tensor/cpu_blas.h"
 #include "tensor/device_peaks.h"
@@ -100,6 +101,16 @@ int run_time(const std::vector<std::string>& words) {
   if (args.has("--json") && speaks) check_writable(json_path);  // before the run, not after it
   const GradientSyncOptions& sync = parallel.sync;
   const bool inference = args.has("--inference");
+  const bool replayed = args.has("--cuda-graph");  // docs/cuda_graphs.md
+  if (replayed && placement.size > 1) {
+    throw ConfigError(cat("--cuda-graph replays the steps of one process; under mpirun (", placement.size,
+                          " ranks) a data-parallel step waits on the host between its all-reduce buckets. Run it "
+                          "without mpirun"));
+  }
+  if (replayed && !device.is_cuda()) {
+    throw ConfigError(cat("--cuda-graph needs a CUDA device: a step is replayed as a CUDA graph; the device is ",
+                          device.str()));
+  }
   if (inference && placement.size > 1) {
     throw ConfigError(cat("time: --inference times one process's forward; under mpirun (", placement.size,
                           " ranks) time runs data-parallel training steps. Run it without mpirun"));
@@ -143,6 +154,30 @@ int run_time(const std::vector<std::string>& words) {
 
   const std::vector<std::pair<std::string, std::string>> machine =
       machine_fields(machine_start, sample_machine(ctx), int64_t{steps} * batch);
+
+  // --cuda-graph: the same steps again, replayed as one CUDA graph launch
+  // each (Note [Replaying a step]). A replay cannot mark its layers, so the
+  // spans pause and the per-layer times stay the eager steps'.
+  double replayed_ms = 0.0;
+  size_t graph_nodes = 0;
+  if (replayed) {
+    graph.step_spans().set_paused(true);
+    StepReplay replay(ctx);
+    const ReplayKey key{.graph = graph.replay_generation(), .step = inference ? 2 : 1};
+    for (int i = 0; i < 2; ++i) {  // the eager warm-up step, then the captured one
+      replay.run(ctx, key, step);
+      checked_loss(ctx, graph, ++step_number);
+    }
+    for (int s = 0; s < steps; ++s) {
+      step_marks.record(0);
+      replay.run(ctx, key, step);
+      step_marks.record(1);
+      replayed_ms += step_marks.elapsed_ms(0, 1) / steps;
+      checked_loss(ctx, graph, ++step_number);
+    }
+    graph.step_spans().set_paused(false);
+    graph_nodes = replay.counts().nodes;
+  }
   if (!speaks) return finish_time(ctx, graph, *communicator, sync, warmup, steps, speaks);
   // Rates in TFLOP/s on a GPU, GFLOP/s on a CPU: numbers a person can read.
   const bool gpu = device.is_cuda();
@@ -215,6 +250,10 @@ int run_time(const std::vector<std::string>& words) {
   }
   std::printf("measured step: %s ms; outside the layers: %s ms (%s%%)\n", fixed(step_ms, 3).c_str(),
               fixed(step_ms - layers_ms, 3).c_str(), fixed(100.0 * (step_ms - layers_ms) / step_ms, 1).c_str());
+  if (replayed) {
+    std::printf("replayed as a CUDA graph: %s ms a step (%zu nodes in one launch), %s of the measured step\n",
+                fixed(replayed_ms, 3).c_str(), graph_nodes, fixed(replayed_ms / step_ms, 2).c_str());
+  }
   const int passes_of_macs = inference ? 1 : 3;  // forward; forward, backward-data and backward-weights
   const double step_flops = passes_of_macs * 2.0 * static_cast<double>(graph.macs());
   std::printf("throughput: %s %s/s, %s %s (analytic: %d x 2 x %s GMAC per step)\n",
@@ -228,7 +267,8 @@ int run_time(const std::vector<std::string>& words) {
   std::printf("\nthe machine over the timed steps (tensor/machine_state.h):\n");
   for (const auto& [key, value] : machine) std::printf("  %-11s %s\n", key.c_str(), value.c_str());
   if (args.has("--json")) {
-    const TimeRun run{net.name, batch, steps, step_ms, info, peak, ctx.memory(), machine, inference};
+    const TimeRun run{net.name,    batch,    steps,     step_ms,     info,       peak,
+                      ctx.memory(), machine, inference, replayed_ms, graph_nodes};
     write_file_atomically(json_path, time_json(run, graph, mean));
     std::printf("\nwrote %s\n", json_path.c_str());
   }

@@ -67,6 +67,10 @@ std::string time_json(const TimeRun& run, const Graph& graph, const std::vector<
       {"layers", std::move(layers)},
       {"memory", memory},
   };
+  if (run.replayed_step_ms > 0.0) {
+    document["replayed_step_ms"] = run.replayed_step_ms;
+    document["graph_nodes"] = run.graph_nodes;
+  }
   json machine = json::object();
   for (const auto& [key, value] : run.machine) machine[key] = value;
   document["machine"] = std::move(machine);

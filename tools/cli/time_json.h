@@ -6,6 +6,7 @@
 //    "peak": {"flops_per_s", "bytes_per_s", "source", "measured_flops_per_s", "measured_bytes_per_s"},
 //    "phase": "training" (forward + backward) or "inference" (a forward-only graph),
 //    "steps", "step_ms", "images_per_s",
+//    with --cuda-graph: "replayed_step_ms", "graph_nodes" (the same steps replayed as CUDA graphs),
 //    "layers": [{"name", "type", "output", "passes": [{"pass": pass_name(), "ms", "flops", "bytes"}]}],
 //    "memory": {"parameters", "gradients", "optimizer_state", "activations",
 //               "activation_gradients", "workspace", "other", "peak"},  (bytes, the timed steps' peaks)
@@ -33,6 +34,10 @@ struct TimeRun {
   MemoryStats memory;
   std::vector<std::pair<std::string, std::string>> machine;  // tensor/machine_state.h, over the timed steps
   bool inference = false;  // --inference: the forward of a graph compiled for inference
+  // --cuda-graph: the mean step replayed as one CUDA graph launch, and its
+  // nodes; 0 without.
+  double replayed_step_ms = 0.0;
+  size_t graph_nodes = 0;
 };
 
 // The document, indented, ending in a newline.

@@ -182,6 +182,7 @@ int run_train(const std::vector<std::string>& words) {
   options.epochs = static_cast<int>(settings.integer("epochs", "--epochs", 10, 1, kMaxEpochs));  // may grow on resume
   options.workers = args.int_in("--workers", 0, 0, 1024);
   options.check_numerics = args.has("--check-numerics");
+  options.cuda_graph = args.has("--cuda-graph");
   options.checkpoint_dir = args.get("--checkpoint-dir", resume_dir);
   options.overwrite = args.has("--overwrite");
   options.strict_resume = args.has("--strict-resume");
@@ -291,6 +292,11 @@ int run_train(const std::vector<std::string>& words) {
                 fixed(100.0 * last->test->accuracy(), 2).c_str(), grouped(last->test->correct).c_str(),
                 grouped(last->test->samples).c_str(),
                 unreadable > 0 ? cat(", ", grouped(unreadable), " unreadable, not scored").c_str() : "");
+  }
+  if (const ReplayCounts* replay = trainer.replay_counts()) {  // --cuda-graph (docs/cuda_graphs.md)
+    std::printf("CUDA graph: %lld steps replayed, %lld captured (%zu nodes each), %lld eager\n",
+                static_cast<long long>(replay->replays), static_cast<long long>(replay->captures), replay->nodes,
+                static_cast<long long>(replay->eager));
   }
   return 0;
 }
