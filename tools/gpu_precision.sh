@@ -70,6 +70,9 @@ step_precision() {
     show timeout 60 "$build/bench_nets" --device=cuda --benchmark_filter='^(LeNet|ResNet56)/train_step/' \
       --benchmark_min_time=1 --benchmark_out="$results_dir/cuda-graph-eager.json" \
       || { echo "bench eager: FAILED"; rc=1; }
+    echo "---- glassbox time ResNet56 --cuda-graph (eager per-layer times, then the replayed step)"
+    show timeout 60 "$build/glassbox" time ResNet56 --device cuda --cuda-graph --steps 5 \
+      || { echo "time --cuda-graph: FAILED"; rc=1; }
   fi
   local run precision layout batches name limit
   for run in tf32:nchw tf32:nhwc bf16:auto; do
