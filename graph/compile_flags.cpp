@@ -10,6 +10,8 @@ const std::vector<FlagSpec>& compile_flags() {
   static const std::vector<FlagSpec> flags = {
       {"--precision", "P", "fp32 (TF32 off, default), tf32, or mixed bf16 or fp16 (16-bit values, fp32 master weights)"},
       {"--cudnn-search", "", "time every cuDNN algorithm and keep the fastest"},
+      {"--autotune-cache", "FILE",
+       "with --cudnn-search: keep what it measured in FILE, and reuse it in later runs on the same GPU and cuDNN"},
       {"--deterministic", "",
        cat("only cuDNN algorithms that give the same bits on every run; the CPU path always does (",
            kDeterministicByDefault ? "on: built with GLASSBOX_DETERMINISTIC" : "off by default", ")")},
@@ -37,6 +39,12 @@ CompileOptions compile_options_from_flags(const std::map<std::string, std::strin
   };
   if (const std::string* precision = value("--precision")) options.precision = parse_precision(*precision);
   if (value("--cudnn-search")) options.layers.algo_search = AlgoSearch::kMeasured;
+  if (const std::string* path = value("--autotune-cache")) {
+    if (!value("--cudnn-search")) {
+      throw ConfigError("--autotune-cache keeps what --cudnn-search measures; give --cudnn-search too");
+    }
+    options.layers.autotune_cache = *path;
+  }
   if (value("--deterministic")) options.layers.deterministic = true;
   if (const std::string* path = value("--cpu-conv")) options.layers.cpu_conv = parse_cpu_conv_path(*path);
   if (value("--no-winograd")) options.layers.cpu_winograd = false;
@@ -51,6 +59,9 @@ std::vector<std::string> compile_flag_notes(const std::map<std::string, std::str
   if (!device.is_cuda()) {
     if (given.contains("--cudnn-search")) {
       notes.push_back("--cudnn-search chooses cuDNN algorithms; it has no effect on the CPU");
+    }
+    if (given.contains("--autotune-cache")) {
+      notes.push_back("--autotune-cache keeps cuDNN's measured algorithms; it has no effect on the CPU");
     }
     if (given.contains("--deterministic")) {
       notes.push_back("--deterministic restricts cuDNN algorithms; the CPU path is deterministic already");

@@ -76,6 +76,10 @@ std::string_view name_of(CpuConvPath path);  // "auto", "glassbox", "onednn"
 inline constexpr bool kDeterministicByDefault = GLASSBOX_DETERMINISTIC != 0;
 struct PrepareOptions {
   AlgoSearch algo_search = AlgoSearch::kHeuristic;
+  // With kMeasured: where the measured results are kept (Note [Autotune
+  // cache], layers/conv2d/autotune_cache.h). "" keeps them for this run
+  // only; a file (--autotune-cache FILE) keeps them for later runs too.
+  std::string autotune_cache;
   size_t workspace_limit = size_t{4} << 30;  // most workspace one layer's algorithm may use
   // What the graph will run: kTraining (forward and backward) or kInference
   // (forward only), where a layer keeps nothing for a backward (no dropout

@@ -28,7 +28,7 @@
 # shellcheck disable=SC2154  # build, logs, results_dir, python, dry_run are gpu_check.sh's
 
 precision_tests=(test_channels_last_cuda test_channels_last_cuda_layers test_channels_last_cuda_concat test_fusion
-                 test_fusion_residual test_relu test_linear test_step_replay test_mixed_precision test_precision_staging test_loss_scaler_cuda test_convert test_kernel_map
+                 test_fusion_residual test_relu test_linear test_step_replay test_autotune_cache test_mixed_precision test_precision_staging test_loss_scaler_cuda test_convert test_kernel_map
                  test_sgd_working_copy test_loss_scale)
 
 step_precision() {

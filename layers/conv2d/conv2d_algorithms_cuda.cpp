@@ -5,7 +5,8 @@
 // Candidates come from cuDNN's ranked heuristics
 // (cudnnGetConvolution*Algorithm_v7) or, on request, from timing them
 // (cudnnFindConvolution*AlgorithmEx on scratch tensors allocated here and freed
-// at the end of the search). The first candidate that cuDNN supports, that is
+// at the end of the search), whose results are kept per problem for the run
+// and optionally in a file (Note [Autotune cache], layers/conv2d/autotune_cache.h). The first candidate that cuDNN supports, that is
 // deterministic when PrepareOptions::deterministic asks for it (cuDNN reports
 // CUDNN_DETERMINISTIC or not with every heuristic and measured result), that
 // uses the math the context's precision allows, whose workspace is within the
@@ -32,6 +33,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <mutex>
 #include <optional>
 
 namespace glassbox::conv2d_cuda {
@@ -217,6 +220,42 @@ bool try_reserve(Context& ctx, size_t bytes) {
   }
 }
 
+// The GPU's name and cuDNN's version, for the autotune cache's keys.
+std::string device_name(Context& ctx) {
+  static std::mutex mutex;
+  static std::map<int, std::string> names;
+  const int device = cuda_resources(ctx).device;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = names.find(device);
+  if (it == names.end()) {
+    cudaDeviceProp properties{};
+    CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
+    it = names.emplace(device, properties.name).first;
+  }
+  return it->second;
+}
+std::string cudnn_version() {
+  const size_t v = cudnnGetVersion();  // major * 10000 + minor * 100 + patch
+  return cat(v / 10000, ".", v % 10000 / 100, ".", v % 100);
+}
+
+std::vector<MeasuredAlgorithm> to_measured(const std::vector<Perf>& perfs) {
+  std::vector<MeasuredAlgorithm> kept;
+  for (const Perf& p : perfs) {
+    kept.push_back({p.algo, static_cast<int>(p.status), p.time_ms, p.memory, static_cast<int>(p.math),
+                    p.deterministic});
+  }
+  return kept;
+}
+std::vector<Perf> from_measured(const std::vector<MeasuredAlgorithm>& kept) {
+  std::vector<Perf> perfs;
+  for (const MeasuredAlgorithm& m : kept) {
+    perfs.push_back({m.algo, static_cast<cudnnStatus_t>(m.status), m.time_ms, static_cast<size_t>(m.memory),
+                     static_cast<cudnnMathType_t>(m.math), m.deterministic});
+  }
+  return perfs;
+}
+
 // The measured search runs on scratch tensors, with as much workspace as the
 // largest candidate wants within the limit (less if that cannot be had).
 Scratch allocate_scratch(Context& ctx, const PrepareOptions& options, const SearchInput& in,
@@ -347,7 +386,10 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
   const bool measured = options.algo_search == AlgoSearch::kMeasured;
   const bool all_pinned = std::count(in.pins.begin(), in.pins.end(), Conv2d::kChoose) == 0;
   const std::string how = all_pinned ? "pinned" : measured ? "measured" : "heuristic";
-  const Scratch scratch = measured && !all_pinned ? allocate_scratch(ctx, options, in, search.get()) : Scratch{};
+  // Made at the first pass the cache does not hold (Note [Autotune cache]).
+  std::optional<Scratch> scratch;
+  AutotuneCache* cache = measured ? &AutotuneCache::open(options.autotune_cache) : nullptr;
+  std::string cached;  // the passes whose results came from the cache
 
   AlgorithmChoice choice;
   std::array<std::string, 3> notes;  // per pass: what was skipped before the choice
@@ -357,8 +399,25 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
       choice.passes[i] = choose_pinned(ctx, options, in, pass, search.get(), candidates[i]);
       continue;
     }
-    const std::vector<Perf> perfs = measured ? measure(in.descriptors, search.get(), pass, scratch)
-                                             : heuristics(in.descriptors, search.get(), pass);
+    std::vector<Perf> perfs;
+    if (measured) {
+      ConvProblem problem = in.problem;
+      problem.device = device_name(ctx);
+      problem.cudnn = cudnn_version();
+      problem.pass = kPassLongNames[i];
+      problem.math = static_cast<int>(in.base_math);
+      const std::string key = problem.key();
+      if (const std::vector<MeasuredAlgorithm>* kept = cache->find(key)) {
+        perfs = from_measured(*kept);
+        cached += cat(cached.empty() ? "" : ", ", kPassNames[i]);
+      } else {
+        if (!scratch) scratch = allocate_scratch(ctx, options, in, search.get());
+        perfs = measure(in.descriptors, search.get(), pass, *scratch);
+        cache->insert(key, to_measured(perfs));
+      }
+    } else {
+      perfs = heuristics(in.descriptors, search.get(), pass);
+    }
     choice.passes[i] = choose_searched(ctx, options, in, pass, perfs, how, candidates[i], notes[i]);
   }
 
@@ -380,6 +439,10 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
   for (Pass pass : kPasses) {
     const size_t i = index_of(pass);
     if (!notes[i].empty()) summary += cat("; ", kPassNames[i], " skipped ", notes[i]);
+  }
+  if (!cached.empty()) {
+    summary += cat("; ", cached, " as measured before for the same problem (",
+                   options.autotune_cache.empty() ? "this run's autotune cache" : options.autotune_cache, ")");
   }
   return choice;
 }

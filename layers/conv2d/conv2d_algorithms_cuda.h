@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "layers/conv2d/autotune_cache.h"
 #include "layers/conv2d/conv2d.h"
 #include "layers/layer_cuda.h"
 
@@ -37,6 +38,9 @@ struct SearchInput {
   MakeConvolution make_convolution;
   bool tf32 = false;                    // the context's precision allows TF32 tensor-op math on float data
   cudnnMathType_t base_math = CUDNN_FMA_MATH;  // the math of a descriptor with no result to follow
+  // The measured search's problem, for its cache (Note [Autotune cache]):
+  // data, layout, shapes and geometry; the search fills in the rest.
+  ConvProblem problem;
 };
 
 // One pass's choice: the algorithm, its workspace, and the convolution

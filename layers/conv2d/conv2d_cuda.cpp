@@ -134,6 +134,18 @@ void Conv2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
       .make_convolution = make_conv,
       .tf32 = tf32,
       .base_math = base_math,
+      .problem = {.data = std::string(name_of(data)),
+                  .layout = computed == Layout::kNHWC ? "NHWC" : "NCHW",
+                  .x = xs.dims(),
+                  .w = ws.dims(),
+                  .y = ys.dims(),
+                  .pad_h = o.pad.h,
+                  .pad_w = o.pad.w,
+                  .stride_h = o.stride.h,
+                  .stride_w = o.stride.w,
+                  .dilation_h = o.dilation.h,
+                  .dilation_w = o.dilation.w,
+                  .groups = o.groups},
   };
   conv2d_cuda::AlgorithmChoice choice = conv2d_cuda::choose_algorithms(ctx, options, search, candidates_);
   state->passes = std::move(choice.passes);

@@ -1,0 +1,91 @@
+// layers/conv2d/autotune_cache.h: what the measured cuDNN search
+// (--cudnn-search, layers/conv2d/conv2d_algorithms_cuda.cpp) found for a
+// convolution problem, kept for the rest of the run and, with
+// --autotune-cache FILE, in a file for later runs (Note [Autotune cache]).
+// Pure: no CUDA here (tests/test_autotune_cache.cpp).
+//
+// Note [Autotune cache]: the measured search runs every cuDNN algorithm of
+// each pass on scratch tensors, which takes seconds for a ResNet (a second
+// or more per layer at large batches) and gives the same answer for every
+// layer of the same shape. So the results of a search (every algorithm's
+// status, time, workspace, math type and determinism, as cudnnFind reported
+// them) are kept under the problem's key, and a layer with the same key
+// takes them instead of measuring: it then chooses among them exactly as
+// after a measurement (determinism, math and workspace are checked again,
+// for its own options). The key holds all that the results depend on: the
+// GPU's name, cuDNN's version, the pass, the data type and layout, the
+// shapes, the geometry and the math type of the search. A file holds the
+// results of any number of GPUs and versions side by side; only those of
+// this GPU and this cuDNN ever match. It is written whole, atomically, after
+// each search that added to it, so an interrupted compile keeps what it
+// measured.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace glassbox {
+
+// One algorithm's result, with cuDNN's enums as their integer values.
+struct MeasuredAlgorithm {
+  int algo = 0;
+  int status = 0;  // cudnnStatus_t: CUDNN_STATUS_SUCCESS (0) where it ran
+  float time_ms = -1.0f;
+  uint64_t memory = 0;  // workspace bytes
+  int math = 0;         // cudnnMathType_t
+  bool deterministic = false;
+  bool operator==(const MeasuredAlgorithm&) const = default;
+};
+
+// The measured problem: what the results depend on.
+struct ConvProblem {
+  std::string device;  // the GPU's name ("NVIDIA H100 80GB HBM3")
+  std::string cudnn;   // cuDNN's version ("9.19.0")
+  std::string pass;    // "forward", "backward-data", "backward-filter"
+  std::string data;    // "float32", "bfloat16", "float16"
+  std::string layout;  // "NCHW" or "NHWC"
+  std::vector<int64_t> x, w, y;  // NCHW and KCRS order, whatever the layout
+  int pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1, groups = 1;
+  int math = 0;  // the search descriptor's cudnnMathType_t
+  // "NVIDIA H100 80GB HBM3 | cuDNN 9.19.0 | forward | bfloat16 NHWC | x 64x64x56x56 w 64x64x3x3
+  //  y 64x64x56x56 | pad 1x1 stride 1x1 dilation 1x1 groups 1 | math 1"
+  std::string key() const;
+};
+
+class AutotuneCache {
+ public:
+  // The run's cache for `path`: "" for this run only, else the file's, read
+  // on first use where it exists (a DataError naming the file and what is
+  // wrong with it otherwise: not JSON, with the offset; not a cache; a bad
+  // entry, named). The same path gives the same cache for the whole run.
+  static AutotuneCache& open(const std::string& path);
+  // Forgets every open cache (what the next open() of a file reads again).
+  static void close_all();
+
+  // The results kept for `key`, or null.
+  const std::vector<MeasuredAlgorithm>* find(const std::string& key) const;
+  // Keeps `results` under `key` (replacing any) and, for a file's cache,
+  // writes the whole cache to it atomically: an Error naming the file where
+  // it cannot be written.
+  void insert(const std::string& key, std::vector<MeasuredAlgorithm> results);
+  size_t size() const { return entries_.size(); }
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit AutotuneCache(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+  std::map<std::string, std::vector<MeasuredAlgorithm>> entries_;
+};
+
+// The file's text for `entries`, and back (DataError naming `path` for text
+// that is not such a document). Schema "glassbox.autotune", version 1:
+//   {"kind": "glassbox.autotune", "version": 1,
+//    "entries": {KEY: [{"algo", "status", "ms", "memory", "math", "deterministic"}, ...]}}
+std::string autotune_json(const std::map<std::string, std::vector<MeasuredAlgorithm>>& entries);
+std::map<std::string, std::vector<MeasuredAlgorithm>> parse_autotune_json(const std::string& text,
+                                                                         const std::string& path);
+
+}  // namespace glassbox
