@@ -33,7 +33,7 @@ Usage:
       [--python PYTHON] [--device cpu] [--rounds 3]
       [--modes forward,forward_backward,train_step,inference] [--batch N[,N...]]
       [--threads 2] [--min-time S] [--warmup N] [--layouts nchw,channels_last] [--glassbox-layout L]
-      [--interleave mode|network] [--glassbox-cuda-graph]
+      [--interleave mode|network] [--glassbox-cuda-graph] [--glassbox-no-fusion] [--pytorch-compile]
       [--precision fp32|tf32|bf16|fp16] [--idle-check S] [--busy-cpus X] [--json PATH] NET ...
 
 --batch takes one batch or several, each a number of samples or a multiple
@@ -72,6 +72,7 @@ from peer_language_models import find_language_model  # noqa: E402  (after the p
 TIME_SUFFIX = re.compile(r"/(manual_time|real_time|process_time)$")
 LAYOUT_SUFFIX = "/channels_last"
 CUDA_GRAPH_SUFFIX = "/cuda_graph"  # bench_nets --cuda-graph
+COMPILED_SUFFIX = "/compiled"  # the PyTorch peer's --compile (torch.compile, default mode)
 # Note [Idle before and after]: an idle 2-core VM reads 0 to 0.01 CPUs of
 # other work; the same VM during a two-job build, 2.0.
 DEFAULT_BUSY_CPUS = 0.3
@@ -212,6 +213,8 @@ def glassbox(args, net, modes, batch, tmp, env, builds):
         command.append("--cudnn-search")
     if args.glassbox_cuda_graph:
         command.append("--cuda-graph")
+    if args.glassbox_no_fusion:
+        command.append("--no-fusion")
     run(command, env)
     found = rates(out, "glassbox", builds)
     # Paired with PyTorch's eager steps of the same name: the run's command
@@ -238,6 +241,8 @@ def pytorch(args, net, modes, batch, tmp, env, builds):
     if batch:
         command += ["--batch", str(batch)]
     command += ["--precision", args.precision]
+    if args.pytorch_compile:
+        command.append("--compile")
     run(command, env)
     return rates(out, "pytorch", builds)
 
@@ -245,9 +250,11 @@ def pytorch(args, net, modes, batch, tmp, env, builds):
 def rows_from_rounds(rounds, nets, busy_above=DEFAULT_BUSY_CPUS):
     """One row per Glassbox benchmark in `rounds`: each side's median over the
     rounds that measured it, PyTorch's better layout, and the ratio; ordered as
-    `nets` lists the networks, then by mode, then by batch. Where the rounds
-    hold loads, a row is "busy" where any round saw more than busy_above CPUs
-    of other work around one of its measurements (either side, either layout)."""
+    `nets` lists the networks, then by mode, then by batch. Where PyTorch also
+    ran under torch.compile (names ending in /compiled), the row adds its
+    better layout compiled and the ratio to that. Where the rounds hold
+    loads, a row is "busy" where any round saw more than busy_above CPUs of
+    other work around one of its measurements (either side, either layout)."""
     def median(side, name):
         values = [rnd[side][name] for rnd in rounds if name in rnd[side]]
         return statistics.median(values) if values else None
@@ -269,6 +276,11 @@ def rows_from_rounds(rounds, nets, busy_above=DEFAULT_BUSY_CPUS):
         row = {"name": name, "glassbox_images_per_s": ours, "pytorch_images_per_s": best[0],
                "pytorch_layout": best[1], "pytorch_by_layout": layouts,
                "ratio": ours / best[0] if ours and best[0] else None}
+        compiled = [v for v in (median("pytorch", name + COMPILED_SUFFIX),
+                                median("pytorch", name + LAYOUT_SUFFIX + COMPILED_SUFFIX)) if v]
+        if compiled:
+            row["pytorch_compiled_images_per_s"] = max(compiled)
+            row["ratio_compiled"] = ours / max(compiled) if ours else None
         if loads:
             row["busiest_cpus"] = round(max(loads), 2)
             row["busy"] = max(loads) > busy_above
@@ -288,8 +300,12 @@ def print_rows(rows, heading):
         fmt = lambda v: f"{v:10.1f}" if v else f"{'-':>10s}"  # noqa: E731
         ratio = f"{row['ratio']:6.2f}" if row["ratio"] else f"{'-':>6s}"
         busy = f"  busy ({row['busiest_cpus']} CPUs of other work)" if row.get("busy") else ""
+        compiled = ""
+        if row.get("pytorch_compiled_images_per_s"):
+            versus = f"{row['ratio_compiled']:.2f}" if row.get("ratio_compiled") else "-"
+            compiled = f"; torch.compile {row['pytorch_compiled_images_per_s']:.1f}, ratio {versus}"
         print(f"{row['name']:{width}s} {fmt(row['glassbox_images_per_s'])} {fmt(row['pytorch_images_per_s'])} {ratio}  "
-              f"{row['pytorch_layout']}{busy}")
+              f"{row['pytorch_layout']}{compiled}{busy}")
     busy_rows = sum(1 for row in rows if row.get("busy"))
     if busy_rows:
         print(f"{busy_rows} row{'s' if busy_rows != 1 else ''} measured beside other work (Note [Idle before and "
@@ -315,6 +331,10 @@ def main():
                         help="bench_nets --layout: where Glassbox stores values NHWC (default: its own choice)")
     parser.add_argument("--glassbox-cuda-graph", action="store_true",
                         help="bench_nets --cuda-graph: Glassbox's steps replayed as CUDA graphs (GPU only)")
+    parser.add_argument("--glassbox-no-fusion", action="store_true",
+                        help="bench_nets --no-fusion: every ReLU runs itself on Glassbox's side")
+    parser.add_argument("--pytorch-compile", action="store_true",
+                        help="also time PyTorch under torch.compile (default mode); rows add the ratio to it")
     parser.add_argument("--interleave", choices=["mode", "network"], default="mode",
                         help="take turns every mode (default) or every network and batch (all modes at once)")
     parser.add_argument("--precision", choices=["fp32", "tf32", "bf16", "fp16"], default="fp32")
@@ -355,7 +375,8 @@ def main():
                                                "machine": where, "builds": builds, "rounds": rounds})
 
     rows = rows_from_rounds(rounds, args.nets, args.busy_cpus)
-    replayed = ", Glassbox's steps replayed as CUDA graphs" if args.glassbox_cuda_graph else ""
+    replayed = (", Glassbox's steps replayed as CUDA graphs" if args.glassbox_cuda_graph else "") + \
+        (", Glassbox without fusion" if args.glassbox_no_fusion else "")
     print_rows(rows, [f"{args.device}, {args.precision}, {args.threads} threads, {args.rounds} interleaved rounds, "
                       f"medians; images/s (a language model's: tokens/s){replayed}",
                       f"Glassbox {builds.get('glassbox', '-')}, PyTorch {builds.get('pytorch', '-')}, on {where}"])

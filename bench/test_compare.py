@@ -244,6 +244,19 @@ class IdleChecks(unittest.TestCase):
         self.assertEqual(busy[0]["busiest_cpus"], 1.4)
         self.assertEqual(busy[0]["ratio"], 100.5 / 90.0)
 
+    def test_a_row_adds_the_ratio_to_torch_compile_where_it_ran(self):
+        name = "ResNet50/train_step/batch:256/bf16"
+        rounds = [{"glassbox": {name: 3000.0}, "pytorch": {
+            name: 2000.0, name + "/channels_last": 2400.0, name + "/compiled": 2500.0,
+            name + "/channels_last/compiled": 2800.0}} for _ in range(2)]
+        row = self.interleave.rows_from_rounds(rounds, ["ResNet50"])[0]
+        self.assertEqual(row["pytorch_images_per_s"], 2400.0)
+        self.assertEqual(row["ratio"], 1.25)
+        self.assertEqual(row["pytorch_compiled_images_per_s"], 2800.0)
+        self.assertAlmostEqual(row["ratio_compiled"], 3000.0 / 2800.0)
+        eager = self.interleave.rows_from_rounds([{"glassbox": {name: 1.0}, "pytorch": {name: 1.0}}], ["ResNet50"])
+        self.assertNotIn("ratio_compiled", eager[0])
+
     def test_rounds_without_loads_are_not_marked(self):
         rows = self.interleave.rows_from_rounds(self.rounds([{}, {}]), ["LeNet"])
         self.assertNotIn("busy", rows[0])

@@ -28,6 +28,11 @@
 #                and NHWC) and bf16 interleaved with PyTorch
 #                -> <gpu>/resnet50-{tf32-nchw,tf32-nhwc,bf16}.json (tools/gpu_precision.sh); alone,
 #                in under 8 minutes: --prebuilt DIR --only precision
+#  10 fusion     fused ReLUs, Linear on cuBLASLt, CUDA-graph replay, the autotune cache: their tests,
+#                `glassbox time` fused and not and replayed, ResNet50/train_step bf16 at batch 256
+#                fused (against PyTorch eager and torch.compile), unfused and replayed, LeNet and
+#                ResNet56 replayed, interleaved with PyTorch -> <gpu>/resnet50-bf16-256*.json,
+#                cuda-graph.json (tools/gpu_fusion.sh); alone, sized for 8 minutes: --prebuilt DIR --only fusion
 #
 # <gpu> is the GPU's name as nvidia-smi gives it, lower case, without the vendor
 # and the memory type ("NVIDIA H100 80GB HBM3" -> h100-80gb): one folder per
@@ -43,7 +48,7 @@
 #                                [--bench-filter REGEX] [--dry-run]
 #   --prebuilt DIR   use binaries built elsewhere for sm_90: DIR/tests/test_*
 #                    and DIR/bench_nets (skips configure and build)
-#   --skip / --only  comma-separated steps among build,tests,memcheck,bench,train,parallel,precision
+#   --skip / --only  comma-separated steps among build,tests,memcheck,bench,train,parallel,precision,fusion
 #                    (system and libraries always run)
 #   --bench-filter   default '^(LeNet|AlexNet|VGG16|ResNet50)/'
 #   --dry-run        detect and print what would run, run nothing
@@ -88,8 +93,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 for step in ${skip//,/ } ${only//,/ }; do
-  case "$step" in build|tests|memcheck|bench|train|parallel|precision) ;;
-    *) die "unknown step '$step' (steps: build,tests,memcheck,bench,train,parallel,precision)" ;; esac
+  case "$step" in build|tests|memcheck|bench|train|parallel|precision|fusion) ;;
+    *) die "unknown step '$step' (steps: build,tests,memcheck,bench,train,parallel,precision,fusion)" ;; esac
 done
 if [ -n "$prebuilt" ]; then
   [ -d "$prebuilt" ] || die "--prebuilt $prebuilt: no such directory"
@@ -355,6 +360,10 @@ step_bench() {
 # shellcheck source=tools/gpu_precision.sh
 . "$repo/tools/gpu_precision.sh"
 
+# ---- 10 fusion: tools/gpu_fusion.sh ---------------------------------------------------------------
+# shellcheck source=tools/gpu_fusion.sh
+. "$repo/tools/gpu_fusion.sh"
+
 # ---- main -------------------------------------------------------------------------------------------
 sanitizer=$(command -v compute-sanitizer || true)
 for candidate in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
@@ -394,11 +403,13 @@ else
   record build skipped ""
 fi
 
-for step in tests memcheck bench train parallel precision; do
-  case "$step" in tests) n=4 ;; memcheck) n=5 ;; bench) n=6 ;; train) n=7 ;; parallel) n=8 ;; precision) n=9 ;; esac
+for step in tests memcheck bench train parallel precision fusion; do
+  case "$step" in
+    tests) n=4 ;; memcheck) n=5 ;; bench) n=6 ;; train) n=7 ;; parallel) n=8 ;; precision) n=9 ;; fusion) n=10 ;;
+  esac
   if ! wanted "$step"; then record "$step" skipped ""; continue; fi
   if [ "$step" != bench ] && [ "$step" != train ] && [ "$step" != parallel ] && [ "$step" != precision ] \
-     && ! have_build; then
+     && [ "$step" != fusion ] && ! have_build; then
     banner "$n $step"; echo "$step: no build in $build"; record "$step" FAILED "no build"; continue
   fi
   if run_step "$n $step" "$logs/$step.log" "step_$step"; then record "$step" ok ""; else record "$step" FAILED "see $step.log"; fi
@@ -414,6 +425,11 @@ if [ "$dry_run" -eq 0 ] && wanted train; then
 fi
 if [ "$dry_run" -eq 0 ] && wanted precision; then
   for f in "$results_dir"/resnet50-{tf32,bf16}.json; do [ -f "$f" ] && to_out "$f"; done
+fi
+if [ "$dry_run" -eq 0 ] && wanted fusion; then
+  for f in "$results_dir"/resnet50-bf16-256{,-no-fusion,-cuda-graph}.json "$results_dir/cuda-graph.json"; do
+    [ -f "$f" ] && to_out "$f"
+  done
 fi
 if [ "$dry_run" -eq 0 ] && wanted parallel; then
   for f in "$results_dir"/{allreduce-nccl,resnet50-nccl-one-rank}.json; do [ -f "$f" ] && to_out "$f"; done
