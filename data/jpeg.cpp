@@ -102,9 +102,11 @@ JpegDecoder::JpegDecoder() : handle_(tjInitDecompress()) {
 JpegDecoder::~JpegDecoder() {
   if (handle_ != nullptr) tjDestroy(handle_);
 }
-JpegDecoder::JpegDecoder(JpegDecoder&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+JpegDecoder::JpegDecoder(JpegDecoder&& other) noexcept
+    : handle_(std::exchange(other.handle_, nullptr)), used_(std::exchange(other.used_, false)) {}
 JpegDecoder& JpegDecoder::operator=(JpegDecoder&& other) noexcept {
   std::swap(handle_, other.handle_);
+  std::swap(used_, other.used_);
   return *this;
 }
 
@@ -119,12 +121,21 @@ JpegDecoder& JpegDecoder::operator=(JpegDecoder&& other) noexcept {
 // trust that state, the handle is replaced after a warning as after an
 // error, so that every file decodes as it would on a fresh handle, on
 // whichever loader thread it lands.
+// Note [Tables outlive their file]: libjpeg keeps the quantization and
+// Huffman tables a file defines in its decompressor, for "abbreviated"
+// streams that define them once for many images, and a TurboJPEG handle keeps
+// one decompressor. So a file that defines no table of its own decoded with
+// the tables of whatever file that handle decoded before: its pixels
+// depended on which loader thread it landed on and what that thread had read
+// (found by tests/fuzz/fuzz_image_folder: a file without its quantization
+// table decoded to other pixels on each thread, and was refused on a fresh
+// one). Every decode after a handle's first starts on a fresh handle, which
+// costs an allocation, small beside decoding a file.
 void JpegDecoder::reset() {
   tjhandle fresh = tjInitDecompress();
-  if (fresh != nullptr) {
-    tjDestroy(handle_);
-    handle_ = fresh;
-  }
+  if (fresh == nullptr) throw Error(cat("TurboJPEG: cannot make a fresh decompressor: ", tjGetErrorStr2(nullptr)));
+  if (handle_ != nullptr) tjDestroy(handle_);
+  handle_ = fresh;
 }
 
 void JpegDecoder::throw_and_reset(const std::string& file) {
@@ -138,6 +149,8 @@ void JpegDecoder::decode(std::span<const uint8_t> bytes, const std::string& file
   if (options.channels != 1 && options.channels != 3) {
     throw ConfigError(cat("JPEG decoding: channels must be 1 (grey) or 3 (RGB), got ", options.channels));
   }
+  if (used_) reset();  // Note [Tables outlive their file]
+  used_ = true;
   if (bytes.size() < 3 || bytes[0] != 0xff || bytes[1] != 0xd8) {
     throw SampleError(file, cat("not a JPEG file (", first_bytes(bytes), ")"));
   }

@@ -63,6 +63,7 @@ class JpegDecoder {
   [[noreturn]] void throw_and_reset(const std::string& file);
   void reset();  // a fresh handle in place of this one
   void* handle_ = nullptr;  // tjhandle
+  bool used_ = false;       // handle_ has decoded a file (Note [Tables outlive their file])
 };
 
 struct JpegEncodeOptions {

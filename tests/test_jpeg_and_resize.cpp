@@ -121,6 +121,40 @@ std::string with_size(std::string jpeg, int width, int height) {
   return jpeg;
 }
 
+// The JPEG without its quantization tables (every DQT segment before the scan removed).
+std::string without_quantization_tables(std::string jpeg) {
+  for (size_t i = 2; i + 3 < jpeg.size();) {
+    const auto marker = static_cast<uint8_t>(jpeg[i + 1]);
+    if (static_cast<uint8_t>(jpeg[i]) != 0xff || marker == 0xda) break;  // the scan: tables come before it
+    const size_t length = static_cast<size_t>(static_cast<uint8_t>(jpeg[i + 2])) << 8 | static_cast<uint8_t>(jpeg[i + 3]);
+    if (marker == 0xdb) {
+      jpeg.erase(i, 2 + length);
+    } else {
+      i += 2 + length;
+    }
+  }
+  return jpeg;
+}
+
+// Note [Tables outlive their file]: a file that defines no quantization
+// table is refused, however many files the thread decoded before, instead of
+// decoding with the last one's tables.
+TEST(Jpeg, AFileWithoutItsTablesIsRefusedWhateverTheThreadDecodedBefore) {
+  const std::string jpeg = encode_jpeg(smooth_image(32, 32, 3, 2));
+  const std::string stripped = without_quantization_tables(jpeg);
+  ASSERT_LT(stripped.size(), jpeg.size()) << "no DQT segment found";
+  JpegDecoder decoder;
+  Image image;
+  decoder.decode(bytes_of(jpeg), "with.jpg", {}, image);
+  EXPECT_EQ(image.width, 32);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(message_of<SampleError>([&] { decoder.decode(bytes_of(stripped), "without.jpg", {}, image); }),
+              "without.jpg: corrupt JPEG: Quantization table 0x00 was not defined");
+    decoder.decode(bytes_of(jpeg), "with.jpg", {}, image);  // and a whole file still decodes after it
+    EXPECT_EQ(image.width, 32);
+  }
+}
+
 TEST(Jpeg, UndecodableBytesAreSampleErrorsNamingTheFile) {
   const std::string good = encode_jpeg(smooth_image(256, 256, 3, 1));
   auto message = [](const std::string& bytes) {
