@@ -63,8 +63,9 @@ void Sgd::check_lr(float lr) {
 
 void Sgd::set_lr(float lr) {
   check_lr(lr);
+  const bool changed = lr != options_.lr;
   options_.lr = lr;
-  if (cuda_ != nullptr) store_lr_cuda();
+  if (cuda_ != nullptr && changed) store_lr_cuda();  // the loop sets the rate every step; most steps keep it
 }
 
 void Sgd::step(Context& ctx, const int32_t* apply_flag) {

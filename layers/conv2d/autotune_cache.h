@@ -5,9 +5,8 @@
 // Pure: no CUDA here (tests/test_autotune_cache.cpp).
 //
 // Note [Autotune cache]: the measured search runs every cuDNN algorithm of
-// each pass on scratch tensors, which takes seconds for a ResNet (a second
-// or more per layer at large batches) and gives the same answer for every
-// layer of the same shape. So the results of a search (every algorithm's
+// each pass on scratch tensors, once per layer, and gives the same answer
+// for every layer of the same shape. So the results of a search (every algorithm's
 // status, time, workspace, math type and determinism, as cudnnFind reported
 // them) are kept under the problem's key, and a layer with the same key
 // takes them instead of measuring: it then chooses among them exactly as
