@@ -258,13 +258,16 @@ constexpr const char* kDiscardedOut = "--benchmark_out=/dev/null";
 void print_help() {
   std::printf(
       "bench_nets [--device=cpu|cuda|cuda:N] [--batch=N] [--net=NAME] [--precision=fp32|tf32|bf16|fp16] [--cudnn-search]\n"
-      "           [--cpu-conv=auto|glassbox|onednn] [--no-winograd] [--deterministic] [--no-nvtx] [--data=SPEC [--workers=N]]\n"
+      "           [--cudnn-api=auto|legacy|graph] [--cpu-conv=auto|glassbox|onednn] [--no-winograd] [--deterministic] [--no-nvtx] [--data=SPEC [--workers=N]]\n"
       "           [--threads=N] [--warmup=N] [--cuda-graph]\n"
       "           [under mpirun: --bucket-mb=X --no-overlap --comm-timeout=S --steps=N] [--data-parallel]\n"
       "           [Google Benchmark flags: --benchmark_filter=REGEX --benchmark_out=FILE ...]\n"
       "--data=folder:PATH (or fashion-mnist, ...): also time each train_step on that real data, named\n"
       "<Net>/train_step/batch:<N>/real_data, with counters data_wait_ms, compute_ms and data_share.\n"
       "--no-nvtx: no NVTX range per layer and pass (a GPU build pushes them for Nsight Systems).\n"
+      "--cudnn-api=API: whose convolution candidates the GPU chooses among: auto (--cudnn-search times cuDNN's\n"
+      "legacy algorithms and its graph API's engine configurations together; heuristics pick a legacy\n"
+      "algorithm), legacy or graph.\n"
       "--cpu-conv=PATH: what runs the CPU's convolutions: auto (oneDNN above 1x1 where built with it),\n"
       "glassbox (its own im2col + GEMM) or onednn; in the context as cpu_conv.\n"
       "--no-winograd: only direct convolutions on the CPU (by default oneDNN's Winograd kernels run the 3x3\n"
@@ -355,6 +358,7 @@ int run(int argc, char** argv) {
   }
   for (const auto& [key, value] : info.fields()) benchmark::AddCustomContext(key, value);
   benchmark::AddCustomContext("deterministic", settings.compile.layers.deterministic ? "yes" : "no");
+  benchmark::AddCustomContext("cudnn_api", std::string(name_of(settings.compile.layers.cudnn_api)));  // --cudnn-api
   benchmark::AddCustomContext("cpu_conv_path", std::string(name_of(settings.compile.layers.cpu_conv)));  // --cpu-conv
   benchmark::AddCustomContext("cpu_winograd", settings.compile.layers.cpu_winograd ? "on" : "off");  // --no-winograd
   const bool nhwc = plans_channels_last(settings.compile.layout, settings.device, settings.compile.precision);

@@ -34,7 +34,7 @@ Usage:
       [--modes forward,forward_backward,train_step,inference] [--batch N[,N...]]
       [--threads 2] [--min-time S] [--warmup N] [--layouts nchw,channels_last] [--glassbox-layout L]
       [--interleave mode|network] [--glassbox-cuda-graph] [--glassbox-no-fusion] [--pytorch-compile]
-      [--precision fp32|tf32|bf16|fp16] [--idle-check S] [--busy-cpus X] [--json PATH] NET ...
+      [--glassbox-cudnn-api auto|legacy|graph] [--precision fp32|tf32|bf16|fp16] [--idle-check S] [--busy-cpus X] [--json PATH] NET ...
 
 --batch takes one batch or several, each a number of samples or a multiple
 of the network's default batch on that device, as bench_nets lists it
@@ -45,7 +45,8 @@ once and four times its default, the issue-11 table in one command.
 where set, else python3.
 
 On a GPU (--device cuda) bench_nets runs with --cudnn-search, since the peer
-sets cudnn.benchmark (measured algorithm choice on both sides).
+sets cudnn.benchmark (measured algorithm choice on both sides);
+--glassbox-cudnn-api restricts its candidates to one of cuDNN's APIs.
 
 The --json file: {"date", "command", "machine", "builds", "rows", "rounds"}
 ("partial": true, and no "rows", while the run goes on). "rounds" holds one
@@ -215,6 +216,8 @@ def glassbox(args, net, modes, batch, tmp, env, builds):
         command.append("--cuda-graph")
     if args.glassbox_no_fusion:
         command.append("--no-fusion")
+    if args.glassbox_cudnn_api != "auto":
+        command.append(f"--cudnn-api={args.glassbox_cudnn_api}")
     run(command, env)
     found = rates(out, "glassbox", builds)
     # Paired with PyTorch's eager steps of the same name: the run's command
@@ -333,6 +336,8 @@ def main():
                         help="bench_nets --cuda-graph: Glassbox's steps replayed as CUDA graphs (GPU only)")
     parser.add_argument("--glassbox-no-fusion", action="store_true",
                         help="bench_nets --no-fusion: every ReLU runs itself on Glassbox's side")
+    parser.add_argument("--glassbox-cudnn-api", choices=["auto", "legacy", "graph"], default="auto",
+                        help="bench_nets --cudnn-api: whose convolution candidates Glassbox's GPU search times")
     parser.add_argument("--pytorch-compile", action="store_true",
                         help="also time PyTorch under torch.compile (default mode); rows add the ratio to it")
     parser.add_argument("--interleave", choices=["mode", "network"], default="mode",
@@ -376,7 +381,8 @@ def main():
 
     rows = rows_from_rounds(rounds, args.nets, args.busy_cpus)
     replayed = (", Glassbox's steps replayed as CUDA graphs" if args.glassbox_cuda_graph else "") + \
-        (", Glassbox without fusion" if args.glassbox_no_fusion else "")
+        (", Glassbox without fusion" if args.glassbox_no_fusion else "") + \
+        (f", Glassbox's cuDNN candidates: {args.glassbox_cudnn_api} API" if args.glassbox_cudnn_api != "auto" else "")
     print_rows(rows, [f"{args.device}, {args.precision}, {args.threads} threads, {args.rounds} interleaved rounds, "
                       f"medians; images/s (a language model's: tokens/s){replayed}",
                       f"Glassbox {builds.get('glassbox', '-')}, PyTorch {builds.get('pytorch', '-')}, on {where}"])

@@ -12,6 +12,10 @@ const std::vector<FlagSpec>& compile_flags() {
       {"--cudnn-search", "", "time every cuDNN algorithm and keep the fastest"},
       {"--autotune-cache", "FILE",
        "with --cudnn-search: keep what it measured in FILE, and reuse it in later runs on the same GPU and cuDNN"},
+      {"--cudnn-api", "API",
+       "whose convolution candidates a GPU chooses among: auto (default: --cudnn-search times the legacy algorithms "
+       "and the graph API's engine configurations together; cuDNN's heuristics pick a legacy algorithm), legacy, "
+       "graph"},
       {"--deterministic", "",
        cat("only cuDNN algorithms that give the same bits on every run; the CPU path always does (",
            kDeterministicByDefault ? "on: built with GLASSBOX_DETERMINISTIC" : "off by default", ")")},
@@ -45,6 +49,7 @@ CompileOptions compile_options_from_flags(const std::map<std::string, std::strin
     }
     options.layers.autotune_cache = *path;
   }
+  if (const std::string* api = value("--cudnn-api")) options.layers.cudnn_api = parse_cudnn_api(*api);
   if (value("--deterministic")) options.layers.deterministic = true;
   if (const std::string* path = value("--cpu-conv")) options.layers.cpu_conv = parse_cpu_conv_path(*path);
   if (value("--no-winograd")) options.layers.cpu_winograd = false;
@@ -62,6 +67,9 @@ std::vector<std::string> compile_flag_notes(const std::map<std::string, std::str
     }
     if (given.contains("--autotune-cache")) {
       notes.push_back("--autotune-cache keeps cuDNN's measured algorithms; it has no effect on the CPU");
+    }
+    if (given.contains("--cudnn-api")) {
+      notes.push_back("--cudnn-api chooses among cuDNN's convolution APIs; it has no effect on the CPU");
     }
     if (given.contains("--deterministic")) {
       notes.push_back("--deterministic restricts cuDNN algorithms; the CPU path is deterministic already");

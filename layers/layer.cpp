@@ -23,6 +23,22 @@ std::string_view name_of(CpuConvPath path) {
   return "?";
 }
 
+CudnnApi parse_cudnn_api(std::string_view text) {
+  if (text == "auto") return CudnnApi::kAuto;
+  if (text == "legacy") return CudnnApi::kLegacy;
+  if (text == "graph") return CudnnApi::kGraph;
+  throw ConfigError(cat("unknown cuDNN API '", text, "'; valid: auto, legacy, graph"));
+}
+
+std::string_view name_of(CudnnApi api) {
+  switch (api) {
+    case CudnnApi::kAuto: return "auto";
+    case CudnnApi::kLegacy: return "legacy";
+    case CudnnApi::kGraph: return "graph";
+  }
+  return "?";
+}
+
 void throw_not_built(std::string_view layer_type) {
   throw NotBuiltError(cat(layer_type, ": Glassbox was built without CUDA (configure with -DGLASSBOX_CUDA=ON)"));
 }

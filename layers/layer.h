@@ -57,6 +57,16 @@ enum class AlgoSearch {
   kHeuristic,  // cuDNN's ranked heuristics: fast to compile, usually good
   kMeasured,   // time every candidate once and keep the fastest (glassbox --cudnn-search)
 };
+// Which of cuDNN's convolution APIs offer candidates on a CUDA device (Note
+// [Engine configurations], layers/conv2d/engine_config.h).
+enum class CudnnApi {
+  kAuto,    // the measured search times both; the heuristic choice takes the legacy algorithms' ranking
+  kLegacy,  // the legacy algorithms only (cudnnConvolutionForward and its backward calls)
+  kGraph,   // the graph API's engine configurations only
+};
+// "auto", "legacy" or "graph" (the --cudnn-api flag); throws ConfigError otherwise.
+CudnnApi parse_cudnn_api(std::string_view text);
+std::string_view name_of(CudnnApi api);  // "auto", "legacy", "graph"
 // Which path runs Conv2d on the CPU (layers/conv2d/conv2d.h, cmake/CpuConv.cmake).
 enum class CpuConvPath {
   kAuto,      // oneDNN for kernels above 1x1 where the build has it; Glassbox's own for the rest
@@ -81,6 +91,8 @@ struct PrepareOptions {
   // only; a file (--autotune-cache FILE) keeps them for later runs too.
   std::string autotune_cache;
   size_t workspace_limit = size_t{4} << 30;  // most workspace one layer's algorithm may use
+  // Whose candidates Conv2d chooses among on a CUDA device (--cudnn-api). The CPU ignores it.
+  CudnnApi cudnn_api = CudnnApi::kAuto;
   // What the graph will run: kTraining (forward and backward) or kInference
   // (forward only), where a layer keeps nothing for a backward (no dropout
   // mask, no workspace or algorithm for the backward passes). Set by the graph

@@ -1,6 +1,6 @@
-// tensor/dtype.h: element types. Layers compute in float32 today; the 16-bit
-// types are named so that tensors, buffers and reports already carry them when
-// mixed precision arrives, and every layer rejects them by name until then.
+// tensor/dtype.h: element types. float32 is what layers compute in; bfloat16
+// and float16 are the stored types of a mixed-precision graph (values, their
+// gradients and the weights in use), int32 holds labels and token ids.
 #pragma once
 
 #include <cstddef>

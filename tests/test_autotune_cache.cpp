@@ -25,21 +25,23 @@ ConvProblem problem() {
   return {.device = "NVIDIA H100 80GB HBM3", .cudnn = "9.19.0", .pass = "forward", .data = "bfloat16",
           .layout = "NHWC", .x = {64, 64, 56, 56}, .w = {64, 64, 3, 3}, .y = {64, 64, 56, 56},
           .pad_h = 1, .pad_w = 1, .stride_h = 1, .stride_w = 1, .dilation_h = 1, .dilation_w = 1, .groups = 1,
-          .math = 1};
+          .math = 1, .candidates = "legacy+graph"};
 }
 
 const std::vector<MeasuredAlgorithm> kResults = {
     {.algo = 1, .status = 0, .time_ms = 0.25f, .memory = 1 << 20, .math = 1, .deterministic = true},
     {.algo = 6, .status = 0, .time_ms = 0.5f, .memory = 0, .math = 0, .deterministic = false},
-    {.algo = 4, .status = 9, .time_ms = -1.0f, .memory = 0, .math = 0, .deterministic = false}};
+    {.algo = 4, .status = 9, .time_ms = -1.0f, .memory = 0, .math = 0, .deterministic = false},
+    {.algo = -1, .status = 0, .time_ms = 0.125f, .memory = 4096, .math = 0, .deterministic = true,
+     .engine = {.engine = 12, .knobs = {{2, 3}, {14, 4}}, .numerical_notes = kNoteTensorCore, .behavior_notes = 0}}};
 
 void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 TEST(AutotuneCache, TheKeyHoldsEverythingAMeasurementDependsOn) {
   const ConvProblem p = problem();
   EXPECT_EQ(p.key(), "NVIDIA H100 80GB HBM3 | cuDNN 9.19.0 | forward | bfloat16 NHWC | x 64x64x56x56 w 64x64x3x3 "
-                     "y 64x64x56x56 | pad 1x1 stride 1x1 dilation 1x1 groups 1 | math 1");
-  std::vector<ConvProblem> others(13, p);
+                     "y 64x64x56x56 | pad 1x1 stride 1x1 dilation 1x1 groups 1 | math 1 | legacy+graph");
+  std::vector<ConvProblem> others(14, p);
   others[0].device = "NVIDIA H200";
   others[1].cudnn = "9.20.0";
   others[2].pass = "backward-data";
@@ -53,6 +55,7 @@ TEST(AutotuneCache, TheKeyHoldsEverythingAMeasurementDependsOn) {
   others[10].dilation_w = 2;
   others[11].groups = 2;
   others[12].math = 0;
+  others[13].candidates = "legacy";
   for (size_t i = 0; i < others.size(); ++i) EXPECT_NE(others[i].key(), p.key()) << "change " << i;
 }
 
@@ -101,7 +104,12 @@ TEST(AutotuneCache, AFileThatIsNotACacheIsRefusedByName) {
       {"{\"kind\": ", "not JSON: at byte 10: "},
       {"[1, 2]", "the document is a JSON array, not an object"},
       {with("glassbox.autotune", "glassbox.time"), "its \"kind\" is not \"glassbox.autotune\""},
-      {with("\"version\": 1", "\"version\": 2"), "its \"version\" is not 1"},
+      {with("\"version\": 2", "\"version\": 3"), "its \"version\" is not 2"},
+      {with("\"version\": 2", "\"version\": 1"), "its \"version\" is 1, which holds the legacy algorithms only"},
+      {with("\"index\": 12", "\"index\": -12"),
+       "entry 'k', result 3: \"engine\": \"index\" is not an integer from 0 to 2147483647"},
+      {with("\"knobs\"", "\"knob\""), "entry 'k', result 3: \"engine\": \"knobs\" is not a list"},
+      {with("\"behavior_notes\"", "\"behaviour_notes\""), "entry 'k', result 3: \"engine\" has no \"behavior_notes\""},
       {with("\"algo\": 1", "\"algo\": \"one\""), "entry 'k', result 0: \"algo\" is not an integer"},
       {with("\"memory\": 1048576", "\"memory\": -5"), "entry 'k', result 0: \"memory\" is negative"},
       {with("\"deterministic\": true", "\"deterministic\": 1"),
@@ -115,7 +123,7 @@ TEST(AutotuneCache, AFileThatIsNotACacheIsRefusedByName) {
       AutotuneCache::open(path);
       ADD_FAILURE() << "accepted: " << c.text;
     } catch (const DataError& e) {
-      const std::string expected = path + ": not a Glassbox autotune cache (glassbox.autotune v1): " + c.message;
+      const std::string expected = path + ": not a Glassbox autotune cache (glassbox.autotune v2): " + c.message;
       EXPECT_EQ(std::string(e.what()).substr(0, expected.size()), expected) << e.what();
     }
   }

@@ -20,6 +20,7 @@ TEST(CompileFlags, NoFlagsLeaveTheDefaults) {
   EXPECT_EQ(options.layers.algo_search, defaults.layers.algo_search);
   EXPECT_EQ(options.layers.deterministic, defaults.layers.deterministic);
   EXPECT_EQ(options.layers.cpu_conv, defaults.layers.cpu_conv);
+  EXPECT_EQ(options.layers.cudnn_api, CudnnApi::kAuto);
   EXPECT_EQ(options.layers.cpu_winograd, defaults.layers.cpu_winograd);
   EXPECT_EQ(options.layout, defaults.layout);
   EXPECT_EQ(options.fusion, defaults.fusion);
@@ -31,11 +32,13 @@ TEST(CompileFlags, EachFlagSetsItsOptionAndKeepsTheBase) {
   base.phase = Phase::kInference;
   base.layer_timing = true;
   const CompileOptions options = compile_options_from_flags(
-      {{"--precision", "tf32"}, {"--cudnn-search", ""}, {"--deterministic", ""}, {"--cpu-conv", "onednn"},
+      {{"--precision", "tf32"}, {"--cudnn-search", ""}, {"--cudnn-api", "graph"}, {"--deterministic", ""},
+       {"--cpu-conv", "onednn"},
        {"--no-winograd", ""}, {"--layout", "nchw"}, {"--no-fusion", ""}, {"--no-nvtx", ""}, {"--batch", "8"}},
       base);
   EXPECT_EQ(options.precision, Precision::kTf32);
   EXPECT_EQ(options.layers.algo_search, AlgoSearch::kMeasured);
+  EXPECT_EQ(options.layers.cudnn_api, CudnnApi::kGraph);
   EXPECT_TRUE(options.layers.deterministic);
   EXPECT_EQ(options.layers.cpu_conv, CpuConvPath::kOneDnn);
   EXPECT_FALSE(options.layers.cpu_winograd);
@@ -49,6 +52,12 @@ TEST(CompileFlags, EachFlagSetsItsOptionAndKeepsTheBase) {
 TEST(CompileFlags, ABadValueNamesItsFlag) {
   EXPECT_THROW(compile_options_from_flags({{"--precision", "fp64"}}), ConfigError);
   EXPECT_THROW(compile_options_from_flags({{"--cpu-conv", "fast"}}), ConfigError);
+  try {
+    compile_options_from_flags({{"--cudnn-api", "v8"}});
+    ADD_FAILURE() << "an unknown cuDNN API was taken";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "unknown cuDNN API 'v8'; valid: auto, legacy, graph");
+  }
   try {
     compile_options_from_flags({{"--layout", "nhcw"}});
     ADD_FAILURE() << "a misspelt layout was taken";

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "layers/conv2d/conv2d.h"
+#include "tensor/error.h"
 #include "tests/support/checks.h"
 #include "tests/support/devices.h"
 
@@ -338,6 +339,18 @@ TEST(Conv2dCuda, RejectsAnUnknownPinnedAlgorithm) {
   }
 }
 
+// The reference a choice is checked against: the harness's layer, from
+// seed 11, forward and backward: y, dx and dW.
+struct ReferenceRun {
+  std::vector<float> y, dx, dw;
+};
+ReferenceRun run_reference(testing::LayerHarness& ref) {
+  ref.randomize(11);
+  ref.forward();
+  ref.backward();
+  return {ref.read(ref.output), ref.read(ref.input_grads[0]), ref.read(ref.param_grads[0])};
+}
+
 // Every algorithm cuDNN supports for a pass gives the default's answer.
 TEST(Conv2dCuda, EveryAlgorithmAgreesWithTheDefault) {
   GLASSBOX_REQUIRE_CUDA();
@@ -346,11 +359,7 @@ TEST(Conv2dCuda, EveryAlgorithmAgreesWithTheDefault) {
     const Case& c = case_named(name);
     Conv2d reference("conv", c.options);
     testing::LayerHarness ref(ctx, reference, {c.input});
-    ref.randomize(11);
-    ref.forward();
-    ref.backward();
-    const std::vector<float> y = ref.read(ref.output), dx = ref.read(ref.input_grads[0]);
-    const std::vector<float> dw = ref.read(ref.param_grads[0]);
+    const auto [y, dx, dw] = run_reference(ref);
 
     for (Conv2d::Pass pass : {Conv2d::Pass::kForward, Conv2d::Pass::kBackwardData, Conv2d::Pass::kBackwardFilter}) {
       for (const Conv2d::AlgorithmCandidate& candidate : reference.algorithm_candidates(pass)) {
@@ -371,6 +380,75 @@ TEST(Conv2dCuda, EveryAlgorithmAgreesWithTheDefault) {
         testing::expect_close(h.read(h.output), y, 1e-4, what + ": output");
         testing::expect_close(h.read(h.input_grads[0]), dx, 1e-4, what + ": dx");
         testing::expect_close(h.read(h.param_grads[0]), dw, 1e-4, what + ": dw");
+      }
+    }
+  }
+}
+
+// Note [Engine configurations]: the graph API's choice, from its heuristics
+// or timed, gives the legacy default's answer, both where dx is written and
+// where it is added to (the plan's twin with beta 1), in each pass.
+TEST(Conv2dCuda, TheGraphApisChoiceAgreesWithTheLegacyDefault) {
+  GLASSBOX_REQUIRE_CUDA();
+  Context ctx = Context::cuda();
+  for (std::string_view name : {"k3_pad1", "k3_stride2_pad1", "groups2", "mixed"}) {
+    const Case& c = case_named(name);
+    Conv2d reference("conv", c.options);
+    testing::LayerHarness ref(ctx, reference, {c.input});
+    const auto [y, dx, dw] = run_reference(ref);
+    std::vector<float> dx2 = dx, dw2 = dw;
+    for (float& v : dx2) v *= 2;
+    for (float& v : dw2) v *= 2;
+
+    for (AlgoSearch search : {AlgoSearch::kHeuristic, AlgoSearch::kMeasured}) {
+      Conv2d conv("conv", c.options);
+      testing::LayerHarness h(ctx, conv, {c.input});
+      conv.prepare(ctx, {.algo_search = search, .cudnn_api = CudnnApi::kGraph});
+      ctx.reserve_workspace(conv.workspace_bytes());
+      const std::string what = cat(c.name, " (", conv.algorithms(), ")");
+      for (Conv2d::Pass pass : {Conv2d::Pass::kForward, Conv2d::Pass::kBackwardData, Conv2d::Pass::kBackwardFilter}) {
+        const auto& list = conv.algorithm_candidates(pass);
+        const auto chosen = std::find_if(list.begin(), list.end(), [](const auto& x) { return x.verdict == "chosen"; });
+        ASSERT_NE(chosen, list.end()) << what;
+        EXPECT_GE(chosen->engine, 0) << what << ": --cudnn-api graph chose a legacy algorithm";
+        EXPECT_TRUE(chosen->name.starts_with("engine ")) << chosen->name;
+      }
+      h.copy_values_from(ref);
+      h.forward();
+      h.backward();
+      testing::expect_close(h.read(h.output), y, 1e-4, what + ": output");
+      testing::expect_close(h.read(h.input_grads[0]), dx, 1e-4, what + ": dx");
+      testing::expect_close(h.read(h.param_grads[0]), dw, 1e-4, what + ": dw");
+      h.backward({GradMode::kAdd});  // dx += ..., dW += ...
+      testing::expect_close(h.read(h.input_grads[0]), dx2, 2e-4, what + ": dx added to");
+      testing::expect_close(h.read(h.param_grads[0]), dw2, 2e-4, what + ": dw added to");
+    }
+  }
+}
+
+// The measured search times the legacy algorithms and the engine
+// configurations together, on one clock, and takes the fastest that may run.
+TEST(Conv2dCuda, TheMeasuredSearchTimesBothApisTogether) {
+  GLASSBOX_REQUIRE_CUDA();
+  Context ctx = Context::cuda();
+  Conv2d conv("conv", {.out_channels = 16, .kernel = 3, .pad = 1});
+  conv.bind(std::vector<Shape>{Shape{4, 16, 16, 16}});
+  conv.prepare(ctx, {.algo_search = AlgoSearch::kMeasured, .autotune_cache = ""});
+  const std::string line = conv.algorithms();
+  EXPECT_NE(line.find("measured (legacy algorithms and graph-API engines)"), std::string::npos) << line;
+  for (Conv2d::Pass pass : {Conv2d::Pass::kForward, Conv2d::Pass::kBackwardData, Conv2d::Pass::kBackwardFilter}) {
+    const auto& list = conv.algorithm_candidates(pass);
+    EXPECT_TRUE(std::any_of(list.begin(), list.end(), [](const auto& c) { return c.engine >= 0; })) << line;
+    EXPECT_TRUE(std::any_of(list.begin(), list.end(), [](const auto& c) { return c.engine < 0; })) << line;
+    float previous = 0;
+    bool timed_part = true;
+    for (const Conv2d::AlgorithmCandidate& c : list) {
+      const bool ran = c.supported && c.time_ms >= 0;
+      if (!ran) timed_part = false;
+      EXPECT_FALSE(ran && !timed_part) << c.name << ": a timed candidate after an untimed one: " << line;
+      if (ran) {
+        EXPECT_GE(c.time_ms, previous) << c.name << " is listed after a slower one: " << line;
+        previous = c.time_ms;
       }
     }
   }

@@ -33,6 +33,11 @@
 #                fused (against PyTorch eager and torch.compile), unfused and replayed, LeNet and
 #                ResNet56 replayed, interleaved with PyTorch -> <gpu>/resnet50-bf16-256*.json,
 #                cuda-graph.json (tools/gpu_fusion.sh); alone, sized for 8 minutes: --prebuilt DIR --only fusion
+#  11 engines    convolutions through cuDNN's graph API: their tests, `glassbox time` of ResNet50 bf16
+#                with each pass's engine and knobs, ResNet50/train_step bf16 at batch 256 with the
+#                search over both APIs and over the legacy one, interleaved with PyTorch
+#                -> <gpu>/resnet50-bf16-256-{both-apis,legacy-api}.json (tools/gpu_engines.sh); alone,
+#                sized for 8 minutes: --prebuilt DIR --only engines
 #
 # <gpu> is the GPU's name as nvidia-smi gives it, lower case, without the vendor
 # and the memory type ("NVIDIA H100 80GB HBM3" -> h100-80gb): one folder per
@@ -40,15 +45,16 @@
 #
 # Every step runs even when an earlier one failed (a step that needs the build
 # is reported as failed when there is none); the exit status is 1 if any step
-# failed, 2 for bad usage. Logs go to build-gpu-check/ and, when $OUT is set
-# (the device tool), are copied there as each step ends, so a run cut short
-# by a time limit still returns what it did (at most 8 files).
+# failed, 2 for bad usage. Logs go to build-gpu-check/ and, when $OUT is set,
+# are also copied there as each step ends, so that a run cut short by a time
+# limit still leaves what it did.
 #
 # Usage: bash tools/gpu_check.sh [--prebuilt DIR] [--skip STEPS] [--only STEPS]
 #                                [--bench-filter REGEX] [--dry-run]
 #   --prebuilt DIR   use binaries built elsewhere for sm_90: DIR/tests/test_*
 #                    and DIR/bench_nets (skips configure and build)
-#   --skip / --only  comma-separated steps among build,tests,memcheck,bench,train,parallel,precision,fusion
+#   --skip / --only  comma-separated steps among build,tests,memcheck,bench,train,parallel,precision,fusion,
+#                    engines
 #                    (system and libraries always run)
 #   --bench-filter   default '^(LeNet|AlexNet|VGG16|ResNet50)/'
 #   --dry-run        detect and print what would run, run nothing
@@ -93,8 +99,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 for step in ${skip//,/ } ${only//,/ }; do
-  case "$step" in build|tests|memcheck|bench|train|parallel|precision|fusion) ;;
-    *) die "unknown step '$step' (steps: build,tests,memcheck,bench,train,parallel,precision,fusion)" ;; esac
+  case "$step" in build|tests|memcheck|bench|train|parallel|precision|fusion|engines) ;;
+    *) die "unknown step '$step' (steps: build,tests,memcheck,bench,train,parallel,precision,fusion,engines)" ;; esac
 done
 if [ -n "$prebuilt" ]; then
   [ -d "$prebuilt" ] || die "--prebuilt $prebuilt: no such directory"
@@ -142,6 +148,20 @@ show() {  # prints a command as it will run; runs it unless --dry-run
   printf '+'; printf ' %q' "$@"; printf '\n'
   [ "$dry_run" -eq 1 ] && return 0
   "$@"
+}
+
+# run_tests TEST...: runs each of the named test binaries of $build/tests with
+# GLASSBOX_REQUIRE_GPU=1 (a GPU test that skips fails), each within 240 s;
+# returns 1 if any is missing or fails.
+run_tests() {
+  local t rc=0
+  export GLASSBOX_REQUIRE_GPU=1  # for the rest of the step, which runs in a subshell of its own
+  for t in "$@"; do
+    echo "---- $t"
+    if [ "$dry_run" -eq 0 ] && [ ! -x "$build/tests/$t" ]; then echo "$t: not built"; rc=1; continue; fi
+    show timeout 240 "$build/tests/$t" --gtest_color=no --gtest_brief=1 || { echo "$t: FAILED"; rc=1; }
+  done
+  return "$rc"
 }
 
 # run_step NAME LOG FUNCTION: runs FUNCTION in a subshell with set -e, output
@@ -364,6 +384,10 @@ step_bench() {
 # shellcheck source=tools/gpu_fusion.sh
 . "$repo/tools/gpu_fusion.sh"
 
+# ---- 11 engines: tools/gpu_engines.sh -------------------------------------------------------------
+# shellcheck source=tools/gpu_engines.sh
+. "$repo/tools/gpu_engines.sh"
+
 # ---- main -------------------------------------------------------------------------------------------
 sanitizer=$(command -v compute-sanitizer || true)
 for candidate in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
@@ -403,13 +427,14 @@ else
   record build skipped ""
 fi
 
-for step in tests memcheck bench train parallel precision fusion; do
+for step in tests memcheck bench train parallel precision fusion engines; do
   case "$step" in
     tests) n=4 ;; memcheck) n=5 ;; bench) n=6 ;; train) n=7 ;; parallel) n=8 ;; precision) n=9 ;; fusion) n=10 ;;
+    engines) n=11 ;;
   esac
   if ! wanted "$step"; then record "$step" skipped ""; continue; fi
   if [ "$step" != bench ] && [ "$step" != train ] && [ "$step" != parallel ] && [ "$step" != precision ] \
-     && [ "$step" != fusion ] && ! have_build; then
+     && [ "$step" != fusion ] && [ "$step" != engines ] && ! have_build; then
     banner "$n $step"; echo "$step: no build in $build"; record "$step" FAILED "no build"; continue
   fi
   if run_step "$n $step" "$logs/$step.log" "step_$step"; then record "$step" ok ""; else record "$step" FAILED "see $step.log"; fi
@@ -430,6 +455,9 @@ if [ "$dry_run" -eq 0 ] && wanted fusion; then
   for f in "$results_dir"/resnet50-bf16-256{,-no-fusion,-cuda-graph}.json "$results_dir/cuda-graph.json"; do
     [ -f "$f" ] && to_out "$f"
   done
+fi
+if [ "$dry_run" -eq 0 ] && wanted engines; then
+  for f in "$results_dir"/resnet50-bf16-256-{both-apis,legacy-api}.json; do [ -f "$f" ] && to_out "$f"; done
 fi
 if [ "$dry_run" -eq 0 ] && wanted parallel; then
   for f in "$results_dir"/{allreduce-nccl,resnet50-nccl-one-rank}.json; do [ -f "$f" ] && to_out "$f"; done

@@ -17,22 +17,17 @@
 #   - LeNet and ResNet56 train_step (launch-bound) replayed, interleaved with
 #     PyTorch eager (2 rounds) -> <gpu>/cuda-graph.json.
 # Each command has its own timeout, so one that hangs cannot take the others'
-# time. Reads gpu_check.sh's $build, $logs, $results_dir, $python, $dry_run and
-# show(); paths are relative to the repository.
+# time. Reads gpu_check.sh's $build, $logs, $results_dir, $python, $dry_run,
+# show() and run_tests(); paths are relative to the repository.
 # shellcheck shell=bash
 # shellcheck disable=SC2154  # build, logs, results_dir, python, dry_run are gpu_check.sh's
 
 fusion_tests=(test_fusion test_fusion_residual test_relu test_linear test_step_replay test_autotune_cache)
 
 step_fusion() {
-  local rc=0 t fusion
+  local rc=0 fusion
   [ "$dry_run" -eq 1 ] || mkdir -p "$results_dir"
-  export GLASSBOX_REQUIRE_GPU=1
-  for t in "${fusion_tests[@]}"; do
-    echo "---- $t"
-    if [ "$dry_run" -eq 0 ] && [ ! -x "$build/tests/$t" ]; then echo "$t: not built"; rc=1; continue; fi
-    show timeout 240 "$build/tests/$t" --gtest_color=no --gtest_brief=1 || { echo "$t: FAILED"; rc=1; }
-  done
+  run_tests "${fusion_tests[@]}" || rc=1
   if [ "$dry_run" -eq 0 ] && [ ! -x "$build/glassbox" ]; then
     echo "fusion: $build/glassbox missing: no time"; rc=1
   else

@@ -15,8 +15,8 @@
 # Fusion, cuBLASLt, CUDA graphs and the autotune cache are the `fusion`
 # step's (tools/gpu_fusion.sh).
 # Each command has its own timeout, so one that hangs cannot take the others'
-# time. Reads gpu_check.sh's $build, $logs, $results_dir, $python, $dry_run and
-# show(); paths are relative to the repository.
+# time. Reads gpu_check.sh's $build, $logs, $results_dir, $python, $dry_run,
+# show() and run_tests(); paths are relative to the repository.
 # shellcheck shell=bash
 # shellcheck disable=SC2154  # build, logs, results_dir, python, dry_run are gpu_check.sh's
 
@@ -25,14 +25,9 @@ precision_tests=(test_channels_last_cuda test_channels_last_cuda_layers test_cha
                  test_sgd_working_copy test_loss_scale)
 
 step_precision() {
-  local rc=0 t
+  local rc=0
   [ "$dry_run" -eq 1 ] || mkdir -p "$results_dir"
-  export GLASSBOX_REQUIRE_GPU=1
-  for t in "${precision_tests[@]}"; do
-    echo "---- $t"
-    if [ "$dry_run" -eq 0 ] && [ ! -x "$build/tests/$t" ]; then echo "$t: not built"; rc=1; continue; fi
-    show timeout 240 "$build/tests/$t" --gtest_color=no --gtest_brief=1 || { echo "$t: FAILED"; rc=1; }
-  done
+  run_tests "${precision_tests[@]}" || rc=1
   if [ "$dry_run" -eq 0 ] && [ ! -x "$build/glassbox" ]; then
     echo "precision: $build/glassbox missing: no time or kernels"; rc=1
   else

@@ -1,6 +1,8 @@
 // layers/conv2d/autotune_cache.cpp: Note [Autotune cache] (layers/conv2d/autotune_cache.h).
 #include "layers/conv2d/autotune_cache.h"
 
+#include <climits>
+#include <cstdint>
 #include <filesystem>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -16,7 +18,7 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr std::string_view kKind = "glassbox.autotune";
-constexpr int kVersion = 1;
+constexpr int kVersion = 2;
 // A cache holds a few entries per convolution shape of the networks run
 // with it: kilobytes. The limit only bounds what a wrong path could make us read.
 constexpr uint64_t kMaxFileBytes = uint64_t{64} << 20;
@@ -29,6 +31,34 @@ std::string dims(const std::vector<int64_t>& shape) {
 
 [[noreturn]] void bad_file(const std::string& path, const std::string& what) {
   throw DataError(cat(path, ": not a Glassbox autotune cache (", kKind, " v", kVersion, "): ", what));
+}
+
+// A result's engine configuration: {"index", "knobs", "numerical_notes", "behavior_notes"}.
+EngineConfig parse_engine(const Json& engine, const std::string& path, const std::string& where) {
+  const std::string at = cat(where, ": \"engine\"");
+  if (!engine.is_object()) bad_file(path, cat(at, " is a JSON ", engine.type_name(), ", not an object"));
+  auto count = [&](const char* name, int64_t max) {
+    const auto it = engine.find(name);
+    if (it == engine.end()) bad_file(path, cat(at, " has no \"", name, "\""));
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > max) {
+      bad_file(path, cat(at, ": \"", name, "\" is not an integer from 0 to ", max));
+    }
+    return it->get<int64_t>();
+  };
+  EngineConfig config;
+  config.engine = count("index", INT32_MAX);
+  config.numerical_notes = static_cast<uint32_t>(count("numerical_notes", UINT32_MAX));
+  config.behavior_notes = static_cast<uint32_t>(count("behavior_notes", UINT32_MAX));
+  const auto knobs = engine.find("knobs");
+  if (knobs == engine.end() || !knobs->is_array()) bad_file(path, cat(at, ": \"knobs\" is not a list"));
+  for (const Json& knob : *knobs) {
+    if (!knob.is_array() || knob.size() != 2 || !knob[0].is_number_integer() || !knob[1].is_number_integer() ||
+        knob[0].get<int64_t>() < 0 || knob[0].get<int64_t>() > INT32_MAX) {
+      bad_file(path, cat(at, ": a knob is not [TYPE, VALUE], two integers: ", excerpt(knob.dump(), 40)));
+    }
+    config.knobs.emplace_back(knob[0].get<int>(), knob[1].get<int64_t>());
+  }
+  return config;
 }
 
 // One result of an entry, every field present and of its type.
@@ -61,6 +91,7 @@ MeasuredAlgorithm parse_result(const Json& item, const std::string& path, const 
   const Json& deterministic = field("deterministic");
   if (!deterministic.is_boolean()) bad_file(path, cat(where, ": \"deterministic\" is not true or false"));
   r.deterministic = deterministic.get<bool>();
+  if (const auto engine = item.find("engine"); engine != item.end()) r.engine = parse_engine(*engine, path, where);
   return r;
 }
 
@@ -79,7 +110,7 @@ Registry& registry() {
 std::string ConvProblem::key() const {
   return cat(device, " | cuDNN ", cudnn, " | ", pass, " | ", data, " ", layout, " | x ", dims(x), " w ", dims(w),
              " y ", dims(y), " | pad ", pad_h, "x", pad_w, " stride ", stride_h, "x", stride_w, " dilation ",
-             dilation_h, "x", dilation_w, " groups ", groups, " | math ", math);
+             dilation_h, "x", dilation_w, " groups ", groups, " | math ", math, " | ", candidates);
 }
 
 std::string autotune_json(const std::map<std::string, std::vector<MeasuredAlgorithm>>& entries) {
@@ -87,8 +118,17 @@ std::string autotune_json(const std::map<std::string, std::vector<MeasuredAlgori
   for (const auto& [key, results] : entries) {
     Json list = Json::array();
     for (const MeasuredAlgorithm& r : results) {
-      list.push_back({{"algo", r.algo}, {"status", r.status}, {"ms", r.time_ms}, {"memory", r.memory},
-                      {"math", r.math}, {"deterministic", r.deterministic}});
+      Json item = {{"algo", r.algo}, {"status", r.status}, {"ms", r.time_ms}, {"memory", r.memory},
+                   {"math", r.math}, {"deterministic", r.deterministic}};
+      if (r.is_engine()) {
+        Json knobs = Json::array();
+        for (const auto& [type, value] : r.engine.knobs) knobs.push_back({type, value});
+        item["engine"] = {{"index", r.engine.engine},
+                          {"knobs", std::move(knobs)},
+                          {"numerical_notes", r.engine.numerical_notes},
+                          {"behavior_notes", r.engine.behavior_notes}};
+      }
+      list.push_back(std::move(item));
     }
     all[key] = std::move(list);
   }
@@ -111,6 +151,10 @@ std::map<std::string, std::vector<MeasuredAlgorithm>> parse_autotune_json(const 
   }
   const auto version = document.find("version");
   if (version == document.end() || !version->is_number_integer() || version->get<int64_t>() != kVersion) {
+    if (version != document.end() && version->is_number_integer() && version->get<int64_t>() == 1) {
+      bad_file(path, "its \"version\" is 1, which holds the legacy algorithms only; remove the file, and the "
+                     "next search measures the graph API's engine configurations too");
+    }
     bad_file(path, cat("its \"version\" is not ", kVersion));
   }
   const auto entries = document.find("entries");

@@ -115,14 +115,17 @@ class Conv2d final : public Layer {
   static constexpr int kPassCount = 3;
   // What prepare() saw of one algorithm for one pass.
   struct AlgorithmCandidate {
-    int algo = 0;                // the cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t value
-    std::string name;            // "IMPLICIT_PRECOMP_GEMM", "ALGO_1", ...
+    int algo = 0;                // the cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t value; -1 for an engine
+    std::string name;            // "IMPLICIT_PRECOMP_GEMM", "ALGO_1", ..., "engine 12 (TILE_SIZE 3, ...)"
     bool supported = false;      // cuDNN reported success for these shapes and math mode
     size_t workspace_bytes = 0;  // as cuDNN reported it
     float time_ms = -1.0f;       // measured search only; -1 otherwise
     std::string verdict;         // "chosen", "not tried", or why it was skipped
     bool deterministic = false;  // cuDNN reports it CUDNN_DETERMINISTIC (same bits on every run)
     bool tensor_op = false;      // cuDNN reports tensor-op math for it (a pin: its heuristic entry's)
+    // A graph-API engine configuration's global index (its knobs are in
+    // `name`); -1 for a legacy algorithm, whose number is `algo`.
+    int64_t engine = -1;
   };
   // Pins algorithms by number for the next prepare() on a CUDA device, e.g.
   //   conv.pin_algorithms({.backward_data = 1});   // CUDNN_CONVOLUTION_BWD_DATA_ALGO_1

@@ -1,17 +1,26 @@
-// layers/conv2d/conv2d_algorithms_cuda.cpp: Conv2d's cuDNN algorithm choice, made
-// once in prepare: one algorithm per pass (forward, backward-data,
+// layers/conv2d/conv2d_algorithms_cuda.cpp: Conv2d's cuDNN choice, made once
+// in prepare: one candidate per pass (forward, backward-data,
 // backward-filter) and the workspace it needs.
 //
-// Candidates come from cuDNN's ranked heuristics
-// (cudnnGetConvolution*Algorithm_v7) or, on request, from timing them
-// (cudnnFindConvolution*AlgorithmEx on scratch tensors allocated here and freed
-// at the end of the search), whose results are kept per problem for the run
-// and optionally in a file (Note [Autotune cache], layers/conv2d/autotune_cache.h). The first candidate that cuDNN supports, that is
-// deterministic when PrepareOptions::deterministic asks for it (cuDNN reports
-// CUDNN_DETERMINISTIC or not with every heuristic and measured result), that
-// uses the math the context's precision allows, whose workspace is within the
-// limit and can actually be reserved, is taken; every verdict is kept for
-// reports (Conv2d::algorithm_candidates, algorithms()).
+// Candidates are the legacy algorithms and the graph API's engine
+// configurations (Note [Engine configurations], layers/conv2d/engine_config.h),
+// as PrepareOptions::cudnn_api (--cudnn-api) allows. By default they come
+// from cuDNN's legacy heuristics (cudnnGetConvolution*Algorithm_v7), ranked;
+// with --cudnn-api graph from the graph API's heuristics, ranked. On request
+// (--cudnn-search) every candidate is timed on scratch tensors allocated here
+// and freed at the end of the search: cudnnFindConvolution*AlgorithmEx lists
+// the legacy algorithms with their status, math type and determinism, each
+// configuration's execution plan is built, and Glassbox times every one that
+// runs with the same clock (one untimed run, then the fastest of three, on
+// CUDA events), so that the two kinds are compared on equal terms. The
+// results are kept per problem for the run and optionally in a file (Note
+// [Autotune cache], layers/conv2d/autotune_cache.h). The first candidate
+// that cuDNN supports, that is deterministic when PrepareOptions::deterministic
+// asks for it (cuDNN reports CUDNN_DETERMINISTIC, or a configuration's
+// NONDETERMINISTIC note), that uses the math the context's precision allows,
+// whose workspace is within the limit and can actually be reserved, is
+// taken; every verdict is kept for reports (Conv2d::algorithm_candidates,
+// algorithms()).
 //
 // Note [Math type per pass]: cuDNN decides between FMA and tensor-op kernels
 // from the algorithm *and* the descriptor's math type, and its search reports
@@ -33,9 +42,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
+
+#include "tensor/event_timer.h"
 
 namespace glassbox::conv2d_cuda {
 namespace {
@@ -105,7 +117,16 @@ struct Perf {
   size_t memory = 0;
   cudnnMathType_t math = CUDNN_FMA_MATH;
   bool deterministic = false;
+  EngineConfig engine;  // engine.engine >= 0: a graph-API engine configuration, not a legacy algorithm
+  bool is_engine() const { return engine.engine >= 0; }
 };
+// A configuration as a candidate, before it is built or timed.
+Perf engine_perf(const EngineConfig& config) {
+  Perf p{.algo = -1, .status = CUDNN_STATUS_SUCCESS};
+  p.deterministic = (config.numerical_notes & kNoteNondeterministic) == 0;
+  p.engine = config;
+  return p;
+}
 template <typename CudnnPerf>
 std::vector<Perf> to_perfs(const std::vector<CudnnPerf>& results, int count, bool measured) {
   std::vector<Perf> perfs;
@@ -199,6 +220,69 @@ cudnnStatus_t workspace_size(const ConvDescriptors& d, cudnnConvolutionDescripto
   return CUDNN_STATUS_BAD_PARAM;
 }
 
+// What the pass's output keeps of its old value in the search and in the
+// plan that runs it: backward-filter adds into fp32 gradients.
+float search_beta(const SearchInput& in, Pass pass) { return pass == Pass::kBackwardFilter ? in.filter_beta : 0.0f; }
+
+// One legacy algorithm on the scratch tensors, as cudnnFind runs it.
+cudnnStatus_t run_legacy(const ConvDescriptors& d, cudnnConvolutionDescriptor_t conv, Pass pass, int algo,
+                         const Scratch& s, size_t workspace, float beta) {
+  void* ws = workspace > 0 ? s.workspace.raw() : nullptr;
+  switch (pass) {
+    case Pass::kForward:
+      return cudnnConvolutionForward(d.handle, &kOne, d.x, s.x.raw(), d.w, s.w.raw(), conv,
+                                     static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, workspace, &kZero, d.y,
+                                     s.y.raw());
+    case Pass::kBackwardData:
+      return cudnnConvolutionBackwardData(d.handle, &kOne, d.w, s.w.raw(), d.y, s.y.raw(), conv,
+                                          static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws, workspace, &kZero,
+                                          d.x, s.x.raw());
+    case Pass::kBackwardFilter:
+      return cudnnConvolutionBackwardFilter(d.handle, &kOne, d.x, s.x.raw(), d.y, s.y.raw(), conv,
+                                            static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws, workspace, &beta,
+                                            d.w, s.w.raw());
+  }
+  return CUDNN_STATUS_BAD_PARAM;
+}
+
+// Glassbox's clock for every candidate of the measured search: one untimed
+// run, then the fastest of three, between CUDA events. `run` returns
+// cuDNN's status; a failure ends the timing and is the result.
+constexpr int kTimedRuns = 3;
+template <typename Run>
+std::pair<cudnnStatus_t, float> time_runs(Context& ctx, Run&& run) {
+  cudnnStatus_t status = run();
+  if (status != CUDNN_STATUS_SUCCESS) return {status, -1.0f};
+  EventTimer timer(ctx, kTimedRuns + 1);
+  timer.record(0);
+  for (int i = 1; i <= kTimedRuns; ++i) {
+    status = run();
+    if (status != CUDNN_STATUS_SUCCESS) return {status, -1.0f};
+    timer.record(i);
+  }
+  double best = std::numeric_limits<double>::infinity();
+  for (int i = 1; i <= kTimedRuns; ++i) best = std::min(best, timer.elapsed_ms(i - 1, i));
+  return {CUDNN_STATUS_SUCCESS, static_cast<float>(best)};
+}
+
+// At most this many engine configurations per pass are built and timed:
+// the heuristics' first ones, where the fast kernels rank.
+constexpr size_t kMaxEngineConfigs = 12;
+
+// The layer's operation graphs, built when a candidate first needs one: per
+// pass, one that writes (beta 0) and one that adds (beta 1).
+class LayerGraphs {
+ public:
+  std::shared_ptr<const ConvOperationGraph> get(const SearchInput& in, Pass pass, float beta, GraphFailure& failure) {
+    std::shared_ptr<const ConvOperationGraph>& g = graphs_[index_of(pass)][beta != 0.0f ? 1 : 0];
+    if (!g) g = ConvOperationGraph::build(in.descriptors.handle, in.problem, pass, in.data, beta, failure);
+    return g;
+  }
+
+ private:
+  std::array<std::array<std::shared_ptr<const ConvOperationGraph>, 2>, 3> graphs_;
+};
+
 bool is_tensor_op(cudnnMathType_t math) {
   return math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
@@ -243,7 +327,7 @@ std::vector<MeasuredAlgorithm> to_measured(const std::vector<Perf>& perfs) {
   std::vector<MeasuredAlgorithm> kept;
   for (const Perf& p : perfs) {
     kept.push_back({p.algo, static_cast<int>(p.status), p.time_ms, p.memory, static_cast<int>(p.math),
-                    p.deterministic});
+                    p.deterministic, p.engine});
   }
   return kept;
 }
@@ -251,7 +335,7 @@ std::vector<Perf> from_measured(const std::vector<MeasuredAlgorithm>& kept) {
   std::vector<Perf> perfs;
   for (const MeasuredAlgorithm& m : kept) {
     perfs.push_back({m.algo, static_cast<cudnnStatus_t>(m.status), m.time_ms, static_cast<size_t>(m.memory),
-                     static_cast<cudnnMathType_t>(m.math), m.deterministic});
+                     static_cast<cudnnMathType_t>(m.math), m.deterministic, m.engine});
   }
   return perfs;
 }
@@ -288,6 +372,84 @@ Scratch allocate_scratch(Context& ctx, const PrepareOptions& options, const Sear
   return scratch;
 }
 
+// Grows the scratch's workspace to `bytes`; false where that memory cannot be had.
+bool ensure_workspace(Context& ctx, Scratch& scratch, size_t bytes) {
+  if (bytes <= scratch.workspace_bytes) return true;
+  try {
+    const auto floats = static_cast<int64_t>((bytes + sizeof(float) - 1) / sizeof(float));
+    Tensor larger = ctx.allocate(Shape{floats}, DType::kFloat32, MemoryCategory::kWorkspace);
+    scratch.workspace = std::move(larger);
+    scratch.workspace_bytes = bytes;
+    return true;
+  } catch (const OutOfMemoryError&) {
+    return false;
+  }
+}
+
+// Times each legacy algorithm cudnnFind ran, on Glassbox's clock, with the
+// descriptor it would run with (Note [Math type per pass]).
+void retime_legacy(Context& ctx, const SearchInput& in, Pass pass, const Scratch& scratch, std::vector<Perf>& perfs) {
+  for (Perf& p : perfs) {
+    if (p.status != CUDNN_STATUS_SUCCESS || p.memory > scratch.workspace_bytes) continue;
+    const ConvolutionDescriptor conv = in.make_convolution(runs_result_math(in) ? p.math : in.base_math);
+    const float beta = search_beta(in, pass);
+    const auto [status, ms] = time_runs(
+        ctx, [&] { return run_legacy(in.descriptors, conv.get(), pass, p.algo, scratch, p.memory, beta); });
+    p.status = status;
+    p.time_ms = ms;
+  }
+}
+
+// Builds and times the engine configurations cuDNN's heuristics offer for
+// the pass. `failure` says why there are none, where that is so.
+std::vector<Perf> measure_engines(Context& ctx, const PrepareOptions& options, const SearchInput& in, Pass pass,
+                                  LayerGraphs& graphs, Scratch& scratch, std::string& failure) {
+  GraphFailure f;
+  const std::shared_ptr<const ConvOperationGraph> graph = graphs.get(in, pass, search_beta(in, pass), f);
+  if (!graph) {
+    failure = f.text();
+    return {};
+  }
+  const std::vector<EngineConfig> configs = graph->engine_configs(kMaxEngineConfigs, f);
+  if (configs.empty()) failure = f.status != CUDNN_STATUS_SUCCESS ? f.text() : "cuDNN's heuristics offer none";
+  std::vector<Perf> perfs;
+  const cudnnHandle_t handle = in.descriptors.handle;
+  for (const EngineConfig& config : configs) {
+    Perf p = engine_perf(config);
+    GraphFailure why;
+    const std::shared_ptr<const GraphPlan> plan = GraphPlan::make(handle, graph, config, why);
+    if (!plan) {
+      p.status = why.status;
+    } else {
+      p.memory = plan->workspace();
+      if (p.memory <= options.workspace_limit) {  // beyond it: listed untimed, refused by the choice
+        if (!ensure_workspace(ctx, scratch, p.memory)) {
+          p.status = CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
+        } else {
+          void* ws = p.memory > 0 ? scratch.workspace.raw() : nullptr;
+          const auto [status, ms] = time_runs(ctx, [&] {
+            return plan->execute(handle, in.layer, scratch.x.raw(), scratch.w.raw(), scratch.y.raw(), ws);
+          });
+          p.status = status;
+          p.time_ms = ms;
+        }
+      }
+    }
+    perfs.push_back(std::move(p));
+  }
+  return perfs;
+}
+
+// Fastest first: the candidates that ran, by time, then the others in their order.
+void sort_by_time(std::vector<Perf>& perfs) {
+  std::stable_sort(perfs.begin(), perfs.end(), [](const Perf& a, const Perf& b) {
+    const bool a_ran = a.status == CUDNN_STATUS_SUCCESS && a.time_ms >= 0;
+    const bool b_ran = b.status == CUDNN_STATUS_SUCCESS && b.time_ms >= 0;
+    if (a_ran != b_ran) return a_ran;
+    return a_ran && a.time_ms < b.time_ms;
+  });
+}
+
 // A pinned pass: the pin runs if it can, or prepare fails naming it.
 PassChoice choose_pinned(Context& ctx, const PrepareOptions& options, const SearchInput& in, Pass pass,
                          cudnnConvolutionDescriptor_t search, std::vector<Conv2d::AlgorithmCandidate>& list) {
@@ -318,28 +480,78 @@ PassChoice choose_pinned(Context& ctx, const PrepareOptions& options, const Sear
   return {in.make_convolution(in.base_math), algo, bytes};
 }
 
-// A searched pass: the first candidate that passes every check, in cuDNN's
-// order. `notes` collects why supported candidates before it were skipped.
+// A searched pass: the first candidate that passes every check, in the
+// search's order. `notes` collects why supported candidates before it were skipped.
 PassChoice choose_searched(Context& ctx, const PrepareOptions& options, const SearchInput& in, Pass pass,
-                          const std::vector<Perf>& perfs, const std::string& how,
-                          std::vector<Conv2d::AlgorithmCandidate>& list, std::string& notes) {
+                           const std::vector<Perf>& perfs, const std::string& how, LayerGraphs& graphs,
+                           std::vector<Conv2d::AlgorithmCandidate>& list, std::string& notes) {
   std::optional<PassChoice> chosen;
+  // The last checks of a candidate that can run: its workspace within the
+  // limit and to be had; then it is the choice.
+  auto take = [&](Conv2d::AlgorithmCandidate& c, size_t bytes, auto&& make_choice) {
+    if (bytes > options.workspace_limit) {
+      c.verdict = cat("needs ", bytes_str(bytes), ", limit ", bytes_str(options.workspace_limit));
+    } else if (!try_reserve(ctx, bytes)) {
+      c.verdict = cat("out of memory for ", bytes_str(bytes), " of workspace");
+    } else {
+      c.verdict = "chosen";
+      c.workspace_bytes = bytes;
+      chosen = make_choice();
+    }
+  };
   for (const Perf& perf : perfs) {
-    Conv2d::AlgorithmCandidate c{perf.algo, algorithm_name(pass, perf.algo), perf.status == CUDNN_STATUS_SUCCESS,
-                                 perf.memory, perf.time_ms, "", perf.deterministic, is_tensor_op(perf.math)};
+    const bool engine = perf.is_engine();
+    Conv2d::AlgorithmCandidate c{engine ? -1 : perf.algo,
+                                 engine ? engine_config_name(perf.engine) : algorithm_name(pass, perf.algo),
+                                 perf.status == CUDNN_STATUS_SUCCESS,
+                                 perf.memory,
+                                 perf.time_ms,
+                                 "",
+                                 perf.deterministic,
+                                 engine ? (perf.engine.numerical_notes & kNoteTensorCore) != 0 : is_tensor_op(perf.math),
+                                 engine ? perf.engine.engine : -1};
+    const std::optional<std::string> refused =
+        engine ? engine_refusal(perf.engine.numerical_notes, in.data, in.tf32, options.deterministic) : std::nullopt;
     if (chosen) {
       c.verdict = "not tried";
     } else if (perf.status != CUDNN_STATUS_SUCCESS) {
       c.verdict = cudnnGetErrorString(perf.status);
-    } else if (options.deterministic && !perf.deterministic) {
+    } else if (engine && pass == Pass::kForward && !in.graph_forward) {
+      c.verdict = "the fused bias and ReLU run on the legacy call";
+    } else if (refused) {
+      c.verdict = *refused;
+    } else if (!engine && options.deterministic && !perf.deterministic) {
       c.verdict = kNotDeterministic;
-    } else if (!in.tf32 && !is_16_bit(in) && is_tensor_op(perf.math)) {
+    } else if (!engine && !in.tf32 && !is_16_bit(in) && is_tensor_op(perf.math)) {
       c.verdict = "uses tensor-op math, TF32 is off";
-    } else if (perf.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
+    } else if (!engine && perf.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
       c.verdict = is_16_bit(in) ? "may convert the 16-bit data (TENSOR_OP_MATH_ALLOW_CONVERSION)"
                                 : "would down-convert float data";
     } else if (perf.memory > options.workspace_limit) {
       c.verdict = cat("needs ", bytes_str(perf.memory), ", limit ", bytes_str(options.workspace_limit));
+    } else if (engine) {
+      // Build the plan it runs with (and, for backward-data, its twin that
+      // adds into a gradient); take the larger workspace.
+      GraphFailure failure;
+      std::shared_ptr<const GraphPlan> plan, adding;
+      if (auto graph = graphs.get(in, pass, search_beta(in, pass), failure)) {
+        plan = GraphPlan::make(in.descriptors.handle, graph, perf.engine, failure);
+      }
+      if (plan && pass == Pass::kBackwardData) {
+        if (auto graph = graphs.get(in, pass, 1.0f, failure)) {
+          adding = GraphPlan::make(in.descriptors.handle, graph, perf.engine, failure);
+        }
+      }
+      const size_t bytes = std::max({plan ? plan->workspace() : 0, adding ? adding->workspace() : 0, perf.memory});
+      if (!plan) {
+        c.verdict = cat("plan: ", failure.text());
+      } else if (pass == Pass::kBackwardData && !adding) {
+        c.verdict = cat("cannot add into a gradient (beta 1): ", failure.text());
+      } else {
+        take(c, bytes, [&] {
+          return PassChoice{in.make_convolution(in.base_math), -1, bytes, std::move(plan), std::move(adding)};
+        });
+      }
     } else {
       // Confirm with the descriptor it will run with; take the larger need.
       ConvolutionDescriptor conv = in.make_convolution(runs_result_math(in) ? perf.math : in.base_math);
@@ -348,14 +560,8 @@ PassChoice choose_searched(Context& ctx, const PrepareOptions& options, const Se
       bytes = std::max(bytes, perf.memory);
       if (status != CUDNN_STATUS_SUCCESS) {
         c.verdict = cat("workspace query: ", cudnnGetErrorString(status));
-      } else if (bytes > options.workspace_limit) {
-        c.verdict = cat("needs ", bytes_str(bytes), ", limit ", bytes_str(options.workspace_limit));
-      } else if (!try_reserve(ctx, bytes)) {
-        c.verdict = cat("out of memory for ", bytes_str(bytes), " of workspace");
       } else {
-        c.verdict = "chosen";
-        c.workspace_bytes = bytes;
-        chosen = PassChoice{std::move(conv), perf.algo, bytes};
+        take(c, bytes, [&] { return PassChoice{std::move(conv), perf.algo, bytes, nullptr, nullptr}; });
       }
     }
     if (!chosen && c.supported) notes += cat(notes.empty() ? "" : "; ", c.name, ": ", c.verdict);
@@ -385,14 +591,27 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
   const ConvolutionDescriptor search = in.make_convolution(in.base_math);
   const bool measured = options.algo_search == AlgoSearch::kMeasured;
   const bool all_pinned = std::count(in.pins.begin(), in.pins.end(), Conv2d::kChoose) == 0;
-  const std::string how = all_pinned ? "pinned" : measured ? "measured" : "heuristic";
+  // Whose candidates: the measured search times both APIs' unless one is asked for;
+  // the heuristic choice ranks the legacy algorithms unless the graph API is asked for.
+  const bool legacy = options.cudnn_api != CudnnApi::kGraph;
+  const bool graph = options.cudnn_api == CudnnApi::kGraph || (measured && options.cudnn_api == CudnnApi::kAuto);
+  const std::string whose = legacy && graph ? "legacy+graph" : legacy ? "legacy" : "graph";
+  const std::string how = all_pinned ? "pinned"
+                          : measured ? cat("measured (", legacy && graph ? "legacy algorithms and graph-API engines"
+                                                         : legacy        ? "legacy algorithms"
+                                                                         : "graph-API engines",
+                                           ")")
+                          : graph ? "heuristic (graph API)"
+                                  : "heuristic";
   // Made at the first pass the cache does not hold (Note [Autotune cache]).
   std::optional<Scratch> scratch;
   AutotuneCache* cache = measured ? &AutotuneCache::open(options.autotune_cache) : nullptr;
   std::string cached;  // the passes whose results came from the cache
+  LayerGraphs graphs;
 
   AlgorithmChoice choice;
   std::array<std::string, 3> notes;  // per pass: what was skipped before the choice
+  std::array<std::string, 3> graph_failures;  // per pass: why the graph API offered nothing
   for (Pass pass : kPasses) {
     const size_t i = index_of(pass);
     if (in.pins[i] != Conv2d::kChoose) {
@@ -406,19 +625,38 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
       problem.cudnn = cudnn_version();
       problem.pass = kPassLongNames[i];
       problem.math = static_cast<int>(in.base_math);
+      problem.candidates = whose;
       const std::string key = problem.key();
       if (const std::vector<MeasuredAlgorithm>* kept = cache->find(key)) {
         perfs = from_measured(*kept);
         cached += cat(cached.empty() ? "" : ", ", kPassNames[i]);
       } else {
         if (!scratch) scratch = allocate_scratch(ctx, options, in, search.get());
-        perfs = measure(in.descriptors, search.get(), pass, *scratch);
+        if (legacy) {
+          perfs = measure(in.descriptors, search.get(), pass, *scratch);
+          retime_legacy(ctx, in, pass, *scratch, perfs);
+        }
+        if (graph) {
+          std::vector<Perf> engines = measure_engines(ctx, options, in, pass, graphs, *scratch, graph_failures[i]);
+          perfs.insert(perfs.end(), engines.begin(), engines.end());
+        }
+        sort_by_time(perfs);
         cache->insert(key, to_measured(perfs));
       }
-    } else {
+    } else if (legacy) {
       perfs = heuristics(in.descriptors, search.get(), pass);
+    } else {
+      GraphFailure failure;
+      if (auto g = graphs.get(in, pass, search_beta(in, pass), failure)) {
+        for (const EngineConfig& config : g->engine_configs(kMaxEngineConfigs, failure)) {
+          perfs.push_back(engine_perf(config));
+        }
+      }
+      if (perfs.empty()) {
+        graph_failures[i] = failure.status != CUDNN_STATUS_SUCCESS ? failure.text() : "cuDNN's heuristics offer none";
+      }
     }
-    choice.passes[i] = choose_searched(ctx, options, in, pass, perfs, how, candidates[i], notes[i]);
+    choice.passes[i] = choose_searched(ctx, options, in, pass, perfs, how, graphs, candidates[i], notes[i]);
   }
 
   // "fwd IMPLICIT_PRECOMP_GEMM (0 B), bwd-data ALGO_1 (2.00 MiB), bwd-filter ALGO_1 (0 B), heuristic";
@@ -439,6 +677,7 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
   for (Pass pass : kPasses) {
     const size_t i = index_of(pass);
     if (!notes[i].empty()) summary += cat("; ", kPassNames[i], " skipped ", notes[i]);
+    if (!graph_failures[i].empty()) summary += cat("; ", kPassNames[i], " graph API: ", graph_failures[i]);
   }
   if (!cached.empty()) {
     summary += cat("; ", cached, " as measured before for the same problem (",

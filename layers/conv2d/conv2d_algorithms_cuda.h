@@ -10,6 +10,7 @@
 
 #include "layers/conv2d/autotune_cache.h"
 #include "layers/conv2d/conv2d.h"
+#include "layers/conv2d/conv_graph_cuda.h"
 #include "layers/layer_cuda.h"
 
 namespace glassbox::conv2d_cuda {
@@ -39,16 +40,30 @@ struct SearchInput {
   bool tf32 = false;                    // the context's precision allows TF32 tensor-op math on float data
   cudnnMathType_t base_math = CUDNN_FMA_MATH;  // the math of a descriptor with no result to follow
   // The measured search's problem, for its cache (Note [Autotune cache]):
-  // data, layout, shapes and geometry; the search fills in the rest.
+  // data, layout, shapes and geometry; the search fills in the rest. The
+  // graph API's operation graphs are built from it too.
   ConvProblem problem;
+  // What backward-filter's output keeps of its old value: 1 adds dW into the
+  // fp32 gradients, 0 writes the 16-bit scratch (Note [16-bit parameter
+  // gradients], conv2d_cuda.cpp). A graph-API plan is built for it.
+  float filter_beta = 1.0f;
+  // Whether the forward may run on a graph-API plan: not where the layer's
+  // ReLU is fused into cudnnConvolutionBiasActivationForward, a legacy call.
+  bool graph_forward = true;
 };
 
-// One pass's choice: the algorithm, its workspace, and the convolution
-// descriptor to run it with (Note [Math type per pass]).
+// One pass's choice: a legacy algorithm with the convolution descriptor to
+// run it with (Note [Math type per pass]), or a graph-API plan; and the
+// workspace it needs.
 struct PassChoice {
   ConvolutionDescriptor convolution;
   int algo = 0;
   size_t workspace = 0;
+  // Set where an engine configuration won: the plan that writes the pass's
+  // output (beta 0; backward-filter: SearchInput::filter_beta) and, for
+  // backward-data, its twin that adds into it (beta 1), for an input whose
+  // gradient another layer wrote first (GradMode::kAdd).
+  std::shared_ptr<const GraphPlan> plan, plan_adding;
 };
 
 struct AlgorithmChoice {

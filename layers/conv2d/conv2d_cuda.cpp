@@ -1,9 +1,11 @@
-// layers/conv2d/conv2d_cuda.cpp: Conv2d with cuDNN's (legacy) convolution API.
+// layers/conv2d/conv2d_cuda.cpp: Conv2d on cuDNN.
 //
-// prepare_cuda fixes everything: the descriptors, made here, and one algorithm
+// prepare_cuda fixes everything: the descriptors, made here, and one choice
 // per pass (forward, backward-data, backward-filter) with the workspace it
-// needs, chosen by layers/conv2d/conv2d_algorithms_cuda.cpp. Forward and backward
-// then only call cuDNN with those choices.
+// needs, made by layers/conv2d/conv2d_algorithms_cuda.cpp: a legacy algorithm
+// (cudnnConvolutionForward and its backward calls) or a graph-API execution
+// plan (layers/conv2d/conv_graph_cuda.h). Forward and backward then only call
+// cuDNN with those choices.
 //
 // The data (x, y, their gradients, the weights and bias in use) are float32,
 // or bfloat16 or float16 in a mixed-precision graph (value_storage(), Note
@@ -146,6 +148,8 @@ void Conv2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
                   .dilation_h = o.dilation.h,
                   .dilation_w = o.dilation.w,
                   .groups = o.groups},
+      .filter_beta = narrow ? 0.0f : 1.0f,
+      .graph_forward = !fused_relu(),
   };
   conv2d_cuda::AlgorithmChoice choice = conv2d_cuda::choose_algorithms(ctx, options, search, candidates_);
   state->passes = std::move(choice.passes);
@@ -182,11 +186,15 @@ void Conv2d::forward_cuda(Context& ctx, const ForwardArgs& args) {
         args.output.raw()));
     return;
   }
-  CUDNN_CHECK(cudnnConvolutionForward(handle, &kOne, s.x.get(), x, s.w.get(),
-                                      args.params[0].raw(), f.convolution.get(),
-                                      static_cast<cudnnConvolutionFwdAlgo_t>(f.algo),
-                                      s.workspace_for(workspace, Pass::kForward), f.workspace, &kZero, s.y.get(),
-                                      args.output.raw()));
+  if (f.plan) {
+    CUDNN_CHECK(f.plan->execute(handle, name(), x, args.params[0].raw(), args.output.raw(),
+                                s.workspace_for(workspace, Pass::kForward)));
+  } else {
+    CUDNN_CHECK(cudnnConvolutionForward(handle, &kOne, s.x.get(), x, s.w.get(), args.params[0].raw(),
+                                        f.convolution.get(), static_cast<cudnnConvolutionFwdAlgo_t>(f.algo),
+                                        s.workspace_for(workspace, Pass::kForward), f.workspace, &kZero,
+                                        s.y.get(), args.output.raw()));
+  }
   if (options_.bias) {
     CUDNN_CHECK(cudnnAddTensor(handle, &kOne, s.bias.get(), args.params[1].raw(), &kOne, s.y.get(),
                                args.output.raw()));
@@ -202,12 +210,19 @@ void Conv2d::backward_cuda(Context& ctx, const BackwardArgs& args) {
     // or added) into the stored layout.
     const bool bridged = s.bridge.needed();
     const conv2d_cuda::PassChoice& data = s.pass(Pass::kBackwardData);
-    CUDNN_CHECK(cudnnConvolutionBackwardData(handle, &kOne, s.w.get(), args.params[0].raw(), s.y.get(),
-                                             args.output_grad.raw(), data.convolution.get(),
-                                             static_cast<cudnnConvolutionBwdDataAlgo_t>(data.algo),
-                                             s.workspace_for(workspace, Pass::kBackwardData), data.workspace,
-                                             bridged ? &kZero : beta_for(args.input_grad_modes[0]), s.x.get(),
-                                             bridged ? s.bridged_x(workspace) : args.input_grads[0].raw()));
+    const bool adds = !bridged && args.input_grad_modes[0] == GradMode::kAdd;
+    void* dx = bridged ? s.bridged_x(workspace) : args.input_grads[0].raw();
+    if (data.plan) {  // the plan that writes dx, or its twin that adds into it
+      CUDNN_CHECK((adds ? data.plan_adding : data.plan)
+                      ->execute(handle, name(), dx, args.params[0].raw(), args.output_grad.raw(),
+                                s.workspace_for(workspace, Pass::kBackwardData)));
+    } else {
+      CUDNN_CHECK(cudnnConvolutionBackwardData(handle, &kOne, s.w.get(), args.params[0].raw(), s.y.get(),
+                                               args.output_grad.raw(), data.convolution.get(),
+                                               static_cast<cudnnConvolutionBwdDataAlgo_t>(data.algo),
+                                               s.workspace_for(workspace, Pass::kBackwardData), data.workspace,
+                                               adds ? &kOne : &kZero, s.x.get(), dx));
+    }
     if (bridged) {
       s.bridge.to_stored(ctx, s.bridged_x(workspace), args.input_grads[0].raw(), beta_for(args.input_grad_modes[0]));
     }
@@ -225,11 +240,16 @@ void Conv2d::backward_cuda(Context& ctx, const BackwardArgs& args) {
   const float* beta = narrow ? &kZero : &kOne;
   const Tensor& dw = narrow ? s.weight_grad : args.param_grads[0];
   const conv2d_cuda::PassChoice& filter = s.pass(Pass::kBackwardFilter);
-  CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle, &kOne, s.x.get(), x, s.y.get(),
-                                             args.output_grad.raw(), filter.convolution.get(),
-                                             static_cast<cudnnConvolutionBwdFilterAlgo_t>(filter.algo),
-                                             s.workspace_for(workspace, Pass::kBackwardFilter), filter.workspace,
-                                             beta, s.w.get(), dw.raw()));
+  if (filter.plan) {  // built with this beta (SearchInput::filter_beta)
+    CUDNN_CHECK(filter.plan->execute(handle, name(), x, dw.raw(), args.output_grad.raw(),
+                                     s.workspace_for(workspace, Pass::kBackwardFilter)));
+  } else {
+    CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle, &kOne, s.x.get(), x, s.y.get(), args.output_grad.raw(),
+                                               filter.convolution.get(),
+                                               static_cast<cudnnConvolutionBwdFilterAlgo_t>(filter.algo),
+                                               s.workspace_for(workspace, Pass::kBackwardFilter), filter.workspace,
+                                               beta, s.w.get(), dw.raw()));
+  }
   if (narrow) accumulate_widened(ctx, s.weight_grad, args.param_grads[0]);
   if (options_.bias) {
     const Tensor& db = narrow ? s.bias_grad : args.param_grads[1];

@@ -19,7 +19,9 @@ std::string fused_relus(const Graph& graph) {
     }
     const Node& producer = graph.nodes()[static_cast<size_t>(node.fused_into)];
     const bool backward = node.backward_fused_into >= 0;
-    if (backward) EXPECT_EQ(node.backward_fused_into, node.fused_into) << node.name;
+    if (backward) {
+      EXPECT_EQ(node.backward_fused_into, node.fused_into) << node.name;
+    }
     EXPECT_TRUE(producer.layer->fused_relu()) << node.name;
     EXPECT_EQ(producer.layer->fused_relu_backward(), backward) << node.name;
     fused += cat(fused.empty() ? "" : " ", node.name, "<-", producer.name, backward ? "+backward" : "");

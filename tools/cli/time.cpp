@@ -227,8 +227,11 @@ int run_time(const std::vector<std::string>& words) {
 
   const std::string how = !gpu ? cat("CPU path: ", cpu_path_name(), " + OpenMP, ", info.cpu_threads, " thread",
                                      info.cpu_threads == 1 ? "" : "s")
-                          : options.layers.algo_search == AlgoSearch::kMeasured ? "cuDNN algorithms measured"
-                                                                                : "cuDNN heuristics";
+                          : cat(options.layers.algo_search == AlgoSearch::kMeasured ? "cuDNN algorithms measured"
+                                                                                    : "cuDNN heuristics",
+                                options.layers.cudnn_api == CudnnApi::kAuto
+                                    ? ""
+                                    : cat(" (--cudnn-api ", name_of(options.layers.cudnn_api), ")"));
   std::printf("%s on %s (%s), batch %d, %s, %s%s\n", net.name.c_str(), info.device.c_str(),
               info.device_name.c_str(), batch, info.precision.c_str(), how.c_str(),
               options.layers.deterministic ? ", deterministic" : "");

@@ -1,0 +1,89 @@
+// tests/test_engine_config.cpp: Note [Engine configurations]
+// (layers/conv2d/engine_config.h): a configuration's name in reports, the
+// options' verdict on its numerical notes, and the dimensions and strides
+// that describe a convolution's tensors to cuDNN's graph API.
+#include <gtest/gtest.h>
+
+#include "layers/conv2d/engine_config.h"
+#include "tensor/error.h"
+#include "tensor/tensor.h"
+
+namespace glassbox {
+namespace {
+
+TEST(EngineConfig, ItsNameHasTheEngineAndEveryKnob) {
+  EXPECT_EQ(engine_config_name({.engine = 0}), "engine 0");
+  EXPECT_EQ(engine_config_name({.engine = 12, .knobs = {{2, 3}, {14, 4}, {43, 1}}}),
+            "engine 12 (TILE_SIZE 3, STAGES 4, SWAP_AB 1)");
+  EXPECT_EQ(knob_name(0), "SPLIT_K");
+  EXPECT_EQ(knob_name(42), "WARP_SPEC_CFG");
+  EXPECT_EQ(knob_name(44), "KNOB_44") << "a knob a later cuDNN adds is named by number";
+  EXPECT_EQ(knob_name(-1), "KNOB_-1");
+}
+
+TEST(EngineConfig, TheNotesThatMatterAreNamed) {
+  EXPECT_EQ(numerical_notes_text(0), "");
+  EXPECT_EQ(numerical_notes_text(kNoteTensorCore | kNoteNondeterministic), "tensor-op, nondeterministic");
+  EXPECT_EQ(numerical_notes_text(kNoteWinograd | kNoteFft | kNoteDownConvertInputs | kNoteReducedPrecisionReduction),
+            "winograd, fft, down-converts its inputs, reduced-precision sums");
+}
+
+// The legacy algorithms' rules (Note [Math type per pass]) in the graph API's notes.
+TEST(EngineConfig, TheOptionsRefuseWhatTheyMust) {
+  const struct {
+    uint32_t notes;
+    DType data;
+    bool tf32, deterministic;
+    const char* refusal;  // nullptr: allowed
+  } cases[] = {
+      {0, DType::kFloat32, false, false, nullptr},
+      {0, DType::kFloat32, false, true, nullptr},
+      {kNoteNondeterministic, DType::kFloat32, false, false, nullptr},
+      {kNoteNondeterministic, DType::kBFloat16, false, true, "not deterministic"},
+      {kNoteTensorCore, DType::kFloat32, false, false, "uses tensor-op math, TF32 is off"},
+      {kNoteTensorCore, DType::kFloat32, true, false, nullptr},
+      {kNoteTensorCore, DType::kBFloat16, false, false, nullptr},
+      {kNoteTensorCore, DType::kFloat16, false, false, nullptr},
+      {kNoteTensorCore | kNoteDownConvertInputs, DType::kFloat32, true, false, "would down-convert float data"},
+      {kNoteDownConvertInputs, DType::kFloat16, false, false, "converts the 16-bit data (DOWN_CONVERT_INPUTS)"},
+      {kNoteReducedPrecisionReduction, DType::kFloat32, true, false, nullptr},
+      {kNoteReducedPrecisionReduction, DType::kBFloat16, false, false,
+       "sums in reduced precision (REDUCED_PRECISION_REDUCTION), not fp32"},
+      {kNoteWinograd | kNoteFft, DType::kFloat32, false, true, nullptr},
+  };
+  for (const auto& c : cases) {
+    const std::optional<std::string> refusal = engine_refusal(c.notes, c.data, c.tf32, c.deterministic);
+    const std::string what = cat("notes ", numerical_notes_text(c.notes), ", ", name_of(c.data), c.tf32 ? ", tf32" : "",
+                                 c.deterministic ? ", deterministic" : "");
+    if (c.refusal == nullptr) {
+      EXPECT_FALSE(refusal.has_value()) << what << ": " << refusal.value_or("");
+    } else {
+      EXPECT_EQ(refusal.value_or("(allowed)"), c.refusal) << what;
+    }
+  }
+}
+
+// The graph API takes the dimensions in NCHW (KCRS) order whatever the
+// layout; the strides are the layout's, as the tensors are packed.
+TEST(EngineConfig, TensorsAreDescribedInTheirLayout) {
+  const GraphTensorLayout nchw = graph_tensor_layout({2, 3, 4, 5}, false);
+  EXPECT_EQ(nchw.dims, (std::array<int64_t, 4>{2, 3, 4, 5}));
+  EXPECT_EQ(nchw.strides, (std::array<int64_t, 4>{60, 20, 5, 1}));
+  const GraphTensorLayout nhwc = graph_tensor_layout({2, 3, 4, 5}, true);
+  EXPECT_EQ(nhwc.dims, (std::array<int64_t, 4>{2, 3, 4, 5}));
+  EXPECT_EQ(nhwc.strides, (std::array<int64_t, 4>{60, 1, 15, 3}));
+  // The same strides as the tensors the graph stores (tensor/tensor.h).
+  for (Layout layout : {Layout::kNCHW, Layout::kNHWC}) {
+    EXPECT_EQ(graph_tensor_layout({2, 3, 4, 5}, layout == Layout::kNHWC).strides,
+              packed_strides(Shape{2, 3, 4, 5}, layout));
+  }
+  try {
+    graph_tensor_layout({2, 3, 4}, false);
+    ADD_FAILURE() << "a rank-3 tensor was described";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "graph_tensor_layout: a convolution tensor has 4 dimensions, not 3");
+  }
+}
+
+}  // namespace
+}  // namespace glassbox

@@ -1,0 +1,47 @@
+# tools/gpu_engines.sh: the `engines` step of tools/gpu_check.sh, sourced by it
+# (not run alone): convolutions through cuDNN's graph API (Note [Engine
+# configurations], layers/conv2d/engine_config.h), sized for 8 minutes from a
+# prebuilt sm_90 build (the timeouts bound each command):
+#   - the tests: engine configurations' notes and names, every Conv2d test
+#     (the graph API's heuristic and measured choices against the legacy
+#     default, writing and adding into dx; both APIs timed together), the
+#     autotune cache, determinism under the measured search;
+#   - `glassbox time` of ResNet50 in bf16 at batch 256 with the measured
+#     search over both APIs and over the graph API alone: each pass's engine
+#     and knobs -> the step's log;
+#   - ResNet50/train_step in bf16 at batch 256 interleaved with PyTorch eager
+#     AMP over 2 rounds, Glassbox's search over both APIs and over the legacy
+#     algorithms alone -> <gpu>/resnet50-bf16-256-{both-apis,legacy-api}.json.
+# Reads gpu_check.sh's $build, $logs, $results_dir, $python, $dry_run,
+# show() and run_tests(); paths are relative to the repository.
+# shellcheck shell=bash
+# shellcheck disable=SC2154  # build, logs, results_dir, python, dry_run are gpu_check.sh's
+
+engines_tests=(test_engine_config test_conv2d test_autotune_cache test_determinism)
+
+step_engines() {
+  local rc=0 api
+  [ "$dry_run" -eq 1 ] || mkdir -p "$results_dir"
+  run_tests "${engines_tests[@]}" || rc=1
+  if [ "$dry_run" -eq 0 ] && [ ! -x "$build/glassbox" ]; then
+    echo "engines: $build/glassbox missing: no time"; rc=1
+  else
+    for api in auto graph; do
+      echo "---- glassbox time ResNet50 --precision bf16 --batch 256 --cudnn-search --cudnn-api $api"
+      show timeout 120 "$build/glassbox" time ResNet50 --device cuda --precision bf16 --batch 256 --steps 5 \
+        --cudnn-search --cudnn-api "$api" || { echo "time ResNet50 --cudnn-api $api: FAILED"; rc=1; }
+    done
+  fi
+  local name
+  for api in auto legacy; do
+    name=resnet50-bf16-256-both-apis
+    [ "$api" = legacy ] && name=resnet50-bf16-256-legacy-api
+    echo "---- ResNet50/train_step bf16 at batch 256, --cudnn-api $api, interleaved with PyTorch"
+    [ "$dry_run" -eq 1 ] || rm -f "$results_dir/$name.json"
+    show timeout 150 "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
+      --rounds 2 --min-time 1 --modes train_step --batch 256 --precision bf16 --glassbox-cudnn-api "$api" \
+      --json "$results_dir/$name.json" ResNet50 \
+      || { echo "interleave ResNet50 bf16 --cudnn-api $api: FAILED"; rc=1; }
+  done
+  return "$rc"
+}
