@@ -48,8 +48,11 @@ On a GPU (--device cuda) bench_nets runs with --cudnn-search, since the peer
 sets cudnn.benchmark (measured algorithm choice on both sides);
 --glassbox-cudnn-api restricts its candidates to one of cuDNN's APIs.
 
-The --json file: {"date", "command", "machine", "builds", "rows", "rounds"}
-("partial": true, and no "rows", while the run goes on). "rounds" holds one
+The --json file: {"date", "command", "machine", "environment", "builds",
+"rows", "rounds"} ("partial": true, and no "rows", while the run goes on);
+"environment" holds the variables of RECORDED_ENVIRONMENT that were set,
+those that cap the instruction set either side's kernels run
+(ONEDNN_MAX_CPU_ISA=AVX2 for an AVX2 table on an AVX-512 machine). "rounds" holds one
 {"glassbox": {name: images/s}, "pytorch": {name: images/s}, "load": {side:
 {name: busy CPUs}}} per round, the peer's channels_last runs named name +
 "/channels_last"; "rows" the medians (rows_from_rounds). bench/merge_results.py merges several such files into
@@ -155,6 +158,22 @@ def benchmark_rates(benchmarks):
     return {TIME_SUFFIX.sub("", r["name"]): r.get("images/s", r.get("tokens/s")) for r in benchmarks
             if ("images/s" in r or "tokens/s" in r) and not r.get("error_occurred")
             and r.get("run_type", "iteration") == "iteration"}
+
+
+# The variables that change which kernels either side runs, recorded with the results.
+RECORDED_ENVIRONMENT = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS",
+                        "MKL_DEBUG_CPU_TYPE", "OPENBLAS_CORETYPE", "NVIDIA_TF32_OVERRIDE")
+
+
+def recorded_environment(environ):
+    return {name: environ[name] for name in RECORDED_ENVIRONMENT if name in environ}
+
+
+def recorded_command(argv):
+    """The command line as the results keep it: an absolute path (the peer's
+    Python in a virtual environment, a binary kept aside) by its last two
+    parts, which name it without naming the machine's folders."""
+    return [os.path.join(*arg.split(os.sep)[-2:]) if os.path.isabs(arg) else arg for arg in argv]
 
 
 def run(command, env):
@@ -376,7 +395,8 @@ def main():
                     at = f" batch {batch}" if batch else ""
                     print(f"round {r + 1}/{args.rounds}: {net}{at} done", file=sys.stderr, flush=True)
                     if args.json:  # what is measured so far, so that a run cut short keeps it
-                        write_json(args.json, {"date": started, "command": sys.argv, "partial": True,
+                        write_json(args.json, {"date": started, "command": recorded_command(sys.argv), "partial": True,
+                                               "environment": recorded_environment(os.environ),
                                                "machine": where, "builds": builds, "rounds": rounds})
 
     rows = rows_from_rounds(rounds, args.nets, args.busy_cpus)
@@ -387,7 +407,8 @@ def main():
                       f"medians; images/s (a language model's: tokens/s){replayed}",
                       f"Glassbox {builds.get('glassbox', '-')}, PyTorch {builds.get('pytorch', '-')}, on {where}"])
     if args.json:
-        write_json(args.json, {"date": started, "command": sys.argv, "machine": where, "builds": builds,
+        write_json(args.json, {"date": started, "command": recorded_command(sys.argv), "machine": where,
+                               "environment": recorded_environment(os.environ), "builds": builds,
                                "rows": rows, "rounds": rounds})
 
 

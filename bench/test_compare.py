@@ -18,7 +18,9 @@ no build needed.
   own after that row, against the faster compiled layout.
 - An interleaved table (bench/merge_results.py's) prints its rows.
 - interleave.py marks a row "busy" where other work ran around one of its
-  measurements (Note [Idle before and after]), and only then.
+  measurements (Note [Idle before and after]), and only then; it records
+  the environment variables that cap either side's instruction set, and
+  its command without the machine's folders.
 """
 
 import json
@@ -256,6 +258,15 @@ class IdleChecks(unittest.TestCase):
         self.assertAlmostEqual(row["ratio_compiled"], 3000.0 / 2800.0)
         eager = self.interleave.rows_from_rounds([{"glassbox": {name: 1.0}, "pytorch": {name: 1.0}}], ["ResNet50"])
         self.assertNotIn("ratio_compiled", eager[0])
+
+    def test_the_variables_that_cap_the_kernels_are_recorded(self):
+        environ = {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "HOME": "/root", "PATH": "/bin"}
+        self.assertEqual(self.interleave.recorded_environment(environ),
+                         {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"})
+        self.assertEqual(self.interleave.recorded_environment({"PATH": "/bin"}), {})
+        self.assertEqual(self.interleave.recorded_command(
+            ["bench/interleave.py", "--python", "/opt/venv/bin/python", "--bench", "build/bench_nets"]),
+            ["bench/interleave.py", "--python", "bin/python", "--bench", "build/bench_nets"])
 
     def test_rounds_without_loads_are_not_marked(self):
         rows = self.interleave.rows_from_rounds(self.rounds([{}, {}]), ["LeNet"])

@@ -516,10 +516,10 @@ PassChoice choose_searched(Context& ctx, const PrepareOptions& options, const Se
       c.verdict = "not tried";
     } else if (perf.status != CUDNN_STATUS_SUCCESS) {
       c.verdict = cudnnGetErrorString(perf.status);
-    } else if (engine && pass == Pass::kForward && !in.graph_forward) {
-      c.verdict = "the fused bias and ReLU run on the legacy call";
     } else if (refused) {
       c.verdict = *refused;
+    } else if (engine && pass == Pass::kForward && !in.graph_forward) {
+      c.verdict = "the fused bias and ReLU run on the legacy call";
     } else if (!engine && options.deterministic && !perf.deterministic) {
       c.verdict = kNotDeterministic;
     } else if (!engine && !in.tf32 && !is_16_bit(in) && is_tensor_op(perf.math)) {
