@@ -9,7 +9,9 @@ namespace glassbox {
 const std::vector<FlagSpec>& compile_flags() {
   static const std::vector<FlagSpec> flags = {
       {"--precision", "P", "fp32 (TF32 off, default), tf32, or mixed bf16 or fp16 (16-bit values, fp32 master weights)"},
-      {"--cudnn-search", "", "time every cuDNN algorithm and keep the fastest"},
+      {"--cudnn-search", "",
+       "time every cuDNN candidate (the legacy algorithms and the graph API's engine configurations) and keep the "
+       "fastest"},
       {"--autotune-cache", "FILE",
        "with --cudnn-search: keep what it measured in FILE, and reuse it in later runs on the same GPU and cuDNN"},
       {"--cudnn-api", "API",
