@@ -120,6 +120,22 @@ BackendDescriptor make_operation(Conv2d::Pass pass, const BackendDescriptor& x, 
   return op;
 }
 
+// The descriptors an attribute of `from` holds (at most `count`), each made
+// of `type` for cuDNN to fill, as the backend API hands them out.
+std::vector<BackendDescriptor> get_descriptors(cudnnBackendDescriptor_t from, cudnnBackendAttributeName_t name,
+                                               cudnnBackendDescriptorType_t type, int64_t count, const char* step) {
+  std::vector<BackendDescriptor> descriptors;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int64_t i = 0; i < count; ++i) {
+    descriptors.emplace_back(type);
+    raw.push_back(descriptors.back().get());
+  }
+  int64_t returned = 0;
+  check(cudnnBackendGetAttribute(from, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &returned, raw.data()), step);
+  descriptors.resize(static_cast<size_t>(std::clamp<int64_t>(returned, 0, count)));
+  return descriptors;
+}
+
 // An engine's numerical or behaviour notes as bits (1 << the note's value).
 template <typename Note>
 uint32_t read_notes(const BackendDescriptor& engine, cudnnBackendAttributeName_t name,
@@ -152,20 +168,11 @@ EngineConfig describe(const BackendDescriptor& config) {
                                                                  CUDNN_NUMERICAL_NOTE_TYPE_COUNT);
   out.behavior_notes = read_notes<cudnnBackendBehaviorNote_t>(engine, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE,
                                                               CUDNN_TYPE_BEHAVIOR_NOTE, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT);
-  std::vector<BackendDescriptor> choices;
-  std::vector<cudnnBackendDescriptor_t> raw;
-  for (int i = 0; i < CUDNN_KNOB_TYPE_COUNTS; ++i) {
-    choices.emplace_back(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR);
-    raw.push_back(choices.back().get());
-  }
-  int64_t knobs = 0;
-  check(cudnnBackendGetAttribute(config.get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                 static_cast<int64_t>(raw.size()), &knobs, raw.data()),
-        kStep);
-  for (int64_t i = 0; i < std::min<int64_t>(knobs, static_cast<int64_t>(raw.size())); ++i) {
+  for (const BackendDescriptor& choice : get_descriptors(config.get(), CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+                                                        CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, CUDNN_KNOB_TYPE_COUNTS,
+                                                        kStep)) {
     cudnnBackendKnobType_t type{};
     int64_t value = 0;
-    const BackendDescriptor& choice = choices[static_cast<size_t>(i)];
     check(cudnnBackendGetAttribute(choice.get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE, CUDNN_TYPE_KNOB_TYPE, 1, &n, &type),
           kStep);
     check(cudnnBackendGetAttribute(choice.get(), CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE, CUDNN_TYPE_INT64, 1, &n, &value),
@@ -186,20 +193,12 @@ std::vector<EngineConfig> heuristic_configs(cudnnBackendDescriptor_t graph, cudn
   check(cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
                                  &count, nullptr),
         kStep);
-  std::vector<BackendDescriptor> configs;
-  std::vector<cudnnBackendDescriptor_t> raw;
-  for (int64_t i = 0; i < count; ++i) {
-    configs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
-    raw.push_back(configs.back().get());
-  }
-  int64_t returned = 0;
-  if (count > 0) {
-    check(cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                   count, &returned, raw.data()),
-          kStep);
-  }
   std::vector<EngineConfig> out;
-  for (int64_t i = 0; i < std::min(returned, count); ++i) out.push_back(describe(configs[static_cast<size_t>(i)]));
+  if (count == 0) return out;
+  for (const BackendDescriptor& config : get_descriptors(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                                         CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, count, kStep)) {
+    out.push_back(describe(config));
+  }
   return out;
 }
 
