@@ -30,6 +30,29 @@
 //
 // Other ReLUs' backward is unchanged: it reads its output, as it does
 // unfused. CompileOptions::fusion (`--no-fusion`) turns fusion off, to compare.
+//
+// Note [A residual add fused into its batch norm]: a residual block ends
+// y = relu(add(bn(x), z)), z the block's input or its projection. Where the
+// add takes the ReLU (above), the batch norm that feeds it can take both
+// (Layer::can_fuse_residual_relu): it writes y = max(0, bn(x) + z) as it
+// normalises, and in a training plan its backward masks the ReLU's dy by
+// y > 0, writes that into z's gradient, as the add would have, and uses it
+// as its own dy. The add and the ReLU then run neither pass: their values
+// are the batch norm's block (MemoryPlan::value_block), and the batch norm's
+// output gradient is the ReLU's. That saves the add's pass (read two
+// values, write one) and, in training, the ReLU's backward. It applies where
+//   - the add has two inputs, and the batch norm is one whose only reader is
+//     the add (and, in training, whose input gets a gradient: both or
+//     neither, as above);
+//   - z, the other, is another layer's output, computed before the batch
+//     norm (z must exist when it runs), stored in the same type and layout;
+//   - no reader of z runs its forward after the batch norm but the add, so
+//     that the batch norm's backward is the first to write z's gradient
+//     (cuDNN writes dz, never adds to it).
+// Where both inputs are batch norms (a projection block: bn3 and the
+// shortcut's), the later one takes the add. The add's gradient sharing (Note
+// [Gradients shared through an add], graph/memory_plan.h) does not apply to
+// such an add: it writes no gradient.
 #pragma once
 
 #include <vector>
@@ -41,11 +64,17 @@ namespace glassbox {
 
 struct ReluFusion {
   // Per node: for a ReLU whose forward its producer does, that producer's
-  // node index; -1 otherwise.
+  // node index; for a ReLU and the residual add before it whose forwards a
+  // batch norm does (Note [A residual add fused into its batch norm]), that
+  // batch norm; -1 otherwise.
   std::vector<int> fused_into;
-  // Per node: for a ReLU whose backward its producer does as well, that
-  // producer (Note [A ReLU's backward fused into its producer]); -1 otherwise.
+  // Per node: for a ReLU (or a residual add) whose backward that layer does
+  // as well (Note [A ReLU's backward fused into its producer]); -1 otherwise.
   std::vector<int> backward_fused_into;
+  // Per node: for a residual add a batch norm does, that batch norm; -1 otherwise.
+  std::vector<int> add_fused_into;
+  // Per node: for a batch norm that does a residual add, the add's other input z; -1 otherwise.
+  std::vector<int> residual;
   bool operator==(const ReluFusion&) const = default;
 };
 

@@ -153,7 +153,7 @@ void Graph::compile(Context& ctx, const CompileOptions& options) {
   ctx.set_precision(options.precision);
   set_stored_types(options.precision);
   loss_scale_ = LossScale{};
-  for (Node& node : nodes_) node.fused_into = node.backward_fused_into = -1;
+  for (Node& node : nodes_) node.fused_into = node.backward_fused_into = node.residual = -1;
   plan_ = std::make_unique<MemoryPlan>(
       plan_activations(nodes_, layers_, loss_, options.phase, options.memory_reuse, input_gradient_nodes_));
   const bool training = options.phase == Phase::kTraining;
@@ -233,30 +233,42 @@ void Graph::plan_layouts(Context& ctx, bool prepare_all) {
   }
 }
 
+// Decided from the plan without fusion (which ReLUs run in place); the plan
+// is then made again with it: a fused add's value is its batch norm's, and
+// lifetimes and gradient blocks change.
 void Graph::plan_fusion(Context& ctx, const PrepareOptions* prepare) {
-  const ReluFusion fusion = options_.fusion ? plan_relu_fusion(ctx, options_.phase, nodes_, layers_, *plan_)
+  const bool fused_plan = std::any_of(nodes_.begin(), nodes_.end(), [](const Node& n) {
+    return n.backward_fused_into >= 0 || n.residual >= 0;
+  });
+  const MemoryPlan unfused = fused_plan ? plan_activations(nodes_, layers_, loss_, options_.phase,
+                                                           options_.memory_reuse, input_gradient_nodes_)
+                                        : *plan_;
+  const ReluFusion fusion = options_.fusion ? plan_relu_fusion(ctx, options_.phase, nodes_, layers_, unfused)
                                             : no_relu_fusion(nodes_.size());
   std::vector<bool> applies_relu(nodes_.size(), false);
-  bool backward_changed = false;
+  bool plan_changed = false;
   for (size_t i = 0; i < nodes_.size(); ++i) {
-    backward_changed = backward_changed || nodes_[i].backward_fused_into != fusion.backward_fused_into[i];
+    plan_changed = plan_changed || nodes_[i].backward_fused_into != fusion.backward_fused_into[i] ||
+                   nodes_[i].residual != fusion.residual[i];
     nodes_[i].fused_into = fusion.fused_into[i];
     nodes_[i].backward_fused_into = fusion.backward_fused_into[i];
-    if (fusion.fused_into[i] >= 0) applies_relu[static_cast<size_t>(fusion.fused_into[i])] = true;
+    nodes_[i].residual = fusion.residual[i];
+    if (fusion.fused_into[i] >= 0 && fusion.add_fused_into[i] < 0) {
+      applies_relu[static_cast<size_t>(fusion.fused_into[i])] = true;
+    }
   }
   for (int i : layers_) {
     Layer& layer = *nodes_[static_cast<size_t>(i)].layer;
     const bool applies = applies_relu[static_cast<size_t>(i)];
-    if (prepare != nullptr && layer.fused_relu() == applies) continue;
-    layer.set_fused_relu(ctx, options_.phase, applies);
+    const bool residual = fusion.residual[static_cast<size_t>(i)] >= 0;
+    if (prepare != nullptr && layer.fused_relu() == applies && layer.fused_residual() == residual) continue;
+    layer.set_fused_relu(ctx, options_.phase, applies, residual);
     if (prepare != nullptr) layer.prepare(ctx, *prepare);
   }
-  // The in-place choices do not depend on fusion, so the plan fusion was
-  // read from keeps its value blocks; lifetimes and gradient blocks change.
-  if (backward_changed) {
+  if (plan_changed) {
     plan_ = std::make_unique<MemoryPlan>(plan_activations(nodes_, layers_, loss_, options_.phase,
                                                           options_.memory_reuse, input_gradient_nodes_,
-                                                          fusion.backward_fused_into));
+                                                          fusion.backward_fused_into, fusion.add_fused_into));
   }
 }
 
@@ -391,13 +403,18 @@ void Graph::allocate_activations(Context& ctx) {
 
   // Wiring: each layer's inputs and input gradients. Walking backward order,
   // the first gradient to reach a value writes it, later ones add to it.
+  // A layer whose backward another does (a fused ReLU or add) writes no
+  // gradient; a batch norm that does a residual add writes z's after its own
+  // input's (Note [A residual add fused into its batch norm]).
   std::vector<bool> reached(nodes_.size(), false);
   for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) {
     Node& node = nodes_[static_cast<size_t>(*it)];
     node.input_values.clear();
     node.input_grads.clear();
     node.input_grad_modes.clear();
-    for (int producer : node.inputs) {
+    std::vector<int> inputs = node.inputs;
+    if (node.residual >= 0) inputs.push_back(node.residual);
+    for (int producer : inputs) {
       const auto p = static_cast<size_t>(producer);
       node.input_values.push_back(nodes_[p].value);
       if (plan.grad_shared_with[p] == *it) {
@@ -409,7 +426,7 @@ void Graph::allocate_activations(Context& ctx) {
         node.input_grads.push_back(nodes_[p].grad);  // undefined for graph inputs not asked for
       }
       node.input_grad_modes.push_back(reached[p] ? GradMode::kAdd : GradMode::kWrite);
-      if (nodes_[p].grad.defined()) reached[p] = true;
+      if (nodes_[p].grad.defined() && node.backward_fused_into < 0) reached[p] = true;
     }
   }
 }

@@ -60,8 +60,14 @@ struct Node {
   // producer], graph/fusion.h): that producer's node index; -1 otherwise.
   int fused_into = -1;
   // And whose backward it does too (Note [A ReLU's backward fused into its
-  // producer]): that producer; -1 otherwise.
+  // producer]): that producer; -1 otherwise. A residual add and its ReLU that
+  // a batch norm does (Note [A residual add fused into its batch norm]) have
+  // that batch norm in both.
   int backward_fused_into = -1;
+  // For that batch norm: the add's other input z, whose value it reads after
+  // its own inputs (input_values) and whose gradient it writes
+  // (input_grads); -1 otherwise.
+  int residual = -1;
 
   bool is_input() const { return layer == nullptr; }
 };

@@ -25,8 +25,9 @@ bool runs_in_place(const std::vector<Node>& nodes, const std::vector<int>& reade
 
 // Note [Gradients shared through an add]: per node, the add whose gradient it
 // shares, or -1. `position`: each layer node's forward time.
+// Adds a batch norm does share nothing (`fused_add`).
 std::vector<int> share_add_gradients(const std::vector<Node>& nodes, const std::vector<int>& layers, int loss,
-                                     const std::vector<int>& position) {
+                                     const std::vector<int>& position, const std::vector<int>& fused_add) {
   std::vector<std::vector<int>> readers(nodes.size());
   for (int i : layers) {
     for (int p : nodes[static_cast<size_t>(i)].inputs) readers[static_cast<size_t>(p)].push_back(i);
@@ -36,7 +37,7 @@ std::vector<int> share_add_gradients(const std::vector<Node>& nodes, const std::
   for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
     const int a = *it;
     const Node& add = nodes[static_cast<size_t>(a)];
-    if (a == loss || shared[static_cast<size_t>(a)] >= 0) continue;
+    if (a == loss || shared[static_cast<size_t>(a)] >= 0 || fused_add[static_cast<size_t>(a)] >= 0) continue;
     std::vector<int> chosen;
     for (size_t j = 0; j < add.inputs.size(); ++j) {
       const int p = add.inputs[j];
@@ -123,8 +124,11 @@ std::string find_overlap(std::span<const Block> blocks, const ArenaLayout& layou
 
 MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<int>& layers, int loss, Phase phase,
                             MemoryReuse reuse, std::span<const int> input_gradients,
-                            std::span<const int> relu_backward_fused_into) {
+                            std::span<const int> relu_backward_fused_into, std::span<const int> add_fused_into) {
   const bool training = phase == Phase::kTraining;
+  // Note [A residual add fused into its batch norm]: per node, the batch norm doing this add.
+  std::vector<int> fused_add(nodes.size(), -1);
+  std::copy(add_fused_into.begin(), add_fused_into.end(), fused_add.begin());
   const int count = static_cast<int>(layers.size());
   std::vector<int> position(nodes.size(), -1);  // a layer node's forward time
   for (int k = 0; k < count; ++k) position[static_cast<size_t>(layers[static_cast<size_t>(k)])] = k;
@@ -147,7 +151,10 @@ MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<in
     const size_t bytes = bytes_of(node);
     plan.values_without_reuse += bytes;
     const Lifetime born{forward_time(i), forward_time(i)};
-    if (reuse == MemoryReuse::kOn && runs_in_place(nodes, readers, node, phase)) {
+    if (const int b = fused_add[static_cast<size_t>(i)]; b >= 0) {
+      plan.value_block[static_cast<size_t>(i)] = plan.value_block[static_cast<size_t>(b)];
+      ++plan.fused_adds;
+    } else if (reuse == MemoryReuse::kOn && runs_in_place(nodes, readers, node, phase)) {
       plan.value_block[static_cast<size_t>(i)] = plan.value_block[static_cast<size_t>(node.inputs[0])];
       ++plan.in_place;
     } else {
@@ -179,21 +186,29 @@ MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<in
   std::vector<int> fused_relu_of(nodes.size(), -1);
   for (size_t r = 0; r < relu_backward_fused_into.size(); ++r) {
     const int producer = relu_backward_fused_into[r];
-    if (!training || producer < 0) continue;
+    if (!training || producer < 0 || fused_add[r] >= 0) continue;
     fused_relu_of[static_cast<size_t>(producer)] = static_cast<int>(r);
     read_at(static_cast<int>(r), backward_time(producer));  // y, for the mask
+  }
+  // A batch norm doing an add reads z in its forward (before the add would).
+  for (size_t a = 0; a < nodes.size(); ++a) {
+    const int b = fused_add[a];
+    if (b < 0) continue;
+    for (int z : nodes[a].inputs) {
+      if (z != b) read_at(z, forward_time(b));
+    }
   }
   read_at(loss, Lifetime::kAfterStep);
   plan.values = place_blocks(plan.value_blocks, reuse);
   if (!training) return plan;
 
   // Graph inputs asked for and layers but the loss, in node order.
-  if (reuse == MemoryReuse::kOn) plan.grad_shared_with = share_add_gradients(nodes, layers, loss, position);
+  if (reuse == MemoryReuse::kOn) plan.grad_shared_with = share_add_gradients(nodes, layers, loss, position, fused_add);
   for (size_t n = 0; n < nodes.size(); ++n) {
     const int i = static_cast<int>(n);
     const Node& node = nodes[n];
     if (node.is_input() ? !input_gets_grad[n] : i == loss) continue;
-    if (plan.grad_shared_with[n] >= 0 || fused_relu_of[n] >= 0) continue;  // another's block, below
+    if (plan.grad_shared_with[n] >= 0 || fused_relu_of[n] >= 0 || fused_add[n] >= 0) continue;  // another's, below
     int first = node.is_input() ? Lifetime::kAfterStep : backward_time(i);
     for (int j : layers) {
       const std::vector<int>& in = nodes[static_cast<size_t>(j)].inputs;
@@ -224,6 +239,14 @@ MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<in
     live.last = std::max(live.last, backward_time(static_cast<int>(n)));
     plan.grads_without_reuse += bytes_of(nodes[n]);
     ++plan.fused_relu_grads;
+  }
+  // A fused add's gradient is never written or read: its batch norm's block
+  // (the ReLU's) stands for it.
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const int b = fused_add[n];
+    if (b < 0) continue;
+    plan.grad_block[n] = plan.grad_block[static_cast<size_t>(b)];
+    plan.grads_without_reuse += bytes_of(nodes[n]);
   }
   plan.grads = place_blocks(plan.grad_blocks, reuse);
   return plan;

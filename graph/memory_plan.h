@@ -103,6 +103,9 @@ struct MemoryPlan {
   // (Note [A ReLU's backward fused into its producer], graph/fusion.h); each
   // counted in grads_without_reuse too.
   int fused_relu_grads = 0;
+  // Residual adds whose value is their batch norm's (Note [A residual add
+  // fused into its batch norm], graph/fusion.h).
+  int fused_adds = 0;
 };
 
 // Every planned tensor starts on a 256-byte boundary: what cuDNN and cuBLAS
@@ -118,10 +121,16 @@ inline size_t plan_aligned(size_t bytes) { return (bytes + kPlanAlignment - 1) /
 // per node, for a ReLU whose backward its producer runs, that producer, else
 // -1 (ReluFusion::backward_fused_into; empty: none). Such a ReLU's value (its
 // producer's) lives until the producer's backward, which reads it, and the
-// producer's gradient is the ReLU's block.
+// producer's gradient is the ReLU's block. `add_fused_into`: per node, for a
+// residual add a batch norm does, that batch norm, else -1
+// (ReluFusion::add_fused_into; Note [A residual add fused into its batch
+// norm], graph/fusion.h). Such an add's value is the batch norm's block, it
+// shares no gradient, and its gradient is the batch norm's (the ReLU's); the
+// entries of such adds in relu_backward_fused_into are skipped.
 MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<int>& layers, int loss, Phase phase,
                             MemoryReuse reuse, std::span<const int> input_gradients = {},
-                            std::span<const int> relu_backward_fused_into = {});
+                            std::span<const int> relu_backward_fused_into = {},
+                            std::span<const int> add_fused_into = {});
 // The same for a built graph (compiled or not): what compile() would plan.
 MemoryPlan plan_activations(const Graph& graph, Phase phase, MemoryReuse reuse = MemoryReuse::kOn,
                             std::span<const std::string> input_gradients = {});

@@ -86,6 +86,7 @@ const Shape& Layer::bind(std::span<const Shape> inputs) {
     value_storage_ = DType::kFloat32;
     fused_relu_ = false;
     fused_relu_backward_ = false;
+    fused_residual_ = false;
     bound_ = true;
     param_shapes_.clear();
     for (const ParamSpec& spec : param_specs()) param_shapes_.push_back(spec.shape);
@@ -134,14 +135,16 @@ int64_t Layer::bytes_moved(Pass pass) const {
   const int64_t output = bytes_of(output_shape_, value_storage_);
   const int64_t output_grad = is_loss() ? 0 : output;
   const int64_t param_grads = (writes_param_grads() ? 1 : 2) * param_grad_bytes;  // written, or read and written
+  // Note [A residual add fused into its batch norm]: z is read in forward,
+  // its gradient written in backward.
+  const int64_t residual = fused_residual_ ? output : 0;
   switch (pass) {
-    case Pass::kForward: return inputs + params + output;
+    case Pass::kForward: return inputs + residual + params + output;
     case Pass::kBackwardData: return output_grad + weight + float_inputs;
     case Pass::kBackwardWeights: return output_grad + inputs + param_grads;
     case Pass::kBackward:
       return output_grad + read_inputs + (backward_reads_output() || fused_relu_backward() ? output : 0) + params +
-             float_inputs +
-             param_grads;
+             float_inputs + residual + param_grads;
     case Pass::kOptimizer: return 0;
   }
   return 0;
@@ -176,14 +179,19 @@ void Layer::set_value_storage(DType values) {
   prepared_ = false;
 }
 
-void Layer::set_fused_relu(const Context& ctx, Phase phase, bool fused) {
+void Layer::set_fused_relu(const Context& ctx, Phase phase, bool fused, bool residual) {
   if (!bound_) fail("set_fused_relu before its input shapes are known (bind first)");
+  const char* in = phase == Phase::kTraining ? "training" : "inference";
   if (fused && !can_fuse_relu(ctx, phase)) {
-    fail_option(cat("cannot apply a ReLU to its output on ", ctx.device().str(), " in ",
-                    phase == Phase::kTraining ? "training" : "inference"));
+    fail_option(cat("cannot apply a ReLU to its output on ", ctx.device().str(), " in ", in));
+  }
+  if (residual && !fused) fail("a fused residual add comes with its ReLU (set_fused_relu with fused = true)");
+  if (residual && !can_fuse_residual_relu(ctx, phase)) {
+    fail_option(cat("cannot add a residual and apply a ReLU to its output on ", ctx.device().str(), " in ", in));
   }
   fused_relu_ = fused;
   fused_relu_backward_ = fused && phase == Phase::kTraining && fuses_relu_backward();
+  fused_residual_ = residual;
   prepared_ = false;
 }
 
@@ -239,11 +247,16 @@ void Layer::forward(Context& ctx, const ForwardArgs& args) {
   if (args.phase == Phase::kTraining && prepared_phase_ == Phase::kInference) {
     fail("a training-phase forward, but the layer was prepared for inference only");
   }
-  if (args.inputs.size() != input_shapes_.size()) {
-    fail(cat("forward with ", args.inputs.size(), " input(s), prepared for ", input_shapes_.size()));
+  const size_t inputs = input_shapes_.size() + (fused_residual_ ? 1 : 0);
+  if (args.inputs.size() != inputs) {
+    fail(cat("forward with ", args.inputs.size(), " input(s), prepared for ", input_shapes_.size(),
+             fused_residual_ ? " and a residual" : ""));
   }
-  for (size_t i = 0; i < args.inputs.size(); ++i) {
+  for (size_t i = 0; i < input_shapes_.size(); ++i) {
     check_tensor(ctx, args.inputs[i], input_shapes_[i], stored_input_dtype(i), cat("input ", i), input_layout(i));
+  }
+  if (fused_residual_) {
+    check_tensor(ctx, args.inputs.back(), output_shape_, value_storage_, "the residual", output_layout());
   }
   check_tensor(ctx, args.output, output_shape_, value_storage_, "output", output_layout());
   if (args.params.size() != param_shapes_.size()) {
@@ -262,16 +275,24 @@ void Layer::forward(Context& ctx, const ForwardArgs& args) {
 void Layer::backward(Context& ctx, const BackwardArgs& args) {
   if (!prepared_) fail("backward before prepare (compile the graph first)");
   if (prepared_phase_ == Phase::kInference) fail("backward, but the layer was prepared for inference only");
-  if (args.inputs.size() != input_shapes_.size() || args.input_grads.size() != input_shapes_.size() ||
-      args.input_grad_modes.size() != input_shapes_.size()) {
-    fail(cat("backward needs ", input_shapes_.size(), " input(s), input gradient(s) and grad mode(s); got ",
-             args.inputs.size(), ", ", args.input_grads.size(), " and ", args.input_grad_modes.size()));
+  const size_t inputs = input_shapes_.size() + (fused_residual_ ? 1 : 0);
+  if (args.inputs.size() != inputs || args.input_grads.size() != inputs || args.input_grad_modes.size() != inputs) {
+    fail(cat("backward needs ", input_shapes_.size(), " input(s), input gradient(s) and grad mode(s)",
+             fused_residual_ ? ", and the fused residual's" : "", "; got ", args.inputs.size(), ", ",
+             args.input_grads.size(), " and ", args.input_grad_modes.size()));
   }
-  for (size_t i = 0; i < args.inputs.size(); ++i) {
+  for (size_t i = 0; i < input_shapes_.size(); ++i) {
     check_tensor(ctx, args.inputs[i], input_shapes_[i], stored_input_dtype(i), cat("input ", i), input_layout(i));
     if (args.input_grads[i].defined()) {
       check_tensor(ctx, args.input_grads[i], input_shapes_[i], stored_input_dtype(i), cat("gradient of input ", i),
                    input_layout(i));
+    }
+  }
+  if (fused_residual_) {
+    check_tensor(ctx, args.inputs.back(), output_shape_, value_storage_, "the residual", output_layout());
+    if (args.input_grads.back().defined()) {
+      check_tensor(ctx, args.input_grads.back(), output_shape_, value_storage_, "the residual's gradient",
+                   output_layout());
     }
   }
   check_tensor(ctx, args.output, output_shape_, value_storage_, "output", output_layout());

@@ -137,7 +137,10 @@ struct StateSpec {
 
 // The tensors one forward call works on; the graph plans them at compile time.
 struct ForwardArgs {
-  std::span<const Tensor> inputs;  // x0, x1, ... as given to the builder
+  // x0, x1, ... as given to the builder; then, for a layer that
+  // fused_residual(), the residual z (Note [A residual add fused into its
+  // batch norm], graph/fusion.h).
+  std::span<const Tensor> inputs;
   Tensor output;                   // y: every element is written
   std::span<const Tensor> params;  // in param_specs() order; views into the flat parameter buffer
   Phase phase = Phase::kTraining;
@@ -147,7 +150,7 @@ struct BackwardArgs {
   std::span<const Tensor> inputs;       // as in forward
   Tensor output;                        // y, as forward left it
   Tensor output_grad;                   // dL/dy (undefined for a loss layer: its gradient is 1)
-  std::span<const Tensor> input_grads;  // dL/dx_i; undefined where no gradient is wanted
+  std::span<const Tensor> input_grads;  // dL/dx_i (then dL/dz); undefined where no gradient is wanted
   std::span<const GradMode> input_grad_modes;  // per input: write or add
   std::span<const Tensor> params;
   std::span<const Tensor> param_grads;  // dW += ... (kAdd), or dW = ... (kWrite)
@@ -235,10 +238,20 @@ class Layer {
   // y being its own output, max(0, .), as it reads it (Note [A ReLU's
   // backward fused into its producer]). The default is no.
   virtual bool fuses_relu_backward() const { return false; }
-  // Set before prepare (bind resets it): the output is ReLU's. Throws
-  // ConfigError where can_fuse_relu is false.
-  void set_fused_relu(const Context& ctx, Phase phase, bool fused);
+  // Note [A residual add fused into its batch norm] (graph/fusion.h):
+  // whether the layer, on ctx's device, in a plan of `phase`, can add a
+  // second value of its output's shape, layout and type (the residual z) to
+  // its output before the ReLU, y = max(0, f(x) + z), and in a training plan
+  // write z's gradient (the ReLU's, masked) as well as its own input's. The
+  // default is no.
+  virtual bool can_fuse_residual_relu(const Context& /*ctx*/, Phase /*phase*/) const { return false; }
+  // Set before prepare (bind resets it): the output is ReLU's; with
+  // `residual`, of f(x) + z, z coming after the layer's own inputs in
+  // ForwardArgs::inputs and its gradient after theirs in BackwardArgs. Throws
+  // ConfigError where can_fuse_relu (can_fuse_residual_relu) is false.
+  void set_fused_relu(const Context& ctx, Phase phase, bool fused, bool residual = false);
   bool fused_relu() const { return fused_relu_; }
+  bool fused_residual() const { return fused_residual_; }
   // fused_relu() in a training plan, by a layer that fuses_relu_backward():
   // backward takes the ReLU's gradient and reads the output.
   bool fused_relu_backward() const { return fused_relu_backward_; }
@@ -410,6 +423,7 @@ class Layer {
   DType value_storage_ = DType::kFloat32;  // Note [16-bit values in a layer]
   bool fused_relu_ = false;                // Note [A ReLU fused into its producer]
   bool fused_relu_backward_ = false;       // and its backward
+  bool fused_residual_ = false;            // Note [A residual add fused into its batch norm]
   std::vector<Shape> param_shapes_;
   std::vector<Layout> param_layouts_;  // ParamSpec::layout as prepared
   size_t workspace_bytes_ = 0;

@@ -112,17 +112,26 @@ TEST(Cli, TimeNamesAReluFusedIntoItsBatchNorm) {
   EXPECT_TRUE(contains(r.output, "ReLU applied in the layer, forward and backward")) << r.output;
   std::ifstream file(path);
   const nlohmann::json doc = nlohmann::json::parse(file);
-  int fused = 0;
+  int fused = 0, adds = 0, residuals = 0;
   for (const auto& layer : doc.at("layers")) {
+    if (layer.at("residual") != "") ++residuals;
     if (layer.at("backward_fused_into") == "") continue;
     ++fused;
     EXPECT_EQ(layer.at("backward_fused_into"), layer.at("fused_into")) << layer.at("name");
-    EXPECT_EQ(layer.at("type"), "ReLU") << layer.at("name");
+    if (layer.at("type") == "Add") ++adds;
+    EXPECT_TRUE(layer.at("type") == "ReLU" || layer.at("type") == "Add") << layer.at("name");
     for (const auto& pass : layer.at("passes")) EXPECT_EQ(pass.at("bytes").get<int64_t>(), 0) << layer.at("name");
   }
   // ResNet-56: the stem's ReLU and the first ReLU of each of its 27 blocks
-  // follow a batch norm; the second follows the residual add.
-  EXPECT_EQ(fused, 28);
+  // follow a batch norm. The second follows the residual add, which the
+  // block's last batch norm does together with it in the 25 blocks whose
+  // shortcut is the identity; the 2 subsampling shortcuts are listed after
+  // that batch norm (Note [A residual add fused into its batch norm]).
+  EXPECT_EQ(adds, 25);
+  EXPECT_EQ(residuals, 25);
+  EXPECT_EQ(fused, 28 + 2 * 25);
+  EXPECT_TRUE(contains(r.output, "ReLU applied in the layer after adding layer1.0.relu2, forward and backward"))
+      << r.output;
 }
 
 // bf16 (docs/precision.md): the header names the precision, the memory

@@ -8,6 +8,7 @@
 // and NHWC values, on the CPU and (where one runs here) on a GPU.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,8 +26,10 @@ namespace {
 //   takes relu0 in inference only (both or neither in training).
 // conv1 -> bn1 -> relu1: fused, forward and backward. relu1's gradient is
 //   also add2's (Note [Gradients shared through an add]).
-// conv2 -> bn2 -> add2(bn2, relu1) -> relu2: fused into the add, forward
-//   only (its backward stays the ReLU's).
+// conv2 -> bn2 -> add2(bn2, relu1) -> relu2: add2 and relu2 fused into
+//   bn2, forward and backward (Note [A residual add fused into its batch
+//   norm]): relu1 is computed before bn2, and no reader of it comes after bn2
+//   but add2.
 // conv3 -> bn3 -> relu3: fused, forward and backward.
 Graph net(int batch) {
   GraphBuilder g;
@@ -58,10 +61,11 @@ TEST_P(FusionResidualTest, ABatchNormOrAnAddTakesTheReluAfterItWhereItCan) {
   for (Phase phase : {Phase::kTraining, Phase::kInference}) {
     Graph graph = net(2);
     graph.compile(ctx, {.precision = Precision::kFp16, .phase = phase, .layout = LayoutChoice::kNhwc});
-    std::string expected = phase == Phase::kTraining ? "relu1<-bn1+backward relu2<-add2 relu3<-bn3+backward"
-                                                     : "relu0<-bn0 relu1<-bn1 relu2<-add2 relu3<-bn3";
-    // cuDNN fuses a ReLU into a training batch norm on NHWC half values only
-    // (Note [Batch norm and ReLU in one cuDNN call]).
+    std::string expected =
+        phase == Phase::kTraining ? "relu1<-bn1+backward add2<-bn2+backward relu2<-bn2+backward relu3<-bn3+backward"
+                                  : "relu0<-bn0 relu1<-bn1 add2<-bn2 relu2<-bn2 relu3<-bn3";
+    // cuDNN fuses a ReLU (and a residual add) into a training batch norm on
+    // NHWC half values only (Note [Batch norm and ReLU in one cuDNN call]).
     if (ctx.is_cuda() && phase == Phase::kInference) expected = "relu2<-add2";
     EXPECT_EQ(testing::fused_relus(graph), expected) << (phase == Phase::kTraining ? "training" : "inference");
     Graph fp32 = net(2);
@@ -75,13 +79,16 @@ TEST_P(FusionResidualTest, ABatchNormOrAnAddTakesTheReluAfterItWhereItCan) {
 }
 
 // On the CPU the fused passes compute the same floats in the same order as
-// the ReLU and the batch norm apart: equal to the bit. cuDNN's fused kernels
-// are other kernels than its separate ones, in half precision.
+// the ReLU, the add and the batch norm apart: in fp32, equal to the bit. In
+// bf16 and fp16 the fused batch norm adds z to its fp32 result, where apart
+// its output is rounded to 16 bits before the add: one rounding fewer, as in
+// cuDNN's fused kernel. cuDNN's fused kernels are other kernels than its
+// separate ones, in half precision.
 TEST_P(FusionResidualTest, AFusedGraphTrainsAsTheUnfusedOne) {
   Context& ctx = this->ctx();
-  const double tolerance = ctx.is_cuda() ? 2e-2 : 0.0;
   for (LayoutChoice layout : {LayoutChoice::kNchw, LayoutChoice::kNhwc}) {
     for (Precision precision : {Precision::kFp32, Precision::kBf16, Precision::kFp16}) {
+      const double tolerance = ctx.is_cuda() || precision != Precision::kFp32 ? 2e-2 : 0.0;
       auto run = [&](bool fusion) {
         return testing::train_three_steps(ctx, net(3), {.precision = precision, .layout = layout, .fusion = fusion}, 5,
                                           "relu3");
@@ -94,20 +101,35 @@ TEST_P(FusionResidualTest, AFusedGraphTrainsAsTheUnfusedOne) {
 
 GLASSBOX_INSTANTIATE_ON_DEVICES(FusionResidualTest);
 
-// bn1's output gradient is relu1's block, which is add2's (shared through the
-// add), alive until bn1's backward; bn1's value (relu1's) too, for the mask.
+// bn1's output gradient is relu1's block, alive until bn1's backward; bn1's
+// value (relu1's) too, for the mask. bn2 does add2: add2's and relu2's
+// values are bn2's block, bn2's gradient is relu2's, and relu1 (z) keeps a
+// gradient of its own, which bn2's backward writes first.
 TEST(FusionResidual, TheBatchNormsGradientIsTheRelusBlock) {
   Context ctx = Context::cpu();
   Graph graph = net(2);
   graph.compile(ctx);
   const MemoryPlan& plan = graph.memory_plan();
   const auto at = [&](const std::string& name) { return static_cast<size_t>(index_of(graph, name)); };
-  EXPECT_EQ(plan.fused_relu_grads, 2);
+  EXPECT_EQ(plan.fused_relu_grads, 3);
+  EXPECT_EQ(plan.fused_adds, 1);
   EXPECT_EQ(plan.grad_block[at("bn1")], plan.grad_block[at("relu1")]);
-  EXPECT_EQ(plan.grad_block[at("relu1")], plan.grad_block[at("add2")]) << "relu1 and add2 share through the add";
+  EXPECT_EQ(plan.grad_block[at("bn2")], plan.grad_block[at("relu2")]);
+  EXPECT_EQ(plan.grad_block[at("add2")], plan.grad_block[at("relu2")]) << "never written: bn2's stands for it";
+  EXPECT_NE(plan.grad_block[at("relu1")], plan.grad_block[at("relu2")]) << "z's gradient is its own";
+  EXPECT_EQ(plan.grad_shared_with[at("relu1")], -1) << "a fused add shares nothing";
+  EXPECT_EQ(plan.grad_shared_with[at("bn2")], -1);
   EXPECT_EQ(plan.grad_block[at("bn3")], plan.grad_block[at("relu3")]);
-  EXPECT_EQ(plan.grad_shared_with[at("bn2")], index_of(graph, "add2")) << "bn2's is add2's through the add";
   EXPECT_EQ(plan.value_block[at("bn1")], plan.value_block[at("relu1")]) << "relu1 runs in place";
+  EXPECT_EQ(plan.value_block[at("add2")], plan.value_block[at("bn2")]);
+  EXPECT_EQ(plan.value_block[at("relu2")], plan.value_block[at("bn2")]);
+  const Node& bn2 = graph.node("bn2");
+  EXPECT_EQ(bn2.residual, index_of(graph, "relu1"));
+  ASSERT_EQ(bn2.input_values.size(), 2u) << "x, then z";
+  EXPECT_EQ(bn2.input_values[1].raw(), graph.node("relu1").value.raw());
+  EXPECT_EQ(bn2.input_grads[1].raw(), graph.node("relu1").grad.raw());
+  EXPECT_EQ(bn2.input_grad_modes[1], GradMode::kWrite) << "the first gradient to reach relu1";
+  EXPECT_EQ(graph.node("conv2").input_grad_modes[0], GradMode::kAdd) << "conv2 adds to relu1's after bn2";
   // Forward times are node positions among the layers (the graph's inputs are
   // nodes 0 and 1); bn1's backward runs at 2L - 1 - its forward time.
   const int layers = static_cast<int>(graph.nodes().size()) - 2;
@@ -120,12 +142,78 @@ TEST(FusionResidual, TheBatchNormsGradientIsTheRelusBlock) {
   Graph unfused = net(2);
   unfused.compile(ctx, {.fusion = false});
   EXPECT_EQ(unfused.memory_plan().fused_relu_grads, 0);
+  EXPECT_EQ(unfused.memory_plan().fused_adds, 0);
   EXPECT_NE(unfused.memory_plan().grad_block[at("bn1")], unfused.memory_plan().grad_block[at("relu1")]);
   EXPECT_LE(plan.grads.total, unfused.memory_plan().grads.total);
   // The fused backward reads y for its mask: its bytes count it.
   const Layer& bn1 = *graph.node("bn1").layer;
   EXPECT_EQ(bn1.bytes_moved(Pass::kBackward) - unfused.node("bn1").layer->bytes_moved(Pass::kBackward),
             2 * 8 * 6 * 6 * 4);
+  // bn2 reads z in forward and writes its gradient in backward as well.
+  const int64_t y_bytes = 2 * 8 * 6 * 6 * 4;
+  EXPECT_EQ(graph.node("bn2").layer->bytes_moved(Pass::kForward) -
+                unfused.node("bn2").layer->bytes_moved(Pass::kForward),
+            y_bytes);
+  EXPECT_EQ(graph.node("bn2").layer->bytes_moved(Pass::kBackward) -
+                unfused.node("bn2").layer->bytes_moved(Pass::kBackward),
+            2 * y_bytes);
+}
+
+// A projection block lists its shortcut after its main path (nets/residual.cpp):
+// the add's inputs are two batch norms, and the later one, the shortcut's,
+// takes the add (bn_b, before it, is z). Where z is no batch norm and comes
+// after the branch's batch norm (ResNet-56's option A shortcut, a
+// subsampling layer), nothing exists yet for the batch norm to add when it
+// runs: the add keeps the ReLU.
+Graph projection_net(bool shortcut_bn) {
+  GraphBuilder g;
+  const Value images = g.input("images", {2, 4, 6, 6});
+  const Value labels = g.input("labels", {2}, DType::kInt32);
+  const Conv2d::Options same{.out_channels = 8, .kernel = 3, .pad = 1, .bias = false};
+  const Value x = g.relu(g.conv(images, same, "stem"), "stem_relu");
+  const Value a = g.relu(g.batch_norm(g.conv(x, same, "conv_a"), {}, "bn_a"), "relu_a");
+  const Value b = g.batch_norm(g.conv(a, same, "conv_b"), {}, "bn_b");
+  const Value projected = g.conv(x, {.out_channels = 8, .kernel = 1, .bias = false}, "conv_s");
+  const Value s = shortcut_bn ? g.batch_norm(projected, {}, "bn_s") : projected;
+  const Value h = g.relu(g.add({b, s}, "add"), "relu");
+  const Value logits = g.linear(g.flatten(g.global_avg_pool(h, "pool"), "flatten"), {.out_features = 5}, "out");
+  return std::move(g).build(g.softmax_cross_entropy(logits, labels));
+}
+
+TEST(FusionResidual, TheLaterBatchNormOfAProjectionBlockTakesTheAdd) {
+  Context ctx = Context::cpu();
+  Graph graph = projection_net(true);
+  graph.compile(ctx);
+  EXPECT_EQ(testing::fused_relus(graph),
+            "stem_relu<-stem relu_a<-bn_a+backward add<-bn_s+backward relu<-bn_s+backward");
+  EXPECT_EQ(graph.node("bn_s").residual, index_of(graph, "bn_b"));
+  EXPECT_EQ(graph.node("bn_b").residual, -1);
+  EXPECT_EQ(find_overlap(graph.memory_plan().value_blocks, graph.memory_plan().values), "");
+  EXPECT_EQ(find_overlap(graph.memory_plan().grad_blocks, graph.memory_plan().grads), "");
+
+  Graph late = projection_net(false);
+  late.compile(ctx);
+  EXPECT_EQ(testing::fused_relus(late), "stem_relu<-stem relu_a<-bn_a+backward relu<-add");
+  EXPECT_EQ(late.node("bn_b").residual, -1);
+}
+
+TEST(FusionResidual, AProjectionBlockTrainsAsTheUnfusedOne) {
+  Context ctx = Context::cpu();
+  for (LayoutChoice layout : {LayoutChoice::kNchw, LayoutChoice::kNhwc}) {
+    auto run = [&](bool fusion) {
+      return testing::train_three_steps(ctx, projection_net(true), {.layout = layout, .fusion = fusion}, 5, "relu");
+    };
+    testing::expect_same_run(run(true), run(false), 0.0, cat(name_of(layout), ": "));
+  }
+}
+
+// Without memory reuse nothing runs in place, so no ReLU is fused and no add.
+TEST(FusionResidual, WithoutMemoryReuseNoAddIsFused) {
+  Context ctx = Context::cpu();
+  Graph graph = projection_net(true);
+  graph.compile(ctx, {.memory_reuse = MemoryReuse::kOff});
+  EXPECT_EQ(graph.memory_plan().fused_adds, 0);
+  EXPECT_EQ(graph.node("bn_s").residual, -1);
 }
 
 TEST(FusionResidual, CudnnFusesItsReluInTrainingOnNhwcHalfValuesInFoursOfChannels) {
@@ -144,11 +232,13 @@ TEST(FusionResidual, CudnnFusesItsReluInTrainingOnNhwcHalfValuesInFoursOfChannel
 TEST(FusionResidual, TheRuleIsWhatCudnnRuns) {
   GLASSBOX_REQUIRE_CUDA();
   Context ctx = Context::cuda(0);
-  for (DType values : {DType::kFloat32, DType::kBFloat16, DType::kFloat16}) {
-    for (int64_t channels : {64, 66}) {
-      EXPECT_EQ(cudnn_runs_batch_norm_relu(ctx, Shape{4, channels, 7, 7}, values),
-                cudnn_fuses_batch_norm_relu(Phase::kTraining, true, values, channels))
-          << name_of(values) << ", " << channels << " channels";
+  for (bool residual : {false, true}) {
+    for (DType values : {DType::kFloat32, DType::kBFloat16, DType::kFloat16}) {
+      for (int64_t channels : {64, 66}) {
+        EXPECT_EQ(cudnn_runs_batch_norm_relu(ctx, Shape{4, channels, 7, 7}, values, residual),
+                  cudnn_fuses_batch_norm_relu(Phase::kTraining, true, values, channels))
+            << name_of(values) << ", " << channels << " channels" << (residual ? ", with a residual add" : "");
+      }
     }
   }
 }
@@ -165,6 +255,49 @@ TEST(FusionResidual, AFusedReluIsSetForAPhase) {
   EXPECT_TRUE(bn0.fused_relu_backward());
   bn0.set_fused_relu(ctx, Phase::kTraining, false);
   EXPECT_FALSE(bn0.fused_relu_backward());
+}
+
+// Layer::set_fused_relu with a residual: only with the ReLU, only where the
+// layer can (a convolution cannot), and forward and backward then count z.
+TEST(FusionResidual, ALayerRefusesAResidualItCannotTakeAndCountsIt) {
+  Context ctx = Context::cpu();
+  Graph graph = net(2);
+  graph.compile(ctx);
+  auto error_of = [](const std::function<void()>& f) -> std::string {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  Layer& conv1 = *graph.node("conv1").layer;
+  EXPECT_EQ(error_of([&] { conv1.set_fused_relu(ctx, Phase::kTraining, true, true); }),
+            "conv1 (Conv2d): cannot add a residual and apply a ReLU to its output on cpu in training");
+  Layer& bn3 = *graph.node("bn3").layer;
+  EXPECT_EQ(error_of([&] { bn3.set_fused_relu(ctx, Phase::kTraining, false, true); }),
+            "bn3 (BatchNorm2d): a fused residual add comes with its ReLU (set_fused_relu with fused = true)");
+  bn3.set_fused_relu(ctx, Phase::kTraining, true, true);
+  EXPECT_TRUE(bn3.fused_residual());
+  bn3.prepare(ctx, {});
+  const Node& node = graph.node("bn3");
+  EXPECT_EQ(error_of([&] {
+              bn3.forward(ctx, {.inputs = node.input_values, .output = node.value, .params = node.params});
+            }),
+            "bn3 (BatchNorm2d): forward with 1 input(s), prepared for 1 and a residual");
+  const std::vector<Tensor> narrow_z = {node.input_values[0], graph.node("relu2").value};  // 8 channels, not 12
+  EXPECT_EQ(error_of([&] { bn3.forward(ctx, {.inputs = narrow_z, .output = node.value, .params = node.params}); }),
+            "bn3 (BatchNorm2d): the residual has shape (2, 8, 6, 6), expected (2, 12, 6, 6)");
+  const std::vector<GradMode> modes(1, GradMode::kWrite);
+  EXPECT_EQ(error_of([&] {
+              bn3.backward(ctx, {.inputs = node.input_values, .output = node.value, .output_grad = node.grad,
+                                 .input_grads = node.input_grads, .input_grad_modes = modes, .params = node.params,
+                                 .param_grads = node.param_grads});
+            }),
+            "bn3 (BatchNorm2d): backward needs 1 input(s), input gradient(s) and grad mode(s), and the fused "
+            "residual's; got 1, 1 and 1");
+  bn3.set_fused_relu(ctx, Phase::kTraining, true, false);
+  EXPECT_FALSE(bn3.fused_residual());
 }
 
 }  // namespace

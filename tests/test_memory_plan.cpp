@@ -227,13 +227,19 @@ TEST(MemoryPlan, ReuseChangesNoLossParameterOrGradientBitForBit) {
 // Sharing an add's gradient block changes no gradient, bit for bit: a
 // residual network's parameter and input gradients with reuse (shared) and
 // without (every gradient its own).
+// Unfused, so that every add shares (a residual add its batch norm does
+// shares nothing: Note [A residual add fused into its batch norm]); fused,
+// the two adds of the subsampling blocks still do.
 TEST(MemoryPlan, SharedAddGradientsChangeNoGradientBitForBit) {
   std::vector<std::vector<float>> gradients, input_gradients;
-  for (MemoryReuse reuse : {MemoryReuse::kOn, MemoryReuse::kOff}) {
+  for (int run = 0; run < 3; ++run) {
+    const MemoryReuse reuse = run < 2 ? MemoryReuse::kOn : MemoryReuse::kOff;
+    const bool fusion = run == 1;
     Context ctx = Context::cpu();
     Graph graph = find_net("ResNet56").build(2);
-    graph.compile(ctx, {.memory_reuse = reuse, .input_gradients = {"images"}});
-    EXPECT_EQ(graph.memory_plan().shared_grads, reuse == MemoryReuse::kOn ? 54 : 0) << "both inputs of 27 adds";
+    graph.compile(ctx, {.memory_reuse = reuse, .input_gradients = {"images"}, .fusion = fusion});
+    EXPECT_EQ(graph.memory_plan().shared_grads, reuse == MemoryReuse::kOff ? 0 : fusion ? 4 : 54)
+        << "both inputs of 27 adds, or of the 2 no batch norm does";
     fill_synthetic_batch(ctx, graph, 10);
     graph.forward(ctx, Phase::kTraining);
     graph.backward(ctx, Graph::ParamGrads::kReplace);
@@ -241,7 +247,9 @@ TEST(MemoryPlan, SharedAddGradientsChangeNoGradientBitForBit) {
     input_gradients.push_back(to_vector<float>(ctx, graph.input_gradient("images")));
   }
   EXPECT_EQ(gradients[0], gradients[1]);
+  EXPECT_EQ(gradients[0], gradients[2]);
   EXPECT_EQ(input_gradients[0], input_gradients[1]);
+  EXPECT_EQ(input_gradients[0], input_gradients[2]);
 }
 
 TEST(InferencePlan, HasNoGradientsAndRefusesToTrain) {

@@ -107,6 +107,10 @@ bool BatchNorm2d::can_fuse_relu(const Context& ctx, Phase phase) const {
   return cudnn_fuses_batch_norm_relu(phase, input_channels_last(0), value_storage(), input_shapes()[0][1]);
 }
 
+// cuDNN's CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION has the conditions of its
+// BN_ACTIVATION (Note [Batch norm and ReLU in one cuDNN call]).
+bool BatchNorm2d::can_fuse_residual_relu(const Context& ctx, Phase phase) const { return can_fuse_relu(ctx, phase); }
+
 std::string BatchNorm2d::describe() const {
   const std::string channels = bound() ? cat(input_shapes()[0][1], " channels, ") : "";
   return cat(channels, "eps ", options_.eps, ", momentum ", options_.momentum);
@@ -196,6 +200,8 @@ void BatchNorm2d::forward_cpu(Context& ctx, const ForwardArgs& args) {
   const float* running_mean = running_mean_.data<float>();
   const float* running_var = running_var_.data<float>();
   const bool relu = fused_relu();  // Note [A ReLU fused into its producer]
+  // Note [A residual add fused into its batch norm]: y = max(0, . + z).
+  const float* z = fused_residual() ? args.inputs[1].data<float>() : nullptr;
   parallel_for(l.c, l.grain(), [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
       double mean = 0.0, inv_std = 0.0;
@@ -217,7 +223,9 @@ void BatchNorm2d::forward_cpu(Context& ctx, const ForwardArgs& args) {
       const float centre = static_cast<float>(mean), b = shift[c];
       for (int64_t n = 0; n < l.n; ++n) {
         auto normalised = (ConstArrayMap(x + l.offset(n, c), l.hw) - centre) * a + b;
-        if (relu) {
+        if (z != nullptr) {
+          as_array(y + l.offset(n, c), l.hw) = (normalised + ConstArrayMap(z + l.offset(n, c), l.hw)).max(0.0f);
+        } else if (relu) {
           as_array(y + l.offset(n, c), l.hw) = normalised.max(0.0f);  // as ReLU's forward
         } else {
           as_array(y + l.offset(n, c), l.hw) = normalised;
@@ -250,6 +258,10 @@ void BatchNorm2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
   // both passes read: y and dy are read once, where the ReLU apart would have
   // read them and written its dx, and batch norm read that twice.
   const float* y = fused_relu_backward() ? args.output.data<float>() : nullptr;
+  // Note [A residual add fused into its batch norm]: z's gradient is the
+  // masked dy, as the add would have handed it.
+  const Tensor dz_tensor = fused_residual() ? args.input_grads[1] : Tensor();
+  float* dz = dz_tensor.defined() ? dz_tensor.data<float>() : nullptr;
   parallel_for(l.c, l.grain(), [&](int64_t begin, int64_t end) {
     std::vector<float> masked(y != nullptr ? static_cast<size_t>(l.m()) : 0);
     for (int64_t c = begin; c < end; ++c) {
@@ -262,6 +274,9 @@ void BatchNorm2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
           const float* mask = y + l.offset(n, c);
           float* out = masked.data() + n * l.hw;
           for (int64_t k = 0; k < l.hw; ++k) out[k] = relu_gradient(mask[k], run[k]);  // Note [Masks without branches]
+          if (dz != nullptr) {
+            write_or_add(args.input_grad_modes[1], as_array(dz + l.offset(n, c), l.hw), ConstArrayMap(out, l.hw));
+          }
         }
         g = masked.data(), g_stride = l.hw;
       }
@@ -292,6 +307,8 @@ void BatchNorm2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
 #if !GLASSBOX_WITH_CUDA
 namespace glassbox {
 GLASSBOX_LAYER_WITHOUT_CUDA(BatchNorm2d)
-bool cudnn_runs_batch_norm_relu(Context&, const Shape&, DType) { throw_not_built("cudnn_runs_batch_norm_relu"); }
+bool cudnn_runs_batch_norm_relu(Context&, const Shape&, DType, bool) {
+  throw_not_built("cudnn_runs_batch_norm_relu");
+}
 }  // namespace glassbox
 #endif

@@ -37,11 +37,13 @@ namespace glassbox {
 bool cudnn_fuses_batch_norm_relu(Phase phase, bool channels_last, DType values, int64_t channels);
 
 // Asks the cuDNN of ctx (a CUDA context) whether its Ex batch norm runs with
-// a fused ReLU on an NHWC training batch x of `values`: a training forward
-// and a backward on that shape, with the ops and reserve of a fused ReLU,
-// succeed. What the GPU tests check cudnn_fuses_batch_norm_relu against.
-// Throws NotBuiltError in a build without CUDA.
-bool cudnn_runs_batch_norm_relu(Context& ctx, const Shape& x, DType values);
+// a fused ReLU (with `residual`, a fused residual add and ReLU,
+// CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION) on an NHWC training batch x of
+// `values`: a training forward and a backward on that shape, with the ops
+// and reserve of that fusion, succeed. What the GPU tests check
+// cudnn_fuses_batch_norm_relu against. Throws NotBuiltError in a build
+// without CUDA.
+bool cudnn_runs_batch_norm_relu(Context& ctx, const Shape& x, DType values, bool residual = false);
 
 class BatchNorm2d final : public Layer {
  public:
@@ -53,6 +55,7 @@ class BatchNorm2d final : public Layer {
 
   std::string_view type() const override { return "BatchNorm2d"; }
   bool backward_reads_output() const override { return false; }  // x and the saved statistics
+  bool backward_reads_input(int index) const override { return index == 0; }  // not a fused residual
   // Per channel, in whichever order the values come, NCHW or NHWC, y and the
   // gradients as x (Note [Channels-last values], graph/layouts.h):
   // on the CPU by layers/batch_norm/batch_norm_nhwc.cpp, on CUDA by cuDNN
@@ -68,6 +71,11 @@ class BatchNorm2d final : public Layer {
   // y > 0 as it is read); on CUDA where cudnn_fuses_batch_norm_relu.
   bool can_fuse_relu(const Context& ctx, Phase phase) const override;
   bool fuses_relu_backward() const override { return true; }
+  // Note [A residual add fused into its batch norm] (graph/fusion.h): on the
+  // CPU always (z added as each value is normalised; z's gradient written
+  // from the masked dy); on CUDA where the ReLU fuses
+  // (CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION).
+  bool can_fuse_residual_relu(const Context& ctx, Phase phase) const override;
   const Options& options() const { return options_; }
 
   std::vector<NamedTensor> state() const override;  // running_mean, running_var

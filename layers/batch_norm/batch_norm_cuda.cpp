@@ -71,11 +71,20 @@
 // workspace sizes are asked for those ops. cudnn_fuses_batch_norm_relu
 // (batch_norm.h) holds the conditions; a cuDNN that refuses the sizes for
 // them is named at prepare, with --no-fusion as the way around.
+//
+// Note [A residual add fused into its batch norm] (graph/fusion.h) on cuDNN:
+// CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION, the same calls with z described as
+// y: the forward writes y = max(0, bn(x) + z); the backward writes dz, the
+// ReLU's dy masked by y > 0, besides dx. cudnn_ops.h gives dz as an output and
+// blends only dx with betaDataDiff, so dz is written, never added to: the
+// graph fuses only where this backward is the first to write z's gradient,
+// and the layer refuses a kAdd there.
 #include "layers/batch_norm/batch_norm.h"
 
 #include <algorithm>
 
 #include "layers/layer_cuda.h"
+#include "layers/relu_kernels_cuda.h"
 #include "tensor/copy.h"
 
 namespace glassbox {
@@ -102,6 +111,7 @@ struct BatchNormState final : BackendState {
 // The Ex calls' workspace (forward, backward) and reserve sizes for `ops`, in
 // the descriptor slots PyTorch's cuDNN batch norm passes for OPS_BN (z and y
 // described as x; no dz), with `relu` where one is fused (null otherwise).
+// With CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION, dz described as x too.
 // The first status that is not success, or success.
 struct ExSizes {
   size_t forward = 0, backward = 0, reserve = 0;
@@ -111,8 +121,10 @@ cudnnStatus_t ask_ex_sizes(cudnnHandle_t handle, cudnnBatchNormOps_t ops, cudnnT
   cudnnStatus_t status = cudnnGetBatchNormalizationForwardTrainingExWorkspaceSize(
       handle, kNhwcTrainingMode, ops, data, data, data, param, relu, &sizes.forward);
   if (status != CUDNN_STATUS_SUCCESS) return status;
-  status = cudnnGetBatchNormalizationBackwardExWorkspaceSize(handle, kNhwcTrainingMode, ops, data, data, data, nullptr,
-                                                              data, param, relu, &sizes.backward);
+  const bool residual = ops == CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION;
+  status = cudnnGetBatchNormalizationBackwardExWorkspaceSize(handle, kNhwcTrainingMode, ops, data, data, data,
+                                                              residual ? data : nullptr, data, param, relu,
+                                                              &sizes.backward);
   if (status != CUDNN_STATUS_SUCCESS) return status;
   return cudnnGetBatchNormalizationTrainingExReserveSpaceSize(handle, kNhwcTrainingMode, ops, relu, data,
                                                               &sizes.reserve);
@@ -120,13 +132,13 @@ cudnnStatus_t ask_ex_sizes(cudnnHandle_t handle, cudnnBatchNormOps_t ops, cudnnT
 
 }  // namespace
 
-bool cudnn_runs_batch_norm_relu(Context& ctx, const Shape& x, DType values) {
+bool cudnn_runs_batch_norm_relu(Context& ctx, const Shape& x, DType values, bool residual) {
   cudnnHandle_t handle = cudnn_of(ctx);
   const TensorDescriptor data = make_tensor_descriptor(x, values, Layout::kNHWC);
   const TensorDescriptor param = make_descriptor<TensorDescriptor>(cudnnCreateTensorDescriptor);
   CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(param.get(), data.get(), kNhwcTrainingMode));
   const ActivationDescriptor relu = make_relu_descriptor();
-  constexpr cudnnBatchNormOps_t ops = CUDNN_BATCHNORM_OPS_BN_ACTIVATION;
+  const cudnnBatchNormOps_t ops = residual ? CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION : CUDNN_BATCHNORM_OPS_BN_ACTIVATION;
   const cudnnTensorDescriptor_t d = data.get(), p = param.get();
   ExSizes sizes;
   if (ask_ex_sizes(handle, ops, d, p, relu.get(), sizes) != CUDNN_STATUS_SUCCESS) return false;
@@ -139,19 +151,22 @@ bool cudnn_runs_batch_norm_relu(Context& ctx, const Shape& x, DType values) {
   };
   const size_t value_bytes = static_cast<size_t>(x.numel()) * size_of(values);
   const Tensor in = bytes(value_bytes), out = bytes(value_bytes), dy = bytes(value_bytes), dx = bytes(value_bytes);
+  const Tensor z = bytes(value_bytes), dz = bytes(value_bytes);
+  const cudnnTensorDescriptor_t zd = residual ? d : nullptr;
   const Tensor channels = bytes(6 * static_cast<size_t>(x[1]) * sizeof(float));
   const Tensor workspace = bytes(std::max(forward_bytes, backward_bytes)), reserve = bytes(reserve_bytes);
   float* c = channels.data<float>();
   const int64_t k = x[1];
   const cudnnStatus_t forward = cudnnBatchNormalizationForwardTrainingEx(
-      handle, kNhwcTrainingMode, ops, &kOne, &kZero, d, in.raw(), nullptr, nullptr, d, out.raw(), p, c, c + k, 0.1,
+      handle, kNhwcTrainingMode, ops, &kOne, &kZero, d, in.raw(), zd, residual ? z.raw() : nullptr, d, out.raw(), p,
+      c, c + k, 0.1,
       c + 2 * k, c + 3 * k, 1e-5, c + 4 * k, c + 5 * k, relu.get(), workspace.raw(), forward_bytes, reserve.raw(),
       reserve_bytes);
   if (forward != CUDNN_STATUS_SUCCESS) return false;
   const Tensor grads = bytes(2 * static_cast<size_t>(k) * sizeof(float));
   const cudnnStatus_t backward = cudnnBatchNormalizationBackwardEx(
-      handle, kNhwcTrainingMode, ops, &kOne, &kZero, &kOne, &kOne, d, in.raw(), d, out.raw(), d, dy.raw(), nullptr,
-      nullptr, d, dx.raw(), p, c, c + k, grads.data<float>(), grads.data<float>() + k, 1e-5, c + 4 * k, c + 5 * k,
+      handle, kNhwcTrainingMode, ops, &kOne, &kZero, &kOne, &kOne, d, in.raw(), d, out.raw(), d, dy.raw(), zd,
+      residual ? dz.raw() : nullptr, d, dx.raw(), p, c, c + k, grads.data<float>(), grads.data<float>() + k, 1e-5, c + 4 * k, c + 5 * k,
       relu.get(), workspace.raw(), backward_bytes, reserve.raw(), reserve_bytes);
   ctx.synchronize();
   return backward == CUDNN_STATUS_SUCCESS;
@@ -181,7 +196,7 @@ void BatchNorm2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
     // Note [Batch norm and ReLU in one cuDNN call]; set_fused_relu checked the
     // conditions, so only the Ex path gets here.
     if (!state->ex) throw Error(cat(name(), " (", type(), "): a fused ReLU without the Ex path"));
-    state->ops = CUDNN_BATCHNORM_OPS_BN_ACTIVATION;
+    state->ops = fused_residual() ? CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION : CUDNN_BATCHNORM_OPS_BN_ACTIVATION;
     state->relu = make_relu_descriptor();
   }
   if (state->ex) {
@@ -190,8 +205,10 @@ void BatchNorm2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
         ask_ex_sizes(cudnn_of(ctx), state->ops, state->data.get(), state->param.get(), state->relu.get(), sizes);
     if (status != CUDNN_STATUS_SUCCESS) {
       if (fused_relu()) {
-        throw Error(cat(name(), " (", type(), "): cuDNN refuses batch norm with a fused ReLU "
-                        "(CUDNN_BATCHNORM_OPS_BN_ACTIVATION) on ", input_shapes()[0].str(), " ",
+        throw Error(cat(name(), " (", type(), "): cuDNN refuses batch norm with a fused ",
+                        fused_residual() ? "residual add and ReLU (CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION)"
+                                         : "ReLU (CUDNN_BATCHNORM_OPS_BN_ACTIVATION)",
+                        " on ", input_shapes()[0].str(), " ",
                         name_of(value_storage()), " NHWC values: ", cudnnGetErrorString(status),
                         "; --no-fusion runs the ReLU itself"));
       }
@@ -217,8 +234,11 @@ void BatchNorm2d::forward_cuda(Context& ctx, const ForwardArgs& args) {
   if (args.phase == Phase::kTraining && s.ex) {
     check_training_batch();
     // Note [Persistent batch norm on NHWC]
+    // Note [A residual add fused into its batch norm]: z, described as y.
+    const bool residual = fused_residual();
     CUDNN_CHECK(cudnnBatchNormalizationForwardTrainingEx(
-        cudnn_of(ctx), kNhwcTrainingMode, s.ops, &kOne, &kZero, s.data.get(), x, nullptr, nullptr, s.data.get(), y,
+        cudnn_of(ctx), kNhwcTrainingMode, s.ops, &kOne, &kZero, s.data.get(), x, residual ? s.data.get() : nullptr,
+        residual ? args.inputs[1].raw() : nullptr, s.data.get(), y,
         s.param.get(), scale, shift, momentum, running_mean_.raw(), running_var_.raw(), eps, saved_mean_.raw(),
         saved_inv_std_.raw(), s.relu.get(), checked_workspace(ctx), workspace_bytes(), s.reserve_data(),
         s.reserve_bytes));
@@ -232,6 +252,13 @@ void BatchNorm2d::forward_cuda(Context& ctx, const ForwardArgs& args) {
     CUDNN_CHECK(cudnnBatchNormalizationForwardInference(cudnn_of(ctx), kMode, &kOne, &kZero, s.data.get(), x,
                                                         s.data.get(), y, s.param.get(), scale, shift,
                                                         running_mean_.raw(), running_var_.raw(), eps));
+    // An inference forward of a training plan (an evaluation between epochs)
+    // has no fused call: the fused ReLU, and z, in a pass over y after it.
+    if (fused_residual()) {
+      launch_add_relu(y, args.inputs[1].raw(), y, args.output.numel(), value_storage(), stream_of(ctx));
+    } else if (fused_relu()) {
+      CUDNN_CHECK(cudnnActivationForward(cudnn_of(ctx), s.relu.get(), &kOne, s.data.get(), y, &kZero, s.data.get(), y));
+    }
   }
   last_forward_trained_ = args.phase == Phase::kTraining;
 }
@@ -263,10 +290,17 @@ void BatchNorm2d::backward_cuda(Context& ctx, const BackwardArgs& args) {
     // Note [Persistent batch norm on NHWC]: the reserve the training forward
     // left. Note [Batch norm and ReLU in one cuDNN call]: y = max(0, .) and
     // the ReLU's dy where fused.
-    const bool relu = s.ops == CUDNN_BATCHNORM_OPS_BN_ACTIVATION;
+    const bool relu = s.ops != CUDNN_BATCHNORM_OPS_BN;
+    // Note [A residual add fused into its batch norm]: dz is written, never added to.
+    const bool residual = fused_residual();
+    if (residual && (!args.input_grads[1].defined() || args.input_grad_modes[1] != GradMode::kWrite)) {
+      throw Error(cat(name(), " (", type(), "): a fused residual add's backward writes z's gradient first; got ",
+                      args.input_grads[1].defined() ? "one to add to" : "none"));
+    }
     CUDNN_CHECK(cudnnBatchNormalizationBackwardEx(
         cudnn_of(ctx), kNhwcTrainingMode, s.ops, &kOne, beta_dx, &kOne, &kOne, s.data.get(), x,
-        relu ? s.data.get() : nullptr, relu ? args.output.raw() : nullptr, s.data.get(), dy, nullptr, nullptr,
+        relu ? s.data.get() : nullptr, relu ? args.output.raw() : nullptr, s.data.get(), dy,
+        residual ? s.data.get() : nullptr, residual ? args.input_grads[1].raw() : nullptr,
         s.data.get(), dx, s.param.get(), scale, relu ? args.params[1].raw() : nullptr, dscale, dshift, eps,
         saved_mean_.raw(), saved_inv_std_.raw(), s.relu.get(), checked_workspace(ctx), workspace_bytes(),
         s.reserve_data(), s.reserve_bytes));

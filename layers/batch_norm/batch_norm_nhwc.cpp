@@ -93,9 +93,14 @@ void chunk_sums(const float* u, const float* u0, const float* v, const float* v0
 // y = (x - centre) a + shift, or max(0, that) where `relu` (Note [A ReLU
 // fused into its producer], graph/fusion.h; std::max keeps a NaN, as ReLU's
 // forward does).
+// With a residual z (Note [A residual add fused into its batch norm]),
+// max(0, that + z).
 void normalise_row(const float* __restrict x, const float* __restrict centre, const float* __restrict a,
-                   const float* __restrict shift, int64_t c, bool relu, float* __restrict y) {
-  if (relu) {
+                   const float* __restrict shift, const float* __restrict z, int64_t c, bool relu,
+                   float* __restrict y) {
+  if (z != nullptr) {
+    for (int64_t k = 0; k < c; ++k) y[k] = std::max((x[k] - centre[k]) * a[k] + shift[k] + z[k], 0.0f);
+  } else if (relu) {
     for (int64_t k = 0; k < c; ++k) y[k] = std::max((x[k] - centre[k]) * a[k] + shift[k], 0.0f);
   } else {
     for (int64_t k = 0; k < c; ++k) y[k] = (x[k] - centre[k]) * a[k] + shift[k];
@@ -190,9 +195,11 @@ void BatchNorm2d::forward_cpu_nhwc(Context& ctx, const ForwardArgs& args, bool t
     }
   }
   const bool relu = fused_relu();
+  const float* z = fused_residual() ? args.inputs[1].data<float>() : nullptr;
   parallel_for(l.m, l.row_grain(), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      normalise_row(x + r * l.c, centre.data(), a.data(), shift, l.c, relu, y + r * l.c);
+      normalise_row(x + r * l.c, centre.data(), a.data(), shift, z != nullptr ? z + r * l.c : nullptr, l.c, relu,
+                    y + r * l.c);
     }
   });
 }
@@ -229,8 +236,13 @@ void BatchNorm2d::backward_cpu_nhwc(Context& ctx, const BackwardArgs& args) {
     f2[k] = static_cast<float>(-k1 * inv_std * sum_dy_xhat / m);
     f3[k] = static_cast<float>(-k1 * sum_dy[k] / m);
   }
-  if (!dx_tensor.defined()) return;
-  float* dx = dx_tensor.data<float>();
+  // Note [A residual add fused into its batch norm]: z's gradient is the
+  // masked dy, as the add would have handed it.
+  const Tensor dz_tensor = fused_residual() ? args.input_grads[1] : Tensor();
+  float* dz = dz_tensor.defined() ? dz_tensor.data<float>() : nullptr;
+  const bool add_dz = dz != nullptr && args.input_grad_modes[1] == GradMode::kAdd;
+  float* dx = dx_tensor.defined() ? dx_tensor.data<float>() : nullptr;
+  if (dx == nullptr && dz == nullptr) return;
   const bool add = args.input_grad_modes[0] == GradMode::kAdd;
   parallel_for(l.m, l.row_grain(), [&](int64_t begin, int64_t end) {
     std::vector<float> masked(y != nullptr ? c : 0);
@@ -241,7 +253,10 @@ void BatchNorm2d::backward_cpu_nhwc(Context& ctx, const BackwardArgs& args) {
         mask_by_output(g, y + at, l.c, masked.data());
         g = masked.data();
       }
-      input_gradient_row(g, x + at, saved_mean, f1.data(), f2.data(), f3.data(), l.c, add, dx + at);
+      if (dz != nullptr) {
+        for (int64_t k = 0; k < l.c; ++k) dz[at + k] = add_dz ? dz[at + k] + g[k] : g[k];
+      }
+      if (dx != nullptr) input_gradient_row(g, x + at, saved_mean, f1.data(), f2.data(), f3.data(), l.c, add, dx + at);
     }
   });
 }

@@ -24,6 +24,11 @@ std::string fused_relus(const Graph& graph) {
     }
     EXPECT_TRUE(producer.layer->fused_relu()) << node.name;
     EXPECT_EQ(producer.layer->fused_relu_backward(), backward) << node.name;
+    // A residual add's producer is the batch norm that does it (Note [A
+    // residual add fused into its batch norm]), and so is its ReLU's.
+    const bool through_add = node.inputs.size() == 1 && node.inputs[0] != node.fused_into;
+    EXPECT_EQ(producer.layer->fused_residual(), producer.residual >= 0) << node.name;
+    if (node.layer->type() == "Add" || through_add) EXPECT_GE(producer.residual, 0) << node.name;
     fused += cat(fused.empty() ? "" : " ", node.name, "<-", producer.name, backward ? "+backward" : "");
   }
   return fused;

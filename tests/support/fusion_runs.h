@@ -10,9 +10,9 @@
 
 namespace glassbox::testing {
 
-// "relu1<-bn1+backward relu2<-add2": each ReLU whose producer applies it, that
-// producer, and "+backward" where the producer runs its backward too. Checks
-// that nodes and layers agree on it as it goes.
+// "relu1<-bn1+backward relu2<-add2": each ReLU whose producer applies it (and
+// each residual add a batch norm does), that layer, and "+backward" where it
+// runs the backward too. Checks that nodes and layers agree on it as it goes.
 std::string fused_relus(const Graph& graph);
 
 // What three SGD steps (lr 0.05, momentum 0.9) on a synthetic batch of

@@ -65,7 +65,10 @@ std::string algorithms_cell(const Graph& graph, const Node& node) {
   }
   std::string text = node.layer->algorithms();
   if (node.layer->fused_relu() && text.find("ReLU") == std::string::npos) {
-    text += cat(text.empty() ? "" : "; ", "ReLU applied in the layer",
+    // Note [A residual add fused into its batch norm]: the add's other input named.
+    const std::string residual =
+        node.residual >= 0 ? cat(" after adding ", graph.nodes()[static_cast<size_t>(node.residual)].name) : "";
+    text += cat(text.empty() ? "" : "; ", "ReLU applied in the layer", residual,
                 node.layer->fused_relu_backward() ? ", forward and backward" : "");
   }
   return text;

@@ -33,6 +33,9 @@ std::string time_json(const TimeRun& run, const Graph& graph, const std::vector<
                       {"backward_fused_into", node.backward_fused_into >= 0
                                                   ? graph.nodes()[static_cast<size_t>(node.backward_fused_into)].name
                                                   : std::string()},
+                      // Note [A residual add fused into its batch norm]: the z this batch norm adds
+                      {"residual", node.residual >= 0 ? graph.nodes()[static_cast<size_t>(node.residual)].name
+                                                      : std::string()},
                       {"passes", std::move(passes)}});
   }
   auto peak = [&](MemoryCategory c) { return run.memory.peak[static_cast<size_t>(c)]; };
