@@ -84,12 +84,16 @@ std::string describe_non_finite_step(Context& ctx, const Graph& graph) {
   return text;
 }
 
-float checked_loss(Context& ctx, Graph& graph, int64_t step) {
-  const float loss = graph.loss(ctx);
+float checked_loss(Context& ctx, Graph& graph, int64_t step) { return check_loss_value(ctx, graph, step, graph.loss(ctx)); }
+
+float check_loss_value(Context& ctx, Graph& graph, int64_t step, float loss, int64_t later) {
   if (std::isfinite(loss)) return loss;
   const std::string where = describe_non_finite(ctx, graph);
   const char* value = std::isnan(loss) ? "nan" : loss > 0 ? "inf" : "-inf";  // printf's "-nan" says nothing more
-  throw NumericalError(cat("step ", step, ": the loss is ", value, where.empty() ? "" : "; ", where));
+  // Note [Reading a step's results a step late] (tensor/step_readback.h)
+  const std::string late =
+      later > 0 && !where.empty() ? cat(" (read once step ", step + later, " had run; what follows is after it)") : "";
+  throw NumericalError(cat("step ", step, ": the loss is ", value, late, where.empty() ? "" : "; ", where));
 }
 
 }  // namespace glassbox

@@ -19,6 +19,12 @@ namespace glassbox {
 // output: conv3 (Conv2d); non-finite parameters: fc6.weight, ...".
 float checked_loss(Context& ctx, Graph& graph, int64_t step);
 
+// checked_loss's check of a loss read already (tensor/step_readback.h):
+// returns it where finite. Otherwise throws NumericalError; the places it
+// names (describe_non_finite) are the graph's now, `later` steps after
+// `step`, which the message says where later > 0.
+float check_loss_value(Context& ctx, Graph& graph, int64_t step, float loss, int64_t later = 0);
+
 // Where non-finite values are in the graph now, in words: the inputs, the
 // parameters, and the outputs of one more forward (in the phase the graph was
 // compiled for), each checked as soon as its layer has run, because with

@@ -92,10 +92,17 @@ class Communicator {
   virtual void progress() = 0;
   // Every started reduction is complete before anything queued later on
   // ctx's stream (CUDA) or before this returns (CPU). Throws
-  // CommunicationError past the deadline.
+  // CommunicationError past the deadline. On CUDA the host does not wait for
+  // this step's reductions: it checks that the previous step's finished, with
+  // the deadline (Note [Watching the previous step's reductions] in
+  // optim/communicator_nccl_cuda.cpp).
   virtual void wait_all(Context& ctx) = 0;
+  // The host waits, with the deadline, for every reduction wait_all has been
+  // called for: before the host reads what the last step computed, and at
+  // the end of an epoch. A no-op where wait_all waits itself.
+  virtual void settle(Context& /*ctx*/) {}
   // The reductions of the last step, in start order (valid after wait_all;
-  // on CUDA reading waits for the events).
+  // on CUDA reading settles and waits for the events).
   virtual std::vector<ReductionTime> last_times() = 0;
 
   // Blocking, for set-up: rank `root`'s data copied to every rank.

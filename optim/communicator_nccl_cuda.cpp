@@ -5,10 +5,25 @@
 //   start_average: ready event on ctx's stream -> the communication stream
 //                  waits on it -> ncclAllReduce(in place, ncclFloat, ncclAvg)
 //                  -> done event on the communication stream.
-//   wait_all:      ctx's stream waits on the last done event; the host polls
-//                  that event and ncclCommGetAsyncError until the deadline,
-//                  and on an error or past it aborts the NCCL communicator
-//                  (ncclCommAbort) and throws CommunicationError.
+//   wait_all:      ctx's stream waits on the last done event; a step-done
+//                  event follows it on the communication stream, and the
+//                  host polls the previous step's step-done event and
+//                  ncclCommGetAsyncError until the deadline, and on an error
+//                  or past it aborts the NCCL communicator (ncclCommAbort)
+//                  and throws CommunicationError.
+//   settle:        the same poll of this step's step-done event.
+//
+// Note [Watching the previous step's reductions]: the host must not wait for
+// a step's all-reduces when it queues them (it would idle the device while it
+// queues the next step: Note [Reading a step's results a step late],
+// tensor/step_readback.h), yet a rank that died must not hang the others:
+// NCCL waits for it forever, and so would the device. So the host watches
+// one step behind: while queuing step k + 1 it polls step k's step-done
+// event, done long before in a healthy job, with the deadline and NCCL's
+// asynchronous error, and aborts on either. Each step's event is its own (two
+// in turn): the done events are recorded again by the next step, after which
+// they stand for its reductions, not the earlier ones. settle() watches the
+// last step before the host reads its results or the epoch ends.
 //   last_times:    cudaEventElapsedTime from the begin_step event.
 // The unique id comes from rank 0: made locally for a job of one, broadcast
 // over MPI (optim/communicator_mpi.cpp, broadcast_bytes) for more; this file
@@ -18,6 +33,7 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <span>
@@ -70,6 +86,7 @@ class NcclCommunicator final : public Communicator {
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     stream_ = CudaStream(stream);
     begin_ = make_event();
+    for (CudaEvent& e : step_done_) e = make_event();
   }
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
@@ -110,11 +127,27 @@ class NcclCommunicator final : public Communicator {
     if (bytes_.empty()) return;
     const size_t last = bytes_.size() - 1;
     CUDA_CHECK(cudaStreamWaitEvent(stream_of(ctx), done_[last].get(), 0));
-    wait_for(done_[last].get(), cat("all-reduce of ", format_bytes(static_cast<int64_t>(bytes_[last])),
-                                    " (reduction ", last, " of this step)"));
+    // Note [Watching the previous step's reductions]
+    const int turn = pending_ < 0 ? 0 : 1 - pending_;
+    CUDA_CHECK(cudaEventRecord(step_done_[static_cast<size_t>(turn)].get(), stream_.get()));
+    settle(ctx);  // the previous step's
+    pending_ = turn;
+    pending_what_ = cat("all-reduce of ", format_bytes(static_cast<int64_t>(bytes_[last])), " (the last of ",
+                        bytes_.size(), " reductions of a step)");
+  }
+
+  void settle(Context& ctx) override {
+    check_usable(ctx);
+    if (pending_ < 0) return;
+    wait_for(step_done_[static_cast<size_t>(pending_)].get(), pending_what_);
+    pending_ = -1;
   }
 
   std::vector<ReductionTime> last_times() override {
+    if (pending_ >= 0) {
+      wait_for(step_done_[static_cast<size_t>(pending_)].get(), pending_what_);
+      pending_ = -1;
+    }
     std::vector<ReductionTime> times;
     for (size_t i = 0; i < bytes_.size(); ++i) {
       CUDA_CHECK(cudaEventSynchronize(done_[i].get()));
@@ -245,6 +278,12 @@ class NcclCommunicator final : public Communicator {
   CudaStream stream_;                        // the communication stream
   CudaEvent begin_;                          // begin_step, on ctx's stream
   std::vector<CudaEvent> ready_, done_;      // per reduction of a step, reused across steps
+  // Note [Watching the previous step's reductions]: two in turn, on the
+  // communication stream after a step's last reduction; the one the host has
+  // not watched yet (-1: none), and what it stands for.
+  std::array<CudaEvent, 2> step_done_;
+  int pending_ = -1;
+  std::string pending_what_;
   std::vector<size_t> bytes_;                // this step's reductions, in start order
 };
 

@@ -80,6 +80,10 @@ class GradientSync {
   void step_finished() { marks_.record(kStepEnd); }
   // The last step's times (reading waits for the device).
   SyncTimes last_times();
+  // The host waits, with the communicator's deadline, for the reductions of
+  // the steps queued so far (Communicator::settle): before it reads what the
+  // last step computed.
+  void settle(Context& ctx) { communicator_.settle(ctx); }
 
   const std::vector<GradientBucket>& buckets() const { return buckets_; }
   const GradientSyncOptions& options() const { return options_; }

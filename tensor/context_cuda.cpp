@@ -4,6 +4,7 @@
 
 #include <nccl.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -177,6 +178,17 @@ std::shared_ptr<EventSet> create_events(const CudaResources& resources, int coun
 void record_event(const CudaResources& resources, EventSet& events, int index) {
   CUDA_CHECK(cudaEventRecord(events.events.at(static_cast<size_t>(index)).get(),
                              resources.stream.get()));
+}
+
+void wait_event(EventSet& events, int index) {
+  CUDA_CHECK(cudaEventSynchronize(events.events.at(static_cast<size_t>(index)).get()));
+}
+
+std::shared_ptr<void> allocate_pinned(const CudaResources& resources, size_t bytes) {
+  CUDA_CHECK(cudaSetDevice(resources.device));
+  void* host = nullptr;
+  CUDA_CHECK(cudaHostAlloc(&host, std::max<size_t>(bytes, 1), cudaHostAllocDefault));
+  return std::shared_ptr<void>(host, [](void* p) { (void)cudaFreeHost(p); });
 }
 
 float elapsed_ms(EventSet& events, int from, int to) {

@@ -33,6 +33,8 @@ void scale(const CudaResources&, float*, int64_t, float, const float*) { not_bui
 std::shared_ptr<EventSet> create_events(const CudaResources&, int) { not_built("EventTimer"); }
 void record_event(const CudaResources&, EventSet&, int) { not_built("EventTimer"); }
 float elapsed_ms(EventSet&, int, int) { not_built("EventTimer"); }
+void wait_event(EventSet&, int) { not_built("wait_event"); }
+std::shared_ptr<void> allocate_pinned(const CudaResources&, size_t) { not_built("allocate_pinned"); }
 double measure_gemm_flops(const CudaResources&, int, int) { not_built("measure_gemm_flops"); }
 double measure_copy_bytes(const CudaResources&, size_t, int) { not_built("measure_copy_bytes"); }
 // StepSpans pushes NVTX ranges only for a GPU context, which this build cannot make.

@@ -45,6 +45,10 @@ struct EventSet;
 std::shared_ptr<EventSet> create_events(const CudaResources& resources, int count);
 void record_event(const CudaResources& resources, EventSet& events, int index);
 float elapsed_ms(EventSet& events, int from, int to);  // waits for `to`
+void wait_event(EventSet& events, int index);  // the host waits for the event
+// Page-locked host memory on the resources' device, freed with the pointer
+// (tensor/step_readback.h).
+std::shared_ptr<void> allocate_pinned(const CudaResources& resources, size_t bytes);
 
 // The roofline's probes (tensor/device_peaks.h), on the resources' stream:
 // the best of `repeats` n x n x n SGEMMs (cuBLAS, at the handle's math mode),

@@ -16,6 +16,7 @@
 #include "graph/fusion.h"
 #include "graph/memory_plan.h"
 #include "layers/batch_norm/batch_norm.h"
+#include "tests/support/data_files.h"
 #include "tests/support/devices.h"
 #include "tests/support/fusion_runs.h"
 
@@ -263,14 +264,7 @@ TEST(FusionResidual, ALayerRefusesAResidualItCannotTakeAndCountsIt) {
   Context ctx = Context::cpu();
   Graph graph = net(2);
   graph.compile(ctx);
-  auto error_of = [](const std::function<void()>& f) -> std::string {
-    try {
-      f();
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "(no error)";
-  };
+  auto error_of = [](const std::function<void()>& f) { return testing::message_of<Error>(f); };
   Layer& conv1 = *graph.node("conv1").layer;
   EXPECT_EQ(error_of([&] { conv1.set_fused_relu(ctx, Phase::kTraining, true, true); }),
             "conv1 (Conv2d): cannot add a residual and apply a ReLU to its output on cpu in training");

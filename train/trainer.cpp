@@ -2,6 +2,7 @@
 #include "train/trainer.h"
 
 #include <chrono>
+#include <deque>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "optim/train_step.h"
 #include "tensor/copy.h"
 #include "tensor/runtime_info.h"
+#include "tensor/step_readback.h"
 
 namespace glassbox {
 namespace {
@@ -282,7 +284,45 @@ EpochReport Trainer::train_epoch(int epoch, const TrainerHooks& hooks) {
   // Overflow steps are counted from the scaler's state here and at the end:
   // reading a CUDA scaler's state waits for the device, so never per step.
   const int64_t skipped_before = scaler_ ? scaler_->state().skipped_steps : 0;
+  // Note [Reading a step's results a step late] (tensor/step_readback.h):
+  // on a GPU each step's loss (and, but for continued windows, its logits and
+  // labels) is read after the next step is queued. The logits stay as
+  // forward left them: backward writes only gradients.
+  std::vector<Tensor> read_back = {graph_.nodes()[static_cast<size_t>(graph_.loss_node())].value};
+  if (!train_->continues()) read_back.insert(read_back.end(), {logits, labels});
+  StepReadback readback(ctx_, std::move(read_back), ctx_.is_cuda() ? 1 : 0);
+  struct Queued {
+    int64_t step_in_epoch;
+    int64_t count;
+    float lr;
+  };
+  std::deque<Queued> queued;
   const auto start = Clock::now();
+  auto read_oldest = [&] {
+    const Readout r = readback.take();
+    const Queued q = queued.front();
+    queued.pop_front();
+    float loss = 0.0f;
+    try {
+      loss = check_loss_value(ctx_, graph_, r.step, r.floats(0)[0], state_.step - r.step);
+    } catch (const NumericalError& e) {
+      throw NumericalError(cat("epoch ", epoch, ", ", e.what()));
+    }
+    if (train_->continues()) {  // whole windows: the loss is exact, and the logits too many to copy (evaluate.h)
+      seen.loss_sum += static_cast<double>(loss) * static_cast<double>(q.count);
+      seen.samples += q.count;
+      seen.has_accuracy = false;
+    } else {
+      score_rows(r.floats(1), r.ints(2), static_cast<int>(q.count), classes, seen);
+    }
+    if (hooks.on_step) {
+      const double elapsed = seconds_since(start);
+      hooks.on_step({.epoch = epoch, .epochs = options_.epochs, .step = q.step_in_epoch, .steps = steps_per_epoch_,
+                     .global_step = r.step, .loss = loss, .lr = q.lr,
+                     .images_per_second = static_cast<double>(seen.samples) / elapsed,
+                     .elapsed_seconds = elapsed});
+    }
+  };
   for (int64_t step = 1; step <= steps_per_epoch_; ++step) {
     const int64_t count = train_->next(graph_);
     if (count == 0) break;  // the loader ran dry early: cannot happen with drop_last, kept for safety
@@ -301,29 +341,15 @@ EpochReport Trainer::train_epoch(int epoch, const TrainerHooks& hooks) {
       const std::string where = describe_non_finite_step(ctx_, graph_);
       if (!where.empty()) throw NumericalError(cat("epoch ", epoch, ", step ", state_.step, ": ", where));
     }
-    float loss = 0.0f;
-    try {
-      loss = checked_loss(ctx_, graph_, state_.step);
-    } catch (const NumericalError& e) {
-      throw NumericalError(cat("epoch ", epoch, ", ", e.what()));
-    }
+    readback.record(state_.step);
+    queued.push_back({step, count, report.lr});
+    while (readback.due()) read_oldest();
     compute += seconds_since(step_start);
-    if (train_->continues()) {  // whole windows: the loss is exact, and the logits too many to copy (evaluate.h)
-      seen.loss_sum += static_cast<double>(loss) * static_cast<double>(count);
-      seen.samples += count;
-      seen.has_accuracy = false;
-    } else {
-      // The logits stay as forward left them: backward writes only gradients.
-      score_rows(to_float_vector(ctx_, logits), to_vector<int>(ctx_, labels), static_cast<int>(count), classes, seen);
-    }
-    if (hooks.on_step) {
-      const double elapsed = seconds_since(start);
-      hooks.on_step({.epoch = epoch, .epochs = options_.epochs, .step = step, .steps = steps_per_epoch_, .global_step = state_.step,
-                     .loss = loss, .lr = report.lr,
-                     .images_per_second = static_cast<double>(seen.samples) / elapsed,
-                     .elapsed_seconds = elapsed});
-    }
   }
+  const auto drain_start = Clock::now();
+  if (sync_) sync_->settle(ctx_);  // the last step's reductions, with the communicator's deadline
+  while (readback.unread() > 0) read_oldest();
+  compute += seconds_since(drain_start);
   const LoaderStats stats = train_->stats();
   if (data_parallel()) seen = summed_over_ranks(seen);
   report.seconds = seconds_since(start);
