@@ -23,7 +23,10 @@ namespace glassbox {
 
 // Queued on ctx's stream; returns without waiting for the device. Read the
 // loss afterwards with graph.loss(ctx) or checked_loss (graph/finite_check.h):
-// with `sync`, it is this rank's loss, on this rank's part of the batch.
+// with `sync`, it is this rank's loss, on this rank's part of the batch, and
+// on a GPU call sync->settle(ctx) first, so that a rank that died is found
+// within the deadline rather than waited for by the read (Note [Watching the
+// previous step's reductions], optim/communicator_nccl_cuda.cpp).
 // Throws ConfigError for an fp16 graph without a scaler, or a scaler on
 // another precision's graph.
 void train_step(Context& ctx, Graph& graph, Sgd& optimizer, GradientSync* sync = nullptr,

@@ -112,7 +112,13 @@ double NetSession::next_real_batch(int workers) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-float NetSession::checked_loss(StepMode mode) { return glassbox::checked_loss(ctx_, graph_, ++steps_[mode]); }
+// A data-parallel step's reductions are watched first, with their deadline
+// (Note [Watching the previous step's reductions]): reading the loss waits
+// for the device, which would wait for a dead rank forever.
+float NetSession::checked_loss(StepMode mode) {
+  if (sync_) sync_->settle(ctx_);
+  return glassbox::checked_loss(ctx_, graph_, ++steps_[mode]);
+}
 
 namespace {
 std::unique_ptr<NetSession> cached;

@@ -19,14 +19,19 @@ std::string time_data_parallel(Context& ctx, Graph& graph, Communicator& communi
   if (graph.compiled_precision() == Precision::kFp16) scaler.emplace(ctx, LossScaleOptions{});
   LossScaler* scaling = scaler ? &*scaler : nullptr;
   int64_t step_number = 0;
+  // Each step's reductions are watched with their deadline before the loss
+  // is read (Note [Watching the previous step's reductions]): reading it
+  // waits for the device, which would wait for a dead rank forever.
   for (int i = 0; i < warmup; ++i) {
     train_step(ctx, graph, sgd, &sync, scaling);
+    sync.settle(ctx);
     checked_loss(ctx, graph, ++step_number);
   }
   SyncTimes mean;
   mean.buckets.resize(sync.buckets().size());  // one row per bucket below, whatever the communicator reported
   for (int s = 0; s < steps; ++s) {
     train_step(ctx, graph, sgd, &sync, scaling);
+    sync.settle(ctx);
     checked_loss(ctx, graph, ++step_number);
     mean.accumulate(sync.last_times(), 1.0 / steps);
   }
