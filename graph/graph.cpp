@@ -253,9 +253,7 @@ void Graph::plan_fusion(Context& ctx, const PrepareOptions* prepare) {
     nodes_[i].fused_into = fusion.fused_into[i];
     nodes_[i].backward_fused_into = fusion.backward_fused_into[i];
     nodes_[i].residual = fusion.residual[i];
-    if (fusion.fused_into[i] >= 0 && fusion.add_fused_into[i] < 0) {
-      applies_relu[static_cast<size_t>(fusion.fused_into[i])] = true;
-    }
+    if (fusion.fused_into[i] >= 0) applies_relu[static_cast<size_t>(fusion.fused_into[i])] = true;
   }
   for (int i : layers_) {
     Layer& layer = *nodes_[static_cast<size_t>(i)].layer;

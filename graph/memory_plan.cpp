@@ -190,14 +190,8 @@ MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<in
     fused_relu_of[static_cast<size_t>(producer)] = static_cast<int>(r);
     read_at(static_cast<int>(r), backward_time(producer));  // y, for the mask
   }
-  // A batch norm doing an add reads z in its forward (before the add would).
-  for (size_t a = 0; a < nodes.size(); ++a) {
-    const int b = fused_add[a];
-    if (b < 0) continue;
-    for (int z : nodes[a].inputs) {
-      if (z != b) read_at(z, forward_time(b));
-    }
-  }
+  // A batch norm doing an add reads z in its forward, before the add would:
+  // z is alive then already, as it is made earlier and read by the add later.
   read_at(loss, Lifetime::kAfterStep);
   plan.values = place_blocks(plan.value_blocks, reuse);
   if (!training) return plan;

@@ -138,16 +138,11 @@ class NcclCommunicator final : public Communicator {
 
   void settle(Context& ctx) override {
     check_usable(ctx);
-    if (pending_ < 0) return;
-    wait_for(step_done_[static_cast<size_t>(pending_)].get(), pending_what_);
-    pending_ = -1;
+    watch_pending();
   }
 
   std::vector<ReductionTime> last_times() override {
-    if (pending_ >= 0) {
-      wait_for(step_done_[static_cast<size_t>(pending_)].get(), pending_what_);
-      pending_ = -1;
-    }
+    watch_pending();
     std::vector<ReductionTime> times;
     for (size_t i = 0; i < bytes_.size(); ++i) {
       CUDA_CHECK(cudaEventSynchronize(done_[i].get()));
@@ -236,6 +231,14 @@ class NcclCommunicator final : public Communicator {
       }
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
+  }
+
+  // Note [Watching the previous step's reductions]: the step-done event not
+  // watched yet, if any, polled until the deadline.
+  void watch_pending() {
+    if (pending_ < 0) return;
+    wait_for(step_done_[static_cast<size_t>(pending_)].get(), pending_what_);
+    pending_ = -1;
   }
 
   void abort() {

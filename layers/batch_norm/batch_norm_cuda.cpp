@@ -166,7 +166,8 @@ bool cudnn_runs_batch_norm_relu(Context& ctx, const Shape& x, DType values, bool
   const Tensor grads = bytes(2 * static_cast<size_t>(k) * sizeof(float));
   const cudnnStatus_t backward = cudnnBatchNormalizationBackwardEx(
       handle, kNhwcTrainingMode, ops, &kOne, &kZero, &kOne, &kOne, d, in.raw(), d, out.raw(), d, dy.raw(), zd,
-      residual ? dz.raw() : nullptr, d, dx.raw(), p, c, c + k, grads.data<float>(), grads.data<float>() + k, 1e-5, c + 4 * k, c + 5 * k,
+      residual ? dz.raw() : nullptr, d, dx.raw(), p, c, c + k, grads.data<float>(), grads.data<float>() + k, 1e-5,
+      c + 4 * k, c + 5 * k,
       relu.get(), workspace.raw(), backward_bytes, reserve.raw(), reserve_bytes);
   ctx.synchronize();
   return backward == CUDNN_STATUS_SUCCESS;

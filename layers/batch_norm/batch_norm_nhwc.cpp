@@ -15,6 +15,7 @@
 
 #include "layers/batch_norm/batch_norm.h"
 #include "layers/relu.h"
+#include "tensor/eigen_maps.h"
 #include "tensor/float_lanes.h"
 #include "tensor/parallel_for.h"
 
@@ -240,7 +241,6 @@ void BatchNorm2d::backward_cpu_nhwc(Context& ctx, const BackwardArgs& args) {
   // masked dy, as the add would have handed it.
   const Tensor dz_tensor = fused_residual() ? args.input_grads[1] : Tensor();
   float* dz = dz_tensor.defined() ? dz_tensor.data<float>() : nullptr;
-  const bool add_dz = dz != nullptr && args.input_grad_modes[1] == GradMode::kAdd;
   float* dx = dx_tensor.defined() ? dx_tensor.data<float>() : nullptr;
   if (dx == nullptr && dz == nullptr) return;
   const bool add = args.input_grad_modes[0] == GradMode::kAdd;
@@ -254,7 +254,7 @@ void BatchNorm2d::backward_cpu_nhwc(Context& ctx, const BackwardArgs& args) {
         g = masked.data();
       }
       if (dz != nullptr) {
-        for (int64_t k = 0; k < l.c; ++k) dz[at + k] = add_dz ? dz[at + k] + g[k] : g[k];
+        write_or_add(args.input_grad_modes[1], as_array(dz + at, l.c), Eigen::Map<const Eigen::ArrayXf>(g, l.c));
       }
       if (dx != nullptr) input_gradient_row(g, x + at, saved_mean, f1.data(), f2.data(), f3.data(), l.c, add, dx + at);
     }
