@@ -259,7 +259,7 @@ void print_help() {
   std::printf(
       "bench_nets [--device=cpu|cuda|cuda:N] [--batch=N] [--net=NAME] [--precision=fp32|tf32|bf16|fp16] [--cudnn-search]\n"
       "           [--cudnn-api=auto|legacy|graph] [--cpu-conv=auto|glassbox|onednn] [--no-winograd] [--deterministic] [--no-nvtx] [--data=SPEC [--workers=N]]\n"
-      "           [--threads=N] [--warmup=N] [--cuda-graph]\n"
+      "           [--threads=N] [--fixed-threads] [--warmup=N] [--cuda-graph]\n"
       "           [under mpirun: --bucket-mb=X --no-overlap --comm-timeout=S --steps=N] [--data-parallel]\n"
       "           [Google Benchmark flags: --benchmark_filter=REGEX --benchmark_out=FILE ...]\n"
       "--data=folder:PATH (or fashion-mnist, ...): also time each train_step on that real data, named\n"
@@ -273,7 +273,9 @@ void print_help() {
       "--no-winograd: only direct convolutions on the CPU (by default oneDNN's Winograd kernels run the 3x3\n"
       "stride-1 layers where they measured faster); in the context as cpu_winograd.\n"
       "--threads=N: OpenMP threads of every CPU kernel (default: OMP_NUM_THREADS, else one per core), in the\n"
-      "context as cpu_threads.\n"
+      "context as cpu_threads. At start bench_nets watches the cores for a quarter of a second and runs one\n"
+      "thread fewer for each core's worth of other processes' work (in the context as cpu_threads_fit);\n"
+      "--fixed-threads keeps N. Each row's other_cpus counter is that work over its timed steps.\n"
       "--warmup=N: untimed steps of each mode before the timed ones (default 10; in the context as protocol).\n"
       "--cuda-graph: on a GPU, each step after the first warm-up step is captured once into a CUDA graph and\n"
       "replayed as one launch (not under mpirun); names end in /cuda_graph.\n"
@@ -321,13 +323,14 @@ int run(int argc, char** argv) {
   settings.device = device_for_rank(choice.device, flags.device, placement, cuda_availability().device_count);
   // A thread count asked for wins over the share of the cores a rank gets.
   if (flags.threads > 0) omp_set_num_threads(flags.threads);
-  const int threads = flags.threads > 0 ? flags.threads : share_cpu_cores(settings.device, placement);
+  if (flags.threads == 0) share_cpu_cores(settings.device, placement);
   if (!choice.note.empty() && speaks) {
     std::fprintf(stderr, "bench_nets: %s with CPU batch sizes\n", choice.note.c_str());
   }
-  if (const std::string busy = machine_load_warning(settings.device.is_cuda() ? 1 : threads); !busy.empty() && speaks) {
-    std::fprintf(stderr, "bench_nets: warning: %s\n", busy.c_str());
-  }
+  // Note [Threads on a shared machine]: before any network is compiled.
+  const std::string fit = fit_measuring_threads(!settings.device.is_cuda(), flags.fixed_threads);
+  if (!fit.empty() && speaks) std::fprintf(stderr, "bench_nets: %s\n", fit.c_str());
+  const int threads = omp_get_max_threads();
   for (const std::string& note : compile_flag_notes(flags.compile_given, settings.device)) {
     if (speaks) std::fprintf(stderr, "bench_nets: %s\n", note.c_str());
   }
@@ -357,6 +360,7 @@ int run(int argc, char** argv) {
                  info.precision.c_str());
   }
   for (const auto& [key, value] : info.fields()) benchmark::AddCustomContext(key, value);
+  benchmark::AddCustomContext("cpu_threads_fit", fit.empty() ? "the threads asked for" : fit);
   benchmark::AddCustomContext("deterministic", settings.compile.layers.deterministic ? "yes" : "no");
   benchmark::AddCustomContext("cudnn_api", std::string(name_of(settings.compile.layers.cudnn_api)));  // --cudnn-api
   benchmark::AddCustomContext("cpu_conv_path", std::string(name_of(settings.compile.layers.cpu_conv)));  // --cpu-conv

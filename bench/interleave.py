@@ -33,7 +33,8 @@ Usage:
       [--python PYTHON] [--device cpu] [--rounds 3]
       [--modes forward,forward_backward,train_step,inference] [--batch N[,N...]]
       [--threads 2] [--min-time S] [--warmup N] [--layouts nchw,channels_last] [--glassbox-layout L]
-      [--interleave mode|network] [--glassbox-cuda-graph] [--glassbox-no-fusion] [--pytorch-compile]
+      [--interleave mode|network] [--glassbox-cuda-graph] [--glassbox-no-fusion] [--glassbox-fixed-threads]
+      [--pytorch-compile]
       [--glassbox-cudnn-api auto|legacy|graph] [--precision fp32|tf32|bf16|fp16] [--idle-check S] [--busy-cpus X] [--json PATH] NET ...
 
 --batch takes one batch or several, each a number of samples or a multiple
@@ -235,6 +236,8 @@ def glassbox(args, net, modes, batch, tmp, env, builds):
         command.append("--cuda-graph")
     if args.glassbox_no_fusion:
         command.append("--no-fusion")
+    if args.glassbox_fixed_threads:
+        command.append("--fixed-threads")
     if args.glassbox_cudnn_api != "auto":
         command.append(f"--cudnn-api={args.glassbox_cudnn_api}")
     run(command, env)
@@ -355,6 +358,9 @@ def main():
                         help="bench_nets --cuda-graph: Glassbox's steps replayed as CUDA graphs (GPU only)")
     parser.add_argument("--glassbox-no-fusion", action="store_true",
                         help="bench_nets --no-fusion: every ReLU runs itself on Glassbox's side")
+    parser.add_argument("--glassbox-fixed-threads", action="store_true",
+                        help="bench_nets --fixed-threads: --threads even beside other work (by default bench_nets "
+                             "runs one thread fewer per core of it; Note [Threads on a shared machine])")
     parser.add_argument("--glassbox-cudnn-api", choices=["auto", "legacy", "graph"], default="auto",
                         help="bench_nets --cudnn-api: whose convolution candidates Glassbox's GPU search times")
     parser.add_argument("--pytorch-compile", action="store_true",
@@ -402,6 +408,7 @@ def main():
     rows = rows_from_rounds(rounds, args.nets, args.busy_cpus)
     replayed = (", Glassbox's steps replayed as CUDA graphs" if args.glassbox_cuda_graph else "") + \
         (", Glassbox without fusion" if args.glassbox_no_fusion else "") + \
+        (", Glassbox's threads fixed" if args.glassbox_fixed_threads else "") + \
         (f", Glassbox's cuDNN candidates: {args.glassbox_cudnn_api} API" if args.glassbox_cudnn_api != "auto" else "")
     print_rows(rows, [f"{args.device}, {args.precision}, {args.threads} threads, {args.rounds} interleaved rounds, "
                       f"medians; images/s (a language model's: tokens/s){replayed}",

@@ -17,6 +17,9 @@ no build needed.
   with Glassbox's row of the name without the suffix, each on a line of its
   own after that row, against the faster compiled layout.
 - An interleaved table (bench/merge_results.py's) prints its rows.
+- bench/thread_scaling.py divides each side's images/s at more threads by
+  its images/s at fewer, per benchmark, and says whether Glassbox's threads
+  were fixed or fitted.
 - interleave.py marks a row "busy" where other work ran around one of its
   measurements (Note [Idle before and after]), and only then; it records
   the environment variables that cap either side's instruction set, and
@@ -221,6 +224,45 @@ class MixedPrecisionAndCompiled(unittest.TestCase):
         self.assertEqual(code, 0, err)
         self.assertEqual([(r["name"], r["note"]) for r in rows], [
             ("LeNet/forward/batch:64/fp16", ""), ("VGG16/forward/batch:64/fp16/compiled", "only in PyTorch")])
+
+
+class ThreadScaling(unittest.TestCase):
+    @staticmethod
+    def results(folder, name, threads, rates, extra=()):
+        path = os.path.join(folder, name)
+        rows = [{"name": n, "glassbox_images_per_s": g, "pytorch_images_per_s": p, "busiest_cpus": 1.0}
+                for n, (g, p) in rates.items()]
+        with open(path, "w") as f:
+            json.dump({"command": ["bench/interleave.py", "--threads", str(threads), *extra], "rows": rows}, f)
+        return path
+
+    def test_each_side_is_divided_by_its_own_figure_at_fewer_threads(self):
+        with tempfile.TemporaryDirectory() as folder:
+            one = self.results(folder, "1.json", 1, {"LeNet/train_step/batch:64": (100.0, 50.0)})
+            two = self.results(folder, "2.json", 2, {"LeNet/train_step/batch:64": (95.0, 30.0)})
+            fixed = self.results(folder, "2f.json", 2, {"LeNet/train_step/batch:64": (40.0, 31.0)},
+                                 ["--glassbox-fixed-threads"])
+            out = os.path.join(folder, "t.md")
+            r = subprocess.run([sys.executable, os.path.join(HERE, "thread_scaling.py"), one, two, fixed,
+                                "--out", out], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("### 2 threads against 1; Glassbox's 2 fitted to the free cores", r.stdout)
+            self.assertIn("| LeNet/train_step/batch:64 | 100.0 | 95.0 | 0.95 | 50.0 | 30.0 | 0.60 | 1.00 |", r.stdout)
+            self.assertIn("### 2 threads against 1; Glassbox's 2 fixed (--fixed-threads)", r.stdout)
+            self.assertIn("| 100.0 | 40.0 | 0.40 | 50.0 | 31.0 | 0.62 |", r.stdout)
+            with open(out) as f:
+                self.assertEqual(f.read(), r.stdout)
+            self.assertEqual(sorted(os.listdir(folder)), ["1.json", "2.json", "2f.json", "t.md"])
+
+    def test_a_file_without_rows_is_exit_status_2(self):
+        with tempfile.TemporaryDirectory() as folder:
+            empty = os.path.join(folder, "e.json")
+            with open(empty, "w") as f:
+                f.write("{}")
+            r = subprocess.run([sys.executable, os.path.join(HERE, "thread_scaling.py"), empty, empty],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("e.json: not an interleave.py --json file with rows", r.stderr)
 
 
 class IdleChecks(unittest.TestCase):

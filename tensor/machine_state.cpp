@@ -106,8 +106,14 @@ MachineSample sample_machine(const Context& ctx) {
   } else {
     s.cpu_energy_missing = cat("not available (", kRaplEnergy, " cannot be read here)");
   }
+  s.cpu_times = read_cpu_times();
   if (ctx.is_cuda()) s.gpu = cuda_entry::sample_gpu(ctx, s.gpu_missing);
   return s;
+}
+
+std::optional<double> others_busy_between(const MachineSample& start, const MachineSample& end) {
+  if (!start.cpu_times || !end.cpu_times) return std::nullopt;
+  return others_busy_cores(*start.cpu_times, *end.cpu_times);
 }
 
 std::vector<std::pair<std::string, std::string>> machine_fields(const MachineSample& start, const MachineSample& end,
@@ -116,6 +122,9 @@ std::vector<std::pair<std::string, std::string>> machine_fields(const MachineSam
   std::vector<std::pair<std::string, std::string>> fields;
   auto mhz = [](double value) { return value > 0 ? cat(fixed(value, 0), " MHz") : std::string("not available"); };
   fields.emplace_back("cpu_mhz", cat(mhz(start.cpu_mhz), " at start, ", mhz(end.cpu_mhz), " at end"));
+  const std::optional<double> others = others_busy_between(start, end);
+  fields.emplace_back("other_work", others ? cat(fixed(*others, 2), " cores busy with other processes")
+                                           : std::string("not available (/proc/stat cannot be read here)"));
   const std::string cpu_energy =
       per_image(joules_between(start.cpu_energy_j, end.cpu_energy_j, start.cpu_energy_range_j), images, seconds);
   fields.emplace_back("cpu_energy", !cpu_energy.empty()          ? cpu_energy + ", RAPL package 0"

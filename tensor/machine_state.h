@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tensor/context.h"
+#include "tensor/machine_load.h"
 
 namespace glassbox {
 
@@ -37,13 +38,19 @@ struct MachineSample {
   std::optional<double> cpu_energy_j;   // RAPL package counter
   double cpu_energy_range_j = 0.0;      // where the counter wraps
   std::string cpu_energy_missing;       // why there is none
+  std::optional<CpuTimes> cpu_times;    // the usable cores' busy time and this process's (tensor/machine_load.h)
   std::optional<GpuSample> gpu;         // a CUDA context's device
   std::string gpu_missing;              // why there is none (a CUDA context only)
 };
 
 MachineSample sample_machine(const Context& ctx);
 
-// (key, value) pairs for reports: the readings at start and end, and the
+// Cores' worth of other processes' work between two samples
+// (others_busy_cores); nullopt where /proc/stat was not read at both.
+std::optional<double> others_busy_between(const MachineSample& start, const MachineSample& end);
+
+// (key, value) pairs for reports: the readings at start and end, the other
+// processes' work in between ("other_work"), and the
 // energy over the interval per image where a counter was read at both ends
 // ("not available: ..." where not).
 std::vector<std::pair<std::string, std::string>> machine_fields(const MachineSample& start, const MachineSample& end,

@@ -7,6 +7,7 @@
 #include <regex>
 #include <string>
 
+#include "tensor/machine_load.h"
 #include "tests/support/command.h"
 #include "tests/support/temp_dir.h"
 
@@ -53,6 +54,23 @@ TEST(BenchNets, WarmupStepsAreAFlagAndSaidInTheProtocol) {
                                      "--benchmark_min_time=0.01 --benchmark_format=json");
   ASSERT_EQ(plain.exit_code, 0) << plain.output;
   EXPECT_TRUE(contains(plain.output, "\"protocol\": \"10 warm-up steps per mode")) << plain.output;
+}
+
+// Note [Threads on a shared machine]: --fixed-threads runs the count asked
+// for, even above the cores; the context says what was fitted.
+TEST(BenchNets, FixedThreadsRunsTheCountAskedFor) {
+  const int asked = glassbox::usable_cores() + 2;
+  const Outcome r = run(kBench + " --device=cpu --warmup=0 --benchmark_filter='^LeNet/forward/' --fixed-threads "
+                                 "--benchmark_min_time=0.01 --benchmark_format=json --threads=" + std::to_string(asked));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "\"cpu_threads\": \"" + std::to_string(asked) + "\"")) << r.output;
+  EXPECT_TRUE(contains(r.output, "\"cpu_threads_fit\": \"the threads asked for\"")) << r.output;
+  const Outcome fitted = run(kBench + " --device=cpu --warmup=0 --benchmark_filter='^LeNet/forward/' "
+                                      "--benchmark_min_time=0.01 --benchmark_format=json --threads=" +
+                             std::to_string(asked));
+  ASSERT_EQ(fitted.exit_code, 0) << fitted.output;
+  EXPECT_TRUE(contains(fitted.output, "running ")) << fitted.output;
+  EXPECT_TRUE(contains(fitted.output, " instead of " + std::to_string(asked))) << fitted.output;
 }
 
 TEST(BenchNets, AFilterThatMatchesNothingIsAnError) {
@@ -128,7 +146,7 @@ TEST(BenchNets, WritesTheOutputFileWholeWithTheLossesAndNothingElse) {
   for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, file)) > 0;) json.append(buffer, n);
   std::fclose(file);
   for (const char* expected : {kLeNetForward.c_str(), "\"first_loss\"", "\"last_loss\"",
-                               "\"images/s\"", "\"protocol\""}) {
+                               "\"images/s\"", "\"protocol\"", "\"other_cpus\"", "\"cpu_threads_fit\""}) {
     EXPECT_TRUE(contains(json, expected)) << "missing " << expected << " in:\n" << json;
   }
   EXPECT_TRUE(json.ends_with("  ]\n}\n")) << "the JSON is not complete:\n" << json;

@@ -9,6 +9,7 @@
 #include "bench/support/bench_flags.h"
 #include "bench/support/net_session.h"
 #include "tensor/copy.h"
+#include "tests/support/data_files.h"
 
 namespace glassbox::bench {
 namespace {
@@ -54,6 +55,15 @@ TEST(BenchFlags, ThreadsIsOursNotGoogleBenchmarks) {
   EXPECT_EQ(parse_bench_flags({}).threads, 0) << "0: OMP_NUM_THREADS or one per core";
   EXPECT_EQ(parse_bench_flags({"--threads=3"}).threads, 3);
   EXPECT_TRUE(parse_bench_flags({"--threads=3"}).passed_on.empty()) << "Google Benchmark does not see it";
+}
+
+// Note [Threads on a shared machine]: fitted to the free cores unless fixed.
+TEST(BenchFlags, FixedThreadsIsASwitch) {
+  EXPECT_FALSE(parse_bench_flags({}).fixed_threads);
+  EXPECT_TRUE(parse_bench_flags({"--fixed-threads"}).fixed_threads);
+  EXPECT_TRUE(parse_bench_flags({"--fixed-threads"}).passed_on.empty()) << "Google Benchmark does not see it";
+  EXPECT_EQ(testing::message_of<ConfigError>([] { parse_bench_flags({"--fixed-threads=2"}); }),
+            "--fixed-threads takes no value");
 }
 
 TEST(BenchFlags, WarmupIsOursNotGoogleBenchmarks) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tensor/cpu_blas.h"
+#include "tensor/machine_load.h"
 #include "tests/support/command.h"
 #include "tests/support/data_files.h"
 #include "tests/support/temp_dir.h"
@@ -264,14 +265,34 @@ TEST(Cli, TimeJsonIntoAMissingFolderFailsBeforeTheRun) {
 
 // --threads, for every command, sets the threads of every CPU kernel: time says how many ran.
 TEST(Cli, ThreadsIsOneFlagForEveryCommandAndTimeSaysIt) {
-  for (const char* threads : {"1", "3"}) {
+  for (const char* threads : {"1 ", "3 --fixed-threads"}) {
     const Outcome r = run(kCli + " time LeNet --device cpu --batch 2 --steps 1 --warmup 0 --threads " + threads);
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    const std::string said = "CPU path: " + cpu_path_name() + " + OpenMP, " + threads + (threads[0] == '1' ? " thread\n" : " threads\n");
+    const std::string said = "CPU path: " + cpu_path_name() + " + OpenMP, " + threads[0] +
+                             (threads[0] == '1' ? " thread\n" : " threads\n");
     EXPECT_TRUE(contains(r.output, said)) << "missing '" << said << "' in:\n" << r.output;
   }
   const Outcome summary = run(kCli + " summary LeNet --threads 1");
   EXPECT_EQ(summary.exit_code, 0) << summary.output;
+}
+
+// Note [Threads on a shared machine]: a measuring run takes no more threads
+// than there are cores free of other work, and says how many it took.
+TEST(Cli, TimeRunsNoMoreThreadsThanFreeCoresAndSaysSo) {
+  const int cores = glassbox::usable_cores();
+  const Outcome r = run(kCli + " time LeNet --device cpu --batch 2 --steps 1 --warmup 0 --threads " +
+                        std::to_string(cores + 3));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::smatch ran;
+  ASSERT_TRUE(std::regex_search(r.output, ran, std::regex("OpenMP, ([0-9]+) threads?\n"))) << r.output;
+  const int used = std::stoi(ran[1]);
+  EXPECT_GE(used, 1);
+  EXPECT_LE(used, cores) << r.output;
+  const std::string asked = std::to_string(cores + 3);
+  EXPECT_TRUE(contains(r.output, "running " + std::to_string(used) + (used == 1 ? " thread" : " threads") +
+                                     " instead of " + asked))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "(--fixed-threads keeps " + asked + ")")) << r.output;
 }
 
 TEST(Cli, TimePrintsTheLossOfTheFirstAndLastTimedStep) {

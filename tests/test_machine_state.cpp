@@ -22,6 +22,7 @@ std::string field(const std::vector<std::pair<std::string, std::string>>& fields
 TEST(MachineState, TheCpuSampleHasAFrequencyAndSaysWhereEnergyIsMissing) {
   const MachineSample s = sample_machine(Context::cpu());
   EXPECT_GT(s.cpu_mhz, 0.0);  // /proc/cpuinfo's "cpu MHz" on Linux x86
+  EXPECT_TRUE(s.cpu_times.has_value()) << "/proc/stat";
   EXPECT_FALSE(s.gpu.has_value());
   EXPECT_TRUE(s.gpu_missing.empty());  // a CPU context asks no GPU
   if (s.cpu_energy_j) {
@@ -50,6 +51,12 @@ TEST(MachineState, EnergyPerImageIsTheCountersDifferenceOverTheImages) {
   end.cpu_energy_j = 5.0;
   EXPECT_EQ(field(machine_fields(start, end, 3), "cpu_energy"),
             "5.0000 J per image (15.00 J over 2.000 s, mean 7.5 W), RAPL package 0");
+
+  EXPECT_EQ(field(fields, "other_work"), "not available (/proc/stat cannot be read here)");
+  start.cpu_times = CpuTimes{.wall = 10.0, .busy = 50.0, .own = 1.0};
+  end.cpu_times = CpuTimes{.wall = 12.0, .busy = 54.5, .own = 3.0};
+  EXPECT_EQ(field(machine_fields(start, end, 200), "other_work"), "1.25 cores busy with other processes")
+      << "4.5 busy seconds over 2 s, 2 of them this process's";
 
   MachineSample no_counter;
   no_counter.cpu_energy_missing = "not available (no RAPL here)";

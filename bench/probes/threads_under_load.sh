@@ -9,6 +9,8 @@
 # The question it answers: does a team of two threads fall below one thread
 # when another process competes for a core (threads spinning at barriers for
 # a thread that the scheduler has paused), and does a wait policy fix it?
+# Every setting runs with --fixed-threads, the count it names, except the
+# last, "fitted": `time`'s own choice (Note [Threads on a shared machine]).
 # Results: bench/probes/threads_under_load.txt.
 #
 #   bash bench/probes/threads_under_load.sh build-cpu/glassbox LeNet:64 AlexNet:16
@@ -18,13 +20,18 @@ shift || true
 nets=("$@")
 [ ${#nets[@]} -eq 0 ] && nets=(LeNet:64)
 settings=("OMP_NUM_THREADS=1" "OMP_NUM_THREADS=2" "OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive"
-          "OMP_NUM_THREADS=2 GOMP_SPINCOUNT=10000" "OMP_NUM_THREADS=2 GOMP_SPINCOUNT=100000")
+          "OMP_NUM_THREADS=2 GOMP_SPINCOUNT=10000" "OMP_NUM_THREADS=2 GOMP_SPINCOUNT=100000" "OMP_NUM_THREADS=2 fitted")
 
 step_ms() {  # step_ms NET BATCH SETTING...: the median measured step of 3 runs
-  local net=$1 batch=$2
+  local net=$1 batch=$2 fixed=--fixed-threads
   shift 2
+  if [ "${*: -1}" = fitted ]; then
+    fixed=""
+    set -- "${@:1:$#-1}"
+  fi
   for _ in 1 2 3; do
-    env "$@" "$glassbox" time "$net" --device cpu --batch "$batch" --steps 20 --warmup 3 2>/dev/null |
+    # shellcheck disable=SC2086  # $fixed is one flag or none
+    env "$@" "$glassbox" time "$net" --device cpu --batch "$batch" --steps 20 --warmup 3 $fixed 2>/dev/null |
       sed -n 's/^measured step: \([0-9.]*\) ms.*/\1/p'
   done | sort -g | sed -n 2p
 }

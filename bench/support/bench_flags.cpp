@@ -82,6 +82,9 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
     } else if (name == "--cuda-graph") {
       if (equals != std::string::npos) throw ConfigError("--cuda-graph takes no value");
       flags.cuda_graph = true;
+    } else if (name == "--fixed-threads") {
+      if (equals != std::string::npos) throw ConfigError("--fixed-threads takes no value");
+      flags.fixed_threads = true;
     } else if (name == "--no-overlap") {
       if (equals != std::string::npos) throw ConfigError("--no-overlap takes no value");
       flags.overlap = false;

@@ -35,6 +35,10 @@ struct BenchFlags {
   std::string data;
   int workers = 0;  // --workers=: the data loader's threads; 0: one per core
   int threads = 0;  // --threads=: OpenMP threads of every CPU kernel; 0: OMP_NUM_THREADS or one per core
+  // --fixed-threads: run `threads` even beside other processes' work (Note
+  // [Threads on a shared machine], tensor/machine_load.h); without it, one
+  // thread fewer for each core's worth of their work, chosen at start.
+  bool fixed_threads = false;
   int warmup = 10;  // --warmup=: untimed steps of each mode before the timed ones (DESIGN.md section 5: 10)
   // The compile flags every program shares (graph/compile_flags.h), as given
   // (--precision=tf32 -> "tf32", a switch -> ""), and what they choose.

@@ -8,6 +8,7 @@ namespace glassbox::bench {
 void add_machine_counters(benchmark::State& state, const MachineSample& start, const MachineSample& end,
                           int64_t images) {
   if (end.cpu_mhz > 0) state.counters["cpu_mhz"] = end.cpu_mhz;
+  if (const auto others = others_busy_between(start, end)) state.counters["other_cpus"] = *others;
   if (const auto joules = cpu_joules_per_image(start, end, images)) state.counters["cpu_J_per_image"] = *joules;
   if (!start.gpu || !end.gpu) return;
   state.counters["sm_mhz_start"] = start.gpu->sm_mhz;

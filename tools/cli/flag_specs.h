@@ -35,6 +35,11 @@ inline const std::vector<FlagSpec>& summary_flags() {
   return flags;
 }
 
+// Note [Threads on a shared machine] (tensor/machine_load.h).
+inline constexpr const char* kFixedThreadsHelp =
+    "on the CPU, run the threads asked for (--threads, else one per core) even where other processes keep cores "
+    "busy; without it, one thread fewer for each core's worth of their work";
+
 inline const std::vector<FlagSpec>& time_flags() {
   static const std::vector<FlagSpec> flags = with_compile_flags(with_data_parallel_flags({
       {"--batch", "N", "batch size (default: the network's default for the device)"},
@@ -47,7 +52,8 @@ inline const std::vector<FlagSpec>& time_flags() {
       {"--json", "FILE",
        "also write the per-layer, per-pass times, FLOPs, bytes, peaks and memory as JSON (glassbox.time v1)"},
       {"--cuda-graph", "",
-       "on a GPU, also time the same steps replayed as one CUDA graph launch each (per-layer times stay eager's)"}}));
+       "on a GPU, also time the same steps replayed as one CUDA graph launch each (per-layer times stay eager's)"},
+      {"--fixed-threads", "", kFixedThreadsHelp}}));
   return flags;
 }
 
@@ -57,7 +63,8 @@ inline const std::vector<FlagSpec>& trace_flags() {
       {"--batch", "N", "batch size (default: the network's default for the device)"},
       {"--device", "D", "cpu, cuda or cuda:N (default: the GPU when one works)"},
       {"--warmup", "N", "untimed train steps first (default 2)"},
-      {"--steps", "N", "then steps with spans and without, N of each, interleaved: what recording costs (default 3)"}});
+      {"--steps", "N", "then steps with spans and without, N of each, interleaved: what recording costs (default 3)"},
+      {"--fixed-threads", "", kFixedThreadsHelp}});
   return flags;
 }
 

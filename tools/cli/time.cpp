@@ -89,9 +89,10 @@ int run_time(const std::vector<std::string>& words) {
   share_cpu_cores(device, placement);
   const bool speaks = placement.rank == 0;  // the other ranks time in silence
   if (!choice.note.empty() && speaks) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
-  if (const std::string busy = machine_load_warning(device.is_cuda() ? 1 : omp_get_max_threads());
-      !busy.empty() && speaks) {
-    std::fprintf(stderr, "glassbox: warning: %s\n", busy.c_str());
+  // Note [Threads on a shared machine]: before anything is compiled.
+  if (const std::string fit = fit_measuring_threads(!device.is_cuda(), args.has("--fixed-threads"));
+      !fit.empty() && speaks) {
+    std::fprintf(stderr, "glassbox: %s\n", fit.c_str());
   }
   for (const std::string& note : compile_flag_notes(args.values(), device)) {
     if (speaks) std::fprintf(stderr, "glassbox: %s\n", note.c_str());
@@ -155,8 +156,14 @@ int run_time(const std::vector<std::string>& words) {
     add_layer_times(graph, steps, mean);
   }
 
+  const MachineSample machine_end = sample_machine(ctx);
   const std::vector<std::pair<std::string, std::string>> machine =
-      machine_fields(machine_start, sample_machine(ctx), int64_t{steps} * batch);
+      machine_fields(machine_start, machine_end, int64_t{steps} * batch);
+  if (const std::string busy = others_busy_warning(others_busy_between(machine_start, machine_end).value_or(0.0),
+                                                   usable_cores(), device.is_cuda() ? 1 : omp_get_max_threads());
+      !busy.empty() && speaks) {
+    std::fprintf(stderr, "glassbox: warning: %s\n", busy.c_str());
+  }
 
   // --cuda-graph: the same steps again, replayed as one CUDA graph launch
   // each (Note [Replaying a step]). A replay cannot mark its layers, so the

@@ -110,9 +110,10 @@ int run_trace(const std::vector<std::string>& words) {
   for (const std::string& note : compile_flag_notes(args.values(), choice.device)) {
     std::fprintf(stderr, "glassbox: %s\n", note.c_str());
   }
-  if (const std::string busy = machine_load_warning(choice.device.is_cuda() ? 1 : omp_get_max_threads());
-      !busy.empty()) {
-    std::fprintf(stderr, "glassbox: warning: %s\n", busy.c_str());
+  // Note [Threads on a shared machine]: before anything is compiled.
+  if (const std::string fit = fit_measuring_threads(!choice.device.is_cuda(), args.has("--fixed-threads"));
+      !fit.empty()) {
+    std::fprintf(stderr, "glassbox: %s\n", fit.c_str());
   }
   const int batch = args.int_in("--batch", net.default_batch(choice.device), 1, kMaxInt);
   const int warmup = args.int_in("--warmup", 2, 0, kMaxSteps);
@@ -140,8 +141,14 @@ int run_trace(const std::vector<std::string>& words) {
     run.check_loss();
   }
   graph.step_spans().set_paused(false);
+  const MachineSample machine_end = sample_machine(ctx);
   const std::vector<std::pair<std::string, std::string>> machine =
-      machine_fields(machine_start, sample_machine(ctx), int64_t{2} * overhead_steps * batch);
+      machine_fields(machine_start, machine_end, int64_t{2} * overhead_steps * batch);
+  if (const std::string busy = others_busy_warning(others_busy_between(machine_start, machine_end).value_or(0.0),
+                                                   usable_cores(), choice.device.is_cuda() ? 1 : omp_get_max_threads());
+      !busy.empty()) {
+    std::fprintf(stderr, "glassbox: warning: %s\n", busy.c_str());
+  }
   double step_ms = traced_ms.back();
   // On a GPU, one more step with CUPTI listening (after one under CUPTI that
   // is not kept: its start-up): the written step, with its kernels.
