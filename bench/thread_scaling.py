@@ -4,9 +4,8 @@ bench/interleave.py's --json files of the same benchmarks at different
 --threads: each side's images/s (a language model's: tokens/s) at the
 first file's thread count and at each other file's, and their ratio (above
 1: the extra threads help). PyTorch's figure is the better of its layouts in
-each file. Run beside other work (bench/probes/threads_under_load.sh starts
-one busy process), it shows what a shared machine does to each side's
-threads (Note [Threads on a shared machine] in tensor/machine_load.h).
+each file. Run beside other work (a busy loop, `( while :; do :; done ) &`),
+it shows what a shared machine does to each side's threads (Note [Threads on a shared machine] in tensor/machine_load.h).
 
 Usage:
   python3 bench/thread_scaling.py FEWER.json MORE.json [MORE.json...] [--out FILE.md]
@@ -83,9 +82,15 @@ def main():
     for path in args.more:
         more_data, more = load(path)
         parts.append(table(fewer_data, fewer, more_data, more))
-    text = "\n".join(parts)
+    builds = fewer_data.get("builds", {})
+    head = (f"Glassbox {builds.get('glassbox', '-')}, PyTorch {builds.get('pytorch', '-')}, "
+            f"on {fewer_data.get('machine', '-')}; images/s (a language model's: tokens/s), "
+            "PyTorch in its better layout; above 1.0 the extra threads help.\n\n")
+    text = head + "\n".join(parts)
     sys.stdout.write(text)
     if args.out:  # whole or not at all
+        command = " ".join(["python3", "bench/thread_scaling.py", "--out", args.out, args.fewer, *args.more])
+        text = f"<!-- Made by `{command}`; run it again to remake this file. -->\n\n" + text
         partial = args.out + ".partial"
         with open(partial, "w") as f:
             f.write(text)

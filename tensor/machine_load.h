@@ -7,13 +7,13 @@
 // parallel loops), and each kernel ends when its last share does. A thread
 // that shares its core with another busy process runs at half speed at best,
 // or is paused for whole scheduler time slices, and every kernel waits for
-// it: beside one busy process on 2 cores, 2 threads ran LeNet's step at
-// about half the speed of 1 thread, and no OpenMP wait policy recovers it
+// it: beside one busy process on 2 cores, 2 threads ran AlexNet's step at
+// 0.65 of the speed of 1 thread, and no OpenMP wait policy recovers it
 // (bench/probes/threads_under_load.txt). Equal shares cannot use part of a
-// core, so the measuring programs (`glassbox time`, `trace`, bench_nets)
-// watch the cores for a moment before they compile and run one thread fewer
-// for each core's worth of other work (threads_beside), saying so;
-// --fixed-threads keeps the count asked for. Training keeps the count it is
+// core, so the measuring programs (`glassbox time`, `trace`, `sweep`,
+// bench_nets) watch the cores for a moment before they compile and run one
+// thread fewer for each core's worth of other work (threads_beside), saying
+// so; --fixed-threads keeps the count asked for. Training keeps the count it is
 // given: the thread count changes a run's bits (docs/determinism.md), and a
 // run's bits must not depend on what else ran at its start.
 #pragma once

@@ -84,7 +84,8 @@ inline const std::vector<FlagSpec>& sweep_flags() {
       {"--device", "D", "cpu, cuda or cuda:N (default: the GPU when one works)"},
       {"--steps", "N", "timed train steps per batch, averaged (default 3)"},
       {"--warmup", "N", "untimed train steps first, per batch (default 2)"},
-      {"--memory-limit", "SIZE", "pretend the device has only this much (512MiB, 8GiB, ...)"}});
+      {"--memory-limit", "SIZE", "pretend the device has only this much (512MiB, 8GiB, ...)"},
+      {"--fixed-threads", "", kFixedThreadsHelp}});
   return flags;
 }
 

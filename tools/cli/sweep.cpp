@@ -16,6 +16,7 @@
 #include "tensor/atomic_file.h"
 #include "tensor/device_peaks.h"
 #include "tensor/event_timer.h"
+#include "tensor/machine_load.h"
 #include "tensor/machine_state.h"
 #include "tensor/parse.h"
 #include "tensor/runtime_info.h"
@@ -92,6 +93,11 @@ int run_sweep(const std::vector<std::string>& words) {
   run.compile = compile_options_from_flags(args.values());
   for (const std::string& note : compile_flag_notes(args.values(), choice.device)) {
     std::fprintf(stderr, "glassbox: %s\n", note.c_str());
+  }
+  // Note [Threads on a shared machine]: before anything is compiled.
+  if (const std::string fit = fit_measuring_threads(!choice.device.is_cuda(), args.has("--fixed-threads"));
+      !fit.empty()) {
+    std::fprintf(stderr, "glassbox: %s\n", fit.c_str());
   }
   run.warmup = args.int_in("--warmup", 2, 0, kMaxSteps);
   run.steps = args.int_in("--steps", 3, 1, kMaxSteps);
