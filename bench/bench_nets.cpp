@@ -360,7 +360,9 @@ int run(int argc, char** argv) {
                  info.precision.c_str());
   }
   for (const auto& [key, value] : info.fields()) benchmark::AddCustomContext(key, value);
-  benchmark::AddCustomContext("cpu_threads_fit", fit.empty() ? "the threads asked for" : fit);
+  benchmark::AddCustomContext("cpu_threads_fit", flags.fixed_threads ? "the threads asked for (--fixed-threads)"
+                                                 : fit.empty()       ? "the threads asked for"
+                                                                     : fit);
   benchmark::AddCustomContext("deterministic", settings.compile.layers.deterministic ? "yes" : "no");
   benchmark::AddCustomContext("cudnn_api", std::string(name_of(settings.compile.layers.cudnn_api)));  // --cudnn-api
   benchmark::AddCustomContext("cpu_conv_path", std::string(name_of(settings.compile.layers.cpu_conv)));  // --cpu-conv

@@ -64,7 +64,7 @@ TEST(BenchNets, FixedThreadsRunsTheCountAskedFor) {
                                  "--benchmark_min_time=0.01 --benchmark_format=json --threads=" + std::to_string(asked));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "\"cpu_threads\": \"" + std::to_string(asked) + "\"")) << r.output;
-  EXPECT_TRUE(contains(r.output, "\"cpu_threads_fit\": \"the threads asked for\"")) << r.output;
+  EXPECT_TRUE(contains(r.output, "\"cpu_threads_fit\": \"the threads asked for (--fixed-threads)\"")) << r.output;
   const Outcome fitted = run(kBench + " --device=cpu --warmup=0 --benchmark_filter='^LeNet/forward/' "
                                       "--benchmark_min_time=0.01 --benchmark_format=json --threads=" +
                              std::to_string(asked));
