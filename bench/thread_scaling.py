@@ -5,7 +5,8 @@ bench/interleave.py's --json files of the same benchmarks at different
 first file's thread count and at each other file's, and their ratio (above
 1: the extra threads help). PyTorch's figure is the better of its layouts in
 each file. Run beside other work (a busy loop, `( while :; do :; done ) &`),
-it shows what a shared machine does to each side's threads (Note [Threads on a shared machine] in tensor/machine_load.h).
+it shows what a shared machine does to each side's threads (Note [Threads
+on a shared machine] in tensor/machine_load.h).
 
 Usage:
   python3 bench/thread_scaling.py FEWER.json MORE.json [MORE.json...] [--out FILE.md]
