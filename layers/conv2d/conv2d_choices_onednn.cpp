@@ -83,10 +83,6 @@ bool winograd_pays(const Conv2d::Options& o, const Shape& x, const Shape& y) {
   return tiles >= kWinogradMinTiles;
 }
 
-bool nhwc_gemm_for_filter(std::string_view onednn_kernel, const Conv2d::Options& o, bool x_nhwc, bool y_nhwc) {
-  return x_nhwc && y_nhwc && o.groups == 1 && onednn_kernel == "jit:avx2";
-}
-
 bool onednn_has_winograd(const OneDnnConvShapes& s, bool backward) {
   const auto winograd = dnnl::algorithm::convolution_winograd;
   try {
