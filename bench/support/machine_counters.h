@@ -12,8 +12,8 @@ namespace glassbox::bench {
 
 // cpu_mhz (the mean at the end); other_cpus (cores' worth of other
 // processes' work over the steps, Note [Threads on a shared machine]);
-// cpu_J_per_image where RAPL is readable; on a
-// GPU sm_mhz_start, sm_mhz_end, mem_mhz, gpu_power_w and gpu_temp_c (at the
+// cpu_J_per_image where RAPL is readable; on a GPU sm_mhz_start,
+// sm_mhz_end, mem_mhz, gpu_power_w and gpu_temp_c (at the
 // end), gpu_throttled (1 if any throttle reason other than idle was active at
 // the end) and gpu_J_per_image where NVML's energy counter is read.
 void add_machine_counters(benchmark::State& state, const MachineSample& start, const MachineSample& end,
