@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "layers/conv2d/conv2d_depthwise.h"
+#include "layers/conv2d/filter_gradient_nhwc.h"
 #include "layers/relu.h"
 #include "tensor/eigen_maps.h"
 #include "tensor/float_lanes.h"
@@ -181,6 +182,9 @@ bool Conv2d::prepare_onednn(const PrepareOptions& options, CpuPath asked, bool p
   plan_.backward_path = pointwise_forward ? CpuPath::kGlassbox : CpuPath::kOneDnn;
   plan_.onednn_layouts = !pointwise_forward;
   size_t workspace = onednn->workspace_bytes();
+  if (onednn->filter_on_nhwc_gemm()) {  // Note [Weight gradients on NHWC values by GEMM]
+    workspace = std::max(workspace, nhwc_filter_workspace_floats(nhwc_filter_shape()) * sizeof(float));
+  }
   if (output_channels_last() && options_.bias) {  // Note [Bias gradient of NHWC outputs]
     workspace = std::max(workspace, static_cast<size_t>(plan_.threads * plan_.k) * sizeof(float));
   }
@@ -197,6 +201,13 @@ bool Conv2d::prepare_onednn(const PrepareOptions&, CpuPath, bool) { return false
 // (bench/probes/onednn_conv.cpp) measured hundreds of times slower than its
 // jit kernels. Where that is all it offers, kAuto takes Glassbox's own path
 // and says so in algorithms().
+
+NhwcFilterShape Conv2d::nhwc_filter_shape() const {
+  const CpuPlan& pl = plan_;
+  const Options& o = options_;
+  return {.n = pl.n, .c = pl.c, .k = pl.k, .p = pl.p,
+          .u = {pl.h, pl.w, pl.q, pl.r, pl.s, o.stride.h, o.stride.w, o.pad.h, o.pad.w, o.dilation.h, o.dilation.w}};
+}
 
 float* Conv2d::cpu_workspace(const Context& ctx) const { return static_cast<float*>(checked_workspace(ctx)); }
 
@@ -242,7 +253,11 @@ void Conv2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
     auto& onednn = static_cast<OneDnnConv&>(*backend_);
     if (wants_dx) onednn.backward_data(w, dy, args.input_grads[0].data<float>(), args.input_grad_modes[0], workspace);
     ctx.switch_pass(glassbox::Pass::kBackwardWeights);
-    onednn.backward_filter(x, dy, dw, dw_mode, workspace);
+    if (onednn.filter_on_nhwc_gemm()) {
+      nhwc_filter_gradient(nhwc_filter_shape(), x, dy, dw, dw_mode, workspace);
+    } else {
+      onednn.backward_filter(x, dy, dw, dw_mode, workspace);
+    }
 #endif
   } else if (plan_.depthwise) {
     if (wants_dx) {

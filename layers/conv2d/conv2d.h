@@ -42,7 +42,8 @@
 
 namespace glassbox {
 
-struct DepthwisePlan;  // layers/conv2d/conv2d_depthwise.h
+struct DepthwisePlan;    // layers/conv2d/conv2d_depthwise.h
+struct NhwcFilterShape;  // layers/conv2d/filter_gradient_nhwc.h
 
 class Conv2d final : public Layer {
  public:
@@ -173,6 +174,8 @@ class Conv2d final : public Layer {
   void check_options() const;
   DepthwisePlan depthwise_plan() const;
   float* cpu_workspace(const Context& ctx) const;
+  // The layer as layers/conv2d/filter_gradient_nhwc.h describes it.
+  NhwcFilterShape nhwc_filter_shape() const;
   // db += per-channel sums of dy; uses threads x K floats of workspace for NHWC dy.
   void bias_gradient(const float* dy, float* db, GradMode mode, float* workspace) const;
   // False where `asked` is kAuto and oneDNN has only reference code for these

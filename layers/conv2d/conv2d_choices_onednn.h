@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "layers/conv2d/conv2d.h"
 #include "oneapi/dnnl/dnnl.hpp"
@@ -20,6 +21,14 @@ int64_t images_per_slice(const Shape& x, const Shape& y, int64_t weights, bool p
 // A 3x3 stride-1 layer, wide enough and with enough output tiles that
 // Winograd measured faster than oneDNN's direct kernels.
 bool winograd_pays(const Conv2d::Options& options, const Shape& x, const Shape& y);
+
+// Whether a layer's backward-filter runs by GEMM on its NHWC values (Note
+// [Weight gradients on NHWC values by GEMM], filter_gradient_nhwc.cpp)
+// instead of on `onednn_kernel`, the kernel oneDNN chose for it: where that is
+// oneDNN's AVX2 jit kernel, x and y are both stored NHWC, in one group, with
+// at least 64 channels in and out.
+bool nhwc_gemm_for_filter(std::string_view onednn_kernel, const Conv2d::Options& options, int64_t in_channels,
+                          bool x_nhwc, bool y_nhwc);
 
 // One convolution as oneDNN describes it, x, w and y in its own layouts ("any").
 struct OneDnnConvShapes {

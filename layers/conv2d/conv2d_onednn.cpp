@@ -86,6 +86,10 @@ struct OneDnnConv::Impl {
   bool backward = true;            // the backward passes are built here
   std::string backward_elsewhere;  // else the path that runs them
   PassPlan forward, backward_data, backward_filter;
+  // Note [Weight gradients on NHWC values by GEMM]: Conv2d runs the
+  // backward-filter in place of oneDNN's kernel named here.
+  bool filter_on_gemm = false;
+  std::string filter_kernel_replaced;
   // Forward: x, w, y (and the bias, read where it is).
   OneDnnOperand fwd_x, fwd_w, fwd_y;
   memory bias_memory;
@@ -233,6 +237,11 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
     dnnl::convolution_backward_weights::primitive_desc wpd(
         wd, onednn_user_scratchpad(), onednn_cpu_engine(),
         m.filter_x_nhwc ? forward_pd(dnnl::prop_kind::forward_training, x_nhwc, y_md) : hint);
+    if (nhwc_gemm_for_filter(wpd.impl_info_str(), o, x[1], plan.x_channels_last, plan.y_channels_last)) {
+      m.filter_on_gemm = true;
+      m.filter_kernel_replaced = wpd.impl_info_str();
+      return;
+    }
     plan_pass(m.backward_filter, wpd, [&](size_t* next, size_t* scratchpad) {
       m.filter_x.plan(x_md, wpd.src_desc(), OneDnnOperand::Role::kRead, next, scratchpad);
       m.filter_dy.plan(y_md, wpd.diff_dst_desc(), OneDnnOperand::Role::kRead, next, scratchpad);
@@ -254,7 +263,9 @@ std::string OneDnnConv::algorithms() const {
   const Impl& m = *impl_;
   std::string text = cat("oneDNN fwd ", m.forward.implementation);
   if (m.backward) {
-    text += cat(", bwd-data ", m.backward_data.implementation, ", bwd-filter ", m.backward_filter.implementation);
+    text += cat(", bwd-data ", m.backward_data.implementation, ", bwd-filter ",
+                m.filter_on_gemm ? cat("Glassbox NHWC GEMM (in place of ", m.filter_kernel_replaced, ")")
+                                 : m.backward_filter.implementation);
   } else if (m.training) {
     text += cat("; backward: ", m.backward_elsewhere);
   }
@@ -278,6 +289,8 @@ bool OneDnnConv::uses_reference_code() const {
   }
   return false;
 }
+
+bool OneDnnConv::filter_on_nhwc_gemm() const { return impl_->filter_on_gemm; }
 
 size_t OneDnnConv::workspace_bytes() const {
   const Impl& m = *impl_;

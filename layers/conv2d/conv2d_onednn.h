@@ -63,6 +63,11 @@ class OneDnnConv final : public BackendState {
   // oneDNN found only its reference code ("ref:...") for some pass: correct
   // but far slower than Glassbox's own path (probe: 100x and more).
   bool uses_reference_code() const;
+  // The backward-filter is Conv2d's to run, by GEMM on the NHWC values (Note
+  // [Weight gradients on NHWC values by GEMM], filter_gradient_nhwc.cpp):
+  // backward_filter must not be called, and algorithms() names the kernel
+  // oneDNN would have run.
+  bool filter_on_nhwc_gemm() const;
   size_t workspace_bytes() const;
 
   void forward(const float* x, const float* w, const float* b, float* y, void* workspace);
