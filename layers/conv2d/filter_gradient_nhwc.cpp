@@ -9,12 +9,12 @@
 // one sgemm per chunk of pixels, summed (beta 1), and finally turned from
 // (K, R, S, C) into PyTorch's (K, C, R, S). Where oneDNN runs its AVX2
 // kernels, this is faster than its jit:avx2 backward-filter on NHWC values
-// from 64 channels in and out, and slower below (bench/ab_layers.py on a Zen 3,
-// nhwc_gemm_for_filter in conv2d_choices_onednn.h). Where oneDNN runs
-// AVX-512, its own kernels stay. A chunk is as many
-// pixels as fit kChunkBytes unfolded, so that the gather and the product
-// meet in cache. The chunks run in order and the sgemm threads each product,
-// so the sum's order, and its bits, are fixed for a given thread count.
+// from 64 channels in and out, and slower below (bench/ab_layers.py on a
+// Zen 3, nhwc_gemm_for_filter in conv2d_choices_onednn.h). Where oneDNN runs
+// AVX-512, its own kernels stay. A chunk is as many pixels as fit
+// kChunkBytes unfolded, so that the gather and the product meet in cache.
+// The chunks run in order and the sgemm threads each product, so the sum's
+// order, and its bits, are fixed for a given thread count.
 #include "layers/conv2d/filter_gradient_nhwc.h"
 
 #include <algorithm>
