@@ -1,10 +1,12 @@
 // tests/test_conv2d_winograd.cpp: Note [Winograd on the CPU]
-// (layers/conv2d/conv2d_choices_onednn.cpp). Which layers take oneDNN's Winograd
-// kernels, and which do not; that PrepareOptions::cpu_winograd = false keeps
-// them all direct; and that Winograd computes what Glassbox's own im2col +
-// GEMM computes, to Winograd's rounding, in every pass and both gradient
-// modes, on NCHW and on NHWC values. oneDNN 2.6 has these kernels for AVX-512
-// only: on another CPU the tests that need them skip and say so.
+// (layers/conv2d/conv2d_choices_onednn.cpp) and Note [Winograd F(4x4, 3x3) on
+// NHWC values] (layers/conv2d/winograd_nhwc.cpp). Which layers take Winograd,
+// and which do not; that PrepareOptions::cpu_winograd = false keeps them all
+// direct; and that Winograd computes what Glassbox's own im2col + GEMM
+// computes, to Winograd's rounding, in every pass and both gradient modes, on
+// NCHW and on NHWC values. oneDNN 2.6 has Winograd kernels for AVX-512 only;
+// on another CPU the forward on NHWC values runs Glassbox's, and the tests of
+// oneDNN's skip and say so.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -31,6 +33,21 @@ std::string algorithms_of(const Options& options, const Shape& x, const PrepareO
 }
 
 bool runs_winograd(const std::string& algorithms) { return algorithms.find("jit_wino") != std::string::npos; }
+bool runs_glassbox_winograd(const std::string& algorithms) {
+  return algorithms.starts_with("Glassbox NHWC Winograd F(4x4, 3x3) fwd");
+}
+
+// The algorithms of `options` on x when the layer reads and writes NHWC
+// values, as a graph stores them between convolutions.
+std::string nhwc_algorithms_of(const Options& options, const Shape& x, const PrepareOptions& prepare = {}) {
+  Context ctx = Context::cpu();
+  Conv2d conv("conv", options);
+  conv.bind(std::vector<Shape>{x});
+  conv.prepare(ctx, prepare);  // as a graph does: NCHW first, then the layouts it settles on
+  conv.set_channels_last({true}, /*output=*/true);
+  conv.prepare(ctx, prepare);
+  return conv.algorithms();
+}
 
 // 64 channels in and out, 64 output tiles of 4x4: where Winograd pays.
 const Options kPays{.out_channels = 64, .kernel = 3, .pad = 1};
@@ -54,8 +71,21 @@ TEST(Conv2dWinograd, WideLayersWithEnoughTilesTakeItInEveryPassAndUnsliced) {
     const std::string direct = algorithms_of(kPays, kPaysX);
     EXPECT_FALSE(runs_winograd(direct)) << direct;
     EXPECT_TRUE(direct.starts_with("oneDNN fwd jit:" + onednn_cpu_isa())) << direct;
+    // On NHWC values the forward is Glassbox's Winograd; the backward stays direct.
+    const std::string nhwc = nhwc_algorithms_of(kPays, kPaysX);
+    EXPECT_TRUE(runs_glassbox_winograd(nhwc)) << nhwc;
+    EXPECT_NE(nhwc.find("in place of oneDNN's jit:" + onednn_cpu_isa()), std::string::npos) << nhwc;
+    EXPECT_NE(nhwc.find("bwd-data jit:" + onednn_cpu_isa()), std::string::npos) << nhwc;
+    const std::string inference = nhwc_algorithms_of(kPays, kPaysX, {.phase = Phase::kInference});
+    EXPECT_TRUE(runs_glassbox_winograd(inference)) << inference;
+    EXPECT_EQ(inference.find("bwd"), std::string::npos) << inference;
+    const std::string off = nhwc_algorithms_of(kPays, kPaysX, {.cpu_winograd = false});
+    EXPECT_TRUE(off.starts_with("oneDNN fwd jit:" + onednn_cpu_isa())) << off;
     return;
   }
+  // oneDNN's own Winograd, NHWC values or not.
+  const std::string oneDNN_nhwc = nhwc_algorithms_of(kPays, kPaysX);
+  EXPECT_TRUE(oneDNN_nhwc.starts_with("oneDNN fwd jit_wino_4x3")) << oneDNN_nhwc;
   const std::string small = algorithms_of(kPays, kPaysX);
   EXPECT_TRUE(small.starts_with("oneDNN fwd jit_wino_4x3")) << small;
   EXPECT_NE(small.find("bwd-data jit_wino_4x3"), std::string::npos) << small;
@@ -97,6 +127,9 @@ TEST(Conv2dWinograd, OtherLayersAndTheSwitchKeepDirectKernels) {
     const std::string algorithms = algorithms_of(c.options, c.x, c.prepare);
     EXPECT_TRUE(algorithms.starts_with("oneDNN fwd ")) << c.what << ": " << algorithms;
     EXPECT_FALSE(runs_winograd(algorithms)) << c.what << ": " << algorithms;
+    const std::string nhwc = nhwc_algorithms_of(c.options, c.x, c.prepare);
+    EXPECT_TRUE(nhwc.starts_with("oneDNN fwd ")) << c.what << ", NHWC: " << nhwc;
+    EXPECT_FALSE(runs_winograd(nhwc)) << c.what << ", NHWC: " << nhwc;
   }
 }
 
@@ -138,7 +171,9 @@ void expect_matches_reference(const WinogradCase& c, bool channels_last) {
     h.copy_values_from(ref);
   }
   const std::string what = c.what + (channels_last ? ", NHWC: " : ", NCHW: ") + winograd.algorithms();
-  ASSERT_TRUE(runs_winograd(winograd.algorithms())) << what;
+  const bool glassbox_winograd = channels_last && !onednn_runs_avx512();
+  ASSERT_TRUE(glassbox_winograd ? runs_glassbox_winograd(winograd.algorithms()) : runs_winograd(winograd.algorithms()))
+      << what;
   ref.forward();
   h.poison(h.output);
   h.forward();
@@ -153,8 +188,9 @@ TEST(Conv2dWinograd, MatchesTheReferenceOnNchwValues) {
   for (const WinogradCase& c : winograd_cases()) expect_matches_reference(c, /*channels_last=*/false);
 }
 
+// oneDNN's Winograd where it has one, else Glassbox's.
 TEST(Conv2dWinograd, MatchesTheReferenceOnNhwcValues) {
-  if (const std::string why = why_no_winograd(); !why.empty()) GTEST_SKIP() << why;
+  if (!GLASSBOX_WITH_ONEDNN) GTEST_SKIP() << "built without oneDNN (-DGLASSBOX_CPU_CONV=im2col)";
   for (const WinogradCase& c : winograd_cases()) expect_matches_reference(c, /*channels_last=*/true);
 }
 

@@ -11,6 +11,7 @@
 
 #include "layers/conv2d/conv2d_depthwise.h"
 #include "layers/conv2d/filter_gradient_nhwc.h"
+#include "layers/conv2d/winograd_nhwc.h"
 #include "layers/relu.h"
 #include "tensor/eigen_maps.h"
 #include "tensor/float_lanes.h"
@@ -185,6 +186,9 @@ bool Conv2d::prepare_onednn(const PrepareOptions& options, CpuPath asked, bool p
   if (onednn->filter_on_nhwc_gemm()) {  // Note [Weight gradients on NHWC values by GEMM]
     workspace = std::max(workspace, nhwc_filter_workspace_floats(nhwc_filter_shape()) * sizeof(float));
   }
+  if (onednn->forward_on_nhwc_winograd()) {  // Note [Winograd F(4x4, 3x3) on NHWC values]
+    workspace = std::max(workspace, winograd_workspace_floats(winograd_shape()) * sizeof(float));
+  }
   if (output_channels_last() && options_.bias) {  // Note [Bias gradient of NHWC outputs]
     workspace = std::max(workspace, static_cast<size_t>(plan_.threads * plan_.k) * sizeof(float));
   }
@@ -209,6 +213,12 @@ NhwcFilterShape Conv2d::nhwc_filter_shape() const {
           .u = {pl.h, pl.w, pl.q, pl.r, pl.s, o.stride.h, o.stride.w, o.pad.h, o.pad.w, o.dilation.h, o.dilation.w}};
 }
 
+WinogradShape Conv2d::winograd_shape() const {
+  const CpuPlan& pl = plan_;
+  return {.n = pl.n, .h = pl.h, .w = pl.w, .c = pl.c, .k = pl.k, .p = pl.p, .q = pl.q,
+          .pad_h = options_.pad.h, .pad_w = options_.pad.w};
+}
+
 float* Conv2d::cpu_workspace(const Context& ctx) const { return static_cast<float*>(checked_workspace(ctx)); }
 
 void Conv2d::forward_cpu(Context& ctx, const ForwardArgs& args) {
@@ -219,7 +229,13 @@ void Conv2d::forward_cpu(Context& ctx, const ForwardArgs& args) {
   float* y = args.output.data<float>();
 #if GLASSBOX_WITH_ONEDNN
   if (plan_.path == CpuPath::kOneDnn) {
-    static_cast<OneDnnConv&>(*backend_).forward(x, w, b, y, workspace);  // applies a fused ReLU itself
+    auto& onednn = static_cast<OneDnnConv&>(*backend_);
+    if (!onednn.forward_on_nhwc_winograd()) {
+      onednn.forward(x, w, b, y, workspace);  // applies a fused ReLU itself
+      return;
+    }
+    winograd_forward_nhwc(winograd_shape(), x, w, b, y, workspace);
+    if (fused_relu()) relu_in_place_cpu(y, args.output.numel());
     return;
   }
 #endif

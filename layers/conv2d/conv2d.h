@@ -44,6 +44,7 @@ namespace glassbox {
 
 struct DepthwisePlan;    // layers/conv2d/conv2d_depthwise.h
 struct NhwcFilterShape;  // layers/conv2d/filter_gradient_nhwc.h
+struct WinogradShape;    // layers/conv2d/winograd_nhwc.h
 
 class Conv2d final : public Layer {
  public:
@@ -176,6 +177,8 @@ class Conv2d final : public Layer {
   float* cpu_workspace(const Context& ctx) const;
   // The layer as layers/conv2d/filter_gradient_nhwc.h describes it.
   NhwcFilterShape nhwc_filter_shape() const;
+  // The layer as layers/conv2d/winograd_nhwc.h describes it.
+  WinogradShape winograd_shape() const;
   // db += per-channel sums of dy; uses threads x K floats of workspace for NHWC dy.
   void bias_gradient(const float* dy, float* db, GradMode mode, float* workspace) const;
   // False where `asked` is kAuto and oneDNN has only reference code for these

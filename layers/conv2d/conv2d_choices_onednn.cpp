@@ -18,7 +18,9 @@ constexpr int64_t kSliceBytes = int64_t{2} << 20;  // Note [Convolutions by slic
 // transforms of the input and output tiles (a cost per tile and channel) and
 // of the weights (a cost per call). Debian's oneDNN 2.6 has such kernels for
 // AVX-512 (jit_wino_4x3:avx512_core, all three passes); oneDNN 3 dropped
-// them, so PyTorch's CPU path has none. The rates `glassbox time` prints count
+// them, so PyTorch's CPU path has none. Where oneDNN has none (AVX2), the
+// forward of a layer stored NHWC is Glassbox's own (Note [Winograd F(4x4,
+// 3x3) on NHWC values], winograd_nhwc.cpp), under the same rule. The rates `glassbox time` prints count
 // the direct convolution's FLOPs, so on these layers they can read above the
 // roofline. They round differently from a direct sum, but within the bound
 // the direct kernels are tested to (tests/test_conv2d_winograd.cpp: at most

@@ -83,6 +83,9 @@ struct OneDnnConv::Impl {
   int64_t slices = 1, slice = 1;
   int64_t x_slice_floats = 0, y_slice_floats = 0;
   bool winograd = false;           // Note [Winograd on the CPU]
+  // Note [Winograd F(4x4, 3x3) on NHWC values]: Conv2d runs the forward in
+  // place of oneDNN's direct kernel, where oneDNN has no Winograd.
+  bool forward_on_winograd = false;
   bool backward = true;            // the backward passes are built here
   std::string backward_elsewhere;  // else the path that runs them
   PassPlan forward, backward_data, backward_filter;
@@ -164,10 +167,11 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
   const memory::desc bias_md = o.bias ? plain({y[1]}, Tag::x) : memory::desc();
   // Note [Winograd on the CPU]: in oneDNN's layouts, the whole batch in one call.
   auto whole = [](const Shape& s) { return memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, Tag::any); };
-  m.winograd = plan.winograd && !plan.plain_layouts && winograd_pays(o, x, y) &&
-               onednn_has_winograd({.x = whole(x), .w = any_w, .bias = bias_md, .y = whole(y), .strides = strides,
-                                    .dilates = dilates, .pads = pads},
-                                   m.backward);
+  const bool winograd_wanted = plan.winograd && !plan.plain_layouts && winograd_pays(o, x, y);
+  m.winograd = winograd_wanted && onednn_has_winograd({.x = whole(x), .w = any_w, .bias = bias_md, .y = whole(y),
+                                                       .strides = strides, .dilates = dilates, .pads = pads},
+                                                      m.backward);
+  m.forward_on_winograd = winograd_wanted && !m.winograd && plan.x_channels_last && plan.y_channels_last;
   m.slice = m.winograd ? x[0] : images_per_slice(x, y, weights, plan.plain_layouts);
   m.slices = x[0] / m.slice;
   m.x_slice_floats = m.slice * x.numel_from(0);
@@ -261,7 +265,10 @@ OneDnnConv::~OneDnnConv() = default;
 
 std::string OneDnnConv::algorithms() const {
   const Impl& m = *impl_;
-  std::string text = cat("oneDNN fwd ", m.forward.implementation);
+  std::string text =
+      m.forward_on_winograd
+          ? cat("Glassbox NHWC Winograd F(4x4, 3x3) fwd (in place of oneDNN's ", m.forward.implementation, ")")
+          : cat("oneDNN fwd ", m.forward.implementation);
   if (m.backward) {
     text += cat(", bwd-data ", m.backward_data.implementation, ", bwd-filter ",
                 m.filter_on_gemm ? cat("Glassbox NHWC GEMM (in place of ", m.filter_kernel_replaced, ")")
@@ -291,6 +298,8 @@ bool OneDnnConv::uses_reference_code() const {
 }
 
 bool OneDnnConv::filter_on_nhwc_gemm() const { return impl_->filter_on_gemm; }
+
+bool OneDnnConv::forward_on_nhwc_winograd() const { return impl_->forward_on_winograd; }
 
 size_t OneDnnConv::workspace_bytes() const {
   const Impl& m = *impl_;

@@ -38,8 +38,9 @@ class OneDnnConv final : public BackendState {
     // stored NHWC (Note [Channels-last values], graph/layouts.h):
     // where oneDNN's kernel works in NHWC too, no reorder moves them.
     bool x_channels_last = false, y_channels_last = false;
-    // Winograd where it pays and oneDNN has it (Note [Winograd on the CPU],
-    // layers/conv2d/conv2d_choices_onednn.cpp); false: direct kernels only.
+    // Winograd where it pays (Note [Winograd on the CPU],
+    // layers/conv2d/conv2d_choices_onednn.cpp): oneDNN's where it has it,
+    // else Glassbox's forward on NHWC values; false: direct kernels only.
     bool winograd = true;
     // y = max(0, conv(x) + b): Note [A ReLU fused into its producer]
     // (graph/fusion.h), applied to each slice of y as the slice is written.
@@ -68,6 +69,10 @@ class OneDnnConv final : public BackendState {
   // backward_filter must not be called, and algorithms() names the kernel
   // oneDNN would have run.
   bool filter_on_nhwc_gemm() const;
+  // The forward is Conv2d's to run, by Winograd on the NHWC values (Note
+  // [Winograd F(4x4, 3x3) on NHWC values], winograd_nhwc.cpp): forward must
+  // not be called, and algorithms() names the kernel oneDNN would have run.
+  bool forward_on_nhwc_winograd() const;
   size_t workspace_bytes() const;
 
   void forward(const float* x, const float* w, const float* b, float* y, void* workspace);
