@@ -2,7 +2,8 @@
 // values] (layers/conv2d/winograd_nhwc.cpp). The forward against a direct sum
 // in double: channel counts that fill whole vectors and those that leave a
 // tail, partial edge tiles, with and without padding and bias, in one chunk
-// of tiles and in several of unequal size. Then, with oneDNN held to AVX2 in
+// of tiles and in several of unequal size; the input gradient the same way,
+// written and added, at each padding it takes. Then, with oneDNN held to AVX2 in
 // this program (as on a CPU without AVX-512, which has no Winograd kernel of
 // oneDNN's), the Conv2d layers that take it and the ones that do not.
 #include <gtest/gtest.h>
@@ -94,6 +95,55 @@ TEST(WinogradNhwc, MatchesADirectSumOverAnyChannelsEdgesAndChunks) {
   EXPECT_EQ(winograd_chunk_tiles(chunked), 122);
 }
 
+// dx[n, h, w, c] = sum over k, r, s of w[k, c, r, s] dy[n, h - r + pad, w - s + pad, k], in double.
+std::vector<float> direct_input_gradient(const WinogradShape& s, const std::vector<float>& w,
+                                         const std::vector<float>& dy) {
+  std::vector<float> dx(static_cast<size_t>(s.n * s.h * s.w * s.c));
+  for (int64_t n = 0; n < s.n; ++n) {
+    for (int64_t ih = 0; ih < s.h; ++ih) {
+      for (int64_t iw = 0; iw < s.w; ++iw) {
+        for (int64_t c = 0; c < s.c; ++c) {
+          double sum = 0.0;
+          for (int64_t r = 0; r < 3; ++r) {
+            for (int64_t t = 0; t < 3; ++t) {
+              const int64_t p = ih - r + s.pad_h, q = iw - t + s.pad_w;
+              if (p < 0 || p >= s.p || q < 0 || q >= s.q) continue;
+              const float* pixel = dy.data() + ((n * s.p + p) * s.q + q) * s.k;
+              for (int64_t k = 0; k < s.k; ++k) sum += double{w[((k * s.c + c) * 3 + r) * 3 + t]} * pixel[k];
+            }
+          }
+          dx[((n * s.h + ih) * s.w + iw) * s.c + c] = static_cast<float>(sum);
+        }
+      }
+    }
+  }
+  return dx;
+}
+
+TEST(WinogradNhwc, TheInputGradientMatchesADirectSumWrittenAndAdded) {
+  const std::vector<Case> cases = {
+      {"13 -> 10 channels, 9x6, pad 1", 2, 9, 6, 13, 10, 1, false},
+      {"24 -> 40 channels, 11x11, pad 0", 3, 11, 11, 24, 40, 0, false},
+      {"16 -> 24 channels, 7x10, pad 2", 2, 7, 10, 16, 24, 2, false},
+  };
+  for (const Case& c : cases) {
+    const WinogradShape s = shape_of(c);
+    const std::vector<float> w = testing::random_values(s.k * s.c * 9, 2);
+    const std::vector<float> dy = testing::random_values(s.n * s.p * s.q * s.k, 4);
+    const std::vector<float> before = testing::random_values(s.n * s.h * s.w * s.c, 5);
+    std::vector<float> workspace(winograd_workspace_floats(s));
+    const std::vector<float> expected = direct_input_gradient(s, w, dy);
+    std::vector<float> dx(before.size(), std::numeric_limits<float>::quiet_NaN());
+    winograd_backward_data_nhwc(s, w.data(), dy.data(), dx.data(), /*add=*/false, workspace.data());
+    testing::expect_close(dx, expected, kTolerance, c.what + " (written)");
+    dx = before;
+    winograd_backward_data_nhwc(s, w.data(), dy.data(), dx.data(), /*add=*/true, workspace.data());
+    std::vector<float> sum(before.size());
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] = before[i] + expected[i];
+    testing::expect_close(dx, sum, kTolerance, c.what + " (added)");
+  }
+}
+
 #if GLASSBOX_WITH_ONEDNN
 std::string nhwc_algorithms_of(const Conv2d::Options& options, const Shape& x, const PrepareOptions& prepare = {}) {
   Context ctx = Context::cpu();
@@ -115,7 +165,12 @@ TEST(WinogradNhwc, Conv2dTakesItWhereWinogradPaysOnNhwcValues) {
   const Shape x{4, 64, 16, 16};  // 64 tiles of 4x4
   const std::string taken = nhwc_algorithms_of(pays, x);
   EXPECT_TRUE(runs_glassbox_winograd(taken)) << taken;
-  EXPECT_NE(taken.find("bwd-data jit:avx2"), std::string::npos) << taken;
+  EXPECT_NE(taken.find("bwd-data Glassbox NHWC Winograd F(4x4, 3x3) (in place of jit:avx2)"), std::string::npos)
+      << taken;
+  // Padded by 3, the backward-data would be a forward padded by -1: oneDNN's.
+  const std::string pad3 = nhwc_algorithms_of({.out_channels = 64, .kernel = 3, .pad = 3}, x);
+  EXPECT_TRUE(pad3.starts_with("Glassbox NHWC Winograd F(4x4, 3x3) fwd")) << pad3;
+  EXPECT_EQ(pad3.find("bwd-data Glassbox"), std::string::npos) << pad3;
   struct Direct {
     std::string what;
     Conv2d::Options options;

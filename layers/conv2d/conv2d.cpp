@@ -267,7 +267,12 @@ void Conv2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
   if (plan_.backward_path == CpuPath::kOneDnn) {
 #if GLASSBOX_WITH_ONEDNN
     auto& onednn = static_cast<OneDnnConv&>(*backend_);
-    if (wants_dx) onednn.backward_data(w, dy, args.input_grads[0].data<float>(), args.input_grad_modes[0], workspace);
+    if (wants_dx && onednn.data_on_nhwc_winograd()) {  // Note [Winograd F(4x4, 3x3) on NHWC values]
+      winograd_backward_data_nhwc(winograd_shape(), w, dy, args.input_grads[0].data<float>(),
+                                  args.input_grad_modes[0] == GradMode::kAdd, workspace);
+    } else if (wants_dx) {
+      onednn.backward_data(w, dy, args.input_grads[0].data<float>(), args.input_grad_modes[0], workspace);
+    }
     ctx.switch_pass(glassbox::Pass::kBackwardWeights);
     if (onednn.filter_on_nhwc_gemm()) {
       nhwc_filter_gradient(nhwc_filter_shape(), x, dy, dw, dw_mode, workspace);

@@ -83,9 +83,10 @@ struct OneDnnConv::Impl {
   int64_t slices = 1, slice = 1;
   int64_t x_slice_floats = 0, y_slice_floats = 0;
   bool winograd = false;           // Note [Winograd on the CPU]
-  // Note [Winograd F(4x4, 3x3) on NHWC values]: Conv2d runs the forward in
-  // place of oneDNN's direct kernel, where oneDNN has no Winograd.
-  bool forward_on_winograd = false;
+  // Note [Winograd F(4x4, 3x3) on NHWC values]: Conv2d runs the forward and
+  // the backward-data in place of oneDNN's direct kernels, where oneDNN has
+  // no Winograd.
+  bool forward_on_winograd = false, data_on_winograd = false;
   bool backward = true;            // the backward passes are built here
   std::string backward_elsewhere;  // else the path that runs them
   PassPlan forward, backward_data, backward_filter;
@@ -232,6 +233,8 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
           {DNNL_ARG_DIFF_DST, &m.data_dy}, {DNNL_ARG_WEIGHTS, &m.data_w}, {DNNL_ARG_DIFF_SRC, &m.data_dx}};
     });
     m.backward_data.primitive = dnnl::convolution_backward_data(dpd);
+    // Its backward-data is a forward padded by 2 - pad (winograd_nhwc.h).
+    m.data_on_winograd = m.forward_on_winograd && o.pad.h <= 2 && o.pad.w <= 2;
 
     // The bias gradient stays with Conv2d (one sum per channel): no diff_bias here.
     // Note [A few input channels in NHWC]: backward-filter reads x as NHWC too.
@@ -270,7 +273,11 @@ std::string OneDnnConv::algorithms() const {
           ? cat("Glassbox NHWC Winograd F(4x4, 3x3) fwd (in place of oneDNN's ", m.forward.implementation, ")")
           : cat("oneDNN fwd ", m.forward.implementation);
   if (m.backward) {
-    text += cat(", bwd-data ", m.backward_data.implementation, ", bwd-filter ",
+    text += cat(", bwd-data ",
+                m.data_on_winograd
+                    ? cat("Glassbox NHWC Winograd F(4x4, 3x3) (in place of ", m.backward_data.implementation, ")")
+                    : m.backward_data.implementation,
+                ", bwd-filter ",
                 m.filter_on_gemm ? cat("Glassbox NHWC GEMM (in place of ", m.filter_kernel_replaced, ")")
                                  : m.backward_filter.implementation);
   } else if (m.training) {
@@ -300,6 +307,8 @@ bool OneDnnConv::uses_reference_code() const {
 bool OneDnnConv::filter_on_nhwc_gemm() const { return impl_->filter_on_gemm; }
 
 bool OneDnnConv::forward_on_nhwc_winograd() const { return impl_->forward_on_winograd; }
+
+bool OneDnnConv::data_on_nhwc_winograd() const { return impl_->data_on_winograd; }
 
 size_t OneDnnConv::workspace_bytes() const {
   const Impl& m = *impl_;

@@ -9,9 +9,11 @@
 // one product: M_pos (tiles x K) = V_pos (tiles x C) * U_pos (C x K), a
 // quarter of the direct convolution's multiplications. oneDNN 2.6 has such
 // kernels for AVX-512 only (Note [Winograd on the CPU],
-// conv2d_choices_onednn.cpp), so on an AVX2 CPU the forward of the layers
-// where Winograd pays runs here: on a Zen 3, ResNet-34's convolution
-// forwards at batch 8 take 0.71 of their time on oneDNN's jit:avx2
+// conv2d_choices_onednn.cpp), so on an AVX2 CPU the layers where Winograd
+// pays run their forward here, and their backward-data too: that is the
+// forward of dy through the weights with K and C swapped and each 3x3 turned
+// half a turn, padded by 2 - pad. On a Zen 3, ResNet-34's convolutions at
+// batch 8 take 0.62 of their time on oneDNN's jit:avx2 in both passes
 // (`python3 bench/ab_layers.py ResNet34 8 --a=--no-winograd`).
 //
 // Stored NHWC, a pixel's channels are contiguous, so the transforms work on
@@ -99,14 +101,18 @@ TileGrid grid_of(const WinogradShape& s) { return {(s.p + kOut - 1) / kOut, (s.q
 
 // U[pos][c][k0 ...] = (G g G^T)[pos] for one vector (or one float) of output
 // channels: the filters of a vector are gathered, so that the divisions run a
-// vector at a time.
+// vector at a time. `turned`: g is w[c][k] turned half a turn (the
+// backward-data pass's weights, w being (C, K, 3, 3) in this shape's names).
 template <typename L>
-void transform_filter(const WinogradShape& s, const float* w, int64_t c, int64_t k0, float* u) {
+void transform_filter(const WinogradShape& s, const float* w, bool turned, int64_t c, int64_t k0, float* u) {
   constexpr int kLanes = sizeof(L) / sizeof(float);
   L g[9], columns[kIn * 3], tile[kPositions];
   for (int tap = 0; tap < 9; ++tap) {
     float lanes[kLanes];
-    for (int lane = 0; lane < kLanes; ++lane) lanes[lane] = w[((k0 + lane) * s.c + c) * 9 + tap];
+    for (int lane = 0; lane < kLanes; ++lane) {
+      const int64_t k = k0 + lane;
+      lanes[lane] = turned ? w[(c * s.k + k) * 9 + (8 - tap)] : w[(k * s.c + c) * 9 + tap];
+    }
     g[tap] = load<L>(lanes);
   }
   for (int j = 0; j < 3; ++j) filter_1d(g + j, 3, columns + j, 3);               // G g: 6 x 3
@@ -116,13 +122,13 @@ void transform_filter(const WinogradShape& s, const float* w, int64_t c, int64_t
 
 // U (position, C, K) for every pair of channels; each thread a range of input
 // channels, each of whose rows of U it writes in order.
-void transform_filters(const WinogradShape& s, const float* w, float* u) {
+void transform_filters(const WinogradShape& s, const float* w, bool turned, float* u) {
   const int64_t k_vectors = s.k / kFloatLanes * kFloatLanes;
   parallel_for(s.c, std::max<int64_t>(1, kElementwiseGrain / (kPositions * s.k)), [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
       int64_t k = 0;
-      for (; k < k_vectors; k += kFloatLanes) transform_filter<FloatLanes>(s, w, c, k, u);
-      for (; k < s.k; ++k) transform_filter<float>(s, w, c, k, u);
+      for (; k < k_vectors; k += kFloatLanes) transform_filter<FloatLanes>(s, w, turned, c, k, u);
+      for (; k < s.k; ++k) transform_filter<float>(s, w, turned, c, k, u);
     }
   });
 }
@@ -150,17 +156,20 @@ void transform_input(const float* x, const int64_t* offsets, int64_t c0, float* 
 }
 
 // y's 4x4 tile at (n, p0, q0), channels k0 ...: A^T M A + b, where it falls
-// inside the output.
+// inside the output; with `add`, added to what y holds (b is null then).
 template <typename L>
-void transform_output(const WinogradShape& s, const float* m, int64_t position_stride, const float* b, int64_t k0,
-                      float* y_tile, int64_t rows, int64_t cols) {
+void transform_output(const WinogradShape& s, const float* m, int64_t position_stride, const float* b, bool add,
+                      int64_t k0, float* y_tile, int64_t rows, int64_t cols) {
   L tile[kPositions], t[kOut * kIn], out[kOut * kOut];
   for (int pos = 0; pos < kPositions; ++pos) tile[pos] = load<L>(m + pos * position_stride + k0);
   for (int j = 0; j < kIn; ++j) output_1d(tile + j, kIn, t + j, kIn);         // A^T M: 4 x 6
   for (int i = 0; i < kOut; ++i) output_1d(t + i * kIn, 1, out + i * kOut, 1);  // (A^T M) A: 4 x 4
   const L bias = b == nullptr ? L{} : load<L>(b + k0);
   for (int64_t i = 0; i < rows; ++i) {
-    for (int64_t j = 0; j < cols; ++j) store(y_tile + (i * s.q + j) * s.k + k0, out[i * kOut + j] + bias);
+    for (int64_t j = 0; j < cols; ++j) {
+      float* to = y_tile + (i * s.q + j) * s.k + k0;
+      store(to, add ? load<L>(to) + out[i * kOut + j] : out[i * kOut + j] + bias);
+    }
   }
 }
 
@@ -179,18 +188,26 @@ int64_t winograd_chunk_tiles(const WinogradShape& s) {
   return (tiles + chunks - 1) / chunks;
 }
 
-size_t winograd_workspace_floats(const WinogradShape& s) {
+WinogradShape winograd_backward_data_shape(const WinogradShape& s) {
+  return {.n = s.n, .h = s.p, .w = s.q, .c = s.k, .k = s.c, .p = s.h, .q = s.w, .pad_h = 2 - s.pad_h,
+          .pad_w = 2 - s.pad_w};
+}
+
+namespace {
+
+size_t pass_workspace_floats(const WinogradShape& s) {
   return static_cast<size_t>(kPositions * (s.c * s.k + winograd_chunk_tiles(s) * (s.c + s.k)));
 }
 
-void winograd_forward_nhwc(const WinogradShape& s, const float* x, const float* w, const float* b, float* y,
-                           float* workspace) {
+// y = (or, with `add`, +=) conv(x, w) + b, w turned for the backward-data pass.
+void winograd_nhwc(const WinogradShape& s, const float* x, const float* w, bool turned, const float* b, float* y,
+                   bool add, float* workspace) {
   const TileGrid g = grid_of(s);
   const int64_t tiles = winograd_tiles(s), chunk = winograd_chunk_tiles(s);
   float* u = workspace;
   float* v = u + kPositions * s.c * s.k;
   float* m = v + kPositions * chunk * s.c;
-  transform_filters(s, w, u);
+  transform_filters(s, w, turned, u);
   const int64_t c_vectors = s.c / kFloatLanes * kFloatLanes, k_vectors = s.k / kFloatLanes * kFloatLanes;
   for (int64_t first = 0; first < tiles; first += chunk) {
     const int64_t count = std::min(chunk, tiles - first);
@@ -218,12 +235,28 @@ void winograd_forward_nhwc(const WinogradShape& s, const float* x, const float* 
         const float* m_tile = m + t * s.k;
         int64_t k = 0;
         for (; k < k_vectors; k += kFloatLanes) {
-          transform_output<FloatLanes>(s, m_tile, m_stride, b, k, y_tile, rows, cols);
+          transform_output<FloatLanes>(s, m_tile, m_stride, b, add, k, y_tile, rows, cols);
         }
-        for (; k < s.k; ++k) transform_output<float>(s, m_tile, m_stride, b, k, y_tile, rows, cols);
+        for (; k < s.k; ++k) transform_output<float>(s, m_tile, m_stride, b, add, k, y_tile, rows, cols);
       }
     });
   }
+}
+
+}  // namespace
+
+size_t winograd_workspace_floats(const WinogradShape& s) {
+  return std::max(pass_workspace_floats(s), pass_workspace_floats(winograd_backward_data_shape(s)));
+}
+
+void winograd_forward_nhwc(const WinogradShape& s, const float* x, const float* w, const float* b, float* y,
+                           float* workspace) {
+  winograd_nhwc(s, x, w, /*turned=*/false, b, y, /*add=*/false, workspace);
+}
+
+void winograd_backward_data_nhwc(const WinogradShape& s, const float* w, const float* dy, float* dx, bool add,
+                                 float* workspace) {
+  winograd_nhwc(winograd_backward_data_shape(s), dy, w, /*turned=*/true, nullptr, dx, add, workspace);
 }
 
 }  // namespace glassbox

@@ -1,6 +1,6 @@
-// layers/conv2d/winograd_nhwc.h: the forward of a 3x3, stride-1 convolution on
-// NHWC values by Winograd's F(4x4, 3x3), for CPUs where oneDNN has no Winograd
-// kernel (Note [Winograd F(4x4, 3x3) on NHWC values] in winograd_nhwc.cpp).
+// layers/conv2d/winograd_nhwc.h: the forward and backward-data passes of a
+// 3x3, stride-1 convolution on NHWC values by Winograd's F(4x4, 3x3), for
+// CPUs where oneDNN has no Winograd kernel (Note [Winograd F(4x4, 3x3) on NHWC values] in winograd_nhwc.cpp).
 #pragma once
 
 #include <cstddef>
@@ -22,7 +22,7 @@ int64_t winograd_tiles(const WinogradShape& shape);
 // transformed input and output, spread evenly over the chunks.
 int64_t winograd_chunk_tiles(const WinogradShape& shape);
 
-// Floats of workspace winograd_forward_nhwc uses: the transformed weights and
+// Floats of workspace the two passes below use: the transformed weights and
 // one chunk's transformed input and products.
 size_t winograd_workspace_floats(const WinogradShape& shape);
 
@@ -31,5 +31,15 @@ size_t winograd_workspace_floats(const WinogradShape& shape);
 // same bits.
 void winograd_forward_nhwc(const WinogradShape& shape, const float* x, const float* w, const float* b, float* y,
                            float* workspace);
+
+// The backward-data pass is a forward too: dy (N, P, Q, K) in, dx (N, H, W, C)
+// out, through the weights with K and C swapped and each 3x3 turned half a
+// turn, padded by 2 - pad. This is that forward's shape (pad at most 2).
+WinogradShape winograd_backward_data_shape(const WinogradShape& shape);
+
+// dx = (or, with `add`, +=) the gradient of the input from dy, as
+// winograd_forward_nhwc runs.
+void winograd_backward_data_nhwc(const WinogradShape& shape, const float* w, const float* dy, float* dx, bool add,
+                                 float* workspace);
 
 }  // namespace glassbox
