@@ -144,6 +144,55 @@ TEST(WinogradNhwc, TheInputGradientMatchesADirectSumWrittenAndAdded) {
   }
 }
 
+// dW[k, c, r, s] = sum over n, p, q of dy[n, p, q, k] x[n, p + r - pad, q + s - pad, c], in double.
+std::vector<float> direct_filter_gradient(const WinogradShape& s, const std::vector<float>& x,
+                                          const std::vector<float>& dy) {
+  std::vector<double> sums(static_cast<size_t>(s.k * s.c * 9));
+  for (int64_t n = 0; n < s.n; ++n) {
+    for (int64_t p = 0; p < s.p; ++p) {
+      for (int64_t q = 0; q < s.q; ++q) {
+        const float* grad = dy.data() + ((n * s.p + p) * s.q + q) * s.k;
+        for (int64_t r = 0; r < 3; ++r) {
+          for (int64_t t = 0; t < 3; ++t) {
+            const int64_t ih = p + r - s.pad_h, iw = q + t - s.pad_w;
+            if (ih < 0 || ih >= s.h || iw < 0 || iw >= s.w) continue;
+            const float* pixel = x.data() + ((n * s.h + ih) * s.w + iw) * s.c;
+            for (int64_t k = 0; k < s.k; ++k) {
+              for (int64_t c = 0; c < s.c; ++c) sums[((k * s.c + c) * 3 + r) * 3 + t] += double{grad[k]} * pixel[c];
+            }
+          }
+        }
+      }
+    }
+  }
+  return std::vector<float>(sums.begin(), sums.end());
+}
+
+TEST(WinogradNhwc, TheWeightGradientMatchesADirectSumWrittenAndAdded) {
+  const std::vector<Case> cases = {
+      {"13 -> 10 channels, 9x6, pad 1", 2, 9, 6, 13, 10, 1, false},
+      {"24 -> 40 channels, 11x11, pad 0", 3, 11, 11, 24, 40, 0, false},
+      {"16 -> 24 channels, 7x10, pad 2", 2, 7, 10, 16, 24, 2, false},
+      {"128 -> 128 channels, 36x36: chunks of 122 and 121 tiles", 3, 36, 36, 128, 128, 1, false},
+  };
+  for (const Case& c : cases) {
+    const WinogradShape s = shape_of(c);
+    const std::vector<float> x = testing::random_values(s.n * s.h * s.w * s.c, 1);
+    const std::vector<float> dy = testing::random_values(s.n * s.p * s.q * s.k, 4);
+    const std::vector<float> before = testing::random_values(s.k * s.c * 9, 6);
+    std::vector<float> workspace(winograd_workspace_floats(s));
+    const std::vector<float> expected = direct_filter_gradient(s, x, dy);
+    std::vector<float> dw(before.size(), std::numeric_limits<float>::quiet_NaN());
+    winograd_filter_gradient_nhwc(s, x.data(), dy.data(), dw.data(), /*add=*/false, workspace.data());
+    testing::expect_close(dw, expected, kTolerance, c.what + " (written)");
+    dw = before;
+    winograd_filter_gradient_nhwc(s, x.data(), dy.data(), dw.data(), /*add=*/true, workspace.data());
+    std::vector<float> sum(before.size());
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] = before[i] + expected[i];
+    testing::expect_close(dw, sum, kTolerance, c.what + " (added)");
+  }
+}
+
 #if GLASSBOX_WITH_ONEDNN
 std::string nhwc_algorithms_of(const Conv2d::Options& options, const Shape& x, const PrepareOptions& prepare = {}) {
   Context ctx = Context::cpu();
@@ -166,6 +215,8 @@ TEST(WinogradNhwc, Conv2dTakesItWhereWinogradPaysOnNhwcValues) {
   const std::string taken = nhwc_algorithms_of(pays, x);
   EXPECT_TRUE(runs_glassbox_winograd(taken)) << taken;
   EXPECT_NE(taken.find("bwd-data Glassbox NHWC Winograd F(4x4, 3x3) (in place of jit:avx2)"), std::string::npos)
+      << taken;
+  EXPECT_NE(taken.find("bwd-filter Glassbox NHWC Winograd F(3x3, 4x4) (in place of jit:avx2)"), std::string::npos)
       << taken;
   // Padded by 3, the backward-data would be a forward padded by -1: oneDNN's.
   const std::string pad3 = nhwc_algorithms_of({.out_channels = 64, .kernel = 3, .pad = 3}, x);

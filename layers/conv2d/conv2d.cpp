@@ -274,7 +274,9 @@ void Conv2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
       onednn.backward_data(w, dy, args.input_grads[0].data<float>(), args.input_grad_modes[0], workspace);
     }
     ctx.switch_pass(glassbox::Pass::kBackwardWeights);
-    if (onednn.filter_on_nhwc_gemm()) {
+    if (onednn.filter_on_nhwc_winograd()) {  // Note [Winograd F(4x4, 3x3) on NHWC values]
+      winograd_filter_gradient_nhwc(winograd_shape(), x, dy, dw, dw_mode == GradMode::kAdd, workspace);
+    } else if (onednn.filter_on_nhwc_gemm()) {
       nhwc_filter_gradient(nhwc_filter_shape(), x, dy, dw, dw_mode, workspace);
     } else {
       onednn.backward_filter(x, dy, dw, dw_mode, workspace);

@@ -83,10 +83,9 @@ struct OneDnnConv::Impl {
   int64_t slices = 1, slice = 1;
   int64_t x_slice_floats = 0, y_slice_floats = 0;
   bool winograd = false;           // Note [Winograd on the CPU]
-  // Note [Winograd F(4x4, 3x3) on NHWC values]: Conv2d runs the forward and
-  // the backward-data in place of oneDNN's direct kernels, where oneDNN has
-  // no Winograd.
-  bool forward_on_winograd = false, data_on_winograd = false;
+  // Note [Winograd F(4x4, 3x3) on NHWC values]: Conv2d runs these passes
+  // in place of oneDNN's direct kernels, where oneDNN has no Winograd.
+  bool forward_on_winograd = false, data_on_winograd = false, filter_on_winograd = false;
   bool backward = true;            // the backward passes are built here
   std::string backward_elsewhere;  // else the path that runs them
   PassPlan forward, backward_data, backward_filter;
@@ -244,6 +243,11 @@ OneDnnConv::OneDnnConv(const std::string& layer, const Conv2d::Options& o, const
     dnnl::convolution_backward_weights::primitive_desc wpd(
         wd, onednn_user_scratchpad(), onednn_cpu_engine(),
         m.filter_x_nhwc ? forward_pd(dnnl::prop_kind::forward_training, x_nhwc, y_md) : hint);
+    if (m.forward_on_winograd) {  // Note [Winograd F(4x4, 3x3) on NHWC values]
+      m.filter_on_winograd = true;
+      m.filter_kernel_replaced = wpd.impl_info_str();
+      return;
+    }
     if (nhwc_gemm_for_filter(wpd.impl_info_str(), o, x[1], plan.x_channels_last, plan.y_channels_last)) {
       m.filter_on_gemm = true;
       m.filter_kernel_replaced = wpd.impl_info_str();
@@ -273,13 +277,14 @@ std::string OneDnnConv::algorithms() const {
           ? cat("Glassbox NHWC Winograd F(4x4, 3x3) fwd (in place of oneDNN's ", m.forward.implementation, ")")
           : cat("oneDNN fwd ", m.forward.implementation);
   if (m.backward) {
-    text += cat(", bwd-data ",
-                m.data_on_winograd
-                    ? cat("Glassbox NHWC Winograd F(4x4, 3x3) (in place of ", m.backward_data.implementation, ")")
-                    : m.backward_data.implementation,
-                ", bwd-filter ",
-                m.filter_on_gemm ? cat("Glassbox NHWC GEMM (in place of ", m.filter_kernel_replaced, ")")
-                                 : m.backward_filter.implementation);
+    auto in_place_of = [](const char* glassbox, const std::string& onednn) {
+      return cat("Glassbox NHWC ", glassbox, " (in place of ", onednn, ")");
+    };
+    const std::string& data = m.backward_data.implementation;
+    text += cat(", bwd-data ", m.data_on_winograd ? in_place_of("Winograd F(4x4, 3x3)", data) : data, ", bwd-filter ",
+                m.filter_on_winograd ? in_place_of("Winograd F(3x3, 4x4)", m.filter_kernel_replaced)
+                : m.filter_on_gemm   ? in_place_of("GEMM", m.filter_kernel_replaced)
+                                     : m.backward_filter.implementation);
   } else if (m.training) {
     text += cat("; backward: ", m.backward_elsewhere);
   }
@@ -309,6 +314,8 @@ bool OneDnnConv::filter_on_nhwc_gemm() const { return impl_->filter_on_gemm; }
 bool OneDnnConv::forward_on_nhwc_winograd() const { return impl_->forward_on_winograd; }
 
 bool OneDnnConv::data_on_nhwc_winograd() const { return impl_->data_on_winograd; }
+
+bool OneDnnConv::filter_on_nhwc_winograd() const { return impl_->filter_on_winograd; }
 
 size_t OneDnnConv::workspace_bytes() const {
   const Impl& m = *impl_;

@@ -73,8 +73,9 @@ class OneDnnConv final : public BackendState {
   // [Winograd F(4x4, 3x3) on NHWC values], winograd_nhwc.cpp): forward must
   // not be called, and algorithms() names the kernel oneDNN would have run.
   bool forward_on_nhwc_winograd() const;
-  // The same for the backward-data pass.
+  // The same for the backward-data and backward-filter passes.
   bool data_on_nhwc_winograd() const;
+  bool filter_on_nhwc_winograd() const;
   size_t workspace_bytes() const;
 
   void forward(const float* x, const float* w, const float* b, float* y, void* workspace);

@@ -10,11 +10,14 @@
 // quarter of the direct convolution's multiplications. oneDNN 2.6 has such
 // kernels for AVX-512 only (Note [Winograd on the CPU],
 // conv2d_choices_onednn.cpp), so on an AVX2 CPU the layers where Winograd
-// pays run their forward here, and their backward-data too: that is the
-// forward of dy through the weights with K and C swapped and each 3x3 turned
-// half a turn, padded by 2 - pad. On a Zen 3, ResNet-34's convolutions at
-// batch 8 take 0.62 of their time on oneDNN's jit:avx2 in both passes
-// (`python3 bench/ab_layers.py ResNet34 8 --a=--no-winograd`).
+// pays run all three passes here. The backward-data is the forward of dy
+// through the weights with K and C swapped and each 3x3 turned half a turn,
+// padded by 2 - pad. The weight gradient is F(3x3, 4x4) on the same tiles,
+// dW = G^T [sum over tiles of (A dy A^T) . (B^T x B)] G: one product per
+// position, V_pos^T E_pos summed over the tiles. On a Zen 3, ResNet-34's
+// convolutions at batch 8 take about 0.7 of the time of oneDNN's jit:avx2
+// (forward, backward-data) and of Glassbox's NHWC GEMM (backward-filter) in
+// each pass (`python3 bench/ab_layers.py ResNet34 8 --a=--no-winograd`).
 //
 // Stored NHWC, a pixel's channels are contiguous, so the transforms work on
 // one vector of channels at a time, and V and M are laid out (position, tile,
@@ -58,6 +61,15 @@ void store(float* to, L v) {
   std::memcpy(to, &v, sizeof v);
 }
 
+// Calls each(L, c) for every vector of `count` channels, then each(float, c)
+// for the channels past the last whole vector.
+template <typename Each>
+void over_channels(int64_t count, const Each& each) {
+  int64_t c = 0;
+  for (; c + kFloatLanes <= count; c += kFloatLanes) each(FloatLanes{}, c);
+  for (; c < count; ++c) each(0.0f, c);
+}
+
 // r = B^T d, on 6 values d[0], d[stride], ...
 template <typename L>
 void input_1d(const L* d, int stride, L* r, int r_stride) {
@@ -93,6 +105,31 @@ void filter_1d(const L* g, int stride, L* u, int u_stride) {
   u[5 * u_stride] = g2;
 }
 
+// e = A d, on 4 values d[0], d[stride], ... of dy, into 6: the weight
+// gradient's transform of a 4x4 tile of dy.
+template <typename L>
+void gradient_1d(const L* d, int stride, L* e, int e_stride) {
+  const L d0 = d[0], d1 = d[stride], d2 = d[2 * stride], d3 = d[3 * stride];
+  const L even = d0 + d2, odd = d1 + d3, even4 = d0 + 4.0f * d2, odd4 = 2.0f * d1 + 8.0f * d3;
+  e[0] = d0;
+  e[e_stride] = even + odd;
+  e[2 * e_stride] = even - odd;
+  e[3 * e_stride] = even4 + odd4;
+  e[4 * e_stride] = even4 - odd4;
+  e[5 * e_stride] = d3;
+}
+
+// o = G^T m, on 6 values m[0], m[stride], ..., into 3: the weight gradient's
+// transform back from the 6x6 tile.
+template <typename L>
+void filter_gradient_1d(const L* m, int stride, L* o, int o_stride) {
+  const L sum12 = m[stride] + m[2 * stride], diff12 = m[stride] - m[2 * stride];
+  const L sum34 = m[3 * stride] + m[4 * stride], diff34 = m[3 * stride] - m[4 * stride];
+  o[0] = m[0] / 4.0f - sum12 / 6.0f + sum34 / 24.0f;
+  o[o_stride] = diff34 / 12.0f - diff12 / 6.0f;
+  o[2 * o_stride] = (sum34 - sum12) / 6.0f + m[5 * stride];
+}
+
 struct TileGrid {
   int64_t rows = 0, cols = 0;  // tiles down and across one image
 };
@@ -123,12 +160,9 @@ void transform_filter(const WinogradShape& s, const float* w, bool turned, int64
 // U (position, C, K) for every pair of channels; each thread a range of input
 // channels, each of whose rows of U it writes in order.
 void transform_filters(const WinogradShape& s, const float* w, bool turned, float* u) {
-  const int64_t k_vectors = s.k / kFloatLanes * kFloatLanes;
   parallel_for(s.c, std::max<int64_t>(1, kElementwiseGrain / (kPositions * s.k)), [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
-      int64_t k = 0;
-      for (; k < k_vectors; k += kFloatLanes) transform_filter<FloatLanes>(s, w, turned, c, k, u);
-      for (; k < s.k; ++k) transform_filter<float>(s, w, turned, c, k, u);
+      over_channels(s.k, [&](auto lanes, int64_t k) { transform_filter<decltype(lanes)>(s, w, turned, c, k, u); });
     }
   });
 }
@@ -173,6 +207,71 @@ void transform_output(const WinogradShape& s, const float* m, int64_t position_s
   }
 }
 
+// E[pos][t][k0 ...] = (A dy A^T)[pos] for the 4x4 tile of dy at (n, p0, q0),
+// zeros past the output's edge.
+template <typename L>
+void transform_gradient(const WinogradShape& s, const float* dy_tile, int64_t rows, int64_t cols, int64_t k0, float* e,
+                        int64_t position_stride) {
+  L d[kOut * kOut], t[kIn * kOut], tile[kPositions];
+  for (int64_t i = 0; i < kOut; ++i) {
+    for (int64_t j = 0; j < kOut; ++j) {
+      d[i * kOut + j] = i < rows && j < cols ? load<L>(dy_tile + (i * s.q + j) * s.k + k0) : L{};
+    }
+  }
+  for (int j = 0; j < kOut; ++j) gradient_1d(d + j, kOut, t + j, kOut);          // A dy: 6 x 4
+  for (int i = 0; i < kIn; ++i) gradient_1d(t + i * kOut, 1, tile + i * kIn, 1);  // (A dy) A^T: 6 x 6
+  for (int pos = 0; pos < kPositions; ++pos) store(e + pos * position_stride + k0, tile[pos]);
+}
+
+// dW[k][c] = (or +=) G^T M G for one vector (or one float) of output channels
+// k0 ..., from M (position, C, K).
+template <typename L>
+void transform_filter_gradient(const WinogradShape& s, const float* m, int64_t c, int64_t k0, bool add, float* dw) {
+  constexpr int kLanes = sizeof(L) / sizeof(float);
+  L tile[kPositions], t[3 * kIn], out[9];
+  for (int pos = 0; pos < kPositions; ++pos) tile[pos] = load<L>(m + pos * s.c * s.k + c * s.k + k0);
+  for (int j = 0; j < kIn; ++j) filter_gradient_1d(tile + j, kIn, t + j, kIn);       // G^T M: 3 x 6
+  for (int i = 0; i < 3; ++i) filter_gradient_1d(t + i * kIn, 1, out + i * 3, 1);   // (G^T M) G: 3 x 3
+  for (int tap = 0; tap < 9; ++tap) {
+    float lanes[kLanes];
+    store(lanes, out[tap]);
+    for (int lane = 0; lane < kLanes; ++lane) {
+      float& to = dw[((k0 + lane) * s.c + c) * 9 + tap];
+      to = add ? to + lanes[lane] : lanes[lane];
+    }
+  }
+}
+
+// Where a tile's 4x4 outputs lie: image n, from row p0 and column q0, `rows`
+// x `cols` of them inside the output.
+struct TilePlace {
+  int64_t n = 0, p0 = 0, q0 = 0, rows = 0, cols = 0;
+};
+
+TilePlace place_of(const WinogradShape& s, const TileGrid& g, int64_t tile) {
+  TilePlace at{.n = tile / (g.rows * g.cols), .p0 = tile / g.cols % g.rows * kOut, .q0 = tile % g.cols * kOut};
+  at.rows = std::min<int64_t>(kOut, s.p - at.p0), at.cols = std::min<int64_t>(kOut, s.q - at.q0);
+  return at;
+}
+
+// V[pos][t][...] for tile `tile` of the chunk's tile t: every channel of its 6x6 input.
+void transform_input_tile(const WinogradShape& s, const TileGrid& g, const float* x, int64_t tile, float* v_tile,
+                          int64_t v_stride) {
+  int64_t offsets[kPositions];
+  tile_offsets(s, g, tile, offsets);
+  over_channels(s.c, [&](auto lanes, int64_t c) {
+    transform_input<decltype(lanes)>(x, offsets, c, v_tile, v_stride);
+  });
+}
+
+// The tiles of a chunk over the threads, `floats` of work apiece.
+template <typename Body>
+void over_tiles(int64_t count, int64_t floats, const Body& body) {
+  parallel_for(count, std::max<int64_t>(1, kElementwiseGrain / floats), [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) body(t);
+  });
+}
+
 }  // namespace
 
 int64_t winograd_tiles(const WinogradShape& s) {
@@ -208,37 +307,21 @@ void winograd_nhwc(const WinogradShape& s, const float* x, const float* w, bool 
   float* v = u + kPositions * s.c * s.k;
   float* m = v + kPositions * chunk * s.c;
   transform_filters(s, w, turned, u);
-  const int64_t c_vectors = s.c / kFloatLanes * kFloatLanes, k_vectors = s.k / kFloatLanes * kFloatLanes;
   for (int64_t first = 0; first < tiles; first += chunk) {
     const int64_t count = std::min(chunk, tiles - first);
     const int64_t v_stride = count * s.c, m_stride = count * s.k;  // between positions
-    parallel_for(count, std::max<int64_t>(1, kElementwiseGrain / (kPositions * s.c)), [&](int64_t begin, int64_t end) {
-      int64_t offsets[kPositions];
-      for (int64_t t = begin; t < end; ++t) {
-        tile_offsets(s, g, first + t, offsets);
-        float* v_tile = v + t * s.c;
-        int64_t c = 0;
-        for (; c < c_vectors; c += kFloatLanes) transform_input<FloatLanes>(x, offsets, c, v_tile, v_stride);
-        for (; c < s.c; ++c) transform_input<float>(x, offsets, c, v_tile, v_stride);
-      }
-    });
+    over_tiles(count, kPositions * s.c,
+               [&](int64_t t) { transform_input_tile(s, g, x, first + t, v + t * s.c, v_stride); });
     for (int pos = 0; pos < kPositions; ++pos) {
       product_into(MatrixMap(m + pos * m_stride, count, s.k), ConstMatrixMap(v + pos * v_stride, count, s.c),
                    ConstMatrixMap(u + pos * s.c * s.k, s.c, s.k));
     }
-    parallel_for(count, std::max<int64_t>(1, kElementwiseGrain / (kPositions * s.k)), [&](int64_t begin, int64_t end) {
-      for (int64_t t = begin; t < end; ++t) {
-        const int64_t tile = first + t, per_image = g.rows * g.cols, n = tile / per_image;
-        const int64_t p0 = tile / g.cols % g.rows * kOut, q0 = tile % g.cols * kOut;
-        const int64_t rows = std::min<int64_t>(kOut, s.p - p0), cols = std::min<int64_t>(kOut, s.q - q0);
-        float* y_tile = y + ((n * s.p + p0) * s.q + q0) * s.k;
-        const float* m_tile = m + t * s.k;
-        int64_t k = 0;
-        for (; k < k_vectors; k += kFloatLanes) {
-          transform_output<FloatLanes>(s, m_tile, m_stride, b, add, k, y_tile, rows, cols);
-        }
-        for (; k < s.k; ++k) transform_output<float>(s, m_tile, m_stride, b, add, k, y_tile, rows, cols);
-      }
+    over_tiles(count, kPositions * s.k, [&](int64_t t) {
+      const TilePlace at = place_of(s, g, first + t);
+      float* y_tile = y + ((at.n * s.p + at.p0) * s.q + at.q0) * s.k;
+      over_channels(s.k, [&](auto lanes, int64_t k) {
+        transform_output<decltype(lanes)>(s, m + t * s.k, m_stride, b, add, k, y_tile, at.rows, at.cols);
+      });
     });
   }
 }
@@ -257,6 +340,38 @@ void winograd_forward_nhwc(const WinogradShape& s, const float* x, const float* 
 void winograd_backward_data_nhwc(const WinogradShape& s, const float* w, const float* dy, float* dx, bool add,
                                  float* workspace) {
   winograd_nhwc(winograd_backward_data_shape(s), dy, w, /*turned=*/true, nullptr, dx, add, workspace);
+}
+
+void winograd_filter_gradient_nhwc(const WinogradShape& s, const float* x, const float* dy, float* dw, bool add,
+                                   float* workspace) {
+  const TileGrid g = grid_of(s);
+  const int64_t tiles = winograd_tiles(s), chunk = winograd_chunk_tiles(s);
+  float* m = workspace;  // (position, C, K), summed over the chunks
+  float* v = m + kPositions * s.c * s.k;
+  float* e = v + kPositions * chunk * s.c;
+  for (int64_t first = 0; first < tiles; first += chunk) {
+    const int64_t count = std::min(chunk, tiles - first);
+    const int64_t v_stride = count * s.c, e_stride = count * s.k;  // between positions
+    over_tiles(count, kPositions * (s.c + s.k), [&](int64_t t) {
+      transform_input_tile(s, g, x, first + t, v + t * s.c, v_stride);
+      const TilePlace at = place_of(s, g, first + t);
+      const float* dy_tile = dy + ((at.n * s.p + at.p0) * s.q + at.q0) * s.k;
+      over_channels(s.k, [&](auto lanes, int64_t k) {
+        transform_gradient<decltype(lanes)>(s, dy_tile, at.rows, at.cols, k, e + t * s.k, e_stride);
+      });
+    });
+    for (int pos = 0; pos < kPositions; ++pos) {
+      product_into(MatrixMap(m + pos * s.c * s.k, s.c, s.k), ConstMatrixMap(v + pos * v_stride, count, s.c).transpose(),
+                   ConstMatrixMap(e + pos * e_stride, count, s.k), /*accumulate=*/first > 0);
+    }
+  }
+  parallel_for(s.c, std::max<int64_t>(1, kElementwiseGrain / (kPositions * s.k)), [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      over_channels(s.k, [&](auto lanes, int64_t k) {
+        transform_filter_gradient<decltype(lanes)>(s, m, c, k, add, dw);
+      });
+    }
+  });
 }
 
 }  // namespace glassbox

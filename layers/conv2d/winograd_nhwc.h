@@ -42,4 +42,11 @@ WinogradShape winograd_backward_data_shape(const WinogradShape& shape);
 void winograd_backward_data_nhwc(const WinogradShape& shape, const float* w, const float* dy, float* dx, bool add,
                                  float* workspace);
 
+// dW (K, C, 3, 3) = (or, with `add`, +=) the gradient of the weights from x
+// and dy, by F(3x3, 4x4) over the same tiles: G^T [sum over tiles of
+// (A dy A^T) . (B^T x B)] G. The tiles' sums run chunk after chunk, so the
+// bits are fixed for a given thread count.
+void winograd_filter_gradient_nhwc(const WinogradShape& shape, const float* x, const float* dy, float* dw, bool add,
+                                   float* workspace);
+
 }  // namespace glassbox
