@@ -24,8 +24,8 @@ const std::vector<FlagSpec>& compile_flags() {
       {"--cpu-conv", "PATH",
        "what runs the CPU's convolutions: auto (default: oneDNN above 1x1 where built with it), glassbox, onednn"},
       {"--no-winograd", "",
-       "only direct convolutions on the CPU (by default oneDNN's Winograd kernels run the 3x3 stride-1 layers "
-       "where they measured faster, on CPUs where oneDNN runs AVX-512)"},
+       "only direct convolutions on the CPU (by default Winograd runs the 3x3 stride-1 layers where it measured "
+       "faster: oneDNN's kernels where oneDNN runs AVX-512, else Glassbox's on NHWC values)"},
       {"--layout", "L",
        "where values are stored NHWC: auto (default: on the CPU, and on a GPU in tf32, bf16 and fp16), nhwc "
        "(wherever the layers can), nchw (none)"},

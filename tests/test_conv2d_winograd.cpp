@@ -40,13 +40,8 @@ bool runs_glassbox_winograd(const std::string& algorithms) {
 // The algorithms of `options` on x when the layer reads and writes NHWC
 // values, as a graph stores them between convolutions.
 std::string nhwc_algorithms_of(const Options& options, const Shape& x, const PrepareOptions& prepare = {}) {
-  Context ctx = Context::cpu();
   Conv2d conv("conv", options);
-  conv.bind(std::vector<Shape>{x});
-  conv.prepare(ctx, prepare);  // as a graph does: NCHW first, then the layouts it settles on
-  conv.set_channels_last({true}, /*output=*/true);
-  conv.prepare(ctx, prepare);
-  return conv.algorithms();
+  return testing::channels_last_algorithms(conv, {x}, prepare);
 }
 
 // 64 channels in and out, 64 output tiles of 4x4: where Winograd pays.

@@ -19,6 +19,7 @@
 #include "graph/layouts.h"
 #include "tests/support/checks.h"
 #include "tests/support/harness.h"
+#include "tests/support/layout_runs.h"
 
 #if GLASSBOX_WITH_ONEDNN
 #include "oneapi/dnnl/dnnl.h"
@@ -195,13 +196,8 @@ TEST(WinogradNhwc, TheWeightGradientMatchesADirectSumWrittenAndAdded) {
 
 #if GLASSBOX_WITH_ONEDNN
 std::string nhwc_algorithms_of(const Conv2d::Options& options, const Shape& x, const PrepareOptions& prepare = {}) {
-  Context ctx = Context::cpu();
   Conv2d conv("conv", options);
-  conv.bind(std::vector<Shape>{x});
-  conv.prepare(ctx, prepare);  // as a graph does: NCHW first, then the layouts it settles on
-  conv.set_channels_last({true}, /*output=*/true);
-  conv.prepare(ctx, prepare);
-  return conv.algorithms();
+  return testing::channels_last_algorithms(conv, {x}, prepare);
 }
 
 bool runs_glassbox_winograd(const std::string& algorithms) {

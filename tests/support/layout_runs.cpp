@@ -75,6 +75,18 @@ void go_channels_last(LayerHarness& h, const LayerHarness& ref, Layout y_layout)
   h.write(h.output_grad, y_layout == Layout::kNHWC ? channels_last_from_nchw(dy, y) : dy);
 }
 
+std::string channels_last_algorithms(Layer& layer, const std::vector<Shape>& input_shapes,
+                                     const PrepareOptions& prepare) {
+  Context ctx = Context::cpu();
+  layer.bind(input_shapes);
+  layer.prepare(ctx, prepare);
+  std::vector<bool> inputs(input_shapes.size(), false);
+  inputs[0] = true;
+  layer.set_channels_last(inputs, /*output=*/true);
+  layer.prepare(ctx, prepare);
+  return layer.algorithms();
+}
+
 void expect_backward_matches(LayerHarness& h, LayerHarness& ref, bool dx_nhwc, double tolerance,
                              const std::string& what) {
   const Shape x = ref.inputs[0].shape();

@@ -38,6 +38,12 @@ void expect_same_training(const LayoutRun& nhwc, const LayoutRun& nchw);
 // in those layouts.
 void go_channels_last(LayerHarness& h, const LayerHarness& ref, Layout y_layout);
 
+// What `layer` (unbound) names as its algorithms on the CPU when it reads its
+// first input and writes its output NHWC, prepared as a graph prepares it:
+// on NCHW first, then on the layouts it settles on.
+std::string channels_last_algorithms(Layer& layer, const std::vector<Shape>& input_shapes,
+                                     const PrepareOptions& prepare = {});
+
 // h's backward against ref's (the same layer on NCHW, same values), with dx
 // and the parameter gradients written, then added: written ones poisoned
 // first, so an element h leaves alone shows. h's dx is NHWC where `dx_nhwc`.
