@@ -319,7 +319,9 @@ bool OneDnnConv::filter_on_nhwc_winograd() const { return impl_->filter_on_winog
 
 size_t OneDnnConv::workspace_bytes() const {
   const Impl& m = *impl_;
-  return std::max({m.forward.bytes, m.backward_data.bytes, m.backward_filter.bytes});
+  // A pass Conv2d runs by Winograd does not use its oneDNN plan's slices.
+  return std::max({m.forward_on_winograd ? 0 : m.forward.bytes, m.data_on_winograd ? 0 : m.backward_data.bytes,
+                   m.backward_filter.bytes});
 }
 
 void OneDnnConv::forward(const float* x, const float* w, const float* b, float* y, void* workspace) {
