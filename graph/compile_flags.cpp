@@ -61,6 +61,20 @@ CompileOptions compile_options_from_flags(const std::map<std::string, std::strin
   return options;
 }
 
+std::string compile_flags_deciding_bits(const CompileOptions& options, Device device) {
+  std::string flags = cat("--layout ", name_of(options.layout));
+  if (device.is_cuda()) {
+    flags += cat(" --cudnn-api ", name_of(options.layers.cudnn_api));
+    if (options.layers.algo_search == AlgoSearch::kMeasured) flags += " --cudnn-search";
+    if (options.layers.deterministic) flags += " --deterministic";
+  } else {
+    flags += cat(" --cpu-conv ", name_of(options.layers.cpu_conv));
+    if (!options.layers.cpu_winograd) flags += " --no-winograd";
+  }
+  if (!options.fusion) flags += " --no-fusion";
+  return flags;
+}
+
 std::vector<std::string> compile_flag_notes(const std::map<std::string, std::string>& given, Device device) {
   std::vector<std::string> notes;
   if (!device.is_cuda()) {

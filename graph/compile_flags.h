@@ -34,6 +34,16 @@ const std::vector<FlagSpec>& compile_flags();
 CompileOptions compile_options_from_flags(const std::map<std::string, std::string>& given,
                                           CompileOptions base = {});
 
+// The compile flags that decide the arithmetic's bits on `device`, as the
+// flags that choose them, in one canonical order: "--layout auto --cpu-conv
+// auto" for the CPU's defaults, with "--no-winograd" or "--no-fusion" where
+// those are off; on a GPU "--layout auto --cudnn-api auto" and any of
+// "--cudnn-search", "--deterministic", "--no-fusion". The precision is a run
+// setting of its own and is left out, as are flags that change no bits
+// (--no-nvtx, --autotune-cache) and those that do nothing on `device`. A
+// checkpoint records it (Note [What a bit-for-bit resume needs]).
+std::string compile_flags_deciding_bits(const CompileOptions& options, Device device);
+
 // One line for each flag given that changes nothing on `device`, saying so
 // ("--cudnn-search chooses cuDNN algorithms; it has no effect on the CPU"),
 // for a program to print once before it runs.

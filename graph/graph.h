@@ -259,6 +259,7 @@ class Graph {
   Phase compiled_phase() const { return options_.phase; }
   Precision compiled_precision() const { return options_.precision; }
   MemoryReuse compiled_memory_reuse() const { return options_.memory_reuse; }
+  const CompileOptions& compiled_options() const { return options_; }
   const MemoryPlan& memory_plan() const;
 
   // Times of the last forward and backward per layer (compile with

@@ -155,6 +155,37 @@ TEST(CliTrain, AResumeThatCannotBeBitForBitSaysWhy) {
   EXPECT_FALSE(contains(r.output, "not bit for bit")) << r.output;
 }
 
+// The compile flags that choose kernels are part of what a resume compares:
+// a run trained with --no-winograd and resumed without it is told so, by
+// the flags, and --strict-resume refuses it.
+TEST(CliTrain, AResumeWithOtherCompileFlagsNamesThem) {
+  testing::TempDir dir;
+  const std::string run = dir.file("run");
+  testing::CommandOutcome r = glassbox("train LeNet --data synthetic:64 --batch 16 --device cpu --workers 1 "
+                                       "--steps-per-epoch 2 --epochs 1 --threads 1 --no-winograd --checkpoint-dir " +
+                                       run);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  const std::string resume = "train LeNet --resume " + run + " --device cpu --workers 1 --threads 1 ";
+  const std::string differs =
+      "compile_flags is '--layout auto --cpu-conv auto', the checkpoint's '--layout auto --cpu-conv auto "
+      "--no-winograd'";
+  r = glassbox(resume + "--epochs 2 --strict-resume");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "--strict-resume: " + differs)) << r.output;
+
+  r = glassbox(resume + "--epochs 2 --no-winograd --strict-resume");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_FALSE(contains(r.output, "not bit for bit")) << r.output;
+
+  r = glassbox(resume + "--epochs 3 --no-fusion");  // epochs 1 and 2 ran with --no-winograd
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "compile_flags is '--layout auto --cpu-conv auto --no-fusion', the checkpoint's "
+                                 "'--layout auto --cpu-conv auto --no-winograd'; the run continues, but not bit for "
+                                 "bit"))
+      << r.output;
+}
+
 // A reader that goes away (`train ... | head -c 10`) stops the run at its
 // next line with a message and exit code 1, not a silent SIGPIPE.
 TEST(CliTrain, AClosedStdoutStopsTheRunWithAMessage) {

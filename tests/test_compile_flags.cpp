@@ -49,6 +49,31 @@ TEST(CompileFlags, EachFlagSetsItsOptionAndKeepsTheBase) {
   EXPECT_TRUE(options.layer_timing);
 }
 
+// Note [What a bit-for-bit resume needs] (train/trainer.h): a checkpoint
+// records the flags that choose kernels on its device, so a resume can
+// name the one that differs.
+TEST(CompileFlags, TheFlagsThatDecideTheBitsAreNamedForTheirDevice) {
+  CompileOptions defaults;
+  defaults.layers.deterministic = false;
+  EXPECT_EQ(compile_flags_deciding_bits(defaults, Device::cpu()), "--layout auto --cpu-conv auto");
+  EXPECT_EQ(compile_flags_deciding_bits(defaults, Device::cuda()), "--layout auto --cudnn-api auto");
+
+  const CompileOptions chosen = compile_options_from_flags(
+      {{"--precision", "bf16"}, {"--cudnn-search", ""}, {"--cudnn-api", "graph"}, {"--deterministic", ""},
+       {"--cpu-conv", "glassbox"}, {"--no-winograd", ""}, {"--layout", "nhwc"}, {"--no-fusion", ""},
+       {"--no-nvtx", ""}});
+  EXPECT_EQ(compile_flags_deciding_bits(chosen, Device::cpu()),
+            "--layout nhwc --cpu-conv glassbox --no-winograd --no-fusion");
+  EXPECT_EQ(compile_flags_deciding_bits(chosen, Device::cuda(1)),
+            "--layout nhwc --cudnn-api graph --cudnn-search --deterministic --no-fusion");
+  // Each flag on its own changes the words, so no difference goes unnamed.
+  for (const char* flag : {"--no-winograd", "--no-fusion"}) {
+    EXPECT_NE(compile_flags_deciding_bits(compile_options_from_flags({{flag, ""}}, defaults), Device::cpu()),
+              compile_flags_deciding_bits(defaults, Device::cpu()))
+        << flag;
+  }
+}
+
 TEST(CompileFlags, ABadValueNamesItsFlag) {
   EXPECT_THROW(compile_options_from_flags({{"--precision", "fp64"}}), ConfigError);
   EXPECT_THROW(compile_options_from_flags({{"--cpu-conv", "fast"}}), ConfigError);

@@ -77,10 +77,11 @@ TEST(Trainer, AResumedRunEndsBitForBitAsOneThatNeverStopped) {
   ASSERT_TRUE(has_checkpoint(dir.path()));
   // Note [What a bit-for-bit resume needs]: the checkpoint records what decides the bits.
   const std::map<std::string, std::string> environment = read_training_state(dir.path()).environment;
-  EXPECT_EQ(environment, run_environment(first.ctx));
-  for (const char* key : {"build", "cpu_threads", "cpu_simd", "cpu_blas", "cpu_conv"}) {
+  EXPECT_EQ(environment, run_environment(first.ctx, first.graph));
+  for (const char* key : {"build", "cpu_threads", "cpu_simd", "cpu_blas", "cpu_conv", "compile_flags"}) {
     EXPECT_TRUE(environment.contains(key)) << key;
   }
+  EXPECT_EQ(environment.at("compile_flags"), "--layout auto --cpu-conv auto");
   const std::string run_id = first.trainer->state().run_id;
   EXPECT_EQ(read_training_state(dir.path()).run_id, run_id);
   EXPECT_NE(straight.trainer->state().run_id, run_id) << "two runs, one id";

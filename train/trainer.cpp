@@ -10,6 +10,7 @@
 #include <sstream>
 #include <vector>
 
+#include "graph/compile_flags.h"
 #include "graph/finite_check.h"
 #include "optim/replica_check.h"
 #include "optim/train_step.h"
@@ -131,8 +132,9 @@ void Trainer::finish_setup() {
 
 Trainer::~Trainer() = default;
 
-std::map<std::string, std::string> run_environment(const Context& ctx) {
-  // The run context's fields that decide the arithmetic's bits, on this device.
+std::map<std::string, std::string> run_environment(const Context& ctx, const Graph& graph) {
+  // The run context's fields that decide the arithmetic's bits, on this
+  // device, and the compile flags that do.
   const bool cpu = !ctx.device().is_cuda();
   const std::vector<std::string> keys =
       cpu ? std::vector<std::string>{"build", "cpu_threads", "cpu_simd", "cpu_blas", "cpu_conv"}
@@ -141,6 +143,7 @@ std::map<std::string, std::string> run_environment(const Context& ctx) {
   for (const auto& [key, value] : runtime_info(ctx).fields()) {
     if (std::find(keys.begin(), keys.end(), key) != keys.end()) environment[key] = value;
   }
+  environment["compile_flags"] = compile_flags_deciding_bits(graph.compiled_options(), ctx.device());
   return environment;
 }
 
@@ -154,7 +157,7 @@ std::string environment_differences(const std::map<std::string, std::string>& sa
   std::string differences;
   for (const auto& [key, value] : now) {
     const auto it = saved.find(key);
-    const std::string was = it == saved.end() ? "not recorded" : "'" + excerpt(it->second, 120) + "'";
+    const std::string was = it == saved.end() ? "not recorded" : cat("'", excerpt(it->second, 120), "'");
     if (it != saved.end() && it->second == value) continue;
     differences += cat(differences.empty() ? "" : "; ", key, " is '", value, "', the checkpoint's ", was);
   }
@@ -190,12 +193,12 @@ const TrainingState& Trainer::resume(const std::string& dir) {
     throw ConfigError(cat("--resume ", dir, ": the checkpoint has finished epoch ", saved.epoch, " of ",
                           options_.epochs, "; ask for more epochs to continue"));
   }
-  const std::map<std::string, std::string> environment = run_environment(ctx_);
+  const std::map<std::string, std::string> environment = run_environment(ctx_, graph_);
   if (const std::string differences = environment_differences(saved.environment, environment);
       !differences.empty()) {
     if (options_.strict_resume) {
       throw ConfigError(cat("--resume ", dir, " --strict-resume: ", differences,
-                            "; resume where the checkpoint's run ran (the same --threads, build and device)"));
+                            "; resume as the checkpoint's run ran (the same --threads, build, compile flags and device)"));
     }
     if (options_.warn) {
       options_.warn(cat("--resume ", dir, ": ", differences,
@@ -255,7 +258,7 @@ void Trainer::run(const TrainerHooks& hooks) {
     claim_checkpoint_dir(writes);
     checkpoint_dir_ready_ = true;
   }
-  if (state_.environment.empty()) state_.environment = run_environment(ctx_);
+  if (state_.environment.empty()) state_.environment = run_environment(ctx_, graph_);
   for (int epoch = state_.epoch + 1; epoch <= options_.epochs; ++epoch) {
     EpochReport report = train_epoch(epoch, hooks);
     if (validation_) report.validation = evaluate(ctx_, graph_, *validation_);

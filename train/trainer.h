@@ -201,9 +201,10 @@ class Trainer {
 // where the arithmetic is the same: the same CPU thread count (each thread
 // sums its share, so the threads decide the order of the sums), the same
 // build (its CPU baseline decides the vector width of Glassbox's kernels),
-// the same kernels (oneDNN's ISA, the BLAS) and, on a GPU, the same GPU and
+// the same kernels (oneDNN's ISA, the BLAS, and the compile flags that choose
+// among kernels: compile_flags_deciding_bits) and, on a GPU, the same GPU and
 // libraries. Each checkpoint records them (run_environment); a resume
 // compares them with its own.
-std::map<std::string, std::string> run_environment(const Context& ctx);
+std::map<std::string, std::string> run_environment(const Context& ctx, const Graph& graph);
 
 }  // namespace glassbox

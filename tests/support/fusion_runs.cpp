@@ -28,7 +28,9 @@ std::string fused_relus(const Graph& graph) {
     // residual add fused into its batch norm]), and so is its ReLU's.
     const bool through_add = node.inputs.size() == 1 && node.inputs[0] != node.fused_into;
     EXPECT_EQ(producer.layer->fused_residual(), producer.residual >= 0) << node.name;
-    if (node.layer->type() == "Add" || through_add) EXPECT_GE(producer.residual, 0) << node.name;
+    if (node.layer->type() == "Add" || through_add) {
+      EXPECT_GE(producer.residual, 0) << node.name;
+    }
     fused += cat(fused.empty() ? "" : " ", node.name, "<-", producer.name, backward ? "+backward" : "");
   }
   return fused;

@@ -124,8 +124,9 @@ inline const std::vector<FlagSpec>& train_flags() {
       {"--resume", "DIR", "continue from DIR's latest checkpoint (and keep writing checkpoints there)"},
       {"--overwrite", "", "a new run into a --checkpoint-dir that holds another run's checkpoints: remove them first "
                           "(without it, such a directory is refused)"},
-      {"--strict-resume", "", "with --resume: refuse, instead of warning, where the threads, build or device differ "
-                              "from the checkpoint's run (a resume is bit for bit only where they are the same)"},
+      {"--strict-resume", "", "with --resume: refuse, instead of warning, where the threads, build, compile flags "
+                              "or device differ from the checkpoint's run (a resume is bit for bit only where they are "
+                              "the same)"},
       {"--log", "FILE", "append one JSON line per epoch (and per --log-every steps) to FILE"},
       {"--log-every", "N", "with --log, also a line every N steps"},
       {"--check-numerics", "", "after every step, check every output and gradient and name the first that is "
