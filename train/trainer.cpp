@@ -198,7 +198,8 @@ const TrainingState& Trainer::resume(const std::string& dir) {
       !differences.empty()) {
     if (options_.strict_resume) {
       throw ConfigError(cat("--resume ", dir, " --strict-resume: ", differences,
-                            "; resume as the checkpoint's run ran (the same --threads, build, compile flags and device)"));
+                            "; resume as the checkpoint's run ran (the same --threads, build, compile flags and "
+                            "device)"));
     }
     if (options_.warn) {
       options_.warn(cat("--resume ", dir, ": ", differences,
