@@ -18,17 +18,19 @@ namespace glassbox {
 namespace {
 
 // Places tensors back to back in one allocation: first reserve() each, then
-// allocate(), then view() each at its offset.
+// allocate(), then view() each at its offset, a multiple of `alignment`.
 class ArenaPlan {
  public:
+  explicit ArenaPlan(size_t alignment = kPlanAlignment) : alignment_(alignment) {}
   size_t reserve(size_t bytes) {
     const size_t offset = total_;
-    total_ += plan_aligned(bytes);
+    total_ += (bytes + alignment_ - 1) / alignment_ * alignment_;
     return offset;
   }
   size_t total() const { return total_; }
 
  private:
+  size_t alignment_;
   size_t total_ = 0;
 };
 
@@ -75,7 +77,7 @@ std::vector<size_t> reserve_parameters(ArenaPlan& plan, const Layer& layer) {
 }
 
 size_t parameter_bytes(const std::vector<Node>& nodes, const std::vector<int>& layers) {
-  ArenaPlan plan;
+  ArenaPlan plan(kParameterAlignment);
   for (int i : layers) reserve_parameters(plan, *nodes[static_cast<size_t>(i)].layer);
   return plan.total();
 }
@@ -279,7 +281,7 @@ const MemoryPlan& Graph::memory_plan() const {
 // gradients in an inference plan).
 void Graph::allocate_parameters(Context& ctx) {
   const bool training = options_.phase == Phase::kTraining;
-  ArenaPlan plan;
+  ArenaPlan plan(kParameterAlignment);
   std::vector<std::vector<size_t>> offsets(nodes_.size());
   for (int i : layers_) offsets[static_cast<size_t>(i)] = reserve_parameters(plan, *nodes_[static_cast<size_t>(i)].layer);
   parameters_ = allocate_arena(ctx, plan.total(), MemoryCategory::kParameters);

@@ -112,6 +112,14 @@ struct MemoryPlan {
 // kernels assume for their widest vector loads.
 inline constexpr size_t kPlanAlignment = 256;
 inline size_t plan_aligned(size_t bytes) { return (bytes + kPlanAlignment - 1) / kPlanAlignment * kPlanAlignment; }
+// The parameters' arena aligns each parameter at twice that: a bf16 or fp16
+// working copy holds each at the same element offset, half the bytes, which
+// is then still a multiple of kPlanAlignment, as cuBLASLt's default operand
+// alignment and the vector loads of cuDNN's kernels want.
+inline constexpr size_t kParameterAlignment = 2 * kPlanAlignment;
+inline size_t parameter_aligned(size_t bytes) {
+  return (bytes + kParameterAlignment - 1) / kParameterAlignment * kParameterAlignment;
+}
 
 // Plans activations and activation gradients for a graph's nodes (in
 // topological order; `layers` are the indices of layer nodes). `phase`

@@ -251,9 +251,10 @@ TEST(Lstm, GraphPacksItsParameters) {
   const size_t lstm_bytes = (48 + 64 + 16 + 16) * 4;  // 576: the block, one alignment pad after it
   const size_t fc_weight = 5 * 8 * 4, fc_bias = 5 * 4;  // flatten: (3, 2 * 4)
   const Node& fc = graph.node("fc");
-  EXPECT_EQ(offset(fc.params[0], base) % 256, 0);
-  EXPECT_EQ(offset(fc.params[1], base) % 256, 0);
-  EXPECT_EQ(graph.parameters().bytes(), plan_aligned(lstm_bytes) + plan_aligned(fc_weight) + plan_aligned(fc_bias));
+  EXPECT_EQ(offset(fc.params[0], base) % kParameterAlignment, 0u);
+  EXPECT_EQ(offset(fc.params[1], base) % kParameterAlignment, 0u);
+  EXPECT_EQ(graph.parameters().bytes(),
+            parameter_aligned(lstm_bytes) + parameter_aligned(fc_weight) + parameter_aligned(fc_bias));
 }
 
 TEST(Lstm, RejectsBadOptions) {

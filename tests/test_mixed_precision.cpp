@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <limits>
 
@@ -93,6 +94,9 @@ TEST(MixedPrecision, StoresValuesGradientsAndWeightsIn16BitsAndTheRestInFp32) {
         EXPECT_EQ(node.grad.dtype(), half);
         for (const Tensor& p : node.params) {
           EXPECT_EQ(p.dtype(), node.layer->keeps_fp32_parameters() ? DType::kFloat32 : half) << p.name();
+          // Each 16-bit weight starts where cuBLASLt's and cuDNN's kernels
+          // assume, as the fp32 master does.
+          EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p.raw()) % kPlanAlignment, 0u) << p.name();
         }
         for (const Tensor& g : node.param_grads) EXPECT_EQ(g.dtype(), DType::kFloat32) << g.name();
       }

@@ -14,9 +14,10 @@ namespace {
 // by the alignment they may assume: of A, B, C and D from the preference
 // (256 bytes unless set lower), of the bias from the pointer in the
 // descriptor (none at prepare, which counts as aligned to anything). The
-// graph places every value and parameter at a multiple of 256 bytes
-// (kPlanAlignment, graph/memory_plan.h) and the allocator returns 256-byte
-// aligned memory, so the defaults hold; run() checks each pointer rather
+// graph places every value and parameter, and each weight of a bf16 or fp16
+// working copy, at a multiple of 256 bytes (kPlanAlignment,
+// graph/memory_plan.h; kParameterAlignment, graph/graph.cpp) and the
+// allocator returns 256-byte aligned memory, so the defaults hold; run() checks each pointer rather
 // than hand a kernel an address it was not chosen for.
 constexpr uintptr_t kLtAlignment = 256;
 
@@ -81,6 +82,8 @@ std::optional<LtMatmul> LtMatmul::plan(Context& ctx, const LinearGemm& gemm, DTy
                                                                &found);
   if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && found == 0)) return std::nullopt;
   CUBLAS_CHECK(status);
+  // Each result carries its own status; one that is not SUCCESS cannot run.
+  if (result.state != CUBLAS_STATUS_SUCCESS) return std::nullopt;
   m.algo_ = result.algo;
   m.workspace_bytes_ = result.workspaceSize;
   int32_t id = -1;
