@@ -1,6 +1,7 @@
 // tests/test_engine_config.cpp: Note [Engine configurations]
 // (layers/conv2d/engine_config.h): a configuration's name in reports, the
-// options' verdict on its numerical notes, and the dimensions and strides
+// options' verdict on its numerical notes, which of the heuristics'
+// configurations a search takes, and the dimensions and strides
 // that describe a convolution's tensors to cuDNN's graph API.
 #include <gtest/gtest.h>
 
@@ -61,6 +62,36 @@ TEST(EngineConfig, TheOptionsRefuseWhatTheyMust) {
       EXPECT_EQ(refusal.value_or("(allowed)"), c.refusal) << what;
     }
   }
+}
+
+// fp32 without TF32 on a GPU with tensor cores: mode A offers tensor-core
+// engines first. The limit counts only the ones the run allows, so the
+// fallback list's plain engines are still taken; the refused ones follow,
+// with their reason.
+TEST(EngineConfig, TheLimitCountsOnlyWhatTheRunAllows) {
+  auto config = [](int64_t engine, uint32_t notes) { return EngineConfig{.engine = engine, .numerical_notes = notes}; };
+  std::vector<EngineConfig> mode_a, fallback;
+  for (int64_t e = 0; e < 6; ++e) mode_a.push_back(config(e, kNoteTensorCore));
+  mode_a.push_back(config(10, 0));
+  fallback = {config(10, 0), config(11, 0), config(12, kNoteTensorCore), config(13, 0)};
+  const auto refusal = [](const EngineConfig& c) {
+    return engine_refusal(c.numerical_notes, DType::kFloat32, /*tf32=*/false, /*deterministic=*/false);
+  };
+  const std::vector<SelectedConfig> picked = select_engine_configs({mode_a, fallback}, 3, refusal);
+  std::vector<int64_t> engines;
+  for (const SelectedConfig& p : picked) engines.push_back(p.config.engine);
+  EXPECT_EQ(engines, (std::vector<int64_t>{10, 11, 13, 0, 1, 2})) << "allowed first, each once, then refused";
+  for (size_t i = 0; i < picked.size(); ++i) {
+    EXPECT_EQ(picked[i].refusal.has_value(), i >= 3) << i;
+  }
+  EXPECT_EQ(picked[3].refusal.value_or(""), "uses tensor-op math, TF32 is off");
+  // Nothing refused: the heuristics' order, up to the limit.
+  const std::vector<SelectedConfig> all = select_engine_configs({mode_a}, 4, [](const EngineConfig&) {
+    return std::optional<std::string>();
+  });
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[3].config.engine, 3);
+  EXPECT_TRUE(select_engine_configs({}, 4, refusal).empty());
 }
 
 // The graph API takes the dimensions in NCHW (KCRS) order whatever the

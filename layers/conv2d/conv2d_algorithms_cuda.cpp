@@ -138,9 +138,10 @@ std::vector<Perf> to_perfs(const std::vector<CudnnPerf>& results, int count, boo
   return perfs;
 }
 
-// Scratch tensors for the measured search: x, w, y and a workspace.
+// Scratch tensors for the measured search: x, w, y, a workspace, and the
+// bias of a fused forward.
 struct Scratch {
-  Tensor x, w, y, workspace;
+  Tensor x, w, y, workspace, bias;
   size_t workspace_bytes = 0;
 };
 
@@ -224,12 +225,20 @@ cudnnStatus_t workspace_size(const ConvDescriptors& d, cudnnConvolutionDescripto
 // plan that runs it: backward-filter adds into fp32 gradients.
 float search_beta(const SearchInput& in, Pass pass) { return pass == Pass::kBackwardFilter ? in.filter_beta : 0.0f; }
 
-// One legacy algorithm on the scratch tensors, as cudnnFind runs it.
-cudnnStatus_t run_legacy(const ConvDescriptors& d, cudnnConvolutionDescriptor_t conv, Pass pass, int algo,
+// One legacy algorithm on the scratch tensors, as cudnnFind runs it; a
+// fused forward through the call that runs it (Note [Fused convolution, bias
+// and ReLU on cuDNN], conv2d_cuda.cpp), which supports fewer configurations.
+cudnnStatus_t run_legacy(const SearchInput& in, cudnnConvolutionDescriptor_t conv, Pass pass, int algo,
                          const Scratch& s, size_t workspace, float beta) {
+  const ConvDescriptors& d = in.descriptors;
   void* ws = workspace > 0 ? s.workspace.raw() : nullptr;
   switch (pass) {
     case Pass::kForward:
+      if (in.fused_relu != nullptr) {
+        return cudnnConvolutionBiasActivationForward(
+            d.handle, &kOne, d.x, s.x.raw(), d.w, s.w.raw(), conv, static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws,
+            workspace, &kZero, d.y, s.y.raw(), in.fused_bias, s.bias.raw(), in.fused_relu, d.y, s.y.raw());
+      }
       return cudnnConvolutionForward(d.handle, &kOne, d.x, s.x.raw(), d.w, s.w.raw(), conv,
                                      static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, workspace, &kZero, d.y,
                                      s.y.raw());
@@ -266,8 +275,22 @@ std::pair<cudnnStatus_t, float> time_runs(Context& ctx, Run&& run) {
 }
 
 // At most this many engine configurations per pass are built and timed:
-// the heuristics' first ones, where the fast kernels rank.
+// the heuristics' first ones that the run allows, where the fast kernels rank.
 constexpr size_t kMaxEngineConfigs = 12;
+
+// Why the run refuses an engine configuration for the pass, or nothing.
+std::optional<std::string> config_refusal(const PrepareOptions& options, const SearchInput& in, Pass pass,
+                                          const EngineConfig& config) {
+  if (pass == Pass::kForward && !in.graph_forward) return "the fused bias and ReLU run on the legacy call";
+  return engine_refusal(config.numerical_notes, in.data, in.tf32, options.deterministic);
+}
+
+// The configurations the pass's search takes from cuDNN's heuristics (select_engine_configs).
+std::vector<SelectedConfig> offered_configs(const PrepareOptions& options, const SearchInput& in, Pass pass,
+                                            const ConvOperationGraph& graph, GraphFailure& failure) {
+  return select_engine_configs(graph.offered_configs(failure), kMaxEngineConfigs,
+                               [&](const EngineConfig& c) { return config_refusal(options, in, pass, c); });
+}
 
 // The layer's operation graphs, built when a candidate first needs one: per
 // pass, one that writes (beta 0) and one that adds (beta 1).
@@ -359,6 +382,7 @@ Scratch allocate_scratch(Context& ctx, const PrepareOptions& options, const Sear
   scratch.x = ctx.allocate(in.x, in.data, MemoryCategory::kWorkspace);
   scratch.w = ctx.allocate(in.w, in.data, MemoryCategory::kWorkspace);
   scratch.y = ctx.allocate(in.y, in.data, MemoryCategory::kWorkspace);
+  if (in.fused_relu != nullptr) scratch.bias = ctx.allocate(Shape{in.y[1]}, in.data, MemoryCategory::kWorkspace);
   for (size_t bytes = wanted; bytes > 0; bytes /= 2) {
     try {
       const auto floats = static_cast<int64_t>((bytes + sizeof(float) - 1) / sizeof(float));
@@ -394,7 +418,7 @@ void retime_legacy(Context& ctx, const SearchInput& in, Pass pass, const Scratch
     const ConvolutionDescriptor conv = in.make_convolution(runs_result_math(in) ? p.math : in.base_math);
     const float beta = search_beta(in, pass);
     const auto [status, ms] = time_runs(
-        ctx, [&] { return run_legacy(in.descriptors, conv.get(), pass, p.algo, scratch, p.memory, beta); });
+        ctx, [&] { return run_legacy(in, conv.get(), pass, p.algo, scratch, p.memory, beta); });
     p.status = status;
     p.time_ms = ms;
   }
@@ -410,12 +434,16 @@ std::vector<Perf> measure_engines(Context& ctx, const PrepareOptions& options, c
     failure = f.text();
     return {};
   }
-  const std::vector<EngineConfig> configs = graph->engine_configs(kMaxEngineConfigs, f);
+  const std::vector<SelectedConfig> configs = offered_configs(options, in, pass, *graph, f);
   if (configs.empty()) failure = f.status != CUDNN_STATUS_SUCCESS ? f.text() : "cuDNN's heuristics offer none";
   std::vector<Perf> perfs;
   const cudnnHandle_t handle = in.descriptors.handle;
-  for (const EngineConfig& config : configs) {
+  for (const auto& [config, refusal] : configs) {
     Perf p = engine_perf(config);
+    if (refusal) {  // listed with its reason, not built or timed
+      perfs.push_back(std::move(p));
+      continue;
+    }
     GraphFailure why;
     const std::shared_ptr<const GraphPlan> plan = GraphPlan::make(handle, graph, config, why);
     if (!plan) {
@@ -511,15 +539,13 @@ PassChoice choose_searched(Context& ctx, const PrepareOptions& options, const Se
                                  engine ? (perf.engine.numerical_notes & kNoteTensorCore) != 0 : is_tensor_op(perf.math),
                                  engine ? perf.engine.engine : -1};
     const std::optional<std::string> refused =
-        engine ? engine_refusal(perf.engine.numerical_notes, in.data, in.tf32, options.deterministic) : std::nullopt;
+        engine ? config_refusal(options, in, pass, perf.engine) : std::nullopt;
     if (chosen) {
       c.verdict = "not tried";
     } else if (perf.status != CUDNN_STATUS_SUCCESS) {
       c.verdict = cudnnGetErrorString(perf.status);
     } else if (refused) {
       c.verdict = *refused;
-    } else if (engine && pass == Pass::kForward && !in.graph_forward) {
-      c.verdict = "the fused bias and ReLU run on the legacy call";
     } else if (!engine && options.deterministic && !perf.deterministic) {
       c.verdict = kNotDeterministic;
     } else if (!engine && !in.tf32 && !is_16_bit(in) && is_tensor_op(perf.math)) {
@@ -595,7 +621,9 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
   // the heuristic choice ranks the legacy algorithms unless the graph API is asked for.
   const bool legacy = options.cudnn_api != CudnnApi::kGraph;
   const bool graph = options.cudnn_api == CudnnApi::kGraph || (measured && options.cudnn_api == CudnnApi::kAuto);
-  const std::string whose = legacy && graph ? "legacy+graph" : legacy ? "legacy" : "graph";
+  auto whose_of = [](bool legacy_ones, bool graph_ones) {
+    return legacy_ones && graph_ones ? "legacy+graph" : legacy_ones ? "legacy" : "graph";
+  };
   const std::string how = all_pinned ? "pinned"
                           : measured ? cat("measured (", legacy && graph ? "legacy algorithms and graph-API engines"
                                                          : legacy        ? "legacy algorithms"
@@ -618,6 +646,12 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
       choice.passes[i] = choose_pinned(ctx, options, in, pass, search.get(), candidates[i]);
       continue;
     }
+    // A forward whose bias and ReLU are fused runs on a legacy call
+    // (cudnnConvolutionBiasActivationForward): its candidates are the legacy
+    // algorithms, whichever API is asked for.
+    const bool fused_forward = pass == Pass::kForward && !in.graph_forward;
+    const bool pass_legacy = legacy || fused_forward;
+    const bool pass_graph = graph && !fused_forward;
     std::vector<Perf> perfs;
     if (measured) {
       ConvProblem problem = in.problem;
@@ -625,31 +659,31 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
       problem.cudnn = cudnn_version();
       problem.pass = kPassLongNames[i];
       problem.math = static_cast<int>(in.base_math);
-      problem.candidates = whose;
+      problem.candidates = whose_of(pass_legacy, pass_graph);
       const std::string key = problem.key();
       if (const std::vector<MeasuredAlgorithm>* kept = cache->find(key)) {
         perfs = from_measured(*kept);
         cached += cat(cached.empty() ? "" : ", ", kPassNames[i]);
       } else {
         if (!scratch) scratch = allocate_scratch(ctx, options, in, search.get());
-        if (legacy) {
+        if (pass_legacy) {
           perfs = measure(in.descriptors, search.get(), pass, *scratch);
           retime_legacy(ctx, in, pass, *scratch, perfs);
         }
-        if (graph) {
+        if (pass_graph) {
           std::vector<Perf> engines = measure_engines(ctx, options, in, pass, graphs, *scratch, graph_failures[i]);
           perfs.insert(perfs.end(), engines.begin(), engines.end());
         }
         sort_by_time(perfs);
         cache->insert(key, to_measured(perfs));
       }
-    } else if (legacy) {
+    } else if (pass_legacy) {
       perfs = heuristics(in.descriptors, search.get(), pass);
     } else {
       GraphFailure failure;
       if (auto g = graphs.get(in, pass, search_beta(in, pass), failure)) {
-        for (const EngineConfig& config : g->engine_configs(kMaxEngineConfigs, failure)) {
-          perfs.push_back(engine_perf(config));
+        for (const SelectedConfig& selected : offered_configs(options, in, pass, *g, failure)) {
+          perfs.push_back(engine_perf(selected.config));
         }
       }
       if (perfs.empty()) {
@@ -679,6 +713,7 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
     if (!notes[i].empty()) summary += cat("; ", kPassNames[i], " skipped ", notes[i]);
     if (!graph_failures[i].empty()) summary += cat("; ", kPassNames[i], " graph API: ", graph_failures[i]);
   }
+  if (!in.graph_forward && !legacy) summary += "; fwd on the legacy API, whose call fuses the bias and ReLU";
   if (!cached.empty()) {
     summary += cat("; ", cached, " as measured before for the same problem (",
                    options.autotune_cache.empty() ? "this run's autotune cache" : options.autotune_cache, ")");

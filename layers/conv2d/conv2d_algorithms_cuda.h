@@ -50,6 +50,11 @@ struct SearchInput {
   // Whether the forward may run on a graph-API plan: not where the layer's
   // ReLU is fused into cudnnConvolutionBiasActivationForward, a legacy call.
   bool graph_forward = true;
+  // That fused call's bias and activation descriptors (null where the
+  // forward is not fused): the measured search times each legacy forward
+  // algorithm through the call that will run it.
+  cudnnTensorDescriptor_t fused_bias = nullptr;
+  cudnnActivationDescriptor_t fused_relu = nullptr;
 };
 
 // One pass's choice: a legacy algorithm with the convolution descriptor to

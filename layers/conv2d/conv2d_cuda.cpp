@@ -125,6 +125,7 @@ void Conv2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
     state->weight_grad = std::move(grads.weight), state->bias_grad = std::move(grads.bias);
   }
 
+  if (fused_relu()) state->relu = make_relu_descriptor();
   const conv2d_cuda::SearchInput search{
       .layer = name(),
       .descriptors = d,
@@ -150,16 +151,15 @@ void Conv2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
                   .groups = o.groups},
       .filter_beta = narrow ? 0.0f : 1.0f,
       .graph_forward = !fused_relu(),
+      .fused_bias = fused_relu() ? state->bias.get() : nullptr,
+      .fused_relu = state->relu.get(),
   };
   conv2d_cuda::AlgorithmChoice choice = conv2d_cuda::choose_algorithms(ctx, options, search, candidates_);
   state->passes = std::move(choice.passes);
   state->summary = std::move(choice.summary);
   size_t workspace = 0;
   for (const conv2d_cuda::PassChoice& p : state->passes) workspace = std::max(workspace, p.workspace);
-  if (fused_relu()) {
-    state->relu = make_relu_descriptor();
-    state->summary += "; ReLU fused (cudnnConvolutionBiasActivationForward)";
-  }
+  if (fused_relu()) state->summary += "; ReLU fused (cudnnConvolutionBiasActivationForward)";
   state->bridge_offset = aligned_share(workspace);
   set_workspace_bytes(state->bridge_offset + state->bridge.bytes());
   backend_ = std::move(state);

@@ -7,6 +7,7 @@
 #include "layers/conv2d/conv_graph_cuda.h"
 
 #include <algorithm>
+#include <optional>
 #include <array>
 #include <cstdint>
 
@@ -195,10 +196,18 @@ std::vector<EngineConfig> heuristic_configs(cudnnBackendDescriptor_t graph, cudn
         kStep);
   std::vector<EngineConfig> out;
   if (count == 0) return out;
+  // One configuration that cannot be read is left out, not the whole list;
+  // the failure is reported where none could be read.
+  std::optional<StepFailed> first_failure;
   for (const BackendDescriptor& config : get_descriptors(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
                                                          CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, count, kStep)) {
-    out.push_back(describe(config));
+    try {
+      out.push_back(describe(config));
+    } catch (const StepFailed& e) {
+      if (!first_failure) first_failure = e;
+    }
   }
+  if (out.empty() && first_failure) throw *first_failure;
   return out;
 }
 
@@ -249,20 +258,17 @@ std::shared_ptr<const ConvOperationGraph> ConvOperationGraph::build(cudnnHandle_
   return g;
 }
 
-std::vector<EngineConfig> ConvOperationGraph::engine_configs(size_t limit, GraphFailure& failure) const {
-  std::vector<EngineConfig> configs;
+std::vector<std::vector<EngineConfig>> ConvOperationGraph::offered_configs(GraphFailure& failure) const {
+  std::vector<std::vector<EngineConfig>> lists;
   for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
     try {
-      for (EngineConfig& c : heuristic_configs(graph_.get(), mode)) {
-        if (configs.size() >= limit) break;
-        if (std::find(configs.begin(), configs.end(), c) == configs.end()) configs.push_back(std::move(c));
-      }
+      lists.push_back(heuristic_configs(graph_.get(), mode));
     } catch (const StepFailed& e) {
       // Mode A's failure is reported; the fallback list is what is left to try.
       if (mode == CUDNN_HEUR_MODE_A) failure = {e.status, e.step};
     }
   }
-  return configs;
+  return lists;
 }
 
 std::shared_ptr<const GraphPlan> GraphPlan::make(cudnnHandle_t handle, std::shared_ptr<const ConvOperationGraph> graph,

@@ -59,9 +59,9 @@ class ConvOperationGraph {
   cudnnBackendDescriptor_t get() const { return graph_.get(); }
   Conv2d::Pass pass() const { return pass_; }
   float beta() const { return beta_; }
-  // The engine configurations cuDNN's heuristics offer, mode A's first, then
-  // the fallback list's that mode A did not offer; at most `limit`.
-  std::vector<EngineConfig> engine_configs(size_t limit, GraphFailure& failure) const;
+  // The engine configurations cuDNN's heuristics offer: mode A's list, then
+  // the fallback list (select_engine_configs in engine_config.h takes from them).
+  std::vector<std::vector<EngineConfig>> offered_configs(GraphFailure& failure) const;
 
  private:
   ConvOperationGraph() = default;

@@ -21,6 +21,7 @@
 
 #include <array>
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <utility>
@@ -71,6 +72,38 @@ std::string numerical_notes_text(uint32_t notes);
 //   the 16-bit types, which cuDNN does not name);
 // - 16-bit data: no REDUCED_PRECISION_REDUCTION (the sums stay fp32).
 std::optional<std::string> engine_refusal(uint32_t numerical_notes, DType data, bool tf32, bool deterministic);
+
+// The configurations a pass's search takes from cuDNN's heuristics: the
+// lists in their order (mode A's, then the fallback list's), each
+// configuration once; at most `limit` that `refusal` allows, in that order,
+// then at most `limit` that it refuses, which are listed with the reason and
+// never built or timed. Only allowed ones count toward the limit: the
+// heuristics rank by what is fastest, not by what the run allows, so in fp32
+// without TF32 mode A's first configurations are tensor-core ones, and a
+// limit counted over all of them could leave none that the run may use.
+struct SelectedConfig {
+  EngineConfig config;
+  std::optional<std::string> refusal;  // why the run refuses it; nothing: allowed
+};
+template <typename Refusal>  // std::optional<std::string>(const EngineConfig&)
+std::vector<SelectedConfig> select_engine_configs(const std::vector<std::vector<EngineConfig>>& lists, size_t limit,
+                                                  Refusal&& refusal) {
+  std::vector<SelectedConfig> allowed, refused;
+  std::vector<const EngineConfig*> seen;
+  for (const std::vector<EngineConfig>& list : lists) {
+    for (const EngineConfig& c : list) {
+      bool repeat = false;
+      for (const EngineConfig* s : seen) repeat = repeat || *s == c;
+      if (repeat) continue;
+      seen.push_back(&c);
+      std::optional<std::string> why = refusal(c);
+      std::vector<SelectedConfig>& into = why ? refused : allowed;
+      if (into.size() < limit) into.push_back({c, std::move(why)});
+    }
+  }
+  allowed.insert(allowed.end(), std::make_move_iterator(refused.begin()), std::make_move_iterator(refused.end()));
+  return allowed;
+}
 
 // Dimensions and strides of a convolution tensor in the graph API: the
 // dimensions always in NCHW (or KCRS) order, the strides saying how the
