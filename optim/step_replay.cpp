@@ -53,17 +53,21 @@ void StepReplay::run(Context& ctx, const ReplayKey& key, const std::function<voi
   graph_->launch(ctx);
 }
 
-ReplayKey train_step_key(const Graph& graph, const Sgd& optimizer, const LossScaler* scaler) {
+ReplayKey train_step_key(const Context& ctx, const Graph& graph, const Sgd& optimizer, const LossScaler* scaler) {
   SgdOptions held = optimizer.options();
   held.lr = 0.0f;  // read from device memory by the update kernel (Sgd::set_lr): not in the capture
   return ReplayKey{.graph = graph.replay_generation(), .step = 0, .optimizer = optimizer.serial(),
-                   .options = held, .scaler = scaler ? scaler->serial() : 0};
+                   .options = held, .scaler = scaler ? scaler->serial() : 0, .workspace = ctx.workspace()};
 }
 
 void check_replayable(Graph& graph) {
   if (graph.step_spans().records()) {
     throw ConfigError("a step of a graph that times its layers or traces its kernels cannot be replayed as a CUDA "
                       "graph: the host marks each layer of each step");
+  }
+  if (graph.compiled_options().sync_each_layer) {
+    throw ConfigError("a step of a graph compiled with sync_each_layer cannot be replayed as a CUDA graph: the host "
+                      "waits for the device after each layer, which a capture cannot hold");
   }
 }
 

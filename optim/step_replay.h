@@ -44,6 +44,9 @@ struct ReplayKey {
   uint64_t optimizer = 0;  // Sgd::serial(), 0: none
   SgdOptions options{};    // the optimizer's settings but the learning rate, which it reads on the device
   uint64_t scaler = 0;     // LossScaler::serial(), 0: none
+  // Context::workspace(): the captured kernels hold its address, and a graph
+  // compiled later on the same context may replace it with a larger one.
+  const void* workspace = nullptr;
   bool operator==(const ReplayKey&) const = default;
 };
 
@@ -94,8 +97,8 @@ class StepReplay {
 };
 
 // The key of a training step (optim/train_step.h) of `graph` with
-// `optimizer` and `scaler` (null: none).
-ReplayKey train_step_key(const Graph& graph, const Sgd& optimizer, const LossScaler* scaler);
+// `optimizer` and `scaler` (null: none) on `ctx`.
+ReplayKey train_step_key(const Context& ctx, const Graph& graph, const Sgd& optimizer, const LossScaler* scaler);
 
 // ConfigError where `graph`'s steps cannot be replayed (Note [Replaying a
 // step]): it times its layers (CompileOptions::layer_timing) or traces its

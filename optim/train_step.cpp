@@ -39,7 +39,7 @@ void train_step(Context& ctx, Graph& graph, Sgd& optimizer, StepReplay& replay, 
   // Points the graph at the scaler's device scale before the key is taken,
   // as the step itself does: the first step's key is then every step's.
   if (scaler) scaler->before_backward(graph);
-  replay.run(ctx, train_step_key(graph, optimizer, scaler),
+  replay.run(ctx, train_step_key(ctx, graph, optimizer, scaler),
              [&] { train_step(ctx, graph, optimizer, nullptr, scaler); });
 }
 

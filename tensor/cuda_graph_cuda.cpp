@@ -3,6 +3,8 @@
 #include <cuda_runtime.h>
 
 #include <exception>
+#include <optional>
+#include <string>
 
 #include "tensor/context_cuda.h"
 #include "tensor/cuda_entry.h"
@@ -28,19 +30,21 @@ std::shared_ptr<CapturedGraph> capture_graph(const CudaResources& resources, con
   CUDA_CHECK(cudaSetDevice(resources.device));
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   auto result = std::make_shared<CapturedGraph>();
-  std::string failure;
+  std::optional<std::string> failure;
   try {
     queue();
   } catch (const std::exception& e) {
     failure = e.what();
+  } catch (...) {
+    failure = "the step threw something that is not a std::exception";
   }
   // Ends the capture whatever happened: the stream must leave capture mode
   // before anything else is queued on it.
   const cudaError_t ended = cudaStreamEndCapture(stream, &result->graph);
-  if (!failure.empty() || ended != cudaSuccess) {
+  if (failure || ended != cudaSuccess) {
     (void)cudaGetLastError();  // the refusal is reported here, not by the next launch
     throw Error(cat("while capturing a CUDA graph: ",
-                    failure.empty() ? cat("cudaStreamEndCapture: ", cudaGetErrorString(ended)) : failure));
+                    failure ? *failure : cat("cudaStreamEndCapture: ", cudaGetErrorString(ended))));
   }
   CUDA_CHECK(cudaGraphGetNodes(result->graph, nullptr, &result->nodes));
   CUDA_CHECK(cudaGraphInstantiate(&result->exec, result->graph, 0));

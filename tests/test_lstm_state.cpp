@@ -1,6 +1,7 @@
 // tests/test_lstm_state.cpp: the LSTM layer's state: gradients from a
 // non-zero (h0, c0), the carried state (forward 2 continues from forward 1's
-// end, reset_state starts over, on the CPU and against CUDA), no carry
+// end, in the same buffers; a given state starts the next forward;
+// reset_state starts over, on the CPU and against CUDA), no carry
 // without carry_state, and the state calls' errors.
 #include <gtest/gtest.h>
 
@@ -42,6 +43,8 @@ TEST(Lstm, CarriedStateContinuesFromTheLastFinalState) {
   testing::LayerHarness a(ctx, carrying, {x_shape});
   a.randomize(5);
   const std::vector<float> x1 = a.read(a.inputs[0]), x2 = testing::random_values(x_shape.numel(), 77);
+  const void* h0_buffer = carrying.initial_hidden().raw();
+  const void* c0_buffer = carrying.initial_cell().raw();
   a.forward();
   const std::vector<float> y1 = a.read(a.output);
   const std::vector<float> h1 = a.read(carrying.final_hidden()), c1 = a.read(carrying.final_cell());
@@ -51,6 +54,10 @@ TEST(Lstm, CarriedStateContinuesFromTheLastFinalState) {
   a.backward();
   EXPECT_EQ(a.read(carrying.initial_hidden()), h1);
   EXPECT_EQ(a.read(carrying.initial_cell()), c1);
+  // Carried by a copy, into the buffers a replayed CUDA graph was captured
+  // with (Note [The carried state is copied]).
+  EXPECT_EQ(carrying.initial_hidden().raw(), h0_buffer);
+  EXPECT_EQ(carrying.initial_cell().raw(), c0_buffer);
 
   Lstm fresh("lstm", {.hidden = 4, .layers = 2});
   testing::LayerHarness b(ctx, fresh, {x_shape});
@@ -72,6 +79,24 @@ TEST(Lstm, CarriedStateContinuesFromTheLastFinalState) {
   a.write(a.inputs[0], x1);
   a.forward();
   EXPECT_EQ(a.read(a.output), y1) << "after reset_state, from zeros again";
+}
+
+// A given state is where the next forward of a carrying layer starts; the
+// one after continues from that forward's end.
+TEST(Lstm, ACarryingLayerStartsFromAGivenState) {
+  Context ctx = Context::cpu();
+  Lstm lstm("lstm", {.hidden = 4, .layers = 2, .carry_state = true});
+  testing::LayerHarness h(ctx, lstm, {Shape{3, 2, 3}});
+  h.randomize(8);
+  h.forward();
+  const Tensor given_h = random_state(ctx, Shape{2, 2, 4}, 43), given_c = random_state(ctx, Shape{2, 2, 4}, 44);
+  lstm.set_initial_state(ctx, given_h, given_c);
+  h.forward();
+  EXPECT_EQ(h.read(lstm.initial_hidden()), h.read(given_h));
+  EXPECT_EQ(h.read(lstm.initial_cell()), h.read(given_c));
+  const std::vector<float> end_h = h.read(lstm.final_hidden());
+  h.forward();
+  EXPECT_EQ(h.read(lstm.initial_hidden()), end_h);
 }
 
 TEST(Lstm, WithoutCarriedStateEveryForwardStartsFromZeros) {

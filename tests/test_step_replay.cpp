@@ -71,31 +71,38 @@ TEST(ReplayPolicy, NeedsAWarmUpStep) {
 }
 
 // What a captured step holds: a new compile, dropout probability, host loss
-// scale, optimizer or learning rate each make another key.
+// scale, optimizer or the context's workspace each make another key; a new
+// learning rate does not.
 TEST(ReplayKey, ChangesWithWhatACapturedStepHolds) {
   Context ctx = Context::cpu();
   Graph graph = small_net(2);
   graph.compile(ctx);
   Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 0.1f});
-  const ReplayKey first = train_step_key(graph, sgd, nullptr);
-  EXPECT_EQ(train_step_key(graph, sgd, nullptr), first) << "nothing changed";
+  const ReplayKey first = train_step_key(ctx, graph, sgd, nullptr);
+  EXPECT_EQ(train_step_key(ctx, graph, sgd, nullptr), first) << "nothing changed";
 
   graph.set_dropout(0.3f);
-  EXPECT_EQ(train_step_key(graph, sgd, nullptr), first) << "the same probability";
+  EXPECT_EQ(train_step_key(ctx, graph, sgd, nullptr), first) << "the same probability";
   graph.set_dropout(0.4f);
-  const ReplayKey dropout = train_step_key(graph, sgd, nullptr);
+  const ReplayKey dropout = train_step_key(ctx, graph, sgd, nullptr);
   EXPECT_NE(dropout.graph, first.graph);
   graph.set_loss_scale(8.0f);
-  const ReplayKey scaled = train_step_key(graph, sgd, nullptr);
+  const ReplayKey scaled = train_step_key(ctx, graph, sgd, nullptr);
   EXPECT_NE(scaled.graph, dropout.graph);
   graph.compile(ctx);
-  EXPECT_NE(train_step_key(graph, sgd, nullptr).graph, scaled.graph) << "compile makes new buffers";
+  EXPECT_NE(train_step_key(ctx, graph, sgd, nullptr).graph, scaled.graph) << "compile makes new buffers";
 
-  const ReplayKey before_lr = train_step_key(graph, sgd, nullptr);
+  const ReplayKey before_lr = train_step_key(ctx, graph, sgd, nullptr);
   sgd.set_lr(0.2f);
-  EXPECT_EQ(train_step_key(graph, sgd, nullptr), before_lr) << "the update reads the learning rate on the device";
+  EXPECT_EQ(train_step_key(ctx, graph, sgd, nullptr), before_lr) << "the update reads the learning rate on the device";
   Sgd other(ctx, graph.parameters(), graph.gradients(), {.lr = 0.2f});
-  EXPECT_NE(train_step_key(graph, other, nullptr).optimizer, train_step_key(graph, sgd, nullptr).optimizer);
+  EXPECT_NE(train_step_key(ctx, graph, other, nullptr).optimizer, train_step_key(ctx, graph, sgd, nullptr).optimizer);
+
+  // Another graph on the context that needs a larger workspace replaces the
+  // one the captured kernels hold.
+  const ReplayKey before_workspace = train_step_key(ctx, graph, sgd, nullptr);
+  ctx.reserve_workspace(ctx.workspace_bytes() + (size_t{1} << 20));
+  EXPECT_NE(train_step_key(ctx, graph, sgd, nullptr).workspace, before_workspace.workspace);
 }
 
 TEST(StepReplay, NeedsACudaDevice) {
@@ -114,7 +121,7 @@ TEST(StepReplay, NeedsACudaDevice) {
   }
 }
 
-TEST(StepReplay, RefusesAGraphThatTimesItsLayers) {
+TEST(StepReplay, RefusesAGraphThatTimesOrWaitsAfterItsLayers) {
   Context ctx = Context::cpu();
   Graph graph = small_net(2);
   graph.compile(ctx, {.layer_timing = true});
@@ -123,6 +130,14 @@ TEST(StepReplay, RefusesAGraphThatTimesItsLayers) {
     ADD_FAILURE() << "a timed graph passed";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("times its layers"), std::string::npos) << e.what();
+  }
+  Graph synced = small_net(2);
+  synced.compile(ctx, {.sync_each_layer = true});
+  try {
+    check_replayable(synced);
+    ADD_FAILURE() << "a graph that waits after each layer passed";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("sync_each_layer"), std::string::npos) << e.what();
   }
   Graph plain = small_net(2);
   plain.compile(ctx);
@@ -138,8 +153,12 @@ struct Trained {
 };
 
 Trained train(Context& ctx, Precision precision, int steps, bool replayed, float second_lr = 0.0f) {
+  // Each run the same: dropout's generator is seeded from the context's
+  // generator at compile, and deterministic algorithms give the same bits
+  // whatever cuDNN's timing.
+  ctx.rng().seed(11);
   Graph graph = small_net(4);
-  graph.compile(ctx, {.precision = precision});
+  graph.compile(ctx, {.layers = {.deterministic = true}, .precision = precision});
   fill_synthetic_batch(ctx, graph, 5);
   Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 1e-4f},
           graph.working_parameters());

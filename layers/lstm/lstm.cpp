@@ -74,32 +74,33 @@ void Lstm::allocate_state(Context& ctx) {
     *t = ctx.allocate(shape, DType::kFloat32, MemoryCategory::kLayerState);
     fill_zero(ctx, *t);
   }
-  state_given_ = true;
 }
 
-void Lstm::begin_forward() {
-  // The final state becomes the initial one; the old initial state's memory
-  // takes the new final state. No copy, and backward reads h0, c0 as used.
-  if (options_.carry_state && !state_given_) {
-    std::swap(h0_, hT_);
-    std::swap(c0_, cT_);
-  }
-  state_given_ = false;
+// Note [The carried state is copied]: with carry_state, each forward first
+// copies the final state into the initial one, in stream order, rather than
+// swapping the host's pointers: a step replayed as a CUDA graph
+// (tensor/cuda_graph.h) runs only what was captured, the copy but not host
+// code, and keeps the buffers it was captured with. reset_state and
+// set_initial_state write the final state as well as the initial one, so
+// the next forward's copy starts from what they gave. The copy is (L,B,H)
+// twice, small beside the forward's products.
+void Lstm::begin_forward(Context& ctx) {
+  if (!options_.carry_state) return;
+  copy(ctx, hT_, h0_);
+  copy(ctx, cT_, c0_);
 }
 
 void Lstm::reset_state(Context& ctx) {
   require_prepared("reset_state");
   for (const Tensor* t : {&h0_, &c0_, &hT_, &cT_}) fill_zero(ctx, *t);
-  state_given_ = true;
 }
 
 void Lstm::set_initial_state(Context& ctx, const Tensor& h, const Tensor& c) {
   require_prepared("set_initial_state");
   check_state_shape(h, "h");
   check_state_shape(c, "c");
-  copy(ctx, h, h0_);
-  copy(ctx, c, c0_);
-  state_given_ = true;
+  for (const Tensor* t : {&h0_, &hT_}) copy(ctx, h, *t);
+  for (const Tensor* t : {&c0_, &cT_}) copy(ctx, c, *t);
 }
 
 void Lstm::require_prepared(const char* call) const {

@@ -95,8 +95,9 @@ class Lstm final : public Layer {
 
   // Both backends: h0, c0, hT, cT, zeroed (prepare_*).
   void allocate_state(Context& ctx);
-  // Both backends, at the start of each forward: carries the final state over.
-  void begin_forward();
+  // Both backends, at the start of each forward: carries the final state
+  // over (Note [The carried state is copied], lstm.cpp).
+  void begin_forward(Context& ctx);
   int64_t input_size(int layer) const;  // I_l: I for layer 0, H above
   void require_prepared(const char* call) const;  // Error unless the state exists
   void check_state_shape(const Tensor& t, const char* what) const;  // ShapeError unless (L,B,H)
@@ -106,7 +107,6 @@ class Lstm final : public Layer {
 
   Options options_;
   Tensor h0_, c0_, hT_, cT_;  // (L,B,H)
-  bool state_given_ = true;   // h0, c0 hold the next forward's start (prepare, reset, set)
 
   // CPU, what backward reads (training); in inference only the scratch forward needs.
   std::vector<Tensor> gates_;   // per layer (T,B,4H): activated i, f, g, o | inference: one, shared

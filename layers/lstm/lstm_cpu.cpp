@@ -264,7 +264,7 @@ std::pair<OneDnnLstmSteps*, void*> Lstm::onednn_steps(Context& ctx) const {
 }
 
 void Lstm::forward_cpu(Context& ctx, const ForwardArgs& args) {
-  begin_forward();
+  begin_forward(ctx);
   const int64_t T = input_shapes()[0][0], B = input_shapes()[0][1], H = options_.hidden;
   const int L = options_.layers, per_layer = options_.bias ? 4 : 2;
   const bool keep = !cells_.empty();  // prepared for training: keep what backward reads, whatever the phase

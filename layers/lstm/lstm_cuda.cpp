@@ -259,7 +259,7 @@ void Lstm::forward_cuda(Context& ctx, const ForwardArgs& args) {
                     " is not where cuDNN's weight space has it: the parameters must lie at packed_offsets()"
                     " (Layer::packs_parameters)"));
   }
-  begin_forward();
+  begin_forward(ctx);
   const bool training = args.phase == Phase::kTraining;
   s.last_forward_trained = training;
   s.reserve_consumed = false;
