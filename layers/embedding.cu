@@ -63,18 +63,21 @@ unsigned row_blocks(int64_t n) { return static_cast<unsigned>(std::min(n, kMaxGr
 
 void launch_embedding_gather(const int* tokens, const float* weight, int64_t n, int64_t v, int64_t e, float* y,
                              cudaStream_t stream) {
+  if (n == 0) return;  // no tokens; a grid of no blocks is an invalid launch
   embedding_gather_kernel<<<row_blocks(n), kRowThreads, 0, stream>>>(tokens, weight, n, v, e, y);
   CUDA_CHECK_LAUNCH();
 }
 
 void launch_embedding_scatter_add_atomic(const int* tokens, const float* dy, int64_t n, int64_t v, int64_t e,
                                          float* dweight, cudaStream_t stream) {
+  if (n == 0) return;  // no tokens; a grid of no blocks is an invalid launch
   embedding_scatter_add_atomic_kernel<<<row_blocks(n), kRowThreads, 0, stream>>>(tokens, dy, n, v, e, dweight);
   CUDA_CHECK_LAUNCH();
 }
 
 void launch_embedding_scatter_add_ordered(const int* tokens, const float* dy, int64_t n, int64_t v, int64_t e,
                                           float* dweight, cudaStream_t stream) {
+  if (n == 0) return;  // no tokens; a grid of no blocks is an invalid launch
   const int64_t column_blocks = ceil_div(e, kColumnThreads);
   const int64_t wanted_slices =
       std::clamp<int64_t>(ceil_div(kOrderedThreads, column_blocks * kColumnThreads), 1, std::min(v, kMaxSlices));

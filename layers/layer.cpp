@@ -211,6 +211,8 @@ void Layer::prepare(Context& ctx, const PrepareOptions& options) {
     }
   } catch (const OutOfMemoryError& e) {  // what the layer keeps (masks, statistics) did not fit: say whose
     throw OutOfMemoryError(cat(name_, " (", type(), "): ", e.what()));
+  } catch (const LibraryError& e) {
+    throw LibraryError(library_error_context("prepare"), e);
   }
   prepared_ = true;
   prepared_phase_ = options.phase;
@@ -265,10 +267,14 @@ void Layer::forward(Context& ctx, const ForwardArgs& args) {
   for (size_t i = 0; i < args.params.size(); ++i) {
     check_tensor(ctx, args.params[i], param_shapes_[i], weight_storage(), cat("parameter ", i), param_layouts_[i]);
   }
-  if (ctx.is_cuda()) {
-    forward_cuda(ctx, args);
-  } else {
-    forward_cpu(ctx, args);
+  try {
+    if (ctx.is_cuda()) {
+      forward_cuda(ctx, args);
+    } else {
+      forward_cpu(ctx, args);
+    }
+  } catch (const LibraryError& e) {
+    throw LibraryError(library_error_context("forward"), e);
   }
 }
 
@@ -312,11 +318,26 @@ void Layer::backward(Context& ctx, const BackwardArgs& args) {
     fail(cat("backward asked to write the parameter gradients, but this layer only adds to them on ",
              ctx.device().str(), " (Layer::writes_param_grads): zero them and pass GradMode::kAdd"));
   }
-  if (ctx.is_cuda()) {
-    backward_cuda(ctx, args);
-  } else {
-    backward_cpu(ctx, args);
+  try {
+    if (ctx.is_cuda()) {
+      backward_cuda(ctx, args);
+    } else {
+      backward_cpu(ctx, args);
+    }
+  } catch (const LibraryError& e) {
+    throw LibraryError(library_error_context("backward"), e);
   }
+}
+
+// A library's status names the call but not whose it was, among the dozens
+// of layers of a network that make the same call.
+std::string Layer::library_error_context(std::string_view pass) const {
+  std::string inputs;
+  for (size_t i = 0; i < input_shapes_.size(); ++i) {
+    inputs += cat(i == 0 ? "" : ", ", input_shapes_[i].str(), " ", name_of(stored_input_dtype(i)),
+                  input_layout(i) == Layout::kNHWC ? " NHWC" : "");
+  }
+  return cat(name_, " (", type(), ") ", pass, ", input ", inputs, ": ");
 }
 
 std::vector<size_t> Layer::packed_offsets() const {

@@ -385,6 +385,8 @@ class Layer {
   void* checked_workspace(const Context& ctx) const;
   // Throws ShapeError "name (Type): <message>": shapes that do not fit.
   [[noreturn]] void fail(const std::string& message) const;
+  // "conv1 (Conv2d) forward, input (64, 3, 224, 224) bfloat16 NHWC: ", put before a library's error.
+  std::string library_error_context(std::string_view pass) const;
   // Throws ConfigError "name (Type): <message>": an invalid option.
   [[noreturn]] void fail_option(const std::string& message) const;
   // Fails unless input `index` has `rank` dimensions ("(N, C, H, W)" names the layout).

@@ -56,10 +56,10 @@ struct AddRelu {
 // out[i] = Op(a[i], b[i], out[i]) over 16 bytes of each tensor per thread and
 // step: kPack values. The kernels' names say "relu", which `glassbox kernels`
 // files as elementwise (tensor/kernel_names.cpp reads names without their
-// template arguments).
+// template arguments). No __restrict__: out may be an input (batch norm's
+// fused residual add writes y = relu(y + z) in place).
 template <typename Type, typename Op>
-__global__ void relu_packed_kernel(const uint4* __restrict__ a, const uint4* __restrict__ b,
-                                   uint4* __restrict__ out, int64_t packs) {
+__global__ void relu_packed_kernel(const uint4* a, const uint4* b, uint4* out, int64_t packs) {
   using Storage = typename Type::Storage;
   constexpr int kPack = static_cast<int>(sizeof(uint4) / sizeof(Storage));
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -78,9 +78,8 @@ __global__ void relu_packed_kernel(const uint4* __restrict__ a, const uint4* __r
 
 // The same one value per thread and step, for counts and pointers that do not pack.
 template <typename Type, typename Op>
-__global__ void relu_each_kernel(const typename Type::Storage* __restrict__ a,
-                                 const typename Type::Storage* __restrict__ b,
-                                 typename Type::Storage* __restrict__ out, int64_t count) {
+__global__ void relu_each_kernel(const typename Type::Storage* a, const typename Type::Storage* b,
+                                 typename Type::Storage* out, int64_t count) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
     const float old = Op::kReadsOut ? Type::widen(out[i]) : 0.0f;

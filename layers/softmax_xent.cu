@@ -63,6 +63,7 @@ void launch_softmax_xent_loss(const float* log_probs, const int* labels, int64_t
 
 void launch_softmax_xent_grad(const float* log_probs, const int* labels, int64_t n, int64_t k, bool accumulate,
                               float* dlogits, cudaStream_t stream) {
+  if (n == 0) return;  // no rows, no gradient; a grid of no blocks is an invalid launch
   const auto blocks = static_cast<unsigned>(n < kMaxGridRows ? n : kMaxGridRows);
   const float inv_n = 1.0f / static_cast<float>(n);
   softmax_xent_grad_kernel<<<blocks, kGradThreads, 0, stream>>>(log_probs, labels, n, k, inv_n, accumulate,

@@ -62,6 +62,7 @@ void Sgd::store_lr_cuda() {
 void Sgd::step_cuda(Context& ctx, const int32_t* apply_flag) {
   constexpr int kThreads = 256;
   const int64_t n = params_.numel();
+  if (n == 0) return;  // nothing to update, and a grid of no blocks is an invalid launch
   // Enough blocks to fill the GPU several times over; the grid-stride loop covers the rest.
   const int blocks = static_cast<int>(std::min<int64_t>((n + kThreads - 1) / kThreads, 65536));
   float* grad_norm = nullptr;

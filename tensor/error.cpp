@@ -15,6 +15,12 @@ LibraryError::LibraryError(std::string library, std::string expression, std::str
       expression_(std::move(expression)),
       status_(status) {}
 
+LibraryError::LibraryError(std::string_view context, const LibraryError& cause)
+    : Error(cat(context, cause.what())),
+      library_(cause.library_),
+      expression_(cause.expression_),
+      status_(cause.status_) {}
+
 void throw_library_error(std::string_view library, std::string_view expression,
                          std::string_view file, int line, int status, std::string_view message) {
   throw LibraryError(std::string(library), std::string(expression), cat(file, ":", line), status,

@@ -74,6 +74,8 @@ class LibraryError : public Error {
  public:
   LibraryError(std::string library, std::string expression, std::string location, int status,
                std::string message);
+  // The same error, its message after `context` ("conv1 (Conv2d) forward: ").
+  LibraryError(std::string_view context, const LibraryError& cause);
   const std::string& library() const { return library_; }
   const std::string& expression() const { return expression_; }
   int status() const { return status_; }

@@ -101,5 +101,61 @@ TEST(Layer, BackwardCountsAndChecksItsGradients) {
             "fc1 (Linear): gradient of parameter 1 is missing");
 }
 
+// A layer whose every call fails in a library, as a cuDNN call does that
+// refuses its descriptors.
+class LibraryFails final : public Layer {
+ public:
+  explicit LibraryFails(bool in_prepare = false) : Layer("lib1"), in_prepare_(in_prepare) {}
+  std::string_view type() const override { return "LibraryFails"; }
+  std::string describe() const override { return "fails in cuDNN"; }
+  Shape infer(std::span<const Shape> inputs) const override { return inputs[0]; }
+
+ private:
+  [[noreturn]] static void refuse() {
+    throw_library_error("cuDNN", "cudnnSomething(handle, x)", "layers/somewhere.cpp", 12, 3,
+                        "CUDNN_STATUS_BAD_PARAM");
+  }
+  bool in_prepare_;
+  void prepare_cpu(Context&, const PrepareOptions&) override {
+    if (in_prepare_) refuse();
+  }
+  void prepare_cuda(Context&, const PrepareOptions&) override { refuse(); }
+  void forward_cpu(Context&, const ForwardArgs&) override { refuse(); }
+  void forward_cuda(Context&, const ForwardArgs&) override { refuse(); }
+  void backward_cpu(Context&, const BackwardArgs&) override { refuse(); }
+  void backward_cuda(Context&, const BackwardArgs&) override { refuse(); }
+};
+
+// Which of a network's layers a library refused, in which pass, on what input.
+TEST(Layer, ALibrarysErrorNamesTheLayerThePassAndTheInput) {
+  Context ctx = Context::cpu();
+  LibraryFails layer;
+  testing::LayerHarness h(ctx, layer, {Shape{3, 4}});
+  for (const char* pass : {"forward", "backward"}) {
+    try {
+      if (std::string_view(pass) == "forward") {
+        h.forward();
+      } else {
+        h.backward();
+      }
+      ADD_FAILURE() << pass << " passed";
+    } catch (const LibraryError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                cat("lib1 (LibraryFails) ", pass, ", input (3, 4) float32: cuDNN error 3 (CUDNN_STATUS_BAD_PARAM) in "
+                    "cudnnSomething(handle, x) at layers/somewhere.cpp:12"));
+      EXPECT_EQ(e.library(), "cuDNN");
+      EXPECT_EQ(e.status(), 3);
+    }
+  }
+  LibraryFails in_prepare(true);
+  try {
+    testing::LayerHarness refused(ctx, in_prepare, {Shape{3, 4}});
+    ADD_FAILURE() << "prepare passed";
+  } catch (const LibraryError& e) {
+    EXPECT_TRUE(std::string(e.what()).starts_with("lib1 (LibraryFails) prepare, input (3, 4) float32: cuDNN error 3"))
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace glassbox
