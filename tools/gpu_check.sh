@@ -27,17 +27,17 @@
 #                `glassbox time` and `kernels` of ResNet50 in bf16, ResNet50/train_step tf32 (NCHW
 #                and NHWC) and bf16 interleaved with PyTorch
 #                -> <gpu>/resnet50-{tf32-nchw,tf32-nhwc,bf16}.json (tools/gpu_precision.sh); alone,
-#                in under 8 minutes: --prebuilt DIR --only precision
+#                within 450 s (GPU_CHECK_BUDGET): --prebuilt DIR --only precision
 #  10 fusion     fused ReLUs, Linear on cuBLASLt, CUDA-graph replay, the autotune cache: their tests,
 #                `glassbox time` fused and not and replayed, ResNet50/train_step bf16 at batch 256
 #                fused (against PyTorch eager and torch.compile), unfused and replayed, LeNet and
 #                ResNet56 replayed, interleaved with PyTorch -> <gpu>/resnet50-bf16-256*.json,
-#                cuda-graph.json (tools/gpu_fusion.sh); alone, sized for 8 minutes: --prebuilt DIR --only fusion
+#                cuda-graph.json (tools/gpu_fusion.sh); alone, within 450 s: --prebuilt DIR --only fusion
 #  11 engines    convolutions through cuDNN's graph API: their tests, `glassbox time` of ResNet50 bf16
 #                with each pass's engine and knobs, ResNet50/train_step bf16 at batch 256 with the
 #                search over both APIs and over the legacy one, interleaved with PyTorch
 #                -> <gpu>/resnet50-bf16-256-{both-apis,legacy-api}.json (tools/gpu_engines.sh); alone,
-#                sized for 8 minutes: --prebuilt DIR --only engines
+#                within 450 s: --prebuilt DIR --only engines
 #
 # <gpu> is the GPU's name as nvidia-smi gives it, lower case, without the vendor
 # and the memory type ("NVIDIA H100 80GB HBM3" -> h100-80gb): one folder per
@@ -59,7 +59,10 @@
 #   --bench-filter   default '^(LeNet|AlexNet|VGG16|ResNet50)/'
 #   --dry-run        detect and print what would run, run nothing
 #
-# Environment: GPU_CHECK_TEST_TIMEOUT (seconds per test binary, default 600),
+# Environment: GPU_CHECK_BUDGET (seconds for the whole run: each command's
+# timeout is cut to what is left of it, and a command with under 20 s left is
+# skipped and named; default 450 with --only, none otherwise),
+# GPU_CHECK_TEST_TIMEOUT (seconds per test binary, default 600),
 # GPU_CHECK_JOBS (parallel test binaries and build jobs, default nproc),
 # GLASSBOX_PYTHON (the Python with PyTorch, default python3),
 # GPU_CHECK_CUBLAS=pip (take cuBLAS from pip's nvidia/cu13 even where the
@@ -114,6 +117,15 @@ wanted() {  # wanted STEP: not skipped, and in --only when given
   return 1
 }
 
+# The run's deadline, where it has a budget (GPU_CHECK_BUDGET; --only: 450 s,
+# so that a run of one step comes back whole from an 8-minute slot).
+budget=${GPU_CHECK_BUDGET:-}
+[ -n "$budget" ] || [ -z "$only" ] || budget=450
+case "$budget" in ''|*[!0-9]*) [ -z "$budget" ] || die "GPU_CHECK_BUDGET must be a number of seconds, got '$budget'" ;; esac
+deadline=""
+[ -z "$budget" ] || deadline=$(( $(date +%s) + budget ))
+export PYTHONUNBUFFERED=1  # the interleaved runs' lines reach the logs as they are printed
+
 jobs=${GPU_CHECK_JOBS:-$(nproc)}
 test_timeout=${GPU_CHECK_TEST_TIMEOUT:-600}
 # Paths below the repository are relative to it (the script runs there), so
@@ -150,28 +162,77 @@ show() {  # prints a command as it will run; runs it unless --dry-run
   "$@"
 }
 
-# run_tests TEST...: runs each of the named test binaries of $build/tests with
-# GLASSBOX_REQUIRE_GPU=1 (a GPU test that skips fails), each within 240 s;
-# returns 1 if any is missing or fails.
+# limit_for SECONDS: SECONDS, or what is left of the budget less 10 s if
+# that is less; fails (printing nothing) when under 20 s are left.
+limit_for() {
+  local left
+  if [ -z "$deadline" ]; then echo "$1"; return 0; fi
+  left=$(( deadline - $(date +%s) - 10 ))
+  [ "$left" -ge 10 ] || return 1
+  if [ "$left" -lt "$1" ]; then echo "$left"; else echo "$1"; fi
+}
+
+# bounded SECONDS COMMAND...: runs COMMAND (through show) under `timeout`,
+# within the budget; a command the budget has no time left for is skipped,
+# named, and fails.
+bounded() {
+  local limit
+  if ! limit=$(limit_for "$1"); then
+    printf 'SKIPPED (the %s s budget, GPU_CHECK_BUDGET, is spent):' "$budget"; printf ' %q' "${@:2}"; printf '\n'
+    return 3
+  fi
+  show timeout "$limit" "${@:2}"
+}
+
+# run_tests TEST...: runs the named test binaries of $build/tests with
+# GLASSBOX_REQUIRE_GPU=1 (a GPU test that skips fails), all at once (one GPU
+# runs several test processes), each within 240 s and the budget; prints each
+# one's output after all ended; returns 1 if any is missing or fails.
 run_tests() {
-  local t rc=0
+  local t rc=0 limit code results="$logs/tests-$$.d"
+  local -a list=()
   export GLASSBOX_REQUIRE_GPU=1  # for the rest of the step, which runs in a subshell of its own
   for t in "$@"; do
-    echo "---- $t"
     if [ "$dry_run" -eq 0 ] && [ ! -x "$build/tests/$t" ]; then echo "$t: not built"; rc=1; continue; fi
-    show timeout 240 "$build/tests/$t" --gtest_color=no --gtest_brief=1 || { echo "$t: FAILED"; rc=1; }
+    list+=("$t")
   done
+  [ ${#list[@]} -gt 0 ] || return "$rc"
+  if ! limit=$(limit_for 240); then
+    echo "SKIPPED (the $budget s budget, GPU_CHECK_BUDGET, is spent): ${list[*]}"; return 3
+  fi
+  echo "---- ${list[*]}: at once, each within $limit s"
+  if [ "$dry_run" -eq 1 ]; then
+    for t in "${list[@]}"; do printf '+ timeout %s %s --gtest_color=no --gtest_brief=1\n' "$limit" "$build/tests/$t"; done
+    return 0
+  fi
+  rm -rf "$results" && mkdir -p "$results"
+  for t in "${list[@]}"; do
+    ( timeout "$limit" "$build/tests/$t" --gtest_color=no --gtest_brief=1 >"$results/$t.log" 2>&1
+      echo $? >"$results/$t.rc" ) &
+  done
+  wait
+  for t in "${list[@]}"; do
+    code=$(cat "$results/$t.rc" 2>/dev/null || echo 1)
+    echo "---- $t (exit $code)"
+    cat "$results/$t.log"
+    case "$code" in 0) ;; 124) echo "$t: TIMED OUT after $limit s"; rc=1 ;; *) echo "$t: FAILED"; rc=1 ;; esac
+  done
+  rm -rf "$results"
   return "$rc"
 }
 
 # run_step NAME LOG FUNCTION: runs FUNCTION in a subshell with set -e, output
-# to the console and LOG; returns its status.
+# to the console and LOG, and, as it is printed, to $OUT (a run cut short by a
+# time limit still leaves what it did); returns its status.
 run_step() {
   local name=$1 log=$2 fn=$3 rc
   banner "$name"
-  ( set -e; "$fn" ) 2>&1 | tee -a "$log"
+  if [ -n "${OUT:-}" ] && mkdir -p "$OUT"; then
+    ( set -e; "$fn" ) 2>&1 | tee -a "$log" "$OUT/${log##*/}"
+  else
+    ( set -e; "$fn" ) 2>&1 | tee -a "$log"
+  fi
   rc=${PIPESTATUS[0]}
-  to_out "$log"
   return "$rc"
 }
 
@@ -388,12 +449,34 @@ step_bench() {
 # shellcheck source=tools/gpu_engines.sh
 . "$repo/tools/gpu_engines.sh"
 
+# results_out STEP: copies the results files STEP wrote to $OUT, as soon as it ends.
+results_out() {
+  local f
+  [ "$dry_run" -eq 0 ] || return 0
+  case "$1" in
+    bench)
+      if [ -f "$results_file" ]; then to_out "$results_file"
+      else for f in "$logs/bench_nets.json" "$logs/pytorch_nets.json"; do [ -f "$f" ] && to_out "$f"; done; fi
+      for f in "$results_dir"/resnet50-{fp32,tf32}.json; do [ -f "$f" ] && to_out "$f"; done ;;
+    train) [ -f "$results_dir/resnet50-real-data.json" ] && to_out "$results_dir/resnet50-real-data.json" ;;
+    precision) for f in "$results_dir"/resnet50-{tf32-nchw,tf32-nhwc,bf16}.json; do [ -f "$f" ] && to_out "$f"; done ;;
+    fusion)
+      for f in "$results_dir"/resnet50-bf16-256{,-no-fusion,-cuda-graph,-compiled}.json "$results_dir/cuda-graph.json"; do
+        [ -f "$f" ] && to_out "$f"
+      done ;;
+    engines) for f in "$results_dir"/resnet50-bf16-256-{both-apis,legacy-api}.json; do [ -f "$f" ] && to_out "$f"; done ;;
+    parallel) for f in "$results_dir"/{allreduce-nccl,resnet50-nccl-one-rank}.json; do [ -f "$f" ] && to_out "$f"; done ;;
+  esac
+  return 0
+}
+
 # ---- main -------------------------------------------------------------------------------------------
 sanitizer=$(command -v compute-sanitizer || true)
 for candidate in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
   [ -z "$sanitizer" ] && [ -x "$candidate" ] && sanitizer=$candidate
 done
 [ "$dry_run" -eq 1 ] && echo "gpu_check: dry run: detecting, printing commands, running nothing"
+[ -z "$budget" ] || echo "gpu_check: a budget of $budget s (GPU_CHECK_BUDGET): each command is cut to what is left"
 
 if run_step "1 system" "$logs/system.log" step_system; then record system ok ""; else record system FAILED "see system.log"; fi
 
@@ -438,30 +521,8 @@ for step in tests memcheck bench train parallel precision fusion engines; do
     banner "$n $step"; echo "$step: no build in $build"; record "$step" FAILED "no build"; continue
   fi
   if run_step "$n $step" "$logs/$step.log" "step_$step"; then record "$step" ok ""; else record "$step" FAILED "see $step.log"; fi
+  results_out "$step"
 done
-
-if [ "$dry_run" -eq 0 ] && wanted bench; then
-  if [ -f "$results_file" ]; then to_out "$results_file"
-  else for f in "$logs/bench_nets.json" "$logs/pytorch_nets.json"; do [ -f "$f" ] && to_out "$f"; done; fi
-  for f in "$results_dir"/resnet50-{fp32,tf32}.json; do [ -f "$f" ] && to_out "$f"; done
-fi
-if [ "$dry_run" -eq 0 ] && wanted train; then
-  [ -f "$results_dir/resnet50-real-data.json" ] && to_out "$results_dir/resnet50-real-data.json"
-fi
-if [ "$dry_run" -eq 0 ] && wanted precision; then
-  for f in "$results_dir"/resnet50-{tf32,bf16}.json; do [ -f "$f" ] && to_out "$f"; done
-fi
-if [ "$dry_run" -eq 0 ] && wanted fusion; then
-  for f in "$results_dir"/resnet50-bf16-256{,-no-fusion,-cuda-graph}.json "$results_dir/cuda-graph.json"; do
-    [ -f "$f" ] && to_out "$f"
-  done
-fi
-if [ "$dry_run" -eq 0 ] && wanted engines; then
-  for f in "$results_dir"/resnet50-bf16-256-{both-apis,legacy-api}.json; do [ -f "$f" ] && to_out "$f"; done
-fi
-if [ "$dry_run" -eq 0 ] && wanted parallel; then
-  for f in "$results_dir"/{allreduce-nccl,resnet50-nccl-one-rank}.json; do [ -f "$f" ] && to_out "$f"; done
-fi
 
 banner "summary"
 {

@@ -6,42 +6,44 @@
 #     (the graph API's heuristic and measured choices against the legacy
 #     default, writing and adding into dx; both APIs timed together), the
 #     autotune cache, determinism under the measured search;
+#   - ResNet50/train_step in bf16 at batch 256 interleaved with PyTorch eager
+#     AMP in channels_last over 2 rounds, Glassbox's search over both APIs
+#     and over the legacy algorithms alone
+#     -> <gpu>/resnet50-bf16-256-{both-apis,legacy-api}.json;
 #   - `glassbox time` of ResNet50 in bf16 at batch 256 with the measured
 #     search over both APIs and over the graph API alone: each pass's engine
-#     and knobs -> the step's log;
-#   - ResNet50/train_step in bf16 at batch 256 interleaved with PyTorch eager
-#     AMP over 2 rounds, Glassbox's search over both APIs and over the legacy
-#     algorithms alone -> <gpu>/resnet50-bf16-256-{both-apis,legacy-api}.json.
-# Reads gpu_check.sh's $build, $logs, $results_dir, $python, $dry_run,
-# show() and run_tests(); paths are relative to the repository.
+#     and knobs -> the step's log.
+# The tests run at once; the figures follow. Each command has its own
+# timeout, cut to what is left of the run's budget (bounded). Reads
+# gpu_check.sh's $build, $logs, $results_dir, $python, $dry_run, bounded()
+# and run_tests(); paths are relative to the repository.
 # shellcheck shell=bash
 # shellcheck disable=SC2154  # build, logs, results_dir, python, dry_run are gpu_check.sh's
 
 engines_tests=(test_engine_config test_conv2d test_autotune_cache test_determinism)
 
 step_engines() {
-  local rc=0 api
+  local rc=0 api name
   [ "$dry_run" -eq 1 ] || mkdir -p "$results_dir"
   run_tests "${engines_tests[@]}" || rc=1
+  for api in auto legacy; do
+    name=resnet50-bf16-256-both-apis
+    [ "$api" = legacy ] && name=resnet50-bf16-256-legacy-api
+    echo "---- ResNet50/train_step bf16 at batch 256, --cudnn-api $api, interleaved with PyTorch (channels_last)"
+    [ "$dry_run" -eq 1 ] || rm -f "$results_dir/$name.json"
+    bounded 150 "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
+      --rounds 2 --min-time 1 --modes train_step --batch 256 --precision bf16 --glassbox-cudnn-api "$api" \
+      --layouts channels_last --json "$results_dir/$name.json" ResNet50 \
+      || { echo "interleave ResNet50 bf16 --cudnn-api $api: FAILED"; rc=1; }
+  done
   if [ "$dry_run" -eq 0 ] && [ ! -x "$build/glassbox" ]; then
     echo "engines: $build/glassbox missing: no time"; rc=1
   else
     for api in auto graph; do
       echo "---- glassbox time ResNet50 --precision bf16 --batch 256 --cudnn-search --cudnn-api $api"
-      show timeout 120 "$build/glassbox" time ResNet50 --device cuda --precision bf16 --batch 256 --steps 5 \
+      bounded 120 "$build/glassbox" time ResNet50 --device cuda --precision bf16 --batch 256 --steps 5 \
         --cudnn-search --cudnn-api "$api" || { echo "time ResNet50 --cudnn-api $api: FAILED"; rc=1; }
     done
   fi
-  local name
-  for api in auto legacy; do
-    name=resnet50-bf16-256-both-apis
-    [ "$api" = legacy ] && name=resnet50-bf16-256-legacy-api
-    echo "---- ResNet50/train_step bf16 at batch 256, --cudnn-api $api, interleaved with PyTorch"
-    [ "$dry_run" -eq 1 ] || rm -f "$results_dir/$name.json"
-    show timeout 150 "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
-      --rounds 2 --min-time 1 --modes train_step --batch 256 --precision bf16 --glassbox-cudnn-api "$api" \
-      --json "$results_dir/$name.json" ResNet50 \
-      || { echo "interleave ResNet50 bf16 --cudnn-api $api: FAILED"; rc=1; }
-  done
   return "$rc"
 }

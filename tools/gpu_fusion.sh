@@ -7,18 +7,22 @@
 #     backward) and residual adds, fused against unfused training; ReLU's
 #     backward kernel; Linear on cuBLASLt; steps replayed as CUDA graphs
 #     against eager ones; the autotune cache of the measured cuDNN search;
-#   - `glassbox time` of ResNet50 in fp16 and of AlexNet in bf16, with and
-#     without fusion, and of ResNet56 replayed -> the step's log;
 #   - ResNet50/train_step in bf16 at batch 256 interleaved with PyTorch eager
-#     AMP (its better layout, channels_last) over 2 rounds: Glassbox fused,
-#     with torch.compile as well -> <gpu>/resnet50-bf16-256.json; unfused ->
-#     resnet50-bf16-256-no-fusion.json; fused and replayed ->
-#     resnet50-bf16-256-cuda-graph.json;
+#     AMP in channels_last (its better layout here) over 2 rounds: Glassbox
+#     fused -> <gpu>/resnet50-bf16-256.json; fused and replayed ->
+#     resnet50-bf16-256-cuda-graph.json; unfused ->
+#     resnet50-bf16-256-no-fusion.json;
 #   - LeNet and ResNet56 train_step (launch-bound) replayed, interleaved with
-#     PyTorch eager (2 rounds) -> <gpu>/cuda-graph.json.
-# Each command has its own timeout, so one that hangs cannot take the others'
-# time. Reads gpu_check.sh's $build, $logs, $results_dir, $python, $dry_run,
-# show() and run_tests(); paths are relative to the repository.
+#     PyTorch eager (2 rounds) -> <gpu>/cuda-graph.json;
+#   - ResNet50 bf16 at batch 256 against torch.compile, one round (each
+#     compile takes minutes) -> <gpu>/resnet50-bf16-256-compiled.json;
+#   - `glassbox time` of ResNet50 in fp16 and of AlexNet in bf16, with and
+#     without fusion, and of ResNet56 replayed -> the step's log.
+# The tests run at once; the figures follow, the issue's first. Each command
+# has its own timeout, cut to what is left of the run's budget (bounded), so
+# one that hangs cannot take the others' time. Reads gpu_check.sh's $build,
+# $logs, $results_dir, $python, $dry_run, bounded() and run_tests(); paths
+# are relative to the repository.
 # shellcheck shell=bash
 # shellcheck disable=SC2154  # build, logs, results_dir, python, dry_run are gpu_check.sh's
 
@@ -28,40 +32,49 @@ step_fusion() {
   local rc=0 fusion
   [ "$dry_run" -eq 1 ] || mkdir -p "$results_dir"
   run_tests "${fusion_tests[@]}" || rc=1
-  if [ "$dry_run" -eq 0 ] && [ ! -x "$build/glassbox" ]; then
-    echo "fusion: $build/glassbox missing: no time"; rc=1
-  else
-    for fusion in "" --no-fusion; do
-      echo "---- glassbox time ResNet50 --precision fp16 $fusion (batch norm + ReLU fused or not)"
-      show timeout 90 "$build/glassbox" time ResNet50 --device cuda --precision fp16 --batch 64 --steps 5 $fusion \
-        || { echo "time ResNet50 fp16 $fusion: FAILED"; rc=1; }
-      echo "---- glassbox time AlexNet --precision bf16 $fusion (convolution and Linear + ReLU fused or not)"
-      show timeout 60 "$build/glassbox" time AlexNet --device cuda --precision bf16 --batch 128 --steps 5 $fusion \
-        || { echo "time AlexNet bf16 $fusion: FAILED"; rc=1; }
-    done
-    echo "---- glassbox time ResNet56 --cuda-graph (eager per-layer times, then the replayed step)"
-    show timeout 60 "$build/glassbox" time ResNet56 --device cuda --cuda-graph --steps 5 \
-      || { echo "time ResNet56 --cuda-graph: FAILED"; rc=1; }
-  fi
+  # The figures, the issue's first: ResNet50 bf16 at batch 256 against
+  # PyTorch eager AMP in channels_last (its better layout on a tensor-core
+  # GPU), fused, replayed and unfused; then the launch-bound networks
+  # replayed; torch.compile last, once, as its compiles take minutes.
   local run name flags limit
-  for run in fused no-fusion cuda-graph; do
+  for run in fused cuda-graph no-fusion; do
     name=resnet50-bf16-256 flags=() limit=120
     case "$run" in
-      fused) flags=(--pytorch-compile) limit=240 ;;
       no-fusion) name=$name-no-fusion flags=(--glassbox-no-fusion) ;;
       cuda-graph) name=$name-cuda-graph flags=(--glassbox-cuda-graph) ;;
     esac
-    echo "---- ResNet50/train_step bf16 at batch 256 ($run), interleaved with PyTorch"
+    echo "---- ResNet50/train_step bf16 at batch 256 ($run), interleaved with PyTorch eager"
     [ "$dry_run" -eq 1 ] || rm -f "$results_dir/$name.json"
-    show timeout "$limit" "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
-      --rounds 2 --min-time 1 --modes train_step --batch 256 --precision bf16 "${flags[@]}" \
+    bounded "$limit" "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
+      --rounds 2 --min-time 1 --modes train_step --batch 256 --precision bf16 --layouts channels_last "${flags[@]}" \
       --json "$results_dir/$name.json" ResNet50 \
       || { echo "interleave ResNet50 bf16 $run: FAILED"; rc=1; }
   done
   echo "---- LeNet and ResNet56 train_step replayed as CUDA graphs, interleaved with PyTorch eager"
   [ "$dry_run" -eq 1 ] || rm -f "$results_dir/cuda-graph.json"
-  show timeout 150 "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
+  bounded 120 "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
     --rounds 2 --min-time 1 --modes train_step --glassbox-cuda-graph --json "$results_dir/cuda-graph.json" \
     LeNet ResNet56 || { echo "interleave LeNet ResNet56 --glassbox-cuda-graph: FAILED"; rc=1; }
+  echo "---- ResNet50/train_step bf16 at batch 256 against torch.compile (one round)"
+  [ "$dry_run" -eq 1 ] || rm -f "$results_dir/resnet50-bf16-256-compiled.json"
+  bounded 180 "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
+    --rounds 1 --min-time 1 --modes train_step --batch 256 --precision bf16 --layouts channels_last \
+    --pytorch-compile --json "$results_dir/resnet50-bf16-256-compiled.json" ResNet50 \
+    || { echo "interleave ResNet50 bf16 --pytorch-compile: FAILED"; rc=1; }
+  if [ "$dry_run" -eq 0 ] && [ ! -x "$build/glassbox" ]; then
+    echo "fusion: $build/glassbox missing: no time"; rc=1
+  else
+    for fusion in "" --no-fusion; do
+      echo "---- glassbox time ResNet50 --precision fp16 $fusion (batch norm + ReLU fused or not)"
+      bounded 90 "$build/glassbox" time ResNet50 --device cuda --precision fp16 --batch 64 --steps 5 $fusion \
+        || { echo "time ResNet50 fp16 $fusion: FAILED"; rc=1; }
+      echo "---- glassbox time AlexNet --precision bf16 $fusion (convolution and Linear + ReLU fused or not)"
+      bounded 60 "$build/glassbox" time AlexNet --device cuda --precision bf16 --batch 128 --steps 5 $fusion \
+        || { echo "time AlexNet bf16 $fusion: FAILED"; rc=1; }
+    done
+    echo "---- glassbox time ResNet56 --cuda-graph (eager per-layer times, then the replayed step)"
+    bounded 60 "$build/glassbox" time ResNet56 --device cuda --cuda-graph --steps 5 \
+      || { echo "time ResNet56 --cuda-graph: FAILED"; rc=1; }
+  fi
   return "$rc"
 }

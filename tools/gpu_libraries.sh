@@ -3,9 +3,9 @@
 # manager (pip's NVIDIA packages, the toolkit, the staged Google Benchmark),
 # puts them on LD_LIBRARY_PATH for the loader, checks that each one the build
 # and the tests need is there, and points CMake at pip's cuBLAS where the
-# toolkit has none. Reads gpu_check.sh's $python and $staged.
+# toolkit has none. Reads gpu_check.sh's $python, $staged and $build.
 # shellcheck shell=bash
-# shellcheck disable=SC2154  # python and staged are gpu_check.sh's
+# shellcheck disable=SC2154  # python, staged and build are gpu_check.sh's
 
 # Sets: pip_roots (array), cmake_extra (array), LD_LIBRARY_PATH.
 declare -a pip_roots=() cmake_extra=()
@@ -30,6 +30,11 @@ for p in list(nvidia.__path__): print(p)' 2>/dev/null)
   [ -d "$staged/benchmark/lib" ] && lib_dirs="$lib_dirs:$staged/benchmark/lib"
   for dir in "$cuda_home/lib64" "$cuda_home/lib"; do [ -d "$dir" ] && lib_dirs="$lib_dirs:$dir"; done
   export LD_LIBRARY_PATH="${lib_dirs#:}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # The staged TurboJPEG last, for a machine whose system has none: a build
+  # carried from elsewhere finds it through a RUNPATH only where the
+  # repository lies at the same path. Not the staged zlib, which would hide
+  # the system's newer one.
+  [ -d "$staged/turbojpeg/lib" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$staged/turbojpeg/lib"
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 
   local name found
@@ -46,6 +51,18 @@ for p in list(nvidia.__path__): print(p)' 2>/dev/null)
       echo "  $(basename "$bench_so"): cannot load here:"; ldd "$bench_so" 2>&1 | grep 'not found' | sed 's/^/    /'; ok=0
     else
       echo "  $(basename "$bench_so"): loads ($staged/benchmark/lib)"
+    fi
+  done
+
+  # A prebuilt build's programs, which the steps run: every library they
+  # link must load here, or each step fails in its first second.
+  local program
+  for program in "$build/glassbox" "$build/bench_nets"; do
+    [ -x "$program" ] || continue
+    if ldd "$program" 2>&1 | grep -q 'not found'; then
+      echo "  $program: cannot load here:"; ldd "$program" 2>&1 | grep 'not found' | sed 's/^/    /'; ok=0
+    else
+      echo "  $program: every library it links loads"
     fi
   done
 

@@ -6,17 +6,20 @@
 #     update that writes the working copy, loss scaling on the device;
 #   - the tests of channels-last values on the GPU: the layout plan, KRSC
 #     filters, layout bridges, NHWC batch norm, pooling, concat and flatten;
-#   - ResNet50/train_step interleaved with PyTorch (2 rounds): tf32 at batch
-#     64 with Glassbox's values NCHW and NHWC, bf16 (NHWC) at batches 64 and
-#     256 -> bench/results/<gpu>/resnet50-{tf32-nchw,tf32-nhwc,bf16}.json;
-#   - `glassbox time` and `glassbox kernels` of ResNet50 in bf16: which
-#     layers compute in 16 bits, which are staged, which kernels ran -> the
+#   - ResNet50/train_step interleaved with PyTorch (2 rounds): bf16 (NHWC)
+#     at batches 64 and 256 against PyTorch AMP channels_last, tf32 at batch
+#     64 with Glassbox's values NHWC and NCHW
+#     -> bench/results/<gpu>/resnet50-{bf16,tf32-nhwc,tf32-nchw}.json;
+#   - `glassbox kernels` and `glassbox time` of ResNet50 in bf16: which
+#     kernels ran, which layers compute in 16 bits, which are staged -> the
 #     step's log.
 # Fusion, cuBLASLt, CUDA graphs and the autotune cache are the `fusion`
 # step's (tools/gpu_fusion.sh).
-# Each command has its own timeout, so one that hangs cannot take the others'
-# time. Reads gpu_check.sh's $build, $logs, $results_dir, $python, $dry_run,
-# show() and run_tests(); paths are relative to the repository.
+# The tests run at once; the figures follow, the issue's first. Each command
+# has its own timeout, cut to what is left of the run's budget (bounded), so
+# one that hangs cannot take the others' time. Reads gpu_check.sh's $build,
+# $logs, $results_dir, $python, $dry_run, bounded() and run_tests(); paths
+# are relative to the repository.
 # shellcheck shell=bash
 # shellcheck disable=SC2154  # build, logs, results_dir, python, dry_run are gpu_check.sh's
 
@@ -28,28 +31,31 @@ step_precision() {
   local rc=0
   [ "$dry_run" -eq 1 ] || mkdir -p "$results_dir"
   run_tests "${precision_tests[@]}" || rc=1
-  if [ "$dry_run" -eq 0 ] && [ ! -x "$build/glassbox" ]; then
-    echo "precision: $build/glassbox missing: no time or kernels"; rc=1
-  else
-    echo "---- glassbox time ResNet50 --precision bf16 (which layers compute in 16 bits)"
-    show timeout 120 "$build/glassbox" time ResNet50 --device cuda --precision bf16 --batch 64 --steps 5 \
-      || { echo "time bf16: FAILED"; rc=1; }
-    echo "---- glassbox kernels ResNet50 --precision bf16"
-    show timeout 120 "$build/glassbox" kernels ResNet50 --device cuda --precision bf16 --batch 64 \
-      || { echo "kernels bf16: FAILED"; rc=1; }
-  fi
-  local run precision layout batches name limit
-  for run in tf32:nchw tf32:nhwc bf16:auto; do
+  # The figures next, the issue's first: bf16 at batches 64 and 256 against
+  # PyTorch AMP in its layout for it (channels_last), then tf32 at batch 64
+  # with Glassbox's values NHWC and NCHW against PyTorch's better layout.
+  local run precision layout batches name limit layouts
+  for run in bf16:auto tf32:nhwc tf32:nchw; do
     precision=${run%%:*} layout=${run#*:}
-    batches=64 name=resnet50-$precision-$layout limit=120
-    [ "$precision" = bf16 ] && batches=64,256 name=resnet50-bf16 limit=180
-    echo "---- ResNet50/train_step $precision ($layout values) at batch $batches, interleaved with PyTorch"
+    batches=64 name=resnet50-$precision-$layout limit=120 layouts=nchw,channels_last
+    [ "$precision" = bf16 ] && batches=64,256 name=resnet50-bf16 limit=150 layouts=channels_last
+    echo "---- ResNet50/train_step $precision ($layout values) at batch $batches, interleaved with PyTorch ($layouts)"
     [ "$dry_run" -eq 1 ] || rm -f "$results_dir/$name.json"
-    show timeout "$limit" "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
+    bounded "$limit" "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
       --rounds 2 --min-time 1 --modes train_step --batch "$batches" --precision "$precision" \
-      --glassbox-layout "$layout" \
+      --glassbox-layout "$layout" --layouts "$layouts" \
       --json "$results_dir/$name.json" ResNet50 \
       || { echo "interleave $precision $layout: FAILED"; rc=1; }
   done
+  if [ "$dry_run" -eq 0 ] && [ ! -x "$build/glassbox" ]; then
+    echo "precision: $build/glassbox missing: no kernels or time"; rc=1
+  else
+    echo "---- glassbox kernels ResNet50 --precision bf16"
+    bounded 120 "$build/glassbox" kernels ResNet50 --device cuda --precision bf16 --batch 64 \
+      || { echo "kernels bf16: FAILED"; rc=1; }
+    echo "---- glassbox time ResNet50 --precision bf16 (which layers compute in 16 bits)"
+    bounded 120 "$build/glassbox" time ResNet50 --device cuda --precision bf16 --batch 64 --steps 5 \
+      || { echo "time bf16: FAILED"; rc=1; }
+  fi
   return "$rc"
 }
