@@ -44,6 +44,10 @@ class CudaStaging final : public DeviceStaging {
       device_[j] = ctx.allocate(Shape{static_cast<int64_t>(stride_ / sizeof(float))}, DType::kFloat32,
                                 MemoryCategory::kData);
       read_[j] = make_event();
+      // The copy stream's first writes into device_[j] wait for its
+      // allocation, which is stream-ordered on ctx's stream (cudaMallocAsync):
+      // the pool may hand it a block that kernels queued there still read.
+      CUDA_CHECK(cudaEventRecord(read_[j].get(), stream_of(ctx)));
     }
   }
 
@@ -64,8 +68,8 @@ class CudaStaging final : public DeviceStaging {
     cudaStream_t copy = copy_stream_.get();
     cudaStream_t step = stream_of(ctx_);
     cudaEvent_t copied = copied_.at(static_cast<size_t>(slot)).get();
-    // Device buffer j was last read by ctx's stream two batches ago. For the
-    // first two batches read_[j] was never recorded: Note [An unrecorded event is done].
+    // Device buffer j was last read by ctx's stream two batches ago (for the
+    // first two batches: allocated there).
     CUDA_CHECK(cudaStreamWaitEvent(copy, read_[j].get(), 0));
     CUDA_CHECK(cudaMemcpyAsync(device, host_images(slot), images_bytes_, cudaMemcpyHostToDevice, copy));
     CUDA_CHECK(cudaMemcpyAsync(device + aligned(images_bytes_), host_labels(slot), labels_bytes_,

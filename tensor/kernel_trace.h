@@ -49,7 +49,8 @@ struct KernelRecord {
   int block[3] = {0, 0, 0};
   int registers = 0;         // registers per thread
 
-  double duration_ms() const { return static_cast<double>(end_ns - start_ns) * 1e-6; }
+  // 0 for a record CUPTI had not finished (its end is 0), not a wrapped difference.
+  double duration_ms() const { return end_ns > start_ns ? static_cast<double>(end_ns - start_ns) * 1e-6 : 0.0; }
 };
 
 // The CUPTI collector. At most one exists at a time in a process (CUPTI's

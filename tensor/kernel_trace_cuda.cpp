@@ -209,10 +209,13 @@ void pop_span(KernelCollector&) {
 namespace {
 // Note [Records arrive only after a flush]: CUPTI hands a buffer back when it
 // is full or flushed, and a kernel's record is written only once the kernel
-// has finished. So: wait for the device, then force a flush of every buffer,
-// complete or not; only then has each record of the step been parsed.
+// has finished. So: wait for the whole device (the loader's copy stream and
+// the libraries' own streams too, not only the context's), then force a
+// flush of every buffer, complete or not; only then has each record of the
+// step been parsed.
 void drain(KernelCollector& collector) {
-  synchronize(*collector.resources);
+  CUDA_CHECK(cudaSetDevice(collector.resources->device));
+  CUDA_CHECK(cudaDeviceSynchronize());
   CUPTI_CHECK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
 }
 }  // namespace

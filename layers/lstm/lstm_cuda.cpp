@@ -261,14 +261,17 @@ void Lstm::forward_cuda(Context& ctx, const ForwardArgs& args) {
   }
   begin_forward(ctx);
   const bool training = args.phase == Phase::kTraining;
-  s.last_forward_trained = training;
-  s.reserve_consumed = false;
+  // Until the forward returns, no backward may use the reserve space: a
+  // forward that fails leaves nothing for one.
+  s.last_forward_trained = false;
   CUDNN_CHECK(cudnnRNNForward(cudnn_of(ctx), s.rnn.get(), training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE,
                               static_cast<const int32_t*>(s.seq_lengths.raw()), s.x.get(), args.inputs[0].raw(),
                               s.y.get(), args.output.raw(), s.state.get(), h0_.raw(), hT_.raw(), s.state.get(),
                               c0_.raw(), cT_.raw(), s.weight_bytes, weight_space_of(args.params, s.offsets), s.work_bytes,
                               checked_workspace(ctx), training ? s.reserve_bytes : 0,
                               training ? s.reserve.raw() : nullptr));
+  s.last_forward_trained = training;
+  s.reserve_consumed = false;
 }
 
 void Lstm::backward_cuda(Context& ctx, const BackwardArgs& args) {
