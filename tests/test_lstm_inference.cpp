@@ -2,11 +2,13 @@
 // keeps nothing for a backward and runs the training forward's code (Note
 // [LSTM inference on the training forward's steps] in layers/lstm/lstm_cpu.cpp):
 // against the training plan's forward run in the inference phase, over layer
-// counts, input sizes, bias, batch and initial state.
+// counts, input sizes, bias, batch and initial state. On a GPU: a training
+// plan's inference-phase forward applies no dropout, as an inference plan.
 #include <gtest/gtest.h>
 
 #include "layers/lstm/lstm.h"
 #include "tests/support/checks.h"
+#include "tests/support/devices.h"
 
 namespace glassbox {
 namespace {
@@ -53,6 +55,25 @@ TEST(LstmInference, APlanKeepsOnlyScratchAndComputesTheSame) {
   inferring.forward(ctx, h);
   EXPECT_EQ(h.read(inferring.y), h.read(h.output));
   EXPECT_EQ(h.read(inferring.layer.final_cell()), h.read(trained.final_cell()));
+}
+
+// cuDNN: an evaluation forward of a training plan runs cudnnRNNForward in
+// CUDNN_FWD_MODE_INFERENCE with the plan's dropout descriptor (p 0.5 between
+// layers), which must then drop nothing: the same outputs as an inference
+// plan, which has no dropout descriptor.
+TEST(LstmInference, OnCudaATrainingPlansInferenceForwardDropsNothing) {
+  GLASSBOX_REQUIRE_CUDA();
+  Context ctx = Context::cuda(0);
+  const Lstm::Options options{.hidden = 8, .layers = 3, .dropout = 0.5f};
+  Lstm trained("lstm", options);
+  testing::LayerHarness h(ctx, trained, {Shape{5, 2, 3}});
+  h.randomize(10);
+  InferencePlan inferring(ctx, options, Shape{5, 2, 3});
+  for (int call = 1; call <= 2; ++call) {
+    h.forward(Phase::kInference);
+    inferring.forward(ctx, h);
+    testing::expect_close(h.read(inferring.y), h.read(h.output), 1e-6, cat("y, forward ", call));
+  }
 }
 
 struct Case {
