@@ -281,7 +281,7 @@ constexpr size_t kMaxEngineConfigs = 12;
 // Why the run refuses an engine configuration for the pass, or nothing.
 std::optional<std::string> config_refusal(const PrepareOptions& options, const SearchInput& in, Pass pass,
                                           const EngineConfig& config) {
-  if (pass == Pass::kForward && !in.graph_forward) return "the fused bias and ReLU run on the legacy call";
+  if (pass == Pass::kForward && in.fused_forward()) return "the fused bias and ReLU run on the legacy call";
   return engine_refusal(config.numerical_notes, in.data, in.tf32, options.deterministic);
 }
 
@@ -649,7 +649,7 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
     // A forward whose bias and ReLU are fused runs on a legacy call
     // (cudnnConvolutionBiasActivationForward): its candidates are the legacy
     // algorithms, whichever API is asked for.
-    const bool fused_forward = pass == Pass::kForward && !in.graph_forward;
+    const bool fused_forward = pass == Pass::kForward && in.fused_forward();
     const bool pass_legacy = legacy || fused_forward;
     const bool pass_graph = graph && !fused_forward;
     std::vector<Perf> perfs;
@@ -713,7 +713,7 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
     if (!notes[i].empty()) summary += cat("; ", kPassNames[i], " skipped ", notes[i]);
     if (!graph_failures[i].empty()) summary += cat("; ", kPassNames[i], " graph API: ", graph_failures[i]);
   }
-  if (!in.graph_forward && !legacy) summary += "; fwd on the legacy API, whose call fuses the bias and ReLU";
+  if (in.fused_forward() && !legacy) summary += "; fwd on the legacy API, whose call fuses the bias and ReLU";
   if (!cached.empty()) {
     summary += cat("; ", cached, " as measured before for the same problem (",
                    options.autotune_cache.empty() ? "this run's autotune cache" : options.autotune_cache, ")");

@@ -47,14 +47,13 @@ struct SearchInput {
   // fp32 gradients, 0 writes the 16-bit scratch (Note [16-bit parameter
   // gradients], conv2d_cuda.cpp). A graph-API plan is built for it.
   float filter_beta = 1.0f;
-  // Whether the forward may run on a graph-API plan: not where the layer's
-  // ReLU is fused into cudnnConvolutionBiasActivationForward, a legacy call.
-  bool graph_forward = true;
-  // That fused call's bias and activation descriptors (null where the
-  // forward is not fused): the measured search times each legacy forward
-  // algorithm through the call that will run it.
+  // Where the layer's ReLU is fused into cudnnConvolutionBiasActivationForward,
+  // a legacy call, that call's bias and activation descriptors (null
+  // otherwise): such a forward runs on no graph-API plan, and the measured
+  // search times each legacy forward algorithm through the call.
   cudnnTensorDescriptor_t fused_bias = nullptr;
   cudnnActivationDescriptor_t fused_relu = nullptr;
+  bool fused_forward() const { return fused_relu != nullptr; }
 };
 
 // One pass's choice: a legacy algorithm with the convolution descriptor to
