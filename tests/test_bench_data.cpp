@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "data/jpeg.h"
+#include "tensor/error.h"
 #include "tests/support/command.h"
 #include "tests/support/data_files.h"
 
@@ -13,7 +14,7 @@ namespace {
 using testing::contains;
 
 testing::CommandOutcome run(const std::string& arguments) {
-  return testing::run_command(std::string(BENCH_DATA_PATH) + " " + arguments);
+  return testing::run_command(cat(BENCH_DATA_PATH, " ", arguments));
 }
 
 TEST(BenchData, NeedsAFolder) {

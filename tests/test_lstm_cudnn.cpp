@@ -41,7 +41,7 @@ void expect_placed_at_packed_offsets(const Graph& graph) {
   const std::byte* grad_block = at(lstm.param_grads[first]);
   size_t total = 0;
   for (size_t k = 0; k < offsets.size(); ++k) {
-    const std::string& name = lstm.layer->param_specs()[k].name;
+    const std::string name = lstm.layer->param_specs()[k].name;  // a copy: param_specs() returns a temporary
     EXPECT_EQ(at(lstm.params[k]), block + offsets[k]) << name;
     EXPECT_EQ(at(lstm.param_grads[k]), grad_block + offsets[k]) << name << " gradient";
     total += lstm.params[k].bytes();
