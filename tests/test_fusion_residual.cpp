@@ -217,28 +217,35 @@ TEST(FusionResidual, WithoutMemoryReuseNoAddIsFused) {
   EXPECT_EQ(graph.node("bn_s").residual, -1);
 }
 
-TEST(FusionResidual, CudnnFusesItsReluInTrainingOnNhwcHalfValuesInFoursOfChannels) {
-  EXPECT_TRUE(cudnn_fuses_batch_norm_relu(Phase::kTraining, true, DType::kFloat16, 64));
-  EXPECT_FALSE(cudnn_fuses_batch_norm_relu(Phase::kInference, true, DType::kFloat16, 64)) << "no activation";
-  EXPECT_FALSE(cudnn_fuses_batch_norm_relu(Phase::kTraining, false, DType::kFloat16, 64)) << "NCHW";
-  EXPECT_FALSE(cudnn_fuses_batch_norm_relu(Phase::kTraining, true, DType::kBFloat16, 64));
-  EXPECT_FALSE(cudnn_fuses_batch_norm_relu(Phase::kTraining, true, DType::kFloat32, 64));
-  EXPECT_FALSE(cudnn_fuses_batch_norm_relu(Phase::kTraining, true, DType::kFloat16, 66));
+TEST(FusionResidual, CudnnFusesItsReluInTrainingOnNhwcHalfValues) {
+  for (bool residual : {false, true}) {
+    const std::string what = residual ? "with a residual add" : "ReLU only";
+    EXPECT_TRUE(cudnn_fuses_batch_norm_relu(Phase::kTraining, true, DType::kFloat16, 64, residual)) << what;
+    EXPECT_FALSE(cudnn_fuses_batch_norm_relu(Phase::kInference, true, DType::kFloat16, 64, residual))
+        << what << ": no activation";
+    EXPECT_FALSE(cudnn_fuses_batch_norm_relu(Phase::kTraining, false, DType::kFloat16, 64, residual)) << what << ": NCHW";
+    EXPECT_FALSE(cudnn_fuses_batch_norm_relu(Phase::kTraining, true, DType::kBFloat16, 64, residual)) << what;
+    EXPECT_FALSE(cudnn_fuses_batch_norm_relu(Phase::kTraining, true, DType::kFloat32, 64, residual)) << what;
+  }
+  // Channels in fours: for the residual add only.
+  EXPECT_TRUE(cudnn_fuses_batch_norm_relu(Phase::kTraining, true, DType::kFloat16, 66, false));
+  EXPECT_FALSE(cudnn_fuses_batch_norm_relu(Phase::kTraining, true, DType::kFloat16, 66, true));
 }
 
 // On a GPU: cuDNN runs a batch norm with a fused ReLU (forward and backward)
 // for exactly the value types and channel counts the rule fuses. A failure
 // here says the rule is too wide (a graph would fail at prepare) or too
-// narrow (bf16 could fuse too).
+// narrow (bf16 could fuse too); it shows cuDNN's status for each refusal.
 TEST(FusionResidual, TheRuleIsWhatCudnnRuns) {
   GLASSBOX_REQUIRE_CUDA();
   Context ctx = Context::cuda(0);
   for (bool residual : {false, true}) {
     for (DType values : {DType::kFloat32, DType::kBFloat16, DType::kFloat16}) {
       for (int64_t channels : {64, 66}) {
-        EXPECT_EQ(cudnn_runs_batch_norm_relu(ctx, Shape{4, channels, 7, 7}, values, residual),
-                  cudnn_fuses_batch_norm_relu(Phase::kTraining, true, values, channels))
-            << name_of(values) << ", " << channels << " channels" << (residual ? ", with a residual add" : "");
+        const std::string refused = cudnn_batch_norm_relu_refusal(ctx, Shape{4, channels, 7, 7}, values, residual);
+        EXPECT_EQ(refused.empty(), cudnn_fuses_batch_norm_relu(Phase::kTraining, true, values, channels, residual))
+            << name_of(values) << ", " << channels << " channels" << (residual ? ", with a residual add" : "")
+            << (refused.empty() ? ": cuDNN runs it" : ": cuDNN refuses it, " + refused);
       }
     }
   }

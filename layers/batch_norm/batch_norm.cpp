@@ -98,18 +98,19 @@ BatchNorm2d::BatchNorm2d(std::string name, Options options) : Layer(std::move(na
   }
 }
 
-bool cudnn_fuses_batch_norm_relu(Phase phase, bool channels_last, DType values, int64_t channels) {
-  return phase == Phase::kTraining && channels_last && values == DType::kFloat16 && channels % 4 == 0;
+bool cudnn_fuses_batch_norm_relu(Phase phase, bool channels_last, DType values, int64_t channels, bool residual) {
+  return phase == Phase::kTraining && channels_last && values == DType::kFloat16 && (!residual || channels % 4 == 0);
 }
 
 bool BatchNorm2d::can_fuse_relu(const Context& ctx, Phase phase) const {
   if (!ctx.is_cuda()) return true;
-  return cudnn_fuses_batch_norm_relu(phase, input_channels_last(0), value_storage(), input_shapes()[0][1]);
+  return cudnn_fuses_batch_norm_relu(phase, input_channels_last(0), value_storage(), input_shapes()[0][1], false);
 }
 
-// cuDNN's CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION has the conditions of its
-// BN_ACTIVATION (Note [Batch norm and ReLU in one cuDNN call]).
-bool BatchNorm2d::can_fuse_residual_relu(const Context& ctx, Phase phase) const { return can_fuse_relu(ctx, phase); }
+bool BatchNorm2d::can_fuse_residual_relu(const Context& ctx, Phase phase) const {
+  if (!ctx.is_cuda()) return true;
+  return cudnn_fuses_batch_norm_relu(phase, input_channels_last(0), value_storage(), input_shapes()[0][1], true);
+}
 
 std::string BatchNorm2d::describe() const {
   const std::string channels = bound() ? cat(input_shapes()[0][1], " channels, ") : "";
@@ -307,8 +308,8 @@ void BatchNorm2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
 #if !GLASSBOX_WITH_CUDA
 namespace glassbox {
 GLASSBOX_LAYER_WITHOUT_CUDA(BatchNorm2d)
-bool cudnn_runs_batch_norm_relu(Context&, const Shape&, DType, bool) {
-  throw_not_built("cudnn_runs_batch_norm_relu");
+std::string cudnn_batch_norm_relu_refusal(Context&, const Shape&, DType, bool) {
+  throw_not_built("cudnn_batch_norm_relu_refusal");
 }
 }  // namespace glassbox
 #endif

@@ -27,23 +27,26 @@
 namespace glassbox {
 
 // Note [Batch norm and ReLU in one cuDNN call]: whether cuDNN's Ex batch
-// norm applies a ReLU after it (CUDNN_BATCHNORM_OPS_BN_ACTIVATION) for these
-// values, forward and backward: training only (cuDNN's inference call takes
-// no activation), in the persistent NHWC mode (Note [Persistent batch norm on
-// NHWC]), on float16 values whose channel count is a multiple of 4, which the
-// cuDNN API reference names as the fused ops' conditions. Pure, so that the
-// rule is tested without a GPU; prepare asks cuDNN too and names the layer
-// where it disagrees.
-bool cudnn_fuses_batch_norm_relu(Phase phase, bool channels_last, DType values, int64_t channels);
+// norm applies a ReLU after it (CUDNN_BATCHNORM_OPS_BN_ACTIVATION; with
+// `residual`, a residual add and then the ReLU, ..._BN_ADD_ACTIVATION) for
+// these values, forward and backward: training only (cuDNN's inference call
+// takes no activation), in the persistent NHWC mode (Note [Persistent batch
+// norm on NHWC]), on float16 values, and for the residual add only, a channel
+// count that is a multiple of 4: the conditions cuDNN's API reference gives
+// its NHWC kernels since cuDNN 8.2. Pure, so that the rule is tested without
+// a GPU; prepare asks cuDNN too and names the layer where it disagrees.
+bool cudnn_fuses_batch_norm_relu(Phase phase, bool channels_last, DType values, int64_t channels, bool residual);
 
 // Asks the cuDNN of ctx (a CUDA context) whether its Ex batch norm runs with
 // a fused ReLU (with `residual`, a fused residual add and ReLU,
 // CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION) on an NHWC training batch x of
 // `values`: a training forward and a backward on that shape, with the ops
-// and reserve of that fusion, succeed. What the GPU tests check
+// and reserve of that fusion. Returns "" where both succeed, else the call
+// that failed and cuDNN's status ("backward: CUDNN_STATUS_NOT_SUPPORTED"),
+// so that a refusal is told from a wrong argument. What the GPU tests check
 // cudnn_fuses_batch_norm_relu against. Throws NotBuiltError in a build
 // without CUDA.
-bool cudnn_runs_batch_norm_relu(Context& ctx, const Shape& x, DType values, bool residual = false);
+std::string cudnn_batch_norm_relu_refusal(Context& ctx, const Shape& x, DType values, bool residual = false);
 
 class BatchNorm2d final : public Layer {
  public:

@@ -132,7 +132,7 @@ cudnnStatus_t ask_ex_sizes(cudnnHandle_t handle, cudnnBatchNormOps_t ops, cudnnT
 
 }  // namespace
 
-bool cudnn_runs_batch_norm_relu(Context& ctx, const Shape& x, DType values, bool residual) {
+std::string cudnn_batch_norm_relu_refusal(Context& ctx, const Shape& x, DType values, bool residual) {
   cudnnHandle_t handle = cudnn_of(ctx);
   const TensorDescriptor data = make_tensor_descriptor(x, values, Layout::kNHWC);
   const TensorDescriptor param = make_descriptor<TensorDescriptor>(cudnnCreateTensorDescriptor);
@@ -141,7 +141,10 @@ bool cudnn_runs_batch_norm_relu(Context& ctx, const Shape& x, DType values, bool
   const cudnnBatchNormOps_t ops = residual ? CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION : CUDNN_BATCHNORM_OPS_BN_ACTIVATION;
   const cudnnTensorDescriptor_t d = data.get(), p = param.get();
   ExSizes sizes;
-  if (ask_ex_sizes(handle, ops, d, p, relu.get(), sizes) != CUDNN_STATUS_SUCCESS) return false;
+  auto refusal = [](std::string_view call, cudnnStatus_t status) { return cat(call, ": ", cudnnGetErrorString(status)); };
+  if (const cudnnStatus_t status = ask_ex_sizes(handle, ops, d, p, relu.get(), sizes); status != CUDNN_STATUS_SUCCESS) {
+    return refusal("the workspace and reserve sizes", status);
+  }
   const size_t forward_bytes = sizes.forward, backward_bytes = sizes.backward, reserve_bytes = sizes.reserve;
   auto bytes = [&](size_t n) {
     const int64_t words = static_cast<int64_t>(std::max<size_t>(n, 1) + sizeof(float) - 1) / 4;
@@ -162,7 +165,7 @@ bool cudnn_runs_batch_norm_relu(Context& ctx, const Shape& x, DType values, bool
       c, c + k, 0.1,
       c + 2 * k, c + 3 * k, 1e-5, c + 4 * k, c + 5 * k, relu.get(), workspace.raw(), forward_bytes, reserve.raw(),
       reserve_bytes);
-  if (forward != CUDNN_STATUS_SUCCESS) return false;
+  if (forward != CUDNN_STATUS_SUCCESS) return refusal("forward", forward);
   const Tensor grads = bytes(2 * static_cast<size_t>(k) * sizeof(float));
   const cudnnStatus_t backward = cudnnBatchNormalizationBackwardEx(
       handle, kNhwcTrainingMode, ops, &kOne, &kZero, &kOne, &kOne, d, in.raw(), d, out.raw(), d, dy.raw(), zd,
@@ -170,7 +173,7 @@ bool cudnn_runs_batch_norm_relu(Context& ctx, const Shape& x, DType values, bool
       c + 4 * k, c + 5 * k,
       relu.get(), workspace.raw(), backward_bytes, reserve.raw(), reserve_bytes);
   ctx.synchronize();
-  return backward == CUDNN_STATUS_SUCCESS;
+  return backward == CUDNN_STATUS_SUCCESS ? std::string() : refusal("backward", backward);
 }
 
 void BatchNorm2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
@@ -298,6 +301,9 @@ void BatchNorm2d::backward_cuda(Context& ctx, const BackwardArgs& args) {
       throw Error(cat(name(), " (", type(), "): a fused residual add's backward writes z's gradient first; got ",
                       args.input_grads[1].defined() ? "one to add to" : "none"));
     }
+    // cuDNN documents betaDataDiff as dx's blend only; should it blend dz
+    // too, dz must hold zeros when dx is added to, as nothing wrote it yet.
+    if (residual && beta_dx != &kZero) fill_zero(ctx, args.input_grads[1]);
     CUDNN_CHECK(cudnnBatchNormalizationBackwardEx(
         cudnn_of(ctx), kNhwcTrainingMode, s.ops, &kOne, beta_dx, &kOne, &kOne, s.data.get(), x,
         relu ? s.data.get() : nullptr, relu ? args.output.raw() : nullptr, s.data.get(), dy,
