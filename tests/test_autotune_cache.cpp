@@ -25,7 +25,7 @@ ConvProblem problem() {
   return {.device = "NVIDIA H100 80GB HBM3", .cudnn = "9.19.0", .pass = "forward", .data = "bfloat16",
           .layout = "NHWC", .x = {64, 64, 56, 56}, .w = {64, 64, 3, 3}, .y = {64, 64, 56, 56},
           .pad_h = 1, .pad_w = 1, .stride_h = 1, .stride_w = 1, .dilation_h = 1, .dilation_w = 1, .groups = 1,
-          .math = 1, .candidates = "legacy+graph"};
+          .math = 1, .candidates = "legacy+graph", .workspace_limit = uint64_t{4} << 30};
 }
 
 const std::vector<MeasuredAlgorithm> kResults = {
@@ -40,8 +40,9 @@ void write(const std::string& path, const std::string& text) { std::ofstream(pat
 TEST(AutotuneCache, TheKeyHoldsEverythingAMeasurementDependsOn) {
   const ConvProblem p = problem();
   EXPECT_EQ(p.key(), "NVIDIA H100 80GB HBM3 | cuDNN 9.19.0 | forward | bfloat16 NHWC | x 64x64x56x56 w 64x64x3x3 "
-                     "y 64x64x56x56 | pad 1x1 stride 1x1 dilation 1x1 groups 1 | math 1 | legacy+graph");
-  std::vector<ConvProblem> others(14, p);
+                     "y 64x64x56x56 | pad 1x1 stride 1x1 dilation 1x1 groups 1 | math 1 | legacy+graph"
+                     " | workspace limit 4294967296");
+  std::vector<ConvProblem> others(17, p);
   others[0].device = "NVIDIA H200";
   others[1].cudnn = "9.20.0";
   others[2].pass = "backward-data";
@@ -56,6 +57,9 @@ TEST(AutotuneCache, TheKeyHoldsEverythingAMeasurementDependsOn) {
   others[11].groups = 2;
   others[12].math = 0;
   others[13].candidates = "legacy";
+  others[14].fused_bias_relu = true;
+  others[15].deterministic = true;
+  others[16].workspace_limit = uint64_t{1} << 30;
   for (size_t i = 0; i < others.size(); ++i) EXPECT_NE(others[i].key(), p.key()) << "change " << i;
 }
 

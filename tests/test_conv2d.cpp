@@ -323,6 +323,25 @@ TEST(Conv2dCuda, RecordsItsAlgorithmChoice) {
   }
 }
 
+// An inference prepare chooses the forward only (PrepareOptions::phase):
+// nothing is searched, listed or reserved for the backward passes.
+TEST(Conv2dCuda, AnInferencePrepareChoosesTheForwardOnly) {
+  GLASSBOX_REQUIRE_CUDA();
+  Context ctx = Context::cuda();
+  for (AlgoSearch search : {AlgoSearch::kHeuristic, AlgoSearch::kMeasured}) {
+    Conv2d conv("conv", {.out_channels = 16, .kernel = 3, .pad = 1});
+    conv.bind(std::vector<Shape>{Shape{2, 8, 12, 12}});
+    conv.prepare(ctx, {.algo_search = search, .phase = Phase::kInference});
+    const std::string line = conv.algorithms();
+    EXPECT_TRUE(line.starts_with("fwd ")) << line;
+    EXPECT_EQ(line.find("bwd-"), std::string::npos) << line;
+    EXPECT_NE(line.find("; no backward (inference)"), std::string::npos) << line;
+    EXPECT_FALSE(conv.algorithm_candidates(Conv2d::Pass::kForward).empty()) << line;
+    EXPECT_TRUE(conv.algorithm_candidates(Conv2d::Pass::kBackwardData).empty()) << line;
+    EXPECT_TRUE(conv.algorithm_candidates(Conv2d::Pass::kBackwardFilter).empty()) << line;
+  }
+}
+
 TEST(Conv2dCuda, RejectsAnUnknownPinnedAlgorithm) {
   GLASSBOX_REQUIRE_CUDA();
   Context ctx = Context::cuda();

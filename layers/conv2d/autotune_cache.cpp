@@ -110,7 +110,8 @@ Registry& registry() {
 std::string ConvProblem::key() const {
   return cat(device, " | cuDNN ", cudnn, " | ", pass, " | ", data, " ", layout, " | x ", dims(x), " w ", dims(w),
              " y ", dims(y), " | pad ", pad_h, "x", pad_w, " stride ", stride_h, "x", stride_w, " dilation ",
-             dilation_h, "x", dilation_w, " groups ", groups, " | math ", math, " | ", candidates);
+             dilation_h, "x", dilation_w, " groups ", groups, " | math ", math, " | ", candidates, " | workspace limit ",
+             workspace_limit, fused_bias_relu ? " | fused bias+ReLU" : "", deterministic ? " | deterministic" : "");
 }
 
 std::string autotune_json(const std::map<std::string, std::vector<MeasuredAlgorithm>>& entries) {

@@ -14,8 +14,10 @@
 // measuring: it then chooses among them exactly as after a measurement
 // (determinism, math and workspace are checked again, for its own options).
 // The key holds all that the results depend on: the GPU's name, cuDNN's
-// version, the pass, the data type and layout, the shapes, the geometry and
-// the math type of the search. A file holds the results of any number of
+// version, the pass, the data type and layout, the shapes, the geometry, the
+// math type of the search, the call timed (with a fused bias and ReLU or
+// not), and the options under which candidates are left untimed
+// (deterministic, the workspace limit). A file holds the results of any number of
 // GPUs and versions side by side; only those of this GPU and this cuDNN ever
 // match. It is written whole, atomically, after each search that added to
 // it, so an interrupted compile keeps what it measured.
@@ -57,8 +59,14 @@ struct ConvProblem {
   int pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1, groups = 1;
   int math = 0;  // the search descriptor's cudnnMathType_t
   std::string candidates = "legacy";  // whose candidates were timed: "legacy", "graph" or "legacy+graph"
+  bool fused_bias_relu = false;  // a forward timed through the call that adds the bias and applies the ReLU
+  // What the run refuses before timing: such candidates are kept untimed, so
+  // a run that allows them must time them itself.
+  bool deterministic = false;
+  uint64_t workspace_limit = 0;
   // "NVIDIA H100 80GB HBM3 | cuDNN 9.19.0 | forward | bfloat16 NHWC | x 64x64x56x56 w 64x64x3x3
-  //  y 64x64x56x56 | pad 1x1 stride 1x1 dilation 1x1 groups 1 | math 1 | legacy+graph"
+  //  y 64x64x56x56 | pad 1x1 stride 1x1 dilation 1x1 groups 1 | math 1 | legacy+graph
+  //  | workspace limit 4294967296", and where set " | fused bias+ReLU", " | deterministic"
   std::string key() const;
 };
 

@@ -109,6 +109,19 @@ int algorithm_count(Pass pass) {
   return 0;
 }
 
+// How many results cuDNN's search of a pass may return: its own count, which
+// can list an algorithm once per math type and so exceed the algorithm count
+// (results beyond the array asked for would be dropped).
+int result_count(cudnnHandle_t handle, Pass pass) {
+  int count = 0;
+  switch (pass) {
+    case Pass::kForward: CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &count)); break;
+    case Pass::kBackwardData: CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, &count)); break;
+    case Pass::kBackwardFilter: CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, &count)); break;
+  }
+  return std::max(count, algorithm_count(pass));
+}
+
 // One search result, whichever pass it came from.
 struct Perf {
   int algo = 0;
@@ -146,7 +159,7 @@ struct Scratch {
 };
 
 std::vector<Perf> heuristics(const ConvDescriptors& d, cudnnConvolutionDescriptor_t conv, Pass pass) {
-  const int wanted = algorithm_count(pass);
+  const int wanted = result_count(d.handle, pass);
   int count = 0;
   switch (pass) {
     case Pass::kForward: {
@@ -173,7 +186,7 @@ std::vector<Perf> heuristics(const ConvDescriptors& d, cudnnConvolutionDescripto
 // Runs every algorithm once on the scratch tensors; sorted fastest first by cuDNN.
 std::vector<Perf> measure(const ConvDescriptors& d, cudnnConvolutionDescriptor_t conv, Pass pass,
                           const Scratch& s) {
-  const int wanted = algorithm_count(pass);
+  const int wanted = result_count(d.handle, pass);
   int count = 0;
   void* ws = s.workspace_bytes > 0 ? s.workspace.raw() : nullptr;
   switch (pass) {
@@ -365,11 +378,26 @@ std::vector<Perf> from_measured(const std::vector<MeasuredAlgorithm>& kept) {
 
 // The measured search runs on scratch tensors, with as much workspace as the
 // largest candidate wants within the limit (less if that cannot be had).
+// Whether an inference prepare leaves the pass out (PrepareOptions::phase).
+bool skipped(const PrepareOptions& options, Pass pass) {
+  return options.phase == Phase::kInference && pass != Pass::kForward;
+}
+
+// The scratch tensors without a workspace.
+Scratch scratch_tensors(Context& ctx, const SearchInput& in) {
+  Scratch scratch;
+  scratch.x = ctx.allocate(in.x, in.data, MemoryCategory::kWorkspace);
+  scratch.w = ctx.allocate(in.w, in.data, MemoryCategory::kWorkspace);
+  scratch.y = ctx.allocate(in.y, in.data, MemoryCategory::kWorkspace);
+  if (in.fused_relu != nullptr) scratch.bias = ctx.allocate(Shape{in.y[1]}, in.data, MemoryCategory::kWorkspace);
+  return scratch;
+}
+
 Scratch allocate_scratch(Context& ctx, const PrepareOptions& options, const SearchInput& in,
                          cudnnConvolutionDescriptor_t search) {
   size_t wanted = 0;
   for (Pass pass : kPasses) {
-    if (in.pins[index_of(pass)] != Conv2d::kChoose) continue;
+    if (in.pins[index_of(pass)] != Conv2d::kChoose || skipped(options, pass)) continue;
     for (int algo = 0; algo < algorithm_count(pass); ++algo) {
       size_t bytes = 0;
       if (workspace_size(in.descriptors, search, pass, algo, bytes) == CUDNN_STATUS_SUCCESS &&
@@ -378,11 +406,7 @@ Scratch allocate_scratch(Context& ctx, const PrepareOptions& options, const Sear
       }
     }
   }
-  Scratch scratch;
-  scratch.x = ctx.allocate(in.x, in.data, MemoryCategory::kWorkspace);
-  scratch.w = ctx.allocate(in.w, in.data, MemoryCategory::kWorkspace);
-  scratch.y = ctx.allocate(in.y, in.data, MemoryCategory::kWorkspace);
-  if (in.fused_relu != nullptr) scratch.bias = ctx.allocate(Shape{in.y[1]}, in.data, MemoryCategory::kWorkspace);
+  Scratch scratch = scratch_tensors(ctx, in);
   for (size_t bytes = wanted; bytes > 0; bytes /= 2) {
     try {
       const auto floats = static_cast<int64_t>((bytes + sizeof(float) - 1) / sizeof(float));
@@ -422,6 +446,32 @@ void retime_legacy(Context& ctx, const SearchInput& in, Pass pass, const Scratch
     p.status = status;
     p.time_ms = ms;
   }
+}
+
+// Note [When cuDNN refuses the fused call]: cuDNN's heuristics rank the
+// plain forward call's algorithms, and cudnnConvolutionBiasActivationForward
+// runs fewer configurations than cudnnConvolutionForward, with no call that
+// asks whether it runs one. So a fused forward chosen without a measured
+// search runs its candidates once on scratch tensors, in the heuristics'
+// order, until one succeeds; each that fails takes cuDNN's status. Where the
+// scratch cannot be had, the candidates stay untried and `note` says so.
+void try_fused_call(Context& ctx, const PrepareOptions& options, const SearchInput& in, std::vector<Perf>& perfs,
+                    std::string& note) {
+  std::optional<Scratch> scratch;
+  try {
+    scratch = scratch_tensors(ctx, in);
+  } catch (const OutOfMemoryError&) {
+    note = "not tried through the fused call: no memory for its scratch tensors";
+    return;
+  }
+  for (Perf& p : perfs) {
+    if (p.status != CUDNN_STATUS_SUCCESS || p.memory > options.workspace_limit) continue;
+    if (!ensure_workspace(ctx, *scratch, p.memory)) continue;  // the choice names the memory it lacks
+    const ConvolutionDescriptor conv = in.make_convolution(runs_result_math(in) ? p.math : in.base_math);
+    p.status = run_legacy(in, conv.get(), Pass::kForward, p.algo, *scratch, p.memory, 0.0f);
+    if (p.status == CUDNN_STATUS_SUCCESS) break;
+  }
+  CUDA_CHECK(cudaStreamSynchronize(stream_of(ctx)));  // a trial run that faulted is named here, at prepare
 }
 
 // Builds and times the engine configurations cuDNN's heuristics offer for
@@ -640,26 +690,27 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
   AlgorithmChoice choice;
   std::array<std::string, 3> notes;  // per pass: what was skipped before the choice
   std::array<std::string, 3> graph_failures;  // per pass: why the graph API offered nothing
-  for (Pass pass : kPasses) {
+  std::string fused_trial;  // why a fused forward's heuristic candidates went untried
+  auto choose_pass = [&](const SearchInput& input, Pass pass) {
     const size_t i = index_of(pass);
-    if (in.pins[i] != Conv2d::kChoose) {
-      choice.passes[i] = choose_pinned(ctx, options, in, pass, search.get(), candidates[i]);
-      continue;
-    }
+    if (input.pins[i] != Conv2d::kChoose) return choose_pinned(ctx, options, input, pass, search.get(), candidates[i]);
     // A forward whose bias and ReLU are fused runs on a legacy call
     // (cudnnConvolutionBiasActivationForward): its candidates are the legacy
     // algorithms, whichever API is asked for.
-    const bool fused_forward = pass == Pass::kForward && in.fused_forward();
+    const bool fused_forward = pass == Pass::kForward && input.fused_forward();
     const bool pass_legacy = legacy || fused_forward;
     const bool pass_graph = graph && !fused_forward;
     std::vector<Perf> perfs;
     if (measured) {
-      ConvProblem problem = in.problem;
+      ConvProblem problem = input.problem;
       problem.device = device_name(ctx);
       problem.cudnn = cudnn_version();
       problem.pass = kPassLongNames[i];
-      problem.math = static_cast<int>(in.base_math);
+      problem.math = static_cast<int>(input.base_math);
       problem.candidates = whose_of(pass_legacy, pass_graph);
+      problem.fused_bias_relu = fused_forward;
+      problem.deterministic = options.deterministic;
+      problem.workspace_limit = options.workspace_limit;
       const std::string key = problem.key();
       if (const std::vector<MeasuredAlgorithm>* kept = cache->find(key)) {
         perfs = from_measured(*kept);
@@ -667,22 +718,24 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
       } else {
         if (!scratch) scratch = allocate_scratch(ctx, options, in, search.get());
         if (pass_legacy) {
-          perfs = measure(in.descriptors, search.get(), pass, *scratch);
-          retime_legacy(ctx, in, pass, *scratch, perfs);
+          perfs = measure(input.descriptors, search.get(), pass, *scratch);
+          retime_legacy(ctx, input, pass, *scratch, perfs);
         }
         if (pass_graph) {
-          std::vector<Perf> engines = measure_engines(ctx, options, in, pass, graphs, *scratch, graph_failures[i]);
+          std::vector<Perf> engines =
+              measure_engines(ctx, options, input, pass, graphs, *scratch, graph_failures[i]);
           perfs.insert(perfs.end(), engines.begin(), engines.end());
         }
         sort_by_time(perfs);
         cache->insert(key, to_measured(perfs));
       }
     } else if (pass_legacy) {
-      perfs = heuristics(in.descriptors, search.get(), pass);
+      perfs = heuristics(input.descriptors, search.get(), pass);
+      if (fused_forward) try_fused_call(ctx, options, input, perfs, fused_trial);
     } else {
       GraphFailure failure;
-      if (auto g = graphs.get(in, pass, search_beta(in, pass), failure)) {
-        for (const SelectedConfig& selected : offered_configs(options, in, pass, *g, failure)) {
+      if (auto g = graphs.get(input, pass, search_beta(input, pass), failure)) {
+        for (const SelectedConfig& selected : offered_configs(options, input, pass, *g, failure)) {
           perfs.push_back(engine_perf(selected.config));
         }
       }
@@ -690,7 +743,33 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
         graph_failures[i] = failure.status != CUDNN_STATUS_SUCCESS ? failure.text() : "cuDNN's heuristics offer none";
       }
     }
-    choice.passes[i] = choose_searched(ctx, options, in, pass, perfs, how, graphs, candidates[i], notes[i]);
+    return choose_searched(ctx, options, input, pass, perfs, how, graphs, candidates[i], notes[i]);
+  };
+  for (Pass pass : kPasses) {
+    const size_t i = index_of(pass);
+    if (skipped(options, pass)) continue;
+    if (pass != Pass::kForward || !in.fused_forward() || in.pins[i] != Conv2d::kChoose) {
+      choice.passes[i] = choose_pass(in, pass);
+      continue;
+    }
+    // Note [When cuDNN refuses the fused call]: the plain call's choice, and
+    // the bias and ReLU apart, where the fused call runs no candidate.
+    const std::string cached_before = cached;
+    try {
+      choice.passes[i] = choose_pass(in, pass);
+    } catch (const OutOfMemoryError&) {
+      throw;
+    } catch (const Error& refused) {
+      choice.fused_call_refused = refused.what();
+      candidates[i].clear();
+      notes[i].clear();
+      fused_trial.clear();
+      cached = cached_before;
+      SearchInput plain = in;
+      plain.fused_bias = nullptr;
+      plain.fused_relu = nullptr;
+      choice.passes[i] = choose_pass(plain, pass);
+    }
   }
 
   // "fwd IMPLICIT_PRECOMP_GEMM (0 B), bwd-data ALGO_1 (2.00 MiB), bwd-filter ALGO_1 (0 B), heuristic";
@@ -699,10 +778,11 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
   std::string& summary = choice.summary;
   for (Pass pass : kPasses) {
     const size_t i = index_of(pass);
+    if (skipped(options, pass)) continue;
     const Conv2d::AlgorithmCandidate& c =
         *std::find_if(candidates[i].begin(), candidates[i].end(),
                       [](const Conv2d::AlgorithmCandidate& x) { return x.verdict.starts_with("chosen"); });
-    summary += cat(i == 0 ? "" : ", ", kPassNames[i], " ", c.name, " (", bytes_str(c.workspace_bytes),
+    summary += cat(summary.empty() ? "" : ", ", kPassNames[i], " ", c.name, " (", bytes_str(c.workspace_bytes),
                    c.time_ms >= 0 ? ", " + ms_str(c.time_ms) : "", in.pins[i] != Conv2d::kChoose ? ", pinned" : "",
                    is_16_bit(in) && c.tensor_op ? ", tensor-op" : "", ")");
   }
@@ -713,7 +793,11 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
     if (!notes[i].empty()) summary += cat("; ", kPassNames[i], " skipped ", notes[i]);
     if (!graph_failures[i].empty()) summary += cat("; ", kPassNames[i], " graph API: ", graph_failures[i]);
   }
-  if (in.fused_forward() && !legacy) summary += "; fwd on the legacy API, whose call fuses the bias and ReLU";
+  if (in.fused_forward() && !legacy && choice.fused_call_refused.empty()) {
+    summary += "; fwd on the legacy API, whose call fuses the bias and ReLU";
+  }
+  if (!fused_trial.empty()) summary += cat("; fwd ", fused_trial);
+  if (options.phase == Phase::kInference) summary += "; no backward (inference)";
   if (!cached.empty()) {
     summary += cat("; ", cached, " as measured before for the same problem (",
                    options.autotune_cache.empty() ? "this run's autotune cache" : options.autotune_cache, ")");

@@ -73,11 +73,19 @@ struct PassChoice {
 struct AlgorithmChoice {
   std::array<PassChoice, 3> passes;  // in Pass order
   std::string summary;               // Conv2d::algorithms(): what was chosen, how, and what was skipped
+  // Note [When cuDNN refuses the fused call]: set where the layer's ReLU is
+  // fused (SearchInput::fused_forward) but cudnnConvolutionBiasActivationForward
+  // runs none of the forward's candidates: why, as the search found it. The
+  // forward is then chosen for the plain call, and the layer adds the bias
+  // and applies the ReLU in two more calls after it, as the summary says.
+  std::string fused_call_refused;
 };
 
-// Chooses one algorithm per pass and reserves each choice's workspace in ctx.
-// Every candidate seen, with its verdict, is appended to `candidates` (empty
-// on entry). Throws ConfigError for a pin that cannot run and, when
+// Chooses one algorithm per pass and reserves each choice's workspace in ctx;
+// an inference prepare (options.phase) chooses the forward only, and the
+// backward passes keep an empty PassChoice and no candidates. Every candidate
+// seen, with its verdict, is appended to `candidates` (empty on entry).
+// Throws ConfigError for a pin that cannot run and, when
 // options.deterministic, when no deterministic algorithm is left for a pass;
 // Error when no algorithm can run at all.
 AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, const SearchInput& input,

@@ -56,6 +56,9 @@ struct ConvState final : BackendState {
   // Note [A ReLU fused into its producer]: y = max(0, conv(x) + b) in one
   // call (cudnnConvolutionBiasActivationForward); unset where not fused.
   ActivationDescriptor relu;
+  // Note [When cuDNN refuses the fused call] (conv2d_algorithms_cuda.h): the
+  // forward runs the plain call, then the bias add and the ReLU.
+  bool relu_apart = false;
   std::array<conv2d_cuda::PassChoice, 3> passes;  // per pass, see Note [Math type per pass]
   std::string summary;
   // 16-bit data in training: dW (K, C/G, R, S) and db (K) in the data's type,
@@ -158,7 +161,13 @@ void Conv2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
   state->summary = std::move(choice.summary);
   size_t workspace = 0;
   for (const conv2d_cuda::PassChoice& p : state->passes) workspace = std::max(workspace, p.workspace);
-  if (fused_relu()) state->summary += "; ReLU fused (cudnnConvolutionBiasActivationForward)";
+  if (fused_relu() && choice.fused_call_refused.empty()) {
+    state->summary += "; ReLU fused (cudnnConvolutionBiasActivationForward)";
+  } else if (fused_relu()) {
+    state->relu_apart = true;
+    state->summary += cat("; ReLU fused into the layer, but cudnnConvolutionBiasActivationForward runs no candidate "
+                          "(", choice.fused_call_refused, "): the bias add and the ReLU run as two more calls");
+  }
   state->bridge_offset = aligned_share(workspace);
   set_workspace_bytes(state->bridge_offset + state->bridge.bytes());
   backend_ = std::move(state);
@@ -174,7 +183,7 @@ void Conv2d::forward_cuda(Context& ctx, const ForwardArgs& args) {
     s.bridge.to_computed(ctx, x, s.bridged_x(workspace));
     x = s.bridged_x(workspace);
   }
-  if (s.relu) {
+  if (s.relu && !s.relu_apart) {
     // Note [Fused convolution, bias and ReLU on cuDNN]: y = relu(1 * conv(x)
     // + 0 * z + b), z being y itself (alpha2 = 0 ignores it); the bias in the
     // data's type, as cuDNN's configurations of this call have it.
@@ -197,6 +206,10 @@ void Conv2d::forward_cuda(Context& ctx, const ForwardArgs& args) {
   if (options_.bias) {
     CUDNN_CHECK(cudnnAddTensor(handle, &kOne, s.bias.get(), args.params[1].raw(), &kOne, s.y.get(),
                                args.output.raw()));
+  }
+  if (s.relu) {  // in place: cuDNN's activation allows y to be x
+    CUDNN_CHECK(cudnnActivationForward(handle, s.relu.get(), &kOne, s.y.get(), args.output.raw(), &kZero, s.y.get(),
+                                       args.output.raw()));
   }
 }
 
