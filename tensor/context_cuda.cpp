@@ -128,6 +128,19 @@ std::shared_ptr<CudaResources> create_resources(int device_index) {
   CUBLAS_CHECK(cublasCreate(&cublas));
   resources->cublas = CublasHandle(cublas);
   CUBLAS_CHECK(cublasSetStream(cublas, stream));
+  // Note [cuBLAS's workspace]: without a workspace of its own, cuBLAS
+  // allocates one as it needs, and inside a captured step that allocation
+  // becomes part of the graph, outside Glassbox's memory accounting. So each
+  // handle gets a fixed one here, once, the size cuBLAS's reference
+  // recommends (cublasSetWorkspace: 32 MiB on Hopper and later, 4 MiB
+  // before). It is set after cublasSetStream, which resets it.
+  int major = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_index));
+  const size_t workspace_bytes = (major >= 9 ? size_t{32} : size_t{4}) << 20;
+  void* workspace = nullptr;
+  CUDA_CHECK(cudaMalloc(&workspace, workspace_bytes));
+  resources->cublas_workspace = CudaBuffer(workspace);
+  CUBLAS_CHECK(cublasSetWorkspace(cublas, workspace, workspace_bytes));
 
   cublasLtHandle_t cublas_lt = nullptr;
   CUBLAS_CHECK(cublasLtCreate(&cublas_lt));

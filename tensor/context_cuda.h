@@ -11,8 +11,9 @@ struct CudaResources {
   int device = 0;
   // Declared before the handles so that it is destroyed after them.
   CudaStream stream;
+  CudaBuffer cublas_workspace;  // Note [cuBLAS's workspace]; freed after the handle
   CudnnHandle cudnn;    // one per device, bound to `stream`
-  CublasHandle cublas;  // one per device, bound to `stream`
+  CublasHandle cublas;  // one per device, bound to `stream` and given `cublas_workspace`
   CublasLtHandle cublas_lt;  // one per device; each cublasLtMatmul is given `stream`
   cudaMemPool_t pool = nullptr;  // the device's default pool (owned by the driver)
 };

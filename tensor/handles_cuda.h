@@ -45,6 +45,7 @@ class UniqueHandle {
 
 using CudaStream = UniqueHandle<cudaStream_t, cudaStreamDestroy>;
 using CudaEvent = UniqueHandle<cudaEvent_t, cudaEventDestroy>;
+using CudaBuffer = UniqueHandle<void*, cudaFree>;  // from cudaMalloc
 using CudnnHandle = UniqueHandle<cudnnHandle_t, cudnnDestroy>;
 using CublasHandle = UniqueHandle<cublasHandle_t, cublasDestroy>;
 using CublasLtHandle = UniqueHandle<cublasLtHandle_t, cublasLtDestroy>;

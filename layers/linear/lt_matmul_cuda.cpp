@@ -80,7 +80,14 @@ std::optional<LtMatmul> LtMatmul::plan(Context& ctx, const LinearGemm& gemm, DTy
   const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(cublas_lt_of(ctx), desc, m.a_.get(), m.b_.get(),
                                                                m.d_.get(), m.d_.get(), raw_preference, 1, &result,
                                                                &found);
-  if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && found == 0)) return std::nullopt;
+  // Note [cuBLASLt's heuristic refusals]: besides NOT_SUPPORTED, the
+  // heuristic answers INVALID_VALUE for some shapes it has no kernel for (a
+  // matrix of one row or column, as PyTorch's CUDABlas.cpp records); both mean
+  // no algorithm, which the caller names or works around.
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED || status == CUBLAS_STATUS_INVALID_VALUE ||
+      (status == CUBLAS_STATUS_SUCCESS && found == 0)) {
+    return std::nullopt;
+  }
   CUBLAS_CHECK(status);
   // Each result carries its own status; one that is not SUCCESS cannot run.
   if (result.state != CUBLAS_STATUS_SUCCESS) return std::nullopt;
