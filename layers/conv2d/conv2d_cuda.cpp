@@ -23,18 +23,21 @@
 // over either order of y.
 //
 // Note [16-bit parameter gradients]: the optimizer reads fp32 parameter
-// gradients, but cuDNN's backward-filter and backward-bias write dW and db in
-// the type of the filter and bias descriptors, which must be the data's type
-// (x, dy and dW share one type in every configuration cuDNN documents). So with
-// 16-bit data the layer holds a 16-bit scratch the size of its parameters
-// (allocated at a training prepare, MemoryCategory::kGradients), has cuDNN
-// write dW and db there (beta = 0: each rounded once from cuDNN's fp32 sums),
-// and adds them, widened, into the fp32 gradients (accumulate_widened). This
-// is what PyTorch's autocast does: the 16-bit working copy's gradient, cast
-// back and accumulated into the fp32 parameter's .grad. Linear does the same
-// with cuBLAS (layers/linear/linear_cuda.cpp).
+// gradients, but cuDNN's backward-filter writes dW in the type of the filter
+// descriptor, which must be the data's type (x, dy and dW share one type in
+// every configuration cuDNN documents). So with 16-bit data the layer holds a
+// 16-bit scratch the size of its weights (allocated at a training prepare,
+// MemoryCategory::kGradients), has cuDNN write dW there (beta = 0: rounded
+// once from cuDNN's fp32 sums), and adds it, widened, into the fp32 gradient
+// (accumulate_widened). This is what PyTorch's autocast does: the 16-bit
+// working copy's gradient, cast back and accumulated into the fp32
+// parameter's .grad. Linear does the same with cuBLAS
+// (layers/linear/linear_cuda.cpp). db needs no scratch: cuBLAS sums it in
+// fp32 straight into its gradient (Note [A bias gradient on cuBLAS],
+// layers/bias_gradient_plan.h).
 #include <algorithm>
 
+#include "layers/bias_gradient_cuda.h"
 #include "layers/conv2d/conv2d.h"
 #include "layers/conv2d/conv2d_algorithms_cuda.h"
 #include "layers/layer_cuda.h"
@@ -61,10 +64,13 @@ struct ConvState final : BackendState {
   bool relu_apart = false;
   std::array<conv2d_cuda::PassChoice, 3> passes;  // per pass, see Note [Math type per pass]
   std::string summary;
-  // 16-bit data in training: dW (K, C/G, R, S) and db (K) in the data's type,
-  // before they are added into the fp32 gradients (Note [16-bit parameter
-  // gradients]). Undefined otherwise (db also without a bias).
-  Tensor weight_grad, bias_grad;
+  // 16-bit data in training: dW (K, C/G, R, S) in the data's type, before it
+  // is added into the fp32 gradient (Note [16-bit parameter gradients]).
+  // Undefined otherwise.
+  Tensor weight_grad;
+  // In training with a bias: db, summed from dy into the fp32 gradient (Note
+  // [A bias gradient on cuBLAS], layers/bias_gradient_plan.h).
+  BiasGradient bias_gradient;
   std::string algorithms() const override { return summary; }
 
   const conv2d_cuda::PassChoice& pass(Pass p) const { return passes[index_of(p)]; }
@@ -124,8 +130,10 @@ void Conv2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
 
   // Before the search, which fits the workspace into the memory left.
   if (narrow && options.phase == Phase::kTraining) {
-    NarrowParamGrads grads = allocate_narrow_param_grads(ctx, ws, o.bias ? o.out_channels : 0, data);
-    state->weight_grad = std::move(grads.weight), state->bias_grad = std::move(grads.bias);
+    state->weight_grad = allocate_narrow_param_grads(ctx, ws, 0, data).weight;
+  }
+  if (o.bias && options.phase == Phase::kTraining) {
+    state->bias_gradient = BiasGradient(ctx, ys[0], ys[1], ys[2] * ys[3], computed, data);
   }
 
   if (fused_relu()) state->relu = make_relu_descriptor();
@@ -159,8 +167,11 @@ void Conv2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
   conv2d_cuda::AlgorithmChoice choice = conv2d_cuda::choose_algorithms(ctx, options, search, candidates_);
   state->passes = std::move(choice.passes);
   state->summary = std::move(choice.summary);
-  size_t workspace = 0;
+  // The bias gradient's partial sums follow the filter gradient: they share
+  // cuDNN's part of the workspace.
+  size_t workspace = state->bias_gradient.workspace_bytes();
   for (const conv2d_cuda::PassChoice& p : state->passes) workspace = std::max(workspace, p.workspace);
+  if (state->bias_gradient.planned()) state->summary += cat("; bias gradient: ", state->bias_gradient.describe());
   if (fused_relu() && choice.fused_call_refused.empty()) {
     state->summary += "; ReLU fused (cudnnConvolutionBiasActivationForward)";
   } else if (fused_relu()) {
@@ -263,12 +274,7 @@ void Conv2d::backward_cuda(Context& ctx, const BackwardArgs& args) {
                                                beta, s.w.get(), dw.raw()));
   }
   if (narrow) accumulate_widened(ctx, s.weight_grad, args.param_grads[0]);
-  if (options_.bias) {
-    const Tensor& db = narrow ? s.bias_grad : args.param_grads[1];
-    CUDNN_CHECK(cudnnConvolutionBackwardBias(handle, &kOne, s.y.get(), args.output_grad.raw(), beta,
-                                             s.bias.get(), db.raw()));
-    if (narrow) accumulate_widened(ctx, s.bias_grad, args.param_grads[1]);
-  }
+  if (options_.bias) s.bias_gradient.run(ctx, args.output_grad.raw(), args.param_grads[1].data<float>(), workspace);
 }
 
 }  // namespace glassbox

@@ -9,8 +9,8 @@
 // ReLU's backward stays the ReLU's own (layers/relu.cu): the mask would have
 // to reach dy before both products read it, one pass either way. Where
 // cuBLASLt offers no kernel with the bias-gradient epilogue for the shapes,
-// db is cuDNN's reduction of dy (cudnnConvolutionBackwardBias), and
-// algorithms() says so.
+// db is a product of dy with a vector of ones (Note [A bias gradient on
+// cuBLAS], layers/bias_gradient_plan.h), and algorithms() says so.
 //
 // The data (x, y, their gradients, the weights and bias in use) are float32
 // (fp32 FMA, or TF32 tensor cores in a kTf32 context), or bfloat16 or float16
@@ -20,7 +20,8 @@
 // into a scratch and added widened, as Conv2d's are (Note [16-bit parameter
 // gradients] in layers/conv2d/conv2d_cuda.cpp); in float32 dW adds into the
 // gradient in the product and db, which the epilogue writes rather than
-// adds, is added from a scratch.
+// adds, is added from a scratch. Without the epilogue, db is summed in fp32
+// straight into its gradient, whatever the data's type.
 //
 // Note [cuBLAS reductions in the output type]: with 16-bit D, cuBLAS may sum
 // the partial products of a split-K GEMM in D's type rather than in fp32.
@@ -34,6 +35,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "layers/bias_gradient_cuda.h"
 #include "layers/layer_cuda.h"
 #include "layers/linear/lt_matmul_cuda.h"
 #include "tensor/context_cuda.h"
@@ -49,20 +51,18 @@ constexpr size_t kLtWorkspaceLimit = size_t{32} << 20;
 struct LinearState final : BackendState {
   std::optional<LtMatmul> forward;
   std::optional<LtMatmul> backward_data, backward_weights;  // training only
-  // No bias-gradient epilogue for these shapes: db by cuDNN's reduction of dy
-  // over `output` into `bias` (descriptors of (N, O, 1, 1) and (1, O, 1, 1)).
-  bool bias_gradient_by_cudnn = false;
-  TensorDescriptor output, bias;
+  // No bias-gradient epilogue for these shapes: db summed from dy by cuBLAS.
+  BiasGradient bias_gradient;
   // In training: dW (O, I) in the data's type before it is added widened
-  // (16-bit data only), and db (O) as the epilogue or cuDNN writes it, in
-  // the data's type. Undefined otherwise.
+  // (16-bit data only), and db (O) as the epilogue writes it, in the data's
+  // type. Undefined otherwise.
   Tensor weight_grad, bias_grad;
 
   std::string algorithms() const override {
     std::string text = cat("cuBLASLt forward: ", forward->describe());
     if (backward_data) text += cat("; backward-data: ", backward_data->describe());
     if (backward_weights) text += cat("; backward-weights: ", backward_weights->describe());
-    if (bias_gradient_by_cudnn) text += ", bias gradient by cuDNN's reduction";
+    if (bias_gradient.planned()) text += cat("; bias gradient: ", bias_gradient.describe());
     return text;
   }
 };
@@ -95,20 +95,17 @@ void Linear::prepare_cuda(Context& ctx, const PrepareOptions& options) {
     state->backward_data = planned(LinearGemmPass::kBackwardData, LinearEpilogue::kNone);
     state->backward_weights =
         plan(LinearGemmPass::kBackwardWeights, linear_epilogue(LinearGemmPass::kBackwardWeights, options_.bias, false));
-    if (!state->backward_weights && options_.bias) {
-      state->bias_gradient_by_cudnn = true;
-      // Not output_shape(): a (T, B, O) y would read as (T, B, O, 1), whose
-      // channels are B, and the (1, O, 1, 1) bias would not match them.
-      state->output = make_tensor_descriptor(Shape{n, out}, data);
-      state->bias = make_tensor_descriptor(Shape{1, out}, data);
+    if (!state->backward_weights) {
       state->backward_weights = planned(LinearGemmPass::kBackwardWeights, LinearEpilogue::kNone);
-    } else if (!state->backward_weights) {
-      state->backward_weights = planned(LinearGemmPass::kBackwardWeights, LinearEpilogue::kNone);
+      // Not output_shape(): n rows of `out` features whatever the leading
+      // dimensions (Linear::Options::over_last_dim).
+      if (options_.bias) state->bias_gradient = BiasGradient(ctx, n, out, 1, Layout::kNCHW, data);
     }
+    const bool epilogue_db = options_.bias && !state->bias_gradient.planned();
     if (data != DType::kFloat32) {  // Note [16-bit parameter gradients]
-      NarrowParamGrads grads = allocate_narrow_param_grads(ctx, Shape{out, in}, options_.bias ? out : 0, data);
+      NarrowParamGrads grads = allocate_narrow_param_grads(ctx, Shape{out, in}, epilogue_db ? out : 0, data);
       state->weight_grad = std::move(grads.weight), state->bias_grad = std::move(grads.bias);
-    } else if (options_.bias) {
+    } else if (epilogue_db) {
       state->bias_grad = ctx.allocate(Shape{out}, DType::kFloat32, MemoryCategory::kGradients);
     }
   }
@@ -138,16 +135,17 @@ void Linear::backward_cuda(Context& ctx, const BackwardArgs& args) {
   ctx.switch_pass(Pass::kBackwardWeights);
   // float32 data: dW adds into the gradient. 16-bit data: written into the
   // 16-bit scratch, then added widened. db: written into its scratch by the
-  // epilogue (or cuDNN), then added.
+  // epilogue, then added; or summed by cuBLAS into the gradient.
   const bool narrow = value_storage() != DType::kFloat32;
   const Tensor& dw = narrow ? s.weight_grad : args.param_grads[0];
+  const bool epilogue_db = s.bias_grad.defined();
   s.backward_weights->run(ctx, name(), args.inputs[0].raw(), dy.raw(), narrow ? &kZero : &kOne, dw.raw(),
-                          options_.bias && !s.bias_gradient_by_cudnn ? s.bias_grad.raw() : nullptr, workspace);
+                          epilogue_db ? s.bias_grad.raw() : nullptr, workspace);
   if (narrow) accumulate_widened(ctx, s.weight_grad, args.param_grads[0]);
   if (!options_.bias) return;
-  if (s.bias_gradient_by_cudnn) {
-    CUDNN_CHECK(cudnnConvolutionBackwardBias(cudnn_of(ctx), &kOne, s.output.get(), dy.raw(), &kZero, s.bias.get(),
-                                             s.bias_grad.raw()));
+  if (!epilogue_db) {
+    s.bias_gradient.run(ctx, dy.raw(), args.param_grads[1].data<float>(), nullptr);  // rows: one product
+    return;
   }
   if (narrow) {
     accumulate_widened(ctx, s.bias_grad, args.param_grads[1]);
