@@ -90,8 +90,17 @@ class NcclCommunicator final : public Communicator {
   }
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+  // Note [Ending an NCCL communicator]: ncclCommDestroy finalizes first, and
+  // finalizing waits for every operation issued, which never ends where a
+  // peer has gone. So a communicator whose stream still has work (a job
+  // ending on an error between steps) is aborted, which returns at once.
   ~NcclCommunicator() override {
-    if (comm_ != nullptr && !aborted_) (void)ncclCommDestroy(comm_);
+    if (comm_ == nullptr || aborted_) return;
+    if (stream_.get() != nullptr && cudaStreamQuery(stream_.get()) != cudaSuccess) {
+      (void)ncclCommAbort(comm_);
+    } else {
+      (void)ncclCommDestroy(comm_);
+    }
   }
 
   int rank() const override { return rank_; }
@@ -246,13 +255,17 @@ class NcclCommunicator final : public Communicator {
     aborted_ = true;
   }
 
-  // Every rank's `mine` (the same length on every rank), in rank order.
+  // Every rank's `mine` (the same length on every rank), in rank order. The
+  // buffer comes and goes on the communication stream (cudaMallocAsync and
+  // cudaFreeAsync), so nothing here waits on the whole device, whose other
+  // work the deadline does not cover; the copy back starts once the gather
+  // is watched done.
   template <typename T>
   std::vector<T> gather_bytes(const std::vector<T>& mine, std::string_view what) {
     const size_t bytes = mine.size() * sizeof(T);
     void* device = nullptr;
     CUDA_CHECK(cudaSetDevice(device_));
-    CUDA_CHECK(cudaMalloc(&device, bytes * static_cast<size_t>(size_)));
+    CUDA_CHECK(cudaMallocAsync(&device, bytes * static_cast<size_t>(size_), stream_.get()));
     std::vector<T> all(mine.size() * static_cast<size_t>(size_));
     try {
       CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(device) + bytes * static_cast<size_t>(rank_), mine.data(), bytes,
@@ -264,10 +277,10 @@ class NcclCommunicator final : public Communicator {
       wait_for(done.get(), cat("all-gather of the ", what));
       CUDA_CHECK(cudaMemcpy(all.data(), device, bytes * static_cast<size_t>(size_), cudaMemcpyDeviceToHost));
     } catch (...) {
-      (void)cudaFree(device);
+      (void)cudaFreeAsync(device, stream_.get());
       throw;
     }
-    CUDA_CHECK(cudaFree(device));
+    CUDA_CHECK(cudaFreeAsync(device, stream_.get()));
     return all;
   }
 
