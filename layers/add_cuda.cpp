@@ -1,15 +1,14 @@
-// layers/add_cuda.cpp: Add with cuDNN. Forward: y = x0 + x1 in one
-// cudnnOpTensor, then y += x_i (cudnnAddTensor) for the rest. Backward: per
-// input, in slot order, a device copy of dy (kWrite) or dx += dy (kAdd).
+// layers/add_cuda.cpp: Add on CUDA. Forward: y = x0 + x1 in one pass of
+// layers/relu.cu's add (with the ReLU where it is fused), then y += x_i
+// (cudnnAddTensor) for the rest. Backward: per input, in slot order, a
+// device copy of dy (kWrite) or dx += dy (kAdd).
 //
 // Note [16-bit tensor ops]: the values are float32, or bfloat16 or float16 in
 // a mixed-precision graph (value_storage(), Note [16-bit values in a layer]).
-// The op tensor descriptor's compute type stays CUDNN_DATA_FLOAT whatever the
-// values: cuDNN wants A and B of one type, and oneDNN's cuDNN backend adds
-// bf16 A, B and C with a float compute type so (cuDNN 9's argument checks for
-// cudnnOpTensor accept a float, half or bfloat16 compute type).
+// The first add is Glassbox's kernel rather than cudnnOpTensor, which has no
+// bfloat16 path (layers/relu.cu); it sums in float and rounds once.
 // cudnnAddTensor takes float, double, half, int8 and bfloat16, A and C of one
-// type. alpha and beta stay float. With three or more inputs y is rounded to
+// type; alpha and beta stay float. With three or more inputs y is rounded to
 // 16 bits after each addition, as a chain of 16-bit adds in PyTorch is.
 #include "layers/add.h"
 
@@ -20,11 +19,8 @@
 namespace glassbox {
 namespace {
 
-using OpTensorDescriptor = UniqueHandle<cudnnOpTensorDescriptor_t, cudnnDestroyOpTensorDescriptor>;
-
 struct AddState final : BackendState {
   TensorDescriptor desc;  // every input, y, dy and every dx share one shape
-  OpTensorDescriptor add;
 };
 
 }  // namespace
@@ -32,10 +28,6 @@ struct AddState final : BackendState {
 void Add::prepare_cuda(Context&, const PrepareOptions&) {
   auto state = std::make_unique<AddState>();
   state->desc = make_tensor_descriptor(output_shape(), value_storage());
-  state->add = make_descriptor<OpTensorDescriptor>(cudnnCreateOpTensorDescriptor);
-  // float compute for every value type: Note [16-bit tensor ops].
-  CUDNN_CHECK(cudnnSetOpTensorDescriptor(state->add.get(), CUDNN_OP_TENSOR_ADD, CUDNN_DATA_FLOAT,
-                                         CUDNN_PROPAGATE_NAN));
   backend_ = std::move(state);
 }
 
@@ -43,14 +35,14 @@ void Add::forward_cuda(Context& ctx, const ForwardArgs& args) {
   auto& s = state_as<AddState>(backend_);
   if (fused_relu()) {
     // Note [A ReLU fused into its producer]: y = max(0, x0 + x1) in one pass,
-    // rounded once as cudnnOpTensor rounds x0 + x1 (the ReLU is exact).
+    // rounded once as the plain add rounds x0 + x1 (the ReLU is exact).
     launch_add_relu(args.inputs[0].raw(), args.inputs[1].raw(), args.output.raw(), args.output.numel(),
                     value_storage(), stream_of(ctx));
     return;
   }
-  // beta = 0: y is not read, so whatever it held (NaN included) cannot leak in.
-  CUDNN_CHECK(cudnnOpTensor(cudnn_of(ctx), s.add.get(), &kOne, s.desc.get(), args.inputs[0].raw(), &kOne,
-                            s.desc.get(), args.inputs[1].raw(), &kZero, s.desc.get(), args.output.raw()));
+  // y is written, not read: whatever it held (NaN included) cannot leak in.
+  launch_add(args.inputs[0].raw(), args.inputs[1].raw(), args.output.raw(), args.output.numel(), value_storage(),
+             stream_of(ctx));
   for (size_t i = 2; i < args.inputs.size(); ++i) {
     CUDNN_CHECK(cudnnAddTensor(cudnn_of(ctx), &kOne, s.desc.get(), args.inputs[i].raw(), &kOne,
                                s.desc.get(), args.output.raw()));

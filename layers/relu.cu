@@ -1,8 +1,10 @@
 // layers/relu.cu: ReLU's backward, dx = dy * [y > 0], where cuDNN's
 // activation backward would read y twice (as y and as x: Note [ReLU backward
-// from y] in layers/relu_cuda.cpp); and a residual add with its ReLU, y =
+// from y] in layers/relu_cuda.cpp); a residual add with its ReLU, y =
 // max(0, a + b), where cuDNN would make two passes (cudnnOpTensor, then
-// cudnnActivationForward). Memory-bound: each thread moves 16 bytes of each
+// cudnnActivationForward); and the plain add y = a + b, since cuDNN's
+// cudnnOpTensor has no bfloat16 path (its argument checks in libcudnn_ops
+// branch on float, double and half data only). Memory-bound: each thread moves 16 bytes of each
 // tensor per step where the count and the pointers allow (the memory plan
 // aligns every tensor to 256 bytes), else one value.
 #include <cuda_bf16.h>
@@ -44,6 +46,11 @@ struct ReluBackward {
     return kAdd ? out + g : g;
   }
 };
+// y = a + b, rounded once; a NaN propagates.
+struct Add {
+  static constexpr bool kReadsOut = false;
+  __device__ static float apply(float a, float b, float) { return a + b; }
+};
 // y = max(0, a + b): the sum rounded once; a NaN sum gives 0.
 struct AddRelu {
   static constexpr bool kReadsOut = false;
@@ -54,12 +61,11 @@ struct AddRelu {
 };
 
 // out[i] = Op(a[i], b[i], out[i]) over 16 bytes of each tensor per thread and
-// step: kPack values. The kernels' names say "relu", which `glassbox kernels`
-// files as elementwise (tensor/kernel_names.cpp reads names without their
-// template arguments). No __restrict__: out may be an input (batch norm's
+// step: kPack values. `glassbox kernels` files the kernels as elementwise by
+// name (tensor/kernel_names.cpp); the op is the second template argument. No __restrict__: out may be an input (batch norm's
 // fused residual add writes y = relu(y + z) in place).
 template <typename Type, typename Op>
-__global__ void relu_packed_kernel(const uint4* a, const uint4* b, uint4* out, int64_t packs) {
+__global__ void elementwise_packed_kernel(const uint4* a, const uint4* b, uint4* out, int64_t packs) {
   using Storage = typename Type::Storage;
   constexpr int kPack = static_cast<int>(sizeof(uint4) / sizeof(Storage));
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -78,7 +84,7 @@ __global__ void relu_packed_kernel(const uint4* a, const uint4* b, uint4* out, i
 
 // The same one value per thread and step, for counts and pointers that do not pack.
 template <typename Type, typename Op>
-__global__ void relu_each_kernel(const typename Type::Storage* a, const typename Type::Storage* b,
+__global__ void elementwise_each_kernel(const typename Type::Storage* a, const typename Type::Storage* b,
                                  typename Type::Storage* out, int64_t count) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
@@ -99,10 +105,10 @@ void launch_typed(const void* a, const void* b, void* out, int64_t count, cudaSt
   constexpr int64_t kPack = sizeof(uint4) / sizeof(Storage);
   if (count % kPack == 0 && aligned_16(a) && aligned_16(b) && aligned_16(out)) {
     const int64_t packs = count / kPack;
-    relu_packed_kernel<Type, Op><<<blocks_for(packs), kThreads, 0, stream>>>(
+    elementwise_packed_kernel<Type, Op><<<blocks_for(packs), kThreads, 0, stream>>>(
         static_cast<const uint4*>(a), static_cast<const uint4*>(b), static_cast<uint4*>(out), packs);
   } else {
-    relu_each_kernel<Type, Op><<<blocks_for(count), kThreads, 0, stream>>>(
+    elementwise_each_kernel<Type, Op><<<blocks_for(count), kThreads, 0, stream>>>(
         static_cast<const Storage*>(a), static_cast<const Storage*>(b), static_cast<Storage*>(out), count);
   }
 }
@@ -121,6 +127,10 @@ void launch(const char* what, const void* a, const void* b, void* out, int64_t c
 }
 
 }  // namespace
+
+void launch_add(const void* a, const void* b, void* y, int64_t count, DType values, cudaStream_t stream) {
+  launch<Add>("launch_add", a, b, y, count, values, stream);
+}
 
 void launch_add_relu(const void* a, const void* b, void* y, int64_t count, DType values, cudaStream_t stream) {
   launch<AddRelu>("launch_add_relu", a, b, y, count, values, stream);

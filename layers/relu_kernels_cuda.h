@@ -1,6 +1,6 @@
-// layers/relu_kernels_cuda.h: the ReLU kernels of layers/relu.cu, launched
-// on `stream` and checked after launch: ReLU's backward, and a residual add
-// with its ReLU fused.
+// layers/relu_kernels_cuda.h: the element-wise kernels of layers/relu.cu,
+// launched on `stream` and checked after launch: ReLU's backward, and a
+// residual add with and without its ReLU fused.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -23,5 +23,9 @@ void launch_relu_backward(const void* y, const void* dy, void* dx, int64_t count
 // float and rounded once: Note [A ReLU fused into its producer]
 // (graph/fusion.h) for Add (layers/add_cuda.cpp).
 void launch_add_relu(const void* a, const void* b, void* y, int64_t count, DType values, cudaStream_t stream);
+
+// y = a + b over `count` values of `values` type, the sum in float and
+// rounded once, a NaN propagating: Add's first two inputs (layers/add_cuda.cpp).
+void launch_add(const void* a, const void* b, void* y, int64_t count, DType values, cudaStream_t stream);
 
 }  // namespace glassbox

@@ -131,12 +131,12 @@ TEST(KernelFamily, ClassifiesLibraryKernelNames) {
                           "cudnnTensorStruct, float const*, cudnnTensorStruct, float const*, float, float, float, "
                           "float, dimArray, reducedDivisorArray, bool)"),
             KernelFamily::kElementwise);
-  // Glassbox's own ReLU kernels (layers/relu.cu).
-  EXPECT_EQ(kernel_family("void glassbox::(anonymous namespace)::relu_packed_kernel<glassbox::(anonymous "
+  // Glassbox's own element-wise kernels (layers/relu.cu).
+  EXPECT_EQ(kernel_family("void glassbox::(anonymous namespace)::elementwise_packed_kernel<glassbox::(anonymous "
                           "namespace)::BFloat16, glassbox::(anonymous namespace)::ReluBackward<false> >(uint4 "
                           "const*, uint4 const*, uint4*, long)"),
             KernelFamily::kElementwise);
-  EXPECT_EQ(kernel_family("void glassbox::(anonymous namespace)::relu_each_kernel<glassbox::(anonymous "
+  EXPECT_EQ(kernel_family("void glassbox::(anonymous namespace)::elementwise_each_kernel<glassbox::(anonymous "
                           "namespace)::Float16, glassbox::(anonymous namespace)::AddRelu>(__half const*, __half "
                           "const*, __half*, long)"),
             KernelFamily::kElementwise);
