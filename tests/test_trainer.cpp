@@ -189,6 +189,9 @@ TEST(Trainer, ARunIsRefusedADirectoryAnotherRunWritesInto) {
 // reach about 84% on the 10,000 test images (chance: 10%). The full
 // 10-epoch run is a documented command (README), not a test.
 TEST(Trainer, LeNetLearnsFashionMnistInAThirdOfAnEpoch) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
+    GTEST_SKIP() << "Debian's dataset-fashion-mnist is not installed (/usr/share/datasets/fashion-mnist)";
+  }
   TrainingRun run(find_net("LeNet"), "fashion-mnist",
                   {.epochs = 1, .sgd = {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 5e-4f},
                    .schedule = parse_lr_schedule("cosine", "--schedule"), .seed = 1, .workers = 1,
