@@ -334,6 +334,13 @@ void Graph::allocate_parameters(Context& ctx) {
   for (int i : layers_) {
     Node& node = nodes_[static_cast<size_t>(i)];
     if (node.layer->keeps_fp32_parameters()) continue;
+    // Staging converts one tensor at a time, so a packed block would lose its
+    // layout: a packing layer keeps fp32 parameters or computes in 16 bits.
+    if (node.layer->packs_parameters() && node.layer->weight_storage() != working) {
+      throw Error(cat(node.name, ": a ", node.layer->type(), " packs its parameters, so in a ",
+                      flag_name_of(options_.precision), " graph it must take its fp32 master weights or compute in ",
+                      name_of(working), " itself"));
+    }
     for (Tensor& param : node.params) {
       const auto bytes = static_cast<size_t>(static_cast<const char*>(param.raw()) -
                                              static_cast<const char*>(parameters_.raw()));

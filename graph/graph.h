@@ -273,12 +273,16 @@ class Graph {
   // optimizer) or to listen to the spans (tensor/kernel_trace.h). Valid after compile.
   StepSpans& step_spans();
 
+  // Sets each node's Node::stored as compile() does for `precision` (Note
+  // [Mixed precision]): what plan_activations of a graph not compiled yet
+  // needs to plan a bf16 or fp16 graph's bytes. compile() sets them again.
+  void set_stored_types(Precision precision);
+
  private:
   friend class GraphBuilder;
   Graph(std::vector<Node> nodes, int loss);
 
   void check_context(const Context& ctx, std::string_view what) const;
-  void set_stored_types(Precision precision);  // Node::stored
   void allocate_parameters(Context& ctx);
   void allocate_activations(Context& ctx);
   void plan_layouts(Context& ctx, bool prepare_all);  // sets Node::channels_last and prepares layers again

@@ -36,6 +36,12 @@ Precision parse_precision(std::string_view text) {
   throw ConfigError(cat("unknown precision '", text, "'; valid: fp32, tf32, bf16, fp16"));
 }
 
+std::string precision_refusal(Precision precision, int major, int minor) {
+  if (precision != Precision::kBf16 || major >= 8) return "";
+  return cat("--precision bf16 needs a GPU of compute capability 8.0 or later (Ampere and after), where cuDNN and "
+             "cuBLAS have bfloat16 kernels; this one is ", major, ".", minor, ": use --precision fp16");
+}
+
 DType value_dtype(Precision precision) {
   switch (precision) {
     case Precision::kBf16: return DType::kBFloat16;
@@ -122,8 +128,8 @@ void* Context::workspace() const { return workspace_ ? workspace_->data() : null
 size_t Context::workspace_bytes() const { return workspace_ ? workspace_->bytes() : 0; }
 
 void Context::set_precision(Precision precision) {
+  if (cuda_) cuda_entry::set_precision(*cuda_, precision);  // first: it may refuse
   precision_ = precision;
-  if (cuda_) cuda_entry::set_precision(*cuda_, precision);
 }
 
 void Context::synchronize() const {

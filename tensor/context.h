@@ -46,6 +46,11 @@ Precision parse_precision(std::string_view text);
 DType value_dtype(Precision precision);
 // Whether the precision is one of the mixed (16-bit) ones.
 constexpr bool is_mixed(Precision precision) { return precision == Precision::kBf16 || precision == Precision::kFp16; }
+// Why a GPU of compute capability major.minor cannot run `precision`, or ""
+// where it can. bf16 needs 8.0 (Ampere) or later: below it cuDNN refuses
+// every bfloat16 call (CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH, some with no
+// message), so a graph would fail at its first layer instead of at compile.
+std::string precision_refusal(Precision precision, int major, int minor);
 
 // Whether a CUDA device can be used here, and why not if it cannot.
 struct CudaAvailability {
@@ -100,7 +105,8 @@ class Context {
   uint64_t seed() const { return seed_; }
 
   Precision precision() const { return precision_; }
-  // Sets the cuBLAS math mode now; convolutions read it when they are compiled.
+  // Sets the cuBLAS math mode now; convolutions read it when they are
+  // compiled. ConfigError where the GPU cannot run it (precision_refusal).
   void set_precision(Precision precision);
 
   // Waits until all work queued on this context's stream is done (no-op on CPU).

@@ -134,9 +134,9 @@ std::shared_ptr<CudaResources> create_resources(int device_index) {
   // handle gets a fixed one here, once, the size cuBLAS's reference
   // recommends (cublasSetWorkspace: 32 MiB on Hopper and later, 4 MiB
   // before). It is set after cublasSetStream, which resets it.
-  int major = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_index));
-  const size_t workspace_bytes = (major >= 9 ? size_t{32} : size_t{4}) << 20;
+  CUDA_CHECK(cudaDeviceGetAttribute(&resources->major, cudaDevAttrComputeCapabilityMajor, device_index));
+  CUDA_CHECK(cudaDeviceGetAttribute(&resources->minor, cudaDevAttrComputeCapabilityMinor, device_index));
+  const size_t workspace_bytes = (resources->major >= 9 ? size_t{32} : size_t{4}) << 20;
   void* workspace = nullptr;
   CUDA_CHECK(cudaMalloc(&workspace, workspace_bytes));
   resources->cublas_workspace = CudaBuffer(workspace);
@@ -158,6 +158,8 @@ std::shared_ptr<Allocator> make_allocator(std::shared_ptr<CudaResources> resourc
 }
 
 void set_precision(CudaResources& resources, Precision precision) {
+  const std::string refused = precision_refusal(precision, resources.major, resources.minor);
+  if (!refused.empty()) throw ConfigError(cat("cuda:", resources.device, ": ", refused));
   // Default math never uses TF32 for float32 GEMMs (unless the environment sets
   // NVIDIA_TF32_OVERRIDE=1, which reports cannot see: do not set it).
   CUBLAS_CHECK(cublasSetMathMode(resources.cublas.get(), precision == Precision::kTf32

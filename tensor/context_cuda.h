@@ -9,6 +9,7 @@ namespace glassbox {
 
 struct CudaResources {
   int device = 0;
+  int major = 0, minor = 0;  // compute capability
   // Declared before the handles so that it is destroyed after them.
   CudaStream stream;
   CudaBuffer cublas_workspace;  // Note [cuBLAS's workspace]; freed after the handle

@@ -36,6 +36,7 @@ TEST(Cli, UsageErrorsListTheChoicesAndExitTwo) {
        "glassbox: unknown command 'sumary'; valid: summary, time, trace, kernels, sweep, max-batch, train, eval, "
        "make-folder, scale, report, corpus"},
       {"summary LeNet --device cpu", "glassbox: summary: --device is for --memory (the table itself does not"},
+      {"summary LeNet --precision bf16", "glassbox: summary: --precision is for --memory (the table itself does not"},
       {"max-batch LeNet --memory-limit 2GB", "glassbox: --memory-limit must be a size like 512MiB or 2GiB"},
       {"max-batch LeNet --max 0", "glassbox: --max must be an integer from 1 to 2147483647, got '0'"},
       {"max-batch", "glassbox: max-batch takes one network name (got 0)"},

@@ -396,6 +396,19 @@ TEST(MixedPrecision, AnOverflowingStepIsSkippedAndHalvesTheScale) {
   for (size_t i = 0; i < master.size(); ++i) ASSERT_EQ(working[i], round_to_16_bit(master[i], DType::kFloat16)) << i;
 }
 
+// cuDNN has no bfloat16 kernels before compute capability 8.0: such a GPU
+// refuses bf16 when the graph's context is set to it, naming the way out.
+TEST(MixedPrecision, Bf16NeedsAGpuOfComputeCapabilityEight) {
+  EXPECT_EQ(precision_refusal(Precision::kBf16, 7, 5),
+            "--precision bf16 needs a GPU of compute capability 8.0 or later (Ampere and after), where cuDNN and "
+            "cuBLAS have bfloat16 kernels; this one is 7.5: use --precision fp16");
+  EXPECT_EQ(precision_refusal(Precision::kBf16, 8, 0), "");
+  EXPECT_EQ(precision_refusal(Precision::kBf16, 9, 0), "");
+  for (Precision other : {Precision::kFp32, Precision::kTf32, Precision::kFp16}) {
+    EXPECT_EQ(precision_refusal(other, 7, 0), "") << flag_name_of(other);
+  }
+}
+
 TEST(MixedPrecision, AnFp16StepNeedsALossScalerAndOnlyFp16TakesOne) {
   Compiled fp16(kEveryLayer, 4, Precision::kFp16);
   Sgd sgd16(fp16.ctx, fp16.graph.parameters(), fp16.graph.gradients(), {}, fp16.graph.working_parameters());

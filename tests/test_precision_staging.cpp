@@ -65,6 +65,26 @@ class Scale16 final : public Layer {
   }
 };
 
+// A layer that packs its parameters (as the LSTM does for cuDNN's weight
+// space) but computes in fp32 and takes the 16-bit working copy: staging
+// would hand it its parameters one at a time, not in their block.
+class PackedFp32 final : public Layer {
+ public:
+  PackedFp32() : Layer("packed") {}
+  std::string_view type() const override { return "PackedFp32"; }
+  std::string describe() const override { return "y = x, its parameters packed"; }
+  Shape infer(std::span<const Shape> inputs) const override { return inputs[0]; }
+  std::vector<ParamSpec> param_specs() const override { return {{"weight", Shape{3}, Init::kOnes}}; }
+  bool packs_parameters() const override { return true; }
+
+ private:
+  void prepare_cuda(Context&, const PrepareOptions&) override { fail("CPU only"); }
+  void forward_cuda(Context&, const ForwardArgs&) override { fail("CPU only"); }
+  void backward_cuda(Context&, const BackwardArgs&) override { fail("CPU only"); }
+  void forward_cpu(Context&, const ForwardArgs&) override { fail("not run"); }
+  void backward_cpu(Context&, const BackwardArgs&) override { fail("not run"); }
+};
+
 const std::vector<float> kImages = {0.1f, -1.3f, 2.7f, 0.333f, 5.01f, -0.77f,
                                     1e-3f, 3.14159f, -2.5f, 0.6f, 7.7f, -0.05f};
 const std::vector<int32_t> kLabels = {1, 2};
@@ -165,6 +185,22 @@ TEST(PrecisionStaging, ALayerThatCannotComputeIn16BitsRefusesA16BitStorage) {
   Scale16 unbound;
   EXPECT_EQ(testing::message_of<ShapeError>([&] { unbound.set_value_storage(DType::kFloat16); }),
             "scale (Scale16): set_value_storage before its input shapes are known (bind first)");
+}
+
+TEST(PrecisionStaging, ALayerThatPacksItsParametersTakesThemInFp32OrComputesIn16Bits) {
+  auto packed_net = [] {
+    GraphBuilder g;
+    const Value x = g.input("x", {2, 4});
+    const Value labels = g.input("labels", {2}, DType::kInt32);
+    return std::move(g).build(g.softmax_cross_entropy(g.append(std::make_unique<PackedFp32>(), {x}), labels));
+  };
+  Context ctx = Context::cpu();
+  Graph fp32 = packed_net();
+  EXPECT_NO_THROW(fp32.compile(ctx));
+  Graph bf16 = packed_net();
+  EXPECT_EQ(testing::message_of<Error>([&] { bf16.compile(ctx, {.precision = Precision::kBf16}); }),
+            "packed: a PackedFp32 packs its parameters, so in a bf16 graph it must take its fp32 master weights or "
+            "compute in bfloat16 itself");
 }
 
 }  // namespace

@@ -67,6 +67,11 @@ class Lstm final : public Layer {
   // dx through the recurrence of every layer, then dW and db of every layer.
   bool splits_backward() const override { return true; }
   bool packs_parameters() const override { return true; }
+  // In a bf16 or fp16 graph the LSTM computes in fp32 (its values are staged),
+  // and takes its fp32 master weights as they lie: the one block cuDNN's
+  // weight space is. A 16-bit copy staged back to fp32 would come one tensor
+  // at a time, not in the packed layout (graph/mixed_precision.h).
+  bool keeps_fp32_parameters() const override { return true; }
   // Back to back on the CPU; where cuDNN's weight space has them on CUDA.
   std::vector<size_t> packed_offsets() const override;
   const Options& options() const { return options_; }

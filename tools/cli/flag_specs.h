@@ -27,11 +27,12 @@ inline std::vector<FlagSpec> with_data_parallel_flags(std::vector<FlagSpec> flag
   return flags;
 }
 
+// The compile flags are for --memory: the table itself is the network's.
 inline const std::vector<FlagSpec>& summary_flags() {
-  static const std::vector<FlagSpec> flags = {
+  static const std::vector<FlagSpec> flags = with_compile_flags({
       {"--batch", "N", "batch size of the input (default 1)"},
       {"--memory", "", "run one training step and print its memory by category"},
-      {"--device", "D", "with --memory: cpu, cuda or cuda:N (default: the GPU when one works)"}};
+      {"--device", "D", "with --memory: cpu, cuda or cuda:N (default: the GPU when one works)"}});
   return flags;
 }
 

@@ -1,7 +1,8 @@
 // tools/cli/summary.cpp: `glassbox summary NET`: the network as a table, one
 // row per node: output shape, learnable parameters, forward GFLOPs (2 x MACs,
 // counted for convolutions and linear layers), and the layer's options. With
-// --memory, also the memory of one training step, by category.
+// --memory, also the memory of one training step, by category, compiled as
+// the compile flags say (--precision bf16: the 16-bit values' bytes).
 #include <cstdio>
 
 #include "tensor/parse.h"
@@ -17,12 +18,18 @@ namespace {
 
 // --memory: one training step on the device, its memory by category, and what
 // a forward-only plan of the same graph would keep.
-void print_memory(const NetSpec& net, const Graph& graph, int batch, const Args& args) {
+void print_memory(const NetSpec& net, Graph& graph, int batch, const Args& args) {
   const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
   if (!choice.note.empty()) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
-  const StepMemory step = measure_train_step(net, batch, choice.device, CompileOptions{}, 0);
-  std::printf("\nmemory of a training step (SGD with momentum) at batch %d on %s, the allocator's peak:\n%s\n",
-              batch, choice.device.str().c_str(), memory_table(step.memory, step.plan).c_str());
+  const CompileOptions options = compile_options_from_flags(args.values());
+  for (const std::string& note : compile_flag_notes(args.values(), choice.device)) {
+    std::fprintf(stderr, "glassbox: %s\n", note.c_str());
+  }
+  const StepMemory step = measure_train_step(net, batch, choice.device, options, 0);
+  std::printf("\nmemory of a training step (SGD with momentum) at batch %d on %s in %s, the allocator's peak:\n%s\n",
+              batch, choice.device.str().c_str(), std::string(flag_name_of(options.precision)).c_str(),
+              memory_table(step.memory, step.plan, Phase::kTraining, options.precision).c_str());
+  graph.set_stored_types(options.precision);
   const MemoryPlan inference = plan_activations(graph, Phase::kInference);
   std::printf("a forward-only plan (inference: no gradients, nothing kept for backward) needs %s of activations\n",
               format_bytes(static_cast<int64_t>(inference.values.total)).c_str());
@@ -32,12 +39,17 @@ void print_memory(const NetSpec& net, const Graph& graph, int batch, const Args&
 
 int run_summary(const std::vector<std::string>& words) {
   const Args args("summary", summary_flags(), words);
-  if (args.has("--device") && !args.has("--memory")) {
-    throw ConfigError("summary: --device is for --memory (the table itself does not depend on the device)");
+  if (!args.has("--memory")) {
+    for (const auto& [flag, value] : args.values()) {
+      if (flag != "--batch") {
+        throw ConfigError(cat("summary: ", flag, " is for --memory (the table itself does not depend on the device ",
+                              "or on how the graph is compiled)"));
+      }
+    }
   }
   const NetSpec& net = network_arg(args, "summary");
   const int batch = args.int_in("--batch", 1, 1, kMaxInt);
-  const Graph graph = build_net(net, batch);
+  Graph graph = build_net(net, batch);
 
   using Align = Table::Align;
   Table table({{"layer"}, {"type"}, {"output"}, {"params", Align::kRight}, {"GFLOPs", Align::kRight}, {"details"}});
