@@ -61,9 +61,10 @@ Graph every_layer(int batch) {
 const NetSpec kEveryLayer{"EveryLayer", "every image layer, small (tests)", Shape{3, 12, 12}, 10, 4, 4, every_layer};
 
 struct Compiled {
-  Context ctx = Context::cpu(5);
+  Context ctx;
   Graph graph;
-  Compiled(const NetSpec& net, int batch, Precision precision) : graph(net.build(batch)) {
+  Compiled(const NetSpec& net, int batch, Precision precision, Device device = Device::cpu())
+      : ctx(Context::on(device, 5)), graph(net.build(batch)) {
     graph.compile(ctx, {.precision = precision, .seed = 3, .memory_reuse = MemoryReuse::kOff});
     fill_synthetic_batch(ctx, graph, net.classes);
   }
@@ -309,12 +310,12 @@ TEST(MixedPrecision, EveryImageLayerOnCudaMatchesFp32WithinTheTolerance) {
 // A whole language model, embedding and LSTM included: its steps are smooth
 // (no argmax, no batch statistics), so the 16-bit graph stays within the
 // tolerances end to end.
-TEST(MixedPrecision, LanguageModelMatchesFp32WithinTheTolerance) {
+void expect_language_model_close_to_fp32(Device device) {
   for (Precision precision : {Precision::kBf16, Precision::kFp16}) {
-    SCOPED_TRACE(flag_name_of(precision));
+    SCOPED_TRACE(cat(flag_name_of(precision), " on ", device.str()));
     const NetSpec net = find_net("LSTMSmall");
     Compiled reference(net, 2, Precision::kFp32);
-    Compiled mixed(net, 2, precision);
+    Compiled mixed(net, 2, precision, device);
     const float scale = precision == Precision::kFp16 ? 1024.0f : 1.0f;
     mixed.graph.set_loss_scale(scale);
     for (Compiled* run : {&reference, &mixed}) {
@@ -337,6 +338,18 @@ TEST(MixedPrecision, LanguageModelMatchesFp32WithinTheTolerance) {
       }
     }
   }
+}
+
+TEST(MixedPrecision, LanguageModelMatchesFp32WithinTheTolerance) {
+  expect_language_model_close_to_fp32(Device::cpu());
+}
+
+// The same on a GPU, against the CPU's fp32: the embedding and the loss
+// staged, the LSTM in fp32 on cuDNN's weight space, from its fp32 master
+// weights (Lstm::keeps_fp32_parameters).
+TEST(MixedPrecision, LanguageModelOnCudaMatchesFp32WithinTheTolerance) {
+  GLASSBOX_REQUIRE_CUDA();
+  expect_language_model_close_to_fp32(Device::cuda(0));
 }
 
 // The loss scale multiplies every gradient backward writes, in fp32 too; a
