@@ -1,8 +1,8 @@
 // tests/test_step_replay.cpp: Note [Replaying a step] (optim/step_replay.h).
 // On the CPU: when a step runs eagerly, is captured or replayed, what changes
 // the key, and the errors. On a GPU: a replayed step computes what an eager
-// one does, to the bit, through dropout, fp16 loss scaling and a new
-// learning rate (without a new capture); a step that cannot be captured is
+// one does, to the bit, through dropout, fp16 loss scaling, a new learning
+// rate (without a new capture) and an LSTM's carried state; a step that cannot be captured is
 // named and leaves the stream usable.
 #include <gtest/gtest.h>
 
@@ -13,6 +13,7 @@
 
 #include "data/synthetic.h"
 #include "graph/builder.h"
+#include "nets/registry.h"
 #include "optim/train_step.h"
 #include "tensor/copy.h"
 #include "tensor/cuda_graph.h"
@@ -152,14 +153,16 @@ struct Trained {
   ReplayCounts counts;
 };
 
-Trained train(Context& ctx, Precision precision, int steps, bool replayed, float second_lr = 0.0f) {
+// `net`: small_net at batch 4 where null.
+Trained train(Context& ctx, Precision precision, int steps, bool replayed, float second_lr = 0.0f,
+              const NetSpec* net = nullptr) {
   // Each run the same: dropout's generator is seeded from the context's
   // generator at compile, and deterministic algorithms give the same bits
   // whatever cuDNN's timing.
   ctx.rng().seed(11);
-  Graph graph = small_net(4);
+  Graph graph = net != nullptr ? net->build(2) : small_net(4);
   graph.compile(ctx, {.layers = {.deterministic = true}, .precision = precision});
-  fill_synthetic_batch(ctx, graph, 5);
+  fill_synthetic_batch(ctx, graph, net != nullptr ? net->classes : 5);
   Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 1e-4f},
           graph.working_parameters());
   std::optional<LossScaler> scaler;
@@ -219,6 +222,24 @@ TEST(StepReplay, ANewLearningRateReachesTheReplayedStep) {
   EXPECT_EQ(replayed.counts.replays, 6);
   const Trained constant = train(ctx, Precision::kFp32, 8, true);
   EXPECT_NE(constant.parameters, replayed.parameters) << "the new rate changed nothing";
+}
+
+// An LSTM language model: cuDNN's RNN calls run on helper streams of its own,
+// joined by events, and the state carried from step to step is a copy queued
+// in the step. Captured and replayed, six steps give what six eager steps do.
+TEST(StepReplay, AnLstmLanguageModelReplaysWhatItRunsEagerly) {
+  GLASSBOX_REQUIRE_CUDA();
+  Context ctx = Context::cuda();
+  const NetSpec net = find_net("LSTMSmall");
+  for (Precision precision : {Precision::kFp32, Precision::kBf16}) {
+    const std::string what(flag_name_of(precision));
+    const Trained eager = train(ctx, precision, 6, false, 0.0f, &net);
+    const Trained replayed = train(ctx, precision, 6, true, 0.0f, &net);
+    expect_same_bits(replayed.parameters, eager.parameters, what + " parameters");
+    EXPECT_EQ(replayed.loss, eager.loss) << what;
+    EXPECT_EQ(replayed.counts.captures, 1) << what;
+    EXPECT_EQ(replayed.counts.replays, 4) << what;
+  }
 }
 
 // A call that waits for the device cannot be captured: the error says where,
