@@ -18,6 +18,7 @@
 #include "tests/support/checks.h"
 #include "tests/support/devices.h"
 #include "tests/support/harness.h"
+#include "tests/support/layout_runs.h"
 
 namespace glassbox {
 namespace {
@@ -27,24 +28,8 @@ using testing::LayerHarness;
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr DType kTypes[] = {DType::kFloat32, DType::kBFloat16};
 
-// A tensor of `shape` on ctx stored in `layout` and `dtype`, holding `nchw`
-// (values in NCHW order, exact in `dtype`).
-Tensor make_value(Context& ctx, const Shape& shape, Layout layout, DType dtype, const std::vector<float>& nchw) {
-  const Tensor wide = ctx.allocate(shape, DType::kFloat32, MemoryCategory::kActivations).with_layout(layout);
-  write_in_nchw_order(ctx, nchw, wide);
-  if (dtype == DType::kFloat32) return wide;
-  const Tensor narrow = ctx.allocate(shape, dtype, MemoryCategory::kActivations).with_layout(layout);
-  convert(ctx, wide, narrow);
-  return narrow;
-}
-
-// t's values in NCHW order, widened to float32.
-std::vector<float> read_nchw(Context& ctx, const Tensor& t) {
-  if (t.dtype() == DType::kFloat32) return values_in_nchw_order(ctx, t);
-  const Tensor wide = ctx.allocate(t.shape(), DType::kFloat32, MemoryCategory::kActivations).with_layout(t.layout());
-  convert(ctx, t, wide);
-  return values_in_nchw_order(ctx, wide);
-}
+using testing::make_value;
+using testing::read_nchw;
 
 std::vector<float> poisoned(const Shape& shape) { return std::vector<float>(static_cast<size_t>(shape.numel()), kNaN); }
 

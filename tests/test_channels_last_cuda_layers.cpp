@@ -3,10 +3,13 @@
 // against itself on NCHW on the same GPU, value by value. The NCHW paths are
 // checked against the CPU elsewhere (tests/test_batch_norm.cpp,
 // tests/test_pool2d.cpp, tests/test_subsample_pad.cpp). Without a usable GPU
-// every test skips, saying why. Float32 throughout (Context::cuda: TF32 off).
+// every test skips, saying why. Float32 (Context::cuda: TF32 off), and batch
+// norm in bf16 and fp16 too.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <string>
@@ -16,6 +19,8 @@
 #include "layers/batch_norm/batch_norm.h"
 #include "layers/pool2d/pool2d.h"
 #include "layers/subsample_pad.h"
+#include "tensor/convert.h"
+#include "tensor/copy.h"
 #include "tests/support/checks.h"
 #include "tests/support/devices.h"
 #include "tests/support/harness.h"
@@ -73,6 +78,83 @@ TEST(ChannelsLastCudaLayers, BatchNormOnNhwcMatchesItselfOnNchw) {
     h.forward(Phase::kInference);
     testing::expect_close(h.read(h.output), channels_last_from_nchw(ref.read(ref.output), x), 1e-4,
                           what + ": inference y");
+  }
+}
+
+// The same in bf16 and fp16, the way ResNet-50 trains: x, y, dy and dx
+// 16-bit NHWC, cuDNN's persistent kernels, against the fp32 NCHW layer on the
+// same 16-bit-exact inputs. dx written, then added onto the written values
+// (beta = 1 in the Ex backward, which cuDNN applies to dx alone). Each
+// tensor within 2^-6 (bf16) or 2^-9 (fp16) of its largest fp32 magnitude: a
+// rounding or two of 2^-9 or 2^-12 each.
+TEST(ChannelsLastCudaLayers, BatchNormOn16BitNhwcWritesAndAddsItsGradient) {
+  GLASSBOX_REQUIRE_CUDA();
+  const auto relative_error = [](const std::vector<float>& expected, const std::vector<float>& got) {
+    double most = 0.0, worst = 0.0;
+    for (size_t i = 0; i < expected.size() && i < got.size(); ++i) {
+      most = std::max(most, std::abs(static_cast<double>(expected[i])));
+      worst = std::max(worst, std::abs(static_cast<double>(expected[i]) - static_cast<double>(got[i])));
+    }
+    EXPECT_EQ(expected.size(), got.size());
+    return most > 0.0 ? worst / most : worst;
+  };
+  for (DType dtype : {DType::kBFloat16, DType::kFloat16}) {
+    const double tolerance = dtype == DType::kBFloat16 ? 0x1p-6 : 0x1p-9;
+    for (const Shape& x : {Shape{4, 64, 7, 7}, Shape{2, 6, 5, 7}}) {
+      const std::string what = cat(name_of(dtype), " ", x.str());
+      Context ctx = Context::cuda(0);
+      BatchNorm2d plain("bn", {}), half("bn", {});
+      testing::LayerHarness ref(ctx, plain, {x});
+      ref.randomize(37);
+      for (const Tensor* t : {&ref.inputs[0], &ref.output_grad}) {
+        std::vector<float> values = ref.read(*t);
+        for (float& v : values) v = round_to_16_bit(v, dtype);
+        ref.write(*t, values);
+      }
+      const std::vector<Shape> shapes = {x};
+      half.bind(shapes);
+      half.set_value_storage(dtype);
+      half.prepare(ctx);
+      half.set_channels_last({true}, true);
+      half.prepare(ctx);
+      ctx.reserve_workspace(half.workspace_bytes());
+      const std::vector<float> nan(static_cast<size_t>(x.numel()), std::numeric_limits<float>::quiet_NaN());
+      const Tensor xs = testing::make_value(ctx, x, Layout::kNHWC, dtype, ref.read(ref.inputs[0]));
+      const Tensor y = testing::make_value(ctx, x, Layout::kNHWC, dtype, nan);
+      const Tensor dy = testing::make_value(ctx, x, Layout::kNHWC, dtype, ref.read(ref.output_grad));
+      const Tensor dx = testing::make_value(ctx, x, Layout::kNHWC, dtype, nan);
+      std::vector<Tensor> params, grads;
+      for (size_t k = 0; k < ref.params.size(); ++k) {
+        params.push_back(ctx.allocate(ref.params[k].shape(), DType::kFloat32, MemoryCategory::kParameters));
+        grads.push_back(ctx.allocate(ref.params[k].shape(), DType::kFloat32, MemoryCategory::kGradients));
+        ref.write(params.back(), ref.read(ref.params[k]));
+        fill_zero(ctx, grads.back());
+      }
+      const std::vector<Tensor> inputs = {xs}, input_grads = {dx};
+      ref.forward();
+      half.forward(ctx, {.inputs = inputs, .output = y, .params = params, .phase = Phase::kTraining});
+      ctx.synchronize();
+      EXPECT_LE(relative_error(ref.read(ref.output), testing::read_nchw(ctx, y)), tolerance) << what << ": y";
+      for (GradMode mode : {GradMode::kWrite, GradMode::kAdd}) {
+        const std::string pass = what + (mode == GradMode::kWrite ? " (written)" : " (added)");
+        ref.backward({mode});
+        const std::vector<GradMode> modes = {mode};
+        half.backward(ctx, {.inputs = inputs,
+                            .output = y,
+                            .output_grad = dy,
+                            .input_grads = input_grads,
+                            .input_grad_modes = modes,
+                            .params = params,
+                            .param_grads = grads});
+        ctx.synchronize();
+        EXPECT_LE(relative_error(ref.read(ref.input_grads[0]), testing::read_nchw(ctx, dx)), tolerance)
+            << pass << ": dx";
+        for (size_t k = 0; k < grads.size(); ++k) {
+          EXPECT_LE(relative_error(ref.read(ref.param_grads[k]), ref.read(grads[k])), tolerance)
+              << pass << ": gradient of " << ref.params[k].name();
+        }
+      }
+    }
   }
 }
 

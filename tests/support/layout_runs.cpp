@@ -6,6 +6,7 @@
 #include "data/synthetic.h"
 #include "graph/layouts.h"
 #include "optim/sgd.h"
+#include "tensor/convert.h"
 #include "tensor/copy.h"
 #include "tests/support/checks.h"
 
@@ -60,6 +61,22 @@ void expect_same_training(const LayoutRun& nhwc, const LayoutRun& nchw) {
   expect_close(nhwc.parameters, nchw.parameters, 1e-4, "parameters after three steps");
   ASSERT_EQ(nhwc.names, nchw.names);
   for (size_t i = 0; i < nhwc.values.size(); ++i) expect_close(nhwc.values[i], nchw.values[i], 1e-5, nhwc.names[i]);
+}
+
+Tensor make_value(Context& ctx, const Shape& shape, Layout layout, DType dtype, const std::vector<float>& nchw) {
+  const Tensor wide = ctx.allocate(shape, DType::kFloat32, MemoryCategory::kActivations).with_layout(layout);
+  write_in_nchw_order(ctx, nchw, wide);
+  if (dtype == DType::kFloat32) return wide;
+  const Tensor narrow = ctx.allocate(shape, dtype, MemoryCategory::kActivations).with_layout(layout);
+  convert(ctx, wide, narrow);
+  return narrow;
+}
+
+std::vector<float> read_nchw(Context& ctx, const Tensor& t) {
+  if (t.dtype() == DType::kFloat32) return values_in_nchw_order(ctx, t);
+  const Tensor wide = ctx.allocate(t.shape(), DType::kFloat32, MemoryCategory::kActivations).with_layout(t.layout());
+  convert(ctx, t, wide);
+  return values_in_nchw_order(ctx, wide);
 }
 
 void go_channels_last(LayerHarness& h, const LayerHarness& ref, Layout y_layout) {

@@ -44,6 +44,12 @@ void go_channels_last(LayerHarness& h, const LayerHarness& ref, Layout y_layout)
 std::string channels_last_algorithms(Layer& layer, const std::vector<Shape>& input_shapes,
                                      const PrepareOptions& prepare = {});
 
+// A tensor of `shape` on ctx stored in `layout` and `dtype`, holding `nchw`
+// (values in NCHW order, exact in `dtype`).
+Tensor make_value(Context& ctx, const Shape& shape, Layout layout, DType dtype, const std::vector<float>& nchw);
+// t's values in NCHW order, widened to float32.
+std::vector<float> read_nchw(Context& ctx, const Tensor& t);
+
 // h's backward against ref's (the same layer on NCHW, same values), with dx
 // and the parameter gradients written, then added: written ones poisoned
 // first, so an element h leaves alone shows. h's dx is NHWC where `dx_nhwc`.
