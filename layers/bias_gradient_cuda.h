@@ -22,7 +22,7 @@ class BiasGradient {
   bool planned() const { return plan_.channels > 0; }
   // Bytes of workspace run() needs for the partial sums (0 with one product).
   size_t workspace_bytes() const { return static_cast<size_t>(plan_.partial_size()) * sizeof(float); }
-  // "cuBLAS, 2 products" for algorithms().
+  // "cuBLAS, two products" (or one) for algorithms().
   std::string describe() const;
 
   // db (float32, `channels` values) += the sums of dy, on the context's

@@ -36,6 +36,7 @@
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <span>
 #include <thread>
 
@@ -92,14 +93,17 @@ class NcclCommunicator final : public Communicator {
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
   // Note [Ending an NCCL communicator]: ncclCommDestroy finalizes first, and
   // finalizing waits for every operation issued, which never ends where a
-  // peer has gone. So a communicator whose stream still has work (a job
-  // ending on an error between steps) is aborted, which returns at once.
+  // peer has gone. So a communicator ended while an exception unwinds (a job
+  // stopping on an error) aborts, which returns at once; otherwise the
+  // destructor lets the communication stream's work finish within the
+  // deadline, as a step's reductions would, then destroys, and aborts past
+  // the deadline or on an error.
   ~NcclCommunicator() override {
     if (comm_ == nullptr || aborted_) return;
-    if (stream_.get() != nullptr && cudaStreamQuery(stream_.get()) != cudaSuccess) {
-      (void)ncclCommAbort(comm_);
-    } else {
+    if (std::uncaught_exceptions() == 0 && stream_drains()) {
       (void)ncclCommDestroy(comm_);
+    } else {
+      (void)ncclCommAbort(comm_);
     }
   }
 
@@ -255,6 +259,27 @@ class NcclCommunicator final : public Communicator {
     aborted_ = true;
   }
 
+  // Whether the communication stream's work finishes within the deadline,
+  // without NCCL reporting an error. Throws nothing: for the destructor.
+  bool stream_drains() {
+    if (stream_.get() == nullptr) return true;
+    const Clock::time_point start = Clock::now();
+    for (;;) {
+      const cudaError_t state = cudaStreamQuery(stream_.get());
+      if (state == cudaSuccess) return true;
+      if (state != cudaErrorNotReady) {
+        (void)cudaGetLastError();
+        return false;
+      }
+      ncclResult_t async = ncclSuccess;
+      if (ncclCommGetAsyncError(comm_, &async) != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
+        return false;
+      }
+      if (Clock::now() - start > std::chrono::duration<double>(timeout_)) return false;
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+
   // Every rank's `mine` (the same length on every rank), in rank order. The
   // buffer comes and goes on the communication stream (cudaMallocAsync and
   // cudaFreeAsync), so nothing here waits on the whole device, whose other
@@ -275,7 +300,10 @@ class NcclCommunicator final : public Communicator {
       CudaEvent done = make_event();
       CUDA_CHECK(cudaEventRecord(done.get(), stream_.get()));
       wait_for(done.get(), cat("all-gather of the ", what));
-      CUDA_CHECK(cudaMemcpy(all.data(), device, bytes * static_cast<size_t>(size_), cudaMemcpyDeviceToHost));
+      // Done already: the copy back cannot wait on a peer.
+      CUDA_CHECK(cudaMemcpyAsync(all.data(), device, bytes * static_cast<size_t>(size_), cudaMemcpyDeviceToHost,
+                                 stream_.get()));
+      CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
     } catch (...) {
       (void)cudaFreeAsync(device, stream_.get());
       throw;

@@ -157,7 +157,7 @@ TEST(ChannelsLastCuda, ImageGradientsMatchTheNchwGraph) {
 // bf16 on NHWC against bf16 on NCHW: the same rounding points, other sums;
 // three steps agree within bf16's precision. The first step's gradients, all
 // parameters' in one vector, differ by at most 2^-4 of their largest
-// magnitude: a few roundings of 2^-9 each, and room for a max-pooling window
+// magnitude: a few roundings of at most 2^-8 each, and room for a max-pooling window
 // whose two largest values round to one in bf16 (cuDNN documents no rule for
 // which takes the gradient, and the two layouts run other kernels).
 TEST(ChannelsLastCuda, Bf16TrainingMatchesTheNchwGraph) {

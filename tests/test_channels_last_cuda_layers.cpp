@@ -86,7 +86,7 @@ TEST(ChannelsLastCudaLayers, BatchNormOnNhwcMatchesItselfOnNchw) {
 // same 16-bit-exact inputs. dx written, then added onto the written values
 // (beta = 1 in the Ex backward, which cuDNN applies to dx alone). Each
 // tensor within 2^-6 (bf16) or 2^-9 (fp16) of its largest fp32 magnitude: a
-// rounding or two of 2^-9 or 2^-12 each.
+// rounding or two of at most 2^-8 or 2^-11 each.
 TEST(ChannelsLastCudaLayers, BatchNormOn16BitNhwcWritesAndAddsItsGradient) {
   GLASSBOX_REQUIRE_CUDA();
   const auto relative_error = [](const std::vector<float>& expected, const std::vector<float>& got) {

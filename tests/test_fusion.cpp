@@ -62,7 +62,7 @@ TEST_P(FusionTest, AReluRunsInItsConvolutionWhereItRunsInPlace) {
 // and parameters. On the CPU to the bit (the ReLU is exact; the products'
 // sums are the same); on a GPU the fused calls may run other kernels, whose
 // sums round differently: within 1e-4 in fp32, 2e-2 in bf16 (a few roundings
-// of 2^-9, carried through three steps).
+// of at most 2^-8, carried through three steps).
 double gpu_tolerance(const Context& ctx, Precision precision) {
   if (!ctx.is_cuda()) return 0.0;
   return precision == Precision::kFp32 ? 1e-4 : 2e-2;

@@ -130,7 +130,7 @@ TEST(MixedPrecision, StoresValuesGradientsAndWeightsIn16BitsAndTheRestInFp32) {
 // output, its input gradients and its parameter gradients in a 16-bit graph
 // are the fp32 graph's within a tolerance, measured as the largest
 // difference over the largest fp32 magnitude of that tensor. bf16 keeps 8
-// significant bits (a rounding is within 2^-9 of the value), fp16 11 (2^-12);
+// significant bits (a rounding is within 2^-8 of the value), fp16 11 (2^-11);
 // the layer's output is rounded once and its weights once, and its gradients
 // come back through the head's 16-bit weights and activations, so the
 // tolerances allow a few roundings: 2^-6 and 2^-9 for values, twice that for

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <iostream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "optim/train_step.h"
 #include "tensor/copy.h"
 #include "tensor/cuda_graph.h"
+#include "tests/support/checks.h"
 #include "tests/support/devices.h"
 
 namespace glassbox {
@@ -226,7 +228,10 @@ TEST(StepReplay, ANewLearningRateReachesTheReplayedStep) {
 
 // An LSTM language model: cuDNN's RNN calls run on helper streams of its own,
 // joined by events, and the state carried from step to step is a copy queued
-// in the step. Captured and replayed, six steps give what six eager steps do.
+// in the step. Captured and replayed, six steps give what six eager steps do:
+// the same bits where two eager runs agree to the bit (cuDNN does not list its
+// RNN calls among the reproducible ones, nor among the others), else within
+// 1e-5 of the largest value, and the test says which it checked.
 TEST(StepReplay, AnLstmLanguageModelReplaysWhatItRunsEagerly) {
   GLASSBOX_REQUIRE_CUDA();
   Context ctx = Context::cuda();
@@ -234,9 +239,18 @@ TEST(StepReplay, AnLstmLanguageModelReplaysWhatItRunsEagerly) {
   for (Precision precision : {Precision::kFp32, Precision::kBf16}) {
     const std::string what(flag_name_of(precision));
     const Trained eager = train(ctx, precision, 6, false, 0.0f, &net);
+    const Trained again = train(ctx, precision, 6, false, 0.0f, &net);
     const Trained replayed = train(ctx, precision, 6, true, 0.0f, &net);
-    expect_same_bits(replayed.parameters, eager.parameters, what + " parameters");
-    EXPECT_EQ(replayed.loss, eager.loss) << what;
+    const bool reproducible = std::memcmp(eager.parameters.data(), again.parameters.data(),
+                                          eager.parameters.size() * sizeof(float)) == 0;
+    std::cout << "[ NOTE     ] " << what << ": two eager runs of the LSTM "
+              << (reproducible ? "agree to the bit" : "differ: the replay is compared within 1e-5") << "\n";
+    if (reproducible) {
+      expect_same_bits(replayed.parameters, eager.parameters, what + " parameters");
+      EXPECT_EQ(replayed.loss, eager.loss) << what;
+    } else {
+      testing::expect_close(replayed.parameters, eager.parameters, 1e-5, what + " parameters");
+    }
     EXPECT_EQ(replayed.counts.captures, 1) << what;
     EXPECT_EQ(replayed.counts.replays, 4) << what;
   }
