@@ -177,10 +177,32 @@ def recorded_command(argv):
     return [os.path.join(*arg.split(os.sep)[-2:]) if os.path.isabs(arg) else arg for arg in argv]
 
 
-def run(command, env):
+def run(command, env, out=None):
+    """Runs one side's command; stops the run where it fails. With `out`, the
+    JSON it writes: a peer that ran but had some benchmarks fail exits 1 with
+    their rows marked (error_occurred), and the run goes on without them, each
+    named on stderr and kept in the results (failed_benchmarks)."""
     done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    if done.returncode == 1 and out and os.path.exists(out):
+        with open(out) as f:
+            failed = [r for r in json.load(f).get("benchmarks", []) if r.get("error_occurred")]
+        if failed:
+            for r in failed:
+                print(f"interleave.py: {r['name']} failed, the run goes on without it: {r.get('error_message', '?')}",
+                      file=sys.stderr)
+                FAILED_BENCHMARKS.append({"name": r["name"], "error_message": r.get("error_message", "")})
+            return
     if done.returncode != 0:
         sys.exit(f"interleave.py: {' '.join(command)} failed ({done.returncode}):\n{done.stdout.decode(errors='replace')[-3000:]}")
+
+
+# The peer's benchmarks that failed while the rest ran (run()), in the order they failed.
+FAILED_BENCHMARKS = []
+
+
+def failed_benchmarks():
+    """The results' record of the peer's failed benchmarks: none where all ran."""
+    return {"failed_benchmarks": FAILED_BENCHMARKS} if FAILED_BENCHMARKS else {}
 
 
 def write_json(path, payload):
@@ -249,6 +271,8 @@ def glassbox(args, net, modes, batch, tmp, env, builds):
 
 def pytorch(args, net, modes, batch, tmp, env, builds):
     out = os.path.join(tmp, "p.json")
+    if os.path.exists(out):
+        os.remove(out)  # the last call's JSON must not stand in for this one's
     if find_language_model(net):  # nn.LSTM's peer: bench/peers/lstm_lm.py
         command = [args.python, os.path.join(HERE, "peers", "lstm_lm.py"), "--time", ",".join(modes), "--net", net,
                    "--min-time", str(args.min_time), "--threads", str(args.threads), "--json", out]
@@ -256,7 +280,7 @@ def pytorch(args, net, modes, batch, tmp, env, builds):
             command += ["--warmup", str(args.warmup)]
         if batch:
             command += ["--batch", str(batch)]
-        run(command, env)
+        run(command, env, out)
         return rates(out, "pytorch", builds)
     command = [args.python, os.path.join(HERE, "peers", "pytorch_nets.py"), "--device", args.device,
                "--filter", f"^{net}/({'|'.join(modes)})/", "--min-time", str(args.min_time),
@@ -268,7 +292,7 @@ def pytorch(args, net, modes, batch, tmp, env, builds):
     command += ["--precision", args.precision]
     if args.pytorch_compile:
         command.append("--compile")
-    run(command, env)
+    run(command, env, out)
     return rates(out, "pytorch", builds)
 
 
@@ -403,7 +427,8 @@ def main():
                     if args.json:  # what is measured so far, so that a run cut short keeps it
                         write_json(args.json, {"date": started, "command": recorded_command(sys.argv), "partial": True,
                                                "environment": recorded_environment(os.environ),
-                                               "machine": where, "builds": builds, "rounds": rounds})
+                                               "machine": where, "builds": builds, "rounds": rounds,
+                                               **failed_benchmarks()})
 
     rows = rows_from_rounds(rounds, args.nets, args.busy_cpus)
     replayed = (", Glassbox's steps replayed as CUDA graphs" if args.glassbox_cuda_graph else "") + \
@@ -416,7 +441,7 @@ def main():
     if args.json:
         write_json(args.json, {"date": started, "command": recorded_command(sys.argv), "machine": where,
                                "environment": recorded_environment(os.environ), "builds": builds,
-                               "rows": rows, "rounds": rounds})
+                               "rows": rows, "rounds": rounds, **failed_benchmarks()})
 
 
 if __name__ == "__main__":

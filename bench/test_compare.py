@@ -23,7 +23,9 @@ no build needed.
 - interleave.py marks a row "busy" where other work ran around one of its
   measurements (Note [Idle before and after]), and only then; it records
   the environment variables that cap either side's instruction set, and
-  its command without the machine's folders.
+  its command without the machine's folders; a peer benchmark that fails
+  (torch.compile without a C compiler, say) is named and recorded, and the
+  run goes on without it.
 """
 
 import json
@@ -311,6 +313,34 @@ class IdleChecks(unittest.TestCase):
         self.assertEqual(self.interleave.recorded_command(
             ["bench/interleave.py", "--python", "/opt/venv/bin/python", "--bench", "build/bench_nets"]),
             ["bench/interleave.py", "--python", "bin/python", "--bench", "build/bench_nets"])
+
+    def test_a_peer_benchmark_that_failed_is_named_and_the_run_goes_on(self):
+        import contextlib
+        import io
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "p.json")
+            rows = [{"name": "ResNet50/train_step/batch:256/bf16/compiled", "error_occurred": True,
+                     "error_message": "RuntimeError: Failed to find C compiler"},
+                    {"name": "ResNet50/train_step/batch:256/bf16", "images/s": 2000.0}]
+            writes = f"import json, sys; json.dump({{'benchmarks': {rows!r}}}, open({out!r}, 'w')); sys.exit(1)"
+            del self.interleave.FAILED_BENCHMARKS[:]
+            printed = io.StringIO()
+            with contextlib.redirect_stderr(printed):
+                self.interleave.run([sys.executable, "-c", writes], dict(os.environ), out)
+            self.assertIn("ResNet50/train_step/batch:256/bf16/compiled failed, the run goes on without it: "
+                          "RuntimeError: Failed to find C compiler", printed.getvalue())
+            self.assertEqual(self.interleave.failed_benchmarks(), {"failed_benchmarks": [
+                {"name": "ResNet50/train_step/batch:256/bf16/compiled",
+                 "error_message": "RuntimeError: Failed to find C compiler"}]})
+            self.assertEqual(self.interleave.benchmark_rates(rows), {"ResNet50/train_step/batch:256/bf16": 2000.0})
+            del self.interleave.FAILED_BENCHMARKS[:]
+            # Exit 1 with no failed row, or any other failure, still stops the run.
+            clean = f"import json, sys; json.dump({{'benchmarks': []}}, open({out!r}, 'w')); sys.exit(1)"
+            with self.assertRaises(SystemExit):
+                self.interleave.run([sys.executable, "-c", clean], dict(os.environ), out)
+            with self.assertRaises(SystemExit):
+                self.interleave.run([sys.executable, "-c", "import sys; sys.exit(2)"], dict(os.environ), out)
+            self.assertEqual(self.interleave.failed_benchmarks(), {})
 
     def test_rounds_without_loads_are_not_marked(self):
         rows = self.interleave.rows_from_rounds(self.rounds([{}, {}]), ["LeNet"])

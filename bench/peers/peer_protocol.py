@@ -73,11 +73,15 @@ def configure_torch(torch, threads=None, precision="fp32", device="cuda"):
     The mixed precisions on a GPU turn TF32 on as well, for the fp32 work that
     autocast leaves (a typical AMP run); on the CPU they leave fp32 as it is.
     PyTorch's defaults are mixed (cuDNN TF32 on, matmul off), so both flags
-    are set explicitly."""
+    are set explicitly. cudnn.benchmark times every algorithm cuDNN offers
+    (benchmark_limit 0; PyTorch's default stops at 10), as bench_nets
+    --cudnn-search times all of its candidates."""
     if threads:
         torch.set_num_threads(threads)
     tf32 = precision == "tf32" or (precision in AMP_DTYPES and device == "cuda")
     torch.backends.cudnn.benchmark = True
+    if hasattr(torch.backends.cudnn, "benchmark_limit"):
+        torch.backends.cudnn.benchmark_limit = 0
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
     torch.set_float32_matmul_precision("high" if tf32 else "highest")
@@ -225,34 +229,36 @@ def run_benchmark(spec, mode, batch, device, layout, min_time, warmup, macs, pre
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
     session = Session(spec, mode, batch, device, layout, precision, compiled)
-    for _ in range(max(warmup, 1) if compiled else warmup):
-        session.step()
-    if cuda:
-        torch.cuda.synchronize()
-        # Peak over the timed steps: model, optimizer state, inputs and the step's
-        # own memory, without cudnn.benchmark's one-off search in warm-up.
-        torch.cuda.reset_peak_memory_stats()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-
-    times = []
-    measured = 0.0
-    cpu_start = time.thread_time()
-    while measured < min_time or len(times) < 3:
+    try:  # closed on a failure too, so that the next benchmark in this process starts clean
+        for _ in range(max(warmup, 1) if compiled else warmup):
+            session.step()
         if cuda:
-            start.record()
-            session.step()
-            end.record()
-            end.synchronize()
-            seconds = start.elapsed_time(end) / 1e3
-        else:
-            t0 = time.perf_counter()
-            session.step()
-            seconds = time.perf_counter() - t0
-        times.append(seconds)
-        measured += seconds
-    cpu_seconds = time.thread_time() - cpu_start
-    peak = torch.cuda.max_memory_allocated() if cuda else 0
-    session.close()
+            torch.cuda.synchronize()
+            # Peak over the timed steps: model, optimizer state, inputs and the step's
+            # own memory, without cudnn.benchmark's one-off search in warm-up.
+            torch.cuda.reset_peak_memory_stats()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+        times = []
+        measured = 0.0
+        cpu_start = time.thread_time()
+        while measured < min_time or len(times) < 3:
+            if cuda:
+                start.record()
+                session.step()
+                end.record()
+                end.synchronize()
+                seconds = start.elapsed_time(end) / 1e3
+            else:
+                t0 = time.perf_counter()
+                session.step()
+                seconds = time.perf_counter() - t0
+            times.append(seconds)
+            measured += seconds
+        cpu_seconds = time.thread_time() - cpu_start
+        peak = torch.cuda.max_memory_allocated() if cuda else 0
+    finally:
+        session.close()
 
     mean = measured / len(times)
     return {

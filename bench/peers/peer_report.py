@@ -92,7 +92,9 @@ def math_mode(torch):
     legacy = (f"torch.backends.cuda.matmul.allow_tf32={torch.backends.cuda.matmul.allow_tf32}, "
               f"torch.backends.cudnn.allow_tf32={torch.backends.cudnn.allow_tf32}, "
               f"float32_matmul_precision={torch.get_float32_matmul_precision()}")
-    return legacy + f", cudnn.benchmark={torch.backends.cudnn.benchmark}"
+    limit = getattr(torch.backends.cudnn, "benchmark_limit", None)
+    return legacy + f", cudnn.benchmark={torch.backends.cudnn.benchmark}" + \
+        (f", cudnn.benchmark_limit={limit}" if limit is not None else "")
 
 
 def mixed_precision(device, precision):

@@ -185,7 +185,10 @@ def run_one(spec, mode, batch, layout, compiled, name, family, device, args, mac
         entry.update(run_benchmark(spec, mode, batch, device, layout, args.min_time, args.warmup, macs,
                                    args.precision, compiled))
     except (RuntimeError, MemoryError) as e:  # torch.cuda.OutOfMemoryError is a RuntimeError
-        message = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        # The first line, and the next where the first only introduces it
+        # (torch.compile's "backend='inductor' raised:").
+        lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+        message = " ".join(lines[:2] if len(lines) > 1 and lines[0].endswith(":") else lines[:1]) or type(e).__name__
         entry.update({"error_occurred": True, "error_message": message, "iterations": 0,
                       "real_time": 0, "cpu_time": 0, "time_unit": "ms"})
         gc.collect()
