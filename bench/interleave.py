@@ -34,7 +34,7 @@ Usage:
       [--modes forward,forward_backward,train_step,inference] [--batch N[,N...]]
       [--threads 2] [--min-time S] [--warmup N] [--layouts nchw,channels_last] [--glassbox-layout L]
       [--interleave mode|network] [--glassbox-cuda-graph] [--glassbox-no-fusion] [--glassbox-fixed-threads]
-      [--pytorch-compile]
+      [--pytorch-compile] [--glassbox-autotune-cache FILE]
       [--glassbox-cudnn-api auto|legacy|graph] [--precision fp32|tf32|bf16|fp16] [--idle-check S] [--busy-cpus X] [--json PATH] NET ...
 
 --batch takes one batch or several, each a number of samples or a multiple
@@ -254,6 +254,8 @@ def glassbox(args, net, modes, batch, tmp, env, builds):
         command.append(f"--layout={args.glassbox_layout}")
     if args.device.startswith("cuda"):
         command.append("--cudnn-search")
+        if args.glassbox_autotune_cache:
+            command.append(f"--autotune-cache={args.glassbox_autotune_cache}")
     if args.glassbox_cuda_graph:
         command.append("--cuda-graph")
     if args.glassbox_no_fusion:
@@ -387,6 +389,9 @@ def main():
                              "runs one thread fewer per core of it; Note [Threads on a shared machine])")
     parser.add_argument("--glassbox-cudnn-api", choices=["auto", "legacy", "graph"], default="auto",
                         help="bench_nets --cudnn-api: whose convolution candidates Glassbox's GPU search times")
+    parser.add_argument("--glassbox-autotune-cache", metavar="FILE",
+                        help="bench_nets --autotune-cache: on a GPU, the measured cuDNN search of each convolution "
+                             "is kept in FILE and reused by later rounds and runs (the same GPU and cuDNN)")
     parser.add_argument("--pytorch-compile", action="store_true",
                         help="also time PyTorch under torch.compile (default mode); rows add the ratio to it")
     parser.add_argument("--interleave", choices=["mode", "network"], default="mode",

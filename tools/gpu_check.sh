@@ -131,6 +131,11 @@ test_timeout=${GPU_CHECK_TEST_TIMEOUT:-600}
 # Paths below the repository are relative to it (the script runs there), so
 # that the results files name no machine's folders.
 logs="build-gpu-check"
+# The measured cuDNN search of every convolution the benchmarks time, kept
+# for the whole run (Note [Autotune cache], layers/conv2d/autotune_cache.h):
+# each problem is searched once, by the first process that meets it, and
+# the later rounds and steps reuse the choice instead of searching again.
+autotune_cache="$logs/autotune-cache.json"
 build=${prebuilt:-build-gpu}
 build=${build#"$repo"/}
 staged="$repo/third_party/staged"
@@ -423,7 +428,8 @@ step_bench() {
   for precision in fp32 tf32; do
     echo "---- ResNet50/train_step $precision, interleaved with PyTorch"
     show "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" --rounds 3 \
-      --modes train_step --precision "$precision" --json "$results_dir/resnet50-$precision.json" ResNet50 \
+      --glassbox-autotune-cache "$autotune_cache" --modes train_step --precision "$precision" \
+      --json "$results_dir/resnet50-$precision.json" ResNet50 \
       || { echo "interleave $precision: FAILED"; rc=1; }
   done
   return "$rc"

@@ -18,7 +18,7 @@
 # gpu_check.sh's $build, $logs, $results_dir, $python, $dry_run, bounded()
 # and run_tests(); paths are relative to the repository.
 # shellcheck shell=bash
-# shellcheck disable=SC2154  # build, logs, results_dir, python, dry_run are gpu_check.sh's
+# shellcheck disable=SC2154  # build, logs, results_dir, python, dry_run, autotune_cache are gpu_check.sh's
 
 engines_tests=(test_engine_config test_conv2d test_autotune_cache test_determinism)
 
@@ -32,6 +32,7 @@ step_engines() {
     echo "---- ResNet50/train_step bf16 at batch 256, --cudnn-api $api, interleaved with PyTorch (channels_last)"
     [ "$dry_run" -eq 1 ] || rm -f "$results_dir/$name.json"
     bounded 150 "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
+      --glassbox-autotune-cache "$autotune_cache" \
       --rounds 2 --min-time 1 --modes train_step --batch 256 --precision bf16 --glassbox-cudnn-api "$api" \
       --layouts channels_last --json "$results_dir/$name.json" ResNet50 \
       || { echo "interleave ResNet50 bf16 --cudnn-api $api: FAILED"; rc=1; }

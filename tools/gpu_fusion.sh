@@ -25,7 +25,7 @@
 # $logs, $results_dir, $python, $dry_run, bounded() and run_tests(); paths
 # are relative to the repository.
 # shellcheck shell=bash
-# shellcheck disable=SC2154  # build, logs, results_dir, python, dry_run are gpu_check.sh's
+# shellcheck disable=SC2154  # build, logs, results_dir, python, dry_run, autotune_cache are gpu_check.sh's
 
 fusion_tests=(test_fusion test_fusion_residual test_relu test_linear test_step_replay test_step_readback test_autotune_cache)
 
@@ -43,6 +43,7 @@ step_fusion() {
   echo "---- ResNet50/train_step bf16 at batch 256 against torch.compile (one round)"
   [ "$dry_run" -eq 1 ] || rm -f "$results_dir/resnet50-bf16-256-compiled.json"
   bounded 180 "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
+    --glassbox-autotune-cache "$autotune_cache" \
     --rounds 1 --min-time 1 --modes train_step --batch 256 --precision bf16 --layouts channels_last \
     --pytorch-compile --json "$results_dir/resnet50-bf16-256-compiled.json" ResNet50 \
     || { echo "interleave ResNet50 bf16 --pytorch-compile: FAILED"; rc=1; }
@@ -55,6 +56,7 @@ step_fusion() {
     echo "---- ResNet50/train_step bf16 at batch 256 ($run), interleaved with PyTorch eager"
     [ "$dry_run" -eq 1 ] || rm -f "$results_dir/$name.json"
     bounded "$limit" "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
+      --glassbox-autotune-cache "$autotune_cache" \
       --rounds 2 --min-time 1 --modes train_step --batch 256 --precision bf16 --layouts channels_last "${flags[@]}" \
       --json "$results_dir/$name.json" ResNet50 \
       || { echo "interleave ResNet50 bf16 $run: FAILED"; rc=1; }
@@ -62,6 +64,7 @@ step_fusion() {
   echo "---- LeNet and ResNet56 train_step replayed as CUDA graphs, interleaved with PyTorch eager"
   [ "$dry_run" -eq 1 ] || rm -f "$results_dir/cuda-graph.json"
   bounded 120 "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
+    --glassbox-autotune-cache "$autotune_cache" \
     --rounds 2 --min-time 1 --modes train_step --glassbox-cuda-graph --json "$results_dir/cuda-graph.json" \
     LeNet ResNet56 || { echo "interleave LeNet ResNet56 --glassbox-cuda-graph: FAILED"; rc=1; }
   if [ "$dry_run" -eq 0 ] && [ ! -x "$build/glassbox" ]; then

@@ -21,7 +21,7 @@
 # $logs, $results_dir, $python, $dry_run, bounded() and run_tests(); paths
 # are relative to the repository.
 # shellcheck shell=bash
-# shellcheck disable=SC2154  # build, logs, results_dir, python, dry_run are gpu_check.sh's
+# shellcheck disable=SC2154  # build, logs, results_dir, python, dry_run, autotune_cache are gpu_check.sh's
 
 precision_tests=(test_channels_last_cuda test_channels_last_cuda_layers test_channels_last_cuda_concat
                  test_mixed_precision test_precision_staging test_loss_scaler_cuda test_convert test_kernel_map
@@ -42,6 +42,7 @@ step_precision() {
     echo "---- ResNet50/train_step $precision ($layout values) at batch $batches, interleaved with PyTorch ($layouts)"
     [ "$dry_run" -eq 1 ] || rm -f "$results_dir/$name.json"
     bounded "$limit" "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
+      --glassbox-autotune-cache "$autotune_cache" \
       --rounds 2 --min-time 1 --modes train_step --batch "$batches" --precision "$precision" \
       --glassbox-layout "$layout" --layouts "$layouts" \
       --json "$results_dir/$name.json" ResNet50 \
