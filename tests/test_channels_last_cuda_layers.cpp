@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -20,7 +19,6 @@
 #include "layers/pool2d/pool2d.h"
 #include "layers/subsample_pad.h"
 #include "tensor/convert.h"
-#include "tensor/copy.h"
 #include "tests/support/checks.h"
 #include "tests/support/devices.h"
 #include "tests/support/harness.h"
@@ -89,15 +87,7 @@ TEST(ChannelsLastCudaLayers, BatchNormOnNhwcMatchesItselfOnNchw) {
 // rounding or two of at most 2^-8 or 2^-11 each.
 TEST(ChannelsLastCudaLayers, BatchNormOn16BitNhwcWritesAndAddsItsGradient) {
   GLASSBOX_REQUIRE_CUDA();
-  const auto relative_error = [](const std::vector<float>& expected, const std::vector<float>& got) {
-    double most = 0.0, worst = 0.0;
-    for (size_t i = 0; i < expected.size() && i < got.size(); ++i) {
-      most = std::max(most, std::abs(static_cast<double>(expected[i])));
-      worst = std::max(worst, std::abs(static_cast<double>(expected[i]) - static_cast<double>(got[i])));
-    }
-    EXPECT_EQ(expected.size(), got.size());
-    return most > 0.0 ? worst / most : worst;
-  };
+  using testing::relative_error;
   for (DType dtype : {DType::kBFloat16, DType::kFloat16}) {
     const double tolerance = dtype == DType::kBFloat16 ? 0x1p-6 : 0x1p-9;
     for (const Shape& x : {Shape{4, 64, 7, 7}, Shape{2, 6, 5, 7}}) {
@@ -111,46 +101,30 @@ TEST(ChannelsLastCudaLayers, BatchNormOn16BitNhwcWritesAndAddsItsGradient) {
         for (float& v : values) v = round_to_16_bit(v, dtype);
         ref.write(*t, values);
       }
-      const std::vector<Shape> shapes = {x};
-      half.bind(shapes);
+      // The harness's parameters and their gradients (fp32, as batch norm
+      // keeps them), its values replaced by 16-bit NHWC ones.
+      testing::LayerHarness h(ctx, half, {x});
       half.set_value_storage(dtype);
-      half.prepare(ctx);
       half.set_channels_last({true}, true);
       half.prepare(ctx);
       ctx.reserve_workspace(half.workspace_bytes());
+      h.copy_values_from(ref);
       const std::vector<float> nan(static_cast<size_t>(x.numel()), std::numeric_limits<float>::quiet_NaN());
-      const Tensor xs = testing::make_value(ctx, x, Layout::kNHWC, dtype, ref.read(ref.inputs[0]));
-      const Tensor y = testing::make_value(ctx, x, Layout::kNHWC, dtype, nan);
-      const Tensor dy = testing::make_value(ctx, x, Layout::kNHWC, dtype, ref.read(ref.output_grad));
-      const Tensor dx = testing::make_value(ctx, x, Layout::kNHWC, dtype, nan);
-      std::vector<Tensor> params, grads;
-      for (size_t k = 0; k < ref.params.size(); ++k) {
-        params.push_back(ctx.allocate(ref.params[k].shape(), DType::kFloat32, MemoryCategory::kParameters));
-        grads.push_back(ctx.allocate(ref.params[k].shape(), DType::kFloat32, MemoryCategory::kGradients));
-        ref.write(params.back(), ref.read(ref.params[k]));
-        fill_zero(ctx, grads.back());
-      }
-      const std::vector<Tensor> inputs = {xs}, input_grads = {dx};
+      h.inputs[0] = testing::make_value(ctx, x, Layout::kNHWC, dtype, ref.read(ref.inputs[0]));
+      h.output = testing::make_value(ctx, x, Layout::kNHWC, dtype, nan);
+      h.output_grad = testing::make_value(ctx, x, Layout::kNHWC, dtype, ref.read(ref.output_grad));
+      h.input_grads[0] = testing::make_value(ctx, x, Layout::kNHWC, dtype, nan);
       ref.forward();
-      half.forward(ctx, {.inputs = inputs, .output = y, .params = params, .phase = Phase::kTraining});
-      ctx.synchronize();
-      EXPECT_LE(relative_error(ref.read(ref.output), testing::read_nchw(ctx, y)), tolerance) << what << ": y";
+      h.forward();
+      EXPECT_LE(relative_error(ref.read(ref.output), testing::read_nchw(ctx, h.output)), tolerance) << what << ": y";
       for (GradMode mode : {GradMode::kWrite, GradMode::kAdd}) {
         const std::string pass = what + (mode == GradMode::kWrite ? " (written)" : " (added)");
         ref.backward({mode});
-        const std::vector<GradMode> modes = {mode};
-        half.backward(ctx, {.inputs = inputs,
-                            .output = y,
-                            .output_grad = dy,
-                            .input_grads = input_grads,
-                            .input_grad_modes = modes,
-                            .params = params,
-                            .param_grads = grads});
-        ctx.synchronize();
-        EXPECT_LE(relative_error(ref.read(ref.input_grads[0]), testing::read_nchw(ctx, dx)), tolerance)
+        h.backward({mode});
+        EXPECT_LE(relative_error(ref.read(ref.input_grads[0]), testing::read_nchw(ctx, h.input_grads[0])), tolerance)
             << pass << ": dx";
-        for (size_t k = 0; k < grads.size(); ++k) {
-          EXPECT_LE(relative_error(ref.read(ref.param_grads[k]), ref.read(grads[k])), tolerance)
+        for (size_t k = 0; k < h.param_grads.size(); ++k) {
+          EXPECT_LE(relative_error(ref.read(ref.param_grads[k]), h.read(h.param_grads[k])), tolerance)
               << pass << ": gradient of " << ref.params[k].name();
         }
       }

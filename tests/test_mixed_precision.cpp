@@ -23,6 +23,7 @@
 #include "tensor/convert.h"
 #include "tensor/copy.h"
 #include "tensor/safetensors.h"
+#include "tests/support/checks.h"
 #include "tests/support/data_files.h"
 #include "tests/support/devices.h"
 #include "tests/support/sanitizers.h"
@@ -70,16 +71,7 @@ struct Compiled {
   }
 };
 
-// The largest |a - b| over the largest |a|: the error of b as a fraction of a's scale.
-double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double most = 0.0, diff = 0.0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    most = std::max(most, std::abs(static_cast<double>(a[i])));
-    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
-  }
-  return most > 0.0 ? diff / most : diff;
-}
+using testing::relative_error;
 
 TEST(MixedPrecision, StoresValuesGradientsAndWeightsIn16BitsAndTheRestInFp32) {
   for (Precision precision : {Precision::kBf16, Precision::kFp16}) {

@@ -33,6 +33,16 @@ std::vector<float> plus(const std::vector<float>& a, const std::vector<float>& b
 
 }  // namespace
 
+double relative_error(const std::vector<float>& expected, const std::vector<float>& actual) {
+  EXPECT_EQ(expected.size(), actual.size());
+  double most = 0.0, diff = 0.0;
+  for (size_t i = 0; i < expected.size() && i < actual.size(); ++i) {
+    most = std::max(most, std::abs(static_cast<double>(expected[i])));
+    diff = std::max(diff, std::abs(static_cast<double>(expected[i]) - static_cast<double>(actual[i])));
+  }
+  return most > 0.0 ? diff / most : diff;
+}
+
 void expect_close(const std::vector<float>& actual, const std::vector<float>& expected,
                   double tolerance, const std::string& what) {
   ASSERT_EQ(actual.size(), expected.size()) << what << ": sizes differ";

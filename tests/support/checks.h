@@ -45,6 +45,11 @@ struct ParityOptions {
 void check_cpu_cuda_parity(std::function<std::unique_ptr<Layer>()> make_layer,
                            std::vector<Shape> input_shapes, const ParityOptions& options = {});
 
+// The largest |expected - actual| over the largest |expected|: the error of
+// `actual` as a fraction of `expected`'s scale (the difference itself where
+// `expected` is all zeros). Records a failure where the sizes differ.
+double relative_error(const std::vector<float>& expected, const std::vector<float>& actual);
+
 // Compares element by element; on failure names `what`, the worst index and both values.
 void expect_close(const std::vector<float>& actual, const std::vector<float>& expected,
                   double tolerance, const std::string& what);
