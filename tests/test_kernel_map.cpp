@@ -9,6 +9,7 @@
 // without one.
 #include <gtest/gtest.h>
 
+#include "graph/builder.h"
 #include "graph/kernel_map.h"
 #include "tensor/context.h"
 #include "tensor/copy.h"
@@ -19,6 +20,7 @@
 #include "tests/support/devices.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/strings.h"
+#include "tools/cli/kernels_json.h"
 
 namespace glassbox {
 namespace {
@@ -250,6 +252,79 @@ TEST(KernelMap, NoRecordsOrNoSpansIsNotAnError) {
   const KernelMap backwards = map_kernels(three_spans(), {record(kSgemm, 20, 10, 0)});
   EXPECT_EQ(backwards.gpu_ms, 0.0);
   EXPECT_EQ(backwards.spans[0].count, 1);
+}
+
+// conv0 -> bn0 -> relu0, then conv1 -> bn1 -> add(bn1, relu0) -> relu,
+// compiled for fp16 training on NHWC values, where a batch norm takes the ReLU
+// after it, and bn1 the residual add too, forward and backward (Note [A
+// residual add fused into its batch norm]).
+Graph residual_block() {
+  GraphBuilder g;
+  const Value images = g.input("images", {2, 4, 6, 6});
+  const Value labels = g.input("labels", {2}, DType::kInt32);
+  const Conv2d::Options same{.out_channels = 8, .kernel = 3, .pad = 1, .bias = false};
+  const Value h0 = g.relu(g.batch_norm(g.conv(images, same, "conv0"), {}, "bn0"), "relu0");
+  const Value b1 = g.batch_norm(g.conv(h0, same, "conv1"), {}, "bn1");
+  const Value h = g.relu(g.add({b1, h0}, "add"), "relu");
+  const Value logits = g.linear(g.flatten(g.global_avg_pool(h, "pool"), "flatten"), {.out_features = 3}, "out");
+  return std::move(g).build(g.softmax_cross_entropy(logits, labels));
+}
+
+int node_named(const Graph& graph, const std::string& name) {
+  for (size_t i = 0; i < graph.nodes().size(); ++i) {
+    if (graph.nodes()[i].name == name) return static_cast<int>(i);
+  }
+  ADD_FAILURE() << "no node " << name;
+  return -1;
+}
+
+// The JSON names each span's layer type, and which layer runs a fused pass:
+// the ReLU's and the add's spans name the batch norm, whose spans name them.
+TEST(KernelsJson, NamesLayerTypesAndWhoRunsEachFusedPass) {
+  Context ctx = Context::cpu();
+  Graph graph = residual_block();
+  graph.compile(ctx, {.precision = Precision::kFp16, .layout = LayoutChoice::kNhwc});
+  const int bn1 = node_named(graph, "bn1"), relu = node_named(graph, "relu"), add = node_named(graph, "add");
+  const std::vector<SpanTime> spans = {
+      {.id = 0, .node = bn1, .name = "bn1", .pass = Pass::kForward, .duration_ms = 0.2},
+      {.id = 1, .node = add, .name = "add", .pass = Pass::kForward, .duration_ms = 0.0},
+      {.id = 2, .node = relu, .name = "relu", .pass = Pass::kForward, .duration_ms = 0.0},
+      {.id = 3, .node = relu, .name = "relu", .pass = Pass::kBackward, .duration_ms = 0.0},
+      {.id = 4, .node = bn1, .name = "bn1", .pass = Pass::kBackward, .duration_ms = 0.3},
+      {.id = 5, .node = -1, .name = "sgd", .pass = Pass::kOptimizer, .duration_ms = 0.1}};
+  const KernelMap map = map_kernels(spans, {record(kBatchNorm, 0, 200'000, 0), record(kBatchNorm, 200'000, 500'000, 4),
+                                            record("sgd_momentum_kernel", 500'000, 600'000, 5)});
+  const RuntimeInfo info = runtime_info(ctx);
+  const nlohmann::json doc = cli::kernels_json(map, graph, info, "Block", 2, 0);
+  EXPECT_EQ(doc.at("kind"), "glassbox.kernels");
+  EXPECT_EQ(doc.at("records"), 3);
+  const nlohmann::json& s = doc.at("spans");
+  ASSERT_EQ(s.size(), spans.size());
+  EXPECT_EQ(s[0].at("type"), "BatchNorm2d");
+  EXPECT_EQ(s[0].at("fused_into"), "");
+  EXPECT_EQ(s[0].at("runs"), nlohmann::json::array({"add", "relu"})) << s[0].dump();
+  EXPECT_TRUE(contains(s[0].at("precision").get<std::string>(), "fp16")) << s[0].dump();
+  EXPECT_EQ(s[0].at("kernels").at(0).at("family"), "batch norm");
+  EXPECT_EQ(s[1].at("type"), "Add");
+  EXPECT_EQ(s[1].at("fused_into"), "bn1");
+  EXPECT_EQ(s[2].at("fused_into"), "bn1");
+  EXPECT_EQ(s[3].at("pass"), "backward");
+  EXPECT_EQ(s[3].at("fused_into"), "bn1") << "the batch norm takes the ReLU's backward too";
+  EXPECT_EQ(s[4].at("runs"), nlohmann::json::array({"add", "relu"})) << s[4].dump();
+  EXPECT_EQ(s[5].at("type"), "SGD");
+  EXPECT_EQ(s[5].at("runs"), nlohmann::json::array());
+  EXPECT_EQ(s[5].at("precision"), "");
+  EXPECT_EQ(cli::fused_host(map.spans[2], graph), "bn1");
+  EXPECT_EQ(cli::fused_host(map.spans[0], graph), "");
+
+  // The same graph unfused: every layer runs its own passes.
+  Graph unfused = residual_block();
+  unfused.compile(ctx, {.precision = Precision::kFp16, .layout = LayoutChoice::kNhwc, .fusion = false});
+  const nlohmann::json plain = cli::kernels_json(map, unfused, info, "Block", 2, 0);
+  for (const nlohmann::json& span : plain.at("spans")) {
+    EXPECT_EQ(span.at("fused_into"), "") << span.dump();
+    EXPECT_EQ(span.at("runs"), nlohmann::json::array()) << span.dump();
+  }
 }
 
 TEST(KernelTrace, ACpuContextHasNoKernelsToTrace) {

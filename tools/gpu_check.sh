@@ -24,8 +24,9 @@
 #                the communicator, glassbox scale from the GPU's step -> <gpu>/allreduce-nccl.json,
 #                resnet50-nccl-one-rank.json (tools/gpu_parallel.sh)
 #   9 precision  bf16, fp16 and channels-last: the tests of the 16-bit path and of NHWC values,
-#                `glassbox time` and `kernels` of ResNet50 in bf16, ResNet50/train_step tf32 (NCHW
-#                and NHWC) and bf16 interleaved with PyTorch
+#                `glassbox time` of ResNet50 in bf16, `kernels` at batch 256 -> <gpu>/resnet50-bf16-256-
+#                kernels.{json,md} (tools/kernels_summary.py), ResNet50/train_step tf32 (NCHW and NHWC)
+#                and bf16 interleaved with PyTorch
 #                -> <gpu>/resnet50-{tf32-nchw,tf32-nhwc,bf16}.json (tools/gpu_precision.sh); alone,
 #                within 450 s (GPU_CHECK_BUDGET): --prebuilt DIR --only precision
 #  10 fusion     fused ReLUs, Linear on cuBLASLt, CUDA-graph replay, the autotune cache: their tests,

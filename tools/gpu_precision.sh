@@ -10,9 +10,11 @@
 #     at batches 64 and 256 against PyTorch AMP channels_last, tf32 at batch
 #     64 with Glassbox's values NHWC and NCHW
 #     -> bench/results/<gpu>/resnet50-{bf16,tf32-nhwc,tf32-nchw}.json;
-#   - `glassbox kernels` and `glassbox time` of ResNet50 in bf16: which
-#     kernels ran, which layers compute in 16 bits, which are staged -> the
-#     step's log.
+#   - `glassbox kernels` of ResNet50 in bf16 at batch 256: which kernels ran,
+#     which layers compute in 16 bits, which are staged, which passes are fused
+#     -> bench/results/<gpu>/resnet50-bf16-256-kernels.{json,md} (the .md by
+#     tools/kernels_summary.py, the tables docs/one-step.md is written from);
+#   - `glassbox time` of ResNet50 in bf16 -> the step's log.
 # Fusion, cuBLASLt, CUDA graphs and the autotune cache are the `fusion`
 # step's (tools/gpu_fusion.sh).
 # The tests run at once; the figures follow, the first. Each command
@@ -51,9 +53,18 @@ step_precision() {
   if [ "$dry_run" -eq 0 ] && [ ! -x "$build/glassbox" ]; then
     echo "precision: $build/glassbox missing: no kernels or time"; rc=1
   else
-    echo "---- glassbox kernels ResNet50 --precision bf16"
-    bounded 120 "$build/glassbox" kernels ResNet50 --device cuda --precision bf16 --batch 64 \
-      || { echo "kernels bf16: FAILED"; rc=1; }
+    # The step docs/one-step.md walks: batch 256, the search the benchmarks
+    # ran (their autotune cache), its map kept as JSON and as Markdown tables.
+    local kernels_json="$results_dir/resnet50-bf16-256-kernels.json"
+    echo "---- glassbox kernels ResNet50 --precision bf16 --batch 256 -> $kernels_json and .md"
+    [ "$dry_run" -eq 1 ] || rm -f "$kernels_json" "${kernels_json%.json}.md"
+    if bounded 150 "$build/glassbox" kernels ResNet50 --device cuda --precision bf16 --batch 256 \
+         --cudnn-search --autotune-cache "$autotune_cache" --json "$kernels_json"; then
+      show python3 tools/kernels_summary.py "$kernels_json" --layers '^layer2\.0\.' --top 15 \
+        --out "${kernels_json%.json}.md" || { echo "kernels_summary: FAILED"; rc=1; }
+    else
+      echo "kernels bf16: FAILED"; rc=1
+    fi
     echo "---- glassbox time ResNet50 --precision bf16 (which layers compute in 16 bits)"
     bounded 120 "$build/glassbox" time ResNet50 --device cuda --precision bf16 --batch 64 --steps 5 \
       || { echo "time bf16: FAILED"; rc=1; }

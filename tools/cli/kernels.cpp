@@ -14,8 +14,6 @@
 // the collection itself not yet.
 #include <cstdio>
 
-#include <nlohmann/json.hpp>
-
 #include "graph/kernel_map.h"
 #include "graph/layouts.h"
 #include "graph/mixed_precision.h"
@@ -25,6 +23,7 @@
 #include "tensor/runtime_info.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/flag_specs.h"
+#include "tools/cli/kernels_json.h"
 #include "tools/cli/network_arg.h"
 #include "tools/cli/synthetic_training.h"
 #include "tools/cli/table.h"
@@ -72,8 +71,9 @@ std::string kernels_table(const KernelMap& map, const Graph& graph, bool mixed) 
     const std::string precision = span_precision(span, graph);
     const std::string layout = span_layout(span, graph);
     if (span.kernels.empty()) {
+      const std::string host = fused_host(span, graph);
       table.add_row(row(span.name, std::string(pass_name(span.pass)), precision, layout,
-                        {"(no kernels)", "", "0", fixed(0.0, 3), ""}));
+                        {host.empty() ? "(no kernels)" : "(run by " + host + ")", "", "0", fixed(0.0, 3), ""}));
       continue;
     }
     bool first = true;
@@ -117,40 +117,6 @@ std::string unattributed_table(const KernelMap& map) {
                    fixed(group.gpu_ms, 3), percent(group.share)});
   }
   return table.str();
-}
-
-nlohmann::json group_json(const KernelGroup& group) {
-  return {{"name", group.name}, {"full_name", group.full_name}, {"family", name_of(group.family)},
-          {"count", group.count}, {"gpu_ms", group.gpu_ms}, {"share", group.share}};
-}
-
-nlohmann::json map_json(const KernelMap& map, const Graph& graph, const RuntimeInfo& info,
-                        const std::string& network, int batch, uint64_t dropped) {
-  nlohmann::json spans = nlohmann::json::array();
-  for (const SpanKernels& span : map.spans) {
-    nlohmann::json kernels = nlohmann::json::array();
-    for (const KernelGroup& group : span.kernels) kernels.push_back(group_json(group));
-    spans.push_back({{"id", span.id}, {"layer", span.name}, {"pass", pass_name(span.pass)},
-                     {"precision", span_precision(span, graph)},
-                     {"layout", span_layout(span, graph)},
-                     {"span_ms", span.span_ms}, {"count", span.count}, {"gpu_ms", span.gpu_ms},
-                     {"share", span.share}, {"kernels", kernels}});
-  }
-  nlohmann::json families = nlohmann::json::array();
-  for (const FamilyTotal& family : map.families) {
-    families.push_back({{"family", name_of(family.family)}, {"count", family.count}, {"gpu_ms", family.gpu_ms},
-                        {"share", family.share}});
-  }
-  nlohmann::json unattributed = nlohmann::json::array();
-  for (const KernelGroup& group : map.unattributed) unattributed.push_back(group_json(group));
-  nlohmann::json runtime = nlohmann::json::object();
-  for (const auto& [key, value] : info.fields()) runtime[key] = value;
-  return {{"kind", "glassbox.kernels"}, {"network", network}, {"batch", batch}, {"device", info.device},
-          {"device_name", info.device_name}, {"runtime", runtime}, {"records", map.records},
-          {"attributed_records", map.attributed_records}, {"gpu_ms", map.gpu_ms},
-          {"attributed_ms", map.attributed_ms}, {"unattributed_ms", map.unattributed_ms},
-          {"coverage", map.coverage}, {"dropped_records", dropped}, {"spans", spans}, {"families", families},
-          {"unattributed", unattributed}};
 }
 
 }  // namespace
@@ -212,7 +178,7 @@ int run_kernels(const std::vector<std::string>& words) {
                 static_cast<unsigned long long>(dropped));
   }
   if (!json_out.empty()) {
-    write_file_atomically(json_out, map_json(map, graph, info, net.name, batch, dropped).dump(2) + "\n");
+    write_file_atomically(json_out, kernels_json(map, graph, info, net.name, batch, dropped).dump(2) + "\n");
     std::printf("wrote %s\n", json_out.c_str());
   }
   return 0;

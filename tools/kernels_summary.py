@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""tools/kernels_summary.py: a `glassbox kernels --json` file as Markdown tables.
+
+    python3 tools/kernels_summary.py resnet50.kernels.json [--top 12] [--layers REGEX] [--out FILE]
+
+Prints what was recorded; the step's GPU time per pass and per layer type;
+the kernels that fused layers run (a batch norm that applies its ReLU and
+residual add), named; the kernel families; the longest kernels over the whole
+step; with --layers, every kernel of the layers whose names match, pass by
+pass in step order; and the records launched outside every span. Shares are
+of the step's GPU time (docs/kernels.md). Prints to stdout, or with --out
+writes FILE whole (a temporary file renamed into place). Standard library only.
+"""
+import argparse
+import json
+import os
+import re
+import sys
+from collections import OrderedDict
+
+PASSES = ["forward", "backward-data", "backward-weights", "backward", "optimizer"]
+
+
+def ms(value):
+    return f"{value:.3f}"
+
+
+def percent(part, whole):
+    return f"{100 * part / whole:.1f}%" if whole > 0 else "-"
+
+
+def table(header, rows, right=()):
+    """A Markdown table; columns whose index is in `right` align right."""
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "|".join("---:" if i in right else "---" for i in range(len(header))) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+        if doc.get("kind") != "glassbox.kernels":
+            raise ValueError(f"its kind is {doc.get('kind')!r}, not 'glassbox.kernels'")
+        for key in ("network", "batch", "device", "gpu_ms", "coverage", "spans", "families", "unattributed"):
+            if key not in doc:
+                raise KeyError(key)
+        for span in doc["spans"]:
+            for key in ("layer", "pass", "gpu_ms", "count", "kernels"):
+                if key not in span:
+                    raise KeyError(f"spans[].{key}")
+        return doc
+    except KeyError as e:
+        sys.exit(f"kernels_summary.py: {path}: not a `glassbox kernels --json` file (no field {e.args[0]})")
+    except (OSError, ValueError, AttributeError, TypeError) as e:
+        sys.exit(f"kernels_summary.py: {path}: not a `glassbox kernels --json` file ({e})")
+
+
+def header(doc):
+    runtime = doc.get("runtime", {})
+    precision = runtime.get("precision", "")
+    what = f"{doc['network']}, batch {doc['batch']}" + (f", {precision}" if precision else "")
+    return (f"{what}, on {doc['device']} ({doc.get('device_name', '')}): {doc.get('records', 0)} records "
+            f"(kernels, copies, sets), {ms(doc['gpu_ms'])} ms of GPU time, {percent(doc.get('attributed_ms', 0), doc['gpu_ms'])} "
+            f"of it in a layer's pass or the optimizer\n")
+
+
+def per_pass(doc):
+    rows = []
+    for p in PASSES:
+        spans = [s for s in doc["spans"] if s["pass"] == p]
+        if spans:
+            gpu = sum(s["gpu_ms"] for s in spans)
+            rows.append([p, sum(s["count"] for s in spans), ms(gpu), percent(gpu, doc["gpu_ms"])])
+    outside = doc.get("unattributed_ms", 0.0)
+    if doc["unattributed"]:
+        rows.append(["outside every span", sum(k["count"] for k in doc["unattributed"]), ms(outside),
+                     percent(outside, doc["gpu_ms"])])
+    return table(["pass", "kernels", "GPU ms", "share"], rows, right=(1, 2, 3))
+
+
+def types_of(doc):
+    return {s["layer"]: s.get("type", "") for s in doc["spans"]}
+
+
+def per_type(doc):
+    """GPU time per layer type and pass, most first; where a type's pass is
+    run by another layer, the `runs in` column says by which types."""
+    types = types_of(doc)
+    groups = OrderedDict()
+    for s in doc["spans"]:
+        g = groups.setdefault((s.get("type", "") or "?", s["pass"]),
+                              {"layers": 0, "kernels": 0, "gpu": 0.0, "hosts": OrderedDict()})
+        g["layers"] += 1
+        g["kernels"] += s["count"]
+        g["gpu"] += s["gpu_ms"]
+        host = s.get("fused_into", "")
+        if host:
+            host_type = types.get(host, "") or host
+            g["hosts"][host_type] = g["hosts"].get(host_type, 0) + 1
+    rows = []
+    for (kind, p), g in sorted(groups.items(), key=lambda item: -item[1]["gpu"]):
+        runs_in = ", ".join(f"{n} in {t}" for t, n in g["hosts"].items())
+        rows.append([kind, p, g["layers"], g["kernels"], ms(g["gpu"]), percent(g["gpu"], doc["gpu_ms"]), runs_in])
+    return table(["layer type", "pass", "layers", "kernels", "GPU ms", "share", "runs in"], rows,
+                 right=(2, 3, 4, 5))
+
+
+def fused(doc):
+    """The kernels of each pass that runs other layers' passes too, by what it
+    fuses: "BatchNorm2d forward + Add + ReLU"."""
+    types = types_of(doc)
+    groups = OrderedDict()
+    for s in doc["spans"]:
+        runs = s.get("runs", [])
+        if not runs:
+            continue
+        what = " + ".join([f"{s.get('type', '') or s['layer']} {s['pass']}"] + [types.get(r, "") or r for r in runs])
+        g = groups.setdefault(what, {"layers": 0, "kernels": OrderedDict()})
+        g["layers"] += 1
+        for k in s["kernels"]:
+            entry = g["kernels"].setdefault(k["name"], [k.get("family", ""), 0, 0.0])
+            entry[1] += k["count"]
+            entry[2] += k["gpu_ms"]
+    if not groups:
+        return "No layer runs another's pass: nothing is fused in this step.\n"
+    rows = []
+    for what, g in groups.items():
+        first = True
+        for name, (family, count, gpu) in g["kernels"].items():
+            rows.append([what if first else "", g["layers"] if first else "", f"`{name}`", family, count, ms(gpu),
+                         percent(gpu, doc["gpu_ms"])])
+            first = False
+        if first:
+            rows.append([what, g["layers"], "(no kernels)", "", 0, ms(0.0), ""])
+    return table(["fused pass", "layers", "kernel", "family", "count", "GPU ms", "share"], rows,
+                 right=(1, 4, 5, 6))
+
+
+def families(doc):
+    rows = [[f["family"], f["count"], ms(f["gpu_ms"]), percent(f["gpu_ms"], doc["gpu_ms"])] for f in doc["families"]]
+    return table(["family", "kernels", "GPU ms", "share"], rows, right=(1, 2, 3))
+
+
+def longest(doc, top):
+    """The kernels with the most GPU time over the step, by short name, with
+    the layer types and passes that launched them."""
+    kernels = OrderedDict()
+    for s in doc["spans"]:
+        for k in s["kernels"]:
+            entry = kernels.setdefault(k["name"], {"family": k.get("family", ""), "count": 0, "gpu": 0.0,
+                                                   "by": OrderedDict()})
+            entry["count"] += k["count"]
+            entry["gpu"] += k["gpu_ms"]
+            entry["by"][f"{s.get('type', '') or s['layer']} {s['pass']}"] = True
+    rows = []
+    for name, e in sorted(kernels.items(), key=lambda item: -item[1]["gpu"])[:top]:
+        rows.append([f"`{name}`", e["family"], e["count"], ms(e["gpu"]), percent(e["gpu"], doc["gpu_ms"]),
+                     ", ".join(e["by"])])
+    return table(["kernel", "family", "count", "GPU ms", "share", "launched by"], rows, right=(2, 3, 4))
+
+
+def layers(doc, pattern):
+    """Every kernel of the matching layers' passes, in step order."""
+    rows = []
+    for s in doc["spans"]:
+        if not pattern.search(s["layer"]):
+            continue
+        cells = [s["layer"], s.get("type", ""), s["pass"]]
+        if not s["kernels"]:
+            host = s.get("fused_into", "")
+            rows.append(cells + [f"(run by {host})" if host else "(no kernels)", "", 0, ms(0.0), ""])
+            continue
+        for k in s["kernels"]:
+            rows.append(cells + [f"`{k['name']}`", k.get("family", ""), k["count"], ms(k["gpu_ms"]),
+                                 percent(k["gpu_ms"], doc["gpu_ms"])])
+            cells = ["", "", ""]
+    if not rows:
+        return f"No layer's name matches {pattern.pattern!r}.\n"
+    return table(["layer", "type", "pass", "kernel", "family", "count", "GPU ms", "share"], rows, right=(5, 6, 7))
+
+
+def unattributed(doc):
+    if not doc["unattributed"]:
+        return "Every record was launched inside a layer's pass or the optimizer.\n"
+    rows = [[f"`{k['name']}`", k.get("family", ""), k["count"], ms(k["gpu_ms"]), percent(k["gpu_ms"], doc["gpu_ms"])]
+            for k in doc["unattributed"]]
+    return table(["kernel", "family", "count", "GPU ms", "share"], rows, right=(2, 3, 4))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("kernels", help="the file `glassbox kernels NET --json FILE` wrote")
+    parser.add_argument("--top", type=int, default=12, help="how many of the longest kernels to list (default 12)")
+    parser.add_argument("--layers", metavar="REGEX",
+                        help="also list every kernel of the layers whose names match (e.g. '^layer2\\.0\\.')")
+    parser.add_argument("--out", metavar="FILE", help="write the tables to FILE instead of stdout")
+    args = parser.parse_args()
+    if args.top < 0:
+        parser.error(f"--top must be 0 or more, got {args.top}")
+    pattern = None
+    if args.layers is not None:
+        try:
+            pattern = re.compile(args.layers)
+        except re.error as e:
+            parser.error(f"--layers {args.layers!r} is not a regular expression: {e}")
+    doc = load(args.kernels)
+
+    parts = [header(doc)]
+    if doc.get("dropped_records", 0):
+        parts.append(f"CUPTI dropped {doc['dropped_records']} records for want of buffer space: the totals miss them.\n")
+    sections = [("GPU time per pass", per_pass(doc)), ("Per layer type", per_type(doc)),
+                ("Fused passes and their kernels", fused(doc)), ("Kernel families", families(doc)),
+                ("Longest kernels", longest(doc, args.top))]
+    if pattern is not None:
+        sections.append((f"Every kernel of the layers matching `{args.layers}`", layers(doc, pattern)))
+    sections.append(("Outside every span", unattributed(doc)))
+    parts += [f"### {title}\n\n{body}" for title, body in sections]
+    text = "\n".join(parts)
+    if args.out is None:
+        sys.stdout.write(text)
+        return
+    partial = args.out + ".part"
+    try:
+        with open(partial, "w") as f:
+            f.write(text)
+        os.replace(partial, args.out)
+    except OSError as e:
+        if os.path.exists(partial):
+            os.remove(partial)
+        sys.exit(f"kernels_summary.py: cannot write {args.out}: {e}")
+
+
+if __name__ == "__main__":
+    main()
