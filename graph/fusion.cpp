@@ -35,8 +35,10 @@ int residual_taker(const Context& ctx, Phase phase, const std::vector<Node>& nod
       continue;  // both or neither: Note [A ReLU's backward fused into its producer]
     }
     if (other.stored != bn.stored || other.channels_last != bn.channels_last || at(z) > at(b)) continue;
+    // No reader of z but the add is the batch norm itself (z its input: its
+    // dx and dz would be one gradient) or runs after it.
     const std::vector<int>& r = readers[static_cast<size_t>(z)];
-    if (std::any_of(r.begin(), r.end(), [&](int c) { return c != a && at(c) > at(b); })) continue;
+    if (std::any_of(r.begin(), r.end(), [&](int c) { return c != a && at(c) >= at(b); })) continue;
     if (chosen < 0 || at(b) > at(chosen)) chosen = b;
   }
   return chosen;

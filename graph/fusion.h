@@ -46,9 +46,10 @@
 //     neither, as above);
 //   - z, the other, is another layer's output, computed before the batch
 //     norm (z must exist when it runs), stored in the same type and layout;
-//   - no reader of z runs its forward after the batch norm but the add, so
+//   - no reader of z but the add is the batch norm itself (z its input x,
+//     whose dx would be z's gradient too) or runs its forward after it, so
 //     that the batch norm's backward is the first to write z's gradient
-//     (cuDNN writes dz, never adds to it).
+//     (cuDNN's backward takes dz as an output, with no blend documented).
 // Where both inputs are batch norms (a projection block: bn3 and the
 // shortcut's), the later one takes the add. The add's gradient sharing (Note
 // [Gradients shared through an add], graph/memory_plan.h) does not apply to

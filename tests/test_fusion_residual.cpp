@@ -210,6 +210,34 @@ TEST(FusionResidual, AProjectionBlockTrainsAsTheUnfusedOne) {
   }
 }
 
+// relu(bn(c) + c): z is the batch norm's own input. Its gradient would be
+// the batch norm's dx and dz at once, and the batch norm's backward cannot be
+// the first to write it (Note [A residual add fused into its batch norm]):
+// the add keeps the ReLU, and the graph trains as the unfused one.
+Graph self_residual_net() {
+  GraphBuilder g;
+  const Value images = g.input("images", {2, 4, 6, 6});
+  const Value labels = g.input("labels", {2}, DType::kInt32);
+  const Value c = g.relu(g.conv(images, {.out_channels = 8, .kernel = 3, .pad = 1, .bias = false}, "conv"), "conv_relu");
+  const Value h = g.relu(g.add({g.batch_norm(c, {}, "bn"), c}, "add"), "relu");
+  const Value logits = g.linear(g.flatten(g.global_avg_pool(h, "pool"), "flatten"), {.out_features = 5}, "out");
+  return std::move(g).build(g.softmax_cross_entropy(logits, labels));
+}
+
+TEST(FusionResidual, ABatchNormDoesNotTakeAnAddOfItsOwnInput) {
+  Context ctx = Context::cpu();
+  Graph graph = self_residual_net();
+  graph.compile(ctx);
+  EXPECT_EQ(testing::fused_relus(graph), "conv_relu<-conv relu<-add");
+  EXPECT_EQ(graph.node("bn").residual, -1);
+  for (LayoutChoice layout : {LayoutChoice::kNchw, LayoutChoice::kNhwc}) {
+    auto run = [&](bool fusion) {
+      return testing::train_three_steps(ctx, self_residual_net(), {.layout = layout, .fusion = fusion}, 5, "relu");
+    };
+    testing::expect_same_run(run(true), run(false), 0.0, cat(name_of(layout), ": "));
+  }
+}
+
 // Without memory reuse nothing runs in place, so no ReLU is fused and no add.
 TEST(FusionResidual, WithoutMemoryReuseNoAddIsFused) {
   Context ctx = Context::cpu();

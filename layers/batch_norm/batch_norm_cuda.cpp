@@ -75,10 +75,10 @@
 // Note [A residual add fused into its batch norm] (graph/fusion.h) on cuDNN:
 // CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION, the same calls with z described as
 // y: the forward writes y = max(0, bn(x) + z); the backward writes dz, the
-// ReLU's dy masked by y > 0, besides dx. cudnn_ops.h gives dz as an output and
-// blends only dx with betaDataDiff, so dz is written, never added to: the
-// graph fuses only where this backward is the first to write z's gradient,
-// and the layer refuses a kAdd there.
+// ReLU's dy masked by y > 0, besides dx. cudnn_ops.h lists dz as an output
+// and documents no blend for it, so Glassbox has it written, never added to:
+// the graph fuses only where this backward is the first to write z's
+// gradient, and the layer refuses a kAdd there.
 #include "layers/batch_norm/batch_norm.h"
 
 #include <algorithm>
@@ -301,8 +301,8 @@ void BatchNorm2d::backward_cuda(Context& ctx, const BackwardArgs& args) {
       throw Error(cat(name(), " (", type(), "): a fused residual add's backward writes z's gradient first; got ",
                       args.input_grads[1].defined() ? "one to add to" : "none"));
     }
-    // cuDNN documents betaDataDiff as dx's blend only; should it blend dz
-    // too, dz must hold zeros when dx is added to, as nothing wrote it yet.
+    // cuDNN documents no blend for dz; should betaDataDiff blend it as it
+    // does dx, dz must hold zeros when dx is added to, as nothing wrote it yet.
     if (residual && beta_dx != &kZero) fill_zero(ctx, args.input_grads[1]);
     CUDNN_CHECK(cudnnBatchNormalizationBackwardEx(
         cudnn_of(ctx), kNhwcTrainingMode, s.ops, &kOne, beta_dx, &kOne, &kOne, s.data.get(), x,
