@@ -123,5 +123,14 @@ TEST(LinearGemmPlan, EachPassTakesTheEpilogueItsLayerNeeds) {
   EXPECT_EQ(name_of(P::kBackwardWeights), "backward-weights");
 }
 
+// Note [The bias gradient in fp32]: the epilogue sums db only where its sum
+// is an fp32 sum of fp32 values, into an fp32 vector.
+TEST(LinearGemmPlan, TheEpilogueSumsTheBiasGradientOnlyInFp32) {
+  EXPECT_TRUE(bias_gradient_in_epilogue(DType::kFloat32, false));
+  EXPECT_FALSE(bias_gradient_in_epilogue(DType::kFloat32, true)) << "TF32";
+  EXPECT_FALSE(bias_gradient_in_epilogue(DType::kBFloat16, false)) << "db would be rounded to bf16";
+  EXPECT_FALSE(bias_gradient_in_epilogue(DType::kFloat16, false)) << "db would be rounded to fp16";
+}
+
 }  // namespace
 }  // namespace glassbox

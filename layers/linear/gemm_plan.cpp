@@ -31,6 +31,8 @@ LinearEpilogue linear_epilogue(LinearGemmPass pass, bool bias, bool relu) {
   return LinearEpilogue::kNone;
 }
 
+bool bias_gradient_in_epilogue(DType data, bool tf32) { return data == DType::kFloat32 && !tf32; }
+
 std::string_view name_of(LinearGemmPass pass) {
   switch (pass) {
     case LinearGemmPass::kForward: return "forward";

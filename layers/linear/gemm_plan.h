@@ -21,6 +21,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "tensor/dtype.h"
+
 namespace glassbox {
 
 enum class LinearGemmPass { kForward, kBackwardData, kBackwardWeights };
@@ -50,6 +52,16 @@ LinearGemm linear_gemm(LinearGemmPass pass, int64_t rows, int64_t in, int64_t ou
 // The epilogue for `pass`: the forward's from the bias and the fused ReLU,
 // the weights' product's from the bias; the data's product has none.
 LinearEpilogue linear_epilogue(LinearGemmPass pass, bool bias, bool relu);
+
+// Note [The bias gradient in fp32]: whether the weights' product also sums
+// db in its epilogue, for `data` values with TF32 on or off. Only for float32
+// data without TF32. cuBLASLt writes the epilogue's db in D's type
+// (cublasLt.h: "the same type as the output elements"), so with 16-bit data
+// it would round db to 16 bits before it reaches the fp32 gradient; and under
+// a TF32 compute type it does not say whether its sum reads dy rounded to
+// TF32. Elsewhere db is summed in fp32 straight into its gradient (Note [A
+// bias gradient on cuBLAS], layers/bias_gradient_plan.h), as PyTorch's sum is.
+bool bias_gradient_in_epilogue(DType data, bool tf32);
 
 std::string_view name_of(LinearGemmPass pass);
 std::string_view name_of(LinearEpilogue epilogue);  // "bias + ReLU"

@@ -7,17 +7,19 @@
 // after it (Note [A ReLU fused into its producer], graph/fusion.h), in one
 // kernel; the weights' product writes db = sum of dy's rows beside dW. The
 // ReLU's backward stays the ReLU's own (layers/relu.cu): the mask would have
-// to reach dy before both products read it, one pass either way. Where
-// cuBLASLt offers no kernel with the bias-gradient epilogue for the shapes,
-// db is a product of dy with a vector of ones (Note [A bias gradient on
-// cuBLAS], layers/bias_gradient_plan.h), and algorithms() says so.
+// to reach dy before both products read it, one pass either way. The
+// bias-gradient epilogue serves float32 data without TF32 only (Note [The
+// bias gradient in fp32], layers/linear/gemm_plan.h); there, and wherever
+// cuBLASLt offers no kernel with that epilogue for the shapes, db is a
+// product of dy with a vector of ones (Note [A bias gradient on cuBLAS],
+// layers/bias_gradient_plan.h), and algorithms() says so.
 //
 // The data (x, y, their gradients, the weights and bias in use) are float32
 // (fp32 FMA, or TF32 tensor cores in a kTf32 context), or bfloat16 or float16
 // in a mixed-precision graph (value_storage(), Note [16-bit values in a
 // layer] in layers/layer.h), with fp32 accumulation. The parameter gradients
-// stay float32: in a 16-bit graph dW and db are computed in the data's type
-// into a scratch and added widened, as Conv2d's are (Note [16-bit parameter
+// stay float32: in a 16-bit graph dW is computed in the data's type into a
+// scratch and added widened, as Conv2d's is (Note [16-bit parameter
 // gradients] in layers/conv2d/conv2d_cuda.cpp); in float32 dW adds into the
 // gradient in the product and db, which the epilogue writes rather than
 // adds, is added from a scratch. Without the epilogue, db is summed in fp32
@@ -54,8 +56,8 @@ struct LinearState final : BackendState {
   // No bias-gradient epilogue for these shapes: db summed from dy by cuBLAS.
   BiasGradient bias_gradient;
   // In training: dW (O, I) in the data's type before it is added widened
-  // (16-bit data only), and db (O) as the epilogue writes it, in the data's
-  // type. Undefined otherwise.
+  // (16-bit data only), and db (O, float32) as the epilogue writes it (float32
+  // data without TF32 only). Undefined otherwise.
   Tensor weight_grad, bias_grad;
 
   std::string algorithms() const override {
@@ -93,19 +95,19 @@ void Linear::prepare_cuda(Context& ctx, const PrepareOptions& options) {
                                                                      fused_relu()));
   if (options.phase == Phase::kTraining) {
     state->backward_data = planned(LinearGemmPass::kBackwardData, LinearEpilogue::kNone);
-    state->backward_weights =
-        plan(LinearGemmPass::kBackwardWeights, linear_epilogue(LinearGemmPass::kBackwardWeights, options_.bias, false));
+    // Note [The bias gradient in fp32]: db in the epilogue, or by cuBLAS.
+    if (options_.bias && bias_gradient_in_epilogue(data, tf32)) {
+      state->backward_weights = plan(LinearGemmPass::kBackwardWeights, LinearEpilogue::kBiasGradientOfB);
+    }
     if (!state->backward_weights) {
       state->backward_weights = planned(LinearGemmPass::kBackwardWeights, LinearEpilogue::kNone);
       // Not output_shape(): n rows of `out` features whatever the leading
       // dimensions (Linear::Options::over_last_dim).
       if (options_.bias) state->bias_gradient = BiasGradient(ctx, n, out, 1, Layout::kNCHW, data);
     }
-    const bool epilogue_db = options_.bias && !state->bias_gradient.planned();
     if (data != DType::kFloat32) {  // Note [16-bit parameter gradients]
-      NarrowParamGrads grads = allocate_narrow_param_grads(ctx, Shape{out, in}, epilogue_db ? out : 0, data);
-      state->weight_grad = std::move(grads.weight), state->bias_grad = std::move(grads.bias);
-    } else if (epilogue_db) {
+      state->weight_grad = allocate_narrow_param_grads(ctx, Shape{out, in}, 0, data).weight;
+    } else if (options_.bias && !state->bias_gradient.planned()) {
       state->bias_grad = ctx.allocate(Shape{out}, DType::kFloat32, MemoryCategory::kGradients);
     }
   }
@@ -134,8 +136,9 @@ void Linear::backward_cuda(Context& ctx, const BackwardArgs& args) {
   }
   ctx.switch_pass(Pass::kBackwardWeights);
   // float32 data: dW adds into the gradient. 16-bit data: written into the
-  // 16-bit scratch, then added widened. db: written into its scratch by the
-  // epilogue, then added; or summed by cuBLAS into the gradient.
+  // 16-bit scratch, then added widened. db (Note [The bias gradient in
+  // fp32]): written into its fp32 scratch by the epilogue, then added; or
+  // summed by cuBLAS into the gradient.
   const bool narrow = value_storage() != DType::kFloat32;
   const Tensor& dw = narrow ? s.weight_grad : args.param_grads[0];
   const bool epilogue_db = s.bias_grad.defined();
@@ -147,12 +150,8 @@ void Linear::backward_cuda(Context& ctx, const BackwardArgs& args) {
     s.bias_gradient.run(ctx, dy.raw(), args.param_grads[1].data<float>(), nullptr);  // rows: one product
     return;
   }
-  if (narrow) {
-    accumulate_widened(ctx, s.bias_grad, args.param_grads[1]);
-  } else {
-    CUBLAS_CHECK(cublasSaxpy(cublas_of(ctx), options_.out_features, &kOne, s.bias_grad.data<float>(), 1,
-                             args.param_grads[1].data<float>(), 1));
-  }
+  CUBLAS_CHECK(cublasSaxpy(cublas_of(ctx), options_.out_features, &kOne, s.bias_grad.data<float>(), 1,
+                           args.param_grads[1].data<float>(), 1));
 }
 
 }  // namespace glassbox
