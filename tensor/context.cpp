@@ -36,10 +36,20 @@ Precision parse_precision(std::string_view text) {
   throw ConfigError(cat("unknown precision '", text, "'; valid: fp32, tf32, bf16, fp16"));
 }
 
-std::string precision_refusal(Precision precision, int major, int minor) {
-  if (precision != Precision::kBf16 || major >= 8) return "";
-  return cat("--precision bf16 needs a GPU of compute capability 8.0 or later (Ampere and after), where cuDNN and "
-             "cuBLAS have bfloat16 kernels; this one is ", major, ".", minor, ": use --precision fp16");
+std::string precision_refusal(Precision precision, int major, int minor, std::string_view tf32_override) {
+  if (precision == Precision::kBf16 && major < 8) {
+    return cat("--precision bf16 needs a GPU of compute capability 8.0 or later (Ampere and after), where cuDNN and "
+               "cuBLAS have bfloat16 kernels; this one is ", major, ".", minor, ": use --precision fp16");
+  }
+  if (precision == Precision::kTf32 && major < 8) {
+    return cat("--precision tf32 needs a GPU of compute capability 8.0 or later (Ampere and after), which has TF32 "
+               "tensor cores; this one is ", major, ".", minor, " and would compute in fp32: use --precision fp32");
+  }
+  if (precision == Precision::kTf32 && tf32_override == "0") {
+    return "--precision tf32, but NVIDIA_TF32_OVERRIDE=0 in the environment turns TF32 off in cuBLAS and cuDNN, "
+           "which would compute in fp32: unset it, or use --precision fp32";
+  }
+  return "";
 }
 
 DType value_dtype(Precision precision) {

@@ -50,7 +50,10 @@ constexpr bool is_mixed(Precision precision) { return precision == Precision::kB
 // where it can. bf16 needs 8.0 (Ampere) or later: below it cuDNN refuses
 // every bfloat16 call (CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH, some with no
 // message), so a graph would fail at its first layer instead of at compile.
-std::string precision_refusal(Precision precision, int major, int minor);
+// tf32 needs 8.0 too, and an environment without NVIDIA_TF32_OVERRIDE=0
+// (`tf32_override`, its value, "" where unset), which turns TF32 off in every
+// NVIDIA library: either way a tf32 run would compute in fp32 under tf32's name.
+std::string precision_refusal(Precision precision, int major, int minor, std::string_view tf32_override);
 
 // Whether a CUDA device can be used here, and why not if it cannot.
 struct CudaAvailability {

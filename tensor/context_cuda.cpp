@@ -2,6 +2,8 @@
 // and version reporting: the definitions behind tensor/cuda_entry.h.
 #include "tensor/context_cuda.h"
 
+#include <cstdlib>
+
 #include <nccl.h>
 
 #include <algorithm>
@@ -158,10 +160,11 @@ std::shared_ptr<Allocator> make_allocator(std::shared_ptr<CudaResources> resourc
 }
 
 void set_precision(CudaResources& resources, Precision precision) {
-  const std::string refused = precision_refusal(precision, resources.major, resources.minor);
+  const char* tf32_override = std::getenv("NVIDIA_TF32_OVERRIDE");
+  const std::string refused =
+      precision_refusal(precision, resources.major, resources.minor, tf32_override != nullptr ? tf32_override : "");
   if (!refused.empty()) throw ConfigError(cat("cuda:", resources.device, ": ", refused));
-  // Default math never uses TF32 for float32 GEMMs (unless the environment sets
-  // NVIDIA_TF32_OVERRIDE=1, which reports cannot see: do not set it).
+  // Default math never uses TF32 for float32 GEMMs.
   CUBLAS_CHECK(cublasSetMathMode(resources.cublas.get(), precision == Precision::kTf32
                                                              ? CUBLAS_TF32_TENSOR_OP_MATH
                                                              : CUBLAS_DEFAULT_MATH));

@@ -404,13 +404,30 @@ TEST(MixedPrecision, AnOverflowingStepIsSkippedAndHalvesTheScale) {
 // cuDNN has no bfloat16 kernels before compute capability 8.0: such a GPU
 // refuses bf16 when the graph's context is set to it, naming the way out.
 TEST(MixedPrecision, Bf16NeedsAGpuOfComputeCapabilityEight) {
-  EXPECT_EQ(precision_refusal(Precision::kBf16, 7, 5),
+  EXPECT_EQ(precision_refusal(Precision::kBf16, 7, 5, ""),
             "--precision bf16 needs a GPU of compute capability 8.0 or later (Ampere and after), where cuDNN and "
             "cuBLAS have bfloat16 kernels; this one is 7.5: use --precision fp16");
-  EXPECT_EQ(precision_refusal(Precision::kBf16, 8, 0), "");
-  EXPECT_EQ(precision_refusal(Precision::kBf16, 9, 0), "");
-  for (Precision other : {Precision::kFp32, Precision::kTf32, Precision::kFp16}) {
-    EXPECT_EQ(precision_refusal(other, 7, 0), "") << flag_name_of(other);
+  EXPECT_EQ(precision_refusal(Precision::kBf16, 8, 0, ""), "");
+  EXPECT_EQ(precision_refusal(Precision::kBf16, 9, 0, ""), "");
+  for (Precision other : {Precision::kFp32, Precision::kFp16}) {
+    EXPECT_EQ(precision_refusal(other, 7, 0, ""), "") << flag_name_of(other);
+  }
+}
+
+// tf32 that would compute in fp32 is refused rather than run under tf32's
+// name: below compute capability 8.0 (no TF32 tensor cores), or where
+// NVIDIA_TF32_OVERRIDE=0 turns TF32 off in cuBLAS and cuDNN.
+TEST(MixedPrecision, Tf32IsRefusedWhereItWouldComputeInFp32) {
+  EXPECT_EQ(precision_refusal(Precision::kTf32, 7, 0, ""),
+            "--precision tf32 needs a GPU of compute capability 8.0 or later (Ampere and after), which has TF32 "
+            "tensor cores; this one is 7.0 and would compute in fp32: use --precision fp32");
+  EXPECT_EQ(precision_refusal(Precision::kTf32, 9, 0, "0"),
+            "--precision tf32, but NVIDIA_TF32_OVERRIDE=0 in the environment turns TF32 off in cuBLAS and cuDNN, "
+            "which would compute in fp32: unset it, or use --precision fp32");
+  EXPECT_EQ(precision_refusal(Precision::kTf32, 9, 0, ""), "");
+  EXPECT_EQ(precision_refusal(Precision::kTf32, 8, 0, "1"), "") << "only 0 turns TF32 off";
+  for (Precision other : {Precision::kFp32, Precision::kBf16, Precision::kFp16}) {
+    EXPECT_EQ(precision_refusal(other, 9, 0, "0"), "") << flag_name_of(other);
   }
 }
 
