@@ -323,6 +323,10 @@ std::shared_ptr<const GraphPlan> GraphPlan::make(cudnnHandle_t handle, std::shar
 
 cudnnStatus_t GraphPlan::execute(cudnnHandle_t handle, const std::string& layer, const void* x, const void* w,
                                  const void* y, void* workspace) const {
+  if (handle != graph_->handle()) {
+    throw Error(cat(layer, " (Conv2d): its graph-API plan (", engine_config_name(config_),
+                    ") was built on another context's cuDNN handle; run a graph on the context it was compiled on"));
+  }
   const std::array<const void*, 3> pointers = {x, w, y};
   for (const void* pointer : pointers) {
     if (reinterpret_cast<uintptr_t>(pointer) % kAlignment != 0) {

@@ -57,6 +57,7 @@ class ConvOperationGraph {
                                                          Conv2d::Pass pass, DType data, float beta,
                                                          GraphFailure& failure);
   cudnnBackendDescriptor_t get() const { return graph_.get(); }
+  cudnnHandle_t handle() const { return handle_; }  // the one it and its plans were built with
   Conv2d::Pass pass() const { return pass_; }
   float beta() const { return beta_; }
   // The engine configurations cuDNN's heuristics offer: mode A's list, then
@@ -87,7 +88,10 @@ class GraphPlan {
   // Runs the pass on the handle's stream: x, w, y are its three tensors by
   // uid (dx, dw, dy in the passes that write them), `workspace` at least
   // workspace() bytes (null where that is 0). Returns cuDNN's status; throws
-  // Error naming `layer` for a tensor not 16-byte aligned. The variant pack
+  // Error naming `layer` for a tensor not 16-byte aligned, or for a handle
+  // other than the one the plan was built with (a plan belongs to the
+  // context its layer was prepared on: another's handle runs on another
+  // stream, and its plan holds the first handle). The variant pack
   // of the pointers is kept for the next call with the same ones (a static
   // graph passes the same every step), so a plan, like its layer, runs on
   // one thread at a time.
