@@ -27,12 +27,22 @@ bool runs_in_place(const std::vector<Node>& nodes, const std::vector<int>& reade
 // shares, or -1. `position`: each layer node's forward time.
 // Adds a batch norm does share nothing (`fused_add`).
 std::vector<int> share_add_gradients(const std::vector<Node>& nodes, const std::vector<int>& layers, int loss,
-                                     const std::vector<int>& position, const std::vector<int>& fused_add) {
+                                     const std::vector<int>& position, const std::vector<int>& fused_add,
+                                     std::span<const int> relu_backward_fused_into) {
   std::vector<std::vector<int>> readers(nodes.size());
   for (int i : layers) {
     for (int p : nodes[static_cast<size_t>(i)].inputs) readers[static_cast<size_t>(p)].push_back(i);
   }
   auto at = [&](int node) { return position[static_cast<size_t>(node)]; };
+  // When an input of the add reads the shared block as its dy: in its own
+  // backward, or, for a ReLU whose producer runs its backward (Note [A ReLU's
+  // backward fused into its producer]), in the producer's, which comes later:
+  // the forward time that stands for it is the producer's.
+  auto reads_dy_at = [&](int q) {
+    const auto k = static_cast<size_t>(q);
+    const int producer = k < relu_backward_fused_into.size() ? relu_backward_fused_into[k] : -1;
+    return producer >= 0 ? at(producer) : at(q);
+  };
   std::vector<int> shared(nodes.size(), -1);
   for (auto it = layers.rbegin(); it != layers.rend(); ++it) {
     const int a = *it;
@@ -55,7 +65,8 @@ std::vector<int> share_add_gradients(const std::vector<Node>& nodes, const std::
       const int p = chosen[k];
       const std::vector<int>& r = readers[static_cast<size_t>(p)];
       const bool early = std::any_of(r.begin(), r.end(), [&](int c) {
-        return c != a && std::any_of(chosen.begin(), chosen.end(), [&](int q) { return q != p && at(c) >= at(q); });
+        return c != a &&
+               std::any_of(chosen.begin(), chosen.end(), [&](int q) { return q != p && at(c) >= reads_dy_at(q); });
       });
       if (early) {
         chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(k));
@@ -197,7 +208,10 @@ MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<in
   if (!training) return plan;
 
   // Graph inputs asked for and layers but the loss, in node order.
-  if (reuse == MemoryReuse::kOn) plan.grad_shared_with = share_add_gradients(nodes, layers, loss, position, fused_add);
+  if (reuse == MemoryReuse::kOn) {
+    plan.grad_shared_with =
+        share_add_gradients(nodes, layers, loss, position, fused_add, relu_backward_fused_into);
+  }
   for (size_t n = 0; n < nodes.size(); ++n) {
     const int i = static_cast<int>(n);
     const Node& node = nodes[n];

@@ -32,7 +32,10 @@
 //   - every other reader of p adds its part only after each other input of A
 //     that shares the block has read it: its backward runs later, which is
 //     its forward earlier (a reader that is itself such an input would read
-//     and add to one block in one call, and is never after itself);
+//     and add to one block in one call, and is never after itself). A ReLU
+//     whose backward its producer runs reads the block in the producer's
+//     backward (Note [A ReLU's backward fused into its producer]), so a
+//     reader must come before the producer;
 //   - A's own gradient is not shared with a later add (one level: the adds
 //     are planned from the last).
 // A residual block's two inputs both qualify: the branch's last layer, and

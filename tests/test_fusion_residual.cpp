@@ -238,6 +238,67 @@ TEST(FusionResidual, ABatchNormDoesNotTakeAnAddOfItsOwnInput) {
   }
 }
 
+// Note [Gradients shared through an add] with a ReLU whose batch norm runs
+// its backward: the ReLU reads the add's shared gradient block in the batch
+// norm's backward, so another reader of the add's other input that runs
+// between the batch norm and the ReLU would add into the block before it is
+// read. relu_net: x = conv_x(images); bn(x); conv_c(x); add(relu(bn), x).
+// residual_net: the same through a residual add that bn does.
+const Conv2d::Options kSame4{.out_channels = 4, .kernel = 3, .pad = 1, .bias = false};
+
+Value concat_head(GraphBuilder& g, Value a, Value c, Value labels) {
+  const Value pooled = g.global_avg_pool(g.concat({a, c}, "cat"), "pool");
+  return g.softmax_cross_entropy(g.linear(g.flatten(pooled, "flatten"), {.out_features = 5}, "out"), labels);
+}
+
+Graph late_reader_relu_net() {
+  GraphBuilder g;
+  const Value images = g.input("images", {2, 3, 6, 6});
+  const Value labels = g.input("labels", {2}, DType::kInt32);
+  const Value x = g.conv(images, kSame4, "conv_x");
+  const Value b = g.batch_norm(x, {}, "bn");
+  const Value c = g.conv(x, kSame4, "conv_c");
+  const Value a = g.add({g.relu(b, "relu"), x}, "add");
+  return std::move(g).build(concat_head(g, a, c, labels));
+}
+
+Graph late_reader_residual_net() {
+  GraphBuilder g;
+  const Value images = g.input("images", {2, 3, 6, 6});
+  const Value labels = g.input("labels", {2}, DType::kInt32);
+  const Value z = g.relu(g.conv(images, kSame4, "conv_z"), "relu_z");
+  const Value q = g.conv(images, kSame4, "conv_q");
+  const Value b = g.batch_norm(g.conv(z, kSame4, "conv_b"), {}, "bn");
+  const Value c = g.conv(q, kSame4, "conv_c");
+  const Value a = g.add({g.relu(g.add({b, z}, "res"), "relu"), q}, "add");
+  return std::move(g).build(concat_head(g, a, c, labels));
+}
+
+TEST(FusionResidual, AnAddsSharedGradientIsReadWhereTheFusedReluReadsIt) {
+  Context ctx = Context::cpu();
+  for (Graph (*make)() : {late_reader_relu_net, late_reader_residual_net}) {
+    Graph graph = make();
+    graph.compile(ctx);
+    const bool relu_net = make == late_reader_relu_net;
+    const std::string what = relu_net ? "relu_net" : "residual_net";
+    const MemoryPlan& plan = graph.memory_plan();
+    const auto at = [&](const char* name) { return static_cast<size_t>(index_of(graph, name)); };
+    EXPECT_EQ(plan.grad_block[at("bn")], plan.grad_block[at("add")]) << what << ": the ReLU's input shares";
+    const size_t other = at(relu_net ? "conv_x" : "conv_q");
+    EXPECT_EQ(plan.grad_shared_with[other], -1) << what << ": conv_c would add into the block before bn reads it";
+    EXPECT_NE(plan.grad_block[other], plan.grad_block[at("add")]) << what;
+    EXPECT_EQ(find_overlap(plan.grad_blocks, plan.grads), "") << what;
+    for (LayoutChoice layout : {LayoutChoice::kNchw, LayoutChoice::kNhwc}) {
+      auto run = [&](bool fusion, MemoryReuse reuse) {
+        return testing::train_three_steps(ctx, make(), {.memory_reuse = reuse, .layout = layout, .fusion = fusion},
+                                          5, "out");
+      };
+      const std::string where = cat(what, " ", name_of(layout), ": ");
+      testing::expect_same_run(run(true, MemoryReuse::kOn), run(false, MemoryReuse::kOff), 0.0, where);
+    }
+  }
+}
+
 // Without memory reuse nothing runs in place, so no ReLU is fused and no add.
 TEST(FusionResidual, WithoutMemoryReuseNoAddIsFused) {
   Context ctx = Context::cpu();
