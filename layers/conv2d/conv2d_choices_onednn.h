@@ -18,8 +18,8 @@ namespace glassbox {
 // cache) or the weights are too large to read once per slice.
 int64_t images_per_slice(const Shape& x, const Shape& y, int64_t weights, bool plain_layouts);
 
-// A 3x3 stride-1 layer, wide enough and with enough output tiles that
-// Winograd measured faster than oneDNN's direct kernels.
+// A 3x3 stride-1 layer, padded by less than its kernel, wide enough and with
+// enough output tiles that Winograd measured faster than oneDNN's direct kernels.
 bool winograd_pays(const Conv2d::Options& options, const Shape& x, const Shape& y);
 
 // Whether a layer's backward-filter runs by GEMM on its NHWC values (Note

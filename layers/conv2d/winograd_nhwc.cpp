@@ -9,8 +9,9 @@
 // one product: M_pos (tiles x K) = V_pos (tiles x C) * U_pos (C x K), a
 // quarter of the direct convolution's multiplications. oneDNN 2.6 has such
 // kernels for AVX-512 only (Note [Winograd on the CPU],
-// conv2d_choices_onednn.cpp), so on an AVX2 CPU the layers where Winograd
-// pays run all three passes here. The backward-data is the forward of dy
+// conv2d_choices_onednn.cpp), and not for every padding, so the layers where
+// Winograd pays and oneDNN has none (all of them on an AVX2 CPU; padded by 2
+// on AVX-512) run all three passes here. The backward-data is the forward of dy
 // through the weights with K and C swapped and each 3x3 turned half a turn,
 // padded by 2 - pad. The weight gradient is F(3x3, 4x4) on the same tiles,
 // dW = G^T [sum over tiles of (A dy A^T) . (B^T x B)] G: one product per
