@@ -29,7 +29,9 @@
 // counts it. The rows after them are padding without drop_last; with
 // drop_last (training, where the step takes a full batch) they hold
 // replacements, the next readable samples in index order, trained on but
-// not counted. A batch with no readable sample is passed over. Each skipped
+// not counted. A batch with no readable sample is passed over (a training
+// epoch then takes a step fewer; its step count still ends where its
+// batches do: train/trainer.cpp). Each skipped
 // file is named once through Options::warn, when its batch is handed out,
 // and counted with its name in every epoch's stats(). Which samples are
 // skipped, and where the run stops, depend on the files only, never on the

@@ -53,7 +53,7 @@ std::string describe_non_finite(Context& ctx, Graph& graph) {
   return text;
 }
 
-std::string describe_non_finite_step(Context& ctx, const Graph& graph) {
+std::string describe_non_finite_step(Context& ctx, const Graph& graph, bool gradients) {
   if (graph.compiled_memory_reuse() == MemoryReuse::kOn) {
     throw Error("describe_non_finite_step: the graph shares memory between values (MemoryReuse::kOn), so a step "
                 "leaves only some of them; compile with MemoryReuse::kOff to check them all");
@@ -66,7 +66,7 @@ std::string describe_non_finite_step(Context& ctx, const Graph& graph) {
       output = cat(node.name, " (", node.layer->type(), ")");
     }
   }
-  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+  for (auto it = nodes.rbegin(); gradients && it != nodes.rend(); ++it) {
     if (it->is_input()) continue;
     if (gradient.empty() && !all_finite(ctx, it->grad)) gradient = cat("of ", it->name, " (", it->layer->type(), ")");
     for (const Tensor& g : it->param_grads) {

@@ -40,6 +40,9 @@ std::string describe_non_finite(Context& ctx, Graph& graph);
 // every value still in memory after the step: compile with
 // MemoryReuse::kOff (throws Error otherwise). Copies every tensor to the
 // host: for `glassbox train --check-numerics`, never in a timed step. "" if none.
-std::string describe_non_finite_step(Context& ctx, const Graph& graph);
+// Without `gradients`, the outputs only: for an fp16 step whose scaled
+// gradients overflowed and which the loss scaler skipped (optim/loss_scaler.h),
+// where non-finite gradients are expected and harm nothing.
+std::string describe_non_finite_step(Context& ctx, const Graph& graph, bool gradients = true);
 
 }  // namespace glassbox

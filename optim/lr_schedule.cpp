@@ -44,9 +44,14 @@ LrSchedule parse_lr_schedule(std::string_view text, std::string_view flag) {
     const std::string_view rest = text.substr(5);
     const size_t colon = rest.find(':');
     if (colon != std::string_view::npos) {
-      return {.kind = LrSchedule::Kind::kStep,
-              .step_epochs = static_cast<int>(parse_int(cat(flag, " step:EPOCHS"), rest.substr(0, colon), 1, kMaxInt)),
-              .gamma = static_cast<float>(parse_number(cat(flag, " step:EPOCHS:GAMMA"), rest.substr(colon + 1), 0.0, 1.0))};
+      const int epochs = static_cast<int>(parse_int(cat(flag, " step:EPOCHS"), rest.substr(0, colon), 1, kMaxInt));
+      const std::string what = cat(flag, " step:EPOCHS:GAMMA");
+      const auto gamma = static_cast<float>(parse_number(what, rest.substr(colon + 1), 0.0, 1.0));
+      if (gamma == 0.0f) {
+        throw ConfigError(cat(what, " must be above 0: a gamma of ", rest.substr(colon + 1),
+                              " would leave a rate of 0 after the first step, which trains nothing"));
+      }
+      return {.kind = LrSchedule::Kind::kStep, .step_epochs = epochs, .gamma = gamma};
     }
   }
   throw ConfigError(cat(flag, ": unknown schedule '", text,

@@ -62,7 +62,9 @@ void Sgd::check_lr(float lr) {
 }
 
 void Sgd::set_lr(float lr) {
-  check_lr(lr);
+  // A schedule may decay the rate to 0 (a float underflows after enough
+  // steps of gamma), as PyTorch's may: 0 updates nothing, which is what it says.
+  if (!(lr >= 0.0f && std::isfinite(lr))) throw ConfigError(cat("Sgd: lr must be 0 or more and finite, got ", lr));
   const bool changed = lr != options_.lr;
   options_.lr = lr;
   if (cuda_ != nullptr && changed) store_lr_cuda();  // the loop sets the rate every step; most steps keep it

@@ -91,7 +91,8 @@ class Sgd {
   // the CPU, whose caller knows on the host whether to step.
   void step(Context& ctx, const int32_t* apply_flag = nullptr);
   const SgdOptions& options() const { return options_; }
-  // Checked as in the constructor. On a CUDA device the update kernel reads
+  // Checked as in the constructor, but 0 too is a rate here: a schedule may
+  // decay to it. On a CUDA device the update kernel reads
   // the rate from device memory, which this queues a write of on the
   // optimizer's stream, so that a step captured as a CUDA graph (optim/step_replay.h)
   // takes each new rate without being captured again.

@@ -25,15 +25,14 @@ std::string quoted(std::string_view text) {
   return cat("'", shown, "...' (", text.size(), " characters)");
 }
 
-// A bound as people write it: "1000000", "0.5", "1e-08".
-std::string shortest(double value) {
+}  // namespace
+
+std::string shortest_text(double value) {
   if (std::abs(value) < 1e15 && value == std::floor(value)) return std::to_string(static_cast<int64_t>(value));
   char text[32];
   const auto [end, error] = std::to_chars(text, text + sizeof text, value);
   return error == std::errc() ? std::string(text, end) : std::to_string(value);
 }
-
-}  // namespace
 
 int64_t parse_int(std::string_view what, std::string_view text, int64_t min, int64_t max) {
   int64_t value = 0;
@@ -52,7 +51,7 @@ double parse_number(std::string_view what, std::string_view text, double min, do
   const auto [stop, error] = std::from_chars(text.data(), end, value, std::chars_format::general);
   if (text.empty() || error != std::errc() || stop != end || !std::isfinite(value) || value < min || value > max) {
     throw ConfigError(
-        cat(what, " must be a number from ", shortest(min), " to ", shortest(max), ", got ", quoted(text)));
+        cat(what, " must be a number from ", shortest_text(min), " to ", shortest_text(max), ", got ", quoted(text)));
   }
   return value;
 }

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <string_view>
 
 namespace glassbox {
@@ -23,6 +24,11 @@ int64_t parse_int(std::string_view what, std::string_view text, int64_t min, int
 // All of `text` as a finite decimal number ("0.01", "5e-4") in [min, max].
 // Throws ConfigError: "<what> must be a number from <min> to <max>, got '<text>'".
 double parse_number(std::string_view what, std::string_view text, double min, double max);
+
+// The shortest text that parse_number reads back as exactly `value`
+// ("0.05", "1e-08", "1000000", "0.0123456789"): for numbers written down to
+// be read again, as a checkpoint's settings are.
+std::string shortest_text(double value);
 
 // A size in bytes: a positive integer and an optional binary unit, "4096",
 // "512MiB", "2GiB" (B, KiB, MiB, GiB, TiB), at most 2^62 bytes. Throws

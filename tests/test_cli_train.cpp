@@ -72,6 +72,12 @@ TEST(CliTrain, TrainsCheckpointsLogsAndResumes) {
   r = glassbox("train LeNet --resume " + run + " --epochs 4 --lr 0.1 --device cpu");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "this run's lr is '0.1', the checkpoint's is '0.05'")) << r.output;
+  // --epochs may grow, not shrink.
+  r = glassbox("train LeNet --resume " + run + " --epochs 2 --device cpu");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "this run's epochs is 2, fewer than the 3 the checkpoint's run asked for; --epochs "
+                                 "may only grow on a resume"))
+      << r.output;
   r = glassbox("train AlexNet --resume " + run + " --device cpu");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "glassbox: --resume " + run + ": the checkpoint is of LeNet, not AlexNet")) << r.output;
@@ -98,6 +104,24 @@ TEST(CliTrain, TrainsCheckpointsLogsAndResumes) {
                " --device cpu");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "image 2: class ")) << r.output;
+}
+
+// A setting is saved as the shortest text that reads back as the same
+// number: a resumed run trains with the very learning rate and momentum the
+// run it continues did, and a value that differs only past the sixth digit
+// is another setting.
+TEST(CliTrain, SettingsAreSavedExactly) {
+  testing::TempDir dir;
+  const std::string run = dir.file("run");
+  testing::CommandOutcome r = glassbox("train LeNet --data synthetic:64 --batch 16 --device cpu --workers 1 "
+                                       "--epochs 1 --lr 0.0123456789 --momentum 0.987654321 --checkpoint-dir " + run);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string resume = "train LeNet --resume " + run + " --epochs 2 --device cpu --workers 1 ";
+  r = glassbox(resume + "--lr 0.0123456781");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "this run's lr is '0.0123456781', the checkpoint's is '0.0123456789'")) << r.output;
+  r = glassbox(resume + "--lr 0.01234567890 --momentum 0.987654321");  // the same numbers
+  EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
 // A new run never mixes its checkpoints with another run's: a directory
@@ -318,6 +342,25 @@ TEST(CliTrain, UnreadableTestImagesAreCountedInTheClosingLineAndTheLog) {
   EXPECT_EQ(count_lines(log, "\"event\":\"epoch\""), 1);
   EXPECT_EQ(count_lines(log, "\"skipped\":0,"), 1);
   EXPECT_EQ(count_lines(log, "\"test_unreadable\":1"), 1);
+}
+
+// At batch 1 an unreadable training image is a batch with no readable
+// sample, which the loader passes over (Note [Skipped samples]): the epoch
+// takes a step fewer, but its step count still ends where its batches do,
+// so the run's own checkpoint resumes.
+TEST(CliTrain, AnEpochWithABatchPassedOverStillEndsAtItsStepAndResumes) {
+  testing::TempDir dir;
+  const std::string data = dir.file("data"), run = dir.file("run");
+  testing::CommandOutcome r =
+      glassbox("make-folder --synthetic --classes 2 --train 5 --val 2 --width 28 --height 28 --out " + data);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ofstream(data + "/train/class_0/2a.jpg") << "not a JPEG";  // among 10 training images
+  r = glassbox("train LeNet --data folder:" + data + " --batch 1 --epochs 1 --device cpu --workers 1 "
+               "--checkpoint-dir " + run);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = glassbox("train LeNet --resume " + run + " --epochs 2 --device cpu --workers 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("2 epochs of [0-9]+ steps, resumed after epoch 1"))) << r.output;
 }
 
 // A run killed in the middle of a log line: the next run starts on a line of its own.

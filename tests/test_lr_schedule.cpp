@@ -58,6 +58,8 @@ TEST(LrSchedule, BadSchedulesNameTheFlagAndTheForms) {
             "--schedule: unknown schedule 'step:30'; valid: constant, cosine, step:EPOCHS:GAMMA (e.g. step:30:0.1)");
   EXPECT_EQ(message("step:0:0.1"), "--schedule step:EPOCHS must be an integer from 1 to 2147483647, got '0'");
   EXPECT_EQ(message("step:30:2"), "--schedule step:EPOCHS:GAMMA must be a number from 0 to 1, got '2'");
+  EXPECT_EQ(message("step:30:0"), "--schedule step:EPOCHS:GAMMA must be above 0: a gamma of 0 would leave a rate of 0 "
+                                  "after the first step, which trains nothing");
 }
 
 }  // namespace

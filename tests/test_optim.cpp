@@ -190,9 +190,11 @@ TEST(Sgd, RejectsBadOptionsAndMismatchedBuffers) {
     sgd.set_lr(inf);
     FAIL() << "set_lr accepted inf";
   } catch (const ConfigError& e) {
-    EXPECT_STREQ(e.what(), "Sgd: lr must be positive and finite, got inf");
+    EXPECT_STREQ(e.what(), "Sgd: lr must be 0 or more and finite, got inf");
   }
   EXPECT_EQ(sgd.options().lr, SgdOptions{}.lr) << "a refused lr must not be kept";
+  sgd.set_lr(0.0f);  // where a schedule decays to
+  EXPECT_EQ(sgd.options().lr, 0.0f);
   try {
     Sgd(c, w, g, {});
     FAIL() << "accepted gradients of another shape";

@@ -125,6 +125,25 @@ TEST(Trainer, ResumingRefusesOtherSettingsAndFinishedRuns) {
   }
 }
 
+// The number of epochs may grow on a resume, never shrink.
+TEST(Trainer, ResumingRefusesFewerEpochsThanTheRunAskedFor) {
+  testing::TempDir dir;
+  TrainerOptions planned = quick(1, dir.path());
+  planned.config["epochs"] = "4";  // a run of 4 epochs, stopped after the first
+  TrainingRun first(kTinyNet, "synthetic:64", planned);
+  first.trainer->run();
+  TrainerOptions fewer = quick(2, dir.path());
+  fewer.config["epochs"] = "2";
+  TrainingRun second(kTinyNet, "synthetic:64", fewer);
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { second.trainer->resume(dir.path()); }),
+            cat("--resume ", dir.path(), ": this run's epochs is 2, fewer than the 4 the checkpoint's run asked for; "
+                "--epochs may only grow on a resume"));
+  TrainerOptions more = quick(5, dir.path());
+  more.config["epochs"] = "5";
+  TrainingRun third(kTinyNet, "synthetic:64", more);
+  EXPECT_EQ(third.trainer->resume(dir.path()).epoch, 1);
+}
+
 // Rewrites a checkpoint file through `edit`.
 void edit_file(const std::string& path, const std::function<void(SafetensorsFile&)>& edit) {
   SafetensorsFile file = read_safetensors(path);
@@ -149,6 +168,10 @@ TEST(Trainer, ResumingRefusesACheckpointWithoutASettingOrWithAnotherStep) {
   edit_file(train, [](SafetensorsFile& f) { f.metadata.erase("config.lr"); });
   EXPECT_EQ(resume_error(), train + ": no \"config.lr\" in its __metadata__ (every setting of the run is saved with it)");
   edit_file(train, [](SafetensorsFile& f) { f.metadata["config.lr"] = "0.05"; });
+  edit_file(train, [](SafetensorsFile& f) { f.metadata["config.epochs"] = "many"; });
+  EXPECT_EQ(resume_error(), train + ": __metadata__ \"config.epochs\" must be an integer from 1 to "
+                                    "9223372036854775807, got 'many'");
+  edit_file(train, [](SafetensorsFile& f) { f.metadata.erase("config.epochs"); });
   for (const std::string& file : {train, model}) {
     edit_file(file, [](SafetensorsFile& f) { f.metadata["step"] = "5"; });
   }
@@ -256,6 +279,24 @@ TEST(Trainer, CheckNumericsNamesTheFirstNonFiniteOutput) {
     EXPECT_NE(std::string(e.what()).find("epoch 2, step 7: first non-finite output: conv1 (Conv2d)"), std::string::npos)
         << e.what();
   }
+}
+
+// An fp16 step whose scaled gradients overflow is skipped by the loss
+// scaler, by design: check_numerics lets it pass, and the epoch reports it.
+TEST(Trainer, CheckNumericsLetsAnFp16OverflowTheScalerSkippedPass) {
+  Context ctx = Context::cpu();
+  Graph graph = kTinyNet.build(16);
+  CompileOptions compile;
+  compile.memory_reuse = MemoryReuse::kOff;
+  compile.precision = Precision::kFp16;
+  graph.compile(ctx, compile);
+  TrainerOptions options = quick(1);
+  options.check_numerics = true;
+  options.loss_scale.initial = 1e30f;  // every gradient overflows fp16 until the scale has halved far enough
+  Trainer trainer(ctx, kTinyNet, graph, open_data("synthetic:128", kTinyNet.sample, 10), options);
+  int64_t overflows = 0;
+  trainer.run({.on_epoch = [&](const EpochReport& report) { overflows += report.overflow_steps; }});
+  EXPECT_GT(overflows, 0);
 }
 
 // A communicator of two ranks that is never asked to communicate: the

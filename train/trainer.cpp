@@ -15,6 +15,7 @@
 #include "optim/replica_check.h"
 #include "optim/train_step.h"
 #include "tensor/copy.h"
+#include "tensor/parse.h"
 #include "tensor/runtime_info.h"
 #include "tensor/step_readback.h"
 
@@ -182,6 +183,20 @@ const TrainingState& Trainer::resume(const std::string& dir) {
                             "', the checkpoint's is '", excerpt(it->second, 120), "'; resume with the same settings"));
     }
   }
+  // The number of epochs may grow, never shrink: fewer would end the run it
+  // continues early and bend its schedule.
+  if (const auto it = saved.config.find("epochs"); it != saved.config.end()) {
+    int64_t planned = 0;
+    try {
+      planned = parse_int("__metadata__ \"config.epochs\"", it->second, 1, INT64_MAX);
+    } catch (const ConfigError& e) {
+      throw DataError(cat(file, ": ", e.what()));
+    }
+    if (options_.epochs < planned) {
+      throw ConfigError(cat("--resume ", dir, ": this run's epochs is ", options_.epochs, ", fewer than the ", planned,
+                            " the checkpoint's run asked for; --epochs may only grow on a resume"));
+    }
+  }
   // The schedule (and warm-up) read the step: a step that is not the
   // epochs' would shift it for the rest of the run.
   if (saved.step != saved.epoch * steps_per_epoch_) {
@@ -329,7 +344,7 @@ EpochReport Trainer::train_epoch(int epoch, const TrainerHooks& hooks) {
   };
   for (int64_t step = 1; step <= steps_per_epoch_; ++step) {
     const int64_t count = train_->next(graph_);
-    if (count == 0) break;  // the loader ran dry early: cannot happen with drop_last, kept for safety
+    if (count == 0) break;  // the loader passed over a batch with no readable sample: the epoch ends early
     report.lr = options_.schedule.at(options_.sgd.lr, state_.step, total_steps, steps_per_epoch_);
     sgd_.set_lr(report.lr);
     const auto step_start = Clock::now();
@@ -340,9 +355,12 @@ EpochReport Trainer::train_epoch(int epoch, const TrainerHooks& hooks) {
     }
     ++state_.step;
     // With check_numerics, every value of the step first: it names where the
-    // trouble starts, before the loss says only that there is some.
+    // trouble starts, before the loss says only that there is some. A step
+    // the loss scaler skipped overflowed its scaled gradients, as fp16 steps
+    // do by design: only its outputs are checked.
     if (options_.check_numerics) {
-      const std::string where = describe_non_finite_step(ctx_, graph_);
+      const bool skipped = scaler_ && scaler_->last_step_skipped();
+      const std::string where = describe_non_finite_step(ctx_, graph_, !skipped);
       if (!where.empty()) throw NumericalError(cat("epoch ", epoch, ", step ", state_.step, ": ", where));
     }
     readback.record(state_.step);
@@ -350,6 +368,12 @@ EpochReport Trainer::train_epoch(int epoch, const TrainerHooks& hooks) {
     while (readback.due()) read_oldest();
     compute += seconds_since(step_start);
   }
+  // Note [Skipped samples] (data/loader.h): a batch with no readable sample
+  // is passed over, so the epoch took fewer steps than it has batches. The
+  // step count, which the schedule and a resume read, still ends the epoch
+  // where its batches end: the next epoch's rates and a resumed run's are
+  // those of a run without the unreadable files.
+  state_.step = std::max(state_.step, static_cast<int64_t>(epoch) * steps_per_epoch_);
   const auto drain_start = Clock::now();
   if (sync_) sync_->settle(ctx_);  // the last step's reductions, with the communicator's deadline
   while (readback.unread() > 0) read_oldest();

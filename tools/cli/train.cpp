@@ -36,7 +36,9 @@ constexpr int kMaxEpochs = 1'000'000;
 
 // A setting's value: the flag's if given, else the resumed checkpoint's,
 // else (a new run) the default. Numbers are written back in one canonical
-// form (cat(double)), so "0.050" and "0.05" are the same setting. A resumed
+// form, the shortest text that reads back as the same double
+// (shortest_text), so "0.050" and "0.05" are the same setting and a resumed
+// run trains with the very value the first run did. A resumed
 // run takes every setting it has no flag for from the checkpoint, which
 // must hold it ("config.<key>" in its train file's metadata: every run saves
 // them all), and a saved value that does not parse is the file's error
@@ -71,10 +73,10 @@ class Settings {
     }
   }
   double number(const std::string& key, const std::string& flag, double fallback, double min, double max) {
-    const double value = parsed(key, flag, cat(fallback), [&](std::string_view what, std::string_view text) {
+    const double value = parsed(key, flag, shortest_text(fallback), [&](std::string_view what, std::string_view text) {
       return parse_number(what, text, min, max);
     });
-    config_[key] = cat(value);
+    config_[key] = shortest_text(value);
     return value;
   }
   int64_t integer(const std::string& key, const std::string& flag, int64_t fallback, int64_t min, int64_t max) {
