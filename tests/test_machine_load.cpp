@@ -93,7 +93,9 @@ TEST(MachineLoad, AThreadOfThisProcessIsNotOtherWork) {
   spin.join();
   ASSERT_TRUE(start && middle);
   const double ours = (middle->own - start->own) / (middle->wall - start->wall);
-  EXPECT_GT(ours, 0.5) << "the spinning thread ran";
+  // It ran: on a machine busy with other processes (tests in parallel, on two
+  // cores) a spinning thread may get well under half a core.
+  EXPECT_GT(ours, 0.1) << "the spinning thread ran";
   // The machine's busy time includes the spin; the others' estimate does not.
   EXPECT_LT(others_busy_cores(*start, *middle), (middle->busy - start->busy) / (middle->wall - start->wall));
 }
