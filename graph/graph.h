@@ -169,7 +169,9 @@ class Graph {
   // set_dropout(p) sets every Dropout layer and returns how many there are;
   // set_dropout(layer, p) one of them by name. Invalid p: ConfigError naming
   // the layer, and no layer changed; an unknown layer: ConfigError listing the
-  // dropout layers.
+  // dropout layers. An LSTM's dropout between its own layers is not a Dropout
+  // layer: it is the LSTM's option (Lstm::Options::dropout), fixed when the
+  // graph is built, and set_dropout leaves it.
   int set_dropout(float p);
   void set_dropout(std::string_view layer, float p);
 
