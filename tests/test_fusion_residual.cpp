@@ -48,14 +48,6 @@ Graph net(int batch) {
   return std::move(g).build(g.softmax_cross_entropy(logits, labels));
 }
 
-int index_of(const Graph& graph, const std::string& name) {
-  for (size_t i = 0; i < graph.nodes().size(); ++i) {
-    if (graph.nodes()[i].name == name) return static_cast<int>(i);
-  }
-  ADD_FAILURE() << "no node " << name;
-  return 0;
-}
-
 class FusionResidualTest : public testing::DeviceTest {};
 
 TEST_P(FusionResidualTest, ABatchNormOrAnAddTakesTheReluAfterItWhereItCan) {
@@ -113,7 +105,7 @@ TEST(FusionResidual, TheBatchNormsGradientIsTheRelusBlock) {
   Graph graph = net(2);
   graph.compile(ctx);
   const MemoryPlan& plan = graph.memory_plan();
-  const auto at = [&](const std::string& name) { return static_cast<size_t>(index_of(graph, name)); };
+  const auto at = [&](const std::string& name) { return static_cast<size_t>(testing::node_index(graph, name)); };
   EXPECT_EQ(plan.fused_relu_grads, 3);
   EXPECT_EQ(plan.fused_adds, 1);
   EXPECT_EQ(plan.grad_block[at("bn1")], plan.grad_block[at("relu1")]);
@@ -127,7 +119,7 @@ TEST(FusionResidual, TheBatchNormsGradientIsTheRelusBlock) {
   EXPECT_EQ(plan.value_block[at("add2")], plan.value_block[at("bn2")]);
   EXPECT_EQ(plan.value_block[at("relu2")], plan.value_block[at("bn2")]);
   const Node& bn2 = graph.node("bn2");
-  EXPECT_EQ(bn2.residual, index_of(graph, "relu1"));
+  EXPECT_EQ(bn2.residual, testing::node_index(graph, "relu1"));
   ASSERT_EQ(bn2.input_values.size(), 2u) << "x, then z";
   EXPECT_EQ(bn2.input_values[1].raw(), graph.node("relu1").value.raw());
   EXPECT_EQ(bn2.input_grads[1].raw(), graph.node("relu1").grad.raw());
@@ -136,7 +128,7 @@ TEST(FusionResidual, TheBatchNormsGradientIsTheRelusBlock) {
   // Forward times are node positions among the layers (the graph's inputs are
   // nodes 0 and 1); bn1's backward runs at 2L - 1 - its forward time.
   const int layers = static_cast<int>(graph.nodes().size()) - 2;
-  const int bn1_backward = 2 * layers - 1 - (index_of(graph, "bn1") - 2);
+  const int bn1_backward = 2 * layers - 1 - (testing::node_index(graph, "bn1") - 2);
   EXPECT_GE(plan.value_blocks[static_cast<size_t>(plan.value_block[at("bn1")])].live.last, bn1_backward);
   EXPECT_GE(plan.grad_blocks[static_cast<size_t>(plan.grad_block[at("bn1")])].live.last, bn1_backward);
   EXPECT_EQ(find_overlap(plan.value_blocks, plan.values), "");
@@ -189,7 +181,7 @@ TEST(FusionResidual, TheLaterBatchNormOfAProjectionBlockTakesTheAdd) {
   graph.compile(ctx);
   EXPECT_EQ(testing::fused_relus(graph),
             "stem_relu<-stem relu_a<-bn_a+backward add<-bn_s+backward relu<-bn_s+backward");
-  EXPECT_EQ(graph.node("bn_s").residual, index_of(graph, "bn_b"));
+  EXPECT_EQ(graph.node("bn_s").residual, testing::node_index(graph, "bn_b"));
   EXPECT_EQ(graph.node("bn_b").residual, -1);
   EXPECT_EQ(find_overlap(graph.memory_plan().value_blocks, graph.memory_plan().values), "");
   EXPECT_EQ(find_overlap(graph.memory_plan().grad_blocks, graph.memory_plan().grads), "");
@@ -282,7 +274,7 @@ TEST(FusionResidual, AnAddsSharedGradientIsReadWhereTheFusedReluReadsIt) {
     const bool relu_net = make == late_reader_relu_net;
     const std::string what = relu_net ? "relu_net" : "residual_net";
     const MemoryPlan& plan = graph.memory_plan();
-    const auto at = [&](const char* name) { return static_cast<size_t>(index_of(graph, name)); };
+    const auto at = [&](const char* name) { return static_cast<size_t>(testing::node_index(graph, name)); };
     EXPECT_EQ(plan.grad_block[at("bn")], plan.grad_block[at("add")]) << what << ": the ReLU's input shares";
     const size_t other = at(relu_net ? "conv_x" : "conv_q");
     EXPECT_EQ(plan.grad_shared_with[other], -1) << what << ": conv_c would add into the block before bn reads it";

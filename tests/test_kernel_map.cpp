@@ -18,6 +18,7 @@
 #include "tensor/kernel_trace.h"
 #include "tests/support/command.h"
 #include "tests/support/devices.h"
+#include "tests/support/fusion_runs.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/strings.h"
 #include "tools/cli/kernels_json.h"
@@ -270,21 +271,13 @@ Graph residual_block() {
   return std::move(g).build(g.softmax_cross_entropy(logits, labels));
 }
 
-int node_named(const Graph& graph, const std::string& name) {
-  for (size_t i = 0; i < graph.nodes().size(); ++i) {
-    if (graph.nodes()[i].name == name) return static_cast<int>(i);
-  }
-  ADD_FAILURE() << "no node " << name;
-  return -1;
-}
-
 // The JSON names each span's layer type, and which layer runs a fused pass:
 // the ReLU's and the add's spans name the batch norm, whose spans name them.
 TEST(KernelsJson, NamesLayerTypesAndWhoRunsEachFusedPass) {
   Context ctx = Context::cpu();
   Graph graph = residual_block();
   graph.compile(ctx, {.precision = Precision::kFp16, .layout = LayoutChoice::kNhwc});
-  const int bn1 = node_named(graph, "bn1"), relu = node_named(graph, "relu"), add = node_named(graph, "add");
+  const int bn1 = testing::node_index(graph, "bn1"), relu = testing::node_index(graph, "relu"), add = testing::node_index(graph, "add");
   const std::vector<SpanTime> spans = {
       {.id = 0, .node = bn1, .name = "bn1", .pass = Pass::kForward, .duration_ms = 0.2},
       {.id = 1, .node = add, .name = "add", .pass = Pass::kForward, .duration_ms = 0.0},

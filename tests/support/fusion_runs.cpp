@@ -36,6 +36,14 @@ std::string fused_relus(const Graph& graph) {
   return fused;
 }
 
+int node_index(const Graph& graph, const std::string& name) {
+  for (size_t i = 0; i < graph.nodes().size(); ++i) {
+    if (graph.nodes()[i].name == name) return static_cast<int>(i);
+  }
+  ADD_FAILURE() << "no node " << name;
+  return 0;
+}
+
 FusionRun train_three_steps(Context& ctx, Graph graph, const CompileOptions& options, int classes,
                             const std::string& watched) {
   graph.compile(ctx, options);

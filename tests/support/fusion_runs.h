@@ -15,6 +15,10 @@ namespace glassbox::testing {
 // runs the backward too. Checks that nodes and layers agree on it as it goes.
 std::string fused_relus(const Graph& graph);
 
+// The index of the node named `name` in graph.nodes(); a test failure and 0
+// where there is none.
+int node_index(const Graph& graph, const std::string& name);
+
 // What three SGD steps (lr 0.05, momentum 0.9) on a synthetic batch of
 // `classes` produce, then an inference forward: the losses, the first step's
 // parameter gradients, the parameters at the end, and the value of the node

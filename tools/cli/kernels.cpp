@@ -16,7 +16,6 @@
 
 #include "graph/kernel_map.h"
 #include "graph/layouts.h"
-#include "graph/mixed_precision.h"
 #include "tensor/atomic_file.h"
 #include "tensor/kernel_trace.h"
 #include "tensor/parse.h"
@@ -34,19 +33,6 @@ namespace {
 constexpr int kMaxSteps = 1'000'000;
 
 std::string percent(double share) { return fixed(100.0 * share, 1) + "%"; }
-
-// What a span's layer computes in (precision_path: "bf16", "fp32, staged
-// from bf16"); "" for the optimizer's span.
-std::string span_precision(const SpanKernels& span, const Graph& graph) {
-  if (span.node < 0 || static_cast<size_t>(span.node) >= graph.nodes().size()) return "";
-  return precision_path(graph.nodes()[static_cast<size_t>(span.node)]);
-}
-
-// A span's layer's layout_path; "" for the optimizer's span.
-std::string span_layout(const SpanKernels& span, const Graph& graph) {
-  if (span.node < 0 || static_cast<size_t>(span.node) >= graph.nodes().size()) return "";
-  return layout_path(graph.nodes(), graph.nodes()[static_cast<size_t>(span.node)]);
-}
 
 // `mixed`: a bf16 or fp16 graph, whose layers say what they compute in. A
 // graph with NHWC values says each layer's layout too.

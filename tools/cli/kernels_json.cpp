@@ -41,8 +41,8 @@ nlohmann::json span_json(const SpanKernels& span, const Graph& graph) {
           {"layer", span.name},
           {"type", node != nullptr ? std::string(node->layer->type()) : optimizer ? "SGD" : ""},
           {"pass", pass_name(span.pass)},
-          {"precision", node != nullptr ? precision_path(*node) : ""},
-          {"layout", node != nullptr ? layout_path(graph.nodes(), *node) : ""},
+          {"precision", span_precision(span, graph)},
+          {"layout", span_layout(span, graph)},
           {"fused_into", fused_host(span, graph)},
           {"runs", node != nullptr && !optimizer ? runs(graph, span.node, span.pass) : nlohmann::json::array()},
           {"span_ms", span.span_ms},
@@ -53,6 +53,16 @@ nlohmann::json span_json(const SpanKernels& span, const Graph& graph) {
 }
 
 }  // namespace
+
+std::string span_precision(const SpanKernels& span, const Graph& graph) {
+  const Node* node = node_of(span, graph);
+  return node != nullptr ? precision_path(*node) : "";
+}
+
+std::string span_layout(const SpanKernels& span, const Graph& graph) {
+  const Node* node = node_of(span, graph);
+  return node != nullptr ? layout_path(graph.nodes(), *node) : "";
+}
 
 std::string fused_host(const SpanKernels& span, const Graph& graph) {
   const Node* node = node_of(span, graph);

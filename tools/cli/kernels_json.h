@@ -27,6 +27,11 @@
 
 namespace glassbox::cli {
 
+// What a span's layer computes in (precision_path: "bf16", "fp32, staged
+// from bf16") and its layout_path; "" for the optimizer's span.
+std::string span_precision(const SpanKernels& span, const Graph& graph);
+std::string span_layout(const SpanKernels& span, const Graph& graph);
+
 // The layer that runs this span's layer's pass as part of its own (a ReLU
 // fused into its batch norm: that batch norm's name); "" where the layer
 // runs its pass itself, and for the optimizer.
