@@ -82,8 +82,8 @@ bool winograd_pays(const Conv2d::Options& o, const Shape& x, const Shape& y) {
   if (o.groups != 1 || o.kernel != Size2(3) || o.stride != Size2(1) || o.dilation != Size2(1)) return false;
   // Padded by 3 or more, a ring of outputs reads padding only: a direct sum
   // makes them exactly the bias, Winograd's transforms mix in their tiles'
-  // neighbours (+-1e-6), and a ReLU after them passes a gradient through about
-  // half: on such a layer the bias gradient moved by a fifth.
+  // neighbours (a rounding either side of it), and a ReLU after them then
+  // passes a gradient through some of them, which PyTorch's would not.
   if (o.pad.h >= o.kernel.h || o.pad.w >= o.kernel.w) return false;
   if (std::min(x[1], y[1]) < kWinogradMinChannels) return false;
   const int64_t tiles = x[0] * ((y[2] + 3) / 4) * ((y[3] + 3) / 4);  // the batch's 4x4 output tiles
