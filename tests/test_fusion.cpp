@@ -14,6 +14,7 @@
 #include "graph/builder.h"
 #include "graph/fusion.h"
 #include "layers/conv2d/conv2d.h"
+#include "layers/linear/linear.h"
 #include "tests/support/devices.h"
 #include "tests/support/fusion_runs.h"
 
@@ -80,7 +81,9 @@ TEST_P(FusionTest, AFusedGraphTrainsAsTheUnfusedOne) {
 }
 
 // A multilayer perceptron: fc1 (32 features out) and fc2 (8) each take the
-// ReLU after them. At 3 rows the CPU streams the weights; at 40, fc1 runs on
+// ReLU after them. At 1 and 3 rows the CPU streams the weights (on a GPU, a
+// single row is the shape cuBLASLt may have no kernel for: Note [When
+// cuBLASLt refuses a product], layers/linear/gemm_plan.h); at 40, fc1 runs on
 // oneDNN's matmul where the build has it and fc2 on Eigen's products (Note
 // [Linear forward on oneDNN's matmul]): every CPU path applies the ReLU.
 Graph perceptron(int batch) {
@@ -94,7 +97,7 @@ Graph perceptron(int batch) {
 
 TEST_P(FusionTest, ALinearLayerAppliesTheReluAfterIt) {
   Context& ctx = this->ctx();
-  for (int batch : {3, 40}) {
+  for (int batch : {1, 3, 40}) {
     for (Precision precision : {Precision::kFp32, Precision::kBf16}) {
       const std::string what = cat("batch ", batch, ", ", flag_name_of(precision), ": ");
       auto run = [&](bool fusion) {
@@ -112,6 +115,40 @@ TEST_P(FusionTest, ALinearLayerAppliesTheReluAfterIt) {
 }
 
 GLASSBOX_INSTANTIATE_ON_DEVICES(FusionTest);
+
+// Note [When cuBLASLt refuses a product]: with every Linear pinned to
+// cublasGemmEx, the bias and the fused ReLU run as passes of their own and
+// the bias gradient as cuBLAS's product of dy with ones; algorithms() says
+// so, and the perceptron trains as it does on cuBLASLt's epilogues, at one
+// row and at 40.
+TEST(FusionCuda, ALinearOnCublasGemmExTrainsAsOnCublasLt) {
+  GLASSBOX_REQUIRE_CUDA();
+  Context ctx = Context::cuda(0);
+  auto on_gemm_ex = [](int batch) {
+    Graph graph = perceptron(batch);
+    for (const char* name : {"fc1", "fc2", "out"}) {
+      dynamic_cast<Linear&>(*graph.node(name).layer).pin_cuda_library(LinearLibrary::kGemmEx);
+    }
+    return graph;
+  };
+  for (int batch : {1, 40}) {
+    for (Precision precision : {Precision::kFp32, Precision::kBf16}) {
+      const std::string what = cat("batch ", batch, ", ", flag_name_of(precision), ": ");
+      Graph graph = on_gemm_ex(batch);
+      graph.compile(ctx, {.precision = precision});
+      const std::string fc1 = graph.node("fc1").layer->algorithms();
+      EXPECT_NE(fc1.find("cuBLAS GemmEx"), std::string::npos) << what << fc1;
+      EXPECT_NE(fc1.find("bias and ReLU as passes of their own"), std::string::npos) << what << fc1;
+      EXPECT_NE(fc1.find("bias gradient: cuBLAS"), std::string::npos) << what << fc1;
+      const std::string out = graph.node("out").layer->algorithms();
+      EXPECT_NE(out.find("bias as a pass of its own"), std::string::npos) << what << out;
+      testing::expect_same_run(
+          testing::train_three_steps(ctx, on_gemm_ex(batch), {.precision = precision}, 5, "relu2"),
+          testing::train_three_steps(ctx, perceptron(batch), {.precision = precision}, 5, "relu2"),
+          gpu_tolerance(ctx, precision), what);
+    }
+  }
+}
 
 TEST(Fusion, AProducerThatCannotFuseRefusesIt) {
   Context ctx = Context::cpu();

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <vector>
 
@@ -130,6 +131,60 @@ TEST(LinearGemmPlan, TheEpilogueSumsTheBiasGradientOnlyInFp32) {
   EXPECT_FALSE(bias_gradient_in_epilogue(DType::kFloat32, true)) << "TF32";
   EXPECT_FALSE(bias_gradient_in_epilogue(DType::kBFloat16, false)) << "db would be rounded to bf16";
   EXPECT_FALSE(bias_gradient_in_epilogue(DType::kFloat16, false)) << "db would be rounded to fp16";
+}
+
+// Note [When cuBLASLt refuses a product]: each product asks cuBLASLt for less,
+// one step at a time, and what it no longer gets runs as passes; the
+// products are the same maths whichever epilogue runs with which passes.
+TEST(LinearGemmPlan, ARefusedEpilogueFallsBackStepByStepToNone) {
+  using E = LinearEpilogue;
+  EXPECT_EQ(lt_epilogue_fallbacks(E::kBiasRelu), (std::vector<E>{E::kBiasRelu, E::kBias, E::kNone}));
+  EXPECT_EQ(lt_epilogue_fallbacks(E::kBias), (std::vector<E>{E::kBias, E::kNone}));
+  EXPECT_EQ(lt_epilogue_fallbacks(E::kRelu), (std::vector<E>{E::kRelu, E::kNone}));
+  EXPECT_EQ(lt_epilogue_fallbacks(E::kBiasGradientOfB), (std::vector<E>{E::kBiasGradientOfB, E::kNone}));
+  EXPECT_EQ(lt_epilogue_fallbacks(E::kNone), (std::vector<E>{E::kNone}));
+  for (E wanted : {E::kNone, E::kBias, E::kRelu, E::kBiasRelu, E::kBiasGradientOfB}) {
+    EXPECT_EQ(lt_epilogue_fallbacks(wanted).back(), E::kNone) << name_of(wanted);
+    EXPECT_FALSE(passes_left(wanted, wanted).any()) << name_of(wanted);
+  }
+}
+
+TEST(LinearGemmPlan, WhatAnEpilogueLeavesUndoneRunsAsPasses) {
+  using E = LinearEpilogue;
+  EXPECT_EQ(passes_left(E::kBiasRelu, E::kBias), (EpiloguePasses{.relu = true}));
+  EXPECT_EQ(passes_left(E::kBiasRelu, E::kNone), (EpiloguePasses{.bias = true, .relu = true}));
+  EXPECT_EQ(passes_left(E::kBias, E::kNone), (EpiloguePasses{.bias = true}));
+  EXPECT_EQ(passes_left(E::kRelu, E::kNone), (EpiloguePasses{.relu = true}));
+  EXPECT_EQ(passes_left(E::kBiasGradientOfB, E::kNone), (EpiloguePasses{.bias_gradient = true}));
+  EXPECT_EQ(describe(passes_left(E::kBiasRelu, E::kNone)), "bias and ReLU as passes of their own");
+  EXPECT_EQ(describe(passes_left(E::kBiasRelu, E::kBias)), "ReLU as a pass of its own");
+  EXPECT_EQ(describe(EpiloguePasses{}), "");
+
+  // The forward with bias and ReLU, by each route: the product with the
+  // epilogue it got, then the passes, in the order run() applies them.
+  const LinearGemm g = linear_gemm(LinearGemmPass::kForward, kRows, kIn, kOut);
+  Floats unused = b;
+  const Floats whole = run(g, E::kBiasRelu, w, x, unused);
+  for (E got : lt_epilogue_fallbacks(E::kBiasRelu)) {
+    Floats bias = b;
+    Floats y = run(g, got, w, x, bias);
+    const EpiloguePasses passes = passes_left(E::kBiasRelu, got);
+    for (int64_t row = 0; row < g.n; ++row) {
+      for (int64_t o = 0; o < g.m; ++o) {
+        float& v = y[static_cast<size_t>(row * g.m + o)];
+        if (passes.bias) v += b[static_cast<size_t>(o)];
+        if (passes.relu) v = std::max(v, 0.0f);
+      }
+    }
+    EXPECT_EQ(y, whole) << "epilogue " << name_of(got);
+  }
+}
+
+TEST(LinearGemmPlan, GemmExTakesSizesWithinIntOnly) {
+  EXPECT_TRUE(fits_gemm_ex(linear_gemm(LinearGemmPass::kForward, 1, 9216, 4096)));
+  EXPECT_TRUE(fits_gemm_ex(linear_gemm(LinearGemmPass::kBackwardWeights, 1, 1, 1)));
+  EXPECT_FALSE(fits_gemm_ex(linear_gemm(LinearGemmPass::kForward, int64_t{INT_MAX} + 1, 4, 4)));
+  EXPECT_FALSE(fits_gemm_ex(linear_gemm(LinearGemmPass::kBackwardWeights, int64_t{INT_MAX} + 1, 4, 4)));
 }
 
 }  // namespace

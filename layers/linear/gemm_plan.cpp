@@ -1,6 +1,8 @@
 // layers/linear/gemm_plan.cpp: see layers/linear/gemm_plan.h.
 #include "layers/linear/gemm_plan.h"
 
+#include <climits>
+
 namespace glassbox {
 
 LinearGemm linear_gemm(LinearGemmPass pass, int64_t rows, int64_t in, int64_t out) {
@@ -32,6 +34,51 @@ LinearEpilogue linear_epilogue(LinearGemmPass pass, bool bias, bool relu) {
 }
 
 bool bias_gradient_in_epilogue(DType data, bool tf32) { return data == DType::kFloat32 && !tf32; }
+
+std::vector<LinearEpilogue> lt_epilogue_fallbacks(LinearEpilogue wanted) {
+  switch (wanted) {
+    case LinearEpilogue::kNone: return {LinearEpilogue::kNone};
+    case LinearEpilogue::kBiasRelu: return {LinearEpilogue::kBiasRelu, LinearEpilogue::kBias, LinearEpilogue::kNone};
+    case LinearEpilogue::kBias:
+    case LinearEpilogue::kRelu:
+    case LinearEpilogue::kBiasGradientOfB: return {wanted, LinearEpilogue::kNone};
+  }
+  return {LinearEpilogue::kNone};
+}
+
+namespace {
+
+bool adds_bias(LinearEpilogue e) { return e == LinearEpilogue::kBias || e == LinearEpilogue::kBiasRelu; }
+bool applies_relu(LinearEpilogue e) { return e == LinearEpilogue::kRelu || e == LinearEpilogue::kBiasRelu; }
+
+}  // namespace
+
+EpiloguePasses passes_left(LinearEpilogue wanted, LinearEpilogue got) {
+  return {.bias = adds_bias(wanted) && !adds_bias(got),
+          .relu = applies_relu(wanted) && !applies_relu(got),
+          .bias_gradient = wanted == LinearEpilogue::kBiasGradientOfB && got != LinearEpilogue::kBiasGradientOfB};
+}
+
+std::string describe(const EpiloguePasses& passes) {
+  std::vector<std::string_view> names;
+  if (passes.bias) names.push_back("bias");
+  if (passes.relu) names.push_back("ReLU");
+  if (passes.bias_gradient) names.push_back("bias gradient");
+  if (names.empty()) return "";
+  std::string text;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) text += i + 1 == names.size() ? " and " : ", ";
+    text += names[i];
+  }
+  return text + (names.size() == 1 ? " as a pass of its own" : " as passes of their own");
+}
+
+bool fits_gemm_ex(const LinearGemm& gemm) {
+  for (int64_t size : {gemm.m, gemm.n, gemm.k, gemm.a_rows, gemm.b_rows}) {
+    if (size < 1 || size > INT_MAX) return false;
+  }
+  return true;
+}
 
 std::string_view name_of(LinearGemmPass pass) {
   switch (pass) {

@@ -19,7 +19,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "tensor/dtype.h"
 
@@ -62,6 +64,40 @@ LinearEpilogue linear_epilogue(LinearGemmPass pass, bool bias, bool relu);
 // TF32. Elsewhere db is summed in fp32 straight into its gradient (Note [A
 // bias gradient on cuBLAS], layers/bias_gradient_plan.h), as PyTorch's sum is.
 bool bias_gradient_in_epilogue(DType data, bool tf32);
+
+// Note [When cuBLASLt refuses a product]: cuBLASLt's heuristics may offer no
+// algorithm for an epilogue at some shapes, or for any product of a shape
+// (Note [cuBLASLt's heuristic refusals], layers/linear/lt_matmul_cuda.cpp):
+// a Linear at batch 1 has a one-column x^T. A product then asks cuBLASLt for
+// less, in the order lt_epilogue_fallbacks() gives, and what the epilogue it
+// got leaves undone runs as a pass of its own: the bias by cudnnAddTensor,
+// the ReLU by cudnnActivationForward, the bias gradient by cuBLAS (Note [A
+// bias gradient on cuBLAS], layers/bias_gradient_plan.h). Where cuBLASLt
+// offers nothing, cublasGemmEx, which takes every shape within int, runs the
+// product with the same compute type. algorithms() names the route, so a
+// slower path is seen, not hidden.
+std::vector<LinearEpilogue> lt_epilogue_fallbacks(LinearEpilogue wanted);
+
+// Which library a product may run on: kAuto is cuBLASLt where it offers an
+// algorithm, else cublasGemmEx; kGemmEx is cublasGemmEx whatever cuBLASLt
+// offers (Linear::pin_cuda_library: the GPU tests run the fallback with it).
+enum class LinearLibrary { kAuto, kGemmEx };
+
+// What a product's epilogue leaves to passes of their own.
+struct EpiloguePasses {
+  bool bias = false, relu = false, bias_gradient = false;
+  bool any() const { return bias || relu || bias_gradient; }
+  bool operator==(const EpiloguePasses&) const = default;
+};
+// The part of `wanted` that the epilogue `got` does not do (kNone on
+// cublasGemmEx).
+EpiloguePasses passes_left(LinearEpilogue wanted, LinearEpilogue got);
+// "bias and ReLU as passes of their own"; empty where none is.
+std::string describe(const EpiloguePasses& passes);
+
+// Whether cublasGemmEx takes the product: its sizes and leading dimensions
+// are ints.
+bool fits_gemm_ex(const LinearGemm& gemm);
 
 std::string_view name_of(LinearGemmPass pass);
 std::string_view name_of(LinearEpilogue epilogue);  // "bias + ReLU"

@@ -20,6 +20,7 @@
 #pragma once
 
 #include "layers/layer.h"
+#include "layers/linear/gemm_plan.h"
 
 namespace glassbox {
 
@@ -46,6 +47,12 @@ class Linear final : public Layer {
   std::vector<ParamSpec> param_specs() const override;
   int64_t macs() const override;
   bool splits_backward() const override { return true; }  // dx, then dw and db
+  // On a CUDA device: kGemmEx runs every product on cublasGemmEx, with the
+  // bias and a fused ReLU as passes of their own, the route of Note [When
+  // cuBLASLt refuses a product] (layers/linear/gemm_plan.h), whatever
+  // cuBLASLt offers. The GPU tests compare it with cuBLASLt's; the CPU
+  // ignores it.
+  void pin_cuda_library(LinearLibrary library) { cuda_library_ = library; }
 
  private:
   void prepare_cpu(Context& ctx, const PrepareOptions& options) override;
@@ -66,6 +73,7 @@ class Linear final : public Layer {
   // the workspace (fixed at prepare); 0: in place (Note [Weights whose rows
   // alias in the cache] in linear.cpp).
   int tiled_backward_threads_ = 0;
+  LinearLibrary cuda_library_ = LinearLibrary::kAuto;
 };
 
 }  // namespace glassbox

@@ -1,8 +1,9 @@
-// layers/linear/linear_cuda.cpp: Linear's three products on cuBLASLt, with
-// the bias, a fused ReLU and the bias gradient in the products' epilogues.
+// layers/linear/linear_cuda.cpp: Linear's three products on cuBLASLt,
+// with the bias, a fused ReLU and the bias gradient in the products'
+// epilogues.
 //
 // The products as column-major GEMMs and their epilogues: layers/linear/gemm_plan.h.
-// Each is planned at prepare (layers/linear/lt_matmul_cuda.h): the forward
+// Each is planned at prepare (layers/linear/linear_product_cuda.h): the forward
 // writes y = x w^T + b, or max(0, .) of it where the layer applies the ReLU
 // after it (Note [A ReLU fused into its producer], graph/fusion.h), in one
 // kernel; the weights' product writes db = sum of dy's rows beside dW. The
@@ -12,7 +13,9 @@
 // bias gradient in fp32], layers/linear/gemm_plan.h); there, and wherever
 // cuBLASLt offers no kernel with that epilogue for the shapes, db is a
 // product of dy with a vector of ones (Note [A bias gradient on cuBLAS],
-// layers/bias_gradient_plan.h), and algorithms() says so.
+// layers/bias_gradient_plan.h), and algorithms() says so. Where cuBLASLt
+// offers no algorithm for an epilogue or a shape, the product takes the
+// route of Note [When cuBLASLt refuses a product] (gemm_plan.h).
 //
 // The data (x, y, their gradients, the weights and bias in use) are float32
 // (fp32 FMA, or TF32 tensor cores in a kTf32 context), or bfloat16 or float16
@@ -39,7 +42,7 @@
 
 #include "layers/bias_gradient_cuda.h"
 #include "layers/layer_cuda.h"
-#include "layers/linear/lt_matmul_cuda.h"
+#include "layers/linear/linear_product_cuda.h"
 #include "tensor/context_cuda.h"
 #include "tensor/convert.h"
 
@@ -51,9 +54,9 @@ namespace {
 constexpr size_t kLtWorkspaceLimit = size_t{32} << 20;
 
 struct LinearState final : BackendState {
-  std::optional<LtMatmul> forward;
-  std::optional<LtMatmul> backward_data, backward_weights;  // training only
-  // No bias-gradient epilogue for these shapes: db summed from dy by cuBLAS.
+  std::optional<LinearProduct> forward;
+  std::optional<LinearProduct> backward_data, backward_weights;  // training only
+  // No bias-gradient epilogue: db summed from dy by cuBLAS.
   BiasGradient bias_gradient;
   // In training: dW (O, I) in the data's type before it is added widened
   // (16-bit data only), and db (O, float32) as the epilogue writes it (float32
@@ -77,33 +80,22 @@ void Linear::prepare_cuda(Context& ctx, const PrepareOptions& options) {
   const int64_t n = rows(), in = in_features(), out = options_.out_features;
   const size_t limit = std::min(kLtWorkspaceLimit, options.workspace_limit);
   auto plan = [&](LinearGemmPass pass, LinearEpilogue epilogue) {
-    return LtMatmul::plan(ctx, linear_gemm(pass, n, in, out), data, tf32, epilogue, limit);
-  };
-  auto planned = [&](LinearGemmPass pass, LinearEpilogue epilogue) {
-    std::optional<LtMatmul> product = plan(pass, epilogue);
-    if (!product) {
-      fail_option(cat("cuBLASLt offers no algorithm for the ", name_of(pass), " product of ", n, " rows of ", in,
-                      " -> ", out, " features in ", name_of(data), " with epilogue ", name_of(epilogue),
-                      epilogue == LinearEpilogue::kBiasRelu || epilogue == LinearEpilogue::kRelu
-                          ? " (--no-fusion leaves the ReLU to its layer)"
-                          : ""));
-    }
-    return product;
+    return LinearProduct::plan(ctx, name(), linear_gemm(pass, n, in, out), data, tf32, epilogue, limit,
+                               cuda_library_);
   };
   auto state = std::make_unique<LinearState>();
-  state->forward = planned(LinearGemmPass::kForward, linear_epilogue(LinearGemmPass::kForward, options_.bias,
-                                                                     fused_relu()));
+  state->forward = plan(LinearGemmPass::kForward, linear_epilogue(LinearGemmPass::kForward, options_.bias,
+                                                                  fused_relu()));
   if (options.phase == Phase::kTraining) {
-    state->backward_data = planned(LinearGemmPass::kBackwardData, LinearEpilogue::kNone);
+    state->backward_data = plan(LinearGemmPass::kBackwardData, LinearEpilogue::kNone);
     // Note [The bias gradient in fp32]: db in the epilogue, or by cuBLAS.
-    if (options_.bias && bias_gradient_in_epilogue(data, tf32)) {
-      state->backward_weights = plan(LinearGemmPass::kBackwardWeights, LinearEpilogue::kBiasGradientOfB);
-    }
-    if (!state->backward_weights) {
-      state->backward_weights = planned(LinearGemmPass::kBackwardWeights, LinearEpilogue::kNone);
+    const bool epilogue_db = options_.bias && bias_gradient_in_epilogue(data, tf32);
+    state->backward_weights = plan(LinearGemmPass::kBackwardWeights,
+                                   epilogue_db ? LinearEpilogue::kBiasGradientOfB : LinearEpilogue::kNone);
+    if (options_.bias && (!epilogue_db || state->backward_weights->passes().bias_gradient)) {
       // Not output_shape(): n rows of `out` features whatever the leading
       // dimensions (Linear::Options::over_last_dim).
-      if (options_.bias) state->bias_gradient = BiasGradient(ctx, n, out, 1, Layout::kNCHW, data);
+      state->bias_gradient = BiasGradient(ctx, n, out, 1, Layout::kNCHW, data);
     }
     if (data != DType::kFloat32) {  // Note [16-bit parameter gradients]
       state->weight_grad = allocate_narrow_param_grads(ctx, Shape{out, in}, 0, data).weight;
