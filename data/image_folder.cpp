@@ -144,9 +144,14 @@ void prepare_jpeg_sample(std::span<const uint8_t> bytes, const std::string& file
   decode_jpeg(bytes, file, {.channels = channels, .min_shorter_side = side}, image);
 
   ResizeCropOptions o{.crop_width = width, .crop_height = height};
-  const bool portrait = image.width <= image.height;
-  const int64_t longer = static_cast<int64_t>(side) * (portrait ? image.height : image.width) /
-                         (portrait ? image.width : image.height);
+  // The resized size from the stored image's aspect ratio, as torchvision's
+  // Resize takes it from the full image: the DCT-scaled sides are each
+  // rounded up, and their ratio would move the longer side by a pixel for
+  // about a third of photo sizes.
+  const int64_t stored_width = image.stored_width, stored_height = image.stored_height;
+  const bool portrait = stored_width <= stored_height;
+  const int64_t longer = static_cast<int64_t>(side) * (portrait ? stored_height : stored_width) /
+                         (portrait ? stored_width : stored_height);
   o.resized_width = portrait ? side : static_cast<int>(longer);
   o.resized_height = portrait ? static_cast<int>(longer) : side;
   if (mode == SampleMode::kTraining) {

@@ -152,6 +152,9 @@ void JpegDecoder::decode(std::span<const uint8_t> bytes, const std::string& file
   if (used_) reset();  // Note [Tables outlive their file]
   used_ = true;
   if (bytes.size() < 3 || bytes[0] != 0xff || bytes[1] != 0xd8) {
+    if (bytes.size() >= 2 && bytes[0] == 0xff && bytes[1] == 0xd8) {
+      throw SampleError(file, cat("corrupt JPEG: the file ends after its first ", bytes.size(), " bytes"));
+    }
     throw SampleError(file, cat("not a JPEG file (", first_bytes(bytes), ")"));
   }
   const auto* data = bytes.data();
@@ -160,10 +163,12 @@ void JpegDecoder::decode(std::span<const uint8_t> bytes, const std::string& file
   if (tjDecompressHeader3(handle_, data, size, &width, &height, &subsampling, &colorspace) != 0) {
     throw_and_reset(file);
   }
-  // TurboJPEG 2.1 accepts a tables-only ("abbreviated") stream and reports
-  // a size of 0 x 0 for it (found by tests/fuzz/fuzz_jpeg).
+  // TurboJPEG 2.1 accepts a stream without a frame header (tables only, or
+  // a file cut before its frame) and reports a size of 0 x 0 for it (found
+  // by tests/fuzz/fuzz_jpeg).
   if (width < 1 || height < 1) {
-    throw SampleError(file, cat("corrupt JPEG: no image in it (", width, "x", height, ", only tables)"));
+    throw SampleError(file, cat("corrupt JPEG: no image in its ", bytes.size(),
+                                " bytes (no frame header: a file cut short, or tables only)"));
   }
   if (static_cast<int64_t>(width) * height > kMaxJpegPixels) {
     throw SampleError(file, cat("an image of ", width, "x", height, " has more than ", grouped(kMaxJpegPixels),
@@ -172,6 +177,8 @@ void JpegDecoder::decode(std::span<const uint8_t> bytes, const std::string& file
   const ScaledSize scaled = jpeg_scaled_size(width, height, options.min_shorter_side);
   out.width = scaled.width;
   out.height = scaled.height;
+  out.stored_width = width;
+  out.stored_height = height;
   out.channels = options.channels;
   out.pixels.resize(static_cast<size_t>(scaled.width) * static_cast<size_t>(scaled.height) *
                     static_cast<size_t>(options.channels));

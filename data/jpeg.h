@@ -20,6 +20,10 @@ namespace glassbox {
 struct Image {
   int width = 0, height = 0, channels = 0;
   std::vector<uint8_t> pixels;
+  // Decoded images only: the size the JPEG stores, before any DCT scaling
+  // (JpegDecodeOptions::min_shorter_side). Resizing takes its aspect ratio
+  // from this size, as torchvision does from the full image.
+  int stored_width = 0, stored_height = 0;
 };
 
 struct JpegDecodeOptions {

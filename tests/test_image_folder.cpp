@@ -86,6 +86,33 @@ TEST(ImageFolder, EvaluationTakesTheCentralWindowWhateverTheRng) {
   EXPECT_EQ(a, expected_sample(data.path(4), 8, 2, false));
 }
 
+// The resized size comes from the stored image's aspect ratio, not the
+// DCT-scaled one: a 123x77 JPEG for 3x32x32 (S = 37) is decoded at 4/8 as
+// 62x39, whose ratio would give floor(37 * 62 / 39) = 58; torchvision's
+// Resize(37) on the full image gives floor(37 * 123 / 77) = 59. The central
+// window is then at (14, 2): 13.5 and 2.5 round half to even.
+TEST(ImageFolder, TheResizedSizeKeepsTheStoredImagesAspectRatio) {
+  Image source{.width = 123, .height = 77, .channels = 3};
+  source.pixels.resize(123 * 77 * 3);
+  for (size_t i = 0; i < source.pixels.size(); ++i) source.pixels[i] = static_cast<uint8_t>((i * 37) % 251);
+  const std::string bytes = encode_jpeg(source);
+  const std::span<const uint8_t> span{reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()};
+  Image scaled;
+  decode_jpeg(span, "photo.jpg", {.channels = 3, .min_shorter_side = 37}, scaled);
+  ASSERT_EQ(scaled.width, 62);
+  ASSERT_EQ(scaled.height, 39);
+  EXPECT_EQ(scaled.stored_width, 123);
+  EXPECT_EQ(scaled.stored_height, 77);
+  std::vector<float> expected(3 * 32 * 32), actual(expected.size());
+  resize_crop_normalise(scaled, {.resized_width = 59, .resized_height = 37, .crop_x = 14, .crop_y = 2, .crop_width = 32,
+                                 .crop_height = 32, .mean = {0.485f, 0.456f, 0.406f},
+                                 .stddev = {0.229f, 0.224f, 0.225f}},
+                        expected);
+  std::mt19937_64 rng(1);
+  prepare_jpeg_sample(span, "photo.jpg", {.sample = Shape{3, 32, 32}}, SampleMode::kEvaluation, rng, actual);
+  EXPECT_EQ(actual, expected);
+}
+
 TEST(ImageFolder, TrainingCropsAndFlipsFromTheRngOnly) {
   Folder f;
   const ImageFolder data(f.root, {.sample = Shape{3, 32, 32}});

@@ -162,6 +162,7 @@ TEST(Jpeg, UndecodableBytesAreSampleErrorsNamingTheFile) {
   };
   EXPECT_EQ(message("\x89PNG\r\n\x1a\n"), "test.jpg: not a JPEG file (starts with 89 50 4e 47)");
   EXPECT_EQ(message(""), "test.jpg: not a JPEG file (it is empty)");
+  EXPECT_EQ(message(good.substr(0, 2)), "test.jpg: corrupt JPEG: the file ends after its first 2 bytes");
   // A JPEG start, then nothing a JPEG has.
   EXPECT_TRUE(contains(message("\xff\xd8\xff" + std::string(100, 'x')), "test.jpg: corrupt JPEG: ")) << message("\xff\xd8\xff");
   // Cut in the middle of its data: libjpeg would fill the rest with grey (Note [JPEG warnings]).
@@ -169,7 +170,8 @@ TEST(Jpeg, UndecodableBytesAreSampleErrorsNamingTheFile) {
   EXPECT_EQ(message(with_size(good, 20000, 20000)),
             "test.jpg: an image of 20000x20000 has more than 178,956,970 pixels, the most we decode");
   // Headers and quantisation tables, no frame: TurboJPEG reads it as a
-  // tables-only stream and reports a size of 0x0 (found by fuzz_jpeg).
+  // tables-only stream and reports a size of 0x0 (found by fuzz_jpeg), as it
+  // does for a photo cut before its frame header.
   const std::string tables_only(
       "\xff\xd8\xff\xe0\x00\x10\x4a\x46\x49\x46\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00\xff\xdb\x00\x43"
       "\x00\x14\x0e\x0f\x12\x0f\x00\x00\x00\x00\x00\x00\x00\x00\xff\xd8\xff\xe0\x00\x10\x4a\x46\x49\x46"
@@ -177,7 +179,10 @@ TEST(Jpeg, UndecodableBytesAreSampleErrorsNamingTheFile) {
       "\x17\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x1e\x1c\x1b\x20\x28\x42\x2b\x28\x25\x00\x00\x00\x0d"
       "\x14\x12\x10\x12\x17\x15\x14\x18\x1e\x32\x25\x28\x51\x3a\x3d\x30\x42\x60\x55\x65\x64\x21\x1e",
       119);  // tests/fuzz/corpus/fuzz_jpeg/tables_only.jpg
-  EXPECT_EQ(message(tables_only), "test.jpg: corrupt JPEG: no image in it (0x0, only tables)");
+  EXPECT_EQ(message(tables_only),
+            "test.jpg: corrupt JPEG: no image in its 119 bytes (no frame header: a file cut short, or tables only)");
+  EXPECT_EQ(message(good.substr(0, 100)),
+            "test.jpg: corrupt JPEG: no image in its 100 bytes (no frame header: a file cut short, or tables only)");
   // A scan that names an undefined Huffman table, in a file cut short:
   // TurboJPEG returns it with the warning code and decodes nothing, so it is
   // refused (Note [JPEG warnings]); kept, the output was whatever the buffer

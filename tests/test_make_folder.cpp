@@ -152,5 +152,27 @@ TEST(MakeFolder, FailuresExitOneNamingTheFile) {
   EXPECT_TRUE(contains(r.output, "glassbox: " + dir / "none: neither train-images-idx3-ubyte.gz nor")) << r.output;
 }
 
+// A set without some class would make a folder whose later classes read
+// back one label lower: refused, naming the class and the set, before
+// anything is written.
+TEST(MakeFolder, ASetMissingAClassIsRefusedBeforeAnythingIsWritten) {
+  TempDir dir;
+  const std::string idx = dir / "idx";
+  fs::create_directories(idx);
+  const std::vector<uint8_t> all = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  const std::vector<uint8_t> no_three = {0, 1, 2, 4, 5, 6, 7, 8, 9, 9};
+  testing::write_file(idx + "/train-images-idx3-ubyte", testing::idx_images(10));
+  testing::write_file(idx + "/train-labels-idx1-ubyte", testing::idx_labels(all));
+  testing::write_file(idx + "/t10k-images-idx3-ubyte", testing::idx_images(10));
+  testing::write_file(idx + "/t10k-labels-idx1-ubyte", testing::idx_labels(no_three));
+  const testing::CommandOutcome r = run("--from mnist:" + idx + " --out " + dir / "out");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: make-folder: mnist:" + idx + " has no image of class 3 (3) in its test set; "
+                                 "the folder of val would miss it and every later class would read back one label "
+                                 "lower"))
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out/train")) << "nothing is written for a refused set";
+}
+
 }  // namespace
 }  // namespace glassbox

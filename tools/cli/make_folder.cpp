@@ -195,6 +195,19 @@ int make_from_idx(const Args& args, const std::string& out) {
   // open_data made IDX datasets for these forms: their bytes are what we write.
   const auto& train = dynamic_cast<const IdxDataset&>(*data.train);
   const auto& test = dynamic_cast<const IdxDataset&>(*data.test);
+  // Class folders are the labels in sorted order: a class with no image has
+  // no folder, and every later class would read back one label lower.
+  for (const auto& [split, set] : {std::pair{"train", &train}, std::pair{"val", &test}}) {
+    std::vector<int64_t> per_class(classes.size());
+    for (int64_t i = 0; i < set->size(); ++i) ++per_class[static_cast<size_t>(set->label(i))];
+    for (size_t c = 0; c < classes.size(); ++c) {
+      if (per_class[c] == 0) {
+        throw DataError(cat("make-folder: ", spec, " has no image of class ", c, " (", classes[c], ") in its ",
+                            split == std::string_view("train") ? "training" : "test", " set; the folder of ", split,
+                            " would miss it and every later class would read back one label lower"));
+      }
+    }
+  }
   const int64_t n_train = write_idx_split(train, out + "/train", classes, limit, size, channels, quality);
   const int64_t n_val = write_idx_split(test, out + "/val", classes, limit, size, channels, quality);
   std::printf("make-folder: wrote %s training and %s validation images (%dx%d, %s, quality %d) of %s into %s/{train,val}/"
