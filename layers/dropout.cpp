@@ -56,7 +56,8 @@ void Dropout::set_probability(float p) {
 
 int64_t Dropout::bytes_moved(Pass pass) const {
   const int64_t mask = output_shape().numel() * static_cast<int64_t>(size_of(DType::kFloat32));
-  const bool moves_mask = pass == Pass::kForward || pass == Pass::kBackward;
+  // An inference plan keeps no mask: its forward copies x to y.
+  const bool moves_mask = (pass == Pass::kForward && !prepared_for_inference()) || pass == Pass::kBackward;
   return Layer::bytes_moved(pass) + (moves_mask ? mask : 0);
 }
 

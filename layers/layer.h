@@ -298,6 +298,9 @@ class Layer {
   // Whether the last prepare was for a CUDA device: what a layer can read and
   // write channels-last differs between cuDNN and the CPU's kernels.
   bool prepared_for_cuda() const { return prepared_ && !prepared_on_cpu_; }
+  // Whether the last prepare planned a forward only (Phase::kInference):
+  // the layer then keeps nothing for a backward (no dropout mask, no cells).
+  bool prepared_for_inference() const { return prepared_ && prepared_phase_ == Phase::kInference; }
 
   // State that belongs to the model but is not learned (batch norm's running
   // statistics), named as PyTorch's buffers are ("running_mean"), valid after

@@ -8,6 +8,7 @@
 #include "layers/conv2d/conv2d.h"
 #include "layers/dropout.h"
 #include "layers/linear/linear.h"
+#include "layers/lstm/lstm.h"
 #include "layers/pool2d/pool2d.h"
 #include "layers/relu.h"
 #include "layers/softmax_xent.h"
@@ -73,6 +74,33 @@ TEST(PassCosts, DropoutAddsItsMask) {
   dropout.bind(std::vector<Shape>{Shape{4, 10}});  // 160 B each: x, y, mask, dy, dx
   EXPECT_EQ(dropout.bytes_moved(Pass::kForward), 160 + 160 + 160);   // x; y, mask
   EXPECT_EQ(dropout.bytes_moved(Pass::kBackward), 160 + 160 + 160);  // dy, mask; dx
+}
+
+TEST(PassCosts, AnInferencePlanKeepsNoDropoutMask) {
+  Context ctx = Context::cpu();
+  Dropout dropout("drop", {.p = 0.5f});
+  dropout.bind(std::vector<Shape>{Shape{4, 10}});
+  dropout.prepare(ctx, {.phase = Phase::kInference});
+  EXPECT_EQ(dropout.bytes_moved(Pass::kForward), 160 + 160);  // x; y
+}
+
+// x:(T 3, B 2, I 5) 120 B, H 4, 2 layers with dropout between them; y 96 B.
+// One (T, B, H) value of one layer is 96 B; of both layers 192 B. Weights:
+// w_ih_l0 (16,5) 320 B, w_hh_l0 (16,4) 256 B, w_ih_l1 and w_hh_l1 (16,4) 256
+// B each; biases 4 x 64 B; parameters 1344 B in all.
+TEST(PassCosts, AnLstmCountsItsSavedValuesEveryWeightAndItsLayersOutputs) {
+  Lstm lstm("rnn", {.hidden = 4, .layers = 2, .dropout = 0.5f});
+  lstm.bind(std::vector<Shape>{Shape{3, 2, 5}});
+  const int64_t saved = 6 * 192, gate_grads = 4 * 192, mask = 96, grads = 2 * 1344;  // grads read and written
+  EXPECT_EQ(lstm.bytes_moved(Pass::kForward), 120 + 1344 + 96 + saved + mask);  // x, params; y, saved, mask
+  // dy, every weight matrix, the saved values, the mask, the gate gradients; dx.
+  EXPECT_EQ(lstm.bytes_moved(Pass::kBackwardData), 96 + (320 + 256 + 256 + 256) + saved + mask + gate_grads + 120);
+  // x, both layers' outputs, the gate gradients (not dy); the parameter gradients.
+  EXPECT_EQ(lstm.bytes_moved(Pass::kBackwardWeights), 120 + 192 + gate_grads + grads);
+
+  Context ctx = Context::cpu();
+  lstm.prepare(ctx, {.phase = Phase::kInference});  // keeps no cells and draws no mask
+  EXPECT_EQ(lstm.bytes_moved(Pass::kForward), 120 + 1344 + 96);
 }
 
 }  // namespace

@@ -304,6 +304,15 @@ TEST(Report, WhatTraceAndSweepWriteMakesAPage) {
   r = glassbox::testing::run_command(kCli + " trace LeNet --device cpu --batch 4 --warmup 1 --steps 1 --out " +
                                      (dir / "t.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  // A ReLU that conv1 applies moves nothing of its own, in the trace as in `time`.
+  int relu1_forwards = 0;
+  const Json written = Json::parse(read_text(dir / "t.json"));
+  for (const Json& event : written.at("traceEvents")) {
+    if (event.value("name", "") != "relu1 forward") continue;
+    ++relu1_forwards;
+    EXPECT_EQ(event.at("args").at("bytes").get<double>(), 0.0) << event.dump();
+  }
+  EXPECT_EQ(relu1_forwards, 1);
   r = glassbox::testing::run_command(kCli + " report " + (dir / "t.json"));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::string html = read_text(dir / "t.html");

@@ -57,13 +57,36 @@ int64_t Lstm::macs() const {
 }
 
 int64_t Lstm::bytes_moved(Pass pass) const {
-  const Shape& x = input_shapes().at(0);
-  const int64_t per_value = x[0] * x[1] * options_.hidden * options_.layers * static_cast<int64_t>(sizeof(float));
-  const int64_t saved = 6 * per_value, gate_grads = 4 * per_value;
-  const bool moves_saved = pass == Pass::kForward || pass == Pass::kBackwardData || pass == Pass::kBackward;
-  const int64_t gate_grad_passes = pass == Pass::kBackward ? 2 : (pass == Pass::kForward ? 0 : 1);
   if (pass == Pass::kOptimizer) return 0;
-  return Layer::bytes_moved(pass) + (moves_saved ? saved : 0) + gate_grad_passes * gate_grads;
+  const Shape& x = input_shapes().at(0);
+  const int64_t H = options_.hidden, L = options_.layers, float_bytes = sizeof(float);
+  const int64_t sequence = x[0] * x[1] * H * float_bytes;  // one (T, B, H) value of one layer
+  const int64_t per_value = sequence * L;
+  // Kept for the backward in a training plan only; an inference plan keeps
+  // no cells. The dropout masks between layers likewise.
+  const bool training = !prepared_for_inference();
+  const int64_t saved = training ? 6 * per_value : 0, gate_grads = 4 * per_value;
+  const int64_t masks = training && options_.dropout > 0.0f ? (L - 1) * sequence : 0;
+  // Layer's default counts parameter 0 (weight_ih_l0) as the weight that
+  // backward-data reads; it reads every layer's two weight matrices.
+  int64_t other_weights = 0;
+  for (const ParamSpec& spec : param_specs()) {
+    if (spec.name.starts_with("weight_") && spec.name != "weight_ih_l0") {
+      other_weights += spec.shape.numel() * static_cast<int64_t>(size_of(weight_storage()));
+    }
+  }
+  const int64_t output_grad = output_shape().numel() * static_cast<int64_t>(size_of(value_storage()));
+  const int64_t base = Layer::bytes_moved(pass);
+  switch (pass) {
+    case Pass::kForward: return base + saved + masks;
+    case Pass::kBackwardData: return base + other_weights + saved + masks + gate_grads;
+    // The weights' half reads x, every layer's outputs (among the saved
+    // values) and the gate gradients, not dy.
+    case Pass::kBackwardWeights: return base - output_grad + per_value + gate_grads;
+    case Pass::kBackward: return base + saved + masks + 2 * gate_grads;
+    case Pass::kOptimizer: return 0;
+  }
+  return 0;
 }
 
 // ---- the carried state (both backends)

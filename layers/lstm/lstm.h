@@ -60,9 +60,11 @@ class Lstm final : public Layer {
   std::vector<ParamSpec> param_specs() const override;
   // 4H (I_l + H) per layer, step and sequence: the input and recurrent products.
   int64_t macs() const override;
-  // The default, plus what forward keeps for backward (gates, cells, layer
-  // outputs: 6H floats per layer, step and sequence) and the gate gradients
-  // that the two halves of backward pass on (4H): they outweigh y.
+  // The default, plus what a training forward keeps for backward (gates,
+  // cells, layer outputs: 6H floats per layer, step and sequence; dropout
+  // masks between layers), the gate gradients that the two halves of
+  // backward pass on (4H): they outweigh y; backward-data reads every
+  // weight matrix, backward-weights every layer's outputs rather than dy.
   int64_t bytes_moved(Pass pass) const override;
   // dx through the recurrence of every layer, then dW and db of every layer.
   bool splits_backward() const override { return true; }

@@ -28,22 +28,23 @@ double roofline_fraction(const PassCost& cost, const Peak& peak) {
   return least_seconds / (cost.ms / 1e3);
 }
 
+PassCost pass_cost(const Graph& graph, int index, Pass pass, double ms) {
+  const Node& node = graph.nodes()[static_cast<size_t>(index)];
+  const int runner = pass == Pass::kForward ? node.fused_into : node.backward_fused_into;
+  if (runner >= 0) return PassCost{pass, ms, 0, 0};
+  return PassCost{pass, ms, node.layer->flops(pass), node.layer->bytes_moved(pass)};
+}
+
 std::vector<PassCost> layer_passes(const Graph& graph, const LayerTime& time) {
   const Node& node = graph.nodes()[static_cast<size_t>(time.node)];
-  const Layer& layer = *node.layer;
-  auto cost = [&](Pass pass, double ms) { return PassCost{pass, ms, layer.flops(pass), layer.bytes_moved(pass)}; };
-  // A ReLU whose producer applies it (graph/fusion.h) moves nothing in its forward.
-  std::vector<PassCost> passes = {node.fused_into >= 0 ? PassCost{Pass::kForward, time.forward_ms, 0, 0}
-                                                       : cost(Pass::kForward, time.forward_ms)};
+  std::vector<PassCost> passes = {pass_cost(graph, time.node, Pass::kForward, time.forward_ms)};
   if (graph.compiled_phase() == Phase::kInference) return passes;  // no backward was built
-  if (layer.splits_backward()) {
+  if (node.layer->splits_backward()) {
     const bool wants_input_grad = !graph.nodes()[static_cast<size_t>(node.inputs[0])].is_input();
-    if (wants_input_grad) passes.push_back(cost(Pass::kBackwardData, time.backward_data_ms()));
-    passes.push_back(cost(Pass::kBackwardWeights, time.backward_weights_ms));
-  } else if (node.backward_fused_into >= 0) {
-    passes.push_back(PassCost{Pass::kBackward, time.backward_ms, 0, 0});  // so is its backward
+    if (wants_input_grad) passes.push_back(pass_cost(graph, time.node, Pass::kBackwardData, time.backward_data_ms()));
+    passes.push_back(pass_cost(graph, time.node, Pass::kBackwardWeights, time.backward_weights_ms));
   } else {
-    passes.push_back(cost(Pass::kBackward, time.backward_ms));
+    passes.push_back(pass_cost(graph, time.node, Pass::kBackward, time.backward_ms));
   }
   return passes;
 }

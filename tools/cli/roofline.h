@@ -43,6 +43,12 @@ double attainable_flops_per_s(const PassCost& cost, const Peak& peak);
 // is not positive or the peaks are unknown (zero).
 double roofline_fraction(const PassCost& cost, const Peak& peak);
 
+// The analytic work and traffic of `pass` of node `index` (Layer::flops,
+// Layer::bytes_moved); none where another layer runs that pass (a fused ReLU
+// or residual add, graph/fusion.h), whose kernels count it. `time` and
+// `trace` report the same figures through this.
+PassCost pass_cost(const Graph& graph, int index, Pass pass, double ms);
+
 // The passes a layer ran in a step, with `time`'s means: forward; then, for a
 // layer that splits its backward (Layer::splits_backward), backward-data
 // (unless its input is the graph's data, which needs no gradient) and

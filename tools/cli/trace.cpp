@@ -29,6 +29,7 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/flag_specs.h"
 #include "tools/cli/network_arg.h"
+#include "tools/cli/roofline.h"
 #include "tools/cli/synthetic_training.h"
 #include "tools/cli/table.h"
 #include "tools/cli/trace_kernels.h"
@@ -62,10 +63,10 @@ ChromeTrace step_trace(const Graph& graph, const std::vector<SpanTime>& spans, c
     if (span.node >= 0) {
       event.text_args.emplace_back("type", std::string(graph.nodes()[static_cast<size_t>(span.node)].layer->type()));
     }
-    if (span.node >= 0) {  // the analytic work and traffic of the pass (Layer::flops, docs/roofline.md)
-      const Layer& layer = *graph.nodes()[static_cast<size_t>(span.node)].layer;
-      event.number_args.emplace_back("flops", static_cast<double>(layer.flops(span.pass)));
-      event.number_args.emplace_back("bytes", static_cast<double>(layer.bytes_moved(span.pass)));
+    if (span.node >= 0) {  // the analytic work and traffic of the pass (docs/roofline.md), as `time` reports it
+      const PassCost cost = pass_cost(graph, span.node, span.pass, span.duration_ms);
+      event.number_args.emplace_back("flops", static_cast<double>(cost.flops));
+      event.number_args.emplace_back("bytes", static_cast<double>(cost.bytes));
     }
     end_us = std::max(end_us, event.start_us + event.duration_us);
     trace.events.push_back(std::move(event));
