@@ -72,4 +72,36 @@ int64_t parse_bytes(std::string_view what, std::string_view text) {
                         "at most 2^62 bytes), got ", quoted(text)));
 }
 
+size_t first_non_utf8(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    size_t length = 0;
+    unsigned char low = 0x80, high = 0xbf;  // the range of the second byte
+    if (lead < 0x80) {
+      ++i;
+      continue;
+    } else if (lead >= 0xc2 && lead <= 0xdf) {
+      length = 2;
+    } else if (lead >= 0xe0 && lead <= 0xef) {
+      length = 3;
+      if (lead == 0xe0) low = 0xa0;   // no overlong form
+      if (lead == 0xed) high = 0x9f;  // no surrogate
+    } else if (lead >= 0xf0 && lead <= 0xf4) {
+      length = 4;
+      if (lead == 0xf0) low = 0x90;   // no overlong form
+      if (lead == 0xf4) high = 0x8f;  // nothing past U+10FFFF
+    } else {
+      return i;
+    }
+    if (i + length > text.size()) return i;
+    for (size_t k = 1; k < length; ++k) {
+      const auto byte = static_cast<unsigned char>(text[i + k]);
+      if (byte < (k == 1 ? low : 0x80) || byte > (k == 1 ? high : 0xbf)) return i;
+    }
+    i += length;
+  }
+  return std::string_view::npos;
+}
+
 }  // namespace glassbox

@@ -35,4 +35,10 @@ std::string shortest_text(double value);
 // ConfigError: "<what> must be a size like 512MiB or 2GiB ..., got '<text>'".
 int64_t parse_bytes(std::string_view what, std::string_view text);
 
+// Where `text` stops being UTF-8 (RFC 3629: no overlong forms, no
+// surrogates, nothing past U+10FFFF): the offset of the first byte that
+// starts no valid sequence, or npos for UTF-8 text. A safetensors header is
+// JSON, which holds UTF-8 text only; a Linux path is any bytes.
+size_t first_non_utf8(std::string_view text);
+
 }  // namespace glassbox

@@ -23,6 +23,7 @@
 #include "tensor/grouped.h"
 #include "tensor/input_file.h"
 #include "tensor/json_error.h"
+#include "tensor/parse.h"
 #include "tensor/shape.h"
 
 namespace glassbox {
@@ -309,7 +310,9 @@ Layout parse_header(std::string_view text, uint64_t data_bytes, const std::strin
   // Past the end first: a truncated file says more than the gaps it makes.
   for (const Entry& e : layout.entries) {
     if (e.end > data_bytes) {
-      bad_file(path, cat("tensor ", in_quotes(e.tensor.name), " ends at byte ", grouped(data_start + e.end),
+      const uint64_t end = data_start + e.end;  // wraps only for an offset within data_start of 2^64
+      bad_file(path, cat("tensor ", in_quotes(e.tensor.name), " ends at byte ",
+                         end < e.end ? std::string("2^64 or beyond") : grouped(end),
                          " (data offset ", grouped(e.end), "), past the end of the file at byte ",
                          grouped(data_start + data_bytes), ": the file is truncated"));
     }
@@ -399,6 +402,18 @@ SafetensorsFile read_path(const std::string& path, bool with_data) {
 
 // The first 8 bytes and the padded header of `file`, checked.
 std::string encode_prefix(const SafetensorsFile& file, const std::string& path) {
+  // The header is JSON, which holds UTF-8 text only: say which entry is not.
+  auto check_utf8 = [&](std::string_view what, std::string_view text) {
+    const size_t at = first_non_utf8(text);
+    if (at == std::string_view::npos) return;
+    refuse(path, cat(what, " is not UTF-8 text from byte ", at, " on ('", excerpt(text, 80),
+                     "'); a safetensors header is JSON, which holds UTF-8 only"));
+  };
+  for (const auto& [name, value] : file.metadata) {
+    check_utf8("a metadata key", name);
+    check_utf8(cat("metadata entry \"", excerpt(name), "\""), value);
+  }
+  for (const HostTensor& t : file.tensors) check_utf8("a tensor name", t.name);
   std::set<std::string_view> names;
   std::vector<uint64_t> offsets = {0};  // tensor i takes [offsets[i], offsets[i + 1])
   for (const HostTensor& t : file.tensors) {
@@ -429,24 +444,20 @@ std::string encode_prefix(const SafetensorsFile& file, const std::string& path) 
     text += Json(name).dump();
     text += ':';
   };
-  try {
-    if (!file.metadata.empty()) {
-      key("__metadata__");
-      text += '{';
-      for (const auto& [name, value] : file.metadata) {
-        if (text.back() != '{') text += ',';
-        text += cat(Json(name).dump(), ":", Json(value).dump());
-      }
-      text += '}';
+  if (!file.metadata.empty()) {  // every key and value checked above: the dumps cannot throw
+    key("__metadata__");
+    text += '{';
+    for (const auto& [name, value] : file.metadata) {
+      if (text.back() != '{') text += ',';
+      text += cat(Json(name).dump(), ":", Json(value).dump());
     }
-    for (size_t i = 0; i < file.tensors.size(); ++i) {
-      const HostTensor& t = file.tensors[i];
-      key(t.name);
-      const OrderedJson entry = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offsets[i], offsets[i + 1]}}};
-      text += entry.dump();
-    }
-  } catch (const Json::type_error& e) {
-    refuse(path, cat("a tensor name or a metadata entry is not UTF-8 text (", json_error_reason(e.what()), ")"));
+    text += '}';
+  }
+  for (size_t i = 0; i < file.tensors.size(); ++i) {
+    const HostTensor& t = file.tensors[i];
+    key(t.name);
+    const OrderedJson entry = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offsets[i], offsets[i + 1]}}};
+    text += entry.dump();
   }
   text += '}';
   text.append((8 - text.size() % 8) % 8, ' ');  // the Python library pads to 8 bytes, and so do we

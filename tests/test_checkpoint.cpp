@@ -554,6 +554,35 @@ TEST(Checkpoint, ValuesTrainingCannotLeaveAreRefusedNamingTheElement) {
 // One run writes into a checkpoint directory at a time: a second lock on it,
 // from another process or this one, is refused naming the holder, until the
 // first is released; --overwrite removes nothing while it is held.
+// Note [Temporary files of a killed writer]: a save removes the temporaries
+// of the files a checkpoint writes, and --overwrite removes those files;
+// neither touches a user's own file that merely starts with "epoch-".
+TEST(Checkpoint, OnlyTheFilesACheckpointWritesAreItsOwn) {
+  Context ctx = Context::cpu();
+  testing::TempDir dir;
+  const NetSpec net = tiny_net();
+  TinyRun run(ctx, net, 1);
+  const std::string ckpt = dir.file("ckpt");
+  std::filesystem::create_directories(ckpt);
+  const std::vector<std::string> users = {"epoch-notes.tmp.txt", "epoch-1.safetensors", "epoch-0001.pt",
+                                          "latest.txt", "epoch-0001.safetensors.tmp.toolong"};
+  for (const std::string& name : users) std::ofstream(ckpt + "/" + name) << "mine\n";
+  EXPECT_TRUE(checkpoint_files(ckpt).empty()) << "a user's file counted as a checkpoint";
+  const std::vector<std::string> stale = {"epoch-0002.safetensors.tmp.Ab12Cd", "epoch-0002.train.safetensors.tmp.x1Y2z3",
+                                          "latest.tmp.000000"};
+  for (const std::string& name : stale) std::ofstream(ckpt + "/" + name) << "cut short\n";
+  EXPECT_EQ(checkpoint_files(ckpt), (std::vector<std::string>{"epoch-0002.safetensors.tmp.Ab12Cd",
+                                                              "epoch-0002.train.safetensors.tmp.x1Y2z3",
+                                                              "latest.tmp.000000"}));
+  save_checkpoint(ckpt, ctx, run.graph, net, run.sgd, at(1, 6));
+  EXPECT_EQ(checkpoint_files(ckpt),
+            (std::vector<std::string>{"epoch-0001.safetensors", "epoch-0001.train.safetensors", "latest"}));
+  for (const std::string& name : users) EXPECT_TRUE(std::filesystem::exists(ckpt + "/" + name)) << name;
+  (void)start_checkpoint_dir(ckpt, true);  // --overwrite
+  EXPECT_TRUE(checkpoint_files(ckpt).empty());
+  for (const std::string& name : users) EXPECT_TRUE(std::filesystem::exists(ckpt + "/" + name)) << name;
+}
+
 TEST(Checkpoint, ADirectoryIsLockedWhileARunWritesIntoIt) {
   Context ctx = Context::cpu();
   testing::TempDir dir;

@@ -528,6 +528,36 @@ TEST(CliTrain, EvalRefusesWeightsAndImagesThatAreNotFinite) {
   }
 }
 
+// A Linux path is any bytes; safetensors metadata is UTF-8 text. A run that
+// would save such a path in its checkpoints is refused before it trains; eval
+// names such weights in the logits file escaped.
+TEST(CliTrain, APathThatIsNotUtf8IsRefusedBeforeTrainingAndEscapedInLogits) {
+  testing::TempDir dir;
+  const std::string folder = dir.file("img\xff" "dir");
+  testing::CommandOutcome r =
+      glassbox("train LeNet --data folder:" + folder + " --checkpoint-dir " + dir.file("ckpt") + " --device cpu");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "img\\xffdir' is not UTF-8 text from byte ")) << r.output;
+  EXPECT_TRUE(contains(r.output, "a checkpoint saves every setting as UTF-8 text: rename the path, or train without "
+                                 "--checkpoint-dir"))
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("ckpt"))) << "a refused run made its checkpoint directory";
+
+  Context ctx = Context::cpu();
+  const NetSpec lenet = find_net("LeNet");
+  Graph graph = lenet.build(1);
+  graph.compile(ctx, {.phase = Phase::kInference});
+  const std::string weights = dir.file("w\xe9.safetensors");  // Latin-1 'é'
+  save_model(weights, ctx, graph, lenet, 0);
+  HostTensor images{.name = "images", .dtype = "F32", .shape = {1, 1, 28, 28}};
+  images.bytes.resize(28 * 28 * sizeof(float));
+  write_safetensors(dir.file("images.safetensors"), {.tensors = {images}});
+  r = glassbox("eval LeNet --weights " + weights + " --input " + dir.file("images.safetensors") + " --logits " +
+               dir.file("logits.safetensors") + " --device cpu");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read_safetensors(dir.file("logits.safetensors")).metadata.at("weights"), excerpt(weights, std::string::npos));
+}
+
 TEST(CliTrain, EvalInputMustHoldImagesOfTheNetworksShape) {
   testing::TempDir dir;
   SafetensorsFile file;

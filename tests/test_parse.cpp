@@ -97,6 +97,23 @@ TEST(ParseBytes, RejectsOtherUnitsSignsOverflowAndNothing) {
   }
 }
 
+TEST(FirstNonUtf8, FindsTheFirstByteThatStartsNoValidSequence) {
+  constexpr size_t kNone = std::string_view::npos;
+  EXPECT_EQ(first_non_utf8(""), kNone);
+  EXPECT_EQ(first_non_utf8("plain/ascii path.jpg"), kNone);
+  EXPECT_EQ(first_non_utf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\x88 \xf4\x8f\xbf\xbf"), kNone);  // é € 🐈 U+10FFFF
+  EXPECT_EQ(first_non_utf8("img\xff" "dir"), 3u);                 // a byte that starts nothing
+  EXPECT_EQ(first_non_utf8("ab\x80"), 2u);                        // a lone continuation byte
+  EXPECT_EQ(first_non_utf8("a\xc3"), 1u);                         // cut short
+  EXPECT_EQ(first_non_utf8("a\xc3(b"), 1u);                       // not followed by a continuation
+  EXPECT_EQ(first_non_utf8("\xc0\xaf"), 0u);                      // overlong '/'
+  EXPECT_EQ(first_non_utf8("\xe0\x80\xaf"), 0u);                  // overlong, three bytes
+  EXPECT_EQ(first_non_utf8("\xed\xa0\x80"), 0u);                  // a surrogate
+  EXPECT_EQ(first_non_utf8("\xf4\x90\x80\x80"), 0u);              // past U+10FFFF
+  EXPECT_EQ(first_non_utf8("\xf5\x80\x80\x80"), 0u);
+  EXPECT_EQ(first_non_utf8(std::string_view("a\0b", 3)), kNone);  // NUL is text; JSON escapes it
+}
+
 TEST(DeviceParse, NamesTheFlagAndTheValidForms) {
   EXPECT_EQ(Device::parse("cuda:7"), Device::cuda(7));
   try {

@@ -181,8 +181,14 @@ TEST(Safetensors, WritingRefusesWhatTheFormatCannotHold) {
   EXPECT_EQ(write_error(one(huge)), "tensor 'w': F32 (4611686018427387904, 16) takes more than 2^64 bytes, it has 8");
   HostTensor latin1 = w;
   latin1.name = "caf\xe9";
-  EXPECT_NE(write_error(one(latin1)).find("a tensor name or a metadata entry is not UTF-8 text ("), std::string::npos);
-  EXPECT_NE(write_error({.metadata = {{"k", "\xff"}}}).find("is not UTF-8 text"), std::string::npos);
+  EXPECT_EQ(write_error(one(latin1)), "a tensor name is not UTF-8 text from byte 3 on ('caf\\xe9'); a safetensors "
+                                      "header is JSON, which holds UTF-8 only");
+  EXPECT_EQ(write_error({.metadata = {{"config.data", "folder:img\xff" "dir"}}}),
+            "metadata entry \"config.data\" is not UTF-8 text from byte 10 on ('folder:img\\xffdir'); a safetensors "
+            "header is JSON, which holds UTF-8 only");
+  EXPECT_EQ(write_error({.metadata = {{"k\xff", "v"}}}),
+            "a metadata key is not UTF-8 text from byte 1 on ('k\\xff'); a safetensors header is JSON, which holds "
+            "UTF-8 only");
 }
 
 TEST(Safetensors, AWriteThatFailsNamesThePath) {

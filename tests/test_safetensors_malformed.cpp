@@ -207,6 +207,10 @@ TEST(SafetensorsMalformed, OffsetsThatDoNotTileTheData) {
   EXPECT_EQ(problem(header("[0,4]", "[4,8]"), "01234567"), "(accepted)");
   EXPECT_EQ(problem(header("[0,4]", "[4,8]"), "0123456"),
             "tensor 'b' ends at byte 121 (data offset 8), past the end of the file at byte 120: the file is truncated");
+  // An end so large that the file's byte would pass 2^64 is said so, not wrapped.
+  const std::string huge = R"({"a":{"dtype":"U8","shape":[8],"data_offsets":[18446744073709551600,18446744073709551608]}})";
+  EXPECT_EQ(problem(huge, "01234567").substr(0, 105),
+            "tensor 'a' ends at byte 2^64 or beyond (data offset 18,446,744,073,709,551,608), past the end of the file");
   EXPECT_EQ(problem(header("[0,4]", "[6,10]"), "0123456789"),
             "bytes 118 to 120 belong to no tensor: 'a' ends at data offset 4, 'b' begins at 6");
   EXPECT_EQ(problem(header("[2,6]", "[6,10]"), "0123456789"),

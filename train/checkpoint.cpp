@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cctype>
 #include <cfloat>
 #include <charconv>
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include <filesystem>
 #include <limits>
 #include <random>
+#include <string_view>
 #include <utility>
 
 #include "train/model_file.h"
@@ -188,13 +190,34 @@ void make_checkpoint_dir(const std::string& dir) {
 // Note [Temporary files of a killed writer]: write_file_atomically's
 // temporary ("<name>.tmp.XXXXXX", tensor/atomic_file.cpp) is removed when a
 // write fails, but a process killed while writing leaves it, as large as a
-// model. The next save in the directory removes what a killed run left.
+// model. The next save in the directory removes what a killed run left, and
+// only that: a temporary of one of the names a checkpoint writes, so that a
+// user's own "epoch-notes.tmp.txt" stays.
+// The names a checkpoint writes: latest, epoch-NNNN.safetensors and
+// epoch-NNNN.train.safetensors (epoch_stem: four digits or more).
+bool is_checkpoint_name(std::string_view name) {
+  if (name == kLatest) return true;
+  if (!name.starts_with("epoch-")) return false;
+  size_t digits = 6;
+  while (digits < name.size() && std::isdigit(static_cast<unsigned char>(name[digits])) != 0) ++digits;
+  const std::string_view rest = name.substr(digits);
+  return digits >= 10 && (rest == ".safetensors" || rest == ".train.safetensors");
+}
+
+// Such a name's temporary: "<name>.tmp." and mkstemp's six characters.
+bool is_stale_temporary(std::string_view name) {
+  const size_t tmp = name.rfind(".tmp.");
+  if (tmp == std::string_view::npos || name.size() - tmp != 11) return false;
+  for (size_t i = tmp + 5; i < name.size(); ++i) {
+    if (std::isalnum(static_cast<unsigned char>(name[i])) == 0) return false;
+  }
+  return is_checkpoint_name(name.substr(0, tmp));
+}
+
 void remove_stale_temporaries(const std::string& dir) {
   std::error_code ignored;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, ignored)) {
-    const std::string name = entry.path().filename().string();
-    const bool ours = name.rfind("epoch-", 0) == 0 || name.rfind(std::string(kLatest) + ".", 0) == 0;
-    if (ours && name.find(".tmp.") != std::string::npos) fs::remove(entry.path(), ignored);
+    if (is_stale_temporary(entry.path().filename().string())) fs::remove(entry.path(), ignored);
   }
 }
 
@@ -264,7 +287,7 @@ std::vector<std::string> checkpoint_files(const std::string& dir) {
   std::error_code ignored;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, ignored)) {
     const std::string name = entry.path().filename().string();
-    if (name == kLatest || name.rfind("epoch-", 0) == 0) names.push_back(name);
+    if (is_checkpoint_name(name) || is_stale_temporary(name)) names.push_back(name);
   }
   std::sort(names.begin(), names.end());
   return names;

@@ -89,8 +89,10 @@ void load_model(const std::string& path, Context& ctx, Graph& graph, const NetSp
 void save_checkpoint(const std::string& dir, Context& ctx, const Graph& graph, const NetSpec& net, const Sgd& sgd,
                      const TrainingState& state);
 
-// The files of a checkpoint directory in `dir`: `latest` and every
-// "epoch-NNNN..." file, sorted (not `.lock`); none where `dir` does not exist.
+// The files of a checkpoint directory in `dir`: `latest`, every
+// epoch-NNNN.safetensors and epoch-NNNN.train.safetensors, and the
+// temporaries a killed writer left of them ("<name>.tmp.XXXXXX"), sorted; not
+// `.lock` nor any other file; none where `dir` does not exist.
 std::vector<std::string> checkpoint_files(const std::string& dir);
 
 // An advisory lock on a checkpoint directory, held while a run writes into

@@ -27,6 +27,12 @@
 namespace glassbox::cli {
 namespace {
 
+// A path as safetensors metadata, which is UTF-8 text where a Linux path is
+// any bytes: as it is, or escaped as excerpt() escapes bytes where it is not
+// UTF-8 (the logits file names its weights; nothing reads the name back).
+std::string utf8_or_escaped(const std::string& path) {
+  return first_non_utf8(path) == std::string::npos ? path : excerpt(path, std::string::npos);
+}
 
 // The F32 tensor "images" of an --input file, checked against the network's sample.
 HostTensor read_images(const std::string& path, const NetSpec& net) {
@@ -71,7 +77,7 @@ int eval_input(const Args& args, const NetSpec& net, Context& ctx, const Compile
   const std::vector<float> values = to_float_vector(ctx, logits);  // 16-bit in a bf16 or fp16 graph
   if (args.has("--logits")) {
     write_safetensors(args.get("--logits", ""),
-                      {.metadata = {{"net", net.name}, {"weights", args.get("--weights", "")}},
+                      {.metadata = {{"net", net.name}, {"weights", utf8_or_escaped(args.get("--weights", ""))}},
                        .tensors = {host_tensor("logits", "F32", logits.shape().dims(), values.data(),
                                                values.size() * sizeof(float))}});
     std::printf("wrote the logits of %d images to %s\n", batch, args.get("--logits", "").c_str());

@@ -10,6 +10,7 @@
 // Under mpirun (`mpirun -np 2 glassbox train LeNet --data fashion-mnist`)
 // every rank trains its shard of each epoch with its gradients averaged over
 // the ranks (train/trainer.h); rank 0 prints, logs and writes checkpoints.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <map>
@@ -193,6 +194,18 @@ int run_train(const std::vector<std::string>& words) {
   options.config = settings.config();  // saved with each checkpoint
   // N ranks at batch B train as one process at N x B: another N is another run.
   options.config["ranks"] = cat(placement.size);
+  // A checkpoint saves every setting in its safetensors header, JSON, which
+  // holds UTF-8 text only; a Linux path is any bytes. Refused now, not at the
+  // end of the first epoch.
+  for (const auto& [key, value] : options.config) {
+    const size_t at = first_non_utf8(value);
+    if (options.checkpoint_dir.empty() || at == std::string::npos) continue;
+    std::string flag = "--" + key;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    throw ConfigError(cat(flag, " '", excerpt(value, 80), "' is not UTF-8 text from byte ", at,
+                          " on; a checkpoint saves every setting as UTF-8 text: rename the path, or train without "
+                          "--checkpoint-dir"));
+  }
   const DataParallelArgs parallel = data_parallel_args(args);
   options.sync = parallel.sync;
   options.warn = [](const std::string& message) { std::fprintf(stderr, "glassbox: %s\n", message.c_str()); };
