@@ -36,7 +36,6 @@ std::vector<NamedTensor> Graph::named_views(const Tensor& flat) const {
 std::vector<Graph::ParameterRange> Graph::parameter_ranges() const {
   if (!compiled_) throw Error("parameter_ranges: the graph is not compiled; call compile(ctx) first");
   std::vector<ParameterRange> ranges;
-  const auto* base = static_cast<const std::byte*>(parameters_.raw());
   for (size_t k = 0; k < layers_.size(); ++k) {
     const Node& node = nodes_[static_cast<size_t>(layers_[k])];
     if (node.params.empty()) continue;
@@ -44,9 +43,19 @@ std::vector<Graph::ParameterRange> Graph::parameter_ranges() const {
     // not lie in param_specs() order (Note [LSTM weight space]).
     size_t begin = SIZE_MAX, end = 0;
     for (const Tensor& param : node.params) {
-      const auto at = static_cast<size_t>(static_cast<const std::byte*>(param.raw()) - base);
+      // In a bf16 or fp16 graph a layer's parameters are views into the
+      // 16-bit working copy, at the masters' element offsets (Note [Mixed
+      // precision]): the range is the masters', in float32 bytes.
+      const Tensor& flat = param.dtype() == DType::kFloat32 ? parameters_ : working_parameters_;
+      const auto element = static_cast<size_t>(static_cast<const std::byte*>(param.raw()) -
+                                                static_cast<const std::byte*>(flat.raw())) /
+                           size_of(param.dtype());
+      const size_t at = element * sizeof(float), bytes = static_cast<size_t>(param.numel()) * sizeof(float);
+      if (!flat.defined() || at + bytes > parameters_.bytes()) {
+        throw Error(cat("parameter_ranges: ", node.name, "'s ", param.name(), " lies outside the graph's parameters"));
+      }
       begin = std::min(begin, at);
-      end = std::max(end, at + param.bytes());
+      end = std::max(end, at + bytes);
     }
     ranges.push_back({layers_[k], static_cast<int>(layers_.size() - 1 - k), begin, end});
   }

@@ -8,7 +8,9 @@
 // element of the pair keeps one 32-bit half: kept iff half >= p * 2^32. The
 // bits of an element depend only on the key and its index, so the mask is
 // the same for a given seed whatever the thread count or chunking, and the
-// loop has no carried state, so it vectorises.
+// loop has no carried state, so it vectorises. The index is the element's
+// place in the global batch (Context::replica): replica r of R counts from
+// r x count, so R data-parallel replicas draw the masks of one process at R x B.
 #include "layers/dropout.h"
 
 #include <algorithm>
@@ -32,10 +34,11 @@ inline uint64_t mix64(uint64_t z) {
 // Pairs [begin, end), elements 2j and 2j + 1: the mask and y in one pass.
 // Everything by value, so the compiler knows the stores cannot change the
 // loop's inputs, and vectorises.
+// `first_pair`: the global index of local pair 0.
 void draw_and_apply(const float* x, float* m, float* y, int64_t begin, int64_t end, uint64_t key,
-                    uint64_t threshold, float scale) {
+                    uint64_t threshold, float scale, uint64_t first_pair) {
   for (int64_t j = begin; j < end; ++j) {
-    const uint64_t bits = mix64(key + static_cast<uint64_t>(j + 1) * kGolden);
+    const uint64_t bits = mix64(key + (first_pair + static_cast<uint64_t>(j) + 1) * kGolden);
     const float m0 = (bits & 0xFFFFFFFFull) >= threshold ? scale : 0.0f;
     const float m1 = (bits >> 32) >= threshold ? scale : 0.0f;
     m[2 * j] = m0;
@@ -85,14 +88,24 @@ void Dropout::forward_cpu(Context& ctx, const ForwardArgs& args) {
   const auto threshold = static_cast<uint64_t>(std::llround(static_cast<double>(options_.p) * 4294967296.0));
   const float scale = 1.0f / (1.0f - options_.p);
   float* m = mask_.data<float>();
+  const auto first = static_cast<uint64_t>(ctx.replica().index) * static_cast<uint64_t>(count);
+  // Element e of the global batch keeps half e % 2 of pair e / 2's bits.
+  auto draw_one = [&](int64_t i) {
+    const uint64_t e = first + static_cast<uint64_t>(i);
+    const uint64_t bits = mix64(key + (e / 2 + 1) * kGolden);
+    m[i] = ((e % 2 == 0 ? bits : bits >> 32) & 0xFFFFFFFFull) >= threshold ? scale : 0.0f;
+    y[i] = x[i] * m[i];
+  };
+  if (first % 2 != 0) {  // local pairs straddle global ones (an odd count on an odd replica): one by one
+    parallel_for(count, kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) draw_one(i);
+    });
+    return;
+  }
   const int64_t pairs = (count + 1) / 2, full_pairs = count / 2;
   parallel_for(pairs, kElementwiseGrain / 2, [&](int64_t begin, int64_t end) {
-    draw_and_apply(x, m, y, begin, std::min(end, full_pairs), key, threshold, scale);
-    if (end > full_pairs) {  // the odd last element: the low half of its pair's bits
-      const uint64_t bits = mix64(key + static_cast<uint64_t>(full_pairs + 1) * kGolden);
-      m[count - 1] = (bits & 0xFFFFFFFFull) >= threshold ? scale : 0.0f;
-      y[count - 1] = x[count - 1] * m[count - 1];
-    }
+    draw_and_apply(x, m, y, begin, std::min(end, full_pairs), key, threshold, scale, first / 2);
+    if (end > full_pairs) draw_one(count - 1);  // the odd last element: the low half of its pair's bits
   });
 }
 

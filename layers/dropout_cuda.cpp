@@ -74,7 +74,10 @@ void Dropout::prepare_cuda(Context& ctx, const PrepareOptions& options) {
   state->dropout = make_descriptor<DropoutDescriptor>(cudnnCreateDropoutDescriptor);
   CUDNN_CHECK(cudnnDropoutGetStatesSize(cudnn_of(ctx), &state->state_bytes));
   state->states = allocate_bytes(ctx, state->state_bytes);
-  state->seed = ctx.rng()();
+  // Each data-parallel replica its own masks (Context::replica): cuDNN's
+  // generator cannot draw one process's masks by global element, so on a
+  // GPU the replicas' masks are independent rather than one process's.
+  state->seed = ctx.rng()() + static_cast<unsigned long long>(ctx.replica().index) * 0x9E3779B97F4A7C15ull;
   state->descriptor_p = options_.p;
   CUDNN_CHECK(cudnnSetDropoutDescriptor(state->dropout.get(), cudnn_of(ctx), state->descriptor_p,
                                         state->states.raw(), state->state_bytes, state->seed));

@@ -165,6 +165,7 @@ std::unique_ptr<Communicator> make_communicator(Context& ctx, const Communicator
     throw ConfigError(cat("communicator timeout must be positive seconds, not ", options.timeout_seconds));
   }
   const JobPlacement placement = job_placement();
+  ctx.set_replica({.index = placement.rank, .count = placement.size});
   if (ctx.is_cuda()) return communicator_backends::make_nccl(ctx, placement, options);
   if (placement.size == 1) return std::make_unique<SingleCommunicator>();
   if (!communicator_backends::kBuiltWithMpi) communicator_backends::throw_built_without_mpi(placement.size);

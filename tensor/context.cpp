@@ -137,6 +137,13 @@ void Context::reserve_workspace(size_t bytes) {
 void* Context::workspace() const { return workspace_ ? workspace_->data() : nullptr; }
 size_t Context::workspace_bytes() const { return workspace_ ? workspace_->bytes() : 0; }
 
+void Context::set_replica(Replica replica) {
+  if (replica.count < 1 || replica.index < 0 || replica.index >= replica.count) {
+    throw ConfigError(cat("replica ", replica.index, " of ", replica.count, ": the index must be in [0, count)"));
+  }
+  replica_ = replica;
+}
+
 void Context::set_precision(Precision precision) {
   if (cuda_) cuda_entry::set_precision(*cuda_, precision);  // first: it may refuse
   precision_ = precision;

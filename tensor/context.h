@@ -107,6 +107,18 @@ class Context {
   std::mt19937_64& rng() { return rng_; }
   uint64_t seed() const { return seed_; }
 
+  // Data parallelism (optim/communicator.h): this process computes replica
+  // `index` of `count`, rows [index x B, (index + 1) x B) of each global batch
+  // of count x B rows. A layer that draws per element (CPU dropout: Note
+  // [Dropout mask bits]) indexes its draws by the element's place in the
+  // global batch, so that R replicas draw what one process at R x B draws.
+  // {0, 1} outside a data-parallel job; make_communicator sets it.
+  struct Replica {
+    int index = 0, count = 1;
+  };
+  const Replica& replica() const { return replica_; }
+  void set_replica(Replica replica);
+
   Precision precision() const { return precision_; }
   // Sets the cuBLAS math mode now; convolutions read it when they are
   // compiled. ConfigError where the GPU cannot run it (precision_refusal).
@@ -134,6 +146,7 @@ class Context {
   uint64_t seed_;
   std::mt19937_64 rng_;
   Precision precision_ = Precision::kFp32;
+  Replica replica_;
   PassObserver* pass_observer_ = nullptr;  // not owned
   std::shared_ptr<CudaResources> cuda_;  // shared with the CUDA allocator, which frees on its stream
   std::shared_ptr<Allocator> allocator_;

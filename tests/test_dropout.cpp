@@ -11,6 +11,7 @@
 #include "layers/dropout.h"
 #include "tensor/copy.h"
 #include "tests/support/checks.h"
+#include "tests/support/data_files.h"
 #include "tests/support/devices.h"
 
 namespace glassbox {
@@ -85,6 +86,39 @@ TEST(Dropout, SameSeedSameMaskAndFreshMaskEveryForward) {
   EXPECT_EQ(run(5, 1), run(5, 1));
   EXPECT_NE(run(5, 1), run(6, 1));
   EXPECT_NE(run(5, 1), run(5, 2));
+}
+
+// Note [Dropout mask bits]: replica r of R (Context::replica) at batch B
+// draws rows [r x B, (r + 1) x B) of the mask that one process at R x B
+// draws, so data-parallel training takes one process's steps. An odd count
+// on an odd replica splits the pairs of bits between replicas.
+TEST(Dropout, DataParallelReplicasDrawTheMasksOfOneProcess) {
+  auto kept = [](Context::Replica replica, Shape shape) {
+    Context ctx = Context::cpu(11);
+    ctx.set_replica(replica);
+    Dropout drop("drop", {.p = 0.5f});
+    testing::LayerHarness h(ctx, drop, {shape});
+    h.randomize(3);
+    h.forward();
+    std::vector<bool> mask;
+    for (float v : h.read(h.output)) mask.push_back(v != 0.0f);
+    return mask;
+  };
+  for (const int64_t features : {1001, 333}) {
+    for (const int replicas : {2, 3}) {
+      constexpr int64_t kRows = 3;
+      const std::vector<bool> whole = kept({}, Shape{replicas * kRows, features});
+      for (int r = 0; r < replicas; ++r) {
+        const auto from = whole.begin() + r * kRows * features;
+        EXPECT_EQ(kept({.index = r, .count = replicas}, Shape{kRows, features}),
+                  std::vector<bool>(from, from + kRows * features))
+            << "replica " << r << " of " << replicas << ", " << features << " features";
+      }
+    }
+  }
+  Context ctx = Context::cpu();
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { ctx.set_replica({.index = 2, .count = 2}); }),
+            "replica 2 of 2: the index must be in [0, count)");
 }
 
 TEST(Dropout, MaskDoesNotDependOnThreadCount) {

@@ -76,6 +76,30 @@ Graph compiled_mlp(Context& ctx) {
   return graph;
 }
 
+// In a bf16 or fp16 graph the layers' parameters are views into the 16-bit
+// working copy; their ranges are still the float32 masters' and gradients'.
+TEST(GradientBuckets, A16BitGraphHasTheFloat32GraphsRanges) {
+  Context ctx = Context::cpu();
+  Graph fp32 = compiled_mlp(ctx);
+  for (Precision precision : {Precision::kBf16, Precision::kFp16}) {
+    Graph narrow = mlp(4, {32, 64, 48, 10}, true);
+    narrow.compile(ctx, {.precision = precision});
+    ASSERT_TRUE(narrow.working_parameters().defined());
+    const std::vector<Graph::ParameterRange> expected = fp32.parameter_ranges(), actual = narrow.parameter_ranges();
+    ASSERT_EQ(actual.size(), expected.size());
+    for (size_t i = 0; i < actual.size(); ++i) {
+      EXPECT_EQ(actual[i].node, expected[i].node);
+      EXPECT_EQ(actual[i].begin, expected[i].begin) << flag_name_of(precision) << ", layer " << i;
+      EXPECT_EQ(actual[i].end, expected[i].end) << flag_name_of(precision) << ", layer " << i;
+      EXPECT_LE(actual[i].end, narrow.gradients().bytes());
+    }
+    const std::vector<GradientBucket> buckets = plan_buckets(narrow, 1);
+    ASSERT_EQ(buckets.size(), 3u);
+    EXPECT_EQ(buckets[0].end, narrow.gradients().bytes());
+    EXPECT_EQ(buckets[2].begin, 0u);
+  }
+}
+
 TEST(GradientBuckets, PartitionTheBufferInBackwardOrderWithoutSplittingALayer) {
   Context ctx = Context::cpu();
   Graph graph = compiled_mlp(ctx);

@@ -24,7 +24,9 @@
 // this same loop on its shard of each epoch (LoaderOptions::shard), with its
 // gradients averaged over the ranks before each update (optim/gradient_sync.h),
 // so N ranks at batch B take the steps one process takes at batch N x B
-// (batch norm's statistics excepted: they stay per rank, as in PyTorch's DDP).
+// (batch norm's statistics excepted: they stay per rank, as in PyTorch's DDP;
+// and on a GPU dropout's masks, which each rank draws for itself: Note
+// [Dropout mask bits] says how the CPU draws one process's).
 // The ranks are checked to hold the same replica before the first step
 // (optim/replica_check.h). Training loss and accuracy are summed over the
 // ranks; every rank evaluates the whole test set; only rank 0 writes checkpoints.
