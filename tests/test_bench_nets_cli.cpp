@@ -56,6 +56,18 @@ TEST(BenchNets, WarmupStepsAreAFlagAndSaidInTheProtocol) {
   EXPECT_TRUE(contains(plain.output, "\"protocol\": \"10 warm-up steps per mode")) << plain.output;
 }
 
+// --steps=N fixes the iterations; the row keeps its plain name (no
+// "/iterations:N"), which bench/compare.py pairs with PyTorch's, and records
+// the iterations it ran.
+TEST(BenchNets, FixedStepsKeepThePlainName) {
+  const Outcome r = run(kBench + " --device=cpu --warmup=0 --steps=2 --benchmark_filter='^LeNet/forward/' "
+                                 "--benchmark_format=json");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, kLeNetForward)) << r.output;
+  EXPECT_FALSE(contains(r.output, "/iterations:")) << r.output;
+  EXPECT_TRUE(contains(r.output, "\"iterations\": 2,")) << r.output;
+}
+
 // Note [Threads on a shared machine]: --fixed-threads runs the count asked
 // for, even above the cores; the context says what was fitted.
 TEST(BenchNets, FixedThreadsRunsTheCountAskedFor) {

@@ -13,7 +13,10 @@ bool PlainNameReporter::ReportContext(const Context& context) {
 
 void PlainNameReporter::ReportRuns(const std::vector<Run>& runs) {
   std::vector<Run> renamed = runs;
-  for (Run& run : renamed) run.run_name.time_type.clear();
+  for (Run& run : renamed) {
+    run.run_name.time_type.clear();
+    run.run_name.iterations.clear();
+  }
   inner_->ReportRuns(renamed);
 }
 

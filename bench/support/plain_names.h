@@ -1,10 +1,12 @@
 // bench/support/plain_names.h: result names as DESIGN.md gives them.
 //
 // Google Benchmark 1.7.1 appends "/manual_time" to the name of every manually
-// timed benchmark, with no switch to turn it off. Our benchmarks are all
-// manually timed (CUDA events), and their names are <Net>/<mode>/batch:<N>, so
-// bench_nets prints and writes results through this wrapper, which clears that
-// one field and hands the runs to Google Benchmark's own reporter.
+// timed benchmark, with no switch to turn it off, and "/iterations:N" to one
+// whose iterations are fixed (bench_nets --steps, data-parallel rows). Our
+// benchmarks are all manually timed (CUDA events), and their names are
+// <Net>/<mode>/batch:<N>, so bench_nets prints and writes results through
+// this wrapper, which clears those two fields and hands the runs to Google
+// Benchmark's own reporter (each run still records its iterations).
 #pragma once
 
 #include <benchmark/benchmark.h>
