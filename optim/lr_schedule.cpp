@@ -28,6 +28,14 @@ float LrSchedule::at(float base_lr, int64_t step, int64_t total_steps, int64_t s
   return base_lr;
 }
 
+void check_lr_schedule(const LrSchedule& schedule) {
+  if (schedule.kind != LrSchedule::Kind::kStep) return;
+  if (schedule.step_epochs < 1 || !(schedule.gamma > 0.0f && schedule.gamma <= 1.0f)) {
+    throw ConfigError(cat("learning-rate schedule step:", schedule.step_epochs, ":", schedule.gamma,
+                          ": a step schedule decays every 1 or more epochs by a gamma in (0, 1]"));
+  }
+}
+
 std::string LrSchedule::str() const {
   switch (kind) {
     case Kind::kConstant: return "constant";

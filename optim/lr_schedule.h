@@ -4,7 +4,9 @@
 // warm-up steps, step t (0-based) uses
 //   warm-up (t < W):   lr0 * (t + 1) / W                        (linear, Goyal et al., 2017)
 //   constant:          lr0
-//   step:E0:G          lr0 * G^floor(epoch / E0), epoch = floor(t / E)
+//   step:E0:G          lr0 * G^floor(epoch / E0), epoch = floor(t / E): epochs
+//                      counted from the run's first step, warm-up included, as
+//                      Goyal et al. decay at epochs 30, 60 and 80 of the run
 //   cosine:            lr0 * (1 + cos(pi * (t - W) / (T - W))) / 2   (Loshchilov & Hutter, 2017, no restarts)
 // The rate is a function of the step alone, so a resumed run continues on
 // the same curve.
@@ -28,6 +30,10 @@ struct LrSchedule {
   // As parse_lr_schedule reads it: "constant", "step:30:0.1", "cosine" (warm-up apart).
   std::string str() const;
 };
+
+// ConfigError for a schedule at() cannot follow: a step schedule needs
+// step_epochs >= 1 and gamma in (0, 1] (parse_lr_schedule gives only such).
+void check_lr_schedule(const LrSchedule& schedule);
 
 // "constant", "cosine" or "step:EPOCHS:GAMMA" (step:30:0.1: a tenth every 30
 // epochs); throws ConfigError naming `flag`, the text and the valid forms.

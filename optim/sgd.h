@@ -6,6 +6,9 @@
 //   w = w - lr * (d + momentum * v)       (Nesterov: Sutskever et al., 2013, as PyTorch writes it)
 // Weight decay applies to every parameter, biases included (as PyTorch's
 // default). CPU: Eigen over thread-sized chunks; CUDA: one fused kernel (sgd.cu).
+// The same formulas, not always the same bits: the compilers fuse
+// momentum * v + d into one multiply-add, rounded once, where PyTorch's
+// mul_ then add_ round twice, so the two drift apart by about an ulp a step.
 //
 // Gradient-norm clipping (max_grad_norm > 0), as torch.nn.utils.clip_grad_norm_
 // before the step: with ||g|| the L2 norm of all the gradients together,

@@ -37,6 +37,30 @@ TEST(LrSchedule, LinearWarmUpThenTheSchedule) {
   EXPECT_NEAR(cosine.at(0.4f, 54, 104, 10), 0.2f, 1e-7);
 }
 
+// A step schedule counts epochs from the run's first step, warm-up included
+// (Goyal et al.'s decays at epochs 30, 60, 80 of the run).
+TEST(LrSchedule, AStepScheduleCountsTheWarmUpEpochs) {
+  LrSchedule step = parse_lr_schedule("step:2:0.5", "--schedule");
+  step.warmup_steps = 10;  // one epoch of 10 steps
+  EXPECT_FLOAT_EQ(step.at(0.4f, 9, 100, 10), 0.4f);    // the warm-up's last step
+  EXPECT_FLOAT_EQ(step.at(0.4f, 10, 100, 10), 0.4f);   // epoch 1
+  EXPECT_FLOAT_EQ(step.at(0.4f, 20, 100, 10), 0.2f);   // epoch 2: the first decay
+}
+
+// A schedule built in code, not parsed, is checked before a run follows it.
+TEST(LrSchedule, AStepScheduleThatCannotDecayIsRefused) {
+  EXPECT_NO_THROW(check_lr_schedule(parse_lr_schedule("step:30:0.1", "--schedule")));
+  EXPECT_NO_THROW(check_lr_schedule(LrSchedule{}));
+  const char* const why = ": a step schedule decays every 1 or more epochs by a gamma in (0, 1]";
+  try {
+    check_lr_schedule({.kind = LrSchedule::Kind::kStep});  // step_epochs 0: a division by zero in at()
+    ADD_FAILURE() << "accepted step_epochs 0";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), std::string("learning-rate schedule step:0:0.1") + why);
+  }
+  EXPECT_THROW(check_lr_schedule({.kind = LrSchedule::Kind::kStep, .step_epochs = 3, .gamma = 1.5f}), ConfigError);
+}
+
 TEST(LrSchedule, NamesRoundTrip) {
   for (const char* text : {"constant", "cosine", "step:30:0.1"}) {
     EXPECT_EQ(parse_lr_schedule(text, "--schedule").str(), text);

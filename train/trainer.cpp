@@ -123,6 +123,7 @@ void Trainer::finish_setup() {
   steps_per_epoch_ = train_->batches_per_epoch();
   if (options_.steps_per_epoch > 0) steps_per_epoch_ = std::min(steps_per_epoch_, options_.steps_per_epoch);
   if (options_.warmup_epochs > 0) options_.schedule.warmup_steps = options_.warmup_epochs * steps_per_epoch_;
+  check_lr_schedule(options_.schedule);
   state_.config = options_.config;
   state_.run_id = new_run_id();
   if (graph_.compiled_precision() == Precision::kFp16) {

@@ -126,9 +126,10 @@ struct EpochReport {
   double images_per_second = 0.0;  // of all ranks together
   int64_t skipped = 0;           // unreadable samples left out of this epoch's counts (this rank's)
   // fp16: steps whose gradients overflowed, so their update was skipped
-  // (optim/loss_scaler.h), and the loss scale after the epoch (0: not fp16).
+  // (optim/loss_scaler.h), and the loss scale after the epoch (empty: not
+  // fp16; 0 once every step has overflowed long enough to halve it to 0).
   int64_t overflow_steps = 0;
-  float loss_scale = 0.0f;
+  std::optional<float> loss_scale;
   std::string checkpoint;        // the files written, "" if none
 };
 

@@ -123,8 +123,8 @@ void Progress::epoch(const EpochReport& e) {
   }
   if (!skipped.empty()) row += cat("  (unreadable, skipped: ", skipped, ")");
   // fp16's loss scaling: the updates skipped for overflowing gradients, and the scale it ends at.
-  if (e.loss_scale > 0.0f) {
-    row += cat("  (loss scale ", e.loss_scale, e.overflow_steps > 0 ? cat(", ", grouped(e.overflow_steps),
+  if (e.loss_scale) {
+    row += cat("  (loss scale ", *e.loss_scale, e.overflow_steps > 0 ? cat(", ", grouped(e.overflow_steps),
                                                                           " overflowing steps skipped")
                                                                     : std::string(), ")");
   }

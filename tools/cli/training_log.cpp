@@ -112,8 +112,8 @@ void TrainingLog::epoch(const EpochReport& e) {
                          {"skipped", e.skipped}};
   // fp16's loss scaling (docs/precision.md): the scale after the epoch, and
   // the updates skipped for overflowing gradients.
-  if (e.loss_scale > 0.0f) {
-    line["loss_scale"] = e.loss_scale;
+  if (e.loss_scale) {
+    line["loss_scale"] = *e.loss_scale;
     line["overflow_steps"] = e.overflow_steps;
   }
   // A language model's evaluations score no accuracy: its perplexities instead.

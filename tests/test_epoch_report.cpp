@@ -1,0 +1,69 @@
+// tests/test_epoch_report.cpp: what `glassbox train` prints and logs of an
+// epoch's fp16 loss scaling (tools/cli/progress.h, tools/cli/training_log.h):
+// the scale and the skipped updates, also once the scale has halved to 0,
+// the state a run that overflows at every step reaches (optim/loss_scale.h);
+// nothing of it for a run without loss scaling.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/data_files.h"
+#include "tools/cli/progress.h"
+#include "tools/cli/training_log.h"
+
+namespace glassbox {
+namespace {
+
+using testing::contains;
+
+EpochReport epoch_with_scale(std::optional<float> scale, int64_t overflows) {
+  return {.epoch = 1, .epochs = 1, .steps = 200, .overflow_steps = overflows, .loss_scale = scale};
+}
+
+std::string printed_row(const EpochReport& epoch) {
+  std::FILE* out = std::tmpfile();
+  cli::Progress progress(out, false);
+  progress.epoch(epoch);
+  std::fflush(out);
+  std::rewind(out);
+  std::string text;
+  for (int c = std::fgetc(out); c != EOF; c = std::fgetc(out)) text += static_cast<char>(c);
+  std::fclose(out);
+  return text;
+}
+
+nlohmann::json logged_line(const EpochReport& epoch) {
+  testing::TempDir dir;
+  {
+    cli::TrainingLog log(dir.file("log.jsonl"), 0);
+    log.epoch(epoch);
+  }
+  std::ifstream in(dir.file("log.jsonl"));
+  std::string line;
+  std::getline(in, line);
+  return nlohmann::json::parse(line);
+}
+
+TEST(EpochReport, AScaleHalvedToZeroIsStillReported) {
+  const EpochReport zero = epoch_with_scale(0.0f, 200);
+  EXPECT_TRUE(contains(printed_row(zero), "(loss scale 0, 200 overflowing steps skipped)")) << printed_row(zero);
+  const nlohmann::json line = logged_line(zero);
+  EXPECT_EQ(line.at("loss_scale"), 0.0);
+  EXPECT_EQ(line.at("overflow_steps"), 200);
+
+  const EpochReport clean = epoch_with_scale(65536.0f, 0);
+  EXPECT_TRUE(contains(printed_row(clean), "(loss scale 65536)")) << printed_row(clean);
+  EXPECT_EQ(logged_line(clean).at("loss_scale"), 65536.0);
+
+  const EpochReport fp32 = epoch_with_scale(std::nullopt, 0);
+  EXPECT_FALSE(contains(printed_row(fp32), "loss scale")) << printed_row(fp32);
+  EXPECT_FALSE(logged_line(fp32).contains("loss_scale"));
+}
+
+}  // namespace
+}  // namespace glassbox
