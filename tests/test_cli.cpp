@@ -334,6 +334,11 @@ TEST(Cli, MaxBatchFindsTheLargestBatchUnderAMemoryLimit) {
   EXPECT_TRUE(contains(r.output, "  batch " + std::to_string(good) + ": fits, peak ")) << r.output;
   EXPECT_TRUE(contains(r.output, "  batch " + std::to_string(bad) + ": does not fit: cpu: out of memory")) << r.output;
   EXPECT_TRUE(contains(r.output, "memory at batch " + std::to_string(good) + ":")) << r.output;
+  // Note [Convolutions by slices of the batch]: the CPU's answer says what bisection assumes.
+  EXPECT_TRUE(contains(r.output, "(on the CPU the memory need is not monotone in the batch: a convolution's workspace "
+                                 "follows the batch's divisors, so a batch above " + std::to_string(bad) +
+                                 " may still fit)"))
+      << r.output;
 }
 
 TEST(Cli, MaxBatchSaysWhenNothingFits) {

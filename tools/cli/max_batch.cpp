@@ -88,6 +88,14 @@ int run_max_batch(const std::vector<std::string>& words) {
   } else {
     std::printf("largest batch that fits: %d (%d does not)\n", good, bad);
   }
+  // Note [Convolutions by slices of the batch]: on the CPU a convolution
+  // slices the batch by its largest divisor that fits a core's cache, so the
+  // workspace follows the batch's divisors and a larger batch (a prime one)
+  // can need less memory than a smaller one. Bisection assumes the opposite.
+  if (!choice.device.is_cuda() && bad != 0) {
+    std::printf("(on the CPU the memory need is not monotone in the batch: a convolution's workspace follows the "
+                "batch's divisors, so a batch above %d may still fit)\n", bad);
+  }
   std::printf("\nmemory at batch %d:\n%s", good,
               memory_table(at_good->memory, at_good->plan, Phase::kTraining, options.precision).c_str());
   return 0;

@@ -6,7 +6,9 @@
 // built at that batch, compiled, SGD with momentum, warm-up steps, then timed
 // train steps. A batch that does not fit (OutOfMemoryError; --memory-limit caps
 // the allocator as in `max-batch`) is recorded with its error, and the larger
-// batches are not tried: they would not fit either. The largest batch that
+// batches are not tried: on a GPU they would not fit either; on the CPU a
+// larger batch with other divisors can (`max-batch` says why), which the
+// default list, powers of two, does not meet. The largest batch that
 // fitted also gets its per-layer document ("largest": what `glassbox time
 // --json` writes), so the report can draw its layers and roofline.
 #include <cstdio>
@@ -129,7 +131,7 @@ int run_sweep(const std::vector<std::string>& words) {
       // The table keeps the headline ("cpu: out of memory for ...: 2.76 MiB"); the JSON keeps it all.
       table.add_row({std::to_string(batch), "", "", "", "does not fit: " + what.substr(0, what.find(" ("))});
       points.push_back({{"batch", batch}, {"error", what}});
-      break;  // larger batches need more memory still
+      break;  // larger batches need more memory still (the comment at the top: the CPU's exception)
     }
   }
   nlohmann::json runtime = nlohmann::json::object();
