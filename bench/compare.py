@@ -7,9 +7,12 @@
 With two files, both are Google-Benchmark-shaped JSON ({"context",
 "benchmarks"}): build/bench_nets --benchmark_out=F --benchmark_out_format=json,
 and bench/peers/pytorch_nets.py --json F. Benchmarks are matched by name, with
-Google Benchmark's time-type suffix (/manual_time, /real_time) removed, so
-"VGG16/train_step/batch:64/manual_time" matches "VGG16/train_step/batch:64".
-With repetitions, the mean aggregate is used where there is one. The peer
+Google Benchmark's suffixes removed: the time type (/manual_time, /real_time)
+and the /iterations:N of a fixed step count (older bench_nets --steps=N), so
+"VGG16/train_step/batch:64/manual_time" and "VGG16/train_step/batch:64/iterations:20"
+match "VGG16/train_step/batch:64". With repetitions, the mean aggregate is
+used where there is one; otherwise the mean of a name's runs that did not
+fail, the row's note saying how many failed. The peer
 may time both memory layouts ("<name>" and "<name>/channels_last"): Glassbox
 is compared with the faster of the two, and the note says which it was.
 The peer's torch.compile runs (pytorch_nets.py --compile: "<name>/compiled",
@@ -24,15 +27,21 @@ command printed, e.g. bench/results/h100-80gb/table.json), a
 bench/interleave.py or bench/merge_results.py file (its medians, as
 interleave.py prints them), or one side's Google Benchmark JSON alone.
 
-Prints one row per name: images/s of each, the ratio Glassbox / PyTorch
-(above 1: Glassbox is faster), TFLOP/s of each. --out writes one results
-file with both contexts, both benchmark lists and the rows.
+Prints one row per name: images/s of each (a language model's tokens/s,
+where it reports no images/s: the row's "unit" and its note say so), the
+ratio Glassbox / PyTorch (above 1: Glassbox is faster), TFLOP/s of each.
+--out writes one results file with both contexts, both benchmark lists and
+the rows.
 
 The two sides' precision must read the same; both write Glassbox's
 spelling (tensor/context.cpp): "fp32 (TF32 off)", "tf32", "bf16 (mixed:
 16-bit values, fp32 master weights and accumulation)" and "fp16 (mixed,
 dynamic loss scaling)". The peer's older spellings of fp32 and tf32 are read
-as those.
+as those. A device, precision or CPU thread count (Glassbox's cpu_threads,
+the peer's torch_num_threads) that differs between the two sides is warned
+about on stderr; unequal thread counts are also said under the table's
+heading (and each side's count in it), since then the ratios do not compare
+like with like. A warning leaves the exit status as it is.
 
 Bad input (missing or malformed file) is one line on stderr, exit status 2;
 with two files, no benchmark in common is exit status 1.
@@ -46,7 +55,10 @@ import re
 import sys
 
 PROG = "compare.py"
-SUFFIX = re.compile(r"/(manual_time|real_time|process_time)$")
+# Google Benchmark's suffixes after a benchmark's own name: its time type, and
+# /iterations:N where a fixed step count was asked for (bench_nets --steps=N
+# in older builds), in either order.
+SUFFIX = re.compile(r"(/(manual_time|real_time|process_time|iterations:\d+))+$")
 LAYOUT_SUFFIX = "/channels_last"  # the peer's name for a run in torch.channels_last
 COMPILED_SUFFIX = "/compiled"  # the peer's name for a run under torch.compile, after any layout suffix
 
@@ -115,10 +127,14 @@ def by_name(benchmarks):
             else:
                 good = [r for r in runs if not r.get("error_occurred")] or runs
                 merged = dict(good[0])
-                for field in ("images/s", "TFLOP/s", "peak_memory", "real_time", "cpu_time"):
+                for field in ("images/s", "tokens/s", "TFLOP/s", "peak_memory", "real_time", "cpu_time"):
                     values = [r[field] for r in good if isinstance(r.get(field), (int, float))]
                     if values:
                         merged[field] = sum(values) / len(values)
+                failed = [r for r in runs if r.get("error_occurred")]
+                if failed and len(failed) < len(runs):  # the mean is of the others: said in the row's note
+                    merged["failed_runs"] = {"failed": len(failed), "of": len(runs),
+                                                    "error_message": failed[0].get("error_message", "?")}
                 result[name] = merged
     return result
 
@@ -136,7 +152,7 @@ def best_layout(pytorch, glassbox_names):
         candidates.setdefault(base, []).append(("channels_last" if base != name else "nchw", entry))
     folded, rates = {}, {}
     for base, options in candidates.items():
-        measured = [(number(entry, "images/s"), layout, entry) for layout, entry in options]
+        measured = [(rate(entry)[0], layout, entry) for layout, entry in options]
         good = [m for m in measured if m[0] is not None]
         folded[base] = max(good, key=lambda m: m[0])[2] if good else options[0][1]
         if len(options) > 1 or options[0][0] != "nchw":
@@ -159,6 +175,24 @@ def number(entry, field):
         return None
     value = entry.get(field)
     return value if isinstance(value, (int, float)) else None
+
+
+def rate(entry):
+    """(the entry's images/s, "images/s"), or a language model's (tokens/s, "tokens/s") where
+    it reports no images/s; (None, None) where it has neither."""
+    for unit in ("images/s", "tokens/s"):
+        if number(entry, unit) is not None:
+            return number(entry, unit), unit
+    return None, None
+
+
+def failed_runs_note(who, entry):
+    """"Glassbox: 1 of 3 runs failed (...), the mean is of the others", where some of a name's runs did."""
+    failed = (entry or {}).get("failed_runs")
+    if not failed:
+        return ""
+    return (f"{who}: {failed['failed']} of {failed['of']} runs failed ({failed['error_message']}), "
+            "the mean is of the others")
 
 
 def fmt(value, digits=4):
@@ -189,6 +223,28 @@ def same(field, glassbox, pytorch):
     return glassbox == pytorch
 
 
+def threads(context, field):
+    """The context's CPU thread count (Glassbox's cpu_threads, the peer's torch_num_threads), or None."""
+    try:
+        return int(str(context.get(field)).strip())
+    except ValueError:
+        return None
+
+
+def thread_count(n):
+    """", 2 threads" for a header line ("" where unrecorded)."""
+    return "" if n is None else f", {n} thread" + ("s" if n != 1 else "")
+
+
+def thread_note(gctx, pctx):
+    """Where the two sides ran different numbers of CPU threads, a line that says so ("" otherwise)."""
+    g, p = threads(gctx, "cpu_threads"), threads(pctx, "torch_num_threads")
+    if g is None or p is None or g == p:
+        return ""
+    return (f"warning: thread counts differ: Glassbox {g} (cpu_threads), PyTorch {p} (torch_num_threads); "
+            "the ratios compare unequal thread counts")
+
+
 def split_compiled(pytorch, glassbox_names):
     """The peer's rows in two: eager, and torch.compile's with /compiled removed
     (a name Glassbox itself has stays eager)."""
@@ -202,12 +258,18 @@ def split_compiled(pytorch, glassbox_names):
 
 
 def comparison_row(name, g, p, p_layouts, compiled=False):
-    g_rate, p_rate = number(g, "images/s"), number(p, "images/s")
+    """One name's row. A language model reports tokens/s, not images/s: its
+    rates stand in the images/s columns, with "unit" (and the note) saying so;
+    two sides in different units have no ratio."""
+    (g_rate, g_unit), (p_rate, p_unit) = rate(g), rate(p)
+    units_differ = bool(g_unit and p_unit and g_unit != p_unit)
+    unit = g_unit or p_unit or "images/s"
     return {
         "name": name + COMPILED_SUFFIX if compiled else name,
+        "unit": unit,
         "glassbox_images_per_s": g_rate,
         "pytorch_images_per_s": p_rate,
-        "ratio_glassbox_over_pytorch": g_rate / p_rate if g_rate and p_rate else None,
+        "ratio_glassbox_over_pytorch": g_rate / p_rate if g_rate and p_rate and not units_differ else None,
         "glassbox_tflops": number(g, "TFLOP/s"),
         "pytorch_tflops": number(p, "TFLOP/s"),
         "glassbox_peak_memory": number(g, "peak_memory"),
@@ -216,8 +278,11 @@ def comparison_row(name, g, p, p_layouts, compiled=False):
         "pytorch_compiled": compiled,
         "note": "; ".join(part for part in (
             "only in Glassbox" if p is None else "only in PyTorch" if g is None else "",
+            f"Glassbox in {g_unit}, PyTorch in {p_unit}: no ratio" if units_differ
+            else "tokens/s" if unit == "tokens/s" else "",
             *(f"{who} error: {e.get('error_message', '?')}" for who, e in (("Glassbox", g), ("PyTorch", p))
               if e is not None and e.get("error_occurred")),
+            *(failed_runs_note(who, e) for who, e in (("Glassbox", g), ("PyTorch", p))),
             layout_note(p_layouts, p_rate)) if part),
     }
 
@@ -245,10 +310,16 @@ def print_comparison(rows, gctx, pctx, any_layouts):
         g, p = (precision(gctx), precision(pctx)) if field == "precision" else (gctx.get(field), pctx.get(field))
         if g and p and not same(field, g, p):
             print(f"warning: {field} differs: Glassbox {g!r}, PyTorch {p!r}", file=sys.stderr)
+    unequal_threads = thread_note(gctx, pctx)
+    if unequal_threads:  # on stderr as the others, and in the table, which is what gets kept
+        print(unequal_threads, file=sys.stderr)
+    g_threads, p_threads = threads(gctx, "cpu_threads"), threads(pctx, "torch_num_threads")
     print(f"Glassbox: {gctx.get('device_name', '?')} ({gctx.get('device', '?')}), commit {gctx.get('commit', '?')}, "
-          f"{precision(gctx) or '?'}")
+          f"{precision(gctx) or '?'}" + thread_count(g_threads))
     print(f"PyTorch:  {pctx.get('device_name', '?')} ({pctx.get('device', '?')}), torch {pctx.get('torch', '?')}, "
-          f"{precision(pctx) or '?'}")
+          f"{precision(pctx) or '?'}" + thread_count(p_threads))
+    if unequal_threads:
+        print(unequal_threads)
     width = max([len("Benchmark")] + [len(r["name"]) for r in rows])
     header = (f"{'Benchmark':<{width}} {'Glassbox img/s':>14} {'PyTorch img/s':>14} {'ratio':>7} "
               f"{'Glassbox TFLOP/s':>16} {'PyTorch TFLOP/s':>15} {'GB MiB':>7} {'PT MiB':>7}  note")
@@ -261,6 +332,8 @@ def print_comparison(rows, gctx, pctx, any_layouts):
               f"{ratio:>7} {fmt(r['glassbox_tflops'], 3):>16} {fmt(r['pytorch_tflops'], 3):>15} "
               f"{fmt_bytes(r['glassbox_peak_memory']):>7} {fmt_bytes(r['pytorch_peak_memory']):>7}  {r['note']}".rstrip())
     print("ratio = Glassbox images/s / PyTorch images/s (above 1: Glassbox is faster); MiB = peak device memory")
+    if any(r.get("unit") == "tokens/s" for r in rows):
+        print("rows noted tokens/s: a language model's tokens/s in the img/s columns, and their ratio")
     if any(r.get("pytorch_compiled") for r in rows):
         print(f"rows ending in {COMPILED_SUFFIX}: PyTorch under torch.compile, against Glassbox's row of the name "
               f"without {COMPILED_SUFFIX}")
@@ -307,18 +380,19 @@ def print_one(path):
     who = "PyTorch" if "torch" in ctx else "Glassbox"
     print(f"{who}: {ctx.get('device_name', '?')} ({ctx.get('device', '?')}), "
           + (f"torch {ctx.get('torch', '?')}" if who == "PyTorch" else f"commit {ctx.get('commit', '?')}")
-          + f", {precision(ctx) or '?'}")
+          + f", {precision(ctx) or '?'}"
+          + thread_count(threads(ctx, "torch_num_threads" if who == "PyTorch" else "cpu_threads")))
     width = max([len("Benchmark")] + [len(n) for n in rows])
     header = f"{'Benchmark':<{width}} {'images/s':>12} {'TFLOP/s':>9} {'MiB':>7}  note"
     print("-" * len(header))
     print(header)
     print("-" * len(header))
     for name, entry in rows.items():
-        rate = number(entry, "images/s")
-        note = f"error: {entry.get('error_message', '?')}" if entry.get("error_occurred") else ""
-        if rate is None and number(entry, "tokens/s") is not None:
-            rate, note = number(entry, "tokens/s"), "tokens/s"
-        print(f"{name:<{width}} {fmt(rate):>12} {fmt(number(entry, 'TFLOP/s'), 3):>9} "
+        value, unit = rate(entry)
+        note = "; ".join(part for part in (
+            f"error: {entry.get('error_message', '?')}" if entry.get("error_occurred") else "",
+            "tokens/s" if unit == "tokens/s" else "", failed_runs_note(who, entry)) if part)
+        print(f"{name:<{width}} {fmt(value):>12} {fmt(number(entry, 'TFLOP/s'), 3):>9} "
               f"{fmt_bytes(number(entry, 'peak_memory')):>7}  {note}".rstrip())
     return 0
 

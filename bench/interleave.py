@@ -56,8 +56,11 @@ those that cap the instruction set either side's kernels run
 (ONEDNN_MAX_CPU_ISA=AVX2 for an AVX2 table on an AVX-512 machine). "rounds" holds one
 {"glassbox": {name: images/s}, "pytorch": {name: images/s}, "load": {side:
 {name: busy CPUs}}} per round, the peer's channels_last runs named name +
-"/channels_last"; "rows" the medians (rows_from_rounds). bench/merge_results.py merges several such files into
-one of the same shape; bench/ratio_table.py and bench/compare.py read them.
+"/channels_last" and its torch.compile runs (--pytorch-compile) name +
+["/channels_last"] + "/compiled"; "rows" the medians (rows_from_rounds);
+"failed_benchmarks" the peer's benchmarks that failed while the rest ran.
+bench/merge_results.py merges several such files into one of the same shape,
+every record of them kept; bench/ratio_table.py and bench/compare.py read them.
 """
 
 import argparse
@@ -74,7 +77,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "peers"))
 from peer_language_models import find_language_model  # noqa: E402  (after the path is set)
-TIME_SUFFIX = re.compile(r"/(manual_time|real_time|process_time)$")
+# Google Benchmark's suffixes after a benchmark's own name: its time type, and
+# /iterations:N where a fixed step count was asked for (bench_nets --steps=N
+# in older builds), in either order.
+TIME_SUFFIX = re.compile(r"(/(manual_time|real_time|process_time|iterations:\d+))+$")
 LAYOUT_SUFFIX = "/channels_last"
 CUDA_GRAPH_SUFFIX = "/cuda_graph"  # bench_nets --cuda-graph
 COMPILED_SUFFIX = "/compiled"  # the PyTorch peer's --compile (torch.compile, default mode)
@@ -363,7 +369,8 @@ def print_rows(rows, heading):
               "after] in bench/interleave.py): rerun on a quiet machine before reading their ratios")
 
 
-def main():
+def argument_parser():
+    """interleave.py's options (bench/merge_results.py reads its parts' commands with them)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("nets", nargs="+", metavar="NET")
     parser.add_argument("--bench", default="build/bench_nets")
@@ -402,7 +409,11 @@ def main():
     parser.add_argument("--busy-cpus", type=float, default=DEFAULT_BUSY_CPUS, metavar="X",
                         help="more than this many CPUs of other work around a measurement marks its row busy")
     parser.add_argument("--json", metavar="PATH")
-    args = parser.parse_args()
+    return parser
+
+
+def main():
+    args = argument_parser().parse_args()
     modes = [m for m in args.modes.split(",") if m]
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
 

@@ -10,24 +10,40 @@ it, in the order given (as bench/ratio_table.py --pool-rounds reads the same
 files: the merged file's table is that command's table). A file that
 interleave.py was still writing ("partial") counts with the rounds it has.
 
-The merged file is {"date", "command", "machine", "builds", "pooled",
-"parts", "rows", "rounds"}: "date" the first part's; "command" this merge's
-options (the files it merged are its parts); "parts", in the order given,
-each part's date and the bench/interleave.py command that measured it, less
-its --json (the part's own file, now merged) and with absolute paths reduced
-to their last component (they name one machine's folders, not the run): a
-rerun of those commands, merged in that order, remakes the table; "rows"
-and "rounds" as interleave.py writes them, round i holding every
-benchmark's i-th round, so that a pooled benchmark can have more rounds
-than the rest.
+The merged file is {"date", "command", "machine", "environment", "builds",
+"pooled", "parts", "rows", "rounds", "failed_benchmarks"}: "date" the first
+part's; "command" this merge's options (the files it merged are its parts);
+"environment" the parts' one environment (interleave.py's: the variables
+that cap either side's kernels; absent where no part recorded one);
+"parts", in the order given, each part's date and the bench/interleave.py
+command that measured it, less its --json (the part's own file, now merged)
+and with absolute paths reduced to their last component (they name one
+machine's folders, not the run): a rerun of those commands, merged in that
+order, remakes the table (a merged file given as a part brings its own
+parts); "rows" and "rounds" as interleave.py writes them, round i holding
+every benchmark's i-th round, so that a pooled benchmark can have more
+rounds than the rest. A benchmark's rounds keep every record its part has
+of it: Glassbox's figure, the peer's in each layout and under torch.compile
+("/compiled"), and the load around each measurement, so that the merged
+rows keep their "busy" marks (against the lowest --busy-cpus of the parts)
+and their torch.compile ratios. "failed_benchmarks" (where a part has any):
+every part's, in order, each with "part", its index in "parts".
 
-The parts must agree on the builds (Glassbox's commit, PyTorch's version) and
-the machine: otherwise the merge stops (Note [One build per table] in
-interleave.py). Parts that recorded no machine take --machine, the machine
-they ran on as their run's notes name it.
+The parts must be one table: the same builds (Glassbox's commit, PyTorch's
+version), the same machine, the same environment, and the same settings:
+every option of their interleave.py commands (the defaults where left out)
+but the networks, --batch, --modes, --rounds, --json, --bench, --python,
+--glassbox-autotune-cache, --idle-check and --busy-cpus. Otherwise the
+merge stops (exit 1) naming two files that differ and how (Note [One build
+per table] in interleave.py). Parts that recorded no machine take --machine,
+the machine they ran on as their run's notes name it; parts that recorded
+no environment (interleave.py before it recorded one) take --environment
+(NAME=VALUE,... or none), and without it stop the merge beside a part that
+recorded one.
 
 Usage:
-  python3 bench/merge_results.py [--pool-rounds] [--machine TEXT] --out MERGED.json RESULT.json [RESULT.json ...]
+  python3 bench/merge_results.py [--pool-rounds] [--machine TEXT] [--environment NAME=VALUE,...|none]
+      --out MERGED.json RESULT.json [RESULT.json ...]
 """
 
 import argparse
@@ -36,7 +52,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from interleave import rows_from_rounds, write_json  # noqa: E402  (after the path is set)
+from interleave import DEFAULT_BUSY_CPUS, argument_parser, rows_from_rounds, write_json  # noqa: E402
 from ratio_table import load_rounds  # noqa: E402
 
 
@@ -66,6 +82,96 @@ def without_machine_paths(command):
     return out
 
 
+# interleave.py's options that choose what a part measures (networks,
+# batches, modes, rounds), name its files and programs (the builds are
+# checked apart), or watch the machine: the parts may differ in these, and
+# in nothing else (settings()).
+NOT_SETTINGS = ("nets", "batch", "modes", "rounds", "json", "bench", "python", "glassbox_autotune_cache",
+                "idle_check", "busy_cpus")
+
+
+class Unreadable(Exception):
+    pass
+
+
+def options(command):
+    """A part's interleave.py command read with interleave.py's own options
+    (defaults where it left them out); None where it is not interleave.py's."""
+    if not command or os.path.basename(str(command[0])) != "interleave.py":
+        return None
+    parser = argument_parser()
+
+    def error(message):
+        raise Unreadable(message)
+    parser.error = error
+    try:
+        return vars(parser.parse_args([str(arg) for arg in command[1:]]))
+    except (Unreadable, SystemExit):  # SystemExit: a recorded --help
+        return None
+
+
+def settings(command):
+    """The settings a part ran with: its options less NOT_SETTINGS (None: unreadable)."""
+    found = options(command)
+    return None if found is None else {k: v for k, v in found.items() if k not in NOT_SETTINGS}
+
+
+def shown(value):
+    """An option's value in a message."""
+    if value is None:
+        return "left out"
+    if isinstance(value, bool):
+        return "given" if value else "not given"
+    return str(value)
+
+
+def parse_environment(spec):
+    """--environment NAME=VALUE[,NAME=VALUE...], or "none", as interleave.py's "environment"."""
+    if spec.strip() == "none":
+        return {}
+    pairs = [item.split("=", 1) for item in spec.split(",") if item.strip()]
+    if not pairs or any(len(pair) != 2 or not pair[0].strip() for pair in pairs):
+        sys.exit(f"merge_results.py: --environment takes NAME=VALUE[,NAME=VALUE...] or none, got '{spec}'")
+    return {name.strip(): value for name, value in pairs}
+
+
+def check_one_table(parts):
+    """Stops the merge where two parts ran with different settings or
+    environments (interleave.py's "environment": variables that cap either
+    side's kernels). parts: (where, settings, environment) each, where names
+    the file (and the part of a merged file), settings None where its command
+    cannot be read, environment None where it recorded none."""
+    first = parts[0]
+    for other in parts[1:]:
+        if first[1] is None or other[1] is None:
+            unread = first if first[1] is None else other
+            sys.exit(f"merge_results.py: {unread[0]} records no bench/interleave.py command that can be read, so "
+                     f"its settings cannot be checked against {(other if unread is first else first)[0]}'s")
+        differ = [f"--{name.replace('_', '-')}: {shown(first[1][name])} in {first[0]}, "
+                  f"{shown(other[1].get(name))} in {other[0]}"
+                  for name in first[1] if first[1][name] != other[1].get(name)]
+        if differ:
+            sys.exit(f"merge_results.py: {first[0]} and {other[0]} ran with different settings, not one table: "
+                     + "; ".join(differ))
+        if first[2] != other[2]:
+            if first[2] is None or other[2] is None:
+                unrecorded, recorded = (first, other) if first[2] is None else (other, first)
+                sys.exit(f"merge_results.py: {first[0]} and {other[0]} may have run in different environments: "
+                         f"{unrecorded[0]} recorded none (it ran before bench/interleave.py recorded one), "
+                         f"{recorded[0]} ran with {environment_text(recorded[2])}; --environment names it for the "
+                         "parts that recorded none")
+            differ = [f"{name}: {first[2].get(name, 'unset')} in {first[0]}, {other[2].get(name, 'unset')} in "
+                      f"{other[0]}" for name in sorted(set(first[2]) | set(other[2]))
+                      if first[2].get(name) != other[2].get(name)]
+            sys.exit(f"merge_results.py: {first[0]} and {other[0]} ran in different environments (variables that "
+                     "cap either side's kernels), not one table: " + "; ".join(differ))
+
+
+def environment_text(environment):
+    """A recorded environment in a message."""
+    return ", ".join(f"{k}={v}" for k, v in environment.items()) if environment else "none of its variables set"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("files", nargs="+", metavar="RESULT.json")
@@ -73,9 +179,12 @@ def main():
     parser.add_argument("--pool-rounds", action="store_true",
                         help="a benchmark in several files takes the rounds of all of them, not of the last")
     parser.add_argument("--machine", help="the machine, for parts that did not record one")
+    parser.add_argument("--environment", metavar="NAME=VALUE,...|none",
+                        help="the environment (interleave.py's \"environment\"), for parts that did not record one")
     args = parser.parse_args()
+    stated = parse_environment(args.environment) if args.environment is not None else None
 
-    parts, builds, machines, given = [], set(), set(), False
+    parts, builds, machines, given, checked, failed = [], set(), set(), set(), [], []
     for path in args.files:
         with open(path) as f:
             data = json.load(f)
@@ -84,11 +193,20 @@ def main():
         ran = data.get("builds", {})
         builds.add((ran.get("glassbox", "unrecorded"), ran.get("pytorch", "unrecorded")))
         machines.add(data.get("machine") or args.machine or "unrecorded")
-        given = given or (not data.get("machine") and bool(args.machine))
-        part = {"date": data.get("date"), "command": part_command(data.get("command", []))}
-        if data.get("partial"):
-            part["partial"] = True
-        parts.append(part)
+        if not data.get("machine") and args.machine:
+            given.add("machine")
+        environment = data.get("environment")
+        if environment is None and stated is not None:
+            environment = stated
+            given.add("environment")
+        # A merged file (this script's) brings its own parts, each checked as one.
+        own = data.get("parts") or [{"date": data.get("date"), "command": part_command(data.get("command", [])),
+                                     **({"partial": True} if data.get("partial") else {})}]
+        for i, part in enumerate(own):
+            where = path if len(own) == 1 else f"{path} (part {i + 1})"
+            checked.append((where, settings(part.get("command")), environment))
+        failed += [dict(entry, part=entry.get("part", 0) + len(parts)) for entry in data.get("failed_benchmarks", [])]
+        parts += own
     if len(builds) > 1:
         sys.exit("merge_results.py: the files ran different builds, not one table: "
                  + "; ".join(f"Glassbox {g}, PyTorch {p}" for g, p in sorted(builds)))
@@ -97,16 +215,26 @@ def main():
                  "names it for those): " + "; ".join(sorted(machines)))
     (glassbox, pytorch), = builds
     machine, = machines
+    check_one_table(checked)
+    environment = checked[0][2]
 
     rounds, nets = load_rounds(args.files, pool=args.pool_rounds)
+    # A row is busy as the strictest part would mark it (each part's --busy-cpus).
+    thresholds = [found["busy_cpus"] for found in (options(p.get("command")) for p in parts) if found]
     dates = [p["date"] for p in parts if p["date"]]
     merged = {"date": min(dates) if dates else None,
               "command": ["bench/merge_results.py"] + (["--pool-rounds"] if args.pool_rounds else [])
               + ["--out", args.out],
-              "machine": machine, "builds": {"glassbox": glassbox, "pytorch": pytorch},
+              "machine": machine,
+              **({"environment": environment} if environment is not None else {}),
+              "builds": {"glassbox": glassbox, "pytorch": pytorch},
               "pooled": args.pool_rounds, "parts": parts,
-              "rows": rows_from_rounds(rounds, nets), "rounds": rounds}
-    if given:  # said so, since the parts themselves do not
+              "rows": rows_from_rounds(rounds, nets, min(thresholds, default=DEFAULT_BUSY_CPUS)), "rounds": rounds,
+              **({"failed_benchmarks": failed} if failed else {})}
+    # Said so, since the parts themselves do not.
+    if "environment" in given:
+        merged["command"][1:1] = ["--environment", args.environment]
+    if "machine" in given:
         merged["command"][1:1] = ["--machine", machine]
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     write_json(args.out, merged)

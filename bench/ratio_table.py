@@ -6,7 +6,11 @@ a language model's tokens/s, over PyTorch's better layout) in each mode, and
 Glassbox's backward over its forward (from the medians: forward_backward's
 step less forward's, over forward's), then every ratio under --below
 (default 1.0), with each round's ratio so that a reader sees how far the
-rounds agree.
+rounds agree. A ratio whose row was measured beside other work (the rounds'
+loads: Note [Idle before and after] in interleave.py) reads "(busy)"; where
+PyTorch also ran under torch.compile (names ending in /compiled), a second
+table gives the ratios to its better layout compiled, and the list names
+each listed row's.
 
 Several files may be given (a long run split into several commands, or
 some networks run again after a change): a benchmark measured in more than
@@ -34,7 +38,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from interleave import BUILD_KEYS, LAYOUT_SUFFIX, benchmark_rates, rows_from_rounds  # noqa: E402  (after the path is set)
+from interleave import BUILD_KEYS, COMPILED_SUFFIX, LAYOUT_SUFFIX, benchmark_rates, rows_from_rounds  # noqa: E402
 
 MODES = ["forward", "forward_backward", "train_step", "inference"]
 MODE_HEADINGS = {"forward": "forward", "forward_backward": "fwd+bwd", "train_step": "train_step",
@@ -60,29 +64,50 @@ def read(path):
     return data
 
 
+# The peer's names for one benchmark: each layout, eager and under torch.compile.
+PEER_VARIANTS = ("", LAYOUT_SUFFIX, COMPILED_SUFFIX, LAYOUT_SUFFIX + COMPILED_SUFFIX)
+
+
+def benchmark_of(peer_name):
+    """The benchmark a peer's name belongs to: the name less torch.compile's suffix, then the layout's."""
+    for suffix in (COMPILED_SUFFIX, LAYOUT_SUFFIX):
+        if peer_name.endswith(suffix):
+            peer_name = peer_name[:-len(suffix)]
+    return peer_name
+
+
 def load_rounds(paths, pool=False):
     """The rounds of each benchmark from the last file that measured it (pool:
     from every file that did, in the order given), and the networks in the
-    order first given."""
-    by_name, nets = {}, []  # Glassbox benchmark name -> its rounds
+    order first given. A benchmark's rounds keep every record a round holds
+    of it: Glassbox's figure, the peer's in each layout and under
+    torch.compile (PEER_VARIANTS), and each one's load ("busy" marks). A file
+    measured a benchmark where Glassbox's side has it; one that only the
+    peer measured (Glassbox's run failed) is kept the same way, after the rest."""
+    by_name, peer_only, nets = {}, {}, []  # benchmark name -> its rounds
     for path in paths:
         data_rounds = read(path)["rounds"]
-        for name in dict.fromkeys(n for rnd in data_rounds for n in rnd["glassbox"]):  # in order, once
-            by_name[name] = by_name.get(name, []) + data_rounds if pool else data_rounds
+        ours = dict.fromkeys(n for rnd in data_rounds for n in rnd["glassbox"])  # in order, once
+        theirs = dict.fromkeys(benchmark_of(n) for rnd in data_rounds for n in rnd.get("pytorch", {}))
+        for found, name in [(by_name, n) for n in ours] + [(peer_only, n) for n in theirs if n not in ours]:
+            found[name] = found.get(name, []) + data_rounds if pool else data_rounds
             net = name.split("/")[0]
-            if net not in nets:
+            if net not in nets and found is by_name:
                 nets.append(net)
+    by_name.update((name, found) for name, found in peer_only.items() if name not in by_name)
     # One list of rounds holding each benchmark's own: round i of each merged.
     rounds = []
     for name, file_rounds in by_name.items():
         for i, rnd in enumerate(file_rounds):
             if i == len(rounds):
                 rounds.append({"glassbox": {}, "pytorch": {}})
-            if name in rnd["glassbox"]:
-                rounds[i]["glassbox"][name] = rnd["glassbox"][name]
-            for peer in (name, name + LAYOUT_SUFFIX):
-                if peer in rnd["pytorch"]:
-                    rounds[i]["pytorch"][peer] = rnd["pytorch"][peer]
+            for side, names in (("glassbox", [name]), ("pytorch", [name + v for v in PEER_VARIANTS])):
+                loads = rnd.get("load", {}).get(side, {})
+                for n in names:
+                    if n in rnd.get(side, {}):
+                        rounds[i][side][n] = rnd[side][n]
+                    if n in loads:
+                        rounds[i].setdefault("load", {"glassbox": {}, "pytorch": {}})[side][n] = loads[n]
     return rounds, nets
 
 
@@ -134,31 +159,50 @@ def main():
     rounds, nets = load_rounds(args.files, pool=args.pool_rounds)
     rows = rows_from_rounds(rounds, nets)
 
-    table, rates = {}, {}  # (net, batch) -> {mode: ratio}, {mode: Glassbox's images/s}
+    table, rates = {}, {}  # (net, batch) -> {mode: row}, {mode: Glassbox's images/s}
     for row in rows:
         net, mode, batch = row["name"].split("/")[:3]
         if len(row["name"].split("/")) > 3 or mode not in MODES:
             continue  # tf32, real data, ranks: not this table's
         key = (net, int(batch.split(":")[1]))
-        table.setdefault(key, {})[mode] = row["ratio"]
+        table.setdefault(key, {})[mode] = row
         rates.setdefault(key, {})[mode] = row["glassbox_images_per_s"]
 
     def backward_over_forward(key):
         forward, both = rates[key].get("forward"), rates[key].get("forward_backward")
         return f"{forward / both - 1:.2f}" if forward and both else ""
 
-    lines = [builds_line(args.files), ""]
-    lines.append("| network | batch | " + " | ".join(MODE_HEADINGS[m] for m in MODES) + " | bwd/fwd |")
-    lines.append("|---|---:|" + "---:|" * (len(MODES) + 1))
-    for key, ratios in sorted(table.items(), key=lambda item: (nets.index(item[0][0]), item[0][1])):
-        cells = [f"{ratios[m]:.2f}" if ratios.get(m) else "" for m in MODES]
-        lines.append(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + f" | {backward_over_forward(key)} |")
+    def cell(row, field):
+        """A ratio, marked "(busy)" where other work ran beside one of the row's measurements."""
+        if not row or not row.get(field):
+            return ""
+        return f"{row[field]:.2f}" + (" (busy)" if row.get("busy") else "")
+
+    def markdown(field, last=None):
+        found = ["| network | batch | " + " | ".join(MODE_HEADINGS[m] for m in MODES)
+                 + (" | bwd/fwd |" if last else " |"), "|---|---:|" + "---:|" * (len(MODES) + (1 if last else 0))]
+        for key, cells in sorted(table.items(), key=lambda item: (nets.index(item[0][0]), item[0][1])):
+            found.append(f"| {key[0]} | {key[1]} | " + " | ".join(cell(cells.get(m), field) for m in MODES)
+                         + (f" | {last(key)} |" if last else " |"))
+        return found
+
+    lines = [builds_line(args.files), ""] + markdown("ratio", backward_over_forward)
+    if any(row.get("ratio_compiled") for row in rows):
+        lines += ["", "Against PyTorch under torch.compile (the better of its layouts compiled):", ""]
+        lines += markdown("ratio_compiled")
+    busy_rows = sum(1 for row in rows if row.get("busy"))
+    if busy_rows:
+        lines.append(f"\n{busy_rows} of {len(rows)} rows measured beside other work, marked (busy) (Note [Idle before "
+                     "and after] in bench/interleave.py): rerun them on a quiet machine before reading their ratios.")
 
     low = [row for row in rows if row["ratio"] is not None and row["ratio"] < args.below]
     lines.append(f"\n{len(low)} of {len(rows)} ratios under {args.below}" + (":" if low else "."))
     for row in low:
         each = ", ".join(f"{r:.2f}" for r in round_ratios(rounds, row["name"]))
-        lines.append(f"- {row['name']}: {row['ratio']:.2f} (rounds: {each}; PyTorch {row['pytorch_layout']})")
+        compiled = f"; torch.compile {row['ratio_compiled']:.2f}" if row.get("ratio_compiled") else ""
+        busy = f"; busy ({row['busiest_cpus']} CPUs of other work)" if row.get("busy") else ""
+        lines.append(f"- {row['name']}: {row['ratio']:.2f} (rounds: {each}; PyTorch {row['pytorch_layout']}"
+                     f"{compiled}{busy})")
     if not args.out:
         print("\n".join(lines))
         return
@@ -166,7 +210,8 @@ def main():
     with open(args.out, "w") as f:
         f.write(f"<!-- Made by `{command}`; run it again to remake this file. -->\n\n"
                 "Glassbox's images/s (a language model's: tokens/s) over PyTorch's better layout, the medians of "
-                "the rounds; above 1.0 Glassbox is faster. bwd/fwd: Glassbox's backward over its forward.\n\n"
+                "the rounds; above 1.0 Glassbox is faster. bwd/fwd: Glassbox's backward over its forward."
+                + (" (busy): other work ran beside one of the row's measurements." if busy_rows else "") + "\n\n"
                 + "\n".join(lines) + "\n")
     print(f"wrote {args.out}")
 

@@ -26,6 +26,18 @@ no build needed.
   its command without the machine's folders; a peer benchmark that fails
   (torch.compile without a C compiler, say) is named and recorded, and the
   run goes on without it.
+- Names pair with Google Benchmark's /iterations:N removed (bench_nets
+  --steps=N in older builds), in compare.py and interleave.py alike; a
+  language model's rows pair on tokens/s; a name's failed run among good
+  ones is said in the row's note; unequal thread counts are warned about,
+  on stderr and under the table's heading, and the exit status stays 0.
+- bench/merge_results.py keeps every record of a round (the loads that mark
+  a row busy, the peer's torch.compile runs in each layout), the parts'
+  environment and failed benchmarks; it stops, naming both files and what
+  differs, where parts ran with other settings (--threads, a --glassbox-*
+  option) or in another environment, but not where they differ only in the
+  networks, batches, rounds or paths; the stored tables' parts agree.
+  bench/ratio_table.py marks busy ratios and adds torch.compile's table.
 """
 
 import json
@@ -37,13 +49,15 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 COMPARE = os.path.join(HERE, "compare.py")
+MERGE = os.path.join(HERE, "merge_results.py")
+RATIO_TABLE = os.path.join(HERE, "ratio_table.py")
 RESULTS = os.path.join(HERE, "results")
 H100 = os.path.join(RESULTS, "h100-80gb", "table.json")
 EPYC = os.path.join(RESULTS, "epyc-zen5-2core", "table.json")
 
 
-def run(*args):
-    done = subprocess.run([sys.executable, COMPARE, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+def run(*args, script=COMPARE):
+    done = subprocess.run([sys.executable, script, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           universal_newlines=True)
     return done.returncode, done.stdout, done.stderr
 
@@ -362,6 +376,258 @@ class IdleChecks(unittest.TestCase):
         self.assertGreaterEqual(load, 0.0)
         self.assertLessEqual(load, (os.cpu_count() or 1) + 1e-9)
         self.assertIsNone(self.interleave.busy_cpus(0))
+
+
+class NamesUnitsThreadsAndFailedRuns(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def write(self, name, data):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "w") as f:
+            json.dump(data, f)
+        return path
+
+    @staticmethod
+    def cpu(threads, peer):
+        context = {"device": "cpu", "device_name": "AMD EPYC", "precision": GLASSBOX_PRECISION["fp32"]}
+        context.update({"torch": "2.x", "torch_num_threads": threads} if peer else
+                       {"commit": "x", "cpu_threads": str(threads)})
+        return context
+
+    def test_iterations_suffix_is_dropped_when_pairing(self):
+        glassbox = {"context": self.cpu(1, False), "benchmarks": [
+            entry("LeNet/forward/batch:64/iterations:20", 300.0),
+            entry("LeNet/train_step/batch:64/iterations:20/manual_time", 140.0)]}
+        pytorch = {"context": self.cpu(1, True), "benchmarks": [
+            entry("LeNet/forward/batch:64", 150.0), entry("LeNet/train_step/batch:64", 70.0)]}
+        code, out, err = run(self.write("g.json", glassbox), self.write("p.json", pytorch))
+        self.assertEqual(code, 0, err)
+        self.assertNotIn("only in", out)
+        line = next(ln for ln in out.splitlines() if ln.startswith("LeNet/forward/batch:64 "))
+        self.assertIn("2.00", line.split())
+        sys.path.insert(0, HERE)
+        import interleave
+        self.assertEqual(interleave.benchmark_rates(glassbox["benchmarks"]),
+                         {"LeNet/forward/batch:64": 300.0, "LeNet/train_step/batch:64": 140.0})
+
+    def test_a_language_model_pairs_on_tokens_per_second(self):
+        def tokens(name, rate):
+            found = entry(name, 1.0)
+            del found["images/s"]
+            found["tokens/s"] = rate
+            return found
+        name = "LSTMSmall/train_step/batch:32"
+        out_file = os.path.join(self.tmp.name, "out.json")
+        sides = [self.write(f"{side}.json", {"context": self.cpu(2, side == "p"), "benchmarks": [tokens(name, rate)]})
+                 for side, rate in (("g", 5000.0), ("p", 2500.0))]
+        code, out, err = run(*sides, "--out", out_file)
+        self.assertEqual(code, 0, err)
+        line = next(ln for ln in out.splitlines() if ln.startswith(name))
+        self.assertEqual(line.split()[1:4], ["5000", "2500", "2.00"])
+        self.assertTrue(line.endswith("tokens/s"), line)
+        with open(out_file) as f:
+            row, = json.load(f)["comparison"]
+        self.assertEqual((row["unit"], row["ratio_glassbox_over_pytorch"]), ("tokens/s", 2.0))
+
+    def test_unequal_thread_counts_are_warned_about_and_the_exit_status_stays(self):
+        name = "LeNet/forward/batch:64"
+        paths = [self.write(f"{side}.json", {"context": self.cpu(threads, side != "g"),
+                                             "benchmarks": [entry(name, 100.0)]})
+                 for side, threads in (("g", 2), ("p", 1), ("p1", 2))]
+        code, out, err = run(paths[0], paths[1])
+        self.assertEqual(code, 0, err)
+        warning = "thread counts differ: Glassbox 2 (cpu_threads), PyTorch 1 (torch_num_threads)"
+        self.assertIn(warning, err)
+        self.assertIn(warning, out)
+        self.assertIn("fp32 (TF32 off), 2 threads", out)
+        self.assertIn("fp32 (TF32 off), 1 thread", out)
+        code, out, err = run(paths[0], paths[2])
+        self.assertEqual(code, 0, err)
+        self.assertNotIn("thread counts differ", out + err)
+
+    def test_a_failed_run_among_good_ones_is_said(self):
+        name = "LeNet/forward/batch:64"
+        failed = dict(entry(name, 1.0), error_occurred=True, error_message="loss not finite at step 3")
+        glassbox = self.write("g.json", {"context": self.cpu(2, False), "benchmarks": [
+            entry(name, 200.0), failed, entry(name, 100.0)]})
+        code, out, err = run(glassbox, self.write("p.json", {"context": self.cpu(2, True),
+                                                             "benchmarks": [entry(name, 100.0)]}))
+        self.assertEqual(code, 0, err)
+        line = next(ln for ln in out.splitlines() if ln.startswith(name))
+        self.assertIn("1.50", line.split())
+        self.assertIn("Glassbox: 1 of 3 runs failed (loss not finite at step 3), the mean is of the others", line)
+        code, out, err = run(glassbox)
+        self.assertEqual(code, 0, err)
+        self.assertIn("1 of 3 runs failed", out)
+
+
+def interleaved(command, rounds, **fields):
+    """A bench/interleave.py --json file's contents: its command, rounds and rows."""
+    sys.path.insert(0, HERE)
+    import interleave
+    nets = list(dict.fromkeys(n.split("/")[0] for rnd in rounds for n in rnd["glassbox"]))
+    data = {"date": "2026-12-05T00:00:00", "command": ["bench/interleave.py", *command], "machine": "M",
+            "environment": {}, "builds": {"glassbox": "abc", "pytorch": "2.x"}, "rounds": rounds}
+    data.update(fields)
+    data["rows"] = interleave.rows_from_rounds(rounds, nets)
+    return data
+
+
+RESNET = "ResNet50/train_step/batch:8"
+
+
+def resnet_round(rate, busy=0.0):
+    """One round of RESNET with every record interleave.py --pytorch-compile keeps."""
+    return {"glassbox": {RESNET: rate},
+            "pytorch": {RESNET: 80.0, RESNET + "/channels_last": 90.0, RESNET + "/compiled": 120.0,
+                        RESNET + "/channels_last/compiled": 110.0},
+            "load": {"glassbox": {RESNET: busy},
+                     "pytorch": {RESNET: 0.0, RESNET + "/channels_last": 0.0, RESNET + "/compiled": 0.0,
+                                 RESNET + "/channels_last/compiled": 0.0}}}
+
+
+class MergeResults(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def write(self, name, data):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "w") as f:
+            json.dump(data, f)
+        return path
+
+    def merge(self, *args, out="merged.json"):
+        out = os.path.join(self.tmp.name, out)
+        if os.path.exists(out):
+            os.remove(out)
+        code, stdout, err = run("--out", out, *args, script=MERGE)
+        if code != 0:
+            self.assertFalse(os.path.exists(out), "a refused merge wrote its file")
+            return code, err, None
+        with open(out) as f:
+            return code, err, json.load(f)
+
+    def test_every_record_of_a_round_the_environment_and_failures_are_kept(self):
+        failure = {"name": RESNET + "/channels_last/compiled", "error_message": "RuntimeError: no C compiler"}
+        lenet = "LeNet/forward/batch:64"
+        first = self.write("a.json", interleaved(
+            ["--threads", "2", "--pytorch-compile", "--json", "a.json", "ResNet50"],
+            [resnet_round(100.0, busy=1.5), resnet_round(104.0), resnet_round(98.0)],
+            environment={"ONEDNN_MAX_CPU_ISA": "AVX2"}, failed_benchmarks=[failure]))
+        # Glassbox's LeNet failed here: the peer's figure alone is kept too.
+        second = self.write("b.json", interleaved(
+            ["--threads", "2", "--pytorch-compile", "LeNet"],
+            [{"glassbox": {}, "pytorch": {lenet: 50.0, lenet + "/compiled": 60.0},
+              "load": {"glassbox": {}, "pytorch": {lenet: 0.1, lenet + "/compiled": 0.1}}}],
+            environment={"ONEDNN_MAX_CPU_ISA": "AVX2"}, failed_benchmarks=[failure]))
+        code, err, merged = self.merge(first, second)
+        self.assertEqual(code, 0, err)
+        with open(first) as f:
+            part = json.load(f)
+        self.assertEqual(merged["rounds"][0]["glassbox"], part["rounds"][0]["glassbox"])
+        self.assertEqual(merged["rounds"][0]["pytorch"], dict(part["rounds"][0]["pytorch"], **{lenet: 50.0,
+                                                                                          lenet + "/compiled": 60.0}))
+        self.assertEqual(merged["rounds"][0]["load"]["glassbox"], {RESNET: 1.5})
+        self.assertEqual(merged["rounds"][1]["load"]["pytorch"], part["rounds"][1]["load"]["pytorch"])
+        self.assertEqual(merged["rows"], part["rows"])
+        row, = merged["rows"]
+        self.assertEqual((row["busy"], row["pytorch_compiled_images_per_s"]), (True, 120.0))
+        self.assertEqual(merged["environment"], {"ONEDNN_MAX_CPU_ISA": "AVX2"})
+        self.assertEqual(merged["failed_benchmarks"], [dict(failure, part=0), dict(failure, part=1)])
+        code, out, err = run(os.path.join(self.tmp.name, "merged.json"))
+        self.assertEqual(code, 0, err)
+        self.assertIn("torch.compile 120.0, ratio 0.83  busy (1.5 CPUs of other work)", out)
+        # A merged file merged again (as a part) is the same table.
+        code, err, again = self.merge(os.path.join(self.tmp.name, "merged.json"), out="again.json")
+        self.assertEqual(code, 0, err)
+        self.assertEqual((again["rounds"], again["rows"], again["environment"], again["failed_benchmarks"]),
+                         (merged["rounds"], merged["rows"], merged["environment"], merged["failed_benchmarks"]))
+
+    def test_ratio_table_marks_busy_ratios_and_adds_torch_compile(self):
+        rounds = [resnet_round(100.0, busy=1.5), resnet_round(104.0), resnet_round(98.0)]
+        part = self.write("a.json", interleaved(["--pytorch-compile", "ResNet50"], rounds))
+        code, out, err = run("--below", "1.2", part, script=RATIO_TABLE)
+        self.assertEqual(code, 0, err)
+        lines = out.splitlines()
+        self.assertIn("| ResNet50 | 8 |  |  | 1.11 (busy) |  |  |", lines)
+        self.assertIn("Against PyTorch under torch.compile (the better of its layouts compiled):", lines)
+        self.assertIn("| ResNet50 | 8 |  |  | 0.83 (busy) |  |", lines)
+        self.assertIn("1 of 1 rows measured beside other work, marked (busy)", out)
+        self.assertIn(f"- {RESNET}: 1.11 (rounds: 1.11, 1.16, 1.09; PyTorch channels_last; torch.compile 0.83; "
+                      "busy (1.5 CPUs of other work))", lines)
+        quiet = self.write("q.json", interleaved(["ResNet50"], [{"glassbox": {RESNET: 100.0},
+                                                                 "pytorch": {RESNET: 80.0}}]))
+        code, out, err = run(quiet, script=RATIO_TABLE)
+        self.assertEqual(code, 0, err)
+        self.assertNotIn("busy", out)
+        self.assertNotIn("torch.compile", out)
+
+    def test_parts_with_other_settings_stop_the_merge(self):
+        rounds = [resnet_round(100.0)]
+        one = self.write("one-thread.json", interleaved(["--threads", "1", "ResNet50"], rounds))
+        two = self.write("two-threads.json", interleaved(["--threads", "2", "ResNet50"], rounds))
+        code, err, _ = self.merge("--pool-rounds", one, two)
+        self.assertEqual(code, 1)
+        self.assertIn(f"{one} and {two} ran with different settings, not one table: "
+                      f"--threads: 1 in {one}, 2 in {two}", err)
+        no_fusion = self.write("no-fusion.json", interleaved(["--glassbox-no-fusion", "ResNet50"], rounds))
+        code, err, _ = self.merge(two, no_fusion)
+        self.assertEqual(code, 1)
+        self.assertIn(f"--glassbox-no-fusion: not given in {two}, given in {no_fusion}", err)
+        # The default left out reads as given; networks, batches, rounds and paths may differ.
+        other = self.write("other.json", interleaved(
+            ["--bench", "b/bench_nets", "--python", "venv/python", "--rounds", "5", "--batch", "1x,4x", "--modes",
+             "train_step", "--json", "x/other.json", "--idle-check", "1", "VGG16", "LeNet"],
+            [{"glassbox": {"VGG16/train_step/batch:4": 10.0}, "pytorch": {"VGG16/train_step/batch:4": 9.0}}]))
+        code, err, merged = self.merge(two, other)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(len(merged["rows"]), 2)
+
+    def test_parts_in_other_environments_stop_the_merge(self):
+        rounds = [resnet_round(100.0)]
+        avx2 = self.write("avx2.json", interleaved(["ResNet50"], rounds, environment={"ONEDNN_MAX_CPU_ISA": "AVX2"}))
+        full = self.write("full.json", interleaved(["ResNet50"], rounds))
+        code, err, _ = self.merge(avx2, full)
+        self.assertEqual(code, 1)
+        self.assertIn(f"{avx2} and {full} ran in different environments", err)
+        self.assertIn(f"ONEDNN_MAX_CPU_ISA: AVX2 in {avx2}, unset in {full}", err)
+        older = interleaved(["ResNet50"], rounds)
+        del older["environment"]  # interleave.py before it recorded one
+        older = self.write("older.json", older)
+        code, err, _ = self.merge(older, avx2)
+        self.assertEqual(code, 1)
+        self.assertIn(f"{older} recorded none", err)
+        self.assertIn("--environment", err)
+        code, err, merged = self.merge("--environment", "ONEDNN_MAX_CPU_ISA=AVX2", older, avx2)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(merged["environment"], {"ONEDNN_MAX_CPU_ISA": "AVX2"})
+        self.assertEqual(merged["command"][1:3], ["--environment", "ONEDNN_MAX_CPU_ISA=AVX2"])
+        code, err, merged = self.merge(older, older)
+        self.assertEqual(code, 0, err)
+        self.assertNotIn("environment", merged)
+
+    def test_the_stored_tables_parts_agree(self):
+        sys.path.insert(0, HERE)
+        import merge_results
+        stored = [os.path.join(RESULTS, folder, name) for folder in sorted(os.listdir(RESULTS))
+                  if os.path.isdir(os.path.join(RESULTS, folder))
+                  for name in sorted(os.listdir(os.path.join(RESULTS, folder))) if name.startswith("table")
+                  and name.endswith(".json")]
+        merged = 0
+        for path in stored:
+            with open(path) as f:
+                data = json.load(f)
+            if "parts" not in data:
+                continue
+            merged += 1
+            found = [merge_results.settings(part["command"]) for part in data["parts"]]
+            self.assertNotIn(None, found, path)
+            merge_results.check_one_table([(f"{path} part {i}", s, data.get("environment"))
+                                           for i, s in enumerate(found)])
+        self.assertGreaterEqual(merged, 5)
 
 
 if __name__ == "__main__":
