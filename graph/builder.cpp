@@ -54,6 +54,7 @@ Value GraphBuilder::input(std::string name, Shape shape, DType dtype) {
 }
 
 Value GraphBuilder::append(std::unique_ptr<Layer> layer, std::vector<Value> inputs) {
+  if (layer == nullptr) throw ConfigError("GraphBuilder::append: a null layer");
   std::vector<Shape> shapes;
   std::vector<int> producers;
   for (size_t i = 0; i < inputs.size(); ++i) {

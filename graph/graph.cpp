@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <climits>
 #include <cstddef>
 
 #include "graph/fusion.h"
@@ -126,7 +127,13 @@ int64_t Graph::macs() const {
 
 int Graph::batch() const {
   for (const Node& n : nodes_) {
-    if (n.is_input()) return static_cast<int>(n.name == "tokens" && n.shape.rank() == 2 ? n.shape[1] : n.shape[0]);
+    if (!n.is_input()) continue;
+    const int64_t batch = n.name == "tokens" && n.shape.rank() == 2 ? n.shape[1] : n.shape[0];
+    if (batch > INT_MAX) {
+      throw SizeError(cat("input '", n.name, "' ", n.shape.str(), ": a batch of ", batch, " is past ", INT_MAX,
+                          ", the most a graph's batch may be"));
+    }
+    return static_cast<int>(batch);
   }
   return 0;
 }
@@ -147,6 +154,12 @@ void Graph::set_stored_types(Precision precision) {
 }
 
 void Graph::compile(Context& ctx, const CompileOptions& options) {
+  if (compiled_) {
+    throw ConfigError("compile: the graph is compiled already; a second compile would make new parameter, gradient "
+                      "and input buffers and leave every tensor and optimizer taken from the first behind: build the "
+                      "graph again to compile it with other options");
+  }
+  last_forward_.reset();
   input_gradient_nodes_ = input_gradient_nodes(nodes_, options.input_gradients, options.phase);  // checked first
   options_ = options;
   options_.layers.phase = options.phase;
@@ -494,6 +507,7 @@ void Graph::forward(Context& ctx, Phase phase, const std::function<void(const No
     if (options_.sync_each_layer) after_layer(ctx, node, "forward");
     if (after_each_layer) after_each_layer(node);
   }
+  last_forward_ = phase;
 }
 
 void Graph::zero_grad(Context& ctx) {
@@ -506,6 +520,13 @@ void Graph::backward(Context& ctx, ParamGrads param_grads,
                      const std::function<void(const Node&, int position)>& after_each_layer) {
   check_context(ctx, "backward");
   check_training("backward");
+  // After an inference-phase forward too: the gradient of the inference
+  // loss (dropout off), which the gradient checks take; a layer whose
+  // backward needs a training forward (batch norm's batch statistics) says so.
+  if (!last_forward_) {
+    throw Error("backward: no forward has run since compile, so there is nothing to differentiate; run forward "
+                "first");
+  }
   // Note [A step's backward writes the parameter gradients]
   const bool replace = param_grads == ParamGrads::kReplace;
   if (replace && ctx.is_cuda()) zero_grad(ctx);  // all at once: cuDNN and cuBLAS add
@@ -557,6 +578,7 @@ void Graph::backward(Context& ctx, ParamGrads param_grads,
 
 float Graph::loss(Context& ctx) const {
   check_context(ctx, "loss");
+  if (!last_forward_) throw Error("loss: no forward has run since compile, so there is no loss yet; run forward first");
   return to_vector<float>(ctx, nodes_[static_cast<size_t>(loss_)].value)[0];
 }
 

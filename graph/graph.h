@@ -16,6 +16,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -148,9 +149,13 @@ class Graph {
   int64_t parameter_count() const;  // learnable scalars
   int64_t macs() const;             // multiply-accumulates of one forward pass (whole batch)
   // The batch: dimension 0 of the first input, or dimension 1 of a
-  // language model's time-major "tokens" (T, B).
+  // language model's time-major "tokens" (T, B). SizeError above INT_MAX.
   int batch() const;
 
+  // Once per graph: a second compile would make new parameter, gradient and
+  // input buffers and leave every tensor, view and optimizer taken from the
+  // first behind, so it is refused (ConfigError); build the graph again for
+  // other options. A compile that failed may be retried.
   void compile(Context& ctx, const CompileOptions& options = {});
   bool compiled() const { return compiled_; }
 
@@ -301,6 +306,9 @@ class Graph {
   std::vector<int> input_gradient_nodes_;  // graph inputs that get a gradient (CompileOptions::input_gradients)
   int loss_ = -1;
   bool compiled_ = false;
+  // The phase of the last forward since compile (none yet: empty). backward
+  // and loss() need one: before it the values hold nothing.
+  std::optional<Phase> last_forward_;
   uint64_t replay_generation_ = next_serial();
   Device device_;
   CompileOptions options_;

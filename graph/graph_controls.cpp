@@ -73,6 +73,8 @@ int Graph::set_dropout(float p) {
       ++count;
     }
   }
+  // With no Dropout layer to check it, p is checked here: refused alike.
+  if (count == 0 && !(p >= 0.0f && p < 1.0f)) throw ConfigError(cat("set_dropout: p must be in [0, 1), got ", p));
   return count;
 }
 

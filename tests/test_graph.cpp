@@ -6,6 +6,7 @@
 
 #include "graph/builder.h"
 #include "tensor/copy.h"
+#include "tests/support/data_files.h"
 #include "tests/support/devices.h"
 #include "tests/support/harness.h"
 
@@ -258,6 +259,46 @@ TEST(Graph, UseBeforeCompileAndWrongDeviceAreErrors) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "layer_times: compile with CompileOptions::layer_timing = true");
   }
+}
+
+// What has no meaning is refused, not run on whatever the buffers hold: a
+// backward or a loss before any forward, a second compile (which would leave
+// the first's tensors and optimizers behind), a dropout p outside [0, 1) on
+// a graph without Dropout. A backward after an inference-phase forward is the
+// gradient of the inference loss, which gradient checks take.
+TEST(Graph, MisuseThatWouldGiveGarbageIsRefused) {
+  Context ctx = Context::cpu();
+  Graph graph = residual_net();
+  graph.compile(ctx);
+  fill(ctx, graph);
+  EXPECT_EQ(testing::message_of<Error>([&] { graph.backward(ctx); }),
+            "backward: no forward has run since compile, so there is nothing to differentiate; run forward first");
+  EXPECT_EQ(testing::message_of<Error>([&] { (void)graph.loss(ctx); }),
+            "loss: no forward has run since compile, so there is no loss yet; run forward first");
+  graph.forward(ctx, Phase::kInference);
+  EXPECT_TRUE(std::isfinite(graph.loss(ctx)));
+  EXPECT_NO_THROW(graph.backward(ctx));
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { graph.compile(ctx); }),
+            "compile: the graph is compiled already; a second compile would make new parameter, gradient and input "
+            "buffers and leave every tensor and optimizer taken from the first behind: build the graph again to "
+            "compile it with other options");
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { graph.set_dropout(2.0f); }),
+            "set_dropout: p must be in [0, 1), got 2");
+  EXPECT_EQ(graph.set_dropout(0.5f), 0) << "a graph without Dropout layers";
+}
+
+TEST(GraphBuilder, ANullLayerAndABatchPastIntAreRefused) {
+  GraphBuilder g;
+  const Value x = g.input("images", {4, 6});
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { g.append(nullptr, {x}); }), "GraphBuilder::append: a null layer");
+  GraphBuilder huge;
+  const Value images = huge.input("images", {int64_t{3'000'000'000}, 4});
+  const Value labels = huge.input("labels", {int64_t{3'000'000'000}}, DType::kInt32);
+  const Graph graph = std::move(huge).build(huge.softmax_cross_entropy(huge.linear(images, {.out_features = 3}, "fc"),
+                                                                       labels));
+  EXPECT_EQ(testing::message_of<SizeError>([&] { (void)graph.batch(); }),
+            "input 'images' (3000000000, 4): a batch of 3000000000 is past 2147483647, the most a graph's batch may "
+            "be");
 }
 
 TEST(Graph, AnUnknownNodeNameListsTheNodes) {
