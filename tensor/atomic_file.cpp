@@ -67,7 +67,18 @@ void sync_directory_of(const std::string& path) {
 
 }  // namespace
 
-void check_writable(const std::string& path) { TemporaryFile probe(path); }
+void check_writable(const std::string& path) {
+  // The file replaces whatever regular file is there; a directory (or a
+  // device, a pipe) it cannot, which the rename would say only at the end.
+  struct stat there {};
+  const bool trailing_slash = !path.empty() && path.back() == '/';
+  if (trailing_slash || (::stat(path.c_str(), &there) == 0 && !S_ISREG(there.st_mode))) {
+    throw Error(cat("cannot write '", path, "': it is ",
+                    trailing_slash || S_ISDIR(there.st_mode) ? "a directory" : "not a regular file",
+                    ", and the output is a file: give a file's path"));
+  }
+  TemporaryFile probe(path);
+}
 
 void write_file_atomically(const std::string& path, std::string_view contents) {
   write_file_atomically(path, std::span<const std::string_view>(&contents, 1));

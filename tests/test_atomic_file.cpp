@@ -77,6 +77,23 @@ TEST(AtomicFile, CannotWriteNamesThePathAndTheReason) {
   }
 }
 
+// A directory is refused by the check, before any work, not by the rename
+// at the end; with or without its trailing slash.
+TEST(AtomicFile, ADirectoryIsNotWritableAsAFile) {
+  TemporaryDirectory dir;
+  ASSERT_FALSE(dir.path.empty());
+  for (const std::string& path : {dir.path, dir.path + "/"}) {
+    try {
+      check_writable(path);
+      FAIL() << "a directory was writable as a file: " << path;
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "cannot write '" + path + "': it is a directory, and the output is a file: give a file's path");
+    }
+  }
+  EXPECT_NO_THROW(check_writable(dir.path + "/new.json"));
+}
+
 // The last step, the rename, fails when the path is a directory: the error
 // names the step, the directory is left as it was and the temporary file goes.
 TEST(AtomicFile, AFailedStepIsNamedAndLeavesNothingBehind) {

@@ -196,6 +196,16 @@ TEST(Report, ATraceSumsLayerSpansPerStepAndLeavesKernelsOut) {
   EXPECT_EQ(svgs(without.html).size(), 1u);
 }
 
+// `time --inference` writes "phase": "inference": its step is an inference step.
+TEST(Report, AnInferenceTimeFileNamesItsStepSo) {
+  Json time = Json::parse(read_text(kData + "time.json"));
+  EXPECT_TRUE(contains(report_html(read_report_data(time.dump(), "t.json"), "t.json").html, "training step"));
+  time["phase"] = "inference";
+  const std::string html = report_html(read_report_data(time.dump(), "t.json"), "t.json").html;
+  EXPECT_TRUE(contains(html, "inference step"));
+  EXPECT_FALSE(contains(html, "training step"));
+}
+
 TEST(Report, TextFromTheFileIsEscaped) {
   Json time = Json::parse(read_text(kData + "time.json"));
   time["layers"][0]["name"] = "<a&b>";

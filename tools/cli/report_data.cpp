@@ -84,6 +84,7 @@ TimeData read_time(const Field& top) {
     t.peak_bytes_per_s = peak.at("bytes_per_s").number();
     t.peak_source = peak.text_or("source", "");
   }
+  t.inference = top.text_or("phase", "training") == "inference";
   t.steps = top.integer_or("steps", 0);
   t.step_ms = top.number_or("step_ms", 0.0);
   t.images_per_s = top.number_or("images_per_s", 0.0);

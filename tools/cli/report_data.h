@@ -51,6 +51,7 @@ struct TimeData {
   double peak_flops_per_s = 0.0;  // 0: no peak in the file (no roofline drawn)
   double peak_bytes_per_s = 0.0;
   std::string peak_source;
+  bool inference = false;  // "phase": "inference" (`time --inference`): forward-only steps
   int64_t steps = 0;
   double step_ms = 0.0;
   double images_per_s = 0.0;

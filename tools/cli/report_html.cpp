@@ -195,7 +195,8 @@ std::string roofline(const std::vector<LayerPasses>& layers, double peak_flops, 
 std::string time_body(const TimeData& t, int& charts) {
   std::vector<std::pair<std::string, std::string>> rows;
   if (t.step_ms > 0)
-    rows.push_back({"training step", fmt(t.step_ms, 3) + " ms (mean of " + std::to_string(t.steps) + " steps)"});
+    rows.push_back({t.inference ? "inference step" : "training step",
+                    fmt(t.step_ms, 3) + " ms (mean of " + std::to_string(t.steps) + " steps)"});
   if (t.images_per_s > 0) rows.push_back({"throughput", fmt(t.images_per_s, 1) + " images/s"});
   if (t.peak_flops_per_s > 0) rows.push_back({"peak arithmetic", si(t.peak_flops_per_s, "FLOP/s")});
   if (t.peak_bytes_per_s > 0) rows.push_back({"peak memory bandwidth", si(t.peak_bytes_per_s, "B/s")});
@@ -206,7 +207,7 @@ std::string time_body(const TimeData& t, int& charts) {
     rows.push_back({"memory: " + name, bytes_text(bytes)});
   }
   std::string s = "<h2>Step</h2>\n" + key_values(rows);
-  s += layer_bars(t.layers, " (ms per training step)", charts);
+  s += layer_bars(t.layers, t.inference ? " (ms per inference step)" : " (ms per training step)", charts);
   s += roofline(t.layers, t.peak_flops_per_s, t.peak_bytes_per_s, t.peak_source, charts);
   return s;
 }

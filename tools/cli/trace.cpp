@@ -15,6 +15,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "graph/chrome_trace.h"
@@ -93,9 +94,14 @@ std::string recording_cost(const std::vector<double>& traced_ms, const std::vect
   const double cost = 100.0 * (traced - plain) / plain;
   const std::string steps = cat("median step ", fixed(traced, 3), " ms with spans, ", fixed(plain, 3), " ms without, ",
                                 traced_ms.size(), " of each, interleaved");
-  if (cost <= noise || plain_ms.size() < 2) {
+  if (plain_ms.size() < 2) return cat("not measured with one step of each (", steps, "; --steps 2 or more)");
+  if (std::fabs(cost) <= noise) {
     return cat("within the noise (", steps, "; the steps without spans vary by ", fixed(noise, 1),
                "%, more than the difference)");
+  }
+  if (cost < 0.0) {
+    return cat("not measurable: the steps with spans ran faster, by more than the steps without vary (", steps,
+               "; they vary by ", fixed(noise, 1), "%): the machine changed during the run");
   }
   return cat("+", fixed(cost, 1), "% (", steps, "; the steps without spans vary by ", fixed(noise, 1), "%)");
 }
