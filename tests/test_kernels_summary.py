@@ -148,10 +148,65 @@ class KernelsSummary(unittest.TestCase):
         self.assertIn("its kind is 'glassbox.time', not 'glassbox.kernels'", r.stderr)
         missing = json.loads(json.dumps(DOC))
         del missing["spans"][0]["kernels"]
-        self.assertIn("(no field spans[].kernels)", run(missing).stderr)
+        self.assertIn("(no field spans[0].kernels)", run(missing).stderr)
         r = run(DOC, "--layers", "(")
         self.assertEqual(r.returncode, 2)
         self.assertIn("--layers '(' is not a regular expression", r.stderr)
+
+    def test_every_entry_the_tables_read_is_checked(self):
+        """A wrong entry anywhere is one line naming the file and the field's path, never a traceback."""
+
+        def bad(change, message, *flags):
+            doc = json.loads(json.dumps(DOC))
+            change(doc)
+            r = run(doc, *flags)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertNotIn("Traceback", r.stderr)
+            self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+            self.assertIn("block.kernels.json: not a `glassbox kernels --json` file (" + message + ")", r.stderr)
+
+        bad(lambda d: d["spans"][7]["kernels"][1].pop("count"), "no field spans[7].kernels[1].count")
+        bad(lambda d: d["spans"][0]["kernels"][0].pop("gpu_ms"), "no field spans[0].kernels[0].gpu_ms")
+        bad(lambda d: d["families"][2].pop("gpu_ms"), "no field families[2].gpu_ms")
+        bad(lambda d: d["families"][0].pop("count"), "no field families[0].count")
+        bad(lambda d: d["unattributed"][0].pop("count"), "no field unattributed[0].count")
+        bad(lambda d: d["spans"][0].update(kernels=None), "field spans[0].kernels must be an array, got null")
+        bad(lambda d: d.update(gpu_ms="fast"), 'field gpu_ms must be a number, got string "fast"')
+        bad(lambda d: d["spans"][1].update(gpu_ms="1.0"), 'field spans[1].gpu_ms must be a number, got string "1.0"')
+        bad(lambda d: d["spans"][0]["kernels"][0].update(count=1.5),
+            "field spans[0].kernels[0].count must be a whole number, 0 or more, got number 1.5")
+        bad(lambda d: d["spans"][0].update(layer=5), "field spans[0].layer must be a string, got number 5",
+            "--layers", "conv")
+        bad(lambda d: d["spans"][1].update(runs="layer1.add"), 'field spans[1].runs must be an array, got string "layer1.add"')
+        bad(lambda d: d["spans"][1].update(runs=[3]), "field spans[1].runs[0] must be a string, got number 3")
+        bad(lambda d: d.update(spans={"a": 1}), 'field spans must be an array, got object {"a": 1}')
+        bad(lambda d: d.update(runtime="bf16"), 'field runtime must be an object, got string "bf16"')
+        bad(lambda d: d["unattributed"].append("memset"), 'field unattributed[1] must be an object, got string "memset"')
+        r = run("[1, 2]")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("(the top level is a JSON array, not an object)", r.stderr)
+        r = run('{"kind": "glassbox.kernels", "gpu_ms": NaN}')
+        self.assertIn("(no field network)", r.stderr)
+        nan = json.dumps(DOC).replace('"gpu_ms": 10.0', '"gpu_ms": NaN')
+        self.assertIn("(field gpu_ms must be a number, got number NaN)", run(nan).stderr)
+        r = subprocess.run([sys.executable, TOOL, "no-such.kernels.json"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stderr, "kernels_summary.py: no-such.kernels.json: cannot read it (No such file or directory)\n")
+
+    def test_optional_fields_may_be_absent_or_null(self):
+        doc = json.loads(json.dumps(DOC))
+        doc["runtime"] = None
+        doc["device_name"] = None
+        del doc["dropped_records"]
+        for s in doc["spans"]:
+            s["type"], s["fused_into"] = None, None
+            del s["runs"]
+            for k in s["kernels"]:
+                del k["family"]
+        r = run(doc, "--layers", "conv1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("Block, batch 256, on cuda:0 (): 9 records", r.stdout)
+        self.assertIn("nothing is fused in this step", r.stdout)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ writes FILE whole (a temporary file renamed into place). Standard library only.
 """
 import argparse
 import json
+import math
 import os
 import re
 import sys
@@ -37,23 +38,99 @@ def table(header, rows, right=()):
     return "\n".join(lines) + "\n"
 
 
+class BadFile(Exception):
+    """What is wrong with the file, naming the field by its path (spans[2].kernels[0].count)."""
+
+
+def json_type(value):
+    """The JSON name of a value's type."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return {dict: "object", list: "array", str: "string"}.get(type(value), "number")
+
+
+def is_number(value):
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+
+
+# What each value must be: a check and its words.
+KINDS = {
+    "string": (lambda v: isinstance(v, str), "a string"),
+    "number": (is_number, "a number"),
+    "count": (lambda v: is_number(v) and v >= 0 and v == int(v), "a whole number, 0 or more"),
+    "array": (lambda v: isinstance(v, list), "an array"),
+    "object": (lambda v: isinstance(v, dict), "an object"),
+}
+
+# The fields this script reads (tools/cli/kernels_json.h has them all): name,
+# kind, and whether the file must have it. An optional field may be absent or null.
+TOP = [("network", "string", True), ("batch", "number", True), ("device", "string", True),
+       ("device_name", "string", False), ("runtime", "object", False), ("records", "count", False),
+       ("gpu_ms", "number", True), ("attributed_ms", "number", False), ("unattributed_ms", "number", False),
+       ("coverage", "number", True), ("dropped_records", "count", False), ("spans", "array", True),
+       ("families", "array", True), ("unattributed", "array", True)]
+SPAN = [("layer", "string", True), ("type", "string", False), ("pass", "string", True),
+        ("fused_into", "string", False), ("runs", "array", False), ("gpu_ms", "number", True),
+        ("count", "count", True), ("kernels", "array", True)]
+KERNEL = [("name", "string", True), ("family", "string", False), ("count", "count", True),
+          ("gpu_ms", "number", True)]
+FAMILY = [("family", "string", True), ("count", "count", True), ("gpu_ms", "number", True)]
+
+
+def check(value, path, kind):
+    ok, words = KINDS[kind]
+    if not ok(value):
+        text = json.dumps(value)
+        text = text if len(text) <= 40 else text[:37] + "..."
+        raise BadFile(f"field {path} must be {words}, got " + ("null" if value is None else f"{json_type(value)} {text}"))
+    return value
+
+
+def check_fields(obj, path, fields):
+    """Checks obj's fields; drops an optional field that is null, so that
+    .get(key, default) gives the default."""
+    check(obj, path or "the top level", "object")
+    prefix = path + "." if path else ""
+    for key, kind, required in fields:
+        if obj.get(key) is None:
+            if required and key not in obj:
+                raise BadFile(f"no field {prefix}{key}")
+            if required:
+                check(None, prefix + key, kind)
+            obj.pop(key, None)
+            continue
+        check(obj[key], prefix + key, kind)
+
+
 def load(path):
+    """The file as a dict, every field the tables read checked; a file that is
+    not one exits with a line naming the file and the field."""
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             doc = json.load(f)
+        if not isinstance(doc, dict):
+            raise BadFile(f"the top level is a JSON {json_type(doc)}, not an object")
         if doc.get("kind") != "glassbox.kernels":
-            raise ValueError(f"its kind is {doc.get('kind')!r}, not 'glassbox.kernels'")
-        for key in ("network", "batch", "device", "gpu_ms", "coverage", "spans", "families", "unattributed"):
-            if key not in doc:
-                raise KeyError(key)
-        for span in doc["spans"]:
-            for key in ("layer", "pass", "gpu_ms", "count", "kernels"):
-                if key not in span:
-                    raise KeyError(f"spans[].{key}")
+            raise BadFile(f"its kind is {doc.get('kind')!r}, not 'glassbox.kernels'")
+        check_fields(doc, "", TOP)
+        if doc.get("runtime", {}).get("precision") is not None:
+            check(doc["runtime"]["precision"], "runtime.precision", "string")
+        for i, span in enumerate(doc["spans"]):
+            check_fields(span, f"spans[{i}]", SPAN)
+            for j, run in enumerate(span.get("runs", [])):
+                check(run, f"spans[{i}].runs[{j}]", "string")
+            for j, k in enumerate(span["kernels"]):
+                check_fields(k, f"spans[{i}].kernels[{j}]", KERNEL)
+        for i, family in enumerate(doc["families"]):
+            check_fields(family, f"families[{i}]", FAMILY)
+        for i, k in enumerate(doc["unattributed"]):
+            check_fields(k, f"unattributed[{i}]", KERNEL)
         return doc
-    except KeyError as e:
-        sys.exit(f"kernels_summary.py: {path}: not a `glassbox kernels --json` file (no field {e.args[0]})")
-    except (OSError, ValueError, AttributeError, TypeError) as e:
+    except OSError as e:
+        sys.exit(f"kernels_summary.py: {path}: cannot read it ({e.strerror or e})")
+    except (ValueError, BadFile) as e:  # ValueError: not JSON, or not UTF-8
         sys.exit(f"kernels_summary.py: {path}: not a `glassbox kernels --json` file ({e})")
 
 

@@ -7,6 +7,15 @@ epoch, the training and test loss (left) and accuracy (right) of each, into
 one PNG. With --steps, the per-step losses (glassbox train --log-every N)
 are drawn under the epoch curves.
 
+A resumed run appends to its log and logs again from its checkpoint: a later
+epoch line for an epoch replaces an earlier one, and a later step line for a
+global step replaces an earlier one, so each curve has one point per epoch or
+step. A line a killed run left unfinished (not JSON) is skipped, saying so; a
+null loss or accuracy (glassbox writes NaN and infinity as null) is a gap in
+its curve. Any other line that is not what the writers write is an error
+naming the file and line, exit code 1, as are a log that cannot be read and
+an --out that cannot be written.
+
 Usage:
   python3 tools/plot_training.py LOG [LOG ...] --out curves.png [--title TEXT] [--steps]
   (each LOG may be given as LABEL=PATH; the label defaults to the file name)
@@ -16,33 +25,123 @@ Needs matplotlib (pip install matplotlib), which Glassbox itself never needs.
 
 import argparse
 import json
+import math
 import os
 import sys
 
 
+class LogError(Exception):
+    """What is wrong with a log, as "FILE:LINE: what"."""
+
+
+def json_type(value):
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return {dict: "an object", list: "an array", str: "a string"}.get(type(value), "a number")
+
+
+def article(event):
+    return ("an " if event[0] in "aeiou" else "a ") + event
+
+
+def whole(line, key, where):
+    """line[key], a whole number (epoch, global_step)."""
+    if key not in line:
+        raise LogError(f"{where}: {article(line['event'])} line without \"{key}\"")
+    value = line[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value != int(value):
+        raise LogError(f"{where}: \"{key}\" must be a whole number, got {json.dumps(value)}")
+    return int(value)
+
+
+def measure(line, key, where, required):
+    """line[key] as a float: a loss or accuracy; null (NaN or infinity in the
+    run) is NaN, a gap in the curve."""
+    if key not in line:
+        if required:
+            raise LogError(f"{where}: {article(line['event'])} line without \"{key}\"")
+        return None
+    value = line[key]
+    if value is None:
+        return math.nan
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise LogError(f"{where}: \"{key}\" must be a number or null, got {json_type(value)} {json.dumps(value)}")
+    return float(value)
+
+
 def read_log(path):
-    """(epochs, steps, start) from one log; a resumed run's lines append, and a
-    later line for an epoch replaces an earlier one."""
-    epochs, steps, start = {}, [], {}
-    with open(path) as f:
-        for number, text in enumerate(f, 1):
-            if not text.strip():
-                continue
-            try:
-                line = json.loads(text)
-            except json.JSONDecodeError as e:
-                # A run killed mid-write leaves one unfinished line; say so and go on.
-                print(f"plot_training.py: {path}:{number}: skipped, not JSON ({e.msg}): a run killed mid-line?",
-                      file=sys.stderr)
-                continue
-            event = line.get("event")
-            if event == "epoch":
-                epochs[line["epoch"]] = line
-            elif event == "step":
-                steps.append(line)
-            elif event == "start":
-                start = line
-    return [epochs[e] for e in sorted(epochs)], steps, start
+    """(epochs, steps, start) from one log: epochs and steps in order, each a
+    dict of the fields drawn with the log line it came from ("line").
+
+    A resumed run's lines append; a later line for an epoch replaces an
+    earlier one, and so does a later step line for a global step (the resumed
+    run logs again the steps after its checkpoint). Raises LogError."""
+    epochs, steps, start = {}, {}, {}
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise LogError(f"{path}: cannot read it ({e.strerror or e})")
+    for number, raw in enumerate(data.splitlines(), 1):
+        where = f"{path}:{number}"
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            if e.end < len(raw.rstrip(b"\r")) or e.reason != "unexpected end of data":
+                raise LogError(f"{where}: not UTF-8 text (byte {raw[e.start]:#04x}): not a training log?")
+            text = raw.decode("utf-8", errors="replace")  # cut mid-character: an unfinished line, not JSON below
+        if not text.strip():
+            continue
+        try:
+            line = json.loads(text)
+        except json.JSONDecodeError as e:
+            # A run killed mid-write leaves one unfinished line; say so and go on.
+            print(f"plot_training.py: {where}: skipped, not JSON ({e.msg}): a run killed mid-line?",
+                  file=sys.stderr)
+            continue
+        if not isinstance(line, dict):
+            raise LogError(f"{where}: {json_type(line)}, not an object: not a training log line")
+        event = line.get("event")
+        if event == "epoch":
+            epoch = {"line": number, "epoch": whole(line, "epoch", where)}
+            if "global_step" in line:
+                epoch["global_step"] = whole(line, "global_step", where)
+            for key in ("train_loss", "train_accuracy", "test_loss", "test_accuracy"):
+                epoch[key] = measure(line, key, where, required=key.startswith("train_"))
+            epochs[epoch["epoch"]] = epoch
+        elif event == "step":
+            step = {"line": number, "global_step": whole(line, "global_step", where),
+                    "loss": measure(line, "loss", where, required=True)}
+            steps[step["global_step"]] = step
+        elif event == "start":
+            start = line
+    return [epochs[e] for e in sorted(epochs)], [steps[s] for s in sorted(steps)], start
+
+
+def steps_per_epoch(path, epochs):
+    """Global steps per epoch, from the first epoch line, to place the step
+    losses on the epoch axis. Raises LogError."""
+    first = epochs[0]
+    where = f"{path}:{first['line']}"
+    if "global_step" not in first:
+        raise LogError(f"{where}: --steps needs \"global_step\" in the epoch lines, to place the steps")
+    if first["epoch"] < 1 or first["global_step"] < 1:
+        raise LogError(f"{where}: epoch {first['epoch']} at global step {first['global_step']}: --steps needs "
+                       "epochs numbered from 1, ending after 1 step or more, to place the steps")
+    return first["global_step"] / first["epoch"]
+
+
+def check_out(path):
+    """Raises LogError where the PNG cannot be written, before any drawing."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise LogError(f"cannot write {path}: it is a folder")
+    if not os.path.isdir(folder):
+        raise LogError(f"cannot write {path}: no folder {folder}")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise LogError(f"cannot write {path}: permission denied")
 
 
 def main():
@@ -52,6 +151,21 @@ def main():
     parser.add_argument("--title")
     parser.add_argument("--steps", action="store_true", help="also draw the per-step losses")
     args = parser.parse_args()
+
+    # Read and check every log, and the output's folder, before drawing anything.
+    runs = []
+    try:
+        for entry in args.logs:
+            label, path = entry.split("=", 1) if "=" in entry and not os.path.exists(entry) else (None, entry)
+            epochs, steps, start = read_log(path)
+            if not epochs:
+                raise LogError(f"{path} has no epoch lines")
+            per_epoch = steps_per_epoch(path, epochs) if args.steps and steps else None
+            runs.append((label or os.path.basename(path), epochs, steps, per_epoch))
+        check_out(args.out)
+    except LogError as e:
+        raise SystemExit(f"plot_training.py: {e}")
+
     try:
         import matplotlib
         matplotlib.use("Agg")  # files only, no display
@@ -60,27 +174,26 @@ def main():
     except ImportError:
         raise SystemExit("plot_training.py: needs matplotlib (pip install matplotlib)")
 
+    def percent(value):
+        return None if value is None else 100 * value
+
     figure, (loss_axes, accuracy_axes) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for entry in args.logs:
-        label, path = entry.split("=", 1) if "=" in entry and not os.path.exists(entry) else (None, entry)
-        epochs, steps, start = read_log(path)
-        if not epochs:
-            raise SystemExit(f"plot_training.py: {path} has no epoch lines")
-        label = label or os.path.basename(path)
+    for label, epochs, steps, per_epoch in runs:
         x = [e["epoch"] for e in epochs]
         line, = loss_axes.plot(x, [e["train_loss"] for e in epochs], "o--", label=f"{label} train")
         colour = line.get_color()
-        if "test_loss" in epochs[0]:
-            loss_axes.plot(x, [e["test_loss"] for e in epochs], "o-", color=colour, label=f"{label} test")
-        if args.steps and steps:
-            per_epoch = epochs[0]["global_step"] / epochs[0]["epoch"]
+        # A test curve where any epoch has a test score; an epoch without one is a gap.
+        if any(e["test_loss"] is not None for e in epochs):
+            loss_axes.plot(x, [e["test_loss"] if e["test_loss"] is not None else math.nan for e in epochs], "o-",
+                           color=colour, label=f"{label} test")
+        if per_epoch is not None:
             loss_axes.plot([s["global_step"] / per_epoch for s in steps], [s["loss"] for s in steps], "-",
                            color=colour, alpha=0.25, linewidth=0.8)
-        accuracy_axes.plot(x, [100 * e["train_accuracy"] for e in epochs], "o--", color=colour,
+        accuracy_axes.plot(x, [percent(e["train_accuracy"]) for e in epochs], "o--", color=colour,
                            label=f"{label} train")
-        if "test_accuracy" in epochs[0]:
-            accuracy_axes.plot(x, [100 * e["test_accuracy"] for e in epochs], "o-", color=colour,
-                               label=f"{label} test")
+        if any(e["test_accuracy"] is not None for e in epochs):
+            accuracy_axes.plot(x, [percent(e["test_accuracy"]) if e["test_accuracy"] is not None else math.nan
+                                   for e in epochs], "o-", color=colour, label=f"{label} test")
     loss_axes.set(xlabel="epoch", ylabel="loss (cross-entropy)", title="loss")
     accuracy_axes.set(xlabel="epoch", ylabel="accuracy (%)", title="accuracy")
     for axes in (loss_axes, accuracy_axes):
@@ -89,7 +202,10 @@ def main():
         axes.legend(fontsize=8)
     figure.suptitle(args.title or ", ".join(os.path.basename(e.split("=")[-1]) for e in args.logs))
     figure.tight_layout()
-    figure.savefig(args.out, dpi=110)
+    try:
+        figure.savefig(args.out, dpi=110)
+    except (OSError, ValueError) as e:  # ValueError: a file type matplotlib cannot write
+        raise SystemExit(f"plot_training.py: cannot write {args.out}: {getattr(e, 'strerror', None) or e}")
     print(f"wrote {args.out}")
     return 0
 
