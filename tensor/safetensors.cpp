@@ -44,6 +44,12 @@ constexpr size_t kNameChars = 120;
 // past it is a corrupt file, not a header to allocate memory for.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
+// A header within that length can still name a million empty tensors, each
+// kept as a JSON object and an entry (about 1 kB apiece) before any check:
+// past this many entries it is refused as it is read. The largest models
+// published hold some tens of thousands of tensors.
+constexpr size_t kMaxHeaderEntries = 250'000;
+
 constexpr struct { std::string_view name; size_t bytes; } kDtypes[] = {
     {"BOOL", 1},    {"U8", 1},       {"I8", 1},       {"F8_E5M2", 1},  {"F8_E4M3", 1}, {"F8_E8M0", 1},
     {"F8_E4M3FNUZ", 1}, {"F8_E5M2FNUZ", 1}, {"I16", 2}, {"U16", 2},    {"F16", 2},     {"BF16", 2},
@@ -239,6 +245,10 @@ class HeaderParser {
     }
     if (open_.size() == 1) {
       if (root_type_ != Json::value_t::object) return nullptr;
+      if (top_level_.size() >= kMaxHeaderEntries) {
+        bad_file(path_, cat("the header has more than ", grouped(static_cast<int64_t>(kMaxHeaderEntries)),
+                            " entries, the most a file may hold"));
+      }
       // (The vector grows only here, when no value below the header is open to point into it.)
       top_level_.emplace_back(key_, std::move(value));
       return &top_level_.back().second;
@@ -402,6 +412,11 @@ SafetensorsFile read_path(const std::string& path, bool with_data) {
 
 // The first 8 bytes and the padded header of `file`, checked.
 std::string encode_prefix(const SafetensorsFile& file, const std::string& path) {
+  const size_t entries = file.tensors.size() + (file.metadata.empty() ? 0 : 1);
+  if (entries > kMaxHeaderEntries) {
+    refuse(path, cat(grouped(static_cast<int64_t>(entries)), " header entries, more than the ",
+                     grouped(static_cast<int64_t>(kMaxHeaderEntries)), " a file may hold"));
+  }
   // The header is JSON, which holds UTF-8 text only: say which entry is not.
   auto check_utf8 = [&](std::string_view what, std::string_view text) {
     const size_t at = first_non_utf8(text);

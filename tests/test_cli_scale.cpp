@@ -33,6 +33,7 @@ TEST(CliScale, BadValuesAreUsageErrorsNamingTheFlag) {
       {"--gpus 1,,2", "glassbox: --gpus must be an integer from 1 to 1048576, got ''"},
       {"--link ethernet", "glassbox: --link: unknown link 'ethernet'; valid: nvlink, infiniband, custom"},
       {"--link custom", "glassbox: --link custom needs --bandwidth-gbps (and --latency-us)"},
+      {"--link custom --bandwidth-gbps 100", "glassbox: --link custom needs --latency-us (and --bandwidth-gbps)"},
       {"--bandwidth-gbps 0", "glassbox: --bandwidth-gbps must be a number from 1e-06 to 1000000, got '0'"},
       {"--bucket-mb 0", "glassbox: --bucket-mb must be a number from 0.001 to 1048576, got '0'"},
   };

@@ -194,6 +194,29 @@ TEST(SafetensorsMalformed, AHeaderOfManyEntriesIsWrittenAndReadInLinearTime) {
   EXPECT_LT(seconds, 20.0) << kTensors << " entries";
 }
 
+// A header of a quarter of a million empty entries fits the length limit
+// but is refused as it is read, before each entry is kept (about 1 kB
+// apiece); a writer refuses to make one.
+TEST(SafetensorsMalformed, AHeaderOfTooManyEntriesIsRefused) {
+  constexpr int kEntries = 250'001;
+  std::string header = "{";
+  for (int i = 0; i < kEntries; ++i) {
+    header += cat(i ? "," : "", "\"t", i, "\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}");
+  }
+  header += "}";
+  EXPECT_EQ(problem(header), "the header has more than 250,000 entries, the most a file may hold");
+  SafetensorsFile file;
+  for (int i = 0; i < kEntries; ++i) file.tensors.push_back(host_tensor(cat("t", i), "U8", {0}, nullptr, 0));
+  try {
+    (void)encode_safetensors(file);
+    ADD_FAILURE() << "a file of " << kEntries << " tensors was written";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(": 250,001 header entries, more than the 250,000 a file may hold"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // The offsets must tile the data area: from 0, in order, no gap, no overlap,
 // to the end of the file.
 TEST(SafetensorsMalformed, OffsetsThatDoNotTileTheData) {

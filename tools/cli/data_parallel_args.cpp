@@ -31,6 +31,11 @@ ScaleJobArgs scale_job_args(const Args& args) {
   }
   if (args.has("--latency-us")) job.link.latency_us = parse_number("--latency-us", args.get("--latency-us", ""), 0.0, 1e9);
   if (job.link.bandwidth_gbps <= 0.0) throw ConfigError("--link custom needs --bandwidth-gbps (and --latency-us)");
+  // A custom link has no latency to default to: 0 would be a guess, and the
+  // model's small buckets would look free.
+  if (job.link.name == "custom" && !args.has("--latency-us")) {
+    throw ConfigError("--link custom needs --latency-us (and --bandwidth-gbps)");
+  }
   job.bucket_bytes = bucket_bytes_arg(args);
   return job;
 }
