@@ -378,7 +378,9 @@ class IdleChecks(unittest.TestCase):
         self.assertIsNone(self.interleave.busy_cpus(0))
 
 
-class NamesUnitsThreadsAndFailedRuns(unittest.TestCase):
+class WithJsonFiles(unittest.TestCase):
+    """A temporary folder per test, and write() to put a JSON file in it."""
+
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.addCleanup(self.tmp.cleanup)
@@ -389,6 +391,8 @@ class NamesUnitsThreadsAndFailedRuns(unittest.TestCase):
             json.dump(data, f)
         return path
 
+
+class NamesUnitsThreadsAndFailedRuns(WithJsonFiles):
     @staticmethod
     def cpu(threads, peer):
         context = {"device": "cpu", "device_name": "AMD EPYC", "precision": GLASSBOX_PRECISION["fp32"]}
@@ -488,17 +492,7 @@ def resnet_round(rate, busy=0.0):
                                  RESNET + "/channels_last/compiled": 0.0}}}
 
 
-class MergeResults(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.addCleanup(self.tmp.cleanup)
-
-    def write(self, name, data):
-        path = os.path.join(self.tmp.name, name)
-        with open(path, "w") as f:
-            json.dump(data, f)
-        return path
-
+class MergeResults(WithJsonFiles):
     def merge(self, *args, out="merged.json"):
         out = os.path.join(self.tmp.name, out)
         if os.path.exists(out):

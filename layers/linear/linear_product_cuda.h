@@ -29,7 +29,6 @@ class LinearProduct {
   // What the epilogue leaves to passes: run() does the bias and the ReLU;
   // the bias gradient is the caller's (BiasGradient, layers/bias_gradient_cuda.h).
   const EpiloguePasses& passes() const { return passes_; }
-  bool on_lt() const { return lt_.has_value(); }
   // "epilogue bias, algorithm 21; ReLU as a pass of its own (cuBLASLt offers
   // no bias + ReLU epilogue for these shapes)", or "cuBLAS GemmEx (...)".
   std::string describe() const;
