@@ -18,7 +18,8 @@ namespace {
 // Note [A residual add fused into its batch norm]: for the add `a`, whose
 // ReLU it applies, the input that can take both, or -1.
 int residual_taker(const Context& ctx, Phase phase, const std::vector<Node>& nodes, int a,
-                   const std::vector<int>& position, const std::vector<std::vector<int>>& readers) {
+                   const std::vector<int>& position, const std::vector<std::vector<int>>& readers,
+                   const std::vector<bool>& wants_grad) {
   const Node& add = nodes[static_cast<size_t>(a)];
   if (add.inputs.size() != 2 || add.inputs[0] == add.inputs[1]) return -1;
   auto at = [&](int node) { return position[static_cast<size_t>(node)]; };
@@ -29,9 +30,8 @@ int residual_taker(const Context& ctx, Phase phase, const std::vector<Node>& nod
     const Node& other = nodes[static_cast<size_t>(z)];
     if (bn.is_input() || other.is_input() || !bn.layer->can_fuse_residual_relu(ctx, phase)) continue;
     if (readers[static_cast<size_t>(b)].size() != 1) continue;  // the add only
-    if (phase == Phase::kTraining && std::any_of(bn.inputs.begin(), bn.inputs.end(), [&](int q) {
-          return nodes[static_cast<size_t>(q)].is_input();
-        })) {
+    if (phase == Phase::kTraining &&
+        std::any_of(bn.inputs.begin(), bn.inputs.end(), [&](int q) { return !wants_grad[static_cast<size_t>(q)]; })) {
       continue;  // both or neither: Note [A ReLU's backward fused into its producer]
     }
     if (other.stored != bn.stored || other.channels_last != bn.channels_last || at(z) > at(b)) continue;
@@ -59,7 +59,7 @@ ReluFusion plan_relu_fusion(const Context& ctx, Phase phase, const std::vector<N
     if (block < 0 || block != plan.value_block[static_cast<size_t>(p)]) continue;  // not in place
     const bool backward = phase == Phase::kTraining && producer.layer->fuses_relu_backward();
     if (backward && std::any_of(producer.inputs.begin(), producer.inputs.end(),
-                                [&](int q) { return nodes[static_cast<size_t>(q)].is_input(); })) {
+                                [&](int q) { return !plan.wants_grad[static_cast<size_t>(q)]; })) {
       continue;  // both or neither: Note [A ReLU's backward fused into its producer]
     }
     fusion.fused_into[static_cast<size_t>(i)] = p;
@@ -76,7 +76,7 @@ ReluFusion plan_relu_fusion(const Context& ctx, Phase phase, const std::vector<N
   for (int i : layers) {
     const int a = fusion.fused_into[static_cast<size_t>(i)];
     if (a < 0 || dynamic_cast<const Add*>(nodes[static_cast<size_t>(a)].layer.get()) == nullptr) continue;
-    const int b = residual_taker(ctx, phase, nodes, a, position, readers);
+    const int b = residual_taker(ctx, phase, nodes, a, position, readers, plan.wants_grad);
     if (b < 0) continue;
     const Node& add = nodes[static_cast<size_t>(a)];
     const int z = add.inputs[0] == b ? add.inputs[1] : add.inputs[0];

@@ -24,8 +24,8 @@
 // the shared value y is. A batch norm reads its output gradient twice (sums,
 // then dx), so the saving is the ReLU's whole pass (read y and dy, write dx)
 // and a block of gradient memory. Such a producer fuses the ReLU only where
-// it can fuse both (every input is another layer's output, which gets a
-// gradient: Note [BatchNorm2d scratch dx] would otherwise write dx over y),
+// it can fuse both (every input gets a gradient, MemoryPlan::wants_grad:
+// Note [BatchNorm2d scratch dx] would otherwise write dx over y),
 // since cuDNN's fused forward leaves its backward a reserve of its own.
 //
 // Other ReLUs' backward is unchanged: it reads its output, as it does

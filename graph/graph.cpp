@@ -390,6 +390,7 @@ void Graph::set_loss_scale_on_device(const float* scale) {
 // memory plan puts them.
 void Graph::allocate_activations(Context& ctx) {
   const MemoryPlan& plan = *plan_;
+  const bool training = options_.phase == Phase::kTraining;
   ArenaPlan input_plan;
   std::vector<size_t> input_offset(nodes_.size(), 0);
   for (size_t i = 0; i < nodes_.size(); ++i) {
@@ -414,9 +415,10 @@ void Graph::allocate_activations(Context& ctx) {
       node.grad = grads.view(offset, node.shape, node.stored).named(node.name + " gradient");
       if (node.channels_last) node.grad = node.grad.with_layout(Layout::kNHWC);
     } else {
-      const char* why = node.is_input()                        ? "not in CompileOptions::input_gradients"
-                        : static_cast<int>(i) == loss_          ? "the loss starts backward with 1"
-                                                                : "compiled for inference";
+      const char* why = node.is_input()                                ? "not in CompileOptions::input_gradients"
+                        : static_cast<int>(i) == loss_                  ? "the loss starts backward with 1"
+                        : options_.phase == Phase::kInference           ? "compiled for inference"
+                                                                        : "no layer before it trains";
       node.grad = Tensor().named(cat("gradient of '", node.name, "' (none: ", why, ")"));
     }
   }
@@ -448,6 +450,12 @@ void Graph::allocate_activations(Context& ctx) {
       node.input_grad_modes.push_back(reached[p] ? GradMode::kAdd : GradMode::kWrite);
       if (nodes_[p].grad.defined() && node.backward_fused_into < 0) reached[p] = true;
     }
+    // Note [Only what trains gets a gradient]: a layer none of whose inputs
+    // wants a gradient, and that trains nothing, has no backward to run.
+    node.runs_backward = training && (!node.layer->param_specs().empty() ||
+                                      std::any_of(inputs.begin(), inputs.end(), [&](int p) {
+                                        return plan.wants_grad[static_cast<size_t>(p)];
+                                      }));
   }
 }
 
@@ -550,8 +558,10 @@ void Graph::backward(Context& ctx, ParamGrads param_grads,
         for (const Tensor& g : node.param_grads) fill_zero(ctx, g);
       }
     }
-    if (spans) spans_->begin(index, node.name, backward_pass(node));
-    if (node.backward_fused_into >= 0) {
+    if (spans && node.runs_backward) spans_->begin(index, node.name, backward_pass(node));
+    if (!node.runs_backward) {
+      // Note [Only what trains gets a gradient] (graph/memory_plan.h): nothing before it trains.
+    } else if (node.backward_fused_into >= 0) {
       // Note [A ReLU's backward fused into its producer]: its producer's backward does it.
     } else if (staging_) {
       staging_->backward(ctx, node, param_grad_mode, loss_scale_);
@@ -570,7 +580,7 @@ void Graph::backward(Context& ctx, ParamGrads param_grads,
         }
       }
     }
-    if (spans) spans_->end();
+    if (spans && node.runs_backward) spans_->end();
     if (options_.sync_each_layer) after_layer(ctx, node, "backward");
     if (after_each_layer) after_each_layer(node, static_cast<int>(j));
   }

@@ -69,6 +69,10 @@ struct Node {
   // its own inputs (input_values) and whose gradient it writes
   // (input_grads); -1 otherwise.
   int residual = -1;
+  // Whether a training step runs this layer's backward: it has parameters
+  // or writes some input's gradient (Note [Only what trains gets a
+  // gradient], graph/memory_plan.h). Set by compile; false in inference.
+  bool runs_backward = false;
 
   bool is_input() const { return layer == nullptr; }
 };

@@ -28,7 +28,8 @@ bool runs_in_place(const std::vector<Node>& nodes, const std::vector<int>& reade
 // Adds a batch norm does share nothing (`fused_add`).
 std::vector<int> share_add_gradients(const std::vector<Node>& nodes, const std::vector<int>& layers, int loss,
                                      const std::vector<int>& position, const std::vector<int>& fused_add,
-                                     std::span<const int> relu_backward_fused_into) {
+                                     std::span<const int> relu_backward_fused_into,
+                                     const std::vector<bool>& wants_grad) {
   std::vector<std::vector<int>> readers(nodes.size());
   for (int i : layers) {
     for (int p : nodes[static_cast<size_t>(i)].inputs) readers[static_cast<size_t>(p)].push_back(i);
@@ -52,7 +53,10 @@ std::vector<int> share_add_gradients(const std::vector<Node>& nodes, const std::
     for (size_t j = 0; j < add.inputs.size(); ++j) {
       const int p = add.inputs[j];
       const Node& producer = nodes[static_cast<size_t>(p)];
-      if (producer.is_input() || !add.layer->input_grad_is_output_grad(static_cast<int>(j))) continue;
+      if (producer.is_input() || !wants_grad[static_cast<size_t>(p)] ||
+          !add.layer->input_grad_is_output_grad(static_cast<int>(j))) {
+        continue;
+      }
       if (std::count(add.inputs.begin(), add.inputs.end(), p) != 1) continue;
       if (bytes_of(producer) != bytes_of(add) || producer.stored != add.stored) continue;
       const std::vector<int>& r = readers[static_cast<size_t>(p)];
@@ -81,6 +85,22 @@ std::vector<int> share_add_gradients(const std::vector<Node>& nodes, const std::
 }
 
 }  // namespace
+
+std::vector<bool> nodes_wanting_gradients(const std::vector<Node>& nodes, const std::vector<int>& layers, int loss,
+                                          const std::vector<bool>& input_gets_grad) {
+  std::vector<bool> wants(nodes.size(), false);
+  for (size_t n = 0; n < nodes.size() && n < input_gets_grad.size(); ++n) {
+    wants[n] = nodes[n].is_input() && input_gets_grad[n];
+  }
+  for (int i : layers) {  // topological: every producer is settled first
+    if (i == loss) continue;
+    const Node& node = nodes[static_cast<size_t>(i)];
+    wants[static_cast<size_t>(i)] =
+        !node.layer->param_specs().empty() ||
+        std::any_of(node.inputs.begin(), node.inputs.end(), [&](int p) { return wants[static_cast<size_t>(p)]; });
+  }
+  return wants;
+}
 
 ArenaLayout place_blocks(std::span<const Block> blocks, MemoryReuse reuse) {
   ArenaLayout layout;
@@ -148,6 +168,9 @@ MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<in
 
   std::vector<bool> input_gets_grad(nodes.size(), false);
   for (int i : input_gradients) input_gets_grad[static_cast<size_t>(i)] = training;
+  // Note [Only what trains gets a gradient]
+  const std::vector<bool> wants_grad = training ? nodes_wanting_gradients(nodes, layers, loss, input_gets_grad)
+                                                : std::vector<bool>(nodes.size(), false);
   std::vector<int> readers(nodes.size(), 0);
   for (const Node& node : nodes) {
     for (int producer : node.inputs) ++readers[static_cast<size_t>(producer)];
@@ -157,6 +180,7 @@ MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<in
   plan.value_block.assign(nodes.size(), -1);
   plan.grad_block.assign(nodes.size(), -1);
   plan.grad_shared_with.assign(nodes.size(), -1);
+  plan.wants_grad = wants_grad;
   for (int i : layers) {
     const Node& node = nodes[static_cast<size_t>(i)];
     const size_t bytes = bytes_of(node);
@@ -184,10 +208,8 @@ MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<in
     bool gets_every_input_grad = true;
     for (size_t j = 0; j < node.inputs.size(); ++j) {
       const int producer = node.inputs[j];
-      if (nodes[static_cast<size_t>(producer)].is_input()) {
-        if (!input_gets_grad[static_cast<size_t>(producer)]) gets_every_input_grad = false;
-        continue;
-      }
+      if (!wants_grad[static_cast<size_t>(producer)]) gets_every_input_grad = false;
+      if (nodes[static_cast<size_t>(producer)].is_input()) continue;
       read_at(producer, forward_time(i));
       if (training && node.layer->backward_reads_input(static_cast<int>(j))) read_at(producer, backward_time(i));
     }
@@ -197,7 +219,7 @@ MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<in
   std::vector<int> fused_relu_of(nodes.size(), -1);
   for (size_t r = 0; r < relu_backward_fused_into.size(); ++r) {
     const int producer = relu_backward_fused_into[r];
-    if (!training || producer < 0 || fused_add[r] >= 0) continue;
+    if (!training || producer < 0 || fused_add[r] >= 0 || !wants_grad[r]) continue;
     fused_relu_of[static_cast<size_t>(producer)] = static_cast<int>(r);
     read_at(static_cast<int>(r), backward_time(producer));  // y, for the mask
   }
@@ -210,12 +232,12 @@ MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<in
   // Graph inputs asked for and layers but the loss, in node order.
   if (reuse == MemoryReuse::kOn) {
     plan.grad_shared_with =
-        share_add_gradients(nodes, layers, loss, position, fused_add, relu_backward_fused_into);
+        share_add_gradients(nodes, layers, loss, position, fused_add, relu_backward_fused_into, wants_grad);
   }
   for (size_t n = 0; n < nodes.size(); ++n) {
     const int i = static_cast<int>(n);
     const Node& node = nodes[n];
-    if (node.is_input() ? !input_gets_grad[n] : i == loss) continue;
+    if (!wants_grad[n]) continue;  // the loss starts backward with 1
     if (plan.grad_shared_with[n] >= 0 || fused_relu_of[n] >= 0 || fused_add[n] >= 0) continue;  // another's, below
     int first = node.is_input() ? Lifetime::kAfterStep : backward_time(i);
     for (int j : layers) {

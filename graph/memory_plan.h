@@ -44,6 +44,14 @@
 // write of A's gradient to the last backward that reads or adds to it. Without
 // memory reuse nothing is shared, so every gradient stays readable.
 //
+// Note [Only what trains gets a gradient]: a value gets a gradient only
+// where backward needs it: a layer with parameters, anything downstream of
+// one, and a graph input asked for (CompileOptions::input_gradients). The
+// values computed from the data alone (a Flatten or pooling of the images
+// before the first layer that trains) get none, so the first layer that
+// trains runs no backward-data, as for a convolution on the images, and the
+// layers before it run no backward at all (Node::runs_backward).
+//
 // Blocks alive at overlapping times never share bytes; blocks whose lifetimes
 // are disjoint may. An in-place layer (ReLU) writes its output over its input
 // when nothing else will read the input: the two values are one block.
@@ -90,7 +98,11 @@ std::string find_overlap(std::span<const Block> blocks, const ArenaLayout& layou
 // The plan of one graph: per node, its value's and its gradient's block.
 struct MemoryPlan {
   std::vector<int> value_block;  // -1 for graph inputs (they live in the data arena)
-  std::vector<int> grad_block;   // -1 where no gradient is kept (inputs not asked for, the loss, inference plans)
+  std::vector<int> grad_block;   // -1 where no gradient is kept (!wants_grad, inference plans)
+  // Per node: whether backward computes its gradient (Note [Only what trains
+  // gets a gradient]); false for the loss, which starts backward with 1, and
+  // everywhere in an inference plan.
+  std::vector<bool> wants_grad;
   std::vector<Block> value_blocks;
   std::vector<Block> grad_blocks;
   ArenaLayout values;
@@ -145,6 +157,12 @@ MemoryPlan plan_activations(const std::vector<Node>& nodes, const std::vector<in
 // The same for a built graph (compiled or not): what compile() would plan.
 MemoryPlan plan_activations(const Graph& graph, Phase phase, MemoryReuse reuse = MemoryReuse::kOn,
                             std::span<const std::string> input_gradients = {});
+
+// Note [Only what trains gets a gradient]: per node, whether backward computes
+// its gradient. `layers` in topological order; `input_gets_grad` per node (the
+// graph inputs asked for).
+std::vector<bool> nodes_wanting_gradients(const std::vector<Node>& nodes, const std::vector<int>& layers, int loss,
+                                          const std::vector<bool>& input_gets_grad);
 
 // The node indices of the inputs named in CompileOptions::input_gradients.
 // Throws ConfigError, naming the float inputs, for a name that is no input or

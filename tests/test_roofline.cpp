@@ -61,6 +61,8 @@ TEST(Roofline, LayerPassesSplitTheBackwardAndSkipTheDataGradientOfTheFirstLayer)
   Value logits = b.linear(b.flatten(c2), {.out_features = 10}, "fc");
   Value labels = b.input("labels", Shape{2}, DType::kInt32);
   Graph g = std::move(b).build(b.softmax_cross_entropy(logits, labels));
+  Context ctx = Context::cpu();
+  g.compile(ctx);
   auto passes_of = [&](std::string_view name) {
     for (size_t i = 0; i < g.nodes().size(); ++i) {
       if (g.nodes()[i].name != name) continue;
@@ -82,6 +84,29 @@ TEST(Roofline, LayerPassesSplitTheBackwardAndSkipTheDataGradientOfTheFirstLayer)
   EXPECT_DOUBLE_EQ(passes[2].ms, 2.0);
   EXPECT_EQ(passes[1].bytes, conv2.layer->bytes_moved(Pass::kBackwardData));
   EXPECT_EQ(passes[2].flops, conv2.layer->flops(Pass::kBackwardWeights));
+}
+
+// Note [Only what trains gets a gradient]: a Flatten of the images runs no
+// backward, and the Linear after it no backward-data.
+TEST(Roofline, LayersBeforeTheFirstThatTrainsShowNoBackward) {
+  GraphBuilder b;
+  Value x = b.input("x", Shape{2, 1, 4, 4});
+  Value logits = b.linear(b.flatten(x, "flat"), {.out_features = 3}, "fc");
+  Value labels = b.input("labels", Shape{2}, DType::kInt32);
+  Graph g = std::move(b).build(b.softmax_cross_entropy(logits, labels));
+  Context ctx = Context::cpu();
+  g.compile(ctx);
+  auto passes_of = [&](std::string_view name) {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < g.nodes().size(); ++i) {
+      if (g.nodes()[i].name != name) continue;
+      LayerTime t{.node = static_cast<int>(i), .forward_ms = 1.0, .backward_ms = 3.0, .backward_weights_ms = 2.0};
+      for (const PassCost& p : cli::layer_passes(g, t)) names.emplace_back(pass_name(p.pass));
+    }
+    return names;
+  };
+  EXPECT_EQ(passes_of("flat"), (std::vector<std::string>{"forward"}));
+  EXPECT_EQ(passes_of("fc"), (std::vector<std::string>{"forward", "backward-weights"}));
 }
 
 TEST(DevicePeaks, LooksUpCudaDeviceNamesBySubstring) {

@@ -27,7 +27,8 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2154  # build, logs, results_dir, python, dry_run, autotune_cache are gpu_check.sh's
 
-fusion_tests=(test_fusion test_fusion_residual test_relu test_linear test_step_replay test_step_readback test_autotune_cache)
+fusion_tests=(test_fusion test_fusion_residual test_relu test_linear test_step_replay test_step_readback test_autotune_cache
+              test_gradient_needs)
 
 step_fusion() {
   local rc=0 fusion

@@ -38,9 +38,10 @@ PassCost pass_cost(const Graph& graph, int index, Pass pass, double ms) {
 std::vector<PassCost> layer_passes(const Graph& graph, const LayerTime& time) {
   const Node& node = graph.nodes()[static_cast<size_t>(time.node)];
   std::vector<PassCost> passes = {pass_cost(graph, time.node, Pass::kForward, time.forward_ms)};
-  if (graph.compiled_phase() == Phase::kInference) return passes;  // no backward was built
+  if (!node.runs_backward) return passes;  // an inference plan, or nothing before it trains
   if (node.layer->splits_backward()) {
-    const bool wants_input_grad = !graph.nodes()[static_cast<size_t>(node.inputs[0])].is_input();
+    const bool wants_input_grad =
+        std::any_of(node.input_grads.begin(), node.input_grads.end(), [](const Tensor& g) { return g.defined(); });
     if (wants_input_grad) passes.push_back(pass_cost(graph, time.node, Pass::kBackwardData, time.backward_data_ms()));
     passes.push_back(pass_cost(graph, time.node, Pass::kBackwardWeights, time.backward_weights_ms));
   } else {

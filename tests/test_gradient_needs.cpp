@@ -1,0 +1,129 @@
+// tests/test_gradient_needs.cpp: Note [Only what trains gets a gradient]
+// (graph/memory_plan.h): values computed from the data alone get no gradient,
+// the layers that make them run no backward, and no parameter gradient changes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "graph/builder.h"
+#include "graph/memory_plan.h"
+#include "tensor/copy.h"
+#include "tests/support/checks.h"
+#include "tests/support/devices.h"
+#include "tests/support/harness.h"
+
+namespace glassbox {
+namespace {
+
+// The data's max pooling feeds a batch norm (trains) and, around it, a
+// residual add (a data-only term):
+//   x (2,3,6,6) -> pool -> bn -> relu -> conv --+-> add -> flat -> fc -> loss
+//                    +--------------------------+
+Graph data_first_net() {
+  GraphBuilder g;
+  const Value x = g.input("x", {2, 3, 6, 6});
+  const Value labels = g.input("labels", {2}, DType::kInt32);
+  const Value pool = g.max_pool(x, {.kernel = 2}, "pool");
+  const Value bn = g.relu(g.batch_norm(pool, {}, "bn"), "relu");
+  const Value conv = g.conv(bn, {.out_channels = 3, .kernel = 3, .pad = 1}, "conv");
+  const Value sum = g.add({pool, conv}, "add");
+  return std::move(g).build(g.softmax_cross_entropy(g.linear(g.flatten(sum, "flat"), {.out_features = 4}, "fc"),
+                                                    labels));
+}
+
+void fill(Context& ctx, const Graph& graph) {
+  from_vector<float>(ctx, testing::random_values(2 * 3 * 6 * 6, 7), graph.input("x"));
+  from_vector<int>(ctx, std::vector<int>{1, 3}, graph.input("labels"));
+}
+
+std::vector<float> parameter_gradients_of_a_step(Context& ctx, Graph& graph) {
+  fill(ctx, graph);
+  graph.zero_grad(ctx);
+  graph.forward(ctx);
+  graph.backward(ctx);
+  return to_vector<float>(ctx, graph.gradients());
+}
+
+TEST(GradientNeeds, OnlyValuesDownstreamOfAParameterGetAGradient) {
+  const Graph graph = data_first_net();
+  const MemoryPlan plan = plan_activations(graph, Phase::kTraining);
+  auto wants = [&](std::string_view name) {
+    for (size_t i = 0; i < graph.nodes().size(); ++i) {
+      if (graph.nodes()[i].name == name) return static_cast<bool>(plan.wants_grad[i]);
+    }
+    ADD_FAILURE() << "no node " << name;
+    return false;
+  };
+  EXPECT_FALSE(wants("x"));
+  EXPECT_FALSE(wants("pool"));
+  for (const char* name : {"bn", "relu", "conv", "add", "flat", "fc"}) EXPECT_TRUE(wants(name)) << name;
+  EXPECT_FALSE(wants("loss"));  // it starts backward with 1
+  const auto pool = static_cast<size_t>(std::find_if(graph.nodes().begin(), graph.nodes().end(),
+                                                     [](const Node& n) { return n.name == "pool"; }) -
+                                        graph.nodes().begin());
+  EXPECT_EQ(plan.grad_block[pool], -1);
+  // Asked for the data's gradient, everything on its way gets one.
+  const std::vector<std::string> x = {"x"};
+  const MemoryPlan asked = plan_activations(graph, Phase::kTraining, MemoryReuse::kOn, x);
+  EXPECT_TRUE(asked.wants_grad[pool]);
+  EXPECT_GE(asked.grad_block[pool], 0);
+  EXPECT_EQ(find_overlap(plan.grad_blocks, plan.grads), "");
+}
+
+TEST(GradientNeeds, TheLayersBeforeTheFirstThatTrainsRunNoBackward) {
+  Context ctx = Context::cpu();
+  Graph graph = data_first_net();
+  graph.compile(ctx, {.layer_timing = true});
+  EXPECT_FALSE(graph.node("pool").runs_backward);
+  EXPECT_EQ(graph.node("pool").grad.name(), "gradient of 'pool' (none: no layer before it trains)");
+  EXPECT_TRUE(graph.node("bn").runs_backward);
+  EXPECT_FALSE(graph.node("bn").input_grads[0].defined()) << "the batch norm's input is the data's pooling";
+  EXPECT_FALSE(graph.node("add").input_grads[0].defined()) << "the add's data-only term";
+  EXPECT_TRUE(graph.node("conv").grad.defined());  // the add's own (Note [Gradients shared through an add])
+  EXPECT_TRUE(graph.node("loss").runs_backward);
+  // A ReLU's backward is fused into a batch norm only where the batch norm writes dx (graph/fusion.h).
+  EXPECT_LT(graph.node("relu").backward_fused_into, 0);
+  parameter_gradients_of_a_step(ctx, graph);
+  for (const SpanTime& span : graph.spans()) {
+    if (span.node >= 0 && graph.nodes()[static_cast<size_t>(span.node)].name == "pool") {
+      EXPECT_EQ(span.pass, Pass::kForward) << "pool ran a " << pass_name(span.pass) << " pass";
+    }
+  }
+}
+
+// The parameter gradients are those of a plan that computes every gradient
+// (asked for the data's), bit for bit, with and without memory reuse.
+TEST(GradientNeeds, ChangeNoParameterGradient) {
+  std::vector<std::vector<float>> grads;
+  for (MemoryReuse reuse : {MemoryReuse::kOn, MemoryReuse::kOff}) {
+    for (bool ask : {false, true}) {
+      Context ctx = Context::cpu();
+      Graph graph = data_first_net();
+      CompileOptions options{.memory_reuse = reuse};
+      if (ask) options.input_gradients = {"x"};
+      graph.compile(ctx, options);
+      grads.push_back(parameter_gradients_of_a_step(ctx, graph));
+    }
+  }
+  for (size_t k = 1; k < grads.size(); ++k) EXPECT_EQ(grads[k], grads[0]) << "run " << k;
+}
+
+class GradientNeedsDeviceTest : public testing::DeviceTest {};
+
+// Each backend's parameter gradients against the CPU's: on CUDA the batch
+// norm's dx goes to scratch (Note [BatchNorm2d scratch dx]) and the Linear
+// runs no backward-data.
+TEST_P(GradientNeedsDeviceTest, MatchesTheCpu) {
+  Context cpu = Context::cpu();
+  Graph reference = data_first_net();
+  reference.compile(cpu);
+  const std::vector<float> expected = parameter_gradients_of_a_step(cpu, reference);
+  Graph graph = data_first_net();
+  graph.compile(ctx());
+  testing::expect_close(parameter_gradients_of_a_step(ctx(), graph), expected, 1e-4, "parameter gradients");
+}
+
+GLASSBOX_INSTANTIATE_ON_DEVICES(GradientNeedsDeviceTest);
+
+}  // namespace
+}  // namespace glassbox
