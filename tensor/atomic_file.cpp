@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -65,19 +66,38 @@ void sync_directory_of(const std::string& path) {
   ::close(fd);
 }
 
-}  // namespace
-
-void check_writable(const std::string& path) {
-  // The file replaces whatever regular file is there; a directory (or a
-  // device, a pipe) it cannot, which the rename would say only at the end.
+// Note [Writing over a link or a device]: the rename replaces the directory
+// entry itself. A symbolic link would become a regular file while the file
+// it names kept the old contents, and a pipe or a device node (/dev/stdout,
+// /dev/null) would be replaced by a regular file for every later user. So
+// the file written is the regular file the path names, through any links,
+// and a path that names anything else (a directory, a pipe, a device) is
+// refused before anything is written.
+std::string regular_file_at(const std::string& path) {
   struct stat there {};
   const bool trailing_slash = !path.empty() && path.back() == '/';
-  if (trailing_slash || (::stat(path.c_str(), &there) == 0 && !S_ISREG(there.st_mode))) {
+  const bool exists = !trailing_slash && ::stat(path.c_str(), &there) == 0;
+  if (trailing_slash || (exists && !S_ISREG(there.st_mode))) {
     throw Error(cat("cannot write '", path, "': it is ",
                     trailing_slash || S_ISDIR(there.st_mode) ? "a directory" : "not a regular file",
                     ", and the output is a file: give a file's path"));
   }
-  TemporaryFile probe(path);
+  struct stat entry {};
+  if (::lstat(path.c_str(), &entry) != 0 || !S_ISLNK(entry.st_mode)) return path;
+  if (!exists) throw Error(cat("cannot write '", path, "': it is a symbolic link to a file that does not exist"));
+  char* resolved = ::realpath(path.c_str(), nullptr);
+  if (resolved == nullptr) throw Error(cat("cannot write '", path, "': ", std::strerror(errno)));
+  std::string target(resolved);
+  std::free(resolved);
+  return target;
+}
+
+}  // namespace
+
+void check_writable(const std::string& path) {
+  // Before hours of work: what the rename would say only at the end.
+  const std::string target = regular_file_at(path);
+  TemporaryFile probe(target);
 }
 
 void write_file_atomically(const std::string& path, std::string_view contents) {
@@ -85,7 +105,8 @@ void write_file_atomically(const std::string& path, std::string_view contents) {
 }
 
 void write_file_atomically(const std::string& path, std::span<const std::string_view> pieces) {
-  TemporaryFile file(path);
+  const std::string target = regular_file_at(path);  // Note [Writing over a link or a device]
+  TemporaryFile file(target);
   auto fail = [&](const char* step) { throw Error(cat("writing '", path, "' failed (", step, "): ", std::strerror(errno))); };
   // mkstemp makes the file 0600; give it the permissions a new file normally gets.
   const mode_t mask = ::umask(0);
@@ -101,9 +122,9 @@ void write_file_atomically(const std::string& path, std::span<const std::string_
   }
   if (::fsync(file.fd()) != 0) fail("fsync");
   if (!file.close()) fail("close");
-  if (::rename(file.name().c_str(), path.c_str()) != 0) fail("rename");
+  if (::rename(file.name().c_str(), target.c_str()) != 0) fail("rename");
   file.keep();
-  sync_directory_of(path);
+  sync_directory_of(target);
 }
 
 }  // namespace glassbox

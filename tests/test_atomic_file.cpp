@@ -3,9 +3,11 @@
 // (tensor/atomic_file.h).
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -94,9 +96,8 @@ TEST(AtomicFile, ADirectoryIsNotWritableAsAFile) {
   EXPECT_NO_THROW(check_writable(dir.path + "/new.json"));
 }
 
-// The last step, the rename, fails when the path is a directory: the error
-// names the step, the directory is left as it was and the temporary file goes.
-TEST(AtomicFile, AFailedStepIsNamedAndLeavesNothingBehind) {
+// A directory is refused before a temporary file is made, and left as it was.
+TEST(AtomicFile, WritingOverADirectoryIsRefusedAndLeavesNothingBehind) {
   TemporaryDirectory dir;
   ASSERT_FALSE(dir.path.empty());
   const std::string path = dir.path + "/results";
@@ -105,10 +106,75 @@ TEST(AtomicFile, AFailedStepIsNamedAndLeavesNothingBehind) {
     write_file_atomically(path, "{}\n");
     FAIL() << "wrote a file over a directory";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "writing '" + path + "' failed (rename): Is a directory");
+    EXPECT_EQ(std::string(e.what()),
+              "cannot write '" + path + "': it is a directory, and the output is a file: give a file's path");
   }
   EXPECT_TRUE(std::filesystem::is_directory(path));
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"results"}) << "a temporary file was left behind";
+}
+
+// A step that fails after the temporary file is made (here the write, past
+// the process's file-size limit) is named, and the old file and no temporary remain.
+TEST(AtomicFile, AFailedStepIsNamedAndLeavesNothingBehind) {
+  TemporaryDirectory dir;
+  ASSERT_FALSE(dir.path.empty());
+  const std::string path = dir.path + "/results.json";
+  write_file_atomically(path, "old\n");
+  struct rlimit before {};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &before), 0);
+  struct rlimit small = before;
+  small.rlim_cur = 4096;
+  void (*previous)(int) = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG from write, not the signal's core dump
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string error;
+  try {
+    write_file_atomically(path, std::string(8192, 'x'));
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  setrlimit(RLIMIT_FSIZE, &before);
+  std::signal(SIGXFSZ, previous);
+  EXPECT_EQ(error, "writing '" + path + "' failed (write): File too large");
+  EXPECT_EQ(contents_of(path), "old\n");
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"results.json"}) << "a temporary file was left behind";
+}
+
+// Note [Writing over a link or a device]: a pipe is refused and stays a
+// pipe; through a symbolic link the file it names is written and the link stays.
+TEST(AtomicFile, APipeIsRefusedAndALinkIsFollowed) {
+  TemporaryDirectory dir;
+  ASSERT_FALSE(dir.path.empty());
+  const std::string pipe = dir.path + "/pipe";
+  ASSERT_EQ(mkfifo(pipe.c_str(), 0600), 0);
+  for (auto write : {+[](const std::string& p) { check_writable(p); },
+                     +[](const std::string& p) { write_file_atomically(p, "{}\n"); }}) {
+    try {
+      write(pipe);
+      FAIL() << "wrote over a pipe";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "cannot write '" + pipe + "': it is not a regular file, and the output is a file: give a file's path");
+    }
+    EXPECT_TRUE(std::filesystem::is_fifo(pipe));
+  }
+  const std::string file = dir.path + "/real.json", link = dir.path + "/link.json";
+  write_file_atomically(file, "old\n");
+  std::filesystem::create_symlink(file, link);
+  write_file_atomically(link, "new\n");
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_EQ(contents_of(file), "new\n");
+  const std::string dangling = dir.path + "/dangling.json";
+  std::filesystem::create_symlink(dir.path + "/missing.json", dangling);
+  try {
+    write_file_atomically(dangling, "x");
+    FAIL() << "wrote through a link to nothing";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "cannot write '" + dangling + "': it is a symbolic link to a file that does not exist");
+  }
+  EXPECT_TRUE(std::filesystem::is_symlink(dangling));
+  std::vector<std::string> expected = {"dangling.json", "link.json", "pipe", "real.json"};
+  EXPECT_EQ(dir.entries(), expected) << "a temporary file was left behind";
 }
 
 }  // namespace

@@ -256,6 +256,11 @@ TEST(Report, BadFilesNameTheFileAndTheProblem) {
       {trace.dump(), "f.json: field traceEvents[0].dur is missing"},
       {"{\"kind\": \"glassbox.sweep\", \"network\": \"x\", \"points\": [{\"batch\": 1.5}]}",
        "f.json: field points[0].batch must be an integer, got number 1.5"},
+      {"{\"kind\": \"glassbox.sweep\", \"network\": \"x\", \"item\": \"frames\", \"points\": []}",
+       "f.json: field item is 'frames', not images or tokens"},
+      {"{\"kind\": \"glassbox.sweep\", \"network\": \"x\", \"item\": \"tokens\", \"points\": "
+       "[{\"batch\": 1, \"step_ms\": 2, \"images_per_s\": 500, \"peak_bytes\": 1}]}",
+       "f.json: field points[0].tokens_per_s is missing"},
   };
   for (const auto& c : cases) {
     try {
@@ -375,8 +380,8 @@ TEST(Report, CommandErrorsNameTheFileAndExitOneOrTwo) {
       {"report a.json b.json", 2, "glassbox: report takes one JSON file (got 2)"},
       {"report " + kData + "time.json --out", 2, "glassbox: --out needs a value (--out FILE)"},
       {"report " + (dir / "none.json"), 1,
-       "glassbox: cannot read " + (dir / "none.json") + ": No such file or directory"},
-      {"report " + dir.path(), 1, "glassbox: cannot read " + dir.path() + ": Is a directory"},
+       "glassbox: " + (dir / "none.json") + ": cannot read: No such file or directory"},
+      {"report " + dir.path(), 1, "glassbox: " + dir.path() + ": cannot read: Is a directory"},
       {"report " + (dir / "bad.json") + " --out " + (dir / "old.html"), 1,
        "glassbox: " + (dir / "bad.json") + ": field layers is missing"},
       {"report " + kData + "time.json --out " + (dir / "no/such/dir.html"), 1, dir / "no/such/dir.html"},
@@ -399,7 +404,7 @@ TEST(Report, ANamedPipeIsRefusedWithoutBlocking) {
   const glassbox::testing::CommandOutcome r = glassbox::testing::without_blocking_on(
       fifo, [&] { return glassbox::testing::run_command(kCli + " report " + fifo); });
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(contains(r.output, "glassbox: cannot read " + fifo + ": Is a named pipe, not a regular file"))
+  EXPECT_TRUE(contains(r.output, "glassbox: " + fifo + ": cannot read: Is a named pipe, not a regular file"))
       << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir / "pipe.html"));
 }

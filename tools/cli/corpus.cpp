@@ -9,6 +9,7 @@
 #include <string>
 
 #include "data/text_corpus.h"
+#include "tensor/atomic_file.h"
 #include "tensor/safetensors.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
@@ -17,9 +18,6 @@
 #include "tools/cli/text_data.h"
 
 namespace glassbox::cli {
-namespace {
-
-}  // namespace
 
 int run_corpus(const std::vector<std::string>& words) {
   const Args args("corpus", corpus_flags(), words);
@@ -35,6 +33,7 @@ int run_corpus(const std::vector<std::string>& words) {
   const std::string path = spec == "fortunes" ? kFortunesPath : spec.substr(5);
   const int vocabulary = args.int_in("--vocabulary", 10000, 3, 1 << 30);
   const std::string out = args.get("--out", "");
+  if (!out.empty()) check_writable(out);  // before the work
   const TextCorpus corpus({.path = path, .vocabulary = vocabulary});
 
   std::printf("%s\n", corpus.describe().c_str());

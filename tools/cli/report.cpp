@@ -25,7 +25,7 @@ std::string read_whole(const std::string& path) {
   std::string contents, reason;
   if (!read_regular_file(path, kMaxReportInputBytes, "a report's input (it is parsed in memory whole)", contents,
                          reason)) {
-    throw Error(cat("cannot read ", path, ": ", reason));
+    throw Error(cat(path, ": cannot read: ", reason));
   }
   return contents;
 }
@@ -47,6 +47,7 @@ int run_report(const std::vector<std::string>& words) {
   }
   const std::string& in = args.positionals()[0];
   const std::string out = args.get("--out", default_out(in));
+  check_writable(out);  // before the work, and a pipe or a device is refused (tensor/atomic_file.h)
   const ReportPage page = report_html(read_report_data(read_whole(in), in), in);
   write_file_atomically(out, page.html);
   std::printf("wrote %s (%d chart%s)\n", out.c_str(), page.charts, page.charts == 1 ? "" : "s");
