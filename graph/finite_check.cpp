@@ -19,6 +19,10 @@ bool all_finite(Context& ctx, const Tensor& t) {
 }  // namespace
 
 std::string describe_non_finite(Context& ctx, Graph& graph) {
+  return describe_non_finite(ctx, graph, graph.compiled_phase());
+}
+
+std::string describe_non_finite(Context& ctx, Graph& graph, Phase phase) {
   constexpr size_t kNamedParameters = 5;
   std::string first_output;
   std::vector<std::string> parameters;
@@ -35,7 +39,7 @@ std::string describe_non_finite(Context& ctx, Graph& graph) {
     }
   }
   if (first_output.empty()) {
-    graph.forward(ctx, graph.compiled_phase(), [&](const Node& node) {
+    graph.forward(ctx, phase, [&](const Node& node) {
       if (first_output.empty() && !all_finite(ctx, node.value)) {
         first_output = cat(node.name, " (", node.layer->type(), ")");
       }
@@ -53,7 +57,7 @@ std::string describe_non_finite(Context& ctx, Graph& graph) {
   return text;
 }
 
-std::string describe_non_finite_step(Context& ctx, const Graph& graph, bool gradients) {
+std::string describe_non_finite_step(Context& ctx, const Graph& graph, StepGradients gradients) {
   if (graph.compiled_memory_reuse() == MemoryReuse::kOn) {
     throw Error("describe_non_finite_step: the graph shares memory between values (MemoryReuse::kOn), so a step "
                 "leaves only some of them; compile with MemoryReuse::kOff to check them all");
@@ -66,9 +70,11 @@ std::string describe_non_finite_step(Context& ctx, const Graph& graph, bool grad
       output = cat(node.name, " (", node.layer->type(), ")");
     }
   }
-  for (auto it = nodes.rbegin(); gradients && it != nodes.rend(); ++it) {
+  for (auto it = nodes.rbegin(); gradients != StepGradients::kNone && it != nodes.rend(); ++it) {
     if (it->is_input()) continue;
-    if (gradient.empty() && !all_finite(ctx, it->grad)) gradient = cat("of ", it->name, " (", it->layer->type(), ")");
+    if (gradients == StepGradients::kAll && gradient.empty() && !all_finite(ctx, it->grad)) {
+      gradient = cat("of ", it->name, " (", it->layer->type(), ")");
+    }
     for (const Tensor& g : it->param_grads) {
       if (!all_finite(ctx, g)) parameters.emplace_back(g.name());
     }
@@ -93,7 +99,13 @@ float check_loss_value(Context& ctx, Graph& graph, int64_t step, float loss, int
   // Note [Reading a step's results a step late] (tensor/step_readback.h)
   const std::string late =
       later > 0 && !where.empty() ? cat(" (read once step ", step + later, " had run; what follows is after it)") : "";
-  throw NumericalError(cat("step ", step, ": the loss is ", value, late, where.empty() ? "" : "; ", where));
+  // Nothing non-finite now: the step's own update has moved the weights on
+  // (a 16-bit overflow the loss scaler let through, as the gradients were finite).
+  const std::string none =
+      cat("; a forward with the weights as they are now is finite: --check-numerics checks every value at the step "
+          "itself",
+          ctx.precision() == Precision::kFp16 ? "; fp16 holds values up to 65504, and bf16 has fp32's range" : "");
+  throw NumericalError(cat("step ", step, ": the loss is ", value, late, where.empty() ? none : "; " + where));
 }
 
 }  // namespace glassbox

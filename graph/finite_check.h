@@ -26,13 +26,14 @@ float checked_loss(Context& ctx, Graph& graph, int64_t step);
 float check_loss_value(Context& ctx, Graph& graph, int64_t step, float loss, int64_t later = 0);
 
 // Where non-finite values are in the graph now, in words: the inputs, the
-// parameters, and the outputs of one more forward (in the phase the graph was
-// compiled for), each checked as soon as its layer has run, because with
+// parameters, and the outputs of one more forward (in `phase`, or the phase
+// the graph was compiled for), each checked as soon as its layer has run, because with
 // memory reuse an output's memory is handed on once its readers are done.
 // Copies every tensor to the host and, in a training graph, moves batch-norm
 // running statistics once more: for diagnosis after a failure, never inside a
 // step. "" if none.
 std::string describe_non_finite(Context& ctx, Graph& graph);
+std::string describe_non_finite(Context& ctx, Graph& graph, Phase phase);
 
 // Where non-finite values are after a whole training step (forward and
 // backward), in words: the first layer output in forward order, the first
@@ -40,9 +41,16 @@ std::string describe_non_finite(Context& ctx, Graph& graph);
 // every value still in memory after the step: compile with
 // MemoryReuse::kOff (throws Error otherwise). Copies every tensor to the
 // host: for `glassbox train --check-numerics`, never in a timed step. "" if none.
-// Without `gradients`, the outputs only: for an fp16 step whose scaled
-// gradients overflowed and which the loss scaler skipped (optim/loss_scaler.h),
-// where non-finite gradients are expected and harm nothing.
-std::string describe_non_finite_step(Context& ctx, const Graph& graph, bool gradients = true);
+// `gradients` says which gradients are checked besides the outputs:
+//   kAll: activation and parameter gradients;
+//   kParameters: the parameter gradients only, for an fp16 step the loss
+//     scaler applied: a scaled 16-bit activation gradient may overflow where
+//     a ReLU or a max pool then masks it off, so that it reaches no weight
+//     (as with PyTorch's GradScaler, the step is sound);
+//   kNone: for an fp16 step whose scaled gradients overflowed and which the
+//     loss scaler skipped (optim/loss_scaler.h), where non-finite gradients
+//     are expected and harm nothing.
+enum class StepGradients { kAll, kParameters, kNone };
+std::string describe_non_finite_step(Context& ctx, const Graph& graph, StepGradients gradients = StepGradients::kAll);
 
 }  // namespace glassbox

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "data/data_spec.h"
 #include "data/image_folder.h"
@@ -72,6 +73,31 @@ TEST(Evaluate, EverySampleOnceWhateverTheBatch) {
   }
   EXPECT_EQ(results[0].correct, results[1].correct);
   EXPECT_NEAR(results[0].loss(), results[1].loss(), 1e-5);
+}
+
+// A non-finite logit is named with the batch, the sample and where it
+// starts, not scored as class 0 and averaged into a NaN loss.
+TEST(Evaluate, ANonFiniteLogitIsANumericalErrorNamingWhereItStarts) {
+  Context ctx = Context::cpu();
+  const DataSplits data = open_data("synthetic:64", Shape{1, 28, 28}, 10);
+  Graph graph = lenet(64);
+  graph.compile(ctx);
+  const Tensor& weight = graph.node("fc3").params[0];
+  std::vector<float> values = to_vector<float>(ctx, weight);
+  values[0] = std::numeric_limits<float>::infinity();
+  from_vector<float>(ctx, values, weight);
+  Loader loader(ctx, data.test,
+                {.batch = 64, .workers = 1, .shuffle = false, .mode = SampleMode::kEvaluation, .drop_last = false});
+  try {
+    evaluate(ctx, graph, loader);
+    FAIL() << "logits of inf and nan were scored";
+  } catch (const NumericalError& e) {
+    const std::string text = e.what();
+    EXPECT_EQ(text.substr(0, 34), "evaluation batch 1: logit 0 of sam") << text;
+    EXPECT_NE(text.find("first non-finite output: fc3 (Linear); non-finite parameters: fc3.weight"),
+              std::string::npos)
+        << text;
+  }
 }
 
 // Batches that continue from each other (a language model's windows) are

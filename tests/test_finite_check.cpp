@@ -85,6 +85,32 @@ TEST(FiniteCheck, ADivergingRunStopsAtTheFirstNonFiniteStep) {
   EXPECT_GT(step, 1) << "the first step, before any update, is finite";
 }
 
+// A loss read after the step's update, which has left every value finite
+// (an fp16 overflow the loss scaler let through): the message says so and
+// how to find the place, rather than naming none.
+TEST(FiniteCheck, ALossWhoseCauseTheUpdateRemovedSaysHowToFindIt) {
+  LeNetRun run;
+  run.graph.forward(run.ctx);
+  const float inf = std::numeric_limits<float>::infinity();
+  try {
+    check_loss_value(run.ctx, run.graph, 4, inf);
+    FAIL() << "an infinite loss passed";
+  } catch (const NumericalError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "step 4: the loss is inf; a forward with the weights as they are now is finite: --check-numerics "
+              "checks every value at the step itself");
+  }
+  run.ctx.set_precision(Precision::kFp16);
+  try {
+    check_loss_value(run.ctx, run.graph, 4, inf);
+    FAIL() << "an infinite loss passed";
+  } catch (const NumericalError& e) {
+    EXPECT_NE(std::string(e.what()).find("; fp16 holds values up to 65504, and bf16 has fp32's range"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // glassbox train --check-numerics: after a whole step every output, every
 // activation gradient and every parameter gradient is looked at; that needs
 // them all still in memory.
@@ -117,7 +143,10 @@ TEST(FiniteCheck, AWholeStepIsCheckedOutputsGradientsAndParameterGradients) {
   EXPECT_EQ(describe_non_finite_step(ctx, graph),
             "first non-finite gradient in backward order: the gradient of relu3 (ReLU); "
             "non-finite parameter gradients: conv1.weight gradient");
-  EXPECT_EQ(describe_non_finite_step(ctx, graph, false), "") << "an overflow the loss scaler skipped";
+  EXPECT_EQ(describe_non_finite_step(ctx, graph, StepGradients::kParameters),
+            "non-finite parameter gradients: conv1.weight gradient")
+      << "an applied fp16 step: its masked activation gradients may overflow";
+  EXPECT_EQ(describe_non_finite_step(ctx, graph, StepGradients::kNone), "") << "an overflow the loss scaler skipped";
   graph.node("fc4").value.data<float>()[0] = kNaN;
   EXPECT_EQ(describe_non_finite_step(ctx, graph).substr(0, 40), "first non-finite output: fc4 (Linear); f");
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "graph/finite_check.h"
 #include "tensor/copy.h"
 
 namespace glassbox {
@@ -33,6 +34,33 @@ void score_rows(std::span<const float> logits, std::span<const int> labels, int 
   }
 }
 
+namespace {
+
+// A non-finite logit or loss would be scored (max_element over a NaN row
+// picks class 0) and averaged into a NaN, blamed on nothing: named instead,
+// with where it starts. fp16's range (65504) is the usual cause from finite weights.
+[[noreturn]] void fail_non_finite(Context& ctx, Graph& graph, const std::string& what) {
+  const std::string where = describe_non_finite(ctx, graph, Phase::kInference);
+  throw NumericalError(cat(what, where.empty() ? "" : "; ", where,
+                           ctx.precision() == Precision::kFp16 ? "; fp16 holds values up to 65504, and bf16 has "
+                                                                 "fp32's range"
+                                                               : ""));
+}
+
+const char* non_finite_name(float value) { return std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf"; }
+
+}  // namespace
+
+void check_logits_finite(Context& ctx, Graph& graph, std::span<const float> logits, int64_t rows, int classes,
+                         const std::string& context) {
+  const auto real = logits.begin() + rows * classes;  // a padded last batch's padding is not scored
+  const auto bad = std::find_if(logits.begin(), real, [](float v) { return !std::isfinite(v); });
+  if (bad == real) return;
+  const auto at = bad - logits.begin();
+  fail_non_finite(ctx, graph,
+                  cat(context, ": logit ", at % classes, " of sample ", at / classes, " is ", non_finite_name(*bad)));
+}
+
 Evaluation evaluate(Context& ctx, Graph& graph, BatchSource& batches) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
@@ -43,13 +71,19 @@ Evaluation evaluate(Context& ctx, Graph& graph, BatchSource& batches) {
   result.has_accuracy = !batches.continues();
   if (batches.continues()) graph.reset_carried_state(ctx);
   batches.start_epoch(0);
-  while (const int64_t count = batches.next(graph)) {
+  for (int64_t batch = 1; const int64_t count = batches.next(graph); ++batch) {
     graph.forward(ctx, Phase::kInference);
     if (batches.continues()) {  // whole windows: the loss layer's mean is exact
-      result.loss_sum += static_cast<double>(graph.loss(ctx)) * static_cast<double>(count);
+      const float loss = graph.loss(ctx);
+      if (!std::isfinite(loss)) {
+        fail_non_finite(ctx, graph, cat("evaluation batch ", batch, ": the loss is ", non_finite_name(loss)));
+      }
+      result.loss_sum += static_cast<double>(loss) * static_cast<double>(count);
       result.samples += count;
     } else {
-      score_rows(to_float_vector(ctx, logits), to_vector<int>(ctx, labels), static_cast<int>(count), classes, result);
+      const std::vector<float> values = to_float_vector(ctx, logits);  // 16-bit in a bf16 or fp16 graph
+      check_logits_finite(ctx, graph, values, count, classes, cat("evaluation batch ", batch));
+      score_rows(values, to_vector<int>(ctx, labels), static_cast<int>(count), classes, result);
     }
   }
   const LoaderStats stats = batches.stats();

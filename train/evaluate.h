@@ -52,9 +52,18 @@ const Tensor& logits_of(const Graph& graph);
 void score_rows(std::span<const float> logits, std::span<const int> labels, int count, int classes,
                 Evaluation& into);
 
+// Throws NumericalError where a logit in the first `rows` rows of `logits`
+// (rows of `classes`, from the graph's last forward) is not finite:
+// "CONTEXT: logit C of sample N is nan; first non-finite output: ..." (the
+// places describe_non_finite finds in an inference forward, graph/finite_check.h),
+// and in an fp16 graph fp16's range. Scored, such a row would be class 0 and a NaN loss.
+void check_logits_finite(Context& ctx, Graph& graph, std::span<const float> logits, int64_t rows, int classes,
+                         const std::string& context);
+
 // Runs the graph forward in Phase::kInference (running statistics, no
 // dropout) over one whole epoch of `batches` (epoch 0; a loader should have
 // shuffle off and drop_last off to see every sample once) and scores it.
+// A non-finite logit or loss is a NumericalError naming the batch (above).
 // Where batches continue from each other, the graph's carried state is reset
 // first (Graph::reset_carried_state). Works on a graph compiled for training
 // or for inference.

@@ -356,12 +356,15 @@ EpochReport Trainer::train_epoch(int epoch, const TrainerHooks& hooks) {
     }
     ++state_.step;
     // With check_numerics, every value of the step first: it names where the
-    // trouble starts, before the loss says only that there is some. A step
-    // the loss scaler skipped overflowed its scaled gradients, as fp16 steps
-    // do by design: only its outputs are checked.
+    // trouble starts, before the loss says only that there is some. Under a
+    // loss scaler (fp16), scaled activation gradients may overflow by design
+    // (StepGradients): a skipped step has only its outputs checked, an
+    // applied one its outputs and parameter gradients.
     if (options_.check_numerics) {
-      const bool skipped = scaler_ && scaler_->last_step_skipped();
-      const std::string where = describe_non_finite_step(ctx_, graph_, !skipped);
+      const StepGradients gradients = !scaler_                         ? StepGradients::kAll
+                                      : scaler_->last_step_skipped() ? StepGradients::kNone
+                                                                     : StepGradients::kParameters;
+      const std::string where = describe_non_finite_step(ctx_, graph_, gradients);
       if (!where.empty()) throw NumericalError(cat("epoch ", epoch, ", step ", state_.step, ": ", where));
     }
     readback.record(state_.step);

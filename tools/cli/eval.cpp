@@ -14,6 +14,7 @@
 #include "data/data_spec.h"
 #include "train/checkpoint.h"
 #include "train/evaluate.h"
+#include "tensor/atomic_file.h"
 #include "tensor/copy.h"
 #include "tensor/parse.h"
 #include "tensor/runtime_info.h"
@@ -63,6 +64,7 @@ HostTensor read_images(const std::string& path, const NetSpec& net) {
 }
 
 int eval_input(const Args& args, const NetSpec& net, Context& ctx, const CompileOptions& options) {
+  if (args.has("--logits")) check_writable(args.get("--logits", ""));  // before the work
   const HostTensor images = read_images(args.get("--input", ""), net);
   const int batch = static_cast<int>(images.shape[0]);
   Graph graph = build_net(net, batch);
@@ -75,6 +77,7 @@ int eval_input(const Args& args, const NetSpec& net, Context& ctx, const Compile
   graph.forward(ctx, Phase::kInference);
   const Tensor& logits = logits_of(graph);
   const std::vector<float> values = to_float_vector(ctx, logits);  // 16-bit in a bf16 or fp16 graph
+  check_logits_finite(ctx, graph, values, batch, static_cast<int>(logits.shape().dims().back()), "eval --input");
   if (args.has("--logits")) {
     write_safetensors(args.get("--logits", ""),
                       {.metadata = {{"net", net.name}, {"weights", utf8_or_escaped(args.get("--weights", ""))}},
