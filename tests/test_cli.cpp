@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
@@ -157,6 +158,24 @@ TEST(Cli, TimeFinishesWithOpenMpDynamicAdjustmentRequested) {
                         " time LeNet --device cpu --batch 8 --steps 2 --warmup 1");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "measured step: ")) << r.output;
+}
+
+// A language model's rate counts tokens (batch x window), and says so; a
+// report of it too.
+TEST(Cli, ALanguageModelsTimeJsonCountsTokens) {
+  const glassbox::testing::TempDir dir;
+  const std::string path = dir / "time.json";
+  const Outcome r = run(kCli + " time LSTMSmall --device cpu --batch 2 --steps 1 --warmup 0 --json " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream file(path);
+  const nlohmann::json doc = nlohmann::json::parse(file);
+  EXPECT_FALSE(doc.contains("images_per_s"));
+  EXPECT_NEAR(doc.at("tokens_per_s").get<double>(), 2 * 20 / (doc.at("step_ms").get<double>() / 1e3), 1e-6);
+  const Outcome report = run(kCli + " report " + path + " --out " + (dir / "time.html"));
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  std::ifstream html(dir / "time.html");
+  const std::string page((std::istreambuf_iterator<char>(html)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(contains(page, " tokens/s")) << "the report's throughput row";
 }
 
 TEST(Cli, TimeJsonHasEveryLayerWithThePassesItRan) {

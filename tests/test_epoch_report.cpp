@@ -2,9 +2,10 @@
 // epoch's fp16 loss scaling (tools/cli/progress.h, tools/cli/training_log.h):
 // the scale and the skipped updates, also once the scale has halved to 0,
 // the state a run that overflows at every step reaches (optim/loss_scale.h);
-// nothing of it for a run without loss scaling.
+// nothing of it for a run without loss scaling; a language model's line.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -37,10 +38,11 @@ std::string printed_row(const EpochReport& epoch) {
   return text;
 }
 
-nlohmann::json logged_line(const EpochReport& epoch) {
+nlohmann::json logged_line(const EpochReport& epoch,
+                           cli::TrainingLog::Units units = cli::TrainingLog::Units::kImages) {
   testing::TempDir dir;
   {
-    cli::TrainingLog log(dir.file("log.jsonl"), 0);
+    cli::TrainingLog log(dir.file("log.jsonl"), 0, units);
     log.epoch(epoch);
   }
   std::ifstream in(dir.file("log.jsonl"));
@@ -63,6 +65,22 @@ TEST(EpochReport, AScaleHalvedToZeroIsStillReported) {
   const EpochReport fp32 = epoch_with_scale(std::nullopt, 0);
   EXPECT_FALSE(contains(printed_row(fp32), "loss scale")) << printed_row(fp32);
   EXPECT_FALSE(logged_line(fp32).contains("loss_scale"));
+}
+
+// A language model's line counts tokens and gives perplexities, not accuracies.
+TEST(EpochReport, ALanguageModelsLineCountsTokensAndHasNoAccuracy) {
+  EpochReport epoch = epoch_with_scale(std::nullopt, 0);
+  epoch.train_loss = std::log(50.0);
+  epoch.images_per_second = 1234.0;
+  const nlohmann::json lm = logged_line(epoch, cli::TrainingLog::Units::kTokens);
+  EXPECT_EQ(lm.at("tokens_per_second"), 1234.0);
+  EXPECT_NEAR(lm.at("train_perplexity").get<double>(), 50.0, 1e-9);
+  EXPECT_FALSE(lm.contains("train_accuracy"));
+  EXPECT_FALSE(lm.contains("images_per_second"));
+  const nlohmann::json images = logged_line(epoch);
+  EXPECT_EQ(images.at("images_per_second"), 1234.0);
+  EXPECT_TRUE(images.contains("train_accuracy"));
+  EXPECT_FALSE(images.contains("train_perplexity"));
 }
 
 }  // namespace

@@ -40,6 +40,14 @@ RESUMED = ([json.dumps({"event": "start", "net": "LeNet"})] + [step(s, 3.0 - 0.1
            + [step(s, 2.0 - 0.1 * s) for s in range(13, 17)] + [epoch(4, 16, 1.0, 0.7)])
 
 
+# A language model's epoch lines (tools/cli/training_log.h): perplexities, no accuracy.
+LANGUAGE_MODEL = [json.dumps({"event": "epoch", "epoch": n, "epochs": 2, "global_step": 10 * n, "lr": 1.0,
+                              "train_loss": 5.0 - n, "train_perplexity": 2.718 ** (5.0 - n),
+                              "valid_loss": 5.5 - n, "valid_perplexity": 2.718 ** (5.5 - n),
+                              "test_loss": 5.5 - n, "test_perplexity": 2.718 ** (5.5 - n),
+                              "tokens_per_second": 1000.0}) for n in (1, 2)]
+
+
 class Log:
     """A log file of the given lines (or bytes) in a temporary folder."""
 
@@ -115,13 +123,20 @@ class Errors(unittest.TestCase):
         self.bad(['{"event": "epoch", "train_loss": 1}'], 'LOG:1: an epoch line without "epoch"')
         self.bad([epoch(1, 4, 2.5, 0.3), step(2, 1.0).replace('"loss"', '"cost"')], 'LOG:2: a step line without "loss"')
         self.bad([epoch(1, 4, 2.5, 0.3).replace('"train_accuracy"', '"accuracy"')],
-                 'LOG:1: an epoch line without "train_accuracy"')
+                 'LOG:1: an epoch line without "train_accuracy" or "train_perplexity"')
         self.bad([epoch(1, 4, 2.5, 0.3).replace('"epoch": 1', '"epoch": "1"')],
                  'LOG:1: "epoch" must be a whole number, got "1"')
         self.bad([epoch(1, 4, 2.5, 0.3).replace('"train_loss": 2.5', '"train_loss": "2.5"')],
                  'LOG:1: "train_loss" must be a number or null, got a string "2.5"')
         self.bad(b"\xff\xfe\x00garbage\n", "LOG:1: not UTF-8 text (byte 0xff): not a training log?")
         self.bad([json.dumps({"event": "start"})], "LOG has no epoch lines")
+
+    def test_a_language_models_log_is_not_drawn_with_an_image_classifiers(self):
+        with Log(LANGUAGE_MODEL, name="lm.jsonl") as lm, Log(RESUMED[:6]) as images:
+            r = run(lm, images, "--out", os.path.join(os.path.dirname(images), "curves.png"))
+            self.assertEqual((r.returncode, r.stderr),
+                             (1, f"plot_training.py: {lm} scores perplexity and {images} accuracy: plot a language "
+                                 "model's logs apart from an image classifier's\n"))
 
     def test_steps_need_epochs_numbered_from_1(self):
         lines = [epoch(0, 0, 2.5, 0.3), epoch(1, 4, 2.0, 0.5), step(2, 1.5)]
@@ -153,6 +168,9 @@ class Errors(unittest.TestCase):
             r = run("resumed=" + path, path, "--out", out, "--steps")
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertTrue(os.path.getsize(out) > 0)
+            with Log(LANGUAGE_MODEL, name="lm.jsonl") as lm:
+                r = run(lm, "--out", out)
+                self.assertEqual(r.returncode, 0, r.stderr)
             r = run(path, "--out", os.path.join(os.path.dirname(path), "curves.nosuchformat"))
             self.assertEqual(r.returncode, 1)
             self.assertIn("cannot write", r.stderr)

@@ -4,7 +4,8 @@
 Reads one or more JSON-lines logs as `glassbox train --log FILE` writes them
 (bench/peers/pytorch_train.py --log writes the same lines), and draws, per
 epoch, the training and test loss (left) and accuracy (right) of each, into
-one PNG. With --steps, the per-step losses (glassbox train --log-every N)
+one PNG; for a language model's logs the right panel is the train, valid and
+test perplexity. With --steps, the per-step losses (glassbox train --log-every N)
 are drawn under the epoch curves.
 
 A resumed run appends to its log and logs again from its checkpoint: a later
@@ -108,8 +109,12 @@ def read_log(path):
             epoch = {"line": number, "epoch": whole(line, "epoch", where)}
             if "global_step" in line:
                 epoch["global_step"] = whole(line, "global_step", where)
-            for key in ("train_loss", "train_accuracy", "test_loss", "test_accuracy"):
-                epoch[key] = measure(line, key, where, required=key.startswith("train_"))
+            for key in ("train_loss", "train_accuracy", "test_loss", "test_accuracy", "train_perplexity",
+                        "valid_perplexity", "test_perplexity"):
+                epoch[key] = measure(line, key, where, required=key == "train_loss")
+            # An image classifier's line scores accuracy; a language model's, perplexity.
+            if epoch["train_accuracy"] is None and epoch["train_perplexity"] is None:
+                raise LogError(f'{where}: an epoch line without "train_accuracy" or "train_perplexity"')
             epochs[epoch["epoch"]] = epoch
         elif event == "step":
             step = {"line": number, "global_step": whole(line, "global_step", where),
@@ -131,6 +136,17 @@ def steps_per_epoch(path, epochs):
         raise LogError(f"{where}: epoch {first['epoch']} at global step {first['global_step']}: --steps needs "
                        "epochs numbered from 1, ending after 1 step or more, to place the steps")
     return first["global_step"] / first["epoch"]
+
+
+def right_panel(logs, runs):
+    """Whether the right panel is perplexity (language models' logs) rather
+    than accuracy (image classifiers'). Raises LogError for a mix."""
+    kinds = ["perplexity" if epochs[0]["train_perplexity"] is not None else "accuracy" for _, epochs, _, _ in runs]
+    for log, kind in zip(logs, kinds):
+        if kind != kinds[0]:
+            raise LogError(f"{logs[0]} scores {kinds[0]} and {log} {kind}: plot a language model's logs apart "
+                           "from an image classifier's")
+    return kinds[0] == "perplexity"
 
 
 def check_out(path):
@@ -162,6 +178,7 @@ def main():
                 raise LogError(f"{path} has no epoch lines")
             per_epoch = steps_per_epoch(path, epochs) if args.steps and steps else None
             runs.append((label or os.path.basename(path), epochs, steps, per_epoch))
+        language_model = right_panel(args.logs, runs)
         check_out(args.out)
     except LogError as e:
         raise SystemExit(f"plot_training.py: {e}")
@@ -189,13 +206,23 @@ def main():
         if per_epoch is not None:
             loss_axes.plot([s["global_step"] / per_epoch for s in steps], [s["loss"] for s in steps], "-",
                            color=colour, alpha=0.25, linewidth=0.8)
+        if language_model:
+            for split, style in (("train", "o--"), ("valid", "s:"), ("test", "o-")):
+                key = f"{split}_perplexity"
+                if any(e[key] is not None for e in epochs):
+                    accuracy_axes.plot(x, [e[key] if e[key] is not None else math.nan for e in epochs], style,
+                                       color=colour, label=f"{label} {split}")
+            continue
         accuracy_axes.plot(x, [percent(e["train_accuracy"]) for e in epochs], "o--", color=colour,
                            label=f"{label} train")
         if any(e["test_accuracy"] is not None for e in epochs):
             accuracy_axes.plot(x, [percent(e["test_accuracy"]) if e["test_accuracy"] is not None else math.nan
                                    for e in epochs], "o-", color=colour, label=f"{label} test")
     loss_axes.set(xlabel="epoch", ylabel="loss (cross-entropy)", title="loss")
-    accuracy_axes.set(xlabel="epoch", ylabel="accuracy (%)", title="accuracy")
+    if language_model:
+        accuracy_axes.set(xlabel="epoch", ylabel="perplexity", title="perplexity", yscale="log")
+    else:
+        accuracy_axes.set(xlabel="epoch", ylabel="accuracy (%)", title="accuracy")
     for axes in (loss_axes, accuracy_axes):
         axes.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))  # epochs are whole
         axes.grid(alpha=0.3)

@@ -87,7 +87,8 @@ TimeData read_time(const Field& top) {
   t.inference = top.text_or("phase", "training") == "inference";
   t.steps = top.integer_or("steps", 0);
   t.step_ms = top.number_or("step_ms", 0.0);
-  t.images_per_s = top.number_or("images_per_s", 0.0);
+  t.item = top.has("tokens_per_s") ? "tokens" : "images";  // a language model's rate counts tokens
+  t.items_per_s = top.number_or((t.item + "_per_s").c_str(), 0.0);
   const Field layers = top.at("layers").array();
   for (size_t i = 0; i < layers.size(); ++i) {
     const Field layer = layers[i].object();
@@ -114,12 +115,14 @@ SweepData read_sweep(const Field& top) {
   SweepData s;
   s.header = read_header(top);
   const Field points = top.at("points").array();
+  s.item = top.text_or("item", "images");
+  if (s.item != "images" && s.item != "tokens") top.fail(cat("field item is '", s.item, "', not images or tokens"));
   for (size_t i = 0; i < points.size(); ++i) {
     const Field p = points[i].object();
     SweepPoint point{.batch = p.at("batch").integer(), .error = p.text_or("error", "")};
     if (point.error.empty()) {
       point.step_ms = p.at("step_ms").number();
-      point.images_per_s = p.at("images_per_s").number();
+      point.items_per_s = p.at((s.item + "_per_s").c_str()).number();
       point.peak_bytes = p.at("peak_bytes").number();
     }
     s.points.push_back(std::move(point));

@@ -54,7 +54,8 @@ struct TimeData {
   bool inference = false;  // "phase": "inference" (`time --inference`): forward-only steps
   int64_t steps = 0;
   double step_ms = 0.0;
-  double images_per_s = 0.0;
+  std::string item = "images";  // what items_per_s counts: images, or a language model's tokens
+  double items_per_s = 0.0;
   std::vector<LayerPasses> layers;                     // in graph order
   std::vector<std::pair<std::string, double>> memory;  // category -> bytes
 };
@@ -63,12 +64,13 @@ struct SweepPoint {
   int64_t batch = 0;
   std::string error;  // non-empty: this batch failed
   double step_ms = 0.0;
-  double images_per_s = 0.0;
+  double items_per_s = 0.0;
   double peak_bytes = 0.0;
 };
 
 struct SweepData {
   RunHeader header;
+  std::string item = "images";  // what the points' items_per_s count
   std::vector<SweepPoint> points;
   std::optional<TimeData> largest;
 };

@@ -197,7 +197,7 @@ std::string time_body(const TimeData& t, int& charts) {
   if (t.step_ms > 0)
     rows.push_back({t.inference ? "inference step" : "training step",
                     fmt(t.step_ms, 3) + " ms (mean of " + std::to_string(t.steps) + " steps)"});
-  if (t.images_per_s > 0) rows.push_back({"throughput", fmt(t.images_per_s, 1) + " images/s"});
+  if (t.items_per_s > 0) rows.push_back({"throughput", fmt(t.items_per_s, 1) + " " + t.item + "/s"});
   if (t.peak_flops_per_s > 0) rows.push_back({"peak arithmetic", si(t.peak_flops_per_s, "FLOP/s")});
   if (t.peak_bytes_per_s > 0) rows.push_back({"peak memory bandwidth", si(t.peak_bytes_per_s, "B/s")});
   if (!t.peak_source.empty()) rows.push_back({"peaks from", t.peak_source});
@@ -230,7 +230,9 @@ std::string sweep_chart(const SweepData& s, const std::string& y_label, double s
   }
   const bool log_y = ylo > 0 && yhi / ylo >= 10.0;  // the data span a decade or more
   svg::Plot plot(
-      960, 380, svg::fit_axis("batch size (images, log2 scale)", svg::ScaleKind::kLog2, xlo, xhi),
+      960, 380,
+      svg::fit_axis(s.item == "tokens" ? "batch size (sequences, log2 scale)" : "batch size (images, log2 scale)",
+                    svg::ScaleKind::kLog2, xlo, xhi),
       svg::fit_axis(log_y ? y_label.substr(0, y_label.size() - 1) + ", log scale)" : y_label,
                     log_y ? svg::ScaleKind::kLog10 : svg::ScaleKind::kLinear, log_y ? ylo : 0.0, yhi > 0 ? yhi : 1.0));
   std::vector<std::pair<double, double>> line;
@@ -259,14 +261,14 @@ std::string sweep_chart(const SweepData& s, const std::string& y_label, double s
 
 std::string sweep_body(const SweepData& s, int& charts) {
   std::string table =
-      "<h2>Batches</h2>\n<table>\n<tr><th>batch</th><th>step (ms)</th><th>images/s</th>"
-      "<th>peak memory</th><th></th></tr>\n";
+      "<h2>Batches</h2>\n<table>\n<tr><th>batch</th><th>step (ms)</th><th>" + s.item +
+      "/s</th><th>peak memory</th><th></th></tr>\n";
   double most = 0;
   for (const SweepPoint& p : s.points) {
     if (p.error.empty()) {
       most = std::max(most, p.peak_bytes);
       table += "<tr><td class=\"num\">" + std::to_string(p.batch) + "</td><td class=\"num\">" + fmt(p.step_ms, 2) +
-               "</td><td class=\"num\">" + fmt(p.images_per_s, 1) + "</td><td class=\"num\">" +
+               "</td><td class=\"num\">" + fmt(p.items_per_s, 1) + "</td><td class=\"num\">" +
                bytes_text(p.peak_bytes) + "</td><td></td></tr>\n";
     } else {
       table += "<tr class=\"failed\"><td class=\"num\">" + std::to_string(p.batch) +
@@ -282,9 +284,10 @@ std::string sweep_body(const SweepData& s, int& charts) {
                                    [&](const auto& u) { return most >= u.scale || u.scale == 1.0; });
   std::string out = table;
   out += figure("Throughput against batch size",
-                sweep_chart(s, "throughput (images/s)", 1.0, [](const SweepPoint& p) { return p.images_per_s; }),
-                "Images per second of a training step at each batch size. A curve that flattens means a larger "
-                "batch no longer keeps the device busier.",
+                sweep_chart(s, "throughput (" + s.item + "/s)", 1.0, [](const SweepPoint& p) { return p.items_per_s; }),
+                (s.item == "tokens" ? "Tokens" : "Images") +
+                    std::string(" per second of a training step at each batch size. A curve that flattens means a "
+                                "larger batch no longer keeps the device busier."),
                 charts);
   out += figure("Peak memory against batch size",
                 sweep_chart(s, std::string("peak memory (") + unit.unit + ")", unit.scale,

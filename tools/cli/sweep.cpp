@@ -74,12 +74,16 @@ nlohmann::json measure_batch(const NetSpec& net, int batch, const Device& device
     machine[key] = value;
   }
   const MemoryStats memory = ctx.memory();
-  layers = time_json({net.name, batch, run.steps, step_ms, runtime_info(ctx), run.peak, memory, {}}, graph, mean);
+  TimeRun time{net.name, batch, run.steps, step_ms, runtime_info(ctx), run.peak, memory, {}};
+  time.item = net.item_name();
+  time.items_per_sample = net.items_per_sample();
+  layers = time_json(time, graph, mean);
   nlohmann::json categories = nlohmann::json::object();
   for (int c = 0; c < kMemoryCategoryCount; ++c) {
     categories[std::string(name_of(static_cast<MemoryCategory>(c)))] = memory.peak[static_cast<size_t>(c)];
   }
-  return {{"batch", batch}, {"step_ms", step_ms}, {"images_per_s", batch / (step_ms / 1e3)},
+  const double items = static_cast<double>(int64_t{batch} * net.items_per_sample());
+  return {{"batch", batch}, {"step_ms", step_ms}, {cat(net.item_name(), "_per_s"), items / (step_ms / 1e3)},
           {"peak_bytes", memory.peak_total}, {"memory", categories}, {"machine", machine}};
 }
 
@@ -114,7 +118,7 @@ int run_sweep(const std::vector<std::string>& words) {
               net.name.c_str(), info.device.c_str(), info.device_name.c_str(), run.warmup, run.steps,
               run.memory_limit ? cat(", memory limited to ", format_bytes(run.memory_limit)).c_str() : "");
   Table table({{"batch", Table::Align::kRight}, {"step ms", Table::Align::kRight},
-               {"images/s", Table::Align::kRight}, {"peak memory", Table::Align::kRight}, {"note"}});
+               {cat(net.item_name(), "/s"), Table::Align::kRight}, {"peak memory", Table::Align::kRight}, {"note"}});
   nlohmann::json points = nlohmann::json::array();
   nlohmann::json largest = nullptr;  // the per-layer document of the largest batch that fitted
   for (int batch : batches) {
@@ -123,7 +127,8 @@ int run_sweep(const std::vector<std::string>& words) {
       nlohmann::json point = measure_batch(net, batch, choice.device, run, layers);
       largest = nlohmann::json::parse(layers);
       table.add_row({std::to_string(batch), fixed(point["step_ms"].get<double>(), 3),
-                     fixed(point["images_per_s"].get<double>(), 1), format_bytes(point["peak_bytes"].get<int64_t>()),
+                     fixed(point[cat(net.item_name(), "_per_s")].get<double>(), 1),
+                     format_bytes(point["peak_bytes"].get<int64_t>()),
                      ""});
       points.push_back(std::move(point));
     } catch (const OutOfMemoryError& e) {
@@ -138,7 +143,8 @@ int run_sweep(const std::vector<std::string>& words) {
   for (const auto& [key, value] : info.fields()) runtime[key] = value;
   const nlohmann::json document = {{"kind", "glassbox.sweep"}, {"version", 1},       {"network", net.name},
                                    {"device", info.device},    {"device_name", info.device_name},
-                                   {"runtime", runtime},       {"points", points},  {"largest", largest}};
+                                   {"runtime", runtime},       {"item", net.item_name()},
+                                   {"points", points},         {"largest", largest}};
   write_file_atomically(out, document.dump(1) + "\n");
   std::printf("\n%s\nwrote %s (`glassbox report %s` makes the HTML report)\n", table.str().c_str(), out.c_str(),
               out.c_str());

@@ -280,8 +280,10 @@ int run_time(const std::vector<std::string>& words) {
   std::printf("\nthe machine over the timed steps (tensor/machine_state.h):\n");
   for (const auto& [key, value] : machine) std::printf("  %-11s %s\n", key.c_str(), value.c_str());
   if (args.has("--json")) {
-    const TimeRun run{net.name,    batch,    steps,     step_ms,     info,       peak,
-                      ctx.memory(), machine, inference, replayed_ms, graph_nodes};
+    TimeRun run{net.name,    batch,    steps,     step_ms,     info,       peak,
+                ctx.memory(), machine, inference, replayed_ms, graph_nodes};
+    run.item = net.item_name();
+    run.items_per_sample = net.items_per_sample();
     write_file_atomically(json_path, time_json(run, graph, mean));
     std::printf("\nwrote %s\n", json_path.c_str());
   }

@@ -66,7 +66,8 @@ std::string time_json(const TimeRun& run, const Graph& graph, const std::vector<
       {"phase", run.inference ? "inference" : "training"},
       {"steps", run.steps},
       {"step_ms", run.step_ms},
-      {"images_per_s", run.step_ms > 0.0 ? run.batch / (run.step_ms / 1e3) : 0.0},
+      {run.item + "_per_s",
+       run.step_ms > 0.0 ? static_cast<double>(run.batch * run.items_per_sample) / (run.step_ms / 1e3) : 0.0},
       {"layers", std::move(layers)},
       {"memory", memory},
   };

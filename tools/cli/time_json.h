@@ -38,6 +38,10 @@ struct TimeRun {
   // nodes; 0 without.
   double replayed_step_ms = 0.0;
   size_t graph_nodes = 0;
+  // What the rate counts: "images", or a language model's "tokens" (a
+  // sample's window of them): the document's images_per_s or tokens_per_s.
+  std::string item = "images";
+  int64_t items_per_sample = 1;
 };
 
 // The document, indented, ending in a newline.

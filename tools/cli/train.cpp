@@ -216,7 +216,9 @@ int run_train(const std::vector<std::string>& words) {
   const int log_every = args.int_in("--log-every", 0, 1, kMaxInt);
   if (args.has("--log-every") && !args.has("--log")) throw ConfigError("--log-every needs --log FILE");
   std::optional<TrainingLog> log;
-  if (args.has("--log") && speaks) log.emplace(args.get("--log", ""), log_every);
+  if (args.has("--log") && speaks) {
+    log.emplace(args.get("--log", ""), log_every, lm ? TrainingLog::Units::kTokens : TrainingLog::Units::kImages);
+  }
 
   Context ctx = Context::on(device);
   const std::unique_ptr<Communicator> communicator = make_communicator(ctx, parallel.communicator);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
@@ -34,7 +35,8 @@ const char* what_it_is(mode_t mode) {
 
 }  // namespace
 
-TrainingLog::TrainingLog(const std::string& path, int every_steps) : path_(path), every_steps_(every_steps) {
+TrainingLog::TrainingLog(const std::string& path, int every_steps, Units units)
+    : path_(path), every_steps_(every_steps), units_(units) {
   // Only a regular file, or a new one: a named pipe would block the run (its
   // writes wait for a reader once the pipe is full), and a device would be
   // written to. Checked with stat() before opening, and again with fstat()
@@ -93,7 +95,7 @@ void TrainingLog::step(const StepReport& s) {
                        {"global_step", s.global_step},
                        {"loss", s.loss},
                        {"lr", s.lr},
-                       {"images_per_second", s.images_per_second}}
+                       {rate_key(), s.images_per_second}}
             .dump());
 }
 
@@ -104,12 +106,16 @@ void TrainingLog::epoch(const EpochReport& e) {
                          {"global_step", e.global_step},
                          {"lr", e.lr},
                          {"train_loss", e.train_loss},
-                         {"train_accuracy", e.train_accuracy},
                          {"seconds", e.seconds},
                          {"data_wait_seconds", e.data_wait_seconds},
                          {"compute_seconds", e.compute_seconds},
-                         {"images_per_second", e.images_per_second},
+                         {rate_key(), e.images_per_second},
                          {"skipped", e.skipped}};
+  if (units_ == Units::kTokens) {
+    line["train_perplexity"] = std::exp(e.train_loss);
+  } else {
+    line["train_accuracy"] = e.train_accuracy;
+  }
   // fp16's loss scaling (docs/precision.md): the scale after the epoch, and
   // the updates skipped for overflowing gradients.
   if (e.loss_scale) {

@@ -8,8 +8,9 @@
 //   {"event":"epoch","epoch":1,"train_loss":0.60,"train_accuracy":0.78,"test_loss":0.45,"test_accuracy":0.83,
 //    "seconds":6.1,"data_wait_seconds":0.1,"compute_seconds":5.9,"images_per_second":9822.0,"lr":0.0488,
 //    "skipped":0,"test_unreadable":0,...}
-// A language model's epoch lines carry valid_loss, valid_perplexity and
-// test_perplexity instead of accuracies (its images_per_second counts tokens).
+// A language model's lines count tokens_per_second instead of
+// images_per_second, and its epoch lines carry train_perplexity,
+// valid_loss, valid_perplexity and test_perplexity instead of accuracies.
 // Unreadable samples are left out of every number and counted apart:
 // `skipped` in training (this rank's), `test_unreadable` and
 // `valid_unreadable` in the evaluations.
@@ -29,7 +30,9 @@ class TrainingLog {
   // last line that a killed run left unfinished. Throws ConfigError for a
   // path that is there but not a regular file (a named pipe, a device), and
   // Error naming the path and the system's reason if it cannot be opened.
-  TrainingLog(const std::string& path, int every_steps);
+  // `units`: what a rate counts, and a language model's perplexities.
+  enum class Units { kImages, kTokens };
+  TrainingLog(const std::string& path, int every_steps, Units units = Units::kImages);
   ~TrainingLog();
   TrainingLog(const TrainingLog&) = delete;
   TrainingLog& operator=(const TrainingLog&) = delete;
@@ -41,9 +44,12 @@ class TrainingLog {
  private:
   void write(const std::string& line);
 
+  const char* rate_key() const { return units_ == Units::kTokens ? "tokens_per_second" : "images_per_second"; }
+
   std::string path_;
   std::FILE* file_ = nullptr;
   int every_steps_ = 0;
+  Units units_ = Units::kImages;
 };
 
 }  // namespace glassbox::cli
