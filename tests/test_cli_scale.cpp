@@ -16,12 +16,21 @@ TEST(CliScale, PredictsARowPerDeviceCountAndStatesItsAssumptions) {
   const auto r = run_command(kCli + " scale LeNet --gpus 1,2,4 --batch 8 --device cpu --steps 1 --warmup 0 "
                                     "--link infiniband");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "LeNet, batch 8 per device: its train step measured on cpu")) << r.output;
+  EXPECT_TRUE(contains(r.output, "LeNet, batch 8 per device, fp32 (TF32 off): its train step measured on cpu"))
+      << r.output;
   EXPECT_TRUE(contains(r.output, "link: NDR InfiniBand, 50.0 GB/s per direction, 5.0 us per message")) << r.output;
   for (const char* row : {"\n      1 ", "\n      2 ", "\n      4 "}) EXPECT_TRUE(contains(r.output, row)) << row;
   EXPECT_TRUE(contains(r.output, "100.0%")) << r.output;  // one device is the measured step
   EXPECT_TRUE(contains(r.output, "Assumptions (optim/scale_model.h, docs/scaling.md)")) << r.output;
   EXPECT_TRUE(contains(r.output, "Not modelled: contention")) << r.output;
+}
+
+// The compile flags time the step as it would run.
+TEST(CliScale, TakesTheCompileFlags) {
+  const auto r = run_command(kCli + " scale LeNet --gpus 1,2 --batch 4 --device cpu --steps 1 --warmup 0 "
+                                    "--precision bf16 --layout nchw");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "LeNet, batch 4 per device, bf16")) << r.output;
 }
 
 TEST(CliScale, BadValuesAreUsageErrorsNamingTheFlag) {

@@ -4,6 +4,7 @@
 // (optim/scale_model.h, docs/scaling.md), bucket by bucket, with overlap.
 #include <cstdio>
 
+#include "graph/compile_flags.h"
 #include "optim/scale_model.h"
 #include "tensor/event_timer.h"
 #include "tensor/parse.h"
@@ -55,23 +56,29 @@ MeasuredStep measure(Context& ctx, SyntheticTraining& run, int warmup, int steps
 int run_scale(const std::vector<std::string>& words) {
   const Args args("scale", scale_flags(), words);
   const NetSpec& net = network_arg(args, "scale");
+  CompileOptions options = compile_options_from_flags(args.values());  // checked before anything runs
+  options.layer_timing = true;
   const ScaleJobArgs job = scale_job_args(args);
   const std::vector<int>& counts = job.device_counts;
   const LinkModel& link = job.link;
   const size_t bucket_bytes = job.bucket_bytes;
   const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
   if (!choice.note.empty()) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
+  for (const std::string& note : compile_flag_notes(args.values(), choice.device)) {
+    std::fprintf(stderr, "glassbox: %s\n", note.c_str());
+  }
   const int batch = args.int_in("--batch", net.default_batch(choice.device), 1, kMaxInt);
   const int steps = args.int_in("--steps", 3, 1, 1'000'000);
   const int warmup = args.int_in("--warmup", 1, 0, 1'000'000);
 
   Context ctx = Context::on(choice.device);
-  SyntheticTraining run(ctx, net, batch, {.layer_timing = true});
+  SyntheticTraining run(ctx, net, batch, options);
   const MeasuredStep measured = measure(ctx, run, warmup, steps);
   const RuntimeInfo info = runtime_info(ctx);
 
-  std::printf("%s, batch %d per device: its train step measured on %s (%s), mean of %d after %d warm-up\n",
-              net.name.c_str(), batch, info.device.c_str(), info.device_name.c_str(), steps, warmup);
+  std::printf("%s, batch %d per device, %s: its train step measured on %s (%s), mean of %d after %d warm-up\n",
+              net.name.c_str(), batch, info.precision.c_str(), info.device.c_str(), info.device_name.c_str(), steps,
+              warmup);
   std::printf("link: %s, %s GB/s per direction, %s us per message; gradient buckets of %s MiB\n"
               "step: the buckets all-reduced during backward; no overlap: all of them after it\n\n",
               link.name.c_str(), fixed(link.bandwidth_gbps, 1).c_str(), fixed(link.latency_us, 1).c_str(),
