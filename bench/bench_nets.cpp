@@ -259,6 +259,7 @@ void print_help() {
   std::printf(
       "bench_nets [--device=cpu|cuda|cuda:N] [--batch=N] [--net=NAME] [--precision=fp32|tf32|bf16|fp16] [--cudnn-search]\n"
       "           [--cudnn-api=auto|legacy|graph] [--cpu-conv=auto|glassbox|onednn] [--no-winograd] [--deterministic] [--no-nvtx] [--data=SPEC [--workers=N]]\n"
+      "           [--layout=auto|nchw|nhwc] [--no-fusion]\n"
       "           [--threads=N] [--fixed-threads] [--warmup=N] [--cuda-graph]\n"
       "           [under mpirun: --bucket-mb=X --no-overlap --comm-timeout=S --steps=N] [--data-parallel]\n"
       "           [Google Benchmark flags: --benchmark_filter=REGEX --benchmark_out=FILE ...]\n"
@@ -270,6 +271,9 @@ void print_help() {
       "algorithm), legacy or graph.\n"
       "--cpu-conv=PATH: what runs the CPU's convolutions: auto (oneDNN above 1x1 where built with it),\n"
       "glassbox (its own im2col + GEMM) or onednn; in the context as cpu_conv.\n"
+      "--layout=L: the values' order: auto (NHWC on the CPU, and on a GPU in tf32, bf16 and fp16), nchw or nhwc\n"
+      "(where the layers can); in the context as layout. --no-fusion: every ReLU and residual add runs itself, to\n"
+      "compare with their fusion into the layer before (docs/fusion.md); in the context as fusion.\n"
       "--no-winograd: only direct convolutions on the CPU (by default Winograd runs the 3x3 stride-1 layers\n"
       "where it measured faster: oneDNN's kernels on AVX-512, else Glassbox's on NHWC values); in the context\n"
       "as cpu_winograd.\n"

@@ -14,6 +14,7 @@ LinearProduct LinearProduct::plan(Context& ctx, const std::string& layer, const 
   p.data_ = data;
   p.tf32_ = tf32;
   p.wanted_ = wanted;
+  p.library_ = library;
   if (library == LinearLibrary::kAuto) {
     for (LinearEpilogue epilogue : lt_epilogue_fallbacks(wanted)) {
       p.lt_ = LtMatmul::plan(ctx, gemm, data, tf32, epilogue, workspace_limit);
@@ -21,8 +22,11 @@ LinearProduct LinearProduct::plan(Context& ctx, const std::string& layer, const 
     }
   }
   if (!p.lt_ && !fits_gemm_ex(gemm)) {
-    throw ShapeError(cat(layer, " (Linear): cuBLASLt offers no algorithm for the product of ", gemm.m, " x ", gemm.k,
-                         " by ", gemm.k, " x ", gemm.n, ", and cublasGemmEx takes sizes within int only"));
+    throw ShapeError(cat(layer, " (Linear): ",
+                         library == LinearLibrary::kAuto ? "cuBLASLt offers no algorithm for"
+                                                         : "pinned to cublasGemmEx (Linear::pin_cuda_library):",
+                         " the product of ", gemm.m, " x ", gemm.k, " by ", gemm.k, " x ", gemm.n,
+                         ", and cublasGemmEx takes sizes within int only"));
   }
   p.passes_ = passes_left(wanted, p.lt_ ? p.lt_->epilogue() : LinearEpilogue::kNone);
   if (p.passes_.bias || p.passes_.relu) {
@@ -34,7 +38,9 @@ LinearProduct LinearProduct::plan(Context& ctx, const std::string& layer, const 
 }
 
 std::string LinearProduct::describe() const {
-  std::string text = lt_ ? lt_->describe() : "cuBLAS GemmEx (cuBLASLt offers no algorithm for these shapes)";
+  std::string text = lt_                                 ? lt_->describe()
+                     : library_ == LinearLibrary::kGemmEx ? "cuBLAS GemmEx (pinned: Linear::pin_cuda_library)"
+                                                          : "cuBLAS GemmEx (cuBLASLt offers no algorithm for these shapes)";
   const std::string passes = glassbox::describe(passes_);
   if (!passes.empty()) {
     text += cat("; ", passes);

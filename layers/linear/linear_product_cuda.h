@@ -43,6 +43,7 @@ class LinearProduct {
   LinearProduct() = default;
 
   std::optional<LtMatmul> lt_;  // empty: cublasGemmEx
+  LinearLibrary library_ = LinearLibrary::kAuto;  // kGemmEx: pinned there, cuBLASLt not asked
   LinearGemm gemm_;
   DType data_ = DType::kFloat32;
   bool tf32_ = false;
