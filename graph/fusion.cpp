@@ -19,7 +19,7 @@ namespace {
 // ReLU it applies, the input that can take both, or -1.
 int residual_taker(const Context& ctx, Phase phase, const std::vector<Node>& nodes, int a,
                    const std::vector<int>& position, const std::vector<std::vector<int>>& readers,
-                   const std::vector<bool>& wants_grad) {
+                   const std::vector<bool>& trained) {
   const Node& add = nodes[static_cast<size_t>(a)];
   if (add.inputs.size() != 2 || add.inputs[0] == add.inputs[1]) return -1;
   auto at = [&](int node) { return position[static_cast<size_t>(node)]; };
@@ -31,8 +31,9 @@ int residual_taker(const Context& ctx, Phase phase, const std::vector<Node>& nod
     if (bn.is_input() || other.is_input() || !bn.layer->can_fuse_residual_relu(ctx, phase)) continue;
     if (readers[static_cast<size_t>(b)].size() != 1) continue;  // the add only
     if (phase == Phase::kTraining &&
-        std::any_of(bn.inputs.begin(), bn.inputs.end(), [&](int q) { return !wants_grad[static_cast<size_t>(q)]; })) {
-      continue;  // both or neither: Note [A ReLU's backward fused into its producer]
+        (!trained[static_cast<size_t>(z)] ||
+         std::any_of(bn.inputs.begin(), bn.inputs.end(), [&](int q) { return !trained[static_cast<size_t>(q)]; }))) {
+      continue;  // both or neither, and z's gradient to write: Note [A ReLU's backward fused into its producer]
     }
     if (other.stored != bn.stored || other.channels_last != bn.channels_last || at(z) > at(b)) continue;
     // No reader of z but the add is the batch norm itself (z its input: its
@@ -49,6 +50,9 @@ int residual_taker(const Context& ctx, Phase phase, const std::vector<Node>& nod
 ReluFusion plan_relu_fusion(const Context& ctx, Phase phase, const std::vector<Node>& nodes,
                             const std::vector<int>& layers, const MemoryPlan& plan) {
   ReluFusion fusion = no_relu_fusion(nodes.size());
+  // Note [Fusion does not follow the input gradients asked for]
+  const std::vector<bool> trained =
+      nodes_wanting_gradients(nodes, layers, -1, std::vector<bool>(nodes.size(), false));
   for (int i : layers) {
     const Node& relu = nodes[static_cast<size_t>(i)];
     if (dynamic_cast<const ReLU*>(relu.layer.get()) == nullptr || relu.inputs.size() != 1) continue;
@@ -59,7 +63,7 @@ ReluFusion plan_relu_fusion(const Context& ctx, Phase phase, const std::vector<N
     if (block < 0 || block != plan.value_block[static_cast<size_t>(p)]) continue;  // not in place
     const bool backward = phase == Phase::kTraining && producer.layer->fuses_relu_backward();
     if (backward && std::any_of(producer.inputs.begin(), producer.inputs.end(),
-                                [&](int q) { return !plan.wants_grad[static_cast<size_t>(q)]; })) {
+                                [&](int q) { return !trained[static_cast<size_t>(q)]; })) {
       continue;  // both or neither: Note [A ReLU's backward fused into its producer]
     }
     fusion.fused_into[static_cast<size_t>(i)] = p;
@@ -76,7 +80,7 @@ ReluFusion plan_relu_fusion(const Context& ctx, Phase phase, const std::vector<N
   for (int i : layers) {
     const int a = fusion.fused_into[static_cast<size_t>(i)];
     if (a < 0 || dynamic_cast<const Add*>(nodes[static_cast<size_t>(a)].layer.get()) == nullptr) continue;
-    const int b = residual_taker(ctx, phase, nodes, a, position, readers, plan.wants_grad);
+    const int b = residual_taker(ctx, phase, nodes, a, position, readers, trained);
     if (b < 0) continue;
     const Node& add = nodes[static_cast<size_t>(a)];
     const int z = add.inputs[0] == b ? add.inputs[1] : add.inputs[0];

@@ -24,9 +24,18 @@
 // the shared value y is. A batch norm reads its output gradient twice (sums,
 // then dx), so the saving is the ReLU's whole pass (read y and dy, write dx)
 // and a block of gradient memory. Such a producer fuses the ReLU only where
-// it can fuse both (every input gets a gradient, MemoryPlan::wants_grad:
-// Note [BatchNorm2d scratch dx] would otherwise write dx over y),
-// since cuDNN's fused forward leaves its backward a reserve of its own.
+// it can fuse both (every input gets a gradient: Note [BatchNorm2d scratch
+// dx] would otherwise write dx over y), since cuDNN's fused forward leaves
+// its backward a reserve of its own.
+//
+// Note [Fusion does not follow the input gradients asked for]: "gets a
+// gradient" here means that a layer that trains lies upstream (Note [Only
+// what trains gets a gradient], graph/memory_plan.h), whatever
+// CompileOptions::input_gradients asks for. Asking for the images' gradient
+// then changes no fusion, and so no rounding: in a 16-bit graph a fused
+// bn + z rounds once where the add apart rounds twice, and the parameter
+// gradients would differ with the question asked (docs/library.md promises
+// the same bits).
 //
 // Other ReLUs' backward is unchanged: it reads its output, as it does
 // unfused. CompileOptions::fusion (`--no-fusion`) turns fusion off, to compare.
@@ -42,8 +51,8 @@
 // output gradient is the ReLU's. That saves the add's pass (read two
 // values, write one) and, in training, the ReLU's backward. It applies where
 //   - the add has two inputs, and the batch norm is one whose only reader is
-//     the add (and, in training, whose input gets a gradient: both or
-//     neither, as above);
+//     the add (and, in training, whose input and z get a gradient: both or
+//     neither, as above, and z's for the batch norm to write);
 //   - z, the other, is another layer's output, computed before the batch
 //     norm (z must exist when it runs), stored in the same type and layout;
 //   - no reader of z but the add is the batch norm itself (z its input x,

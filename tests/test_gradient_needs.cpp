@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "graph/builder.h"
 #include "graph/memory_plan.h"
@@ -31,8 +32,24 @@ Graph data_first_net() {
                                                     labels));
 }
 
+// Residual adds around data-only values:
+//   x (2,8,6,6) -> pool -> conv1 -> bn1 -> add1(bn1, pool) -> relu1   (z is the data's pooling)
+//                   +----> bn2 -> add2(bn2, relu1) -> relu2 -> ...     (the batch norm's input is)
+Graph data_residual_net() {
+  GraphBuilder g;
+  const Value x = g.input("x", {2, 8, 6, 6});
+  const Value labels = g.input("labels", {2}, DType::kInt32);
+  const Value pool = g.max_pool(x, {.kernel = 2}, "pool");
+  const Value bn1 = g.batch_norm(g.conv(pool, {.out_channels = 8, .kernel = 3, .pad = 1}, "conv1"), {}, "bn1");
+  const Value relu1 = g.relu(g.add({bn1, pool}, "add1"), "relu1");
+  const Value relu2 = g.relu(g.add({g.batch_norm(pool, {}, "bn2"), relu1}, "add2"), "relu2");
+  return std::move(g).build(g.softmax_cross_entropy(g.linear(g.flatten(relu2, "flat"), {.out_features = 4}, "fc"),
+                                                    labels));
+}
+
 void fill(Context& ctx, const Graph& graph) {
-  from_vector<float>(ctx, testing::random_values(2 * 3 * 6 * 6, 7), graph.input("x"));
+  const Shape& shape = graph.node("x").shape;
+  from_vector<float>(ctx, testing::random_values(static_cast<size_t>(shape.numel()), 7), graph.input("x"));
   from_vector<int>(ctx, std::vector<int>{1, 3}, graph.input("labels"));
 }
 
@@ -92,20 +109,44 @@ TEST(GradientNeeds, TheLayersBeforeTheFirstThatTrainsRunNoBackward) {
 }
 
 // The parameter gradients are those of a plan that computes every gradient
-// (asked for the data's), bit for bit, with and without memory reuse.
+// (asked for the data's), bit for bit, with and without memory reuse, in
+// every precision: Note [Fusion does not follow the input gradients asked
+// for] (graph/fusion.h) keeps a 16-bit graph's roundings the same.
 TEST(GradientNeeds, ChangeNoParameterGradient) {
-  std::vector<std::vector<float>> grads;
-  for (MemoryReuse reuse : {MemoryReuse::kOn, MemoryReuse::kOff}) {
-    for (bool ask : {false, true}) {
-      Context ctx = Context::cpu();
-      Graph graph = data_first_net();
-      CompileOptions options{.memory_reuse = reuse};
-      if (ask) options.input_gradients = {"x"};
-      graph.compile(ctx, options);
-      grads.push_back(parameter_gradients_of_a_step(ctx, graph));
+  for (Graph (*build)() : {data_first_net, data_residual_net}) {
+    for (Precision precision : {Precision::kFp32, Precision::kBf16, Precision::kFp16}) {
+      std::vector<std::vector<float>> grads;
+      for (MemoryReuse reuse : {MemoryReuse::kOn, MemoryReuse::kOff}) {
+        for (bool ask : {false, true}) {
+          Context ctx = Context::cpu();
+          Graph graph = build();
+          CompileOptions options{.precision = precision, .memory_reuse = reuse};
+          if (ask) options.input_gradients = {"x"};
+          graph.compile(ctx, options);
+          grads.push_back(parameter_gradients_of_a_step(ctx, graph));
+        }
+      }
+      for (size_t k = 1; k < grads.size(); ++k) {
+        EXPECT_EQ(grads[k], grads[0]) << "run " << k << " in " << name_of(precision);
+      }
     }
   }
-  for (size_t k = 1; k < grads.size(); ++k) EXPECT_EQ(grads[k], grads[0]) << "run " << k;
+}
+
+// Note [A residual add fused into its batch norm] takes neither add: add1's
+// z has no gradient for the batch norm to write (cuDNN's fused backward
+// needs one), and bn2's input none, asked for or not.
+TEST(GradientNeeds, NoResidualAddIsFusedAroundADataOnlyValue) {
+  for (bool ask : {false, true}) {
+    Context ctx = Context::cpu();
+    Graph graph = data_residual_net();
+    CompileOptions options;
+    if (ask) options.input_gradients = {"x"};
+    graph.compile(ctx, options);
+    EXPECT_LT(graph.node("bn1").residual, 0) << "asked: " << ask;
+    EXPECT_LT(graph.node("bn2").residual, 0) << "asked: " << ask;
+    EXPECT_LT(graph.node("add1").backward_fused_into, 0) << "asked: " << ask;
+  }
 }
 
 class GradientNeedsDeviceTest : public testing::DeviceTest {};
@@ -114,13 +155,25 @@ class GradientNeedsDeviceTest : public testing::DeviceTest {};
 // norm's dx goes to scratch (Note [BatchNorm2d scratch dx]) and the Linear
 // runs no backward-data.
 TEST_P(GradientNeedsDeviceTest, MatchesTheCpu) {
-  Context cpu = Context::cpu();
-  Graph reference = data_first_net();
-  reference.compile(cpu);
-  const std::vector<float> expected = parameter_gradients_of_a_step(cpu, reference);
-  Graph graph = data_first_net();
-  graph.compile(ctx());
-  testing::expect_close(parameter_gradients_of_a_step(ctx(), graph), expected, 1e-4, "parameter gradients");
+  for (Graph (*build)() : {data_first_net, data_residual_net}) {
+    Context cpu = Context::cpu();
+    Graph reference = build();
+    reference.compile(cpu);
+    const std::vector<float> expected = parameter_gradients_of_a_step(cpu, reference);
+    Graph graph = build();
+    graph.compile(ctx());
+    testing::expect_close(parameter_gradients_of_a_step(ctx(), graph), expected, 1e-4, "parameter gradients");
+  }
+}
+
+// In fp16 on NHWC values cuDNN's batch norm can take a residual add and its
+// ReLU: a data-only z must not be given it (its fused backward needs z's gradient).
+TEST_P(GradientNeedsDeviceTest, TrainsInFp16OnNhwcValues) {
+  Graph graph = data_residual_net();
+  graph.compile(ctx(), {.precision = Precision::kFp16, .layout = LayoutChoice::kNhwc});
+  EXPECT_LT(graph.node("bn1").residual, 0);
+  const std::vector<float> grads = parameter_gradients_of_a_step(ctx(), graph);
+  EXPECT_TRUE(std::all_of(grads.begin(), grads.end(), [](float g) { return std::isfinite(g); }));
 }
 
 GLASSBOX_INSTANTIATE_ON_DEVICES(GradientNeedsDeviceTest);
