@@ -260,8 +260,8 @@ void print_help() {
       "bench_nets [--device=cpu|cuda|cuda:N] [--batch=N] [--net=NAME] [--precision=fp32|tf32|bf16|fp16] [--cudnn-search]\n"
       "           [--cudnn-api=auto|legacy|graph] [--cpu-conv=auto|glassbox|onednn] [--no-winograd] [--deterministic] [--no-nvtx] [--data=SPEC [--workers=N]]\n"
       "           [--layout=auto|nchw|nhwc] [--no-fusion]\n"
-      "           [--threads=N] [--fixed-threads] [--warmup=N] [--cuda-graph]\n"
-      "           [under mpirun: --bucket-mb=X --no-overlap --comm-timeout=S --steps=N] [--data-parallel]\n"
+      "           [--threads=N] [--fixed-threads] [--warmup=N] [--steps=N] [--cuda-graph]\n"
+      "           [under mpirun: --bucket-mb=X --no-overlap --comm-timeout=S] [--data-parallel]\n"
       "           [Google Benchmark flags: --benchmark_filter=REGEX --benchmark_out=FILE ...]\n"
       "--data=folder:PATH (or fashion-mnist, ...): also time each train_step on that real data, named\n"
       "<Net>/train_step/batch:<N>/real_data, with counters data_wait_ms, compute_ms and data_share.\n"
@@ -269,7 +269,7 @@ void print_help() {
       "--cudnn-api=API: whose convolution candidates the GPU chooses among: auto (--cudnn-search times cuDNN's\n"
       "legacy algorithms and its graph API's engine configurations together; heuristics pick a legacy\n"
       "algorithm), legacy or graph.\n"
-      "--cpu-conv=PATH: what runs the CPU's convolutions: auto (oneDNN above 1x1 where built with it),\n"
+      "--cpu-conv=PATH: what runs the CPU's convolutions: auto (oneDNN above 1x1 and stride-1 1x1 forwards where built with it),\n"
       "glassbox (its own im2col + GEMM) or onednn; in the context as cpu_conv.\n"
       "--layout=L: the values' order: auto (NHWC on the CPU, and on a GPU in tf32, bf16 and fp16), nchw or nhwc\n"
       "(where the layers can); in the context as layout. --no-fusion: every ReLU and residual add runs itself, to\n"
@@ -282,6 +282,8 @@ void print_help() {
       "thread fewer for each core's worth of other processes' work (in the context as cpu_threads_fit);\n"
       "--fixed-threads keeps N. Each row's other_cpus counter is that work over its timed steps.\n"
       "--warmup=N: untimed steps of each mode before the timed ones (default 10; in the context as protocol).\n"
+      "--steps=N: timed steps of every benchmark (default: as many as fill 2 s, as Google Benchmark decides; under\n"
+      "mpirun 20); in the context as protocol.\n"
       "--cuda-graph: on a GPU, each step after the first warm-up step is captured once into a CUDA graph and\n"
       "replayed as one launch (not under mpirun); names end in /cuda_graph.\n"
       "--deterministic: only cuDNN algorithms that give the same bits on every run (%s); the CPU path\n"
@@ -381,10 +383,13 @@ int run(int argc, char** argv) {
                                                 ? "on: after one eager warm-up step, each step is one CUDA graph launch"
                                                 : "off (each kernel launched by the host)");
   add_machine_context(sample_machine(ctx));
+  const std::string how_many = settings.steps > 0
+                                   ? cat(settings.steps, " steps (--steps)")
+                                   : std::string("at least 2 s unless --benchmark_min_time says otherwise");
   benchmark::AddCustomContext("protocol", cat(settings.warmup, " warm-up steps per mode, then each step timed (CUDA "
-                                              "events on the GPU, steady clock on the CPU) for at least 2 s unless "
-                                              "--benchmark_min_time says otherwise; counters from the mean step; "
-                                              "every step's loss checked to be finite"));
+                                              "events on the GPU, steady clock on the CPU) for ", how_many,
+                                              "; counters from the mean step; every step's loss checked to be "
+                                              "finite"));
   register_benchmarks(settings);
 
   std::ostringstream file_contents;

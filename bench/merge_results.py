@@ -184,15 +184,16 @@ def main():
     args = parser.parse_args()
     stated = parse_environment(args.environment) if args.environment is not None else None
 
-    parts, builds, machines, given, checked, failed = [], set(), set(), set(), [], []
+    # builds and machines: each one seen, with the first file that ran it (named where they differ).
+    parts, builds, machines, given, checked, failed = [], {}, {}, set(), [], []
     for path in args.files:
         with open(path) as f:
             data = json.load(f)
         if not isinstance(data.get("rounds"), list):
             sys.exit(f"merge_results.py: {path} is not bench/interleave.py's JSON (no \"rounds\")")
         ran = data.get("builds", {})
-        builds.add((ran.get("glassbox", "unrecorded"), ran.get("pytorch", "unrecorded")))
-        machines.add(data.get("machine") or args.machine or "unrecorded")
+        builds.setdefault((ran.get("glassbox", "unrecorded"), ran.get("pytorch", "unrecorded")), path)
+        machines.setdefault(data.get("machine") or args.machine or "unrecorded", path)
         if not data.get("machine") and args.machine:
             given.add("machine")
         environment = data.get("environment")
@@ -209,10 +210,10 @@ def main():
         parts += own
     if len(builds) > 1:
         sys.exit("merge_results.py: the files ran different builds, not one table: "
-                 + "; ".join(f"Glassbox {g}, PyTorch {p}" for g, p in sorted(builds)))
+                 + "; ".join(f"{path}: Glassbox {g}, PyTorch {p}" for (g, p), path in sorted(builds.items())))
     if len(machines) > 1:
         sys.exit("merge_results.py: the files ran on different machines (or some recorded none; --machine "
-                 "names it for those): " + "; ".join(sorted(machines)))
+                 "names it for those): " + "; ".join(f"{path}: {m}" for m, path in sorted(machines.items())))
     (glassbox, pytorch), = builds
     machine, = machines
     check_one_table(checked)

@@ -580,6 +580,21 @@ class MergeResults(WithJsonFiles):
         self.assertEqual(code, 0, err)
         self.assertEqual(len(merged["rows"]), 2)
 
+    def test_parts_of_other_builds_or_machines_stop_the_merge_naming_the_files(self):
+        rounds = [resnet_round(100.0)]
+        first = self.write("first.json", interleaved(["ResNet50"], rounds))
+        rebuilt = self.write("rebuilt.json", interleaved(["ResNet50"], rounds, builds={"glassbox": "def",
+                                                                                       "pytorch": "2.x"}))
+        code, err, _ = self.merge(first, rebuilt)
+        self.assertEqual(code, 1)
+        self.assertIn(f"different builds, not one table: {first}: Glassbox abc, PyTorch 2.x; "
+                      f"{rebuilt}: Glassbox def, PyTorch 2.x", err)
+        elsewhere = self.write("elsewhere.json", interleaved(["ResNet50"], rounds, machine="N"))
+        code, err, _ = self.merge(first, elsewhere)
+        self.assertEqual(code, 1)
+        self.assertIn(f"different machines (or some recorded none; --machine names it for those): {first}: M; "
+                      f"{elsewhere}: N", err)
+
     def test_parts_in_other_environments_stop_the_merge(self):
         rounds = [resnet_round(100.0)]
         avx2 = self.write("avx2.json", interleaved(["ResNet50"], rounds, environment={"ONEDNN_MAX_CPU_ISA": "AVX2"}))

@@ -22,7 +22,7 @@ const std::vector<FlagSpec>& compile_flags() {
        cat("only cuDNN algorithms that give the same bits on every run; the CPU path always does (",
            kDeterministicByDefault ? "on: built with GLASSBOX_DETERMINISTIC" : "off by default", ")")},
       {"--cpu-conv", "PATH",
-       "what runs the CPU's convolutions: auto (default: oneDNN above 1x1 where built with it), glassbox, onednn"},
+       "what runs the CPU's convolutions: auto (default: oneDNN above 1x1 and for stride-1 1x1 forwards where built with it), glassbox, onednn"},
       {"--no-winograd", "",
        "only direct convolutions on the CPU (by default Winograd runs the 3x3 stride-1 layers where it measured "
        "faster: oneDNN's kernels where oneDNN runs AVX-512, else Glassbox's on NHWC values)"},
