@@ -18,6 +18,12 @@ bool all_finite(Context& ctx, const Tensor& t) {
 
 }  // namespace
 
+const char* non_finite_name(float value) { return std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf"; }
+
+std::string fp16_range_note(const Context& ctx) {
+  return ctx.precision() == Precision::kFp16 ? "; fp16 holds values up to 65504, and bf16 has fp32's range" : "";
+}
+
 std::string describe_non_finite(Context& ctx, Graph& graph) {
   return describe_non_finite(ctx, graph, graph.compiled_phase());
 }
@@ -95,7 +101,6 @@ float checked_loss(Context& ctx, Graph& graph, int64_t step) { return check_loss
 float check_loss_value(Context& ctx, Graph& graph, int64_t step, float loss, int64_t later) {
   if (std::isfinite(loss)) return loss;
   const std::string where = describe_non_finite(ctx, graph);
-  const char* value = std::isnan(loss) ? "nan" : loss > 0 ? "inf" : "-inf";  // printf's "-nan" says nothing more
   // Note [Reading a step's results a step late] (tensor/step_readback.h)
   const std::string late =
       later > 0 && !where.empty() ? cat(" (read once step ", step + later, " had run; what follows is after it)") : "";
@@ -104,8 +109,9 @@ float check_loss_value(Context& ctx, Graph& graph, int64_t step, float loss, int
   const std::string none =
       cat("; a forward with the weights as they are now is finite: --check-numerics checks every value at the step "
           "itself",
-          ctx.precision() == Precision::kFp16 ? "; fp16 holds values up to 65504, and bf16 has fp32's range" : "");
-  throw NumericalError(cat("step ", step, ": the loss is ", value, late, where.empty() ? none : "; " + where));
+          fp16_range_note(ctx));
+  throw NumericalError(
+      cat("step ", step, ": the loss is ", non_finite_name(loss), late, where.empty() ? none : "; " + where));
 }
 
 }  // namespace glassbox

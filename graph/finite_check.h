@@ -35,6 +35,12 @@ float check_loss_value(Context& ctx, Graph& graph, int64_t step, float loss, int
 std::string describe_non_finite(Context& ctx, Graph& graph);
 std::string describe_non_finite(Context& ctx, Graph& graph, Phase phase);
 
+// A non-finite value in words: "nan", "inf" or "-inf" (printf's "-nan" says nothing more).
+const char* non_finite_name(float value);
+// "; fp16 holds values up to 65504, ..." where ctx computes in fp16, the usual
+// cause of a non-finite value from finite weights; "" otherwise.
+std::string fp16_range_note(const Context& ctx);
+
 // Where non-finite values are after a whole training step (forward and
 // backward), in words: the first layer output in forward order, the first
 // activation gradient in backward order, and the parameter gradients. Needs

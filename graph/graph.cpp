@@ -390,7 +390,6 @@ void Graph::set_loss_scale_on_device(const float* scale) {
 // memory plan puts them.
 void Graph::allocate_activations(Context& ctx) {
   const MemoryPlan& plan = *plan_;
-  const bool training = options_.phase == Phase::kTraining;
   ArenaPlan input_plan;
   std::vector<size_t> input_offset(nodes_.size(), 0);
   for (size_t i = 0; i < nodes_.size(); ++i) {
@@ -450,12 +449,11 @@ void Graph::allocate_activations(Context& ctx) {
       node.input_grad_modes.push_back(reached[p] ? GradMode::kAdd : GradMode::kWrite);
       if (nodes_[p].grad.defined() && node.backward_fused_into < 0) reached[p] = true;
     }
-    // Note [Only what trains gets a gradient]: a layer none of whose inputs
-    // wants a gradient, and that trains nothing, has no backward to run.
-    node.runs_backward = training && (!node.layer->param_specs().empty() ||
-                                      std::any_of(inputs.begin(), inputs.end(), [&](int p) {
-                                        return plan.wants_grad[static_cast<size_t>(p)];
-                                      }));
+    // Note [Only what trains gets a gradient]: a layer whose output wants no
+    // gradient has no backward to run; the loss runs one where its input wants one.
+    const bool an_input_wants_one = std::any_of(inputs.begin(), inputs.end(),
+                                                [&](int p) { return plan.wants_grad[static_cast<size_t>(p)]; });
+    node.runs_backward = plan.wants_grad[static_cast<size_t>(*it)] || (*it == loss_ && an_input_wants_one);
   }
 }
 

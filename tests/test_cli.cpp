@@ -160,15 +160,22 @@ TEST(Cli, TimeFinishesWithOpenMpDynamicAdjustmentRequested) {
   EXPECT_TRUE(contains(r.output, "measured step: ")) << r.output;
 }
 
+// `glassbox time ARGS --json PATH`'s document; a failed run fails the test
+// (and leaves an empty document, whose fields the test then lacks).
+nlohmann::json time_document(const std::string& args, const std::string& path) {
+  const Outcome r = run(kCli + " time " + args + " --json " + path);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  if (r.exit_code != 0) return nlohmann::json::object();
+  std::ifstream file(path);
+  return nlohmann::json::parse(file);  // throws, failing the test, if it does not parse
+}
+
 // A language model's rate counts tokens (batch x window), and says so; a
 // report of it too.
 TEST(Cli, ALanguageModelsTimeJsonCountsTokens) {
   const glassbox::testing::TempDir dir;
   const std::string path = dir / "time.json";
-  const Outcome r = run(kCli + " time LSTMSmall --device cpu --batch 2 --steps 1 --warmup 0 --json " + path);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::ifstream file(path);
-  const nlohmann::json doc = nlohmann::json::parse(file);
+  const nlohmann::json doc = time_document("LSTMSmall --device cpu --batch 2 --steps 1 --warmup 0", path);
   EXPECT_FALSE(doc.contains("images_per_s"));
   EXPECT_NEAR(doc.at("tokens_per_s").get<double>(), 2 * 20 / (doc.at("step_ms").get<double>() / 1e3), 1e-6);
   const Outcome report = run(kCli + " report " + path + " --out " + (dir / "time.html"));
@@ -181,10 +188,7 @@ TEST(Cli, ALanguageModelsTimeJsonCountsTokens) {
 TEST(Cli, TimeJsonHasEveryLayerWithThePassesItRan) {
   const glassbox::testing::TempDir dir;
   const std::string path = dir / "time.json";
-  const Outcome r = run(kCli + " time LeNet --device cpu --batch 8 --steps 1 --warmup 0 --json " + path);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::ifstream file(path);
-  const nlohmann::json doc = nlohmann::json::parse(file);  // throws, failing the test, if it does not parse
+  const nlohmann::json doc = time_document("LeNet --device cpu --batch 8 --steps 1 --warmup 0", path);
   EXPECT_EQ(doc.at("kind"), "glassbox.time");
   EXPECT_EQ(doc.at("version"), 1);
   EXPECT_EQ(doc.at("network"), "LeNet");

@@ -41,13 +41,8 @@ namespace {
 // with where it starts. fp16's range (65504) is the usual cause from finite weights.
 [[noreturn]] void fail_non_finite(Context& ctx, Graph& graph, const std::string& what) {
   const std::string where = describe_non_finite(ctx, graph, Phase::kInference);
-  throw NumericalError(cat(what, where.empty() ? "" : "; ", where,
-                           ctx.precision() == Precision::kFp16 ? "; fp16 holds values up to 65504, and bf16 has "
-                                                                 "fp32's range"
-                                                               : ""));
+  throw NumericalError(cat(what, where.empty() ? "" : "; ", where, fp16_range_note(ctx)));
 }
-
-const char* non_finite_name(float value) { return std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf"; }
 
 }  // namespace
 
