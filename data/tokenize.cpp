@@ -28,6 +28,24 @@ bool is_separator(std::string_view line) {
   return true;
 }
 
+bool is_continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+// The bytes a UTF-8 sequence that starts with `c` has; 0 for a byte that
+// starts none (ASCII is a sequence of 1).
+size_t sequence_length(char c) {
+  const auto byte = static_cast<unsigned char>(c);
+  return byte < 0x80 ? 1 : (byte & 0xE0) == 0xC0 ? 2 : (byte & 0xF0) == 0xE0 ? 3 : (byte & 0xF8) == 0xF0 ? 4 : 0;
+}
+
+// Where the last character of text[0, end) starts: the lead byte of the
+// UTF-8 sequence that ends at `end`, where a whole one does; else end - 1
+// (any other byte is a character of its own). end > 0.
+size_t start_of_last_character(const std::string& text, size_t end) {
+  size_t lead = end - 1;
+  while (lead > 0 && is_continuation(text[lead]) && end - lead < 4) --lead;
+  return sequence_length(text[lead]) == end - lead ? lead : end - 1;
+}
+
 // Calls f(line) for each line of `text` ('\n' not included; a last line
 // without '\n' counts).
 template <typename F>
@@ -54,8 +72,10 @@ void normalise_text(std::string& text, const std::string& file) {
     }
     if (c == '\b') {
       // Note [Overstrike]: "_\bn" prints n over an underscore; the byte
-      // written last is what shows, so the one before the backspace goes.
-      if (out > 0 && text[out - 1] != '\n') --out;
+      // written last is what shows, so the character before the backspace
+      // goes. A terminal backs up one column, not one byte: erasing one byte
+      // of "\xc3\xa9" would leave half a UTF-8 sequence in a word.
+      if (out > 0 && text[out - 1] != '\n') out = start_of_last_character(text, out);
       continue;
     }
     if (c >= 'A' && c <= 'Z') {

@@ -5,9 +5,11 @@
 // Bytes, before tokenising (normalise_text):
 //   - ASCII letters are lowercased; bytes >= 0x80 are kept as they are, so a
 //     UTF-8 character stays whole inside its word (and is not lowercased).
-//   - A backspace (0x08) erases the byte before it on the same line: fortune
-//     files overstrike with it ("_\bn" is an underlined n, "'\be" an accented
-//     e), and what is left is what a terminal shows on top.
+//   - A backspace (0x08) erases the character before it on the same line:
+//     fortune files overstrike with it ("_\bn" is an underlined n, "'\be" an
+//     accented e), and what is left is what a terminal shows on top. A
+//     character is one byte, or all the bytes of a whole UTF-8 sequence ("\xc3\xa9\b_"
+//     leaves "_"), so a UTF-8 file gives UTF-8 words.
 //   - A NUL byte means the file is not text: DataError naming file and offset.
 //   - Every other control byte (BEL, tab, CR, ...) is whitespace.
 // Tokens, within one line:

@@ -2,6 +2,7 @@
 #include "optim/lr_schedule.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <numbers>
 
@@ -39,7 +40,12 @@ void check_lr_schedule(const LrSchedule& schedule) {
 std::string LrSchedule::str() const {
   switch (kind) {
     case Kind::kConstant: return "constant";
-    case Kind::kStep: return cat("step:", step_epochs, ":", gamma);
+    case Kind::kStep: {
+      // The shortest text that reads back as this gamma: "0.1", not the
+      // stream's six digits, which lose a gamma such as 0.12345678.
+      char text[32];
+      return cat("step:", step_epochs, ":", std::string_view(text, std::to_chars(text, text + sizeof text, gamma).ptr));
+    }
     case Kind::kCosine: return "cosine";
   }
   return "?";
@@ -54,9 +60,17 @@ LrSchedule parse_lr_schedule(std::string_view text, std::string_view flag) {
     if (colon != std::string_view::npos) {
       const int epochs = static_cast<int>(parse_int(cat(flag, " step:EPOCHS"), rest.substr(0, colon), 1, kMaxInt));
       const std::string what = cat(flag, " step:EPOCHS:GAMMA");
-      const auto gamma = static_cast<float>(parse_number(what, rest.substr(colon + 1), 0.0, 1.0));
+      const std::string_view text_of_gamma = rest.substr(colon + 1);
+      const double checked = parse_number(what, text_of_gamma, 0.0, 1.0);
+      // Rounded once, straight to the float it is kept as: a double rounded
+      // again to float can land one float off (str() prints the float's
+      // shortest text, which must read back as that float).
+      float gamma = 0.0f;
+      const char* const last = text_of_gamma.data() + text_of_gamma.size();
+      const auto [end, error] = std::from_chars(text_of_gamma.data(), last, gamma);
+      if (error != std::errc() || end != last) gamma = static_cast<float>(checked);
       if (gamma == 0.0f) {
-        throw ConfigError(cat(what, " must be above 0: a gamma of ", rest.substr(colon + 1),
+        throw ConfigError(cat(what, " must be above 0: a gamma of ", text_of_gamma,
                               " would leave a rate of 0 after the first step, which trains nothing"));
       }
       return {.kind = LrSchedule::Kind::kStep, .step_epochs = epochs, .gamma = gamma};

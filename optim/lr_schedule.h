@@ -29,6 +29,7 @@ struct LrSchedule {
   float at(float base_lr, int64_t step, int64_t total_steps, int64_t steps_per_epoch) const;
   // As parse_lr_schedule reads it: "constant", "step:30:0.1", "cosine" (warm-up apart).
   std::string str() const;
+  bool operator==(const LrSchedule&) const = default;
 };
 
 // ConfigError for a schedule at() cannot follow: a step schedule needs

@@ -62,8 +62,16 @@ TEST(LrSchedule, AStepScheduleThatCannotDecayIsRefused) {
 }
 
 TEST(LrSchedule, NamesRoundTrip) {
-  for (const char* text : {"constant", "cosine", "step:30:0.1"}) {
+  for (const char* text : {"constant", "cosine", "step:30:0.1", "step:1:0.12345678"}) {
     EXPECT_EQ(parse_lr_schedule(text, "--schedule").str(), text);
+  }
+  // A gamma keeps every digit it needs to read back as the same float; the
+  // text is rounded once, to float (through double, this one lands a float
+  // off: 7.038531e-26 read as 0x1.5c87fcp-84).
+  for (const char* text : {"step:2:0.987654321", "step:1:7.0385306e-26"}) {
+    const LrSchedule odd = parse_lr_schedule(text, "--schedule");
+    EXPECT_EQ(parse_lr_schedule(odd.str(), "--schedule").gamma, odd.gamma) << text;
+    EXPECT_EQ(parse_lr_schedule(odd.str(), "--schedule").str(), odd.str()) << text;
   }
 }
 

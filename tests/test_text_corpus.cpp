@@ -41,10 +41,15 @@ TEST(Tokenize, LowercasesAndSplitsPunctuationOffWords) {
 TEST(Tokenize, KeepsUtf8InsideWordsAndResolvesOverstrikes) {
   // UTF-8 bytes (>= 0x80) are word bytes, kept as they are (not lowercased).
   EXPECT_EQ(tokenize("Caf\xc3\xa9 \xc3\x9c" "BER"), (Tokens{"caf\xc3\xa9", "\xc3\x9c" "ber", "<eos>"}));
-  // A backspace erases the byte before it on its line, as fortune files underline and accent.
+  // A backspace erases the character before it on its line, as fortune files underline and accent.
   EXPECT_EQ(tokenize("_\bn and Ren'\be, ____\b\b\b\bdoes"), (Tokens{"n", "and", "rene", ",", "does", "<eos>"}));
   EXPECT_EQ(tokenize("a\n\bb"), (Tokens{"a", "<eos>", "b", "<eos>"}));  // not the line break
   EXPECT_EQ(tokenize("\b\bx"), (Tokens{"x", "<eos>"}));
+  // A backspace erases a whole UTF-8 character, as a terminal backs up one
+  // column; a byte that is not part of a whole sequence is a character alone.
+  EXPECT_EQ(tokenize("caf\xc3\xa9\be"), (Tokens{"cafe", "<eos>"}));
+  EXPECT_EQ(tokenize("\xe2\x82\xac\bx \xf0\x9f\x98\x80\by"), (Tokens{"x", "y", "<eos>"}));
+  EXPECT_EQ(tokenize("a\xa9\bb \xe2\x82\bc"), (Tokens{"ab", "\xe2" "c", "<eos>"}));
   // Other control bytes are whitespace; lines without tokens get no <eos>.
   EXPECT_EQ(tokenize("a\tb\x07" "c\r\n\n   \n d\x7f" "e\n"), (Tokens{"a", "b", "c", "<eos>", "d", "e", "<eos>"}));
 }

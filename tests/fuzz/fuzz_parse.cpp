@@ -1,16 +1,21 @@
 // tests/fuzz/fuzz_parse.cpp: the parsers of single user-typed values:
 // parse_int and parse_number (tensor/parse.h) over several ranges,
-// Device::parse, parse_precision and choose_device (tensor/context.h), and
-// find_net (nets/registry.h). The whole input is the text; every parser sees
-// it, so one corpus serves all of them.
+// Device::parse, parse_precision and choose_device (tensor/context.h),
+// find_net (nets/registry.h), and two of train's: parse_lr_schedule
+// (optim/lr_schedule.h) and parse_on_bad_sample (data/data_spec.h). The whole
+// input is the text; every parser sees it, so one corpus serves all of them.
 //
 // Beyond "no crash, only glassbox::Error", an accepted value must be in its
-// range and survive a round trip through its printed form.
+// range and survive a round trip through its printed form; an accepted
+// schedule passes check_lr_schedule and gives a rate in [0, lr0] at every
+// step of a run, with or without warm-up.
 #include <charconv>
 #include <cmath>
 #include <limits>
 
+#include "data/data_spec.h"
 #include "nets/registry.h"
+#include "optim/lr_schedule.h"
 #include "tensor/context.h"
 #include "tensor/parse.h"
 #include "tests/fuzz/fuzz_input.h"
@@ -71,6 +76,30 @@ void fuzz_names(std::string_view text) {
   });
 }
 
+void fuzz_train_values(std::string_view text) {
+  fuzz::expect_errors([&] {
+    LrSchedule schedule = parse_lr_schedule(text, "--schedule");
+    check_lr_schedule(schedule);
+    const LrSchedule again = parse_lr_schedule(schedule.str(), "--schedule");
+    FUZZ_CHECK(again.kind == schedule.kind && again.str() == schedule.str());
+    if (schedule.kind == LrSchedule::Kind::kStep) {
+      FUZZ_CHECK(again.step_epochs == schedule.step_epochs && again.gamma == schedule.gamma);
+    }
+    constexpr int64_t kTotal = 40, kPerEpoch = 3;
+    for (const int64_t warmup : {int64_t{0}, int64_t{7}}) {
+      schedule.warmup_steps = warmup;
+      for (int64_t step = 0; step < kTotal; ++step) {
+        const float lr = schedule.at(0.5f, step, kTotal, kPerEpoch);
+        FUZZ_CHECK(std::isfinite(lr) && lr >= 0.0f && lr <= 0.5f);
+      }
+    }
+  });
+  fuzz::expect_errors([&] {
+    const OnBadSample choice = parse_on_bad_sample("--on-bad-sample", text);
+    FUZZ_CHECK(text == (choice == OnBadSample::kSkip ? "skip" : "stop"));
+  });
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -78,5 +107,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz_numbers(text);
   fuzz_bytes(text);
   fuzz_names(text);
+  fuzz_train_values(text);
   return 0;
 }
