@@ -30,6 +30,13 @@
 # (tensor/cpu_blas.cpp). The clang of the sanitizer build links LLVM's libomp,
 # and this OpenBLAS needs GCC's libgomp: two OpenMP runtimes in one process is
 # not a supported combination, so that pairing is refused.
+#
+# Note [OpenBLAS under an address-space limit]: Debian's OpenBLAS 0.3.21
+# (OpenMP build) retries its start-up buffers' mmap forever, before main(),
+# where `ulimit -v` leaves too little room: a program that only links it
+# hangs at `ulimit -v 300000` (OpenMathLib/OpenBLAS issue 5289). No code of
+# Glassbox runs yet; OMP_NUM_THREADS=1 avoids it, or a larger limit
+# (docs/cpu.md).
 set(GLASSBOX_BLAS "oneDNN" CACHE STRING "Kernels behind Eigen's CPU products: oneDNN, OpenBLAS or Eigen")
 set_property(CACHE GLASSBOX_BLAS PROPERTY STRINGS oneDNN OpenBLAS Eigen)
 

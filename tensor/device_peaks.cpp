@@ -9,6 +9,7 @@
 #include <array>
 #include <cctype>
 #include <chrono>
+#include <new>
 #include <vector>
 
 #include "tensor/cpu_blas.h"
@@ -91,6 +92,10 @@ MeasuredPeak measure_cpu() {
     ~EigenThreads() { Eigen::setNbThreads(before); }
   } threads;
   MeasuredPeak peak;
+  // The copy's buffers first, the largest allocation: where the memory left
+  // beside a run cannot hold them, nothing has run yet.
+  const int64_t count = static_cast<int64_t>(kCopyBytes / sizeof(float));
+  std::vector<float> src(static_cast<size_t>(count), 1.0f), dst(static_cast<size_t>(count));
   const RowMatrix a = RowMatrix::Random(kGemmSize, kGemmSize);
   const RowMatrix b = RowMatrix::Random(kGemmSize, kGemmSize);
   RowMatrix c(kGemmSize, kGemmSize);
@@ -101,8 +106,6 @@ MeasuredPeak measure_cpu() {
     peak.flops_per_s = std::max(peak.flops_per_s, gemm_flops / seconds_since(start));
   }
   // A parallel copy, as the layers' OpenMP loops stream memory on every core.
-  const int64_t count = static_cast<int64_t>(kCopyBytes / sizeof(float));
-  std::vector<float> src(static_cast<size_t>(count), 1.0f), dst(static_cast<size_t>(count));
   for (int i = 0; i < kRepeats; ++i) {
     const auto start = std::chrono::steady_clock::now();
 #pragma omp parallel for schedule(static)
@@ -124,7 +127,15 @@ std::optional<DevicePeak> find_device_peak(std::string_view device_name) {
 }
 
 MeasuredPeak measure_peak(Context& ctx) {
-  if (!ctx.is_cuda()) return measure_cpu();
+  if (!ctx.is_cuda()) {
+    try {
+      return measure_cpu();
+    } catch (const std::bad_alloc&) {  // the run's own tensors are still held: say which allocation failed
+      throw OutOfMemoryError(cat("out of host memory measuring the CPU's peak for the roofline (three ", kGemmSize,
+                                 "x", kGemmSize, " matrices and two ", kCopyBytes >> 20, " MiB buffers, ",
+                                 (3 * kGemmSize * kGemmSize * sizeof(float) + 2 * kCopyBytes) >> 20, " MiB)"));
+    }
+  }
   MeasuredPeak peak;
   constexpr int kSgemmSize = 4096;
   constexpr size_t kDeviceCopyBytes = size_t{1} << 30;

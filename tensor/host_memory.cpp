@@ -1,8 +1,12 @@
 // tensor/host_memory.cpp: /proc/meminfo and the cgroup files, read as text.
 #include "tensor/host_memory.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace glassbox {
@@ -50,6 +54,20 @@ bool read_cgroup_room(int64_t& bytes, std::string& source) {
   return false;
 }
 
+// Room left under this process's address-space limit (`ulimit -v`), if it
+// has one: the limit less what the process maps already (/proc/self/statm's
+// first field, in pages).
+bool read_address_space_room(int64_t& bytes) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return false;
+  std::ifstream statm("/proc/self/statm");
+  int64_t pages = 0;
+  if (!(statm >> pages)) return false;
+  const auto cap = static_cast<int64_t>(std::min<rlim_t>(limit.rlim_cur, std::numeric_limits<int64_t>::max()));
+  bytes = std::max<int64_t>(0, cap - pages * sysconf(_SC_PAGESIZE));
+  return true;
+}
+
 }  // namespace
 
 AvailableMemory host_available_memory() {
@@ -58,6 +76,9 @@ AvailableMemory host_available_memory() {
   if (read_mem_available(bytes)) available = {bytes, "MemAvailable"};
   std::string source;
   if (read_cgroup_room(bytes, source) && bytes < available.bytes) available = {bytes, source};
+  if (read_address_space_room(bytes) && bytes < available.bytes) {
+    available = {bytes, "the address-space limit, ulimit -v"};
+  }
   return available;
 }
 

@@ -4,7 +4,8 @@
 // first: MemAvailable in /proc/meminfo (free memory plus what the page cache
 // can give back), capped by the cgroup limit a container or job scheduler
 // sets (cgroup v2 memory.max, v1 memory.limit_in_bytes, less what the group
-// already uses).
+// already uses) and by the process's address-space limit (`ulimit -v`, less
+// what it maps already).
 #pragma once
 
 #include <cstdint>
@@ -15,7 +16,8 @@ namespace glassbox {
 
 struct AvailableMemory {
   int64_t bytes = std::numeric_limits<int64_t>::max();  // max(): unknown, no check possible
-  std::string source;  // where the figure comes from: "MemAvailable", "cgroup memory.max"
+  // Where the figure comes from: "MemAvailable", "cgroup memory.max", "the address-space limit, ulimit -v".
+  std::string source;
 };
 
 AvailableMemory host_available_memory();

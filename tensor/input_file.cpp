@@ -31,6 +31,18 @@ std::string not_regular(mode_t mode) {
   throw DataError(cat(path, ": cannot read: ", reason));
 }
 
+// Note [A limit is not a bad file]: open() fails with EMFILE, ENFILE or
+// ENOMEM where the process or the system has run out of descriptors or
+// memory, whatever the file. Reported as a reason, such a failure would make
+// a good image "unreadable" and skipped for the rest of the run (`ulimit -n 5`
+// with two loader workers did), so it is an Error of the run instead.
+void refuse_if_out_of_resources(const std::string& path, int error) {
+  if (error != EMFILE && error != ENFILE && error != ENOMEM) return;
+  throw Error(cat(path, ": cannot open: ", std::strerror(error), " (a limit of this process or the system, not a "
+                  "fault of the file", error == ENOMEM ? "" : "; `ulimit -n` shows the process's descriptor limit",
+                  ")"));
+}
+
 }  // namespace
 
 InputFile::~InputFile() {
@@ -52,6 +64,7 @@ InputFile open_regular_file(const std::string& path, std::string& reason) {
   // things: rewind a tape, start a watchdog).
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0) {
+    refuse_if_out_of_resources(path, errno);
     reason = std::strerror(errno);
     return {};
   }
@@ -64,6 +77,7 @@ InputFile open_regular_file(const std::string& path, std::string& reason) {
     fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) {
+    refuse_if_out_of_resources(path, errno);
     reason = std::strerror(errno);
     return {};
   }

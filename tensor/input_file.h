@@ -40,7 +40,9 @@ class InputFile {
 // file. Otherwise returns a closed InputFile and sets `reason`: the system's
 // ("No such file or directory", "Permission denied", "Is a directory") or
 // what the path is instead ("Is a named pipe, not a regular file"; a
-// character device, a block device, a socket).
+// character device, a block device, a socket). Throws Error where the
+// process or the system, not the file, is out of descriptors or memory
+// (Note [A limit is not a bad file], tensor/input_file.cpp).
 InputFile open_regular_file(const std::string& path, std::string& reason);
 // The same; a DataError "PATH: cannot read: REASON" instead of a closed file.
 InputFile open_regular_file(const std::string& path);

@@ -25,9 +25,8 @@ namespace {
 // single busy process reads 1.0 of a core, an idle machine 0 to 0.01.
 constexpr double kFreeCoreSlack = 0.5;
 
-// How long a measuring program watches the cores: a busy process reads to
-// within a twentieth of a core over 25 ticks of USER_HZ (100 on Linux).
-constexpr double kWatchSeconds = 0.25;
+// How long a measuring program watches the cores (Note [Too short to tell]).
+constexpr double kWatchSeconds = kShortestBusyWindow;
 
 std::string two_places(double value) {
   char text[32];
@@ -91,20 +90,23 @@ std::optional<CpuTimes> read_cpu_times() {
   std::stringstream text;
   text << in.rdbuf();
   const long ticks = sysconf(_SC_CLK_TCK);
-  const std::optional<double> busy =
-      busy_seconds_in(text.str(), usable_core_ids(), static_cast<double>(ticks > 0 ? ticks : 100));
+  const std::vector<int> cores = usable_core_ids();
+  const std::optional<double> busy = busy_seconds_in(text.str(), cores, static_cast<double>(ticks > 0 ? ticks : 100));
   timespec own{};
   if (!busy || clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &own) != 0) return std::nullopt;
   return CpuTimes{
       .wall = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(),
       .busy = *busy,
-      .own = static_cast<double>(own.tv_sec) + static_cast<double>(own.tv_nsec) * 1e-9};
+      .own = static_cast<double>(own.tv_sec) + static_cast<double>(own.tv_nsec) * 1e-9,
+      .cores = static_cast<int>(cores.size())};
 }
 
-double others_busy_cores(const CpuTimes& start, const CpuTimes& end) {
+std::optional<double> others_busy_cores(const CpuTimes& start, const CpuTimes& end) {
   const double wall = end.wall - start.wall;
-  if (wall <= 0.0) return 0.0;
-  return std::max(0.0, ((end.busy - start.busy) - (end.own - start.own)) / wall);
+  if (!(wall >= kShortestBusyWindow)) return std::nullopt;
+  const double others = std::max(0.0, ((end.busy - start.busy) - (end.own - start.own)) / wall);
+  const int cores = std::max(start.cores, end.cores);
+  return cores > 0 ? std::min(others, static_cast<double>(cores)) : others;
 }
 
 int threads_beside(int most, int cores, double others_busy) {

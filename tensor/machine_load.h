@@ -35,6 +35,7 @@ struct CpuTimes {
   double wall = 0.0;  // steady clock
   double busy = 0.0;  // the usable cores' time not idle since boot (user, nice, system, irq, softirq, steal)
   double own = 0.0;   // this process's CPU time, every thread
+  int cores = 0;      // the usable cores `busy` counts (0: not known)
 };
 
 // This machine's counters now; nullopt where /proc/stat cannot be read.
@@ -46,10 +47,19 @@ std::optional<CpuTimes> read_cpu_times();
 std::optional<double> busy_seconds_in(std::string_view proc_stat, const std::vector<int>& cores,
                                       double ticks_per_second);
 
+// Note [Too short to tell]: /proc/stat counts each core's time in ticks of
+// USER_HZ (10 ms), this process's own time in nanoseconds, so a reading over
+// a few ticks is mostly rounding (`glassbox time LeNet --steps 3` read 3.78
+// cores of other work on 2). Over kShortestBusyWindow (25 ticks) the
+// rounding, at most a tick a core at each end, is under a tenth of a core per
+// core.
+inline constexpr double kShortestBusyWindow = 0.25;
+
 // Cores' worth of work of other processes between two readings: the cores'
-// busy time that this process did not spend, per second (at least 0). Steal
-// counts: on a virtual machine it is time another guest had the core.
-double others_busy_cores(const CpuTimes& start, const CpuTimes& end);
+// busy time that this process did not spend, per second, between 0 and the
+// cores counted. Steal counts: on a virtual machine it is time another guest
+// had the core. nullopt for readings less than kShortestBusyWindow apart.
+std::optional<double> others_busy_cores(const CpuTimes& start, const CpuTimes& end);
 
 // The threads to use beside `others_busy` cores of other work: one per free
 // core, where a core more than half busy with other work is not free, and
@@ -65,7 +75,8 @@ struct ThreadFit {
 };
 
 // Cores' worth of other processes' work over the next `seconds`, this
-// process idle meanwhile; nullopt where /proc/stat cannot be read.
+// process idle meanwhile; nullopt where /proc/stat cannot be read, or for
+// `seconds` under kShortestBusyWindow.
 std::optional<double> watch_others_busy(double seconds);
 
 // Watches the usable cores for `seconds`, this process idle, and sets

@@ -123,8 +123,16 @@ std::vector<std::pair<std::string, std::string>> machine_fields(const MachineSam
   auto mhz = [](double value) { return value > 0 ? cat(fixed(value, 0), " MHz") : std::string("not available"); };
   fields.emplace_back("cpu_mhz", cat(mhz(start.cpu_mhz), " at start, ", mhz(end.cpu_mhz), " at end"));
   const std::optional<double> others = others_busy_between(start, end);
-  fields.emplace_back("other_work", others ? cat(fixed(*others, 2), " cores busy with other processes")
-                                           : std::string("not available (/proc/stat cannot be read here)"));
+  std::string other_work;
+  if (others) {
+    other_work = cat(fixed(*others, 2), " cores busy with other processes");
+  } else if (!start.cpu_times || !end.cpu_times) {
+    other_work = "not available (/proc/stat cannot be read here)";
+  } else {
+    other_work = cat("not measured: the timed steps took ", fixed(end.cpu_times->wall - start.cpu_times->wall, 3),
+                     " s, and /proc/stat's 10 ms ticks need ", fixed(kShortestBusyWindow, 2), " s to tell");
+  }
+  fields.emplace_back("other_work", other_work);
   const std::string cpu_energy =
       per_image(joules_between(start.cpu_energy_j, end.cpu_energy_j, start.cpu_energy_range_j), images, seconds);
   fields.emplace_back("cpu_energy", !cpu_energy.empty()          ? cpu_energy + ", RAPL package 0"

@@ -46,7 +46,8 @@ struct MachineSample {
 MachineSample sample_machine(const Context& ctx);
 
 // Cores' worth of other processes' work between two samples
-// (others_busy_cores); nullopt where /proc/stat was not read at both.
+// (others_busy_cores); nullopt where /proc/stat was not read at both, or the
+// samples are too close to tell (Note [Too short to tell]).
 std::optional<double> others_busy_between(const MachineSample& start, const MachineSample& end);
 
 // (key, value) pairs for reports: the readings at start and end, the other

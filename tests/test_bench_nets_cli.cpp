@@ -158,7 +158,7 @@ TEST(BenchNets, WritesTheOutputFileWholeWithTheLossesAndNothingElse) {
   for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, file)) > 0;) json.append(buffer, n);
   std::fclose(file);
   for (const char* expected : {kLeNetForward.c_str(), "\"first_loss\"", "\"last_loss\"",
-                               "\"images/s\"", "\"protocol\"", "\"other_cpus\"", "\"cpu_threads_fit\""}) {
+                               "\"images/s\"", "\"protocol\"", "\"cpu_threads_fit\""}) {
     EXPECT_TRUE(contains(json, expected)) << "missing " << expected << " in:\n" << json;
   }
   EXPECT_TRUE(json.ends_with("  ]\n}\n")) << "the JSON is not complete:\n" << json;

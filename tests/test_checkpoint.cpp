@@ -574,6 +574,10 @@ TEST(Checkpoint, OnlyTheFilesACheckpointWritesAreItsOwn) {
   EXPECT_EQ(checkpoint_files(ckpt), (std::vector<std::string>{"epoch-0002.safetensors.tmp.Ab12Cd",
                                                               "epoch-0002.train.safetensors.tmp.x1Y2z3",
                                                               "latest.tmp.000000"}));
+  // A run killed inside its first save: no `latest`, so nothing to resume.
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { (void)start_checkpoint_dir(ckpt, false); }),
+            "--checkpoint-dir " + ckpt + " holds the files of a run that stopped before its first checkpoint was "
+            "whole (no latest: nothing to resume), 3 files: give --overwrite to remove them, or another directory");
   save_checkpoint(ckpt, ctx, run.graph, net, run.sgd, at(1, 6));
   EXPECT_EQ(checkpoint_files(ckpt),
             (std::vector<std::string>{"epoch-0001.safetensors", "epoch-0001.train.safetensors", "latest"}));
@@ -581,6 +585,24 @@ TEST(Checkpoint, OnlyTheFilesACheckpointWritesAreItsOwn) {
   (void)start_checkpoint_dir(ckpt, true);  // --overwrite
   EXPECT_TRUE(checkpoint_files(ckpt).empty());
   for (const std::string& name : users) EXPECT_TRUE(std::filesystem::exists(ckpt + "/" + name)) << name;
+}
+
+// Note [A checkpoint whole or not at all]: a save that fails at its train
+// file leaves no model file of that epoch, and `latest` on the epoch before.
+TEST(Checkpoint, ASaveThatFailsPartWayLeavesNoFileOfItsEpoch) {
+  Context ctx = Context::cpu();
+  testing::TempDir dir;
+  const NetSpec net = tiny_net();
+  TinyRun run(ctx, net, 1);
+  const std::string ckpt = dir.file("ckpt");
+  save_checkpoint(ckpt, ctx, run.graph, net, run.sgd, at(1, 6));
+  // A directory where the train file goes: its write is refused.
+  std::filesystem::create_directories(ckpt + "/epoch-0002.train.safetensors");
+  EXPECT_TRUE(testing::contains(error_of([&] { save_checkpoint(ckpt, ctx, run.graph, net, run.sgd, at(2, 12)); }),
+                                "epoch-0002.train.safetensors"));
+  EXPECT_FALSE(std::filesystem::exists(ckpt + "/epoch-0002.safetensors")) << "the model file of the failed save";
+  EXPECT_TRUE(std::filesystem::is_directory(ckpt + "/epoch-0002.train.safetensors")) << "only files are removed";
+  EXPECT_EQ(read_training_state(ckpt).epoch, 1);
 }
 
 TEST(Checkpoint, ADirectoryIsLockedWhileARunWritesIntoIt) {

@@ -14,6 +14,7 @@
 #include "nets/registry.h"
 #include "tensor/safetensors.h"
 #include "tests/support/command.h"
+#include "tests/support/data_files.h"
 #include "tests/support/temp_dir.h"
 #include "train/checkpoint.h"
 
@@ -106,21 +107,45 @@ TEST(CliTrain, TrainsCheckpointsLogsAndResumes) {
   EXPECT_TRUE(contains(r.output, "image 2: class ")) << r.output;
 }
 
+// Rewrites a safetensors file through `edit`.
+void edit_file(const std::string& path, const std::function<void(SafetensorsFile&)>& edit) {
+  SafetensorsFile file = read_safetensors(path);
+  edit(file);
+  write_safetensors(path, file);
+}
+
 // A setting is saved as the shortest text that reads back as the same
 // number: a resumed run trains with the very learning rate and momentum the
 // run it continues did, and a value that differs only past the sixth digit
-// is another setting.
+// is another setting. Integers and schedules are saved canonical too: the
+// same value typed another way is the same setting.
 TEST(CliTrain, SettingsAreSavedExactly) {
   testing::TempDir dir;
   const std::string run = dir.file("run");
   testing::CommandOutcome r = glassbox("train LeNet --data synthetic:64 --batch 16 --device cpu --workers 1 "
-                                       "--epochs 1 --lr 0.0123456789 --momentum 0.987654321 --checkpoint-dir " + run);
+                                       "--epochs 1 --lr 0.0123456789 --momentum 0.987654321 --seed 007 "
+                                       "--schedule step:30:0.10 --checkpoint-dir " + run);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const std::string resume = "train LeNet --resume " + run + " --epochs 2 --device cpu --workers 1 ";
-  r = glassbox(resume + "--lr 0.0123456781");
+  const std::string resume = "train LeNet --resume " + run + " --device cpu --workers 1 ";
+  r = glassbox(resume + "--epochs 2 --lr 0.0123456781");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "this run's lr is '0.0123456781', the checkpoint's is '0.0123456789'")) << r.output;
-  r = glassbox(resume + "--lr 0.01234567890 --momentum 0.987654321");  // the same numbers
+  r = glassbox(resume + "--epochs 2 --lr 0.01234567890 --momentum 0.987654321");  // the same numbers
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  r = glassbox(resume + "--epochs 3 --seed 7 --batch 016 --schedule step:030:0.1");  // the same settings
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "step:30:0.1 schedule")) << r.output;
+  r = glassbox(resume + "--epochs 4 --schedule step:30:0.1000001");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "this run's schedule is 'step:30:0.1000001', the checkpoint's is 'step:30:0.1'"))
+      << r.output;
+  // A checkpoint whose texts are not canonical (saved before they were)
+  // resumes with the same values typed canonically.
+  edit_file(run + "/epoch-0003.train.safetensors", [](SafetensorsFile& f) {
+    f.metadata["config.batch"] = "016";
+    f.metadata["config.schedule"] = "step:30:0.10";
+  });
+  r = glassbox(resume + "--epochs 4 --batch 16 --schedule step:30:0.1");
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
@@ -287,6 +312,26 @@ TEST(CliTrain, UsageErrorsNameTheFlagAndExitTwo) {
   }
 }
 
+// Note [A closed standard stream] (tools/entry_point.h): started without a
+// stdout, the run must not print its table into the next file it opens.
+TEST(CliTrain, AClosedStdoutNeverLandsInTheLog) {
+  testing::TempDir dir;
+  const std::string log = dir.file("log.jsonl");
+  const testing::CommandOutcome r =
+      run_command("bash -c \"exec 1>&-; exec " + kCli + " train LeNet --data synthetic:64 --batch 32 --epochs 1 "
+                  "--device cpu --workers 1 --log " + log + "\"");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "Bad file descriptor")) << r.output;
+  std::ifstream in(log);
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) {
+    EXPECT_TRUE(line.starts_with("{") && line.ends_with("}")) << "not a JSON line in the log: " << line;
+    ++lines;
+  }
+  EXPECT_GE(lines, 1) << "the log's first line";
+}
+
 TEST(CliTrain, ALogThatCannotBeWrittenIsAFailure) {
   testing::TempDir dir;
   const std::string args = "train LeNet --data synthetic:64 --batch 32 --epochs 1 --device cpu --workers 1 --log ";
@@ -302,6 +347,14 @@ TEST(CliTrain, ALogThatCannotBeWrittenIsAFailure) {
   r = run_command("bash -c \"trap '' XFSZ; ulimit -f 64; exec " + kCli + " " + args + full + "\"");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "glassbox: --log " + full + ": write failed: File too large")) << r.output;
+  // Room for 10 bytes of the first line: they are cut off again, and the
+  // file ends where it did, with a whole line.
+  const std::string nearly = dir.file("nearly.jsonl");
+  std::ofstream(nearly) << std::string(65535 - 10, ' ') << '\n';
+  r = run_command("bash -c \"trap '' XFSZ; ulimit -f 64; exec " + kCli + " " + args + nearly + "\"");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: --log " + nearly + ": write failed: File too large")) << r.output;
+  EXPECT_EQ(testing::read_whole_file(nearly), std::string(65535 - 10, ' ') + "\n") << "half a line was left";
 }
 
 // --log is a regular file, or a new one: a named pipe would block the run
@@ -378,13 +431,6 @@ TEST(CliTrain, ALogLineLeftUnfinishedIsEndedBeforeTheNextRunWrites) {
   EXPECT_EQ(lines[1], "{\"event\":\"epo");
   EXPECT_TRUE(lines[2].starts_with("{\"batch\":")) << lines[2];
   EXPECT_TRUE(contains(lines[2], "\"event\":\"start\"")) << lines[2];
-}
-
-// Rewrites a safetensors file through `edit`.
-void edit_file(const std::string& path, const std::function<void(SafetensorsFile&)>& edit) {
-  SafetensorsFile file = read_safetensors(path);
-  edit(file);
-  write_safetensors(path, file);
 }
 
 // A resumed run is the run that stopped: its two files must be one run's

@@ -3,11 +3,16 @@
 // refused without blocking (by the library and by every reader that takes a
 // path), a device without being read, and a file past its limit before
 // anything is allocated for it.
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <exception>
 #include <functional>
+#include <vector>
 
 #include "data/idx_dataset.h"
 #include "data/shared.h"
@@ -51,6 +56,43 @@ TEST(InputFile, ReadsARegularFileWholeAndGivesItsSize) {
   EXPECT_TRUE(contains(read_regular_file("/proc/self/status", 1 << 20, "a test"), "Name:"));
   EXPECT_EQ(message_of<DataError>([&] { read_regular_file(dir / "missing", 10, "a test"); }),
             dir / "missing: cannot read: No such file or directory");
+}
+
+// Note [A limit is not a bad file]: out of descriptors, a good file is not
+// "unreadable" (a reason, which the image loader takes as a bad image to
+// skip for the rest of the run): the run fails with an Error that says so.
+TEST(InputFile, RunningOutOfDescriptorsIsTheRunsErrorNotTheFiles) {
+  TempDir dir;
+  const std::string path = dir / "good";
+  write_file(path, "fine");
+  rlimit before{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &before), 0);
+  std::vector<int> held;
+  rlimit low = before;
+  low.rlim_cur = std::min<rlim_t>(before.rlim_cur, 256);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) held.push_back(fd);
+  std::string reason, message;
+  std::exception_ptr thrown;
+  try {
+    open_regular_file(path, reason);
+  } catch (...) {
+    thrown = std::current_exception();  // looked at below, with descriptors free (UBSan's checks need one)
+  }
+  for (int fd : held) ::close(fd);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &before), 0);
+  bool data_error = false;
+  try {
+    if (thrown) std::rethrow_exception(thrown);
+  } catch (const DataError&) {
+    data_error = true;
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  EXPECT_FALSE(data_error) << "a limit of the process is not a fault of the file";
+  EXPECT_EQ(message, path + ": cannot open: Too many open files (a limit of this process or the system, not a fault "
+                            "of the file; `ulimit -n` shows the process's descriptor limit)");
+  EXPECT_TRUE(reason.empty()) << reason;
 }
 
 TEST(InputFile, ANamedPipeIsRefusedWithoutBlocking) {

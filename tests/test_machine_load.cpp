@@ -42,12 +42,24 @@ TEST(MachineLoad, BusyTimeIsSummedOverTheGivenCoresOnly) {
 }
 
 TEST(MachineLoad, OtherWorkIsTheBusyTimeThisProcessDidNotSpend) {
-  const CpuTimes start{.wall = 10.0, .busy = 100.0, .own = 5.0};
-  EXPECT_DOUBLE_EQ(others_busy_cores(start, {.wall = 12.0, .busy = 104.0, .own = 7.0}), 1.0);
-  EXPECT_DOUBLE_EQ(others_busy_cores(start, {.wall = 12.0, .busy = 104.0, .own = 9.0}), 0.0) << "all of it ours";
-  EXPECT_DOUBLE_EQ(others_busy_cores(start, {.wall = 12.0, .busy = 103.0, .own = 9.0}), 0.0)
+  const CpuTimes start{.wall = 10.0, .busy = 100.0, .own = 5.0, .cores = 2};
+  EXPECT_EQ(others_busy_cores(start, {.wall = 12.0, .busy = 104.0, .own = 7.0, .cores = 2}), 1.0);
+  EXPECT_EQ(others_busy_cores(start, {.wall = 12.0, .busy = 104.0, .own = 9.0, .cores = 2}), 0.0) << "all of it ours";
+  EXPECT_EQ(others_busy_cores(start, {.wall = 12.0, .busy = 103.0, .own = 9.0, .cores = 2}), 0.0)
       << "tick rounding never reads negative";
-  EXPECT_DOUBLE_EQ(others_busy_cores(start, start), 0.0) << "no time passed";
+  EXPECT_EQ(others_busy_cores(start, {.wall = 12.0, .busy = 110.0, .own = 5.0, .cores = 2}), 2.0)
+      << "nor more than the cores counted";
+}
+
+// Note [Too short to tell]: a window of a few ticks is no reading.
+TEST(MachineLoad, AWindowOfAFewTicksIsNoReading) {
+  const CpuTimes start{.wall = 10.0, .busy = 100.0, .own = 5.0, .cores = 2};
+  EXPECT_FALSE(others_busy_cores(start, start).has_value()) << "no time passed";
+  // 20 ms in which the counters ticked 9 times and this process ran 10 ms of
+  // it: read as it stands, 4 cores of other work on 2.
+  EXPECT_FALSE(others_busy_cores(start, {.wall = 10.02, .busy = 100.09, .own = 5.01, .cores = 2}).has_value());
+  EXPECT_TRUE(others_busy_cores(start, {.wall = 10.0 + kShortestBusyWindow, .busy = 100.0, .own = 5.0, .cores = 2})
+                  .has_value());
 }
 
 TEST(MachineLoad, TheLinesSayWhatWasChosenAndWhy) {
@@ -97,12 +109,14 @@ TEST(MachineLoad, AThreadOfThisProcessIsNotOtherWork) {
   // cores) a spinning thread may get well under half a core.
   EXPECT_GT(ours, 0.1) << "the spinning thread ran";
   // The machine's busy time includes the spin; the others' estimate does not.
-  EXPECT_LT(others_busy_cores(*start, *middle), (middle->busy - start->busy) / (middle->wall - start->wall));
+  const std::optional<double> others = others_busy_cores(*start, *middle);
+  ASSERT_TRUE(others.has_value()) << "300 ms is long enough to tell";
+  EXPECT_LT(*others, (middle->busy - start->busy) / (middle->wall - start->wall));
 }
 
 TEST(MachineLoad, FittingSetsOpenMpsCountToTheOneChosen) {
   const int before = omp_get_max_threads();
-  const ThreadFit fit = fit_threads_to_free_cores(before, 0.05);
+  const ThreadFit fit = fit_threads_to_free_cores(before, kShortestBusyWindow);
   EXPECT_EQ(fit.asked, before);
   EXPECT_GE(fit.used, 1);
   EXPECT_LE(fit.used, before);

@@ -57,6 +57,11 @@ TEST(MachineState, EnergyPerImageIsTheCountersDifferenceOverTheImages) {
   end.cpu_times = CpuTimes{.wall = 12.0, .busy = 54.5, .own = 3.0};
   EXPECT_EQ(field(machine_fields(start, end, 200), "other_work"), "1.25 cores busy with other processes")
       << "4.5 busy seconds over 2 s, 2 of them this process's";
+  MachineSample soon = start;
+  soon.seconds = start.seconds + 0.02;
+  soon.cpu_times = CpuTimes{.wall = 10.02, .busy = 50.09, .own = 1.01};
+  EXPECT_EQ(field(machine_fields(start, soon, 2), "other_work"),
+            "not measured: the timed steps took 0.020 s, and /proc/stat's 10 ms ticks need 0.25 s to tell");
 
   MachineSample no_counter;
   no_counter.cpu_energy_missing = "not available (no RAPL here)";

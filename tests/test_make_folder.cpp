@@ -2,7 +2,9 @@
 // the folders it writes read back as the set they came from (through
 // open_data's folder:DIR), and every usage error exits 2 naming the flag.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "data/data_spec.h"
@@ -11,6 +13,7 @@
 #include "data/jpeg.h"
 #include "tests/support/command.h"
 #include "tests/support/data_files.h"
+#include "tools/cli/whole_folder.h"
 
 namespace glassbox {
 namespace {
@@ -98,6 +101,10 @@ TEST(MakeFolder, SyntheticIsSeededWholeAndPhotoSized) {
                                              "train/class_1/0.jpg", "train/class_1/1.jpg", "train/class_1/2.jpg",
                                              "val/class_0/0.jpg", "val/class_1/0.jpg"}))
       << "no temporary files are left";
+  std::vector<std::string> beside;
+  for (const auto& entry : fs::directory_iterator(dir.path())) beside.push_back(entry.path().filename().string());
+  std::sort(beside.begin(), beside.end());
+  EXPECT_EQ(beside, (std::vector<std::string>{"a", "b", "c"})) << "a partial folder is left beside the three";
   for (const std::string& file : files) {
     EXPECT_EQ(testing::read_whole_file(dir / "a/" + file), testing::read_whole_file(dir / "b/" + file)) << file;
     EXPECT_NE(testing::read_whole_file(dir / "a/" + file), testing::read_whole_file(dir / "c/" + file)) << file;
@@ -145,11 +152,99 @@ TEST(MakeFolder, FailuresExitOneNamingTheFile) {
   testing::write_file(dir / "plain", "a file, not a folder");
   testing::CommandOutcome r = run("--synthetic --classes 1 --train 1 --val 1 --width 8 --height 8 --out " + dir / "plain/sub");
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_TRUE(contains(r.output, "glassbox: cannot write " + dir / "plain/sub/train/class_0/0.jpg: Not a directory"))
+  EXPECT_TRUE(contains(r.output, "glassbox: make-folder: cannot make a folder in " + dir / "plain/sub" +
+                                     ": Not a directory"))
       << r.output;
   r = run("--from mnist:" + dir / "none --out " + dir / "m");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "glassbox: " + dir / "none: neither train-images-idx3-ubyte.gz nor")) << r.output;
+}
+
+// Note [A folder made whole]: a make-folder that fails part of the way leaves
+// no --out (which would train on part of the images), no partial folder, and
+// none of the folders it made above --out. Here every write fails: the file
+// size limit (ulimit -f, in KiB) is below one image, and SIGXFSZ is ignored.
+TEST(MakeFolder, AFailedRunLeavesNothingBehind) {
+  TempDir dir;
+  const std::string out = dir / "above/out";
+  const testing::CommandOutcome r = testing::run_command(
+      "bash -c \"trap '' XFSZ; ulimit -f 4; exec " + kCli + " make-folder --synthetic --classes 2 --train 2 --val 1 "
+      "--width 256 --height 256 --out " + out + "\"");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: cannot write " + dir / "above/out/.partial-")) << r.output;
+  EXPECT_TRUE(contains(r.output, "/train/class_0/0.jpg: File too large")) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "above")) << "a folder make-folder made is left behind";
+}
+
+// make_folder_whole itself: a new folder, an empty one through a link, and
+// each way it fails, leaving `out` as it was and nothing beside it. What it
+// makes has the mode any new folder gets (the hidden staging folder's 0700
+// is never seen).
+TEST(MakeFolder, AFolderIsMadeWholeOrNotAtAll) {
+  TempDir dir;
+  auto write_one = [](const std::string& into) {
+    testing::write_file(into + "/train/a/0.jpg", "x");
+    return std::string("made");
+  };
+  auto beside = [&] {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(dir.path())) names.push_back(entry.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  EXPECT_EQ(cli::make_folder_whole(dir / "new", {"train"}, write_one), "made");
+  EXPECT_TRUE(fs::exists(dir / "new/train/a/0.jpg"));
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  for (const std::string& folder : {dir / "new", dir / "new/train"}) {
+    EXPECT_EQ(static_cast<mode_t>(fs::status(folder).permissions()), 0777 & ~mask) << folder;
+  }
+  fs::create_directories(dir / "empty");
+  fs::create_symlink(dir / "empty", dir / "link");
+  EXPECT_EQ(cli::make_folder_whole(dir / "link/", {"train"}, write_one), "made");
+  EXPECT_TRUE(fs::is_symlink(dir / "link")) << "the link stays a link";
+  EXPECT_TRUE(fs::exists(dir / "empty/train/a/0.jpg")) << "the folder it names is replaced";
+  EXPECT_EQ(beside(), (std::vector<std::string>{"empty", "link", "new"}));
+
+  // A make that fails: nothing of it is left, the folders above `out` too.
+  const std::string message = testing::message_of<DataError>([&] {
+    cli::make_folder_whole(dir / "above/out", {"train"}, [&](const std::string& into) -> std::string {
+      write_one(into);
+      throw DataError("no more images");
+    });
+  });
+  EXPECT_EQ(message, "no more images");
+  EXPECT_EQ(beside(), (std::vector<std::string>{"empty", "link", "new"}));
+
+  // A move that fails: something else made `out`'s train folder meanwhile.
+  // The train folder is not ours, and the hidden folder is gone.
+  fs::create_directories(dir / "taken");
+  const std::string refused = testing::message_of<Error>([&] {
+    cli::make_folder_whole(dir / "taken", {"train"}, [&](const std::string& into) {
+      testing::write_file(dir / "taken/train/other", "y");
+      return write_one(into);
+    });
+  });
+  EXPECT_TRUE(contains(refused, "make-folder: cannot move " + dir / "taken/.partial-")) << refused;
+  EXPECT_TRUE(contains(refused, "/train to " + dir / "taken/train: ")) << refused;
+  EXPECT_EQ(beside(), (std::vector<std::string>{"empty", "link", "new", "taken"}));
+  std::vector<std::string> in_taken;
+  for (const auto& entry : fs::directory_iterator(dir / "taken")) in_taken.push_back(entry.path().filename().string());
+  EXPECT_EQ(in_taken, std::vector<std::string>{"train"});
+  EXPECT_TRUE(fs::exists(dir / "taken/train/other"));
+}
+
+// A make-folder that was killed leaves its hidden folder in --out: the next
+// one refuses the folder, naming it.
+TEST(MakeFolder, AStoppedRunsFolderIsNamed) {
+  TempDir dir;
+  fs::create_directories(dir / "out/.partial-Ab12Cd/train");
+  const testing::CommandOutcome r = run("--synthetic --out " + dir / "out");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: make-folder: --out " + dir / "out" + " exists and is not an empty folder "
+                                 "(it holds .partial-Ab12Cd, what a make-folder that was stopped had written); give "
+                                 "a new or empty one"))
+      << r.output;
 }
 
 // A set without some class would make a folder whose later classes read

@@ -14,6 +14,8 @@
 #include "graph/builder.h"
 #include "nets/registry.h"
 #include "tensor/host_memory.h"
+#include "tests/support/address_space_limit.h"
+#include "tests/support/sanitizers.h"
 
 namespace glassbox {
 namespace {
@@ -56,6 +58,22 @@ TEST(MemoryChecks, APlanLargerThanTheMachineFailsAtCompileBeforeAllocating) {
   }
   EXPECT_EQ(ctx.memory().peak_total, 0) << "nothing is allocated before the plan is checked";
   EXPECT_FALSE(graph.compiled());
+}
+
+// `ulimit -v` caps what the host can give this process, below MemAvailable:
+// the figure a refused allocation names is the room under it.
+TEST(MemoryChecks, AnAddressSpaceLimitIsTheHostsRoom) {
+  if (testing::kUnderAddressSanitizer) GTEST_SKIP() << "AddressSanitizer maps terabytes of shadow memory";
+  AvailableMemory host;
+  {
+    const testing::AddressSpaceLimit limit(int64_t{200} << 20);
+    ASSERT_TRUE(limit.held());
+    host = host_available_memory();
+  }
+  EXPECT_EQ(host.source, "the address-space limit, ulimit -v");
+  EXPECT_GT(host.bytes, int64_t{150} << 20);  // what the reading itself mapped comes off the 200 MiB
+  EXPECT_LE(host.bytes, int64_t{200} << 20);
+  EXPECT_NE(host_available_memory().source, "the address-space limit, ulimit -v") << "the limit is restored";
 }
 
 TEST(MemoryChecks, ALimitRefusesAllocationsPastIt) {

@@ -5,6 +5,8 @@
 #include "graph/builder.h"
 #include "tensor/cpu_blas.h"
 #include "tensor/device_peaks.h"
+#include "tests/support/address_space_limit.h"
+#include "tests/support/sanitizers.h"
 #include "tools/cli/roofline.h"
 
 namespace glassbox {
@@ -135,6 +137,30 @@ TEST(DevicePeaks, TheTableWinsWhereItKnowsTheDeviceElseTheProbes) {
   const RooflinePeak cpu = choose_peak("AMD EPYC", Precision::kFp32, measured);
   EXPECT_EQ(cpu.flops_per_s, 5e13);
   EXPECT_EQ(cpu.source, "measured: cuBLAS SGEMM 4096^3");
+}
+
+// Measured after the timed steps, with the run's tensors still held: where
+// its buffers cannot be had, the error says what was being measured.
+TEST(DevicePeaks, ACpuProbeWithoutMemorySaysWhatItMeasured) {
+  if (testing::kUnderAddressSanitizer) GTEST_SKIP() << "AddressSanitizer aborts where an allocation fails";
+  Context ctx = Context::cpu();
+  // OpenMP's threads first, their stacks outside the limit: a thread that
+  // cannot be started ends the process (libgomp), whatever the core count.
+#pragma omp parallel
+  { [[maybe_unused]] volatile int started = 1; }
+  std::string message;
+  {
+    // Less room than one of the 256 MiB buffers, which come first.
+    const testing::AddressSpaceLimit limit(int64_t{128} << 20);
+    ASSERT_TRUE(limit.held());
+    try {
+      measure_peak(ctx);
+    } catch (const OutOfMemoryError& e) {
+      message = e.what();
+    }
+  }
+  EXPECT_EQ(message, "out of host memory measuring the CPU's peak for the roofline (three 1024x1024 matrices and two "
+                     "256 MiB buffers, 524 MiB)");
 }
 
 TEST(DevicePeaks, CpuProbesMeasureSomething) {

@@ -4,12 +4,18 @@
 //   - exit codes: 0 success, 2 usage (ConfigError: a bad flag, name or value),
 //     1 anything else (out of memory, a library error, a non-finite loss);
 //   - standard output is flushed and checked at the end: output that could not
-//     be written (a full disk, a closed pipe) is a failure, not exit 0;
+//     be written (a full disk, a closed pipe, a closed stream) is a failure,
+//     not exit 0;
+//   - a standard stream the program was started without is held on /dev/null
+//     (Note [A closed standard stream]);
 //   - in a job of several ranks (mpirun, optim/communicator.h), the line says
 //     which rank failed, "<program>: rank 1 of 2: <what>", and an exception
 //     ends the whole job with the same exit code (abort_job), so that no other
 //     rank waits for this one until its timeout.
 #pragma once
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
@@ -57,9 +63,27 @@ inline void print_error(const char* program, const char* what) {
   std::fprintf(stderr, "%s: %s%s\n", program, named ? "" : rank.c_str(), what);
 }
 
+// Note [A closed standard stream]: a program started with descriptor 0, 1 or
+// 2 closed (`glassbox train ... >&-`) gives that number to the next file it
+// opens, and what it prints lands in that file: the table of epochs inside
+// the --log file, bench_nets' console table in its --benchmark_out. Each
+// closed one is opened on /dev/null, read-only, so that a write to it still
+// fails (EBADF) as on the closed stream, and a lost stdout is still reported.
+inline void hold_closed_standard_streams() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    const int held = open("/dev/null", O_RDONLY);
+    if (held >= 0 && held != fd) {  // the lowest free number is `fd` itself; dup2 where it was not
+      dup2(held, fd);
+      close(held);
+    }
+  }
+}
+
 // Runs body() (which returns an exit code) under the rules above.
 template <typename Body>
 int run_program(const char* program, const Body& body) {
+  hold_closed_standard_streams();
   // A closed pipe on stdout (`glassbox train ... | head`) makes writes fail
   // with EPIPE instead of killing the program without a word: the program
   // then stops at its next checked write (tools/cli/progress.cpp) or says so

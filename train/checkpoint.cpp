@@ -246,20 +246,33 @@ void load_model(const std::string& path, Context& ctx, Graph& graph, const NetSp
 std::string checkpoint_model_path(const std::string& dir, int epoch) { return model_path(dir, epoch_stem(epoch)); }
 std::string checkpoint_train_path(const std::string& dir, int epoch) { return train_path(dir, epoch_stem(epoch)); }
 
-void save_checkpoint(const std::string& dir, Context& ctx, const Graph& graph, const NetSpec& net, const Sgd& sgd,
-                     const TrainingState& state) {
-  if (state.epoch < 0) throw ConfigError(cat("save_checkpoint: epoch ", state.epoch, " is negative"));
-  if (!is_run_id(state.run_id)) {
-    throw ConfigError(cat("save_checkpoint: the run id '", state.run_id, "' is not 16 hex digits (new_run_id())"));
-  }
-  make_checkpoint_dir(dir);
-  remove_stale_temporaries(dir);
+namespace {
 
-  const std::string stem = epoch_stem(state.epoch);
+// Note [A checkpoint whole or not at all]: a save that fails after its model
+// file (a full disk at the train file, or at `latest`) leaves `latest` on the
+// epoch before, and removes this epoch's files: left, a model file without
+// its pair read as a checkpoint to a new run, which then advised a --resume
+// that had nothing to read. Files `latest` names are never removed, and only
+// regular files are.
+void remove_unfinished_checkpoint(const std::string& dir, const std::string& stem) {
+  try {
+    if (has_checkpoint(dir) && read_latest(dir) == stem) return;
+  } catch (const Error&) {
+    return;  // a `latest` that cannot be read: leave everything as it is
+  }
+  std::error_code ignored;
+  for (const std::string& path : {model_path(dir, stem), train_path(dir, stem)}) {
+    if (fs::is_regular_file(fs::symlink_status(path, ignored))) fs::remove(path, ignored);
+  }
+}
+
+// The two files of the checkpoint `stem`, then `latest` naming it.
+void write_checkpoint_files(const std::string& dir, const std::string& stem, Context& ctx, const Graph& graph,
+                            const NetSpec& net, const Sgd& sgd, const TrainingState& state) {
   // In both files: what makes them one checkpoint of one run.
   const std::map<std::string, std::string> run = {
       {kRunId, state.run_id}, {"epoch", cat(state.epoch)}, {"step", cat(state.step)}};
-  save_model(checkpoint_model_path(dir, state.epoch), ctx, graph, net, state.step, run);
+  save_model(model_path(dir, stem), ctx, graph, net, state.step, run);
 
   SafetensorsFile train{.metadata = run};
   train.metadata["format"] = "pt";
@@ -282,6 +295,26 @@ void save_checkpoint(const std::string& dir, Context& ctx, const Graph& graph, c
   write_file_atomically(join(dir, kLatest), stem + "\n");
 }
 
+}  // namespace
+
+void save_checkpoint(const std::string& dir, Context& ctx, const Graph& graph, const NetSpec& net, const Sgd& sgd,
+                     const TrainingState& state) {
+  if (state.epoch < 0) throw ConfigError(cat("save_checkpoint: epoch ", state.epoch, " is negative"));
+  if (!is_run_id(state.run_id)) {
+    throw ConfigError(cat("save_checkpoint: the run id '", state.run_id, "' is not 16 hex digits (new_run_id())"));
+  }
+  make_checkpoint_dir(dir);
+  remove_stale_temporaries(dir);
+
+  const std::string stem = epoch_stem(state.epoch);
+  try {
+    write_checkpoint_files(dir, stem, ctx, graph, net, sgd, state);
+  } catch (...) {
+    remove_unfinished_checkpoint(dir, stem);
+    throw;
+  }
+}
+
 std::vector<std::string> checkpoint_files(const std::string& dir) {
   std::vector<std::string> names;
   std::error_code ignored;
@@ -296,15 +329,21 @@ std::vector<std::string> checkpoint_files(const std::string& dir) {
 void refuse_another_runs_checkpoints(const std::string& dir, bool overwrite) {
   const std::vector<std::string> old = checkpoint_files(dir);
   if (old.empty() || overwrite) return;
+  const std::string files = cat(old.size(), " file", old.size() == 1 ? "" : "s");
+  if (!has_checkpoint(dir)) {  // no `latest`: a run stopped inside its first save, and --resume has nothing to read
+    throw ConfigError(cat("--checkpoint-dir ", dir, " holds the files of a run that stopped before its first "
+                          "checkpoint was whole (no latest: nothing to resume), ", files, ": give --overwrite to "
+                          "remove them, or another directory"));
+  }
   std::string latest;
   try {
     latest = has_checkpoint(dir) ? cat(" (latest: ", read_latest(dir), ")") : "";
   } catch (const DataError&) {
     latest = " (a broken latest)";
   }
-  throw ConfigError(cat("--checkpoint-dir ", dir, " holds another run's checkpoints", latest, ", ", old.size(),
-                        " file", old.size() == 1 ? "" : "s", ": give --resume ", dir,
-                        " to continue that run, --overwrite to replace it, or another directory"));
+  throw ConfigError(cat("--checkpoint-dir ", dir, " holds another run's checkpoints", latest, ", ", files,
+                        ": give --resume ", dir, " to continue that run, --overwrite to replace it, or another "
+                        "directory"));
 }
 
 // Note [The checkpoint directory's lock]: flock, not fcntl's record locks.

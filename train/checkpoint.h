@@ -123,7 +123,9 @@ class CheckpointDirLock {
 
 // Throws ConfigError, naming `dir` and its latest epoch, where `dir` holds
 // checkpoint files and `overwrite` is off: a new run would mix its
-// checkpoints with another run's.
+// checkpoints with another run's. Where no `latest` is among them (a run
+// killed inside its first save), the message offers --overwrite alone:
+// --resume would have nothing to read.
 void refuse_another_runs_checkpoints(const std::string& dir, bool overwrite);
 
 // Makes `dir` ready for a new run's checkpoints before it trains: creates

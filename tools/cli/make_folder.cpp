@@ -34,6 +34,7 @@
 #include "tensor/parse.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/flag_specs.h"
+#include "tools/cli/whole_folder.h"
 
 namespace glassbox::cli {
 namespace {
@@ -43,16 +44,15 @@ namespace fs = std::filesystem;
 const char* const kFashionMnistClasses[] = {"0_t-shirt", "1_trouser", "2_pullover", "3_dress", "4_coat",
                                             "5_sandal",  "6_shirt",   "7_sneaker",  "8_bag",   "9_ankle-boot"};
 
-// Note [make-folder writes without fsync]: each file is written to a
-// temporary name and renamed, so a reader never sees half a JPEG; unlike
+// Note [make-folder writes without fsync]: every file is written into the
+// partial folder (Note [A folder made whole], tools/cli/whole_folder.cpp),
+// which no reader knows of until it is renamed to --out; unlike
 // tensor/atomic_file.h there is no fsync per file, which for Fashion-MNIST's
-// 70,000 files would cost minutes. A crash can leave "*.jpg.tmp" files,
-// which the image folder ignores (another extension).
+// 70,000 files would cost minutes.
 void write_whole(const std::string& path, const std::string& bytes) {
-  const std::string temporary = path + ".tmp";
   std::error_code made;
   fs::create_directories(fs::path(path).parent_path(), made);
-  int fd = made ? -1 : ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  const int fd = made ? -1 : ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   bool ok = fd >= 0;
   for (size_t written = 0; ok && written < bytes.size();) {
     const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
@@ -61,12 +61,7 @@ void write_whole(const std::string& path, const std::string& bytes) {
     if (ok) written += static_cast<size_t>(n);
   }
   if (fd >= 0 && ::close(fd) != 0) ok = false;
-  if (ok) ok = ::rename(temporary.c_str(), path.c_str()) == 0;
-  if (!ok) {
-    const std::string reason = made ? made.message() : std::strerror(errno);
-    if (fd >= 0) ::unlink(temporary.c_str());
-    throw Error(cat("cannot write ", path, ": ", reason));
-  }
+  if (!ok) throw Error(cat("cannot write ", path, ": ", made ? made.message() : std::strerror(errno)));
 }
 
 std::string padded(int64_t index, int64_t count) {
@@ -178,7 +173,8 @@ void refuse_flags_of_the_other_form(const Args& args, bool synthetic) {
   }
 }
 
-int make_from_idx(const Args& args, const std::string& out) {
+// Writes the folder into `into`; returns the line to print once it is `out`.
+std::string make_from_idx(const Args& args, const std::string& into, const std::string& out) {
   const std::string spec = args.get("--from", "");
   const bool fashion = spec == "fashion-mnist" || spec.starts_with("fashion-mnist:");
   if (!fashion && !spec.starts_with("mnist:")) {
@@ -208,16 +204,15 @@ int make_from_idx(const Args& args, const std::string& out) {
       }
     }
   }
-  const int64_t n_train = write_idx_split(train, out + "/train", classes, limit, size, channels, quality);
-  const int64_t n_val = write_idx_split(test, out + "/val", classes, limit, size, channels, quality);
-  std::printf("make-folder: wrote %s training and %s validation images (%dx%d, %s, quality %d) of %s into %s/{train,val}/"
-              "{%s .. %s}; use it with --data folder:%s\n",
-              grouped(n_train).c_str(), grouped(n_val).c_str(), size, size, channels == 1 ? "grey" : "RGB", quality,
-              spec.c_str(), out.c_str(), classes.front().c_str(), classes.back().c_str(), out.c_str());
-  return 0;
+  const int64_t n_train = write_idx_split(train, into + "/train", classes, limit, size, channels, quality);
+  const int64_t n_val = write_idx_split(test, into + "/val", classes, limit, size, channels, quality);
+  return cat("make-folder: wrote ", grouped(n_train), " training and ", grouped(n_val), " validation images (", size,
+             "x", size, ", ", channels == 1 ? "grey" : "RGB", ", quality ", quality, ") of ", spec, " into ", out,
+             "/{train,val}/{", classes.front(), " .. ", classes.back(), "}; use it with --data folder:", out);
 }
 
-int make_synthetic(const Args& args, const std::string& out) {
+// Writes the folder into `into`; returns the line to print once it is `out`.
+std::string make_synthetic(const Args& args, const std::string& into, const std::string& out) {
   const int classes = args.int_in("--classes", 10, 1, 1000);
   const int train = args.int_in("--train", 50, 1, 1'000'000);
   const int val = args.int_in("--val", 10, 1, 1'000'000);
@@ -229,7 +224,7 @@ int make_synthetic(const Args& args, const std::string& out) {
   int64_t bytes = 0;
   for (const auto& [split, per_class] : {std::pair{"train", train}, std::pair{"val", val}}) {
     for (int c = 0; c < classes; ++c) {
-      const std::string folder = cat(out, "/", split, "/class_", padded(c, classes));
+      const std::string folder = cat(into, "/", split, "/class_", padded(c, classes));
       for (int i = 0; i < per_class; ++i) {
         const std::string jpeg = encode_jpeg(photo_like(width, height, c, classes, rng), {.quality = quality});
         write_whole(cat(folder, "/", padded(i, per_class), ".jpg"), jpeg);
@@ -238,11 +233,9 @@ int make_synthetic(const Args& args, const std::string& out) {
     }
   }
   const int64_t files = int64_t{classes} * (train + val);
-  std::printf("make-folder: wrote %s synthetic images (%dx%d, quality %d, %s KiB each on average) in %d classes into "
-              "%s/{train,val}/; use it with --data folder:%s\n",
-              grouped(files).c_str(), width, height, quality, grouped(bytes / files / 1024).c_str(), classes,
-              out.c_str(), out.c_str());
-  return 0;
+  return cat("make-folder: wrote ", grouped(files), " synthetic images (", width, "x", height, ", quality ", quality,
+             ", ", grouped(bytes / files / 1024), " KiB each on average) in ", classes, " classes into ", out,
+             "/{train,val}/; use it with --data folder:", out);
 }
 
 }  // namespace
@@ -262,9 +255,21 @@ int run_make_folder(const std::vector<std::string>& words) {
   const std::string out = args.get("--out", "");
   std::error_code error;
   if (fs::exists(out, error) && !(fs::is_directory(out, error) && fs::is_empty(out, error))) {
-    throw ConfigError(cat("make-folder: --out ", out, " exists and is not an empty folder; give a new or empty one"));
+    // A make-folder that was killed leaves its hidden staging folder (Note [A folder made whole]).
+    std::string staging;
+    for (fs::directory_iterator it(out, error); !error && it != fs::directory_iterator(); it.increment(error)) {
+      if (it->path().filename().string().starts_with(".partial-")) staging = it->path().filename().string();
+    }
+    throw ConfigError(cat("make-folder: --out ", out, " exists and is not an empty folder",
+                          staging.empty() ? "" : cat(" (it holds ", staging, ", what a make-folder that was stopped "
+                                                     "had written)"),
+                          "; give a new or empty one"));
   }
-  return synthetic ? make_synthetic(args, out) : make_from_idx(args, out);
+  const std::string done = make_folder_whole(out, {"train", "val"}, [&](const std::string& into) {
+    return synthetic ? make_synthetic(args, into, out) : make_from_idx(args, into, out);
+  });
+  std::printf("%s\n", done.c_str());
+  return 0;
 }
 
 }  // namespace glassbox::cli

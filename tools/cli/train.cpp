@@ -36,10 +36,13 @@ namespace {
 constexpr int kMaxEpochs = 1'000'000;
 
 // A setting's value: the flag's if given, else the resumed checkpoint's,
-// else (a new run) the default. Numbers are written back in one canonical
-// form, the shortest text that reads back as the same double
-// (shortest_text), so "0.050" and "0.05" are the same setting and a resumed
-// run trains with the very value the first run did. A resumed
+// else (a new run) the default. A value typed or defaulted is saved in one
+// canonical form: numbers as the shortest text that reads back as the same
+// double (shortest_text), integers in decimal, a schedule as
+// LrSchedule::str(). So "0.050" and "0.05", "064" and "64", "step:30:0.10"
+// and "step:30:0.1" are the same setting, and a resumed run trains with the
+// very value the first run did. A value taken from a checkpoint is kept as
+// it is there, so that it agrees with the checkpoint it came from. A resumed
 // run takes every setting it has no flag for from the checkpoint, which
 // must hold it ("config.<key>" in its train file's metadata: every run saves
 // them all), and a saved value that does not parse is the file's error
@@ -77,12 +80,37 @@ class Settings {
     const double value = parsed(key, flag, shortest_text(fallback), [&](std::string_view what, std::string_view text) {
       return parse_number(what, text, min, max);
     });
-    config_[key] = shortest_text(value);
+    save_canonical(key, flag, shortest_text(value), [&](std::string_view saved) {
+      return parse_number("", saved, min, max) == value;
+    });
     return value;
   }
   int64_t integer(const std::string& key, const std::string& flag, int64_t fallback, int64_t min, int64_t max) {
-    return parsed(key, flag, cat(fallback),
-                  [&](std::string_view what, std::string_view text) { return parse_int(what, text, min, max); });
+    const int64_t value = parsed(key, flag, cat(fallback), [&](std::string_view what, std::string_view text) {
+      return parse_int(what, text, min, max);
+    });
+    save_canonical(key, flag, cat(value),
+                   [&](std::string_view saved) { return parse_int("", saved, min, max) == value; });
+    return value;
+  }
+  // The text kept for a value typed or defaulted: `canonical` (see above);
+  // or, on a resume, the checkpoint's own text where same(text) says it is
+  // the same value, so that a checkpoint saved as "016" resumes with
+  // --batch 16 (the resume compares the texts).
+  template <typename Same>
+  void save_canonical(const std::string& key, const std::string& flag, std::string canonical, const Same& same) {
+    if (!args_.has(flag) && !file_.empty()) return;  // the checkpoint's text, as it is
+    if (const auto it = saved_.find(key); !file_.empty() && it != saved_.end()) {
+      try {
+        if (same(it->second)) {
+          config_[key] = it->second;
+          return;
+        }
+      } catch (const ConfigError&) {
+        // not a value of this setting: the resume names the difference
+      }
+    }
+    config_[key] = std::move(canonical);
   }
   bool toggle(const std::string& key, const std::string& flag) {
     if (args_.has(flag)) {  // a switch: given is on
@@ -154,6 +182,9 @@ int run_train(const std::vector<std::string>& words) {
                                      [](std::string_view what, std::string_view text) {
                                        return parse_lr_schedule(text, what);
                                      });
+  settings.save_canonical("schedule", "--schedule", options.schedule.str(), [&](std::string_view saved) {
+    return parse_lr_schedule(saved, "--schedule") == options.schedule;
+  });
   options.warmup_epochs = static_cast<int>(settings.integer("warmup_epochs", "--warmup-epochs", 0, 0, kMaxEpochs));
   options.sgd.momentum = static_cast<float>(settings.number("momentum", "--momentum", lm ? 0.0 : 0.9, 0.0, 1.0));
   options.sgd.nesterov = settings.toggle("nesterov", "--nesterov");

@@ -55,29 +55,48 @@ TrainingLog::TrainingLog(const std::string& path, int every_steps, Units units)
   }
   // Blocking writes from here on: O_NONBLOCK was for the open only.
   const int flags = ::fcntl(fd, F_GETFL);
-  file_ = flags >= 0 && ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 ? ::fdopen(fd, "a+") : nullptr;
-  if (file_ == nullptr) {
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
     const int error = errno;
     ::close(fd);
     cannot_open(path, error);
   }
+  fd_ = fd;
   // A run killed in the middle of a line leaves it unfinished: end it, so
   // that this run's first line stands on its own (readers report the broken one).
-  const bool unfinished = std::fseek(file_, -1, SEEK_END) == 0 && std::fgetc(file_) != '\n';
-  std::fseek(file_, 0, SEEK_END);  // between reading and writing, as C requires
-  if (unfinished) write("");
+  char last = '\n';
+  if (info.st_size > 0 && ::pread(fd_, &last, 1, info.st_size - 1) == 1 && last != '\n') {
+    try {
+      write("");
+    } catch (...) {  // the destructor does not run for a constructor that throws
+      ::close(fd_);
+      throw;
+    }
+  }
 }
 
 TrainingLog::~TrainingLog() {
-  if (file_ != nullptr) std::fclose(file_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
-// One write of the whole line, then a flush: a reader never sees half a line
-// unless the disk itself fails, which is reported.
+// The whole line, appended (O_APPEND) by write(2) until it is all there. A
+// write that fails part of the way (a full disk) is cut off again with
+// ftruncate, so the file never ends in half a line; then the error.
 void TrainingLog::write(const std::string& line) {
   const std::string text = line + "\n";
-  if (std::fwrite(text.data(), 1, text.size(), file_) != text.size() || std::fflush(file_) != 0) {
-    throw Error(cat("--log ", path_, ": write failed: ", std::strerror(errno)));
+  struct stat info {};
+  const off_t before = ::fstat(fd_, &info) == 0 ? info.st_size : -1;
+  for (size_t written = 0; written < text.size();) {
+    const ssize_t n = ::write(fd_, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int error = n < 0 ? errno : ENOSPC;
+      if (written > 0 && before >= 0) {
+        // Where even this fails, the error below is still the reason the log stopped.
+        [[maybe_unused]] const int truncated = ::ftruncate(fd_, before);
+      }
+      throw Error(cat("--log ", path_, ": write failed: ", std::strerror(error)));
+    }
+    written += static_cast<size_t>(n);
   }
 }
 

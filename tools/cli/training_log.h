@@ -1,7 +1,8 @@
 // tools/cli/training_log.h: `glassbox train --log FILE`: one JSON object per
-// line, appended and flushed line by line, so that a run that stops (or is
+// line, each appended with one write(2), so that a run that stops (or is
 // killed) leaves every line before it whole, and a plot script
-// (tools/plot_training.py) can read the file while the run goes on.
+// (tools/plot_training.py) can read the file while the run goes on. A line
+// the disk cannot take whole is cut off again: the file ends where it did.
 //
 //   {"event":"start","net":"LeNet","data":"fashion-mnist","batch":64,"device":"cpu",...}
 //   {"event":"step","epoch":1,"step":100,"global_step":100,"loss":0.61,"lr":0.0499,"images_per_second":9811.2}
@@ -16,7 +17,6 @@
 // `valid_unreadable` in the evaluations.
 #pragma once
 
-#include <cstdio>
 #include <map>
 #include <string>
 
@@ -47,7 +47,7 @@ class TrainingLog {
   const char* rate_key() const { return units_ == Units::kTokens ? "tokens_per_second" : "images_per_second"; }
 
   std::string path_;
-  std::FILE* file_ = nullptr;
+  int fd_ = -1;
   int every_steps_ = 0;
   Units units_ = Units::kImages;
 };
