@@ -211,6 +211,21 @@ double TextCorpus::unigram_perplexity(Split split) const {
   return std::exp(-sum / static_cast<double>(stream.size()));
 }
 
+std::string TextCorpus::vocabulary_digest() const {
+  uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a 64: offset basis, then per byte xor and multiply
+  auto add = [&](unsigned char byte) {
+    hash ^= byte;
+    hash *= 0x100000001b3ULL;
+  };
+  for (const std::string& word : words_) {
+    for (const char c : word) add(static_cast<unsigned char>(c));
+    add('\n');  // words hold no line break: "ab" "c" is not "a" "bc"
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return cat(grouped(vocabulary_size()), vocabulary_size() == 1 ? " word" : " words", ", FNV-1a 64 ", hex);
+}
+
 std::string TextCorpus::describe() const {
   std::string vocabulary = cat("vocabulary ", grouped(vocabulary_size()));
   if (vocabulary_size() < options_.vocabulary) {

@@ -73,6 +73,11 @@ class TextCorpus {
 
   // The real vocabulary size: V, or fewer (see above). Ids are [0, size).
   int vocabulary_size() const { return static_cast<int>(words_.size()); }
+  // The vocabulary in one line, "10,000 words, FNV-1a 64 d3a1f0c2b4e59a17":
+  // its size and a hash of its words in id order. Word ids mean the same
+  // words exactly where two corpora give the same line; a language model's
+  // checkpoint keeps it (TrainingState::vocabulary).
+  std::string vocabulary_digest() const;
   int requested_vocabulary() const { return options_.vocabulary; }
   // Distinct words in the training split ("<eos>" not counted).
   int64_t training_word_types() const { return training_word_types_; }

@@ -21,15 +21,21 @@ const std::string kCli = GLASSBOX_CLI_PATH;
 
 testing::CommandOutcome glassbox(const std::string& arguments) { return run_command(kCli + " " + arguments); }
 
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 // `lines` lines of ten words each from a vocabulary of `words` made-up words
-// ("x0", "x1", ...), in a fixed pseudo-random order.
-std::string made_up_text(int lines, int words) {
+// ("x0", "x1", ...; `letter` other than 'x' for other words), in a fixed
+// pseudo-random order.
+std::string made_up_text(int lines, int words, char letter = 'x') {
   std::string text;
   uint64_t state = 12345;
   for (int line = 0; line < lines; ++line) {
     for (int w = 0; w < 10; ++w) {
       state = state * 6364136223846793005ull + 1442695040888963407ull;
-      text += 'x';
+      text += letter;
       text += std::to_string((state >> 33) % static_cast<uint64_t>(words));
       text += w == 9 ? '\n' : ' ';
     }
@@ -62,6 +68,20 @@ TEST(CliText, CorpusPrintsTheSplitsAndWritesTheIdsForThePeer) {
   ASSERT_EQ(words.size(), 50u);
   EXPECT_EQ(words[0], "<unk>");
   EXPECT_EQ(words[1], "<eos>");
+  EXPECT_TRUE(std::regex_match(file.metadata.at("vocabulary_digest"), std::regex("50 words, FNV-1a 64 [0-9a-f]{16}")))
+      << file.metadata.at("vocabulary_digest");
+
+  // --out is never the corpus: its own text file, or a text file of its folder.
+  const std::string text = dir / "text.txt";
+  testing::CommandOutcome refused = glassbox("corpus text:" + text + " --out " + text);
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_TRUE(contains(refused.output, "glassbox: corpus --out " + text + " is the corpus's own text file (" + text +
+                                           "); give another file"))
+      << refused.output;
+  EXPECT_EQ(read_text(text), made_up_text(200, 100)) << "the text was written over";
+  refused = glassbox("corpus text:" + dir.path() + " --out " + dir / "ids");
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_TRUE(contains(refused.output, " would be a text file of the corpus folder")) << refused.output;
 }
 
 TEST(CliText, ALanguageModelTrainsOnTextAndReportsPerplexities) {
@@ -90,6 +110,38 @@ TEST(CliText, ALanguageModelTrainsOnTextAndReportsPerplexities) {
   ASSERT_EQ(e.exit_code, 0) << e.output;
   EXPECT_TRUE(contains(e.output, "perplexity: " + trained[1].str() + " (loss ")) << r.output << e.output;
   EXPECT_TRUE(contains(e.output, "the unigram baseline's: ")) << e.output;
+
+  // eval scores the test split alone: a valid split too short for one window
+  // of 20 streams (150 lines of one word) does not refuse it. The training
+  // split, and so the vocabulary, is the same.
+  std::istringstream all_lines(read_text(dir / "text.txt"));
+  std::string short_valid;
+  int index = 0;
+  for (std::string line; std::getline(all_lines, line); ++index) {
+    short_valid += (index % 20 == 18 ? "x1" : line) + "\n";
+  }
+  std::ofstream(dir / "short_valid.txt") << short_valid;
+  const testing::CommandOutcome s = glassbox("eval LSTMSmall --data text:" + dir / "short_valid.txt" +
+                                             " --device cpu --weights " + run + "/epoch-0001.safetensors");
+  EXPECT_EQ(s.exit_code, 0) << s.output;
+  EXPECT_TRUE(contains(s.output, "perplexity: ")) << s.output;
+
+  // Note [A language model's vocabulary]: another corpus of as many words
+  // gives its ids to other words. eval refuses it, and so does a resume
+  // whose --data has changed since.
+  std::ofstream(dir / "other.txt") << made_up_text(3000, 30000, 'y');
+  const testing::CommandOutcome o = glassbox("eval LSTMSmall --data text:" + dir / "other.txt" + " --device cpu " +
+                                             "--weights " + run + "/epoch-0001.safetensors");
+  EXPECT_EQ(o.exit_code, 2) << o.output;
+  const std::regex refused("was trained on a vocabulary of 10,000 words, FNV-1a 64 [0-9a-f]{16}; other.txt has "
+                           "10,000 words, FNV-1a 64 [0-9a-f]{16}: its word ids name other words");
+  EXPECT_TRUE(std::regex_search(o.output, refused)) << o.output;
+  std::ofstream(dir / "text.txt") << made_up_text(3000, 30000, 'y');
+  const testing::CommandOutcome resumed = glassbox("train LSTMSmall --resume " + run + " --epochs 2 --device cpu");
+  EXPECT_EQ(resumed.exit_code, 2) << resumed.output;
+  EXPECT_TRUE(contains(resumed.output, "the checkpoint's model was trained on a vocabulary of 10,000 words, "))
+      << resumed.output;
+  EXPECT_TRUE(contains(resumed.output, ": its word ids name other words (has the corpus changed?)")) << resumed.output;
 }
 
 TEST(CliText, SummaryAndTimeShowALanguageModelsLayers) {
@@ -129,6 +181,7 @@ TEST(CliText, RefusalsNameTheNetworkAndTheData) {
        "fortune files) or fortunes (/usr/share/games/fortunes); got 'fashion-mnist'"},
       {"train LSTMSmall --data text: --device cpu",
        "glassbox: --data text:PATH needs a path, e.g. text:/usr/share/games/fortunes"},
+      {"corpus text:", "glassbox: corpus text:PATH needs a path, e.g. text:/usr/share/games/fortunes"},
       {"train LSTMSmall --data text:" + dir / "small.txt" + " --device cpu",
        "glassbox: LSTMSmall predicts 10,000 words, but small.txt: 1,980 train / 110 valid / 110 test tokens, "
        "vocabulary 102 (not the 10,000 asked for"},

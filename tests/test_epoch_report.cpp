@@ -2,7 +2,8 @@
 // epoch's fp16 loss scaling (tools/cli/progress.h, tools/cli/training_log.h):
 // the scale and the skipped updates, also once the scale has halved to 0,
 // the state a run that overflows at every step reaches (optim/loss_scale.h);
-// nothing of it for a run without loss scaling; a language model's line.
+// nothing of it for a run without loss scaling; a language model's line;
+// columns that stay apart whatever their values.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,9 +27,9 @@ EpochReport epoch_with_scale(std::optional<float> scale, int64_t overflows) {
   return {.epoch = 1, .epochs = 1, .steps = 200, .overflow_steps = overflows, .loss_scale = scale};
 }
 
-std::string printed_row(const EpochReport& epoch) {
+std::string printed_row(const EpochReport& epoch, cli::Progress::Units units = cli::Progress::Units::kImages) {
   std::FILE* out = std::tmpfile();
-  cli::Progress progress(out, false);
+  cli::Progress progress(out, false, units);
   progress.epoch(epoch);
   std::fflush(out);
   std::rewind(out);
@@ -81,6 +82,23 @@ TEST(EpochReport, ALanguageModelsLineCountsTokensAndHasNoAccuracy) {
   EXPECT_EQ(images.at("images_per_second"), 1234.0);
   EXPECT_TRUE(images.contains("train_accuracy"));
   EXPECT_FALSE(images.contains("train_perplexity"));
+}
+
+// Every column keeps a space before it, whatever its value: a learning rate
+// of 1000 or a perplexity of 1e69 (a diverged language model) once ran into
+// the column before it as one long number.
+TEST(EpochReport, ColumnsStaySeparateForAnyValue) {
+  EpochReport epoch = epoch_with_scale(std::nullopt, 0);
+  epoch.train_loss = 159.0;  // a perplexity of about 1e69
+  epoch.images_per_second = 985.0;
+  epoch.lr = 1000.0f;
+  const std::string row = printed_row(epoch, cli::Progress::Units::kTokens);
+  EXPECT_TRUE(contains(row, " 1.13e+69 ")) << row;  // e^159
+  EXPECT_TRUE(contains(row, " 985 1000.0000")) << row;
+  epoch.lr = 1e9f;
+  EXPECT_TRUE(contains(printed_row(epoch, cli::Progress::Units::kTokens), "985     1e+09")) << printed_row(epoch);
+  epoch.lr = 0.00048f;
+  EXPECT_TRUE(contains(printed_row(epoch), "  0.000480")) << "small rates keep their six decimals";
 }
 
 }  // namespace

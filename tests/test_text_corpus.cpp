@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 
@@ -155,6 +156,24 @@ TEST(TextCorpus, VocabularyComesFromTrainingCountsWithTiesByWord) {
   EXPECT_TRUE(contains(wide.describe(), "vocabulary 8 (not the 10,000 asked for: the training split has only 6 "
                                         "distinct words) (<unk> 0.0% of train)"))
       << wide.describe();
+}
+
+// The digest a language model's checkpoint keeps: the same for the same
+// words in the same order, another for another vocabulary. FNV-1a 64 of
+// "<unk>\n<eos>\n.\nthe\nbat\ncat\n", computed apart from the library.
+TEST(TextCorpus, TheVocabularyDigestNamesItsWords) {
+  TempDir dir;
+  write_tiny_corpus(dir / "tiny");
+  const TextCorpus corpus({.path = dir / "tiny", .vocabulary = 6});
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (const char c : std::string("<unk>\n<eos>\n.\nthe\nbat\ncat\n")) {
+    hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  EXPECT_EQ(corpus.vocabulary_digest(), std::string("6 words, FNV-1a 64 ") + hex);
+  EXPECT_EQ(TextCorpus({.path = dir / "tiny", .vocabulary = 6}).vocabulary_digest(), corpus.vocabulary_digest());
+  EXPECT_NE(TextCorpus({.path = dir / "tiny", .vocabulary = 7}).vocabulary_digest(), corpus.vocabulary_digest());
 }
 
 TEST(TextCorpus, UnigramPerplexityIsAddOneSmoothedTrainingFrequency) {

@@ -149,6 +149,7 @@ TrainingState file_state(const SafetensorsFile& file, const std::string& stem, c
   if (epoch_stem(state.epoch) != stem) {
     throw DataError(cat(path, ": its __metadata__ says epoch ", state.epoch, ", its name says ", stem));
   }
+  if (const auto it = file.metadata.find(kVocabularyKey); it != file.metadata.end()) state.vocabulary = it->second;
   return state;
 }
 
@@ -163,7 +164,9 @@ TrainingState training_state(const SafetensorsFile& model, const SafetensorsFile
   TrainingState state = file_state(train, stem, train_at);
   const TrainingState paired = file_state(model, stem, model_at);
   const std::pair<const char*, std::pair<std::string, std::string>> fields[] = {
-      {kRunId, {paired.run_id, state.run_id}}, {"step", {cat(paired.step), cat(state.step)}}};
+      {kRunId, {paired.run_id, state.run_id}},
+      {"step", {cat(paired.step), cat(state.step)}},
+      {kVocabularyKey, {paired.vocabulary, state.vocabulary}}};
   for (const auto& [key, values] : fields) {
     if (values.first != values.second) {
       throw DataError(cat(model_at, " and ", train_at, " are not one checkpoint: the model file's \"", key,
@@ -270,8 +273,9 @@ void remove_unfinished_checkpoint(const std::string& dir, const std::string& ste
 void write_checkpoint_files(const std::string& dir, const std::string& stem, Context& ctx, const Graph& graph,
                             const NetSpec& net, const Sgd& sgd, const TrainingState& state) {
   // In both files: what makes them one checkpoint of one run.
-  const std::map<std::string, std::string> run = {
+  std::map<std::string, std::string> run = {
       {kRunId, state.run_id}, {"epoch", cat(state.epoch)}, {"step", cat(state.step)}};
+  if (!state.vocabulary.empty()) run[kVocabularyKey] = state.vocabulary;
   save_model(model_path(dir, stem), ctx, graph, net, state.step, run);
 
   SafetensorsFile train{.metadata = run};

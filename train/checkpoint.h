@@ -57,7 +57,15 @@ struct TrainingState {
   // An fp16 run's loss scaling after the epoch (optim/loss_scaler.h), so
   // that a resumed run goes on with the same scale; none for other precisions.
   std::optional<LossScaleState> loss_scale;
+  // A language model's vocabulary (TextCorpus::vocabulary_digest), in both
+  // files' metadata as kVocabularyKey: a resume or an eval on a corpus with
+  // other words is refused (Note [A language model's vocabulary], train/trainer.h).
+  // "" for an image classifier, and in a checkpoint saved before it was kept.
+  std::string vocabulary;
 };
+
+// The metadata key of TrainingState::vocabulary in a model file.
+inline constexpr const char* kVocabularyKey = "vocabulary";
 
 // 16 lowercase hex digits from std::random_device: a new run's id.
 std::string new_run_id();

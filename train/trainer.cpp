@@ -125,6 +125,7 @@ void Trainer::finish_setup() {
   if (options_.warmup_epochs > 0) options_.schedule.warmup_steps = options_.warmup_epochs * steps_per_epoch_;
   check_lr_schedule(options_.schedule);
   state_.config = options_.config;
+  state_.vocabulary = options_.vocabulary;
   state_.run_id = new_run_id();
   if (graph_.compiled_precision() == Precision::kFp16) {
     scaler_.emplace(ctx_, options_.loss_scale);
@@ -184,6 +185,14 @@ const TrainingState& Trainer::resume(const std::string& dir) {
                             "', the checkpoint's is '", excerpt(it->second, 120), "'; resume with the same settings"));
     }
   }
+  // Note [A language model's vocabulary] (trainer.h): the same --data may
+  // name a corpus that has changed since.
+  if (!saved.vocabulary.empty() && saved.vocabulary != options_.vocabulary) {
+    throw ConfigError(cat("--resume ", dir, ": the checkpoint's model was trained on a vocabulary of ",
+                          saved.vocabulary, "; this run's data has ",
+                          options_.vocabulary.empty() ? std::string("none") : options_.vocabulary,
+                          ": its word ids name other words (has the corpus changed?)"));
+  }
   // The number of epochs may grow, never shrink: fewer would end the run it
   // continues early and bend its schedule.
   if (const auto it = saved.config.find("epochs"); it != saved.config.end()) {
@@ -232,6 +241,7 @@ const TrainingState& Trainer::resume(const std::string& dir) {
   }
   saved.config = options_.config;
   saved.environment = environment;
+  saved.vocabulary = options_.vocabulary;
   state_ = std::move(saved);
   resumed_from_ = dir;
   return state_;

@@ -80,6 +80,16 @@ struct TrainerOptions {
   bool strict_resume = false;
   // Run settings in words, saved with each checkpoint (TrainingState::config).
   std::map<std::string, std::string> config;
+  // A language model's vocabulary (TextCorpus::vocabulary_digest), saved with
+  // each checkpoint; "" for an image classifier. Note [A language model's
+  // vocabulary]: a word id means a word only in the vocabulary it was
+  // trained on. Another corpus with as many words gives ids of the same range
+  // to other words, so a model resumed or scored on it runs without an
+  // error and means nothing (a model of one corpus scored 8,037 on another
+  // that shares none of its words). A resume whose checkpoint names another
+  // vocabulary is refused; one that names none (saved before it was kept)
+  // is trusted.
+  std::string vocabulary;
   // Called once per file a loader skips ("skipping ...: not a JPEG file").
   std::function<void(const std::string&)> warn;
   // An fp16 graph's dynamic loss scaling (optim/loss_scale.h; GradScaler's

@@ -30,7 +30,8 @@ Checkpoints both ways (docs/language_model.md, "Checkpoints in PyTorch"):
                   then its valid and test perplexity
   --save FILE     after the epochs (--epochs 0: the initial weights), the
                   model's state_dict as safetensors, for `glassbox eval
-                  NET --weights FILE --data SPEC`
+                  NET --weights FILE --data SPEC`, with the ids file's
+                  vocabulary digest in its metadata, which eval checks
 
 --time MODES (no ids file) times steps instead, as bench_nets times them
 (bench/peers/pytorch_nets.py's protocol): forward (training mode, with the
@@ -58,7 +59,8 @@ from peer_language_models import LANGUAGE_MODELS, find_language_model  # noqa: E
 
 
 def read_ids(path):
-    """{split: int64 tensor of ids} and the vocabulary size from `glassbox corpus --out`."""
+    """{split: int64 tensor of ids}, the vocabulary size and its digest (None in an older file) from
+    `glassbox corpus --out`."""
     import torch
     with open(path, "rb") as f:
         data = f.read()
@@ -74,7 +76,7 @@ def read_ids(path):
         begin, end = entry["data_offsets"]
         splits[name] = torch.frombuffer(bytearray(body[begin:end]), dtype=torch.int32).to(torch.int64)
     vocabulary = len(metadata["vocabulary"].splitlines())
-    return splits, vocabulary
+    return splits, vocabulary, metadata.get("vocabulary_digest")
 
 
 def batchify(ids, streams):
@@ -191,7 +193,7 @@ def main():
     if args.ids is None:
         parser.error("give the ids file (glassbox corpus SPEC --out FILE), or --time MODES")
     torch.manual_seed(args.seed)
-    splits, vocabulary = read_ids(args.ids)
+    splits, vocabulary, digest = read_ids(args.ids)
     if vocabulary != spec.vocabulary:
         sys.exit(f"lstm_lm.py: {args.net} predicts {spec.vocabulary} words; the file's vocabulary has {vocabulary}")
     data = {name: batchify(ids, args.batch) for name, ids in splits.items()}
@@ -233,7 +235,9 @@ def main():
             json.dump({"net": args.net, "torch": torch.__version__, "args": vars(args), "epochs": rows}, f, indent=1)
     if args.save:
         import safetensors.torch
-        safetensors.torch.save_file(model.state_dict(), args.save, metadata={"format": "pt"})
+        # "vocabulary": the digest glassbox eval checks the corpus against, as in Glassbox's own checkpoints.
+        metadata = {"format": "pt"} if digest is None else {"format": "pt", "vocabulary": digest}
+        safetensors.torch.save_file(model.state_dict(), args.save, metadata=metadata)
         print(f"wrote {args.save}: test perplexity {evaluate(model, data['test'], spec.steps, args.batch):.4f}")
     return 0
 

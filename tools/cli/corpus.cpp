@@ -5,6 +5,7 @@
 // and the vocabulary as safetensors, so that the PyTorch peer
 // (bench/peers/lstm_lm.py) trains on exactly the same ids.
 #include <cstdio>
+#include <filesystem>
 #include <span>
 #include <string>
 
@@ -18,6 +19,27 @@
 #include "tools/cli/text_data.h"
 
 namespace glassbox::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// --out must not be the corpus: the text file itself (which the ids would
+// replace), or a file among a corpus folder's text files (a name without a
+// '.', which the next read would take for text).
+void refuse_output_in_corpus(const std::string& out, const std::string& corpus) {
+  std::error_code text_error, target_error, error;
+  const fs::path text = fs::weakly_canonical(corpus, text_error), target = fs::weakly_canonical(out, target_error);
+  if (text_error || target_error) return;  // TextCorpus and check_writable name what is wrong
+  const bool is_the_file = target == text;
+  const bool in_the_folder = fs::is_directory(text, error) && target.parent_path() == text &&
+                             target.filename().string().find('.') == std::string::npos;
+  if (is_the_file || in_the_folder) {
+    const char* what = is_the_file ? " is the corpus's own text file" : " would be a text file of the corpus folder";
+    throw ConfigError(cat("corpus --out ", out, what, " (", corpus, "); give another file"));
+  }
+}
+
+}  // namespace
 
 int run_corpus(const std::vector<std::string>& words) {
   const Args args("corpus", corpus_flags(), words);
@@ -26,14 +48,13 @@ int run_corpus(const std::vector<std::string>& words) {
                           "): text:PATH (a text file, or a folder of fortune files) or fortunes"));
   }
   const std::string spec = args.positionals()[0];
-  if (!is_text_spec(spec)) {
-    throw ConfigError(cat("corpus reads text: text:PATH (a text file, or a folder of fortune files) or fortunes (",
-                          kFortunesPath, "); got '", spec, "'"));
-  }
-  const std::string path = spec == "fortunes" ? kFortunesPath : spec.substr(5);
+  const std::string path = text_spec_path(spec, nullptr);
   const int vocabulary = args.int_in("--vocabulary", 10000, 3, 1 << 30);
   const std::string out = args.get("--out", "");
-  if (!out.empty()) check_writable(out);  // before the work
+  if (!out.empty()) {
+    refuse_output_in_corpus(out, path);
+    check_writable(out);  // before the work
+  }
   const TextCorpus corpus({.path = path, .vocabulary = vocabulary});
 
   std::printf("%s\n", corpus.describe().c_str());
@@ -51,7 +72,11 @@ int run_corpus(const std::vector<std::string>& words) {
               "vocabulary (add-one); a language model must do better than this\n");
   if (!out.empty()) {
     SafetensorsFile file;
-    file.metadata = {{"format", "glassbox.corpus v1"}, {"path", path}, {"describe", corpus.describe()}};
+    // vocabulary_digest: what the peer's --save records, so that `glassbox
+    // eval` can check a PyTorch model's vocabulary too (Note [A language
+    // model's vocabulary], train/trainer.h).
+    file.metadata = {{"format", "glassbox.corpus v1"}, {"path", path}, {"describe", corpus.describe()},
+                     {"vocabulary_digest", corpus.vocabulary_digest()}};
     std::string words_text;
     for (int32_t id = 0; id < corpus.vocabulary_size(); ++id) words_text += corpus.word(id) + "\n";
     file.metadata["vocabulary"] = words_text;  // one word per line, line i is id i

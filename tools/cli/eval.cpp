@@ -100,10 +100,26 @@ int eval_input(const Args& args, const NetSpec& net, Context& ctx, const Compile
 int eval_text(const Args& args, const NetSpec& net, Context& ctx, const CompileOptions& options) {
   const std::string spec = args.get("--data", "");
   const int batch = args.int_in("--batch", net.default_batch(ctx.device()), 1, kMaxInt);
+  TextData data = open_text_data(ctx, spec, net, batch, /*test_only=*/true);
+  // Note [A language model's vocabulary] (train/trainer.h): a model scored on
+  // a corpus of other words gives a perplexity that means nothing.
+  const std::string weights = args.get("--weights", "");
+  const SafetensorsFile header = read_safetensors_header(weights);
+  const auto trained_on = header.metadata.find(kVocabularyKey);
+  const std::string vocabulary = data.corpus->vocabulary_digest();
+  if (trained_on != header.metadata.end() && trained_on->second != vocabulary) {
+    throw ConfigError(cat(weights, " was trained on a vocabulary of ", excerpt(trained_on->second, 80), "; ",
+                          data.corpus->name(), " has ", vocabulary, ": its word ids name other words, so the "
+                          "perplexity would mean nothing"));
+  }
+  if (trained_on == header.metadata.end()) {
+    std::fprintf(stderr, "glassbox: %s does not say which vocabulary it was trained on (another program's file, or "
+                         "a checkpoint without one); the perplexity means something only if it was %s's, %s\n",
+                 weights.c_str(), data.corpus->name().c_str(), vocabulary.c_str());
+  }
   Graph graph = build_net(net, batch);
   graph.compile(ctx, options);
-  load_model(args.get("--weights", ""), ctx, graph, net);
-  TextData data = open_text_data(ctx, spec, net, batch);
+  load_model(weights, ctx, graph, net);
   const Evaluation result = evaluate(ctx, graph, *data.test);
   std::printf("%s on the test split of %s: %s\n", net.name.c_str(), data.corpus->describe().c_str(),
               data.test->describe().c_str());

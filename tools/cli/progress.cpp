@@ -22,14 +22,27 @@ constexpr const char* kHeader =
 constexpr const char* kLanguageModelHeader =
     "epoch   train ppl   valid ppl    test ppl  time (s)   data wait      compute  tokens/s        lr";
 
+// `value` with `digits` decimals, or fewer where that leaves no space in a
+// column of `width`; where even none fit (a perplexity of 1e69, a learning
+// rate of 1e9), three significant digits with an exponent.
+std::string number_for(double value, int digits, size_t width) {
+  for (int d = digits; d >= 0; --d) {
+    std::string text = fixed(value, d);
+    if (text.size() < width) return text;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", value);
+  return text;
+}
+
 // A perplexity, or "-" where there is no evaluation.
-std::string perplexity(const std::optional<Evaluation>& e) { return e ? fixed(e->perplexity(), 2) : "-"; }
+std::string perplexity(const std::optional<Evaluation>& e) { return e ? number_for(e->perplexity(), 2, 12) : "-"; }
 
 std::string percent(double fraction) { return fixed(100.0 * fraction, 2) + "%"; }
 
-// Right-aligns `text` in `width` columns.
+// Right-aligns `text` in `width` columns, with at least one space before it.
 std::string right(const std::string& text, size_t width) {
-  return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
+  return text.size() >= width ? " " + text : std::string(width - text.size(), ' ') + text;
 }
 
 }  // namespace
@@ -102,7 +115,7 @@ void Progress::epoch(const EpochReport& e) {
   const double time = std::max(e.seconds, 1e-9);
   std::string row = right(cat(e.epoch, "/", e.epochs), 5);
   if (units_ == Units::kTokens) {
-    row += right(fixed(std::exp(e.train_loss), 2), 12) + right(perplexity(e.validation), 12) +
+    row += right(number_for(std::exp(e.train_loss), 2, 12), 12) + right(perplexity(e.validation), 12) +
            right(perplexity(e.test), 12);
   } else {
     row += right(fixed(e.train_loss, 4), 12) + right(percent(e.train_accuracy), 11) +
@@ -113,7 +126,7 @@ void Progress::epoch(const EpochReport& e) {
                     right(cat(static_cast<int>(std::round(100.0 * e.data_wait_seconds / time)), "%"), 5) +
                     right(fixed(e.compute_seconds, 2), 8) +
                     right(cat(static_cast<int>(std::round(100.0 * e.compute_seconds / time)), "%"), 5) +
-                    right(grouped(static_cast<int64_t>(e.images_per_second)), 10) + right(fixed(e.lr, 6), 10);
+                    right(grouped(static_cast<int64_t>(e.images_per_second)), 10) + right(number_for(e.lr, 6, 10), 10);
   // Unreadable images left out of this row's numbers, per split (each named on stderr once).
   std::string skipped;
   for (const auto& [split, count] : {std::pair<const char*, int64_t>{"train", e.skipped},

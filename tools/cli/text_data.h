@@ -28,9 +28,16 @@ bool is_text_spec(const std::string& spec);
 // Throws ConfigError if `spec` names text: `net` reads images.
 void refuse_text_for_images(const std::string& spec, const NetSpec& net);
 
-// Opens `spec` for `net` (a language model) at `batch` streams. Throws
+// The path a text spec names (text:PATH, or the fortunes' folder). Throws
+// ConfigError for a spec that is not text, naming `net` where there is one,
+// and for "text:" without a path.
+std::string text_spec_path(const std::string& spec, const NetSpec* net);
+
+// Opens `spec` for `net` (a language model) at `batch` streams: the windows
+// of all three splits, or with `test_only` of the test split alone (eval
+// scores nothing else, and a short valid split must not refuse it). Throws
 // ConfigError for a spec that is not text, or a corpus whose vocabulary is
 // not the network's output size; DataError for what the corpus cannot read.
-TextData open_text_data(Context& ctx, const std::string& spec, const NetSpec& net, int batch);
+TextData open_text_data(Context& ctx, const std::string& spec, const NetSpec& net, int batch, bool test_only = false);
 
 }  // namespace glassbox::cli

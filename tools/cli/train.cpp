@@ -269,6 +269,7 @@ int run_train(const std::vector<std::string>& words) {
     TextData text = open_text_data(ctx, data_spec, net, batch);
     data_line = cat(text.corpus->describe(), "\n      windows of ", net.sample[0], " tokens x ", batch,
                     " streams: ", text.train->describe());
+    options.vocabulary = text.corpus->vocabulary_digest();  // Note [A language model's vocabulary]
     trainer_storage.emplace(ctx, net, graph, std::move(text.train), std::move(text.validation), std::move(text.test),
                             options);
   } else {
