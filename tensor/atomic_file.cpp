@@ -104,6 +104,20 @@ void write_file_atomically(const std::string& path, std::string_view contents) {
   write_file_atomically(path, std::span<const std::string_view>(&contents, 1));
 }
 
+bool write_all(int fd, std::string_view bytes, size_t& written) {
+  written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = ENOSPC;
+      return false;
+    }
+    written += static_cast<size_t>(n);
+  }
+  return true;
+}
+
 void write_file_atomically(const std::string& path, std::span<const std::string_view> pieces) {
   const std::string target = regular_file_at(path);  // Note [Writing over a link or a device]
   TemporaryFile file(target);
@@ -113,12 +127,8 @@ void write_file_atomically(const std::string& path, std::span<const std::string_
   ::umask(mask);
   if (::fchmod(file.fd(), 0666 & ~mask) != 0) fail("fchmod");
   for (const std::string_view contents : pieces) {
-    for (size_t written = 0; written < contents.size();) {
-      const ssize_t n = ::write(file.fd(), contents.data() + written, contents.size() - written);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) fail("write");
-      written += static_cast<size_t>(n);
-    }
+    size_t written = 0;
+    if (!write_all(file.fd(), contents, written)) fail("write");
   }
   if (::fsync(file.fd()) != 0) fail("fsync");
   if (!file.close()) fail("close");

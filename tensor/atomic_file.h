@@ -15,6 +15,12 @@ namespace glassbox {
 // behind. For checking a destination before hours of work, not after.
 void check_writable(const std::string& path);
 
+// Writes all of `bytes` to the descriptor `fd`, going on after EINTR and
+// after a short write. False where a write fails, errno its reason (ENOSPC
+// where the system wrote nothing and gave none); `written` counts the bytes
+// that went in either way.
+bool write_all(int fd, std::string_view bytes, size_t& written);
+
 // Writes `contents` to a temporary file beside `path`, flushes it to disk and
 // renames it over `path`. Throws Error naming the path and the reason; on
 // failure the temporary file is removed and `path` is untouched.

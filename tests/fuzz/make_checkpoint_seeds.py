@@ -16,8 +16,9 @@ import json
 import math
 import os
 import random
-import shutil
 import struct
+
+from seed_files import report, write_seeds
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "corpus", "fuzz_checkpoint_dir")
@@ -143,13 +144,8 @@ def seeds():
 
 
 def main():
-    shutil.rmtree(OUT, ignore_errors=True)
-    os.makedirs(OUT)
-    for name, contents in seeds().items():
-        with open(os.path.join(OUT, name), "wb") as f:
-            f.write(contents)
-    largest = max(os.path.getsize(os.path.join(OUT, name)) for name in os.listdir(OUT))
-    print(f"{len(os.listdir(OUT))} seeds in {os.path.relpath(OUT)}, the largest {largest} bytes")
+    write_seeds(OUT, seeds())
+    report(OUT)
 
 
 if __name__ == "__main__":

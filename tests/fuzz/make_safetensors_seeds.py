@@ -13,6 +13,8 @@ import os
 import shutil
 import struct
 
+from seed_files import write_seeds
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "corpus", "fuzz_safetensors")
 DATA = os.path.join(os.path.dirname(HERE), "data")
@@ -73,11 +75,7 @@ SEEDS = {
 
 
 def main():
-    shutil.rmtree(OUT, ignore_errors=True)
-    os.makedirs(OUT)
-    for name, contents in SEEDS.items():
-        with open(os.path.join(OUT, name), "wb") as f:
-            f.write(contents)
+    write_seeds(OUT, SEEDS)
     # Files written by Python's safetensors package (tests/data/make_*.py).
     for name in ("python.safetensors", "torch_tiny.safetensors", "torch_tiny_io.safetensors"):
         shutil.copy(os.path.join(DATA, name), os.path.join(OUT, name.replace(".safetensors", "")))

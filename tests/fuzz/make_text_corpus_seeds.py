@@ -15,8 +15,9 @@ little-endian length and the bytes.
 """
 
 import os
-import shutil
 import struct
+
+from seed_files import report, write_seeds
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "corpus", "fuzz_text_corpus")
@@ -67,13 +68,8 @@ SEEDS = {
 
 
 def main():
-    shutil.rmtree(OUT, ignore_errors=True)
-    os.makedirs(OUT)
-    for name, contents in SEEDS.items():
-        with open(os.path.join(OUT, name), "wb") as f:
-            f.write(contents)
-    largest = max(os.path.getsize(os.path.join(OUT, name)) for name in os.listdir(OUT))
-    print(f"{len(os.listdir(OUT))} seeds in {os.path.relpath(OUT)}, the largest {largest} bytes")
+    write_seeds(OUT, SEEDS)
+    report(OUT)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@
 #include "data/jpeg.h"
 #include "data/resize.h"
 #include "data/shared.h"
+#include "tensor/atomic_file.h"
 #include "tensor/parse.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/flag_specs.h"
@@ -53,13 +54,8 @@ void write_whole(const std::string& path, const std::string& bytes) {
   std::error_code made;
   fs::create_directories(fs::path(path).parent_path(), made);
   const int fd = made ? -1 : ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  bool ok = fd >= 0;
-  for (size_t written = 0; ok && written < bytes.size();) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) written += static_cast<size_t>(n);
-  }
+  size_t written = 0;
+  bool ok = fd >= 0 && write_all(fd, bytes, written);
   if (fd >= 0 && ::close(fd) != 0) ok = false;
   if (!ok) throw Error(cat("cannot write ", path, ": ", made ? made.message() : std::strerror(errno)));
 }

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tensor/atomic_file.h"
+
 namespace glassbox::cli {
 namespace {
 
@@ -85,18 +87,14 @@ void TrainingLog::write(const std::string& line) {
   const std::string text = line + "\n";
   struct stat info {};
   const off_t before = ::fstat(fd_, &info) == 0 ? info.st_size : -1;
-  for (size_t written = 0; written < text.size();) {
-    const ssize_t n = ::write(fd_, text.data() + written, text.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int error = n < 0 ? errno : ENOSPC;
-      if (written > 0 && before >= 0) {
-        // Where even this fails, the error below is still the reason the log stopped.
-        [[maybe_unused]] const int truncated = ::ftruncate(fd_, before);
-      }
-      throw Error(cat("--log ", path_, ": write failed: ", std::strerror(error)));
+  size_t written = 0;
+  if (!write_all(fd_, text, written)) {
+    const int error = errno;
+    if (written > 0 && before >= 0) {
+      // Where even this fails, the error below is still the reason the log stopped.
+      [[maybe_unused]] const int truncated = ::ftruncate(fd_, before);
     }
-    written += static_cast<size_t>(n);
+    throw Error(cat("--log ", path_, ": write failed: ", std::strerror(error)));
   }
 }
 
