@@ -422,6 +422,13 @@ def main():
     builds = {}  # side -> what it ran (BUILD_KEYS)
     started = datetime.datetime.now().isoformat(timespec="seconds")
     where = machine()
+
+    def save_partial():  # what is measured so far, so that a run cut short keeps it
+        if args.json:
+            write_json(args.json, {"date": started, "command": recorded_command(sys.argv), "partial": True,
+                                   "environment": recorded_environment(os.environ),
+                                   "machine": where, "builds": builds, "rounds": rounds, **failed_benchmarks()})
+
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             found = {"glassbox": {}, "pytorch": {}, "load": {"glassbox": {}, "pytorch": {}}}
@@ -438,13 +445,11 @@ def main():
                                 lambda: measure(args, net, group, batch, tmp, env, builds), args.idle_check)
                             found[side].update(measured)
                             found["load"][side].update({name: load for name in measured})
+                            # After each side: one side's figures stand when the
+                            # other's run (a torch.compile, say) is cut short.
+                            save_partial()
                     at = f" batch {batch}" if batch else ""
                     print(f"round {r + 1}/{args.rounds}: {net}{at} done", file=sys.stderr, flush=True)
-                    if args.json:  # what is measured so far, so that a run cut short keeps it
-                        write_json(args.json, {"date": started, "command": recorded_command(sys.argv), "partial": True,
-                                               "environment": recorded_environment(os.environ),
-                                               "machine": where, "builds": builds, "rounds": rounds,
-                                               **failed_benchmarks()})
 
     rows = rows_from_rounds(rounds, args.nets, args.busy_cpus)
     replayed = (", Glassbox's steps replayed as CUDA graphs" if args.glassbox_cuda_graph else "") + \

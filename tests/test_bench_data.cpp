@@ -14,7 +14,7 @@ namespace {
 using testing::contains;
 
 testing::CommandOutcome run(const std::string& arguments) {
-  return testing::run_command(cat(BENCH_DATA_PATH, " ", arguments));
+  return testing::run_command(cat(testing::program_path(BENCH_DATA_PATH), " ", arguments));
 }
 
 TEST(BenchData, NeedsAFolder) {

@@ -14,7 +14,7 @@ using Outcome = glassbox::testing::CommandOutcome;
 using glassbox::testing::contains;
 Outcome run(const std::string& command) { return glassbox::testing::run_command(command); }
 
-const std::string kBench = BENCH_GEMM_PATH;
+const std::string kBench = glassbox::testing::program_path(BENCH_GEMM_PATH);
 
 // Each shape is one image's im2col product of a convolution, K x P*Q x C*R*S,
 // listed once with the layers that share it.

@@ -17,7 +17,7 @@ using Outcome = glassbox::testing::CommandOutcome;
 using glassbox::testing::contains;
 Outcome run(const std::string& command) { return glassbox::testing::run_command(command); }
 
-const std::string kBench = BENCH_NETS_PATH;
+const std::string kBench = glassbox::testing::program_path(BENCH_NETS_PATH);
 // A build configured with -DGLASSBOX_DETERMINISTIC=ON names every benchmark so (Note [Benchmark names]).
 const std::string kLeNetForward =
     std::string("\"name\": \"LeNet/forward/batch:64") + (GLASSBOX_DETERMINISTIC ? "/deterministic" : "") + "\"";

@@ -10,7 +10,7 @@ namespace {
 using glassbox::testing::contains;
 using glassbox::testing::run_command;
 
-const std::string kCli = GLASSBOX_CLI_PATH;
+const std::string kCli = glassbox::testing::program_path(GLASSBOX_CLI_PATH);
 
 TEST(CliScale, PredictsARowPerDeviceCountAndStatesItsAssumptions) {
   const auto r = run_command(kCli + " scale LeNet --gpus 1,2,4 --batch 8 --device cpu --steps 1 --warmup 0 "

@@ -59,12 +59,11 @@ TEST(CpuBlas, TheDescriptionSaysWhetherOpenBlasTakesItsProducts) {
   if (bits < 256) GTEST_SKIP() << "no AVX2 on this CPU: no OpenBLAS kernels to force that would not fit";
   // OPENBLAS_CORETYPE, read by OpenBLAS as it loads, forces its kernels.
   const std::string fitting = bits == 512 ? "SkylakeX" : "Haswell";
-  const testing::CommandOutcome narrow =
-      testing::run_command(std::string("OPENBLAS_CORETYPE=Prescott ") + GLASSBOX_CLI_PATH + " time LeNet --batch 1");
+  const std::string time_lenet = testing::program_path(GLASSBOX_CLI_PATH) + " time LeNet --batch 1";
+  const testing::CommandOutcome narrow = testing::run_command("OPENBLAS_CORETYPE=Prescott " + time_lenet);
   EXPECT_EQ(narrow.exit_code, 0) << narrow.output;
   EXPECT_TRUE(contains(narrow.output, "CPU path: Eigen on oneDNN's sgemm, oneDNN convolutions")) << narrow.output;
-  const testing::CommandOutcome wide = testing::run_command("OPENBLAS_CORETYPE=" + fitting + " " +
-                                                            GLASSBOX_CLI_PATH + " time LeNet --batch 1");
+  const testing::CommandOutcome wide = testing::run_command("OPENBLAS_CORETYPE=" + fitting + " " + time_lenet);
   EXPECT_EQ(wide.exit_code, 0) << wide.output;
   EXPECT_TRUE(contains(wide.output, "CPU path: Eigen on oneDNN's sgemm and OpenBLAS, oneDNN")) << wide.output;
 #endif
@@ -100,8 +99,8 @@ TEST(CpuBlas, AnotherOpenBlasBuildIsRefusedByName) {
   for (const auto& [folder, build] : candidates) {
     const std::string library = std::string("/usr/lib/" GLASSBOX_LIBRARY_ARCH "/") + folder + "/libopenblas.so.0";
     if (!std::filesystem::exists(library)) continue;
-    const testing::CommandOutcome r =
-        testing::run_command("LD_PRELOAD=" + library + " " + GLASSBOX_CLI_PATH + " time LeNet --batch 1");
+    const testing::CommandOutcome r = testing::run_command("LD_PRELOAD=" + library + " " +
+                                                           testing::program_path(GLASSBOX_CLI_PATH) + " time LeNet --batch 1");
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_TRUE(contains(r.output, std::string("the OpenBLAS loaded at run time is its ") + build +
                                        ", not the OpenMP build Glassbox was linked against"))

@@ -349,7 +349,7 @@ TEST(KernelTrace, RecordsTheKernelsOfASpanOnAGpu) {
   EXPECT_EQ(trace.dropped(), 0u);
 }
 
-const std::string kCli = GLASSBOX_CLI_PATH;
+const std::string kCli = glassbox::testing::program_path(GLASSBOX_CLI_PATH);
 
 TEST(CliKernels, OnTheCpuItRefusesAndPointsAtTraceAndTime) {
   const auto r = testing::run_command(kCli + " kernels LeNet --device cpu");

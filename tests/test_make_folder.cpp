@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 using testing::contains;
 using testing::TempDir;
 
-const std::string kCli = GLASSBOX_CLI_PATH;
+const std::string kCli = glassbox::testing::program_path(GLASSBOX_CLI_PATH);
 const std::string kDebianFolder = "/usr/share/datasets/fashion-mnist";
 
 testing::CommandOutcome run(const std::string& arguments) {

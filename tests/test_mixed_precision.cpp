@@ -26,6 +26,7 @@
 #include "tests/support/checks.h"
 #include "tests/support/data_files.h"
 #include "tests/support/devices.h"
+#include "tests/support/layout_runs.h"
 #include "tests/support/sanitizers.h"
 #include "tests/support/temp_dir.h"
 #include "train/trainer.h"
@@ -218,19 +219,22 @@ void expect_layer_close_to_fp32(const std::string& what, const LayerUnderTest& l
     const Node& tested = first_layer(reference.graph);
     const Node& other = first_layer(mixed.graph);
     EXPECT_EQ(other.value.dtype(), value_dtype(precision));
-    const std::vector<float> expected = to_float_vector(reference.ctx, tested.value);
-    const std::vector<float> got = to_float_vector(mixed.ctx, other.value);
+    // Read in NCHW order: on a GPU the 16-bit graph stores values NHWC and
+    // filters KRSC where its layers take them (Note [Channels-last values]),
+    // and the CPU's fp32 reference plans other layers channels-last.
+    const std::vector<float> expected = testing::read_nchw(reference.ctx, tested.value);
+    const std::vector<float> got = testing::read_nchw(mixed.ctx, other.value);
     EXPECT_LE(relative_error(expected, got), tolerance.values) << tested.name << " output";
     EXPECT_NE(expected, got) << "16-bit storage rounded nothing";
     for (const std::string& name : names) {
-      const std::vector<float> a = to_float_vector(reference.ctx, reference.graph.input_gradient(name));
-      EXPECT_LE(relative_error(a, divided(to_float_vector(mixed.ctx, mixed.graph.input_gradient(name)))),
+      const std::vector<float> a = testing::read_nchw(reference.ctx, reference.graph.input_gradient(name));
+      EXPECT_LE(relative_error(a, divided(testing::read_nchw(mixed.ctx, mixed.graph.input_gradient(name)))),
                 tolerance.gradients)
           << "gradient of " << name;
     }
     for (size_t j = 0; j < tested.param_grads.size(); ++j) {
-      EXPECT_LE(relative_error(to_vector<float>(reference.ctx, tested.param_grads[j]),
-                               divided(to_vector<float>(mixed.ctx, other.param_grads[j]))),
+      EXPECT_LE(relative_error(testing::read_nchw(reference.ctx, tested.param_grads[j]),
+                               divided(testing::read_nchw(mixed.ctx, other.param_grads[j]))),
                 tolerance.gradients)
           << tested.param_grads[j].name();
     }

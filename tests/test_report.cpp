@@ -32,7 +32,7 @@ using glassbox::testing::TempDir;
 using Json = nlohmann::json;
 
 const std::string kData = GLASSBOX_TEST_DATA_DIR "/report/";
-const std::string kCli = GLASSBOX_CLI_PATH;
+const std::string kCli = glassbox::testing::program_path(GLASSBOX_CLI_PATH);
 
 std::string read_text(const std::string& path) {
   std::ifstream file(path);

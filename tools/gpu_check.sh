@@ -144,7 +144,9 @@ staged="$repo/third_party/staged"
 python=${GLASSBOX_PYTHON:-python3}
 command -v "$python" >/dev/null || python=""
 mkdir -p "$logs"
-rm -f "$logs"/*.log "$logs"/*.json "$logs"/summary.txt
+# The autotune cache stays: a later run on the same GPU reuses its searches.
+find "$logs" -maxdepth 1 -type f \( -name '*.log' -o -name '*.json' -o -name summary.txt \) \
+  ! -name "${autotune_cache##*/}" -delete
 
 declare -a summary=()
 failed=0
@@ -154,7 +156,7 @@ record() {  # record STEP STATUS DETAIL
   return 0
 }
 
-to_out() {  # copies files to $OUT (the device tool brings back at most 8 files)
+to_out() {  # copies files to $OUT, where a caller collects what the run leaves
   [ -n "${OUT:-}" ] || return 0
   mkdir -p "$OUT" || return 0
   cp -f "$@" "$OUT/" 2>/dev/null || echo "gpu_check: could not copy $* to \$OUT"
@@ -466,7 +468,9 @@ results_out() {
       else for f in "$logs/bench_nets.json" "$logs/pytorch_nets.json"; do [ -f "$f" ] && to_out "$f"; done; fi
       for f in "$results_dir"/resnet50-{fp32,tf32}.json; do [ -f "$f" ] && to_out "$f"; done ;;
     train) [ -f "$results_dir/resnet50-real-data.json" ] && to_out "$results_dir/resnet50-real-data.json" ;;
-    precision) for f in "$results_dir"/resnet50-{tf32-nchw,tf32-nhwc,bf16}.json; do [ -f "$f" ] && to_out "$f"; done ;;
+    precision)
+      for f in "$results_dir"/resnet50-{tf32-nchw,tf32-nhwc,bf16}.json "$results_dir"/resnet50-bf16-256-kernels.{json,md}
+      do [ -f "$f" ] && to_out "$f"; done ;;
     fusion)
       for f in "$results_dir"/resnet50-bf16-256{,-no-fusion,-cuda-graph,-compiled}.json "$results_dir/cuda-graph.json"; do
         [ -f "$f" ] && to_out "$f"
@@ -496,13 +500,11 @@ to_out "$logs/system.log"
 results_dir="bench/results/$(gpu_slug)"
 results_file="$results_dir/table.json"
 
-# With --prebuilt, the CLI tests run glassbox and bench_* where the build put
-# them (tests/CMakeLists.txt compiles that path in): $repo/build-gpu when DIR
-# was built as docs/gpu_check.md says. The tests that read Fashion-MNIST look
-# where Debian's dataset-fashion-mnist puts it; the carried copy stands in.
-if [ "$dry_run" -eq 0 ] && [ -n "$prebuilt" ] && [ ! -e "$repo/build-gpu" ]; then
-  ln -s "$prebuilt" "$repo/build-gpu" && echo "gpu_check: linked $repo/build-gpu -> $prebuilt"
-fi
+# With --prebuilt, the CLI tests run glassbox and bench_* from DIR, not from
+# the path the build compiled in, which is the build machine's
+# (tests/support/command.h, program_path). The tests that read Fashion-MNIST
+# look where Debian's dataset-fashion-mnist puts it; the carried copy stands in.
+[ -z "$prebuilt" ] || export GLASSBOX_PROGRAMS_DIR="$prebuilt"
 if [ "$dry_run" -eq 0 ] && [ ! -e /usr/share/datasets/fashion-mnist ] \
    && [ -f "$repo/third_party/fashion-mnist/train-images-idx3-ubyte.gz" ]; then
   mkdir -p /usr/share/datasets && ln -s "$repo/third_party/fashion-mnist" /usr/share/datasets/fashion-mnist \

@@ -29,30 +29,38 @@ precision_tests=(test_channels_last_cuda test_channels_last_cuda_layers test_cha
                  test_mixed_precision test_precision_staging test_loss_scaler_cuda test_convert test_kernel_map
                  test_sgd_working_copy test_loss_scale)
 
+# precision_interleave PRECISION LAYOUT: ResNet50/train_step with Glassbox's
+# values in LAYOUT, interleaved with PyTorch over 2 rounds: bf16 at batches
+# 64 and 256 against AMP in channels_last, tf32 at batch 64 against
+# PyTorch's better layout -> <gpu>/resnet50-bf16.json, resnet50-tf32-LAYOUT.json.
+precision_interleave() {
+  local precision=$1 layout=$2 batches=64 name=resnet50-$1-$2 limit=120 layouts=nchw,channels_last
+  [ "$precision" = bf16 ] && batches=64,256 name=resnet50-bf16 limit=150 layouts=channels_last
+  echo "---- ResNet50/train_step $precision ($layout values) at batch $batches, interleaved with PyTorch ($layouts)"
+  [ "$dry_run" -eq 1 ] || rm -f "$results_dir/$name.json"
+  bounded "$limit" "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
+    --glassbox-autotune-cache "$autotune_cache" \
+    --rounds 2 --min-time 1 --modes train_step --batch "$batches" --precision "$precision" \
+    --glassbox-layout "$layout" --layouts "$layouts" \
+    --json "$results_dir/$name.json" ResNet50 \
+    || { echo "interleave $precision $layout: FAILED"; return 1; }
+}
+
 step_precision() {
   local rc=0
   [ "$dry_run" -eq 1 ] || mkdir -p "$results_dir"
   run_tests "${precision_tests[@]}" || rc=1
   # The figures next, the first: bf16 at batches 64 and 256 against
-  # PyTorch AMP in its layout for it (channels_last), then tf32 at batch 64
-  # with Glassbox's values NHWC and NCHW against PyTorch's better layout.
-  local run precision layout batches name limit layouts
-  for run in bf16:auto tf32:nhwc tf32:nchw; do
-    precision=${run%%:*} layout=${run#*:}
-    batches=64 name=resnet50-$precision-$layout limit=120 layouts=nchw,channels_last
-    [ "$precision" = bf16 ] && batches=64,256 name=resnet50-bf16 limit=150 layouts=channels_last
-    echo "---- ResNet50/train_step $precision ($layout values) at batch $batches, interleaved with PyTorch ($layouts)"
-    [ "$dry_run" -eq 1 ] || rm -f "$results_dir/$name.json"
-    bounded "$limit" "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
-      --glassbox-autotune-cache "$autotune_cache" \
-      --rounds 2 --min-time 1 --modes train_step --batch "$batches" --precision "$precision" \
-      --glassbox-layout "$layout" --layouts "$layouts" \
-      --json "$results_dir/$name.json" ResNet50 \
-      || { echo "interleave $precision $layout: FAILED"; rc=1; }
-  done
+  # PyTorch AMP in its layout for it (channels_last); the kernels of the bf16
+  # step; then tf32 at batch 64 with Glassbox's values NHWC and NCHW against
+  # PyTorch's better layout; then `time`. Each later command gets what the
+  # budget has left, so the most wanted come first.
+  local have_cli=1
   if [ "$dry_run" -eq 0 ] && [ ! -x "$build/glassbox" ]; then
-    echo "precision: $build/glassbox missing: no kernels or time"; rc=1
-  else
+    echo "precision: $build/glassbox missing: no kernels or time"; rc=1; have_cli=0
+  fi
+  precision_interleave bf16 auto || rc=1
+  if [ "$have_cli" -eq 1 ]; then
     # The step docs/one-step.md walks: batch 256, the search the benchmarks
     # ran (their autotune cache), its map kept as JSON and as Markdown tables.
     local kernels_json="$results_dir/resnet50-bf16-256-kernels.json"
@@ -65,9 +73,13 @@ step_precision() {
     else
       echo "kernels bf16: FAILED"; rc=1
     fi
+  fi
+  precision_interleave tf32 nhwc || rc=1
+  precision_interleave tf32 nchw || rc=1
+  if [ "$have_cli" -eq 1 ]; then
     echo "---- glassbox time ResNet50 --precision bf16 (which layers compute in 16 bits)"
     bounded 120 "$build/glassbox" time ResNet50 --device cuda --precision bf16 --batch 64 --steps 5 \
-      || { echo "time bf16: FAILED"; rc=1; }
+      --cudnn-search --autotune-cache "$autotune_cache" || { echo "time bf16: FAILED"; rc=1; }
   fi
   return "$rc"
 }

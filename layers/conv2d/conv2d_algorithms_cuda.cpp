@@ -453,7 +453,9 @@ void retime_legacy(Context& ctx, const SearchInput& in, Pass pass, const Scratch
 // runs fewer configurations than cudnnConvolutionForward, with no call that
 // asks whether it runs one. So a fused forward chosen without a measured
 // search runs its candidates once on scratch tensors, in the heuristics'
-// order, until one succeeds; each that fails takes cuDNN's status. Where the
+// order, until one succeeds; each that fails takes cuDNN's status, and the
+// one that succeeds goes first, ahead of any whose workspace the trial could
+// not have (untried, so not known to run in the fused call). Where the
 // scratch cannot be had, the candidates stay untried and `note` says so.
 void try_fused_call(Context& ctx, const PrepareOptions& options, const SearchInput& in, std::vector<Perf>& perfs,
                     std::string& note) {
@@ -464,12 +466,18 @@ void try_fused_call(Context& ctx, const PrepareOptions& options, const SearchInp
     note = "not tried through the fused call: no memory for its scratch tensors";
     return;
   }
-  for (Perf& p : perfs) {
-    if (p.status != CUDNN_STATUS_SUCCESS || p.memory > options.workspace_limit) continue;
-    if (!ensure_workspace(ctx, *scratch, p.memory)) continue;  // the choice names the memory it lacks
-    const ConvolutionDescriptor conv = in.make_convolution(runs_result_math(in) ? p.math : in.base_math);
-    p.status = run_legacy(in, conv.get(), Pass::kForward, p.algo, *scratch, p.memory, 0.0f);
-    if (p.status == CUDNN_STATUS_SUCCESS) break;
+  for (auto p = perfs.begin(); p != perfs.end(); ++p) {
+    if (p->status != CUDNN_STATUS_SUCCESS || p->memory > options.workspace_limit) continue;
+    // The workspace of the descriptor the trial runs, whose math may not be the search's.
+    const ConvolutionDescriptor conv = in.make_convolution(runs_result_math(in) ? p->math : in.base_math);
+    size_t bytes = 0;
+    if (workspace_size(in.descriptors, conv.get(), Pass::kForward, p->algo, bytes) != CUDNN_STATUS_SUCCESS) continue;
+    if (!ensure_workspace(ctx, *scratch, bytes)) continue;  // untried; the choice names the memory if it is chosen
+    p->status = run_legacy(in, conv.get(), Pass::kForward, p->algo, *scratch, bytes, 0.0f);
+    if (p->status == CUDNN_STATUS_SUCCESS) {
+      std::rotate(perfs.begin(), p, p + 1);
+      break;
+    }
   }
   CUDA_CHECK(cudaStreamSynchronize(stream_of(ctx)));  // a trial run that faulted is named here, at prepare
 }
@@ -553,9 +561,28 @@ PassChoice choose_pinned(Context& ctx, const PrepareOptions& options, const Sear
     reject(cat("needs ", bytes_str(bytes), " of workspace, the limit is ", bytes_str(options.workspace_limit)));
   }
   if (!try_reserve(ctx, bytes)) reject(cat("needs ", bytes_str(bytes), " of workspace: out of memory"));
+  // Note [When cuDNN refuses the fused call]: the workspace query above is
+  // the plain call's; only a run says whether the fused call runs the pin.
+  ConvolutionDescriptor conv = in.make_convolution(in.base_math);
+  if (pass == Pass::kForward && in.fused_forward()) {
+    std::optional<Scratch> scratch;
+    try {
+      scratch = scratch_tensors(ctx, in);
+    } catch (const OutOfMemoryError&) {
+      reject("cannot be tried through the fused call (cudnnConvolutionBiasActivationForward): no memory for its "
+             "scratch tensors");
+    }
+    if (!ensure_workspace(ctx, *scratch, bytes)) reject(cat("needs ", bytes_str(bytes), " of workspace: out of memory"));
+    const cudnnStatus_t ran = run_legacy(in, conv.get(), Pass::kForward, algo, *scratch, bytes, 0.0f);
+    CUDA_CHECK(cudaStreamSynchronize(stream_of(ctx)));
+    if (ran != CUDNN_STATUS_SUCCESS) {
+      reject(cat("is not run by the fused call (cudnnConvolutionBiasActivationForward) here: ",
+                 cudnnGetErrorString(ran)));
+    }
+  }
   const bool tensor_op = entry != listed.end() && is_tensor_op(entry->math);
   list.push_back({algo, algo_name, true, bytes, -1.0f, "chosen (pinned)", deterministic, tensor_op});
-  return {in.make_convolution(in.base_math), algo, bytes};
+  return {std::move(conv), algo, bytes};
 }
 
 // A searched pass: the first candidate that passes every check, in the

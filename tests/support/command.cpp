@@ -4,6 +4,9 @@
 #include <stdio.h>
 #include <sys/wait.h>
 
+#include <cstdlib>
+#include <filesystem>
+
 namespace glassbox::testing {
 
 CommandOutcome run_command(const std::string& command_line) {
@@ -16,6 +19,12 @@ CommandOutcome run_command(const std::string& command_line) {
   const int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+std::string program_path(const std::string& built) {
+  const char* dir = std::getenv("GLASSBOX_PROGRAMS_DIR");
+  if (dir == nullptr || *dir == '\0') return built;
+  return (std::filesystem::path(dir) / std::filesystem::path(built).filename()).string();
 }
 
 }  // namespace glassbox::testing

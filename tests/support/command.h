@@ -16,4 +16,10 @@ struct CommandOutcome {
 // Runs `command_line` through the shell, stderr joined to stdout.
 CommandOutcome run_command(const std::string& command_line);
 
+// A program of the build (glassbox, bench_nets, ...) by the path the build
+// compiled in, or by its file name in $GLASSBOX_PROGRAMS_DIR where that is
+// set: binaries built on one machine and run on another, in a folder of
+// their own (tools/gpu_check.sh --prebuilt DIR), find each other there.
+std::string program_path(const std::string& built);
+
 }  // namespace glassbox::testing
