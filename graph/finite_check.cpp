@@ -111,7 +111,8 @@ float check_loss_value(Context& ctx, Graph& graph, int64_t step, float loss, int
           "itself",
           fp16_range_note(ctx));
   throw NumericalError(
-      cat("step ", step, ": the loss is ", non_finite_name(loss), late, where.empty() ? none : "; " + where));
+      cat("step ", step, ": the loss is ", non_finite_name(loss), late,
+          where.empty() ? none : cat("; ", where, fp16_range_note(ctx))));
 }
 
 }  // namespace glassbox

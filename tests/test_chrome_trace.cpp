@@ -121,7 +121,7 @@ TEST(TraceKernels, RecordsGoOnAStreamTrackUnderTheirSpans) {
   EXPECT_NO_THROW(to_chrome_json(trace));
 }
 
-const std::string kCli = GLASSBOX_CLI_PATH;
+const std::string kCli = glassbox::testing::program_path(GLASSBOX_CLI_PATH);
 
 TEST(CliTrace, WritesOneTrainStepOfLayerSpans) {
   const testing::TempDir dir;
@@ -134,7 +134,8 @@ TEST(CliTrace, WritesOneTrainStepOfLayerSpans) {
               contains(r.output, "recording's cost: not measurable: the steps with spans ran faster"))
       << r.output;
   // One step of each has no spread to compare a difference with.
-  const auto one = run_command(kCli + " trace LeNet --device cpu --batch 4 --warmup 0 --steps 1 --out " + out);
+  const auto one =
+      run_command(kCli + " trace LeNet --device cpu --batch 4 --warmup 0 --steps 1 --layout nchw --out " + out);
   ASSERT_EQ(one.exit_code, 0) << one.output;
   EXPECT_TRUE(contains(one.output, "recording's cost: not measured with one step of each (")) << one.output;
   std::ifstream file(out);
@@ -144,6 +145,7 @@ TEST(CliTrace, WritesOneTrainStepOfLayerSpans) {
   EXPECT_EQ(doc["otherData"]["kind"], "glassbox.trace");
   EXPECT_EQ(doc["otherData"]["network"], "LeNet");
   EXPECT_EQ(doc["otherData"]["batch"], 4);
+  EXPECT_EQ(doc["otherData"]["layout"], "NCHW");
   std::vector<std::string> spans;
   double step_us = 0.0;
   for (const auto& event : doc["traceEvents"]) {
@@ -161,6 +163,27 @@ TEST(CliTrace, WritesOneTrainStepOfLayerSpans) {
   EXPECT_EQ(spans.front(), "conv1 forward");
   EXPECT_EQ(spans[spans.size() - 2], "conv1 backward-weights");
   EXPECT_EQ(spans.back(), "sgd optimizer");
+}
+
+// With NHWC values, the trace says so, and each layer's span gives its layout.
+TEST(CliTrace, ATraceOfNhwcValuesGivesEachLayersLayout) {
+  const testing::TempDir dir;
+  const std::string out = dir.path() + "/nhwc.json";
+  const auto r =
+      run_command(kCli + " trace LeNet --device cpu --batch 4 --warmup 0 --steps 1 --layout nhwc --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream file(out);
+  std::stringstream text;
+  text << file.rdbuf();
+  const nlohmann::json doc = nlohmann::json::parse(text.str());
+  EXPECT_EQ(doc["otherData"]["layout"], "NHWC where the layers take it (each span's \"layout\")");
+  int with_layout = 0;
+  for (const auto& event : doc["traceEvents"]) {
+    if (event["ph"] != "X" || !event["args"].contains("type")) continue;
+    ASSERT_TRUE(event["args"].contains("layout")) << event;
+    with_layout += event["args"]["layout"].get<std::string>().starts_with("NHWC") ? 1 : 0;
+  }
+  EXPECT_GT(with_layout, 0);
 }
 
 TEST(CliTrace, AnUnwritableOutputFailsBeforeTheRun) {

@@ -25,7 +25,7 @@ using glassbox::cpu_path_name;
 using glassbox::testing::contains;
 Outcome run(const std::string& command) { return glassbox::testing::run_command(command); }
 
-const std::string kCli = GLASSBOX_CLI_PATH;
+const std::string kCli = glassbox::testing::program_path(GLASSBOX_CLI_PATH);
 
 TEST(Cli, UsageErrorsListTheChoicesAndExitTwo) {
   const struct {
@@ -348,6 +348,9 @@ TEST(Cli, SummaryMemoryRunsAStepAndPrintsEveryCategory) {
 TEST(Cli, MaxBatchFindsTheLargestBatchUnderAMemoryLimit) {
   const Outcome r = run(kCli + " max-batch LeNet --device cpu --memory-limit 16MiB");
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "LeNet on cpu, fp32 (TF32 off), values NHWC where the layers take it, memory limited "
+                                 "to 16.00 MiB: one training step"))
+      << r.output;
   std::smatch found;
   ASSERT_TRUE(std::regex_search(r.output, found, std::regex("largest batch that fits: ([0-9]+) \\(([0-9]+) does not\\)")))
       << r.output;

@@ -16,7 +16,7 @@ namespace {
 using glassbox::testing::contains;
 using glassbox::testing::run_command;
 
-const std::string kCli = GLASSBOX_CLI_PATH;
+const std::string kCli = glassbox::testing::program_path(GLASSBOX_CLI_PATH);
 
 nlohmann::json read_json(const std::string& path) {
   std::ifstream file(path);
@@ -78,6 +78,19 @@ TEST(CliSweep, BadBatchListsAreUsageErrorsNamingTheFlag) {
     EXPECT_EQ(r.exit_code, 2) << c.list << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, c.message)) << c.list << "\n" << r.output;
   }
+}
+
+// The document and the header name the precision the steps ran in.
+TEST(CliSweep, RecordsThePrecisionItsStepsRanIn) {
+  const glassbox::testing::TempDir dir;
+  const std::string out = dir / "bf16.sweep.json";
+  const auto r = run_command(kCli + " sweep LeNet --device cpu --threads 1 --batches 1,2 --steps 1 --warmup 0 " +
+                             "--precision bf16 --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, ", bf16 (mixed")) << r.output;
+  const nlohmann::json doc = read_json(out);
+  EXPECT_TRUE(contains(doc["runtime"]["precision"].get<std::string>(), "bf16")) << doc["runtime"];
+  EXPECT_EQ(doc["runtime"]["precision"], doc["largest"]["runtime"]["precision"]);
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ namespace {
 using testing::contains;
 using testing::run_command;
 
-const std::string kCli = GLASSBOX_CLI_PATH;
+const std::string kCli = glassbox::testing::program_path(GLASSBOX_CLI_PATH);
 
 testing::CommandOutcome glassbox(const std::string& arguments) { return run_command(kCli + " " + arguments); }
 
@@ -187,6 +187,8 @@ TEST(CliText, RefusalsNameTheNetworkAndTheData) {
        "vocabulary 102 (not the 10,000 asked for"},
       {"train LeNet --data text:" + dir / "small.txt" + " --device cpu",
        "glassbox: --data text:" + dir / "small.txt" + " is text, for a language model; LeNet reads images"},
+      {"train LSTMSmall --data fortunes --on-bad-sample stop --device cpu",
+       "glassbox: --on-bad-sample is for image data; LSTMSmall reads a text corpus, which has no samples to skip"},
       {"train LSTMSmall --data fortunes --device cpu",
        "LSTMSmall is a language model, which trains in one process for now: its streams are not sharded "
        "over ranks (run without mpirun)",

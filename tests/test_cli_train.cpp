@@ -24,7 +24,7 @@ namespace {
 using testing::contains;
 using testing::run_command;
 
-const std::string kCli = GLASSBOX_CLI_PATH;
+const std::string kCli = glassbox::testing::program_path(GLASSBOX_CLI_PATH);
 
 testing::CommandOutcome glassbox(const std::string& arguments) { return run_command(kCli + " " + arguments); }
 
@@ -486,8 +486,16 @@ TEST(CliTrain, AResumedRunTakesEverySettingFromItsCheckpointOrRefusesIt) {
     EXPECT_FALSE(contains(r.output, "--")) << "a flag was blamed for the file\n" << r.output;
   }
 
-  // The untouched checkpoint resumes, and keeps its run id.
+  // Another precision is named as that, not as fp16's loss-scaling
+  // settings missing from the checkpoint.
   std::filesystem::copy_file(kept, train, std::filesystem::copy_options::overwrite_existing);
+  r = glassbox(resume + " --precision fp16");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: --resume " + run + ": this run's precision is 'fp16', the checkpoint's is "
+                                 "'fp32'; resume with the same settings"))
+      << r.output;
+
+  // The untouched checkpoint resumes, and keeps its run id.
   r = glassbox(resume);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(read_safetensors(run + "/epoch-0002.train.safetensors").metadata.at("run_id"),

@@ -118,6 +118,11 @@ TEST(CompileFlags, FlagsThatDoNothingOnTheDeviceAreNamed) {
   const std::map<std::string, std::string> cpu_only = {{"--cpu-conv", "glassbox"}, {"--no-winograd", ""}};
   EXPECT_TRUE(compile_flag_notes(cpu_only, Device::cpu()).empty());
   EXPECT_EQ(compile_flag_notes(cpu_only, Device::cuda()).size(), 2u);
+  EXPECT_EQ(compile_flag_notes({{"--precision", "tf32"}}, Device::cpu()),
+            (std::vector<std::string>{"--precision tf32 rounds the inputs of a GPU's tensor-core products to TF32; the "
+                                      "CPU computes in fp32, so a tf32 run on the CPU gives fp32's results"}));
+  EXPECT_TRUE(compile_flag_notes({{"--precision", "tf32"}}, Device::cuda()).empty());
+  EXPECT_TRUE(compile_flag_notes({{"--precision", "bf16"}}, Device::cpu()).empty()) << "the CPU runs bf16";
   EXPECT_TRUE(compile_flag_notes({{"--layout", "nhwc"}}, Device::cpu()).empty()) << "both devices plan layouts";
   EXPECT_TRUE(compile_flag_notes({{"--layout", "nhwc"}}, Device::cuda()).empty()) << "both devices plan layouts";
 }

@@ -11,6 +11,7 @@
 #include "nets/registry.h"
 #include "optim/sgd.h"
 #include "tensor/copy.h"
+#include "tests/support/data_files.h"
 
 namespace glassbox {
 namespace {
@@ -23,6 +24,13 @@ struct LeNetRun {
   LeNetRun() {
     graph.compile(ctx);
     fill_synthetic_batch(ctx, graph, 10);
+  }
+  // One weight of conv2 infinite.
+  void spoil_conv2_weight() {
+    const Tensor& weight = graph.node("conv2").params[0];
+    std::vector<float> values = to_vector<float>(ctx, weight);
+    values[7] = std::numeric_limits<float>::infinity();
+    from_vector<float>(ctx, values, weight);
   }
   std::string first_error(int steps) {
     for (int step = 1; step <= steps; ++step) {
@@ -53,12 +61,20 @@ TEST(FiniteCheck, NonFiniteDataIsTracedToTheInput) {
 
 TEST(FiniteCheck, ANonFiniteParameterIsNamedWithTheFirstLayerItSpoils) {
   LeNetRun run;
-  const Tensor& weight = run.graph.node("conv2").params[0];
-  std::vector<float> values = to_vector<float>(run.ctx, weight);
-  values[7] = std::numeric_limits<float>::infinity();
-  from_vector<float>(run.ctx, values, weight);
+  run.spoil_conv2_weight();
   EXPECT_EQ(run.first_error(3),
             "step 1: the loss is nan; first non-finite output: conv2 (Conv2d); non-finite parameters: conv2.weight");
+}
+
+// In an fp16 graph the message also names fp16's range, the likely cause.
+TEST(FiniteCheck, ANonFiniteValueOfAnFp16RunNamesFp16sRange) {
+  LeNetRun run;
+  run.spoil_conv2_weight();
+  run.graph.forward(run.ctx);
+  run.ctx.set_precision(Precision::kFp16);  // what the note reads; the graph's values stay fp32 here
+  EXPECT_EQ(testing::message_of<NumericalError>([&] { check_loss_value(run.ctx, run.graph, 3, kNaN); }),
+            "step 3: the loss is nan; first non-finite output: conv2 (Conv2d); non-finite parameters: conv2.weight; "
+            "fp16 holds values up to 65504, and bf16 has fp32's range");
 }
 
 TEST(FiniteCheck, ADivergingRunStopsAtTheFirstNonFiniteStep) {

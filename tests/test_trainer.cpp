@@ -102,7 +102,9 @@ TEST(Trainer, AResumedRunEndsBitForBitAsOneThatNeverStopped) {
 
 TEST(Trainer, ResumingRefusesOtherSettingsAndFinishedRuns) {
   testing::TempDir dir;
-  TrainingRun first(kTinyNet, "synthetic:64", quick(1, dir.path()));
+  TrainerOptions options = quick(1, dir.path());
+  options.config["precision"] = "fp32";
+  TrainingRun first(kTinyNet, "synthetic:64", options);
   first.trainer->run();
 
   TrainerOptions other = quick(3, dir.path());
@@ -115,6 +117,15 @@ TEST(Trainer, ResumingRefusesOtherSettingsAndFinishedRuns) {
     EXPECT_EQ(std::string(e.what()), cat("--resume ", dir.path(), ": this run's lr is '0.1', the checkpoint's is '0.05'; "
                                                                "resume with the same settings"));
   }
+  // A setting that differs is named before one the checkpoint lacks:
+  // "loss_scale_init" comes before "precision", and an fp32 run has none.
+  TrainerOptions fp16 = quick(3, dir.path());
+  fp16.config["precision"] = "fp16";
+  fp16.config["loss_scale_init"] = "65536";
+  TrainingRun third(kTinyNet, "synthetic:64", fp16);
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { third.trainer->resume(dir.path()); }),
+            cat("--resume ", dir.path(), ": this run's precision is 'fp16', the checkpoint's is 'fp32'; resume with "
+                "the same settings"));
   TrainingRun done(kTinyNet, "synthetic:64", quick(1, dir.path()));
   try {
     done.trainer->resume(dir.path());

@@ -174,15 +174,19 @@ const TrainingState& Trainer::resume(const std::string& dir) {
   const std::string file = checkpoint_train_path(dir, saved.epoch);
   // The run must continue as it started: every setting but the number of
   // epochs must be the checkpoint's, and the checkpoint must hold every one.
+  // A setting that differs is named first: another precision has other
+  // settings (fp16's loss scaling), which are missing for that reason.
   for (const auto& [key, value] : options_.config) {
     const auto it = saved.config.find(key);
-    if (it == saved.config.end()) {
-      throw DataError(cat(file, ": no \"config.", key, "\" in its __metadata__ (every setting of the run is saved "
-                          "with it)"));
-    }
-    if (key != "epochs" && it->second != value) {
+    if (key != "epochs" && it != saved.config.end() && it->second != value) {
       throw ConfigError(cat("--resume ", dir, ": this run's ", key, " is '", excerpt(value, 120),
                             "', the checkpoint's is '", excerpt(it->second, 120), "'; resume with the same settings"));
+    }
+  }
+  for (const auto& [key, value] : options_.config) {
+    if (!saved.config.contains(key)) {
+      throw DataError(cat(file, ": no \"config.", key, "\" in its __metadata__ (every setting of the run is saved "
+                          "with it)"));
     }
   }
   // Note [A language model's vocabulary] (trainer.h): the same --data may
@@ -375,7 +379,9 @@ EpochReport Trainer::train_epoch(int epoch, const TrainerHooks& hooks) {
                                       : scaler_->last_step_skipped() ? StepGradients::kNone
                                                                      : StepGradients::kParameters;
       const std::string where = describe_non_finite_step(ctx_, graph_, gradients);
-      if (!where.empty()) throw NumericalError(cat("epoch ", epoch, ", step ", state_.step, ": ", where));
+      if (!where.empty()) {
+        throw NumericalError(cat("epoch ", epoch, ", step ", state_.step, ": ", where, fp16_range_note(ctx_)));
+      }
     }
     readback.record(state_.step);
     queued.push_back({step, count, report.lr});

@@ -29,11 +29,18 @@
 //            --memory-limit, --steps/--warmup, and --batches (the "..."
 //            runs): every accepted list grows strictly; not the runs.
 //
+//   train:   Args with its flags, the network, --device, then train_settings
+//            (tools/cli/train_settings.h) for a new run. An accepted run whose
+//            settings a checkpoint can hold (UTF-8) is resumed from them
+//            twice, with no flag but --resume and with its own flags again:
+//            both have its settings, the same texts and the same values.
+//
 //   report:  Args with its flags and the one file it takes (reading the
 //            file and the page are tests/fuzz/fuzz_report.cpp's).
 //
 // Invariants of an accepted command line: the parameter count does not depend
 // on the batch, and the forward MACs are exactly batch x those of one image.
+#include <cmath>
 #include <map>
 
 #include "nets/registry.h"
@@ -44,6 +51,7 @@
 #include "tools/cli/data_parallel_args.h"
 #include "tools/cli/flag_specs.h"
 #include "tools/cli/network_arg.h"
+#include "tools/cli/train_settings.h"
 
 using namespace glassbox;
 
@@ -178,6 +186,73 @@ void fuzz_sweep(const std::vector<std::string>& words) {
   for (size_t i = 1; i < batches.size(); ++i) FUZZ_CHECK(batches[i] > batches[i - 1]);
 }
 
+// What a resume must keep of a run: every saved text and every value.
+void check_same_run(const cli::TrainSettings& first, const cli::TrainSettings& resumed) {
+  const TrainerOptions& a = first.options;
+  const TrainerOptions& b = resumed.options;
+  FUZZ_CHECK(a.config == b.config);
+  FUZZ_CHECK(first.data_spec == resumed.data_spec && first.batch == resumed.batch &&
+             first.precision == resumed.precision);
+  FUZZ_CHECK(a.sgd.lr == b.sgd.lr && a.sgd.momentum == b.sgd.momentum && a.sgd.nesterov == b.sgd.nesterov &&
+             a.sgd.weight_decay == b.sgd.weight_decay && a.sgd.max_grad_norm == b.sgd.max_grad_norm);
+  FUZZ_CHECK(a.schedule == b.schedule && a.warmup_epochs == b.warmup_epochs && a.epochs == b.epochs);
+  FUZZ_CHECK(a.seed == b.seed && a.steps_per_epoch == b.steps_per_epoch);
+  FUZZ_CHECK(a.loss_scale.initial == b.loss_scale.initial &&
+             a.loss_scale.growth_interval == b.loss_scale.growth_interval);
+}
+
+// Every setting is saved in the one text its value has (Settings in
+// tools/cli/train_settings.cpp), so that "--batch 16" resumes a run started
+// with "--batch 016": numbers as their shortest text, integers in decimal.
+void check_canonical(const std::map<std::string, std::string>& config, bool fp16) {
+  std::vector<std::string> numbers = {"lr", "momentum", "weight_decay", "clip"};
+  std::vector<std::string> integers = {"batch", "warmup_epochs", "seed", "steps_per_epoch", "epochs", "ranks"};
+  if (fp16) {
+    numbers.push_back("loss_scale_init");
+    integers.push_back("loss_scale_growth_interval");
+  }
+  FUZZ_CHECK(config.size() == numbers.size() + integers.size() + 5);  // and net, data, schedule, nesterov, precision
+  for (const std::string& key : numbers) {
+    const std::string& text = config.at(key);
+    FUZZ_CHECK(shortest_text(parse_number(key, text, -1e300, 1e300)) == text);
+  }
+  for (const std::string& key : integers) {
+    const std::string& text = config.at(key);
+    FUZZ_CHECK(cat(parse_int(key, text, 0, INT64_MAX)) == text);
+  }
+  FUZZ_CHECK(parse_lr_schedule(config.at("schedule"), "schedule").str() == config.at("schedule"));
+  FUZZ_CHECK(config.at("nesterov") == "true" || config.at("nesterov") == "false");
+  FUZZ_CHECK(flag_name_of(parse_precision(config.at("precision"))) == config.at("precision"));
+}
+
+void fuzz_train(const std::vector<std::string>& words) {
+  const cli::Args args("train", cli::train_flags(), words);
+  const NetSpec& net = cli::network_arg(args, "train");
+  const Device device = choose_device(args.get("--device", ""), "--device").device;
+  FUZZ_CHECK(!device.is_cuda());
+  if (args.has("--resume")) return;  // run_train reads the checkpoint's settings first: not made up here
+  const cli::TrainSettings first = cli::train_settings(args, net, device, /*ranks=*/1, {});
+  const TrainerOptions& options = first.options;
+  FUZZ_CHECK(first.batch >= 1 && options.epochs > options.warmup_epochs && options.warmup_epochs >= 0);
+  FUZZ_CHECK(options.sgd.lr > 0.0f && std::isfinite(options.sgd.lr));
+  FUZZ_CHECK(options.sgd.momentum >= 0.0f && options.sgd.momentum <= 1.0f);
+  FUZZ_CHECK(first.precision != Precision::kFp16 || options.loss_scale.initial > 0.0f);
+  FUZZ_CHECK(options.config.at("net") == net.name && options.config.at("ranks") == "1");
+  check_canonical(options.config, first.precision == Precision::kFp16);
+  for (const auto& [key, value] : options.config) {
+    if (first_non_utf8(value) != std::string::npos) {
+      FUZZ_CHECK(options.checkpoint_dir.empty());  // refused with one
+      return;
+    }
+  }
+  const cli::SavedSettings saved{.config = options.config, .file = "run/epoch-0001.train.safetensors"};
+  const cli::Args bare("train", cli::train_flags(), {net.name, "--resume", "run"});
+  check_same_run(first, cli::train_settings(bare, net, device, 1, saved));
+  std::vector<std::string> again = words;
+  again.insert(again.end(), {"--resume", "run"});
+  check_same_run(first, cli::train_settings(cli::Args("train", cli::train_flags(), again), net, device, 1, saved));
+}
+
 // report's command line, as run_report parses it, up to reading the file.
 void fuzz_report(const std::vector<std::string>& words) {
   const cli::Args args("report", cli::report_flags(), words);
@@ -200,6 +275,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (words[0] == "sweep") fuzz_sweep(rest);
     if (words[0] == "kernels") fuzz_kernels(rest);
     if (words[0] == "report") fuzz_report(rest);
+    if (words[0] == "train") fuzz_train(rest);
   });
   return 0;
 }

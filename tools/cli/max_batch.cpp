@@ -46,8 +46,11 @@ int run_max_batch(const std::vector<std::string>& words) {
                          "runs out, each running a whole training step: this can take long\n");
   }
 
-  std::printf("%s on %s%s: one training step (SGD with momentum) per try\n", net.name.c_str(),
-              choice.device.str().c_str(), limit ? cat(", memory limited to ", format_bytes(limit)).c_str() : "");
+  std::printf("%s on %s, %s, values %s%s: one training step (SGD with momentum) per try\n", net.name.c_str(),
+              choice.device.str().c_str(), std::string(name_of(options.precision)).c_str(),
+              plans_channels_last(options.layout, choice.device, options.precision) ? "NHWC where the layers take it"
+                                                                                    : "NCHW",
+              limit ? cat(", memory limited to ", format_bytes(limit)).c_str() : "");
   std::optional<StepMemory> best;
   auto fits = [&](int batch) {
     try {

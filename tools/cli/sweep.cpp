@@ -112,10 +112,12 @@ int run_sweep(const std::vector<std::string>& words) {
   check_writable(out);
 
   Context probe = Context::on(choice.device);
+  probe.set_precision(run.compile.precision);  // the runtime's record names the precision the steps run in
   const RuntimeInfo info = runtime_info(probe);
   run.peak = choose_peak(info.device_name, run.compile.precision, measure_peak(probe));
-  std::printf("%s on %s (%s): train steps (SGD with momentum), %d warm-up and %d timed per batch%s\n",
-              net.name.c_str(), info.device.c_str(), info.device_name.c_str(), run.warmup, run.steps,
+  std::printf("%s on %s (%s), %s: train steps (SGD with momentum), %d warm-up and %d timed per batch%s\n",
+              net.name.c_str(), info.device.c_str(), info.device_name.c_str(), info.precision.c_str(), run.warmup,
+              run.steps,
               run.memory_limit ? cat(", memory limited to ", format_bytes(run.memory_limit)).c_str() : "");
   Table table({{"batch", Table::Align::kRight}, {"step ms", Table::Align::kRight},
                {cat(net.item_name(), "/s"), Table::Align::kRight}, {"peak memory", Table::Align::kRight}, {"note"}});

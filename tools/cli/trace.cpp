@@ -20,6 +20,7 @@
 
 #include "graph/chrome_trace.h"
 #include "graph/compile_flags.h"
+#include "graph/layouts.h"
 #include "tensor/atomic_file.h"
 #include "tensor/event_timer.h"
 #include "tensor/kernel_trace.h"
@@ -54,6 +55,8 @@ ChromeTrace step_trace(const Graph& graph, const std::vector<SpanTime>& spans, c
   trace.process = cat("glassbox trace ", network);
   trace.tracks.push_back({kLayerTrack, info.device == "cpu" ? "host (layer spans)" : "stream (layer spans)"});
   double end_us = 0.0;
+  // Where values are NHWC, each span says its layer's layout, as `time` does.
+  const bool channels_last = any_channels_last(graph.nodes());
   for (const SpanTime& span : spans) {
     TraceEvent event{.name = cat(span.name, " ", pass_name(span.pass)),
                      .category = std::string(pass_name(span.pass)),
@@ -62,7 +65,9 @@ ChromeTrace step_trace(const Graph& graph, const std::vector<SpanTime>& spans, c
                      .track = kLayerTrack};
     event.text_args = {{"layer", span.name}, {"pass", std::string(pass_name(span.pass))}};
     if (span.node >= 0) {
-      event.text_args.emplace_back("type", std::string(graph.nodes()[static_cast<size_t>(span.node)].layer->type()));
+      const Node& node = graph.nodes()[static_cast<size_t>(span.node)];
+      event.text_args.emplace_back("type", std::string(node.layer->type()));
+      if (channels_last) event.text_args.emplace_back("layout", layout_path(graph.nodes(), node));
     }
     if (span.node >= 0) {  // the analytic work and traffic of the pass (docs/roofline.md), as `time` reports it
       const PassCost cost = pass_cost(graph, span.node, span.pass, span.duration_ms);
@@ -76,7 +81,8 @@ ChromeTrace step_trace(const Graph& graph, const std::vector<SpanTime>& spans, c
   trace.events.insert(trace.events.begin(), TraceEvent{.name = "train step", .category = "step", .start_us = 0.0,
                                                        .duration_us = end_us, .track = kLayerTrack});
   trace.text_metadata = {{"kind", "glassbox.trace"}, {"network", network}, {"device", info.device},
-                         {"device_name", info.device_name}};
+                         {"device_name", info.device_name},
+                         {"layout", channels_last ? "NHWC where the layers take it (each span's \"layout\")" : "NCHW"}};
   for (const auto& [key, value] : info.fields()) trace.text_metadata.emplace_back("runtime." + key, value);
   trace.number_metadata = {{"batch", batch}, {"step_ms", step_ms}, {"spans_ms", end_us / 1e3}};  // the written step
   return trace;
