@@ -268,7 +268,7 @@ print("torch", torch.__version__, "torchvision", torchvision.__version__, "CUDA"
     echo "python3: not found"; ok=0
   fi
   if [ -f "$staged/STAGED" ]; then echo "staged dependencies ($staged):"; sed 's/^/  /' "$staged/STAGED"
-  else echo "staged dependencies: $staged/STAGED missing (run tools/stage_deps.sh on the CPU machine and carry third_party/staged)"; fi
+  else echo "staged dependencies: $staged/STAGED missing (run tools/stage_deps.sh on the build machine and copy third_party/staged here)"; fi
   [ "$ok" -eq 1 ] || { echo "system: something essential is missing (above)"; return 1; }
 }
 
@@ -280,7 +280,7 @@ print("torch", torch.__version__, "torchvision", torchvision.__version__, "CUDA"
 # ---- 3 build -------------------------------------------------------------------------------------
 step_build() {
   if [ ! -f "$staged/STAGED" ]; then
-    echo "build: third_party/staged is missing: run tools/stage_deps.sh on the CPU machine and carry third_party/staged"
+    echo "build: third_party/staged is missing: run tools/stage_deps.sh on the build machine and copy third_party/staged here"
     return 1
   fi
   show cmake -S "$repo" -B "$repo/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release \
