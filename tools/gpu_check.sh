@@ -195,12 +195,15 @@ bounded() {
 # run_tests TEST...: runs the named test binaries of $build/tests with
 # GLASSBOX_REQUIRE_GPU=1 (a GPU test that skips fails), all at once (one GPU
 # runs several test processes), each within 240 s and the budget; prints each
-# one's output after all ended; returns 1 if any is missing or fails.
+# one's output after all ended; returns 1 if any is missing or fails. A TEST
+# of the form BINARY@FILTER runs BINARY with --gtest_filter=FILTER.
 run_tests() {
   local t rc=0 limit code results="$logs/tests-$$.d"
   local -a list=()
+  local -A filters=()
   export GLASSBOX_REQUIRE_GPU=1  # for the rest of the step, which runs in a subshell of its own
   for t in "$@"; do
+    case "$t" in *@*) filters[${t%%@*}]=${t#*@}; t=${t%%@*} ;; esac
     if [ "$dry_run" -eq 0 ] && [ ! -x "$build/tests/$t" ]; then echo "$t: not built"; rc=1; continue; fi
     list+=("$t")
   done
@@ -210,12 +213,16 @@ run_tests() {
   fi
   echo "---- ${list[*]}: at once, each within $limit s"
   if [ "$dry_run" -eq 1 ]; then
-    for t in "${list[@]}"; do printf '+ timeout %s %s --gtest_color=no --gtest_brief=1\n' "$limit" "$build/tests/$t"; done
+    for t in "${list[@]}"; do
+      printf '+ timeout %s %s --gtest_color=no --gtest_brief=1%s\n' "$limit" "$build/tests/$t" \
+        "${filters[$t]:+ --gtest_filter=${filters[$t]}}"
+    done
     return 0
   fi
   rm -rf "$results" && mkdir -p "$results"
   for t in "${list[@]}"; do
-    ( timeout "$limit" "$build/tests/$t" --gtest_color=no --gtest_brief=1 >"$results/$t.log" 2>&1
+    ( timeout "$limit" "$build/tests/$t" --gtest_color=no --gtest_brief=1 \
+        ${filters[$t]:+"--gtest_filter=${filters[$t]}"} >"$results/$t.log" 2>&1
       echo $? >"$results/$t.rc" ) &
   done
   wait
