@@ -10,6 +10,7 @@
 namespace glassbox {
 
 void fill_synthetic_batch(Context& ctx, const Graph& graph, int classes, uint64_t seed) {
+  if (classes < 1) throw ConfigError(cat("fill_synthetic_batch: ", classes, " classes; labels need at least one"));
   std::mt19937_64 rng(seed);
   for (const Node& node : graph.nodes()) {
     if (!node.is_input()) continue;

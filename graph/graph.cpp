@@ -153,7 +153,14 @@ void Graph::set_stored_types(Precision precision) {
   }
 }
 
+void Graph::check_not_moved(std::string_view what) const {
+  if (moved_.yes) {
+    throw Error(cat(what, ": this graph was moved from; its nodes and buffers are the Graph it was moved into's"));
+  }
+}
+
 void Graph::compile(Context& ctx, const CompileOptions& options) {
+  check_not_moved("compile");
   if (compiled_) {
     throw ConfigError("compile: the graph is compiled already; a second compile would make new parameter, gradient "
                       "and input buffers and leave every tensor and optimizer taken from the first behind: build the "
@@ -471,6 +478,7 @@ const Tensor& Graph::input(std::string_view name) const {
 }
 
 void Graph::check_context(const Context& ctx, std::string_view what) const {
+  check_not_moved(what);
   if (!compiled_) throw Error(cat(what, ": the graph is not compiled; call compile(ctx) first"));
   if (ctx.device() != device_) {
     throw Error(cat(what, ": the graph was compiled for ", device_.str(), ", called with a ",

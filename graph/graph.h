@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "layers/layer.h"
@@ -294,6 +295,7 @@ class Graph {
   Graph(std::vector<Node> nodes, int loss);
 
   void check_context(const Context& ctx, std::string_view what) const;
+  void check_not_moved(std::string_view what) const;
   void allocate_parameters(Context& ctx);
   void allocate_activations(Context& ctx);
   void plan_layouts(Context& ctx, bool prepare_all);  // sets Node::channels_last and prepares layers again
@@ -305,6 +307,19 @@ class Graph {
   Pass backward_pass(const Node& node) const;
   void after_layer(Context& ctx, const Node& node, std::string_view pass) const;
 
+  // Whether this graph was moved from: its nodes and buffers are the other
+  // Graph's now, and every call that needs them says so (a defaulted move
+  // would leave it looking compiled, with nothing behind it).
+  struct MovedFrom {
+    bool yes = false;
+    MovedFrom() = default;
+    MovedFrom(MovedFrom&& other) noexcept : yes(other.yes) { other.yes = true; }
+    MovedFrom& operator=(MovedFrom&& other) noexcept {
+      if (this != &other) yes = std::exchange(other.yes, true);
+      return *this;
+    }
+  };
+  MovedFrom moved_;
   std::vector<Node> nodes_;
   std::vector<int> layers_;  // indices of layer nodes, in topological order
   std::vector<int> input_gradient_nodes_;  // graph inputs that get a gradient (CompileOptions::input_gradients)

@@ -20,7 +20,7 @@ std::vector<NamedTensor> Graph::named_parameters() const {
 
 std::vector<NamedTensor> Graph::named_views(const Tensor& flat) const {
   if (!compiled_) throw Error("named_views: the graph is not compiled; call compile(ctx) first");
-  if (!flat.defined() || flat.bytes() != parameters_.bytes()) {
+  if (!flat.defined() || flat.bytes() != parameters_.bytes() || flat.dtype() != DType::kFloat32) {
     throw ShapeError(cat("named_views: ", flat.defined() ? flat.str() : std::string("an undefined tensor"),
                          " is not laid out as the parameters (", format_bytes(static_cast<int64_t>(parameters_.bytes())),
                          ")"));

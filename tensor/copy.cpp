@@ -34,6 +34,15 @@ void copy(Context& ctx, const Tensor& src, const Tensor& dst) {
   }
   check_same_device_or_host(ctx, src, "copy");
   check_same_device_or_host(ctx, dst, "copy");
+  // Views of one buffer that overlap: neither memcpy nor cudaMemcpy says
+  // what they copy then. A tensor onto itself is a copy with nothing to do.
+  const auto* from = static_cast<const char*>(src.raw());
+  auto* to = static_cast<char*>(dst.raw());
+  if (from == to) return;
+  if (src.device() == dst.device() && from < to + dst.bytes() && to < from + src.bytes()) {
+    throw Error(cat("copy: source ", src.str(), " and destination ", dst.str(),
+                    " overlap in one buffer; copy through a tensor of its own"));
+  }
   const bool host_only = !src.device().is_cuda() && !dst.device().is_cuda();
   copy_bytes(ctx, dst.raw(), src.raw(), src.bytes(), host_only);
 }

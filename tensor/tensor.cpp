@@ -18,7 +18,8 @@ Tensor::Tensor(std::shared_ptr<Buffer> buffer, size_t byte_offset, Shape shape, 
       shape_(std::move(shape)),
       dtype_(dtype),
       layout_(layout) {
-  if (buffer_ && offset_ + bytes() > buffer_->bytes()) {
+  // In this order so that no sum wraps around (an offset near SIZE_MAX).
+  if (buffer_ && (offset_ > buffer_->bytes() || bytes() > buffer_->bytes() - offset_)) {
     throw Error(cat("tensor ", str(), " at byte ", offset_, " does not fit its buffer of ",
                     buffer_->bytes(), " bytes"));
   }
@@ -53,6 +54,10 @@ Tensor Tensor::reshaped(Shape shape) const {
 }
 
 Tensor Tensor::view(size_t byte_offset, Shape shape, DType dtype) const {
+  if (buffer_ && byte_offset > buffer_->bytes() - offset_) {  // offset_ + byte_offset would pass the end, or wrap
+    throw Error(cat("a view at byte ", byte_offset, " of ", str(), " (itself at byte ", offset_,
+                    ") starts past the end of its buffer of ", buffer_->bytes(), " bytes"));
+  }
   return Tensor(buffer_, offset_ + byte_offset, std::move(shape), dtype, layout_);
 }
 

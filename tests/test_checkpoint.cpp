@@ -549,6 +549,16 @@ TEST(Checkpoint, ValuesTrainingCannotLeaveAreRefusedNamingTheElement) {
   });
   EXPECT_EQ(error_of([&] { load_checkpoint(ckpt, ctx, run.graph, net, run.sgd); }),
             train + ": momentum_buffer.conv1.weight[0, 0, 0, 1] is nan" + finite);
+
+  // And the same rule when saving: no file is written that no load takes.
+  const Tensor& bias = trained.graph.node("conv1").params[1];
+  std::vector<float> values = to_vector<float>(ctx, bias);
+  values[2] = std::nanf("");
+  from_vector<float>(ctx, values, bias);
+  const std::string unsaved = dir.file("unsaved.safetensors");
+  EXPECT_EQ(testing::message_of<NumericalError>([&] { save_model(unsaved, ctx, trained.graph, net, 1); }),
+            "saving conv1.bias[2] is nan" + finite + " (reading the file would refuse it)");
+  EXPECT_FALSE(std::filesystem::exists(unsaved));
 }
 
 // One run writes into a checkpoint directory at a time: a second lock on it,

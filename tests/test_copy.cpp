@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tensor/copy.h"
+#include "tests/support/data_files.h"
 #include "tests/support/fake_device.h"
 
 namespace glassbox {
@@ -53,6 +54,15 @@ TEST(Copy, RefusesADestinationOfAnotherSizeOrType) {
   const Tensor same = host_tensor(ctx, Shape{6});
   copy(ctx, src, same);  // the element count and type are what must agree, not the shape
   EXPECT_EQ(to_vector<float>(ctx, same), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  // Views of one buffer that overlap are refused; a tensor onto itself changes nothing.
+  const Tensor first = src.view(0, Shape{4}, DType::kFloat32), later = src.view(2 * sizeof(float), Shape{4},
+                                                                                 DType::kFloat32);
+  EXPECT_EQ(testing::message_of<Error>([&] { copy(ctx, first, later); }),
+            "copy: source float32 (4) on cpu and destination float32 (4) on cpu overlap in one buffer; copy through "
+            "a tensor of its own");
+  copy(ctx, src, src);
+  copy(ctx, src.view(0, Shape{2}, DType::kFloat32), src.view(4 * sizeof(float), Shape{2}, DType::kFloat32));
+  EXPECT_EQ(to_vector<float>(ctx, src), (std::vector<float>{1, 2, 3, 4, 1, 2})) << "views apart copy";
 }
 
 TEST(Copy, FromVectorNeedsOneValuePerElement) {

@@ -119,6 +119,10 @@ TEST(DataSpec, SyntheticBatchFillsEveryInputByItsType) {
       EXPECT_GE(v, -1.0f);
       EXPECT_LT(v, 1.0f);
     }
+    for (int classes : {0, -3}) {
+      EXPECT_EQ(testing::message_of<ConfigError>([&] { fill_synthetic_batch(ctx, graph, classes); }),
+                cat("fill_synthetic_batch: ", classes, " classes; labels need at least one"));
+    }
   }
 }
 

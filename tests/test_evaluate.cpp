@@ -52,6 +52,14 @@ TEST(Evaluate, ALabelOutsideTheClassesIsAnError) {
   } catch (const Error& err) {
     EXPECT_STREQ(err.what(), "score_rows: label 2 of row 0 is not one of the 2 classes");
   }
+  // More rows than the spans hold, or rows of no classes: refused, not read past the end.
+  EXPECT_EQ(testing::message_of<Error>([&] { score_rows(logits, std::vector<int>{1}, 2, 1, e); }),
+            "score_rows: 2 rows of 1 classes asked of 2 logits and 1 labels");
+  EXPECT_EQ(testing::message_of<Error>([&] { score_rows(logits, std::vector<int>{1, 1}, 2, 2, e); }),
+            "score_rows: 2 rows of 2 classes asked of 2 logits and 2 labels");
+  EXPECT_THROW(score_rows(logits, labels, 1, 0, e), Error);
+  EXPECT_THROW(score_rows(logits, labels, -1, 2, e), Error);
+  EXPECT_EQ(e.samples, 0) << "nothing was scored";
 }
 
 // 256 test images at batch 64 (four full batches) and at batch 50 (five,

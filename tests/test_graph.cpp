@@ -285,6 +285,17 @@ TEST(Graph, MisuseThatWouldGiveGarbageIsRefused) {
   EXPECT_EQ(testing::message_of<ConfigError>([&] { graph.set_dropout(2.0f); }),
             "set_dropout: p must be in [0, 1), got 2");
   EXPECT_EQ(graph.set_dropout(0.5f), 0) << "a graph without Dropout layers";
+  // A graph moved from holds nothing: each call says so instead of running on what it no longer has.
+  Graph moved = std::move(graph);
+  const std::string gone = "this graph was moved from; its nodes and buffers are the Graph it was moved into's";
+  EXPECT_EQ(testing::message_of<Error>([&] { graph.forward(ctx); }), "forward: " + gone);
+  EXPECT_EQ(testing::message_of<Error>([&] { graph.backward(ctx); }), "backward: " + gone);
+  EXPECT_EQ(testing::message_of<Error>([&] { (void)graph.loss(ctx); }), "loss: " + gone);
+  EXPECT_EQ(testing::message_of<Error>([&] { graph.compile(ctx); }), "compile: " + gone);
+  moved.forward(ctx);
+  EXPECT_TRUE(std::isfinite(moved.loss(ctx))) << "the graph moved into runs";
+  graph = std::move(moved);
+  EXPECT_NO_THROW(graph.forward(ctx)) << "assigned again, it holds a graph again";
 }
 
 TEST(GraphBuilder, ANullLayerAndABatchPastIntAreRefused) {

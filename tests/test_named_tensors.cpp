@@ -72,6 +72,9 @@ TEST(NamedTensors, ViewsOfAnotherFlatBufferShareTheLayout) {
               std::string::npos)
         << e.what();
   }
+  // As many bytes, of int32: not float views of it.
+  const Tensor ints = ctx.allocate(Shape{graph.parameters().numel()}, DType::kInt32, MemoryCategory::kData);
+  EXPECT_THROW(graph.named_views(ints), ShapeError);
 }
 
 TEST(NamedTensors, StateIsBatchNormsRunningStatistics) {

@@ -6,6 +6,7 @@
 
 #include "tensor/context.h"
 #include "tensor/copy.h"
+#include "tests/support/data_files.h"
 #include "tests/support/devices.h"
 
 namespace glassbox {
@@ -97,6 +98,13 @@ TEST(Tensor, ViewErrorsNameTheShapesAndSizes) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "tensor float32 (6) on cpu at byte 32 does not fit its buffer of 48 bytes");
   }
+  // An offset whose sum with the tensor's own would wrap around is past the end too.
+  EXPECT_EQ(testing::message_of<Error>([&] { t.view(SIZE_MAX - 3, Shape{1}, DType::kFloat32); }),
+            cat("a view at byte ", SIZE_MAX - 3, " of float32 (2, 6) on cpu (itself at byte 0) starts past the end "
+                "of its buffer of 48 bytes"));
+  const Tensor second_row = t.view(6 * sizeof(float), Shape{6}, DType::kFloat32);
+  EXPECT_THROW(second_row.view(SIZE_MAX - 20, Shape{1}, DType::kFloat32), Error);
+  EXPECT_THROW(second_row.view(24, Shape{1}, DType::kFloat32), Error) << "at the end: no room for one float";
   try {
     t.reshaped(Shape{5});
     FAIL() << "12 elements were viewed as 5";

@@ -8,7 +8,9 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 
+#include "data/synthetic.h"
 #include "graph/builder.h"
 #include "nets/nets.h"
 #include "optim/communicator.h"
@@ -390,6 +392,57 @@ TEST(Trainer, RefusesDataThatDoesNotFitTheNetwork) {
   } catch (const ConfigError& e) {
     EXPECT_STREQ(e.what(), "LoaderBatches: no loader (a null pointer)");
   }
+}
+
+// A network of the user's own whose images are not (C, H, W): its sample is
+// whatever follows the batch, checked against the data's as it is.
+TEST(Trainer, AFlatInputIsCheckedAgainstTheDataAsItIs) {
+  Context ctx = Context::cpu();
+  const auto flat_net = [](int batch) {
+    GraphBuilder g;
+    const Value x = g.input("images", {batch, 16});
+    const Value labels = g.input("labels", {batch}, DType::kInt32);
+    return std::move(g).build(g.softmax_cross_entropy(g.linear(x, {.out_features = 4}, "fc"), labels));
+  };
+  const NetSpec net{"Flat", "", Shape{16}, 4, 8, 8, flat_net};
+  Graph graph = net.build(8);
+  graph.compile(ctx);
+  const auto data = [](Shape sample) {
+    return DataSplits{.spec = "made", .train = std::make_shared<SyntheticDataset>(SyntheticOptions{
+                                          .size = 32, .classes = 4, .sample = std::move(sample)})};
+  };
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { Trainer(ctx, net, graph, data(Shape{4, 4}), quick(1)); }),
+            "Flat takes images of (16); the training set of 'made' gives (4, 4)");
+  Trainer trainer(ctx, net, graph, data(Shape{16}), quick(1));
+  EXPECT_NO_THROW(trainer.run());
+}
+
+// Options a run cannot mean are refused when the Trainer is made, not
+// trained through (epochs 0 trained nothing and returned).
+TEST(Trainer, RefusesOptionsARunCannotMean) {
+  testing::TempDir dir;
+  Context ctx = Context::cpu();
+  Graph graph = kTinyNet.build(16);
+  graph.compile(ctx);
+  const auto refusal = [&](const std::function<void(TrainerOptions&)>& change) {
+    TrainerOptions options = quick(2, dir.path());
+    change(options);
+    return testing::message_of<ConfigError>(
+        [&] { Trainer(ctx, kTinyNet, graph, open_data("synthetic:64", kTinyNet.sample, 10), options); });
+  };
+  EXPECT_EQ(refusal([](TrainerOptions& o) { o.epochs = 0; }), "Trainer: epochs is 0; a run trains at least one");
+  EXPECT_EQ(refusal([](TrainerOptions& o) { o.warmup_epochs = 2; }),
+            "Trainer: warmup_epochs is 2 of 2 epochs; it must be from 0 to 1, leaving epochs for the schedule");
+  EXPECT_EQ(refusal([](TrainerOptions& o) { o.warmup_epochs = -1; }),
+            "Trainer: warmup_epochs is -1 of 2 epochs; it must be from 0 to 1, leaving epochs for the schedule");
+  EXPECT_EQ(refusal([](TrainerOptions& o) { o.steps_per_epoch = -4; }),
+            "Trainer: steps_per_epoch is -4; 0 means the whole set");
+  EXPECT_EQ(refusal([](TrainerOptions& o) { o.config["data"] = "folder:caf\xe9"; }),
+            "Trainer: the setting 'data' = 'folder:caf\\xe9' is not UTF-8 text, which a checkpoint saves every "
+            "setting as");
+  EXPECT_EQ(refusal([](TrainerOptions& o) { o.vocabulary = "10 words, \xff"; }),
+            "Trainer: the vocabulary '10 words, \\xff' is not UTF-8 text");
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/latest")) << "nothing was trained";
 }
 
 }  // namespace

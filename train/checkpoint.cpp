@@ -68,7 +68,7 @@ SafetensorsFile model_contents(Context& ctx, const Graph& graph, const NetSpec& 
   file.metadata["format"] = "pt";  // what transformers' loaders look for; ours, not the caller's
   file.metadata["net"] = net.name;
   for (const Wanted& w : model_file::model_tensors(graph, net)) {
-    file.tensors.push_back(w.target.defined() ? model_file::host_copy(ctx, w.name, w.target)
+    file.tensors.push_back(w.target.defined() ? model_file::savable_copy(ctx, w)
                                               : int64_scalar(w.name, batches_tracked));
   }
   return file;
@@ -291,7 +291,7 @@ void write_checkpoint_files(const std::string& dir, const std::string& stem, Con
     train.metadata[kLossScaleSkippedSteps] = cat(state.loss_scale->skipped_steps);
   }
   for (const Wanted& w : model_file::momentum_tensors(graph, net, sgd.velocity())) {
-    train.tensors.push_back(model_file::host_copy(ctx, w.name, w.target));
+    train.tensors.push_back(model_file::savable_copy(ctx, w));
   }
   write_safetensors(train_path(dir, stem), train);
   // Last, and whole: until this rename, `latest` names the previous epoch,

@@ -18,6 +18,11 @@ const Tensor& logits_of(const Graph& graph) {
 
 void score_rows(std::span<const float> logits, std::span<const int> labels, int count, int classes,
                 Evaluation& into) {
+  if (classes < 1 || count < 0 || static_cast<size_t>(count) > labels.size() ||
+      static_cast<size_t>(count) > logits.size() / static_cast<size_t>(classes)) {
+    throw Error(cat("score_rows: ", count, " rows of ", classes, " classes asked of ", logits.size(), " logits and ",
+                    labels.size(), " labels"));
+  }
   for (int n = 0; n < count; ++n) {
     const std::span<const float> row = logits.subspan(static_cast<size_t>(n) * classes, static_cast<size_t>(classes));
     const auto best = std::max_element(row.begin(), row.end());

@@ -68,25 +68,31 @@ const char* forbidden(Values values, float x) {
   return nullptr;
 }
 
-// DataError for the first value of `t` that `w.values` forbids, naming the
-// file, the tensor, the element and the value. match() has checked the
-// dtype and the shape.
-void check_values(const Wanted& w, const HostTensor& t, const std::string& path) {
-  auto refuse = [&](int64_t at, const std::string& value, const char* why) {
-    throw DataError(cat(path, ": ", w.name, coordinates(at, t.shape), " is ", value, "; ", why));
+// The first value of `t` that `w.values` forbids, as "name[i, j] is value;
+// why", or "". The dtype and the shape are the wanted ones.
+std::string first_forbidden(const Wanted& w, const HostTensor& t) {
+  auto said = [&](int64_t at, const std::string& value, const char* why) {
+    return cat(w.name, coordinates(at, t.shape), " is ", value, "; ", why);
   };
   if (w.values == Values::kCount) {  // an I64 scalar
     int64_t count = 0;
     std::memcpy(&count, t.bytes.data(), sizeof count);
-    if (count < 0) refuse(0, cat(count), "a count is never negative");
-    return;
+    return count < 0 ? said(0, cat(count), "a count is never negative") : "";
   }
   const int64_t n = t.numel();
   for (int64_t i = 0; i < n; ++i) {
     float x = 0.0f;
     std::memcpy(&x, t.bytes.data() + i * static_cast<int64_t>(sizeof x), sizeof x);
-    if (const char* why = forbidden(w.values, x)) refuse(i, float_text(x), why);
+    if (const char* why = forbidden(w.values, x)) return said(i, float_text(x), why);
   }
+  return "";
+}
+
+// DataError for the first value of `t` that `w.values` forbids, naming the
+// file, the tensor, the element and the value. match() has checked the
+// dtype and the shape.
+void check_values(const Wanted& w, const HostTensor& t, const std::string& path) {
+  if (const std::string why = first_forbidden(w, t); !why.empty()) throw DataError(cat(path, ": ", why));
 }
 
 }  // namespace
@@ -172,6 +178,14 @@ void assign(Context& ctx, const std::vector<Wanted>& wanted, const std::vector<c
     std::memcpy(values.data(), found[i]->bytes.data(), found[i]->bytes.size());
     write_in_nchw_order(ctx, values, wanted[i].target);
   }
+}
+
+HostTensor savable_copy(Context& ctx, const Wanted& w) {
+  HostTensor copy = host_copy(ctx, w.name, w.target);
+  if (const std::string why = first_forbidden(w, copy); !why.empty()) {
+    throw NumericalError(cat("saving ", why, " (reading the file would refuse it)"));
+  }
+  return copy;
 }
 
 HostTensor host_copy(Context& ctx, const std::string& name, const Tensor& tensor) {

@@ -35,12 +35,14 @@ uint64_t epoch_seed(uint64_t seed, int epoch) {
 }
 
 void check_data_fits(const NetSpec& net, const Graph& graph, const DataSplits& data) {
-  const Shape& images = graph.input("images").shape();
+  // One sample: the input's shape without its batch (any rank, a network of the user's own too).
+  const std::vector<int64_t>& dims = graph.input("images").shape().dims();
+  const Shape sample(std::vector<int64_t>(dims.begin() + (dims.empty() ? 0 : 1), dims.end()));
   for (const auto& [split, dataset] : {std::pair{"training", data.train.get()}, std::pair{"test", data.test.get()}}) {
     if (dataset == nullptr) continue;
-    if (Shape{images[1], images[2], images[3]} != dataset->sample_shape()) {
-      throw ConfigError(cat(net.name, " takes images of ", Shape{images[1], images[2], images[3]}.str(), "; the ",
-                            split, " set of '", data.spec, "' gives ", dataset->sample_shape().str()));
+    if (sample != dataset->sample_shape()) {
+      throw ConfigError(cat(net.name, " takes images of ", sample.str(), "; the ", split, " set of '", data.spec,
+                            "' gives ", dataset->sample_shape().str()));
     }
     if (dataset->classes() > net.classes) {
       throw ConfigError(cat(net.name, " has ", net.classes, " outputs; the ", split, " set of '", data.spec,
@@ -111,6 +113,30 @@ Trainer::Trainer(Context& ctx, const NetSpec& net, Graph& graph, std::unique_ptr
 }
 
 void Trainer::finish_setup() {
+  // The options a run cannot mean (the CLI names its flags for these first).
+  if (options_.epochs < 1) {
+    throw ConfigError(cat("Trainer: epochs is ", options_.epochs, "; a run trains at least one"));
+  }
+  if (options_.warmup_epochs < 0 || options_.warmup_epochs >= options_.epochs) {
+    throw ConfigError(cat("Trainer: warmup_epochs is ", options_.warmup_epochs, " of ", options_.epochs,
+                          " epochs; it must be from 0 to ", options_.epochs - 1, ", leaving epochs for the schedule"));
+  }
+  if (options_.steps_per_epoch < 0) {
+    throw ConfigError(cat("Trainer: steps_per_epoch is ", options_.steps_per_epoch, "; 0 means the whole set"));
+  }
+  // A checkpoint saves them as UTF-8 text (safetensors metadata is JSON):
+  // refused now rather than when the first epoch's checkpoint is written.
+  if (!options_.checkpoint_dir.empty()) {
+    for (const auto& [key, value] : options_.config) {
+      if (first_non_utf8(key) != std::string::npos || first_non_utf8(value) != std::string::npos) {
+        throw ConfigError(cat("Trainer: the setting '", excerpt(key, 40), "' = '", excerpt(value, 80),
+                              "' is not UTF-8 text, which a checkpoint saves every setting as"));
+      }
+    }
+    if (first_non_utf8(options_.vocabulary) != std::string::npos) {
+      throw ConfigError(cat("Trainer: the vocabulary '", excerpt(options_.vocabulary, 80), "' is not UTF-8 text"));
+    }
+  }
   if (options_.cuda_graph) {  // checked before anything is set up for the job
     if (data_parallel()) {
       throw ConfigError("--cuda-graph replays the steps of one process; a data-parallel step waits on the host "
