@@ -139,7 +139,7 @@ int Graph::batch() const {
 }
 
 void Graph::reset_carried_state(Context& ctx) {
-  if (!compiled_) throw Error("reset_carried_state: the graph is not compiled; call compile(ctx) first");
+  require_compiled("reset_carried_state");
   for (int i : layers_) nodes_[static_cast<size_t>(i)].layer->reset_carried_state(ctx);
 }
 
@@ -293,6 +293,7 @@ void Graph::plan_fusion(Context& ctx, const PrepareOptions* prepare) {
 }
 
 const MemoryPlan& Graph::memory_plan() const {
+  check_not_moved("memory_plan");
   if (!plan_) throw Error("memory_plan: the graph is not compiled; call compile(ctx) first");
   return *plan_;
 }
@@ -376,7 +377,7 @@ void Graph::refresh_working_parameters(Context& ctx) {
 }
 
 void Graph::set_loss_scale(float scale) {
-  if (!compiled_) throw Error("set_loss_scale: the graph is not compiled; call compile(ctx) first");
+  require_compiled("set_loss_scale");
   if (!(scale > 0.0f && scale <= FLT_MAX)) {
     throw ConfigError(cat("set_loss_scale: the loss scale must be positive and finite, got ", scale));
   }
@@ -385,7 +386,7 @@ void Graph::set_loss_scale(float scale) {
 }
 
 void Graph::set_loss_scale_on_device(const float* scale) {
-  if (!compiled_) throw Error("set_loss_scale_on_device: the graph is not compiled; call compile(ctx) first");
+  require_compiled("set_loss_scale_on_device");
   if (scale != nullptr && !device_.is_cuda()) {
     throw Error(cat("set_loss_scale_on_device: the graph is on ", device_.str(), "; use set_loss_scale"));
   }
@@ -469,6 +470,7 @@ const Tensor& Graph::input(std::string_view name) const {
   for (const Node& node : nodes_) {
     if (!node.is_input()) continue;
     if (node.name == name) {
+      check_not_moved("input");
       if (!compiled_) throw Error(cat("input '", name, "': compile the graph before filling its inputs"));
       return node.value;
     }
@@ -477,9 +479,13 @@ const Tensor& Graph::input(std::string_view name) const {
   throw ConfigError(cat("no input named '", name, "'; inputs: ", names));
 }
 
-void Graph::check_context(const Context& ctx, std::string_view what) const {
+void Graph::require_compiled(std::string_view what) const {
   check_not_moved(what);
   if (!compiled_) throw Error(cat(what, ": the graph is not compiled; call compile(ctx) first"));
+}
+
+void Graph::check_context(const Context& ctx, std::string_view what) const {
+  require_compiled(what);
   if (ctx.device() != device_) {
     throw Error(cat(what, ": the graph was compiled for ", device_.str(), ", called with a ",
                     ctx.device().str(), " context"));

@@ -162,7 +162,7 @@ class Graph {
   // first behind, so it is refused (ConfigError); build the graph again for
   // other options. A compile that failed may be retried.
   void compile(Context& ctx, const CompileOptions& options = {});
-  bool compiled() const { return compiled_; }
+  bool compiled() const { return compiled_ && !moved_.yes; }
 
   // The tensor of a graph input, to fill before forward(). Throws ConfigError
   // naming the inputs if there is none of that name.
@@ -296,6 +296,7 @@ class Graph {
 
   void check_context(const Context& ctx, std::string_view what) const;
   void check_not_moved(std::string_view what) const;
+  void require_compiled(std::string_view what) const;  // check_not_moved, then compiled
   void allocate_parameters(Context& ctx);
   void allocate_activations(Context& ctx);
   void plan_layouts(Context& ctx, bool prepare_all);  // sets Node::channels_last and prepares layers again
@@ -308,8 +309,9 @@ class Graph {
   void after_layer(Context& ctx, const Node& node, std::string_view pass) const;
 
   // Whether this graph was moved from: its nodes and buffers are the other
-  // Graph's now, and every call that needs them says so (a defaulted move
-  // would leave it looking compiled, with nothing behind it).
+  // Graph's now; compiled() is false, and each call that needs a compiled
+  // graph says it was moved from (a defaulted move alone would leave it
+  // looking compiled, with nothing behind it).
   struct MovedFrom {
     bool yes = false;
     MovedFrom() = default;

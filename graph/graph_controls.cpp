@@ -44,7 +44,7 @@ std::vector<int> input_gradient_nodes(const std::vector<Node>& nodes, std::span<
 }
 
 const Tensor& Graph::input_gradient(std::string_view name) const {
-  if (!compiled_) throw Error("input_gradient: the graph is not compiled; call compile(ctx) first");
+  require_compiled("input_gradient");
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const Node& node = nodes_[i];
     if (!node.is_input() || node.name != name) continue;

@@ -14,12 +14,12 @@
 namespace glassbox {
 
 std::vector<NamedTensor> Graph::named_parameters() const {
-  if (!compiled_) throw Error("named_parameters: the graph is not compiled; call compile(ctx) first");
+  require_compiled("named_parameters");
   return named_views(parameters_);
 }
 
 std::vector<NamedTensor> Graph::named_views(const Tensor& flat) const {
-  if (!compiled_) throw Error("named_views: the graph is not compiled; call compile(ctx) first");
+  require_compiled("named_views");
   if (!flat.defined() || flat.bytes() != parameters_.bytes() || flat.dtype() != DType::kFloat32) {
     throw ShapeError(cat("named_views: ", flat.defined() ? flat.str() : std::string("an undefined tensor"),
                          " is not laid out as the parameters (", format_bytes(static_cast<int64_t>(parameters_.bytes())),
@@ -34,7 +34,7 @@ std::vector<NamedTensor> Graph::named_views(const Tensor& flat) const {
 }
 
 std::vector<Graph::ParameterRange> Graph::parameter_ranges() const {
-  if (!compiled_) throw Error("parameter_ranges: the graph is not compiled; call compile(ctx) first");
+  require_compiled("parameter_ranges");
   std::vector<ParameterRange> ranges;
   for (size_t k = 0; k < layers_.size(); ++k) {
     const Node& node = nodes_[static_cast<size_t>(layers_[k])];
@@ -63,7 +63,7 @@ std::vector<Graph::ParameterRange> Graph::parameter_ranges() const {
 }
 
 std::vector<NamedTensor> Graph::named_state() const {
-  if (!compiled_) throw Error("named_state: the graph is not compiled; call compile(ctx) first");
+  require_compiled("named_state");
   std::vector<NamedTensor> state;
   for (int i : layers_) {
     const Node& node = nodes_[static_cast<size_t>(i)];

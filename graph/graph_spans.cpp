@@ -18,16 +18,18 @@ Pass Graph::backward_pass(const Node& node) const {
 }
 
 std::vector<SpanTime> Graph::spans() const {
+  check_not_moved("spans");
   if (!compiled_ || !options_.layer_timing) throw Error("spans: compile with CompileOptions::layer_timing = true");
   return spans_->read();
 }
 
 StepSpans& Graph::step_spans() {
-  if (!compiled_) throw Error("step_spans: the graph is not compiled; call compile(ctx) first");
+  require_compiled("step_spans");
   return *spans_;
 }
 
 std::vector<LayerTime> Graph::layer_times() const {
+  check_not_moved("layer_times");
   if (!compiled_ || !options_.layer_timing) throw Error("layer_times: compile with CompileOptions::layer_timing = true");
   std::vector<LayerTime> times;
   std::vector<int> row_of(nodes_.size(), -1);

@@ -112,6 +112,7 @@ NetSpec find_net(std::string_view name) {
 }
 
 Graph build_net(const NetSpec& net, int batch) {
+  if (!net.build) throw ConfigError(cat("build_net: the NetSpec '", net.name, "' has no build function"));
   try {
     return net.build(batch);
   } catch (const SizeError& e) {

@@ -1,6 +1,8 @@
 // tensor/shape.cpp: construction checks and printing for Shape and Device.
 #include "tensor/shape.h"
 
+#include <stdexcept>
+
 #include "tensor/device.h"
 #include "tensor/error.h"
 #include "tensor/parse.h"
@@ -38,6 +40,10 @@ Shape::Shape(std::vector<int64_t> dims) : dims_(std::move(dims)) {
     }
     elements *= dims_[i];
   }
+}
+
+void Shape::refuse_axis(int i) const {
+  throw std::out_of_range(cat("shape ", str(), " of rank ", rank(), " has no dimension ", i));
 }
 
 int64_t Shape::numel() const { return numel_from(-1); }

@@ -30,7 +30,13 @@ class Shape {
   explicit Shape(std::vector<int64_t> dims);
 
   int rank() const { return static_cast<int>(dims_.size()); }
-  int64_t operator[](int i) const { return dims_.at(static_cast<size_t>(i)); }
+  // Throws std::out_of_range naming the shape and the axis for an axis it
+  // does not have: a program's error, not bad input (the fuzz targets count
+  // any exception that is not a glassbox::Error as a finding).
+  int64_t operator[](int i) const {
+    if (i < 0 || i >= rank()) [[unlikely]] refuse_axis(i);
+    return dims_[static_cast<size_t>(i)];
+  }
   const std::vector<int64_t>& dims() const { return dims_; }
   int64_t numel() const;
   // The product of the sizes after dimension `axis`: elements in one "row" of it.
@@ -43,6 +49,7 @@ class Shape {
   friend bool operator==(const Shape&, const Shape&) = default;
 
  private:
+  [[noreturn]] void refuse_axis(int i) const;
   std::vector<int64_t> dims_;
 };
 

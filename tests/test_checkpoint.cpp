@@ -557,7 +557,7 @@ TEST(Checkpoint, ValuesTrainingCannotLeaveAreRefusedNamingTheElement) {
   from_vector<float>(ctx, values, bias);
   const std::string unsaved = dir.file("unsaved.safetensors");
   EXPECT_EQ(testing::message_of<NumericalError>([&] { save_model(unsaved, ctx, trained.graph, net, 1); }),
-            "saving conv1.bias[2] is nan" + finite + " (reading the file would refuse it)");
+            unsaved + ": not written: conv1.bias[2] is nan" + finite + " (a load refuses such a file)");
   EXPECT_FALSE(std::filesystem::exists(unsaved));
 }
 

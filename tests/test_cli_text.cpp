@@ -189,6 +189,8 @@ TEST(CliText, RefusalsNameTheNetworkAndTheData) {
        "glassbox: --data text:" + dir / "small.txt" + " is text, for a language model; LeNet reads images"},
       {"train LSTMSmall --data fortunes --on-bad-sample stop --device cpu",
        "glassbox: --on-bad-sample is for image data; LSTMSmall reads a text corpus, which has no samples to skip"},
+      {"eval LSTMSmall --weights w --data fortunes --on-bad-sample skip --device cpu",
+       "glassbox: --on-bad-sample is for image data; LSTMSmall reads a text corpus, which has no samples to skip"},
       {"train LSTMSmall --data fortunes --device cpu",
        "LSTMSmall is a language model, which trains in one process for now: its streams are not sharded "
        "over ranks (run without mpirun)",

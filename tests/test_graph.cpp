@@ -292,6 +292,8 @@ TEST(Graph, MisuseThatWouldGiveGarbageIsRefused) {
   EXPECT_EQ(testing::message_of<Error>([&] { graph.backward(ctx); }), "backward: " + gone);
   EXPECT_EQ(testing::message_of<Error>([&] { (void)graph.loss(ctx); }), "loss: " + gone);
   EXPECT_EQ(testing::message_of<Error>([&] { graph.compile(ctx); }), "compile: " + gone);
+  EXPECT_EQ(testing::message_of<Error>([&] { (void)graph.named_parameters(); }), "named_parameters: " + gone);
+  EXPECT_FALSE(graph.compiled());
   moved.forward(ctx);
   EXPECT_TRUE(std::isfinite(moved.loss(ctx))) << "the graph moved into runs";
   graph = std::move(moved);

@@ -8,6 +8,7 @@
 #include "data/synthetic.h"
 #include "nets/nets.h"
 #include "nets/registry.h"
+#include "tests/support/data_files.h"
 #include "tests/support/devices.h"
 #include "tests/support/network_checks.h"
 
@@ -119,6 +120,12 @@ TEST(NetRegistry, FindsNamesIgnoringCaseAndListsThemOtherwise) {
                  "LSTMLarge, LSTMSmall, "
                  "or MLP:<features>,<hidden>,...,<classes>");
   }
+}
+
+TEST(NetRegistry, ANetSpecWithoutABuildFunctionIsRefused) {
+  const NetSpec empty{"Mine", "", Shape{3, 8, 8}, 10, 4, 4, nullptr};
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { (void)build_net(empty, 4); }),
+            "build_net: the NetSpec 'Mine' has no build function");
 }
 
 TEST(Vgg, ValidDepthsAreTheFourConfigurations) {

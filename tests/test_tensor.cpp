@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <limits>
+#include <stdexcept>
 
 #include "tensor/context.h"
 #include "tensor/copy.h"
@@ -36,6 +37,19 @@ TEST(Shape, RejectsZeroAndNegativeSizes) {
     EXPECT_STREQ(e.what(), "shape (8, 0, 224): dimension 1 is 0; every size must be positive");
   }
   EXPECT_THROW((Shape{-1}), ShapeError);
+}
+
+TEST(Shape, AnAxisItDoesNotHaveIsNamed) {
+  const Shape s{4, 3};
+  EXPECT_EQ(s[1], 3);
+  for (int axis : {2, -1}) {
+    try {
+      (void)s[axis];
+      FAIL() << "read dimension " << axis << " of a rank-2 shape";
+    } catch (const std::out_of_range& e) {
+      EXPECT_EQ(std::string(e.what()), cat("shape (4, 3) of rank 2 has no dimension ", axis));
+    }
+  }
 }
 
 TEST(Device, ParsesNamesAndRejectsOthers) {

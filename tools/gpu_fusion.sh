@@ -75,10 +75,10 @@ step_fusion() {
     for fusion in "" --no-fusion; do
       echo "---- glassbox time ResNet50 --precision fp16 $fusion (batch norm + ReLU fused or not)"
       bounded 90 "$build/glassbox" time ResNet50 --device cuda --precision fp16 --batch 64 --steps 5 $fusion \
-        --cudnn-search --autotune-cache "$autotune_cache" || { echo "time ResNet50 fp16 $fusion: FAILED"; rc=1; }
+        || { echo "time ResNet50 fp16 $fusion: FAILED"; rc=1; }
       echo "---- glassbox time AlexNet --precision bf16 $fusion (convolution and Linear + ReLU fused or not)"
       bounded 60 "$build/glassbox" time AlexNet --device cuda --precision bf16 --batch 128 --steps 5 $fusion \
-        --cudnn-search --autotune-cache "$autotune_cache" || { echo "time AlexNet bf16 $fusion: FAILED"; rc=1; }
+        || { echo "time AlexNet bf16 $fusion: FAILED"; rc=1; }
     done
     echo "---- glassbox time ResNet56 --cuda-graph (eager per-layer times, then the replayed step)"
     bounded 60 "$build/glassbox" time ResNet56 --device cuda --cuda-graph --steps 5 \

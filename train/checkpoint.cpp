@@ -62,13 +62,14 @@ HostTensor int64_scalar(const std::string& name, int64_t value) {
   return t;
 }
 
-SafetensorsFile model_contents(Context& ctx, const Graph& graph, const NetSpec& net, int64_t batches_tracked,
-                               const std::map<std::string, std::string>& metadata) {
+// `path`: the file the contents are for, named by an error.
+SafetensorsFile model_contents(const std::string& path, Context& ctx, const Graph& graph, const NetSpec& net,
+                               int64_t batches_tracked, const std::map<std::string, std::string>& metadata) {
   SafetensorsFile file{.metadata = metadata};
   file.metadata["format"] = "pt";  // what transformers' loaders look for; ours, not the caller's
   file.metadata["net"] = net.name;
   for (const Wanted& w : model_file::model_tensors(graph, net)) {
-    file.tensors.push_back(w.target.defined() ? model_file::savable_copy(ctx, w)
+    file.tensors.push_back(w.target.defined() ? model_file::savable_copy(ctx, w, path)
                                               : int64_scalar(w.name, batches_tracked));
   }
   return file;
@@ -236,7 +237,7 @@ std::string new_run_id() {
 
 void save_model(const std::string& path, Context& ctx, const Graph& graph, const NetSpec& net,
                 int64_t batches_tracked, const std::map<std::string, std::string>& metadata) {
-  write_safetensors(path, model_contents(ctx, graph, net, batches_tracked, metadata));
+  write_safetensors(path, model_contents(path, ctx, graph, net, batches_tracked, metadata));
 }
 
 void load_model(const std::string& path, Context& ctx, Graph& graph, const NetSpec& net) {
@@ -291,7 +292,7 @@ void write_checkpoint_files(const std::string& dir, const std::string& stem, Con
     train.metadata[kLossScaleSkippedSteps] = cat(state.loss_scale->skipped_steps);
   }
   for (const Wanted& w : model_file::momentum_tensors(graph, net, sgd.velocity())) {
-    train.tensors.push_back(model_file::savable_copy(ctx, w));
+    train.tensors.push_back(model_file::savable_copy(ctx, w, train_path(dir, stem)));
   }
   write_safetensors(train_path(dir, stem), train);
   // Last, and whole: until this rename, `latest` names the previous epoch,

@@ -180,10 +180,10 @@ void assign(Context& ctx, const std::vector<Wanted>& wanted, const std::vector<c
   }
 }
 
-HostTensor savable_copy(Context& ctx, const Wanted& w) {
+HostTensor savable_copy(Context& ctx, const Wanted& w, const std::string& path) {
   HostTensor copy = host_copy(ctx, w.name, w.target);
   if (const std::string why = first_forbidden(w, copy); !why.empty()) {
-    throw NumericalError(cat("saving ", why, " (reading the file would refuse it)"));
+    throw NumericalError(cat(path, ": not written: ", why, " (a load refuses such a file)"));
   }
   return copy;
 }

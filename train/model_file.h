@@ -65,10 +65,11 @@ void assign(Context& ctx, const std::vector<Wanted>& wanted, const std::vector<c
 
 // A float32 tensor of the graph (any device) as a file's tensor named `name`.
 HostTensor host_copy(Context& ctx, const std::string& name, const Tensor& tensor);
-// w's target as a file's tensor, checked as match() checks what it reads:
-// NumericalError naming the first value a file may not hold ("saving
-// fc1.weight[0, 0] is nan; a model or checkpoint file holds finite values
-// (reading the file would refuse it)"), so nothing is written that no load takes.
-HostTensor savable_copy(Context& ctx, const Wanted& w);
+// w's target as the tensor of the file at `path`, checked as match() checks
+// what it reads: NumericalError naming the file and the first value it may
+// not hold ("run/epoch-0003.safetensors: not written: fc1.weight[0, 0] is
+// nan; a model or checkpoint file holds finite values (a load refuses such a
+// file)"), so nothing is written that no load takes.
+HostTensor savable_copy(Context& ctx, const Wanted& w, const std::string& path);
 
 }  // namespace glassbox::model_file

@@ -91,7 +91,7 @@ seed fuzz_cli report_out report time.json --out page.html
 seed fuzz_cli train_lenet train LeNet --data synthetic:256 --batch 016 --epochs 3 --lr 0.050 --device cpu
 seed fuzz_cli train_schedule train ResNet56 --data folder:d --schedule step:30:0.10 --warmup-epochs 2 --nesterov
 seed fuzz_cli train_fp16 train LeNet --data fashion-mnist --precision fp16 --loss-scale-init 1e3 --loss-scale-growth-interval 7
-seed fuzz_cli train_lm train LSTMSmall --data fortunes --clip 0 --momentum 1 --seed 18446744073709551615
+seed fuzz_cli train_lm train LSTMSmall --data fortunes --clip 0 --momentum 1 --seed 9223372036854775807
 seed fuzz_cli train_checkpoints train AlexNet --data synthetic --checkpoint-dir run --overwrite --log l --log-every 2
 seed fuzz_cli train_no_data train VGG11 --weight-decay 1e6 --steps-per-epoch 5
 

@@ -24,6 +24,7 @@
 #include "tools/cli/network_arg.h"
 #include "tools/cli/table.h"
 #include "tools/cli/text_data.h"
+#include "tools/cli/train_settings.h"
 
 namespace glassbox::cli {
 namespace {
@@ -146,6 +147,7 @@ int eval_data(const Args& args, const NetSpec& net, Context& ctx, const CompileO
   const std::string spec = args.get("--data", "");
   const DataOptions data_options{
       .on_bad_sample = parse_on_bad_sample("--on-bad-sample", args.get("--on-bad-sample", "skip"))};
+  if (net.language_model && args.has("--on-bad-sample")) throw ConfigError(on_bad_sample_for_text(net));
   if (net.language_model) return eval_text(args, net, ctx, options);
   refuse_text_for_images(spec, net);
   const int batch = args.int_in("--batch", net.default_batch(ctx.device()), 1, kMaxInt);

@@ -67,7 +67,10 @@ ChromeTrace step_trace(const Graph& graph, const std::vector<SpanTime>& spans, c
     if (span.node >= 0) {
       const Node& node = graph.nodes()[static_cast<size_t>(span.node)];
       event.text_args.emplace_back("type", std::string(node.layer->type()));
-      if (channels_last) event.text_args.emplace_back("layout", layout_path(graph.nodes(), node));
+      // An output of rank other than 4 has none to give.
+      if (std::string layout = layout_path(graph.nodes(), node); channels_last && !layout.empty()) {
+        event.text_args.emplace_back("layout", std::move(layout));
+      }
     }
     if (span.node >= 0) {  // the analytic work and traffic of the pass (docs/roofline.md), as `time` reports it
       const PassCost cost = pass_cost(graph, span.node, span.pass, span.duration_ms);

@@ -213,11 +213,7 @@ TrainSettings train_settings(const Args& args, const NetSpec& net, Device device
   run.log_every = args.int_in("--log-every", 0, 1, kMaxInt);
   if (args.has("--log-every") && !args.has("--log")) throw ConfigError("--log-every needs --log FILE");
   run.log_path = args.get("--log", "");
-  // A text corpus has no images to skip: the flag would be taken and do nothing.
-  if (lm && args.has("--on-bad-sample")) {
-    throw ConfigError(cat("--on-bad-sample is for image data; ", net.name, " reads a text corpus, which has no "
-                          "samples to skip"));
-  }
+  if (lm && args.has("--on-bad-sample")) throw ConfigError(on_bad_sample_for_text(net));
   run.data.on_bad_sample = parse_on_bad_sample("--on-bad-sample", args.get("--on-bad-sample", "skip"));
   return run;
 }

@@ -40,6 +40,12 @@ struct TrainSettings {
   int log_every = 0;         // --log-every; 0: epoch lines only
 };
 
+// Why --on-bad-sample is refused for `net`, a language model (train and eval):
+// a text corpus has no images to skip, and the flag would be taken and do nothing.
+inline std::string on_bad_sample_for_text(const NetSpec& net) {
+  return "--on-bad-sample is for image data; " + net.name + " reads a text corpus, which has no samples to skip";
+}
+
 // Throws ConfigError for a flag's bad value or a combination refused (naming
 // the flags), DataError for a saved setting that is missing or does not
 // parse (naming `saved.file` and the field). `ranks`: the processes of the
