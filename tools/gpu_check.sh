@@ -192,6 +192,17 @@ bounded() {
   show timeout "$limit" "${@:2}"
 }
 
+# gpu_interleave LIMIT JSON ARG...: bench/interleave.py on the GPU with ARG...
+# (its networks last), Glassbox's cuDNN searches kept in the run's autotune
+# cache, within LIMIT s and the budget (bounded), into JSON, replaced.
+gpu_interleave() {
+  local limit=$1 json=$2
+  shift 2
+  [ "$dry_run" -eq 1 ] || rm -f "$json"
+  bounded "$limit" "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
+    --glassbox-autotune-cache "$autotune_cache" --json "$json" "$@"
+}
+
 # run_tests TEST...: runs the named test binaries of $build/tests with
 # GLASSBOX_REQUIRE_GPU=1 (a GPU test that skips fails), all at once (one GPU
 # runs several test processes), each within 240 s and the budget; prints each

@@ -30,11 +30,8 @@ engines_interleave() {
   local api=$1 name=resnet50-bf16-256-both-apis
   [ "$api" = legacy ] && name=resnet50-bf16-256-legacy-api
   echo "---- ResNet50/train_step bf16 at batch 256, --cudnn-api $api, interleaved with PyTorch (channels_last)"
-  [ "$dry_run" -eq 1 ] || rm -f "$results_dir/$name.json"
-  bounded 150 "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
-    --glassbox-autotune-cache "$autotune_cache" \
-    --rounds 2 --min-time 1 --modes train_step --batch 256 --precision bf16 --glassbox-cudnn-api "$api" \
-    --layouts channels_last --json "$results_dir/$name.json" ResNet50 \
+  gpu_interleave 150 "$results_dir/$name.json" --rounds 2 --min-time 1 --modes train_step --batch 256 \
+    --precision bf16 --glassbox-cudnn-api "$api" --layouts channels_last ResNet50 \
     || { echo "interleave ResNet50 bf16 --cudnn-api $api: FAILED"; return 1; }
 }
 

@@ -41,11 +41,8 @@ fusion_interleave() {
     cuda-graph) name=$name-cuda-graph flags=(--glassbox-cuda-graph) ;;
   esac
   echo "---- ResNet50/train_step bf16 at batch 256 ($run), interleaved with PyTorch eager"
-  [ "$dry_run" -eq 1 ] || rm -f "$results_dir/$name.json"
-  bounded 120 "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
-    --glassbox-autotune-cache "$autotune_cache" \
-    --rounds 2 --min-time 1 --modes train_step --batch 256 --precision bf16 --layouts channels_last "${flags[@]}" \
-    --json "$results_dir/$name.json" ResNet50 \
+  gpu_interleave 120 "$results_dir/$name.json" --rounds 2 --min-time 1 --modes train_step --batch 256 \
+    --precision bf16 --layouts channels_last "${flags[@]}" ResNet50 \
     || { echo "interleave ResNet50 bf16 $run: FAILED"; return 1; }
 }
 
@@ -63,10 +60,7 @@ step_fusion() {
   fusion_interleave fused || rc=1
   fusion_interleave cuda-graph || rc=1
   echo "---- LeNet and ResNet56 train_step replayed as CUDA graphs, interleaved with PyTorch eager"
-  [ "$dry_run" -eq 1 ] || rm -f "$results_dir/cuda-graph.json"
-  bounded 120 "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
-    --glassbox-autotune-cache "$autotune_cache" \
-    --rounds 2 --min-time 1 --modes train_step --glassbox-cuda-graph --json "$results_dir/cuda-graph.json" \
+  gpu_interleave 120 "$results_dir/cuda-graph.json" --rounds 2 --min-time 1 --modes train_step --glassbox-cuda-graph \
     LeNet ResNet56 || { echo "interleave LeNet ResNet56 --glassbox-cuda-graph: FAILED"; rc=1; }
   if [ "$dry_run" -eq 0 ] && [ ! -x "$build/glassbox" ]; then
     echo "fusion: $build/glassbox missing: no time"; rc=1
@@ -85,11 +79,8 @@ step_fusion() {
       || { echo "time ResNet56 --cuda-graph: FAILED"; rc=1; }
   fi
   echo "---- ResNet50/train_step bf16 at batch 256 against torch.compile (one round)"
-  [ "$dry_run" -eq 1 ] || rm -f "$results_dir/resnet50-bf16-256-compiled.json"
-  bounded 180 "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
-    --glassbox-autotune-cache "$autotune_cache" \
-    --rounds 1 --min-time 1 --modes train_step --batch 256 --precision bf16 --layouts channels_last \
-    --pytorch-compile --json "$results_dir/resnet50-bf16-256-compiled.json" ResNet50 \
+  gpu_interleave 180 "$results_dir/resnet50-bf16-256-compiled.json" --rounds 1 --min-time 1 --modes train_step \
+    --batch 256 --precision bf16 --layouts channels_last --pytorch-compile ResNet50 \
     || { echo "interleave ResNet50 bf16 --pytorch-compile: FAILED"; rc=1; }
   fusion_interleave no-fusion || rc=1
   return "$rc"

@@ -38,12 +38,8 @@ precision_interleave() {
   local precision=$1 layout=$2 batches=64 name=resnet50-$1-$2 limit=120 layouts=nchw,channels_last
   [ "$precision" = bf16 ] && batches=64,256 name=resnet50-bf16 limit=150 layouts=channels_last
   echo "---- ResNet50/train_step $precision ($layout values) at batch $batches, interleaved with PyTorch ($layouts)"
-  [ "$dry_run" -eq 1 ] || rm -f "$results_dir/$name.json"
-  bounded "$limit" "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" \
-    --glassbox-autotune-cache "$autotune_cache" \
-    --rounds 2 --min-time 1 --modes train_step --batch "$batches" --precision "$precision" \
-    --glassbox-layout "$layout" --layouts "$layouts" \
-    --json "$results_dir/$name.json" ResNet50 \
+  gpu_interleave "$limit" "$results_dir/$name.json" --rounds 2 --min-time 1 --modes train_step --batch "$batches" \
+    --precision "$precision" --glassbox-layout "$layout" --layouts "$layouts" ResNet50 \
     || { echo "interleave $precision $layout: FAILED"; return 1; }
 }
 
