@@ -20,7 +20,7 @@ TensorDescriptor make_tensor_descriptor(const Shape& shape, DType dtype) {
 
 ActivationDescriptor make_relu_descriptor() {
   ActivationDescriptor relu = make_descriptor<ActivationDescriptor>(cudnnCreateActivationDescriptor);
-  CUDNN_CHECK(cudnnSetActivationDescriptor(relu.get(), CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+  CUDNN_CHECK(cudnnSetActivationDescriptor(relu.get(), CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
   return relu;
 }
 

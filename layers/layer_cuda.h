@@ -32,8 +32,8 @@ TensorDescriptor make_tensor_descriptor(const Shape& shape, DType dtype = DType:
 TensorDescriptor make_tensor_descriptor(const Shape& shape, DType dtype, Layout layout);
 
 // ReLU as every cuDNN call here applies it (the ReLU layer, and those fused
-// into a convolution or batch norm): CUDNN_NOT_PROPAGATE_NAN, so a NaN comes
-// out as 0 whichever call runs it.
+// into a convolution or batch norm): CUDNN_PROPAGATE_NAN, so a NaN stays NaN
+// whichever call runs it (Note [A ReLU keeps a NaN], layers/relu.h).
 ActivationDescriptor make_relu_descriptor();
 // A rank-4 view of `sizes` (N, C, H, W) with `strides` in elements, in that
 // order: a slice of a larger tensor. ShapeError where a size or stride is

@@ -51,12 +51,13 @@ struct Add {
   static constexpr bool kReadsOut = false;
   __device__ static float apply(float a, float b, float) { return a + b; }
 };
-// y = max(0, a + b): the sum rounded once; a NaN sum gives 0.
+// y = max(0, a + b): the sum rounded once; a NaN sum stays NaN (Note [A
+// ReLU keeps a NaN], layers/relu.h): only a sum known not positive gives 0.
 struct AddRelu {
   static constexpr bool kReadsOut = false;
   __device__ static float apply(float a, float b, float) {
     const float sum = a + b;
-    return sum > 0.0f ? sum : 0.0f;
+    return sum <= 0.0f ? 0.0f : sum;
   }
 };
 

@@ -11,6 +11,15 @@
 
 namespace glassbox {
 
+// Note [A ReLU keeps a NaN]: max(x, 0) of a NaN is NaN on every path, the
+// ReLU layer's and each producer's that applies the ReLU itself, on either
+// device, so that a NaN image or a NaN batch statistic reaches the loss,
+// which the finite check refuses naming where it began (graph/finite_check.h).
+// A ReLU that made it 0 would let training go on with NaN gradients unseen.
+// Hence no oneDNN post-op (Note [No ReLU post-op]) and CUDNN_PROPAGATE_NAN
+// (make_relu_descriptor, layers/layer_cuda.h); test_finite_check.cpp sends a
+// NaN through each path.
+
 // Note [Masks without branches]: dy where y > 0, else 0, one value: ReLU's
 // gradient, for a producer that runs a fused ReLU's backward (graph/fusion.h).
 // Both values are read before the choice, so that GCC makes a loop of it

@@ -18,8 +18,8 @@ namespace glassbox {
 void launch_relu_backward(const void* y, const void* dy, void* dx, int64_t count, DType values, bool add,
                           cudaStream_t stream);
 
-// y = max(0, a + b), 0 for a NaN (as cuDNN's ReLU with
-// CUDNN_NOT_PROPAGATE_NAN), over `count` values of `values` type, the sum in
+// y = max(0, a + b), NaN for a NaN sum (Note [A ReLU keeps a NaN],
+// layers/relu.h), over `count` values of `values` type, the sum in
 // float and rounded once: Note [A ReLU fused into its producer]
 // (graph/fusion.h) for Add (layers/add_cuda.cpp).
 void launch_add_relu(const void* a, const void* b, void* y, int64_t count, DType values, cudaStream_t stream);

@@ -7,11 +7,13 @@
 #include <string>
 
 #include "data/synthetic.h"
+#include "graph/builder.h"
 #include "graph/finite_check.h"
 #include "nets/registry.h"
 #include "optim/sgd.h"
 #include "tensor/copy.h"
 #include "tests/support/data_files.h"
+#include "tests/support/devices.h"
 
 namespace glassbox {
 namespace {
@@ -166,6 +168,66 @@ TEST(FiniteCheck, AWholeStepIsCheckedOutputsGradientsAndParameterGradients) {
   graph.node("fc4").value.data<float>()[0] = kNaN;
   EXPECT_EQ(describe_non_finite_step(ctx, graph).substr(0, 40), "first non-finite output: fc4 (Linear); f");
 }
+
+// Note [A ReLU keeps a NaN]: every ReLU path hands a NaN on, so that a NaN
+// image reaches the loss, which the check refuses, naming the input. Each
+// network below takes the NaN through one path (which one a device takes
+// depends on its fusion rules; each case names the path it is for):
+//   "relu": the ReLU layer's own pass (fusion off);
+//   "conv_relu": a convolution's fused bias and ReLU;
+//   "linear_relu": a linear layer's fused bias and ReLU;
+//   "bn_relu": batch norm's fused ReLU (fp16: cuDNN's fused Ex ops on a GPU);
+//   "bn_add_relu": batch norm's fused residual add and ReLU (fp16 likewise);
+//   "add_relu": a residual add's fused ReLU (bf16: batch norm takes no add).
+struct NanPath {
+  const char* name;
+  Precision precision;
+  bool fusion;
+};
+
+Graph nan_path_net(std::string_view path) {
+  GraphBuilder g;
+  Value x = g.input("images", {4, 8, 6, 6});
+  const Value labels = g.input("labels", {4}, DType::kInt32);
+  if (path == "linear_relu") {
+    x = g.relu(g.linear(g.flatten(x), {.out_features = 16}, "fc1"), "relu1");
+  } else if (path == "relu" || path == "conv_relu") {
+    x = g.relu(g.conv(x, {.out_channels = 8, .kernel = 3, .pad = 1}, "conv1"), "relu1");
+  } else if (path == "bn_relu") {
+    x = g.relu(g.batch_norm(g.conv(x, {.out_channels = 8, .kernel = 3, .pad = 1, .bias = false}, "conv1"), {}, "bn1"),
+               "relu1");
+  } else {  // bn_add_relu, add_relu
+    const Value z = g.relu(g.conv(x, {.out_channels = 8, .kernel = 3, .pad = 1}, "conv0"), "relu0");
+    const Value y =
+        g.batch_norm(g.conv(z, {.out_channels = 8, .kernel = 3, .pad = 1, .bias = false}, "conv1"), {}, "bn1");
+    x = g.relu(g.add({y, z}, "add1"), "relu1");
+  }
+  if (path != "linear_relu") x = g.flatten(x);
+  return std::move(g).build(g.softmax_cross_entropy(g.linear(x, {.out_features = 5}, "fc_out"), labels));
+}
+
+class ReluKeepsNanTest : public testing::DeviceTest {};
+
+TEST_P(ReluKeepsNanTest, ANanImageReachesTheLossThroughEveryReluPath) {
+  const NanPath paths[] = {{"relu", Precision::kFp32, false},        {"conv_relu", Precision::kFp32, true},
+                           {"linear_relu", Precision::kFp32, true},  {"bn_relu", Precision::kFp16, true},
+                           {"bn_add_relu", Precision::kFp16, true},  {"add_relu", Precision::kBf16, true}};
+  for (const NanPath& path : paths) {
+    Context& c = ctx();
+    Graph graph = nan_path_net(path.name);
+    graph.compile(c, {.precision = path.precision, .fusion = path.fusion});
+    fill_synthetic_batch(c, graph, 5);
+    std::vector<float> images = to_vector<float>(c, graph.input("images"));
+    images[40] = kNaN;
+    from_vector<float>(c, images, graph.input("images"));
+    graph.forward(c);
+    const std::string error = testing::message_of<NumericalError>([&] { checked_loss(c, graph, 1); });
+    EXPECT_EQ(error.substr(0, error.find(';')), "step 1: the loss is nan") << path.name << ": " << error;
+    EXPECT_NE(error.find("first non-finite output: input 'images'"), std::string::npos) << path.name << ": " << error;
+  }
+}
+
+GLASSBOX_INSTANTIATE_ON_DEVICES(ReluKeepsNanTest);
 
 }  // namespace
 }  // namespace glassbox

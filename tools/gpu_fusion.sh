@@ -27,8 +27,8 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2154  # build, logs, results_dir, python, dry_run, autotune_cache are gpu_check.sh's
 
-fusion_tests=(test_fusion test_fusion_residual test_relu test_linear test_step_replay test_step_readback test_autotune_cache
-              test_gradient_needs)
+fusion_tests=(test_fusion test_fusion_residual test_relu test_finite_check test_linear test_step_replay
+              test_step_readback test_autotune_cache test_gradient_needs)
 
 # fusion_interleave fused|cuda-graph|no-fusion: ResNet50/train_step in bf16
 # at batch 256, interleaved with PyTorch eager AMP in channels_last over 2
