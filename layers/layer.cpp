@@ -50,6 +50,10 @@ void Layer::fail(const std::string& message) const {
   throw ShapeError(cat(name_, " (", type(), "): ", message));
 }
 
+void Layer::fail_unbound() const {
+  fail("its shapes are asked for before they are known (bind first; a graph binds each layer it is built with)");
+}
+
 void Layer::fail_option(const std::string& message) const {
   throw ConfigError(cat(name_, " (", type(), "): ", message));
 }

@@ -206,8 +206,16 @@ class Layer {
   // count, infers and stores the shapes. The methods below read these shapes.
   const Shape& bind(std::span<const Shape> inputs);
   bool bound() const { return bound_; }
-  const std::vector<Shape>& input_shapes() const { return input_shapes_; }
-  const Shape& output_shape() const { return output_shape_; }
+  // Both throw ShapeError naming the layer before bind(): describe(), macs(),
+  // param_specs() and the rest read them, and an unbound layer has none.
+  const std::vector<Shape>& input_shapes() const {
+    if (!bound_) fail_unbound();
+    return input_shapes_;
+  }
+  const Shape& output_shape() const {
+    if (!bound_) fail_unbound();
+    return output_shape_;
+  }
 
   // Learnable parameters, in the order forward/backward receive them.
   virtual std::vector<ParamSpec> param_specs() const { return {}; }
@@ -411,6 +419,7 @@ class Layer {
   // Whether backward_cpu honours BackwardArgs::param_grad_mode (writes_param_grads).
   virtual bool writes_param_grads_on_cpu() const { return false; }
 
+  [[noreturn]] void fail_unbound() const;
   // input_dtype(index), with float32 read as value_storage() (labels stay int32).
   DType stored_input_dtype(size_t index) const;
   void check_tensor(const Context& ctx, const Tensor& t, const Shape& shape, DType dtype, std::string_view role,

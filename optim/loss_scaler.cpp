@@ -41,6 +41,12 @@ UpdateGate LossScaler::after_backward(Context& ctx, const Tensor& grads) {
   if (ctx.device() != device_of_scaler_) {
     throw Error(cat("LossScaler: made on ", device_of_scaler_.str(), ", the step's context is ", ctx.device().str()));
   }
+  if (ctx.is_cuda() && ctx.cuda_state() != cuda_) {
+    // state(), restore() and last_step_skipped() read and write on the stream
+    // of the context the scaler was made with: the step's kernels must run there.
+    throw Error(cat("LossScaler: made with another context on ", ctx.device().str(),
+                    "; use it with the context it was made with, on whose stream its state is read"));
+  }
   if (!grads.defined() || grads.dtype() != DType::kFloat32 || grads.device() != ctx.device()) {
     throw Error(cat("LossScaler: the gradients must be float32 on ", ctx.device().str(), ", got ",
                     grads.defined() ? grads.str() : std::string("an undefined tensor")));

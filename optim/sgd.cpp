@@ -74,6 +74,12 @@ void Sgd::step(Context& ctx, const int32_t* apply_flag) {
   if (params_.device() != ctx.device()) {
     throw Error(cat("Sgd: parameters are on ", params_.device().str(), ", the context is ", ctx.device().str()));
   }
+  if (ctx.is_cuda() && ctx.cuda_state() != cuda_) {
+    // set_lr queues its writes on the stream of the context the Sgd was made
+    // with: an update on another stream could read the rate before it lands.
+    throw Error(cat("Sgd: made with another context on ", ctx.device().str(),
+                    "; step it with the context it was made with, on whose stream its rate is written"));
+  }
   if (ctx.is_cuda()) {
     step_cuda(ctx, apply_flag);
   } else {

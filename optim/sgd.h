@@ -108,6 +108,9 @@ class Sgd {
   const Tensor& velocity() const { return velocity_; }
   // The 16-bit working copy of the parameters; undefined where there is none.
   const Tensor& working() const { return working_; }
+  // The buffers each step reads and writes, as the constructor took them.
+  const Tensor& params() const { return params_; }
+  const Tensor& grads() const { return grads_; }
   // Distinct for every Sgd made in this process (tensor/serial.h): a step
   // captured with one optimizer replays its buffers, not another's
   // (optim/step_replay.h).

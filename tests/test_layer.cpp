@@ -61,6 +61,22 @@ TEST(Layer, CallsOutOfOrderSayWhatComesFirst) {
   EXPECT_EQ(shape_error([&] { fc.forward(ctx, {}); }), "fc1 (Linear): forward with 0 input(s), prepared for 1");
 }
 
+// What a layer reports of itself reads its shapes: before bind it has none,
+// and says so instead of indexing an empty list.
+TEST(Layer, AnUnboundLayerSaysItHasNoShapesYet) {
+  Linear fc("fc1", {.out_features = 2});
+  const std::string unbound =
+      "fc1 (Linear): its shapes are asked for before they are known (bind first; a graph binds each layer it is "
+      "built with)";
+  EXPECT_EQ(shape_error([&] { (void)fc.describe(); }), unbound);
+  EXPECT_EQ(shape_error([&] { (void)fc.macs(); }), unbound);
+  EXPECT_EQ(shape_error([&] { (void)fc.param_specs(); }), unbound);
+  EXPECT_EQ(shape_error([&] { (void)fc.output_shape(); }), unbound);
+  fc.bind(std::vector<Shape>{Shape{3, 4}});
+  EXPECT_EQ(fc.macs(), 3 * 4 * 2);
+  EXPECT_EQ(fc.param_specs().size(), 2u);
+}
+
 TEST(Layer, ForwardCountsItsInputsAndParameters) {
   Fc1 f;
   const testing::LayerHarness& h = f.h;

@@ -264,6 +264,18 @@ TEST(LossScalerCuda, RefusesAnotherDevicesContextOrGradients) {
             "LossScaler: made on cpu, the step's context is cuda:0");
   EXPECT_EQ(testing::message_of<Error>([&] { on_gpu.after_backward(gpu, g_cpu); }),
             cat("LossScaler: the gradients must be float32 on cuda:0, got ", g_cpu.str()));
+  // A second context on the same GPU has a stream of its own, which the
+  // scaler's and the optimizer's host-side writes and reads do not follow.
+  Context other = Context::cuda(0);
+  EXPECT_EQ(testing::message_of<Error>([&] { on_gpu.after_backward(other, g_gpu); }),
+            "LossScaler: made with another context on cuda:0; use it with the context it was made with, on whose "
+            "stream its state is read");
+  const Tensor w = gpu.allocate(Shape{4}, DType::kFloat32, MemoryCategory::kParameters);
+  fill_zero(gpu, w);
+  Sgd sgd(gpu, w, g_gpu, {});
+  EXPECT_EQ(testing::message_of<Error>([&] { sgd.step(other); }),
+            "Sgd: made with another context on cuda:0; step it with the context it was made with, on whose stream "
+            "its rate is written");
 }
 
 // On the CPU the gate is the host's answer, and no device flag is involved.

@@ -213,6 +213,31 @@ TEST(StepReplay, ReplayedStepsComputeWhatEagerStepsDo) {
   }
 }
 
+// A scaler on a graph of another precision is refused before the step
+// points the graph at its scale: the graph then trains without one exactly
+// as a graph that never met it.
+TEST(StepReplay, AScalerForAnotherPrecisionIsRefusedBeforeTheGraphUsesIt) {
+  GLASSBOX_REQUIRE_CUDA();
+  Context ctx = Context::cuda();
+  const Trained eager = train(ctx, Precision::kBf16, 2, false);
+  ctx.rng().seed(11);
+  Graph graph = small_net(4);
+  graph.compile(ctx, {.layers = {.deterministic = true}, .precision = Precision::kBf16});
+  fill_synthetic_batch(ctx, graph, 5);
+  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 1e-4f},
+          graph.working_parameters());
+  LossScaler scaler(ctx, LossScaleOptions{});
+  StepReplay replay(ctx);
+  try {
+    train_step(ctx, graph, sgd, replay, &scaler);
+    ADD_FAILURE() << "a loss scaler on a bf16 graph passed";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(), "train_step: loss scaling is for fp16 graphs; this one is bf16");
+  }
+  for (int step = 0; step < 2; ++step) train_step(ctx, graph, sgd);
+  expect_same_bits(to_vector<float>(ctx, graph.parameters()), eager.parameters, "parameters after the refusal");
+}
+
 // A new learning rate mid-run reaches the replayed update through device
 // memory: no second capture, and the same bits as eager steps.
 TEST(StepReplay, ANewLearningRateReachesTheReplayedStep) {
