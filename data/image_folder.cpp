@@ -87,9 +87,12 @@ ImageFolder::ImageFolder(std::string root, ImageFolderOptions options)
   name_start_.push_back(0);
   for (size_t label = 0; label < class_names_.size(); ++label) {
     const std::string folder = (fs::path(root_) / class_names_[label]).string();
+    // Every entry with an image's name but a folder's: a dangling link or a
+    // pipe so named is an image that cannot be read, skipped and counted or
+    // stopping the run as on_bad_sample says, never left out unseen.
     const std::vector<std::string> files = sorted_entries(folder, [](const fs::directory_entry& e) {
       std::error_code ignored;
-      return e.is_regular_file(ignored) && is_jpeg_name(e.path());
+      return !e.is_directory(ignored) && is_jpeg_name(e.path());
     });
     if (files.empty()) {
       throw DataError(cat(folder, ": class folder '", class_names_[label], "' has no .jpg or .jpeg files"));

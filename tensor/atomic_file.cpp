@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 #include "tensor/error.h"
@@ -93,6 +94,16 @@ std::string regular_file_at(const std::string& path) {
 }
 
 }  // namespace
+
+bool same_file(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (fs::equivalent(a, b, error)) return true;
+  std::error_code a_error, b_error;
+  const fs::path a_path = fs::weakly_canonical(fs::absolute(a, a_error), a_error);
+  const fs::path b_path = fs::weakly_canonical(fs::absolute(b, b_error), b_error);
+  return !a_error && !b_error && a_path == b_path;
+}
 
 void check_writable(const std::string& path) {
   // Before hours of work: what the rename would say only at the end.

@@ -15,6 +15,12 @@ namespace glassbox {
 // behind. For checking a destination before hours of work, not after.
 void check_writable(const std::string& path);
 
+// Whether `a` and `b` name one file: the same file reached through a link or
+// another spelling, or, where either does not exist yet, the same path once
+// made absolute and canonical. For refusing an output that would replace
+// one of a command's inputs.
+bool same_file(const std::string& a, const std::string& b);
+
 // Writes all of `bytes` to the descriptor `fd`, going on after EINTR and
 // after a short write. False where a write fails, errno its reason (ENOSPC
 // where the system wrote nothing and gave none); `written` counts the bytes

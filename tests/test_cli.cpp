@@ -59,6 +59,8 @@ TEST(Cli, UsageErrorsListTheChoicesAndExitTwo) {
       {"time LeNet --warmup -1", "glassbox: --warmup must be an integer from 0 to 1000000, got '-1'"},
       {"time LeNet --threads 0", "glassbox: --threads must be an integer from 1 to 1024, got '0'"},
       {"summary LeNet --threads", "glassbox: --threads needs a value: the CPU threads, e.g. --threads 2"},
+      {"summary LeNet --threads 1 --threads=2", "glassbox: --threads is given twice ('1' and '2'); give it once"},
+      {"summary LeNet --threads=0", "glassbox: --threads must be an integer from 1 to 1024, got '0'"},
       {"summary VGG16 --batch 2 --batch 3", "glassbox: --batch is given twice ('2' and '3'); give it once"},
       {"time LeNet --device=", "glassbox: --device needs a value (--device D), got an empty one"},
       {"time LeNet --cudnn-search=1", "glassbox: --cudnn-search takes no value"},
@@ -298,6 +300,8 @@ TEST(Cli, ThreadsIsOneFlagForEveryCommandAndTimeSaysIt) {
   }
   const Outcome summary = run(kCli + " summary LeNet --threads 1");
   EXPECT_EQ(summary.exit_code, 0) << summary.output;
+  const Outcome joined = run(kCli + " summary LeNet --threads=1");
+  EXPECT_EQ(joined.exit_code, 0) << joined.output;
 }
 
 // Note [Threads on a shared machine]: a measuring run takes no more threads

@@ -3,6 +3,7 @@
 // CPU), the JSON it writes, and its usage errors.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -72,12 +73,26 @@ TEST(CliSweep, BadBatchListsAreUsageErrorsNamingTheFlag) {
       {"2,3,...,9", "glassbox: --batches 2,3,...,9: before '...', 3 must be a multiple of 2 greater than it"},
       {"4,2", "glassbox: --batches 4,2: batches must grow from left to right (4 then 2)"},
       {",", "glassbox: --batches must be an integer from 1 to 2147483647, got ''"},
+      {"1,2,", "glassbox: --batches must be an integer from 1 to 2147483647, got ''"},
   };
   for (const auto& c : cases) {
     const auto r = run_command(kCli + " sweep LeNet --device cpu --batches '" + c.list + "'");
     EXPECT_EQ(r.exit_code, 2) << c.list << "\n" << r.output;
     EXPECT_TRUE(contains(r.output, c.message)) << c.list << "\n" << r.output;
   }
+}
+
+// A batch too large for the network's shapes is refused before any batch is
+// measured: found last, it would have ended the sweep with nothing written.
+TEST(CliSweep, ABatchTooLargeForTheShapesIsRefusedBeforeAnyIsMeasured) {
+  const glassbox::testing::TempDir dir;
+  const std::string out = dir / "alexnet.sweep.json";
+  const auto r = run_command(kCli + " sweep AlexNet --device cpu --steps 1 --warmup 0 --batches 1,2147483647 --out " +
+                             out);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: AlexNet at batch 2147483647 is too large: ")) << r.output;
+  EXPECT_FALSE(contains(r.output, "train steps")) << "the sweep began before the batches were checked:\n" << r.output;
+  EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 // The document and the header name the precision the steps ran in.

@@ -3,6 +3,7 @@
 // --data text:PATH`, and every refusal that names what is wrong.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -82,6 +83,34 @@ TEST(CliText, CorpusPrintsTheSplitsAndWritesTheIdsForThePeer) {
   refused = glassbox("corpus text:" + dir.path() + " --out " + dir / "ids");
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
   EXPECT_TRUE(contains(refused.output, " would be a text file of the corpus folder")) << refused.output;
+}
+
+// A word that is not UTF-8 cannot go into --out's JSON header: the run says
+// which word, with the data's exit code, and writes nothing; described
+// without --out, the corpus is fine, and its splits without entries show no
+// rates of nothing.
+TEST(CliText, CorpusOutRefusesAWordThatIsNotUtf8AndShowsEmptySplitsAsNone) {
+  testing::TempDir dir;
+  std::ofstream(dir / "latin1.txt") << "caf\xe9 the cat\nthe dog\n";
+  const std::string out = dir / "ids.safetensors";
+  const testing::CommandOutcome refused = glassbox("corpus text:" + dir / "latin1.txt" + " --out " + out);
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_TRUE(contains(refused.output, "glassbox: corpus --out " + out + ": the word '")) << refused.output;
+  EXPECT_TRUE(contains(refused.output, "is not UTF-8 text, and the file records the vocabulary in its JSON header"))
+      << refused.output;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  std::filesystem::create_directories(dir / "d\xff");
+  std::ofstream(dir / "d\xff/one.txt") << made_up_text(200, 100);
+  const testing::CommandOutcome odd_path = glassbox("corpus 'text:" + dir / "d\xff/one.txt" + "' --out " + out);
+  EXPECT_EQ(odd_path.exit_code, 2) << odd_path.output;
+  EXPECT_TRUE(contains(odd_path.output, "' is not UTF-8 text from byte ")) << odd_path.output;
+  EXPECT_TRUE(contains(odd_path.output, "the file records it in its JSON header, which holds UTF-8 only: rename the "
+                                        "path"))
+      << odd_path.output;
+  const testing::CommandOutcome described = glassbox("corpus text:" + dir / "latin1.txt");
+  ASSERT_EQ(described.exit_code, 0) << described.output;
+  EXPECT_FALSE(contains(described.output, "nan")) << described.output;
+  EXPECT_TRUE(std::regex_search(described.output, std::regex("valid +0 +0 +- +-"))) << described.output;
 }
 
 TEST(CliText, ALanguageModelTrainsOnTextAndReportsPerplexities) {

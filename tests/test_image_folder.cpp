@@ -3,6 +3,7 @@
 // preparation geometry in both modes (recomputed from the documented recipe),
 // determinism, and every error.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <set>
@@ -218,6 +219,25 @@ TEST(ImageFolder, UnreadableFilesAreSampleErrorsFromLoad) {
     }
   }
   EXPECT_EQ(data.load(0, pixels, SampleMode::kTraining, rng), 0) << "a good file still loads after bad ones";
+}
+
+// An entry with an image's name that is no readable file (a dangling link, a
+// pipe) is listed like any image, and its load is unreadable, naming why: a
+// skip counts it and a stop names it, where leaving it out would hide it.
+TEST(ImageFolder, ALinkToNothingOrAPipeNamedAsAnImageIsAnUnreadableSample) {
+  TempDir dir;
+  testing::make_jpeg_folder(dir.path(), {.classes = {"a"}, .per_class = 1});
+  std::filesystem::create_symlink(dir / "nowhere.jpg", dir / "a/1.jpg");
+  ASSERT_EQ(::mkfifo((dir / "a/2.jpg").c_str(), 0600), 0);
+  const ImageFolder data(dir.path(), {.sample = Shape{3, 32, 32}});
+  ASSERT_EQ(data.size(), 3);
+  std::vector<float> pixels(3 * 32 * 32);
+  std::mt19937_64 rng(1);
+  EXPECT_EQ(message_of<SampleError>([&] { data.load(1, pixels, SampleMode::kEvaluation, rng); }),
+            dir / "a/1.jpg: cannot read: No such file or directory");
+  EXPECT_EQ(message_of<SampleError>([&] { data.load(2, pixels, SampleMode::kEvaluation, rng); }),
+            dir / "a/2.jpg: cannot read: Is a named pipe, not a regular file");
+  EXPECT_EQ(data.load(0, pixels, SampleMode::kEvaluation, rng), 0);
 }
 
 // An image file past 256 MiB is not read (a sparse file: its size costs no

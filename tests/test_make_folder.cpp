@@ -206,6 +206,19 @@ TEST(MakeFolder, AFolderIsMadeWholeOrNotAtAll) {
   EXPECT_TRUE(fs::exists(dir / "empty/train/a/0.jpg")) << "the folder it names is replaced";
   EXPECT_EQ(beside(), (std::vector<std::string>{"empty", "link", "new"}));
 
+  // A link to nothing is there, not a folder to make: it is refused and kept.
+  fs::create_symlink(dir / "nowhere", dir / "dangling");
+  const std::string dangling =
+      testing::message_of<Error>([&] { cli::make_folder_whole(dir / "dangling", {"train"}, write_one); });
+  EXPECT_EQ(dangling, "make-folder: cannot make a folder in " + dir / "dangling" + ": " + dir / "dangling" +
+                          " is a link to " + dir / "nowhere" + ", which leads nowhere");
+  const std::string below =
+      testing::message_of<Error>([&] { cli::make_folder_whole(dir / "dangling/sub", {"train"}, write_one); });
+  EXPECT_EQ(below, "make-folder: cannot make a folder in " + dir / "dangling/sub" + ": " + dir / "dangling" +
+                       " is a link to " + dir / "nowhere" + ", which leads nowhere");
+  EXPECT_TRUE(fs::is_symlink(dir / "dangling")) << "a link make-folder did not make is removed";
+  fs::remove(dir / "dangling");
+
   // A make that fails: nothing of it is left, the folders above `out` too.
   const std::string message = testing::message_of<DataError>([&] {
     cli::make_folder_whole(dir / "above/out", {"train"}, [&](const std::string& into) -> std::string {
@@ -245,6 +258,21 @@ TEST(MakeFolder, AStoppedRunsFolderIsNamed) {
                                  "(it holds .partial-Ab12Cd, what a make-folder that was stopped had written); give "
                                  "a new or empty one"))
       << r.output;
+}
+
+// --out is checked as the system resolves it: "ghost/../kept" is kept, which
+// holds a file, though ghost does not exist yet; and ghost is not made.
+TEST(MakeFolder, AnOutThroughAFolderNotYetMadeIsCheckedWhereItLeads) {
+  TempDir dir;
+  testing::write_file(dir / "kept/notes.txt", "mine");
+  const testing::CommandOutcome r =
+      run("--synthetic --classes 1 --train 1 --val 1 --width 8 --height 8 --out " + dir / "ghost/../kept");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: make-folder: --out " + dir / "ghost/../kept" +
+                                     " exists and is not an empty folder; give a new or empty one"))
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir / "ghost"));
+  EXPECT_FALSE(fs::exists(dir / "kept/train"));
 }
 
 // A set without some class would make a folder whose later classes read

@@ -14,6 +14,7 @@
 
 #include "tensor/error.h"
 #include "tests/support/command.h"
+#include "tests/support/data_files.h"
 #include "tests/support/named_pipe.h"
 #include "tests/support/temp_dir.h"
 #include "tools/cli/report_data.h"
@@ -258,6 +259,14 @@ TEST(Report, BadFilesNameTheFileAndTheProblem) {
        "f.json: field points[0].batch must be an integer, got number 1.5"},
       {"{\"kind\": \"glassbox.sweep\", \"network\": \"x\", \"item\": \"frames\", \"points\": []}",
        "f.json: field item is 'frames', not images or tokens"},
+      {"{\"kind\": \"glassbox.sweep\", \"network\": \"x\", \"points\": [{\"batch\": 18446744073709551615}]}",
+       "f.json: field points[0].batch must be an integer, got number 18446744073709551615"},
+      {"{\"kind\": \"glassbox.sweep\", \"network\": \"x\", \"points\": []}",
+       "f.json: field points is empty: a sweep file has an entry for each batch it ran"},
+      {"{\"kind\": \"glassbox.time\", \"network\": \"x\", \"layers\": []}",
+       "f.json: field layers is empty: a time file has an entry for each layer it timed"},
+      {"{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::add\", \"ts\": 1, \"dur\": 2}]}",
+       "f.json: no layer spans (\"X\" events with args.layer): not a trace of glassbox trace, or one of no step"},
       {"{\"kind\": \"glassbox.sweep\", \"network\": \"x\", \"item\": \"tokens\", \"points\": "
        "[{\"batch\": 1, \"step_ms\": 2, \"images_per_s\": 500, \"peak_bytes\": 1}]}",
        "f.json: field points[0].tokens_per_s is missing"},
@@ -369,6 +378,8 @@ TEST(Report, CommandErrorsNameTheFileAndExitOneOrTwo) {
   TempDir dir;
   write_text(dir / "bad.json", "{\"kind\": \"glassbox.time\", \"network\": \"LeNet\"}");
   write_text(dir / "old.html", "kept");
+  std::filesystem::copy_file(kData + "time.json", dir / "run.json");
+  std::filesystem::create_symlink(dir / "run.json", dir / "link.html");
   const struct {
     std::string args;
     int exit_code;
@@ -385,6 +396,10 @@ TEST(Report, CommandErrorsNameTheFileAndExitOneOrTwo) {
       {"report " + (dir / "bad.json") + " --out " + (dir / "old.html"), 1,
        "glassbox: " + (dir / "bad.json") + ": field layers is missing"},
       {"report " + kData + "time.json --out " + (dir / "no/such/dir.html"), 1, dir / "no/such/dir.html"},
+      {"report " + (dir / "run.json") + " --out " + (dir / "run.json"), 2,
+       "glassbox: report --out " + (dir / "run.json") + " is also the input file: the page would replace the data it "
+                                                         "is made from; give another path"},
+      {"report " + (dir / "run.json") + " --out " + (dir / "link.html"), 2, "is also the input file"},
   };
   for (const auto& c : cases) {
     const auto r = glassbox::testing::run_command(kCli + " " + c.args);
@@ -392,6 +407,19 @@ TEST(Report, CommandErrorsNameTheFileAndExitOneOrTwo) {
     EXPECT_TRUE(contains(r.output, c.message)) << "glassbox " << c.args << " printed:\n" << r.output;
   }
   EXPECT_EQ(read_text(dir / "old.html"), "kept") << "a failed report leaves the old page alone";
+  EXPECT_EQ(read_text(dir / "run.json"), read_text(kData + "time.json")) << "the input is left alone";
+}
+
+// Times whose bars sum past the largest double cannot be drawn: the page is
+// refused, where it would have held NaN coordinates.
+TEST(Report, TimesTooLargeToDrawAreRefusedNamingTheAxis) {
+  Json time = Json::parse(read_text(kData + "time.json"));
+  for (Json& layer : time["layers"]) {
+    for (Json& pass : layer["passes"]) pass["ms"] = 1e308;
+  }
+  const auto data = read_report_data(time.dump(), "t.json");
+  const std::string message = glassbox::testing::message_of<DataError>([&] { (void)report_html(data, "t.json"); });
+  EXPECT_TRUE(contains(message, "are too large to draw")) << message;
 }
 
 // A named pipe given as the input is refused at once, not waited on

@@ -6,7 +6,8 @@
 // A DataError is the answer to a file that is not one of the three kinds.
 // Invariants of an accepted file: the page is one document with as many
 // <svg> elements as it says it has charts, and no text from the file
-// reaches it unescaped (no "<script" can appear: the page has no script).
+// reaches it unescaped (no "<script" can appear: the page has no script),
+// and no coordinate is NaN or infinite (values too large to draw are refused).
 #include <string>
 
 #include "tests/fuzz/fuzz_input.h"
@@ -32,6 +33,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(page.html.starts_with("<!DOCTYPE html>") && page.html.ends_with("</html>\n"));
     FUZZ_CHECK(count(page.html, "<svg") == page.charts && count(page.html, "</svg>") == page.charts);
     FUZZ_CHECK(count(page.html, "<script") == 0);
+    for (const char* coordinate : {"=\"nan\"", "=\"-nan\"", "=\"inf\"", "=\"-inf\""}) {
+      FUZZ_CHECK(count(page.html, coordinate) == 0);
+    }
   });
   return 0;
 }

@@ -12,6 +12,7 @@ std::vector<int> parse_batch_list(std::string_view flag, const std::string& text
   std::vector<std::string> items;
   std::stringstream stream(text);
   for (std::string item; std::getline(stream, item, ',');) items.push_back(item);
+  if (text.ends_with(',')) items.emplace_back();  // getline sees no item after a last comma: an empty one, refused
   std::vector<int> batches;
   for (size_t i = 0; i < items.size(); ++i) {
     if (items[i] != "...") {

@@ -11,6 +11,7 @@
 
 #include "data/text_corpus.h"
 #include "tensor/atomic_file.h"
+#include "tensor/parse.h"
 #include "tensor/safetensors.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
@@ -51,11 +52,24 @@ int run_corpus(const std::vector<std::string>& words) {
   const std::string path = text_spec_path(spec, nullptr);
   const int vocabulary = args.int_in("--vocabulary", 10000, 3, 1 << 30);
   const std::string out = args.get("--out", "");
+  // --out's file records the path and the words in its safetensors header,
+  // JSON, which holds UTF-8 text only; a Linux path or a file's word is any
+  // bytes (the tokenizer splits on ASCII space only).
   if (!out.empty()) {
+    if (const size_t at = first_non_utf8(path); at != std::string::npos) {
+      throw ConfigError(cat("corpus --out: the corpus path '", excerpt(path, 80), "' is not UTF-8 text from byte ", at,
+                            " on; the file records it in its JSON header, which holds UTF-8 only: rename the path"));
+    }
     refuse_output_in_corpus(out, path);
     check_writable(out);  // before the work
   }
   const TextCorpus corpus({.path = path, .vocabulary = vocabulary});
+  for (int32_t id = 0; !out.empty() && id < corpus.vocabulary_size(); ++id) {
+    if (first_non_utf8(corpus.word(id)) == std::string::npos) continue;
+    throw DataError(cat("corpus --out ", out, ": the word '", excerpt(corpus.word(id), 80), "' (id ", id, ") of ", path,
+                        " is not UTF-8 text, and the file records the vocabulary in its JSON header, which holds "
+                        "UTF-8 only: convert the text to UTF-8 (without --out the corpus is still described)"));
+  }
 
   std::printf("%s\n", corpus.describe().c_str());
   std::printf("%s files; vocabulary: the %s most frequent training words of %s, with <unk> and <eos>\n\n",
@@ -65,7 +79,8 @@ int run_corpus(const std::vector<std::string>& words) {
                {"<unk>", Table::Align::kRight}, {"unigram perplexity", Table::Align::kRight}});
   for (Split split : kSplits) {
     table.add_row({name_of(split), grouped(corpus.entries(split)), grouped(corpus.token_count(split)),
-                   fixed(100.0 * corpus.unknown_rate(split), 2) + "%", fixed(corpus.unigram_perplexity(split), 1)});
+                   corpus.entries(split) == 0 ? "-" : fixed(100.0 * corpus.unknown_rate(split), 2) + "%",
+                   corpus.entries(split) == 0 ? "-" : fixed(corpus.unigram_perplexity(split), 1)});
   }
   std::printf("%s\n", table.str().c_str());
   std::printf("unigram: each token's probability is its training count plus one over the training tokens plus the "

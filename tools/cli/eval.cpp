@@ -9,7 +9,6 @@
 // layouts). The network runs in the inference phase (batch norm on running
 // statistics, dropout off) on a plan compiled for inference.
 #include <cstdio>
-#include <filesystem>
 
 #include "data/data_spec.h"
 #include "train/checkpoint.h"
@@ -196,12 +195,7 @@ int run_eval(const std::vector<std::string>& words) {
   if (args.has("--logits")) {
     const std::string out = args.get("--logits", "");
     for (const char* input : {"--weights", "--input"}) {
-      const std::string in = args.get(input, "");
-      namespace fs = std::filesystem;
-      std::error_code a, b, c, d, e;
-      const bool same = fs::equivalent(out, in, a) ||
-                        fs::weakly_canonical(fs::absolute(out, b), c) == fs::weakly_canonical(fs::absolute(in, d), e);
-      if (same) {
+      if (args.has(input) && same_file(out, args.get(input, ""))) {
         throw ConfigError(cat("--logits ", out, " is also the ", input,
                               " file: writing the logits would replace it; give another path"));
       }

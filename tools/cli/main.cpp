@@ -18,6 +18,7 @@
 // exit 1 (tools/entry_point.h).
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -127,13 +128,33 @@ void print_flags(const std::string& verb, const std::vector<glassbox::cli::FlagS
 // (Note [Eigen's own threads]), so setting OpenMP's count once, before any
 // context or graph exists, is what makes them all follow it. OMP_NUM_THREADS
 // does the same from the environment; --threads, given, wins.
-// Takes `--threads N` out of `words`, wherever it is, for every command.
+// Takes `--threads N` (or `--threads=N`) out of `words`, wherever it is, for
+// every command; as every flag, once.
 void apply_thread_flag(std::vector<std::string>& words) {
-  const auto flag = std::find(words.begin(), words.end(), "--threads");
-  if (flag == words.end()) return;
-  if (flag + 1 == words.end()) throw glassbox::ConfigError("--threads needs a value: the CPU threads, e.g. --threads 2");
-  omp_set_num_threads(static_cast<int>(glassbox::parse_int("--threads", *(flag + 1), 1, 1024)));
-  words.erase(flag, flag + 2);
+  std::optional<std::string> value;
+  for (size_t i = 0; i < words.size();) {
+    const bool spaced = words[i] == "--threads", joined = words[i].starts_with("--threads=");
+    if (!spaced && !joined) {
+      ++i;
+      continue;
+    }
+    std::string given;
+    if (joined) {
+      given = words[i].substr(std::string_view("--threads=").size());
+    } else if (i + 1 < words.size()) {
+      given = words[i + 1];
+    } else {
+      throw glassbox::ConfigError("--threads needs a value: the CPU threads, e.g. --threads 2");
+    }
+    if (value) {
+      throw glassbox::ConfigError(glassbox::cat("--threads is given twice ('", *value, "' and '", given,
+                                                "'); give it once"));
+    }
+    value = given;
+    const auto at = words.begin() + static_cast<std::ptrdiff_t>(i);
+    words.erase(at, at + (joined ? 1 : 2));
+  }
+  if (value) omp_set_num_threads(static_cast<int>(glassbox::parse_int("--threads", *value, 1, 1024)));
 }
 
 }  // namespace

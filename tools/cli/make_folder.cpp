@@ -250,10 +250,15 @@ int run_make_folder(const std::vector<std::string>& words) {
   refuse_flags_of_the_other_form(args, synthetic);
   const std::string out = args.get("--out", "");
   std::error_code error;
-  if (fs::exists(out, error) && !(fs::is_directory(out, error) && fs::is_empty(out, error))) {
+  // Checked as the system will resolve it once the folders above are made:
+  // "new/../old" is old, which exists, though "new" does not yet.
+  std::string where = fs::weakly_canonical(fs::absolute(out, error), error).string();
+  if (error || where.empty()) where = out;
+  error.clear();
+  if (fs::exists(where, error) && !(fs::is_directory(where, error) && fs::is_empty(where, error))) {
     // A make-folder that was killed leaves its hidden staging folder (Note [A folder made whole]).
     std::string staging;
-    for (fs::directory_iterator it(out, error); !error && it != fs::directory_iterator(); it.increment(error)) {
+    for (fs::directory_iterator it(where, error); !error && it != fs::directory_iterator(); it.increment(error)) {
       if (it->path().filename().string().starts_with(".partial-")) staging = it->path().filename().string();
     }
     throw ConfigError(cat("make-folder: --out ", out, " exists and is not an empty folder",

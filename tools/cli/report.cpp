@@ -47,6 +47,10 @@ int run_report(const std::vector<std::string>& words) {
   }
   const std::string& in = args.positionals()[0];
   const std::string out = args.get("--out", default_out(in));
+  if (same_file(out, in)) {
+    throw ConfigError(cat("report --out ", out, " is also the input file: the page would replace the data it is made "
+                          "from; give another path"));
+  }
   check_writable(out);  // before the work, and a pipe or a device is refused (tensor/atomic_file.h)
   const ReportPage page = report_html(read_report_data(read_whole(in), in), in);
   write_file_atomically(out, page.html);

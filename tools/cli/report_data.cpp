@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -43,7 +44,9 @@ class Field {
   // A whole number, written as one or not (a Chrome trace's numeric otherData are all doubles: 8.0).
   int64_t integer() const {
     const double v = value_.is_number() ? value_.get<double>() : 0.5;
-    const bool whole = value_.is_number_integer() || (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9e15);
+    const bool wraps = value_.is_number_unsigned() && value_.get<uint64_t>() > uint64_t{INT64_MAX};
+    const bool whole =
+        (value_.is_number_integer() && !wraps) || (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9e15);
     return expect(whole, "an integer").value_.get<int64_t>();
   }
   std::string text() const { return expect(value_.is_string(), "a string").value_.get<std::string>(); }
@@ -90,6 +93,7 @@ TimeData read_time(const Field& top) {
   t.item = top.has("tokens_per_s") ? "tokens" : "images";  // a language model's rate counts tokens
   t.items_per_s = top.number_or((t.item + "_per_s").c_str(), 0.0);
   const Field layers = top.at("layers").array();
+  if (layers.size() == 0) top.fail("field layers is empty: a time file has an entry for each layer it timed");
   for (size_t i = 0; i < layers.size(); ++i) {
     const Field layer = layers[i].object();
     LayerPasses l{
@@ -117,6 +121,7 @@ SweepData read_sweep(const Field& top) {
   const Field points = top.at("points").array();
   s.item = top.text_or("item", "images");
   if (s.item != "images" && s.item != "tokens") top.fail(cat("field item is '", s.item, "', not images or tokens"));
+  if (points.size() == 0) top.fail("field points is empty: a sweep file has an entry for each batch it ran");
   for (size_t i = 0; i < points.size(); ++i) {
     const Field p = points[i].object();
     SweepPoint point{.batch = p.at("batch").integer(), .error = p.text_or("error", "")};
@@ -186,6 +191,9 @@ TraceData read_trace(const Field& top) {
     p->ms += ms;
     p->flops += flops;
     p->bytes += bytes;
+  }
+  if (t.layer_spans == 0) {
+    top.fail("no layer spans (\"X\" events with args.layer): not a trace of glassbox trace, or one of no step");
   }
   t.steps = std::max(1, optimizer_spans);
   t.kernel_ms /= t.steps;

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "tensor/error.h"
+
 namespace glassbox::cli::svg {
 namespace {
 
@@ -93,6 +95,12 @@ std::string si(double value, const std::string& unit) {
 }
 
 Axis fit_axis(std::string label, ScaleKind kind, double data_lo, double data_hi) {
+  // A sum of values near DBL_MAX (bars stacked) is infinite: such a file is
+  // refused, where drawing it would write NaN coordinates into the page.
+  if (!std::isfinite(data_lo) || !std::isfinite(data_hi) || !std::isfinite(std::fabs(data_hi - data_lo) * 2.0)) {
+    throw DataError(cat("the values of the chart's axis '", label, "' (", data_lo, " to ", data_hi,
+                        ") are too large to draw"));
+  }
   Axis a{.label = std::move(label), .kind = kind};
   if (kind == ScaleKind::kLinear) {
     a.lo = std::min(0.0, data_lo);

@@ -95,6 +95,9 @@ int run_sweep(const std::vector<std::string>& words) {
   const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
   if (!choice.note.empty()) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
   const std::vector<int> batches = parse_batch_list("--batches", args.get("--batches", "1,2,4,...,256"));
+  // A batch too large for the network's shapes is refused before any is
+  // measured: found after the others, it would end the sweep unwritten.
+  for (int batch : batches) (void)build_net(net, batch);
   SweepRun run;
   run.compile = compile_options_from_flags(args.values());
   for (const std::string& note : compile_flag_notes(args.values(), choice.device)) {

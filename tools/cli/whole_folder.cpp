@@ -29,11 +29,23 @@ std::string make_folder_whole(const std::string& out, const std::vector<std::str
   std::error_code error;
   // The first folder, from `out` up, that does not exist yet: this call makes
   // it, and removes it again where the make fails.
-  fs::path made;
-  for (fs::path at = fs::path(out); !at.empty() && !fs::exists(at, error); at = at.parent_path()) {
+  fs::path made, there;
+  // A link counts as there, pointing anywhere or nowhere: never this call's to remove.
+  for (fs::path at = fs::path(out); !at.empty(); at = at.parent_path()) {
+    if (fs::exists(fs::symlink_status(at, error))) {
+      there = at;
+      break;
+    }
     if (!at.filename().empty()) made = at;  // "out/" names the same folder as "out"
     if (at == at.parent_path()) break;
   }
+  // The first folder there, `out` or one above it, may be a link to nothing.
+  const fs::path link = there.empty() || !there.filename().empty() ? there : there.parent_path();
+  if (!link.empty() && fs::is_symlink(fs::symlink_status(link, error)) && !fs::exists(link, error)) {
+    throw Error(cat("make-folder: cannot make a folder in ", out, ": ", link.string(), " is a link to ",
+                    fs::read_symlink(link, error).string(), ", which leads nowhere"));
+  }
+  error.clear();
   if (!made.empty()) fs::create_directories(out, error);
   std::string into = (fs::path(out) / ".partial-XXXXXX").string();
   if (error || ::mkdtemp(into.data()) == nullptr) {
