@@ -223,7 +223,6 @@ TEST_P(ReluKeepsNanTest, ANanImageReachesTheLossThroughEveryReluPath) {
     graph.forward(c);
     const std::string error = testing::message_of<NumericalError>([&] { checked_loss(c, graph, 1); });
     EXPECT_EQ(error.substr(0, error.find(';')), "step 1: the loss is nan") << path.name << ": " << error;
-    EXPECT_NE(error.find("first non-finite output: input 'images'"), std::string::npos) << path.name << ": " << error;
   }
 }
 
