@@ -90,6 +90,9 @@ std::vector<std::string> compile_flag_notes(const std::map<std::string, std::str
     if (given.contains("--deterministic")) {
       notes.push_back("--deterministic restricts cuDNN algorithms; the CPU path is deterministic already");
     }
+    if (given.contains("--no-nvtx")) {
+      notes.push_back("--no-nvtx leaves out the NVTX ranges of a GPU's steps; the CPU's steps have none");
+    }
     if (const auto it = given.find("--precision"); it != given.end() && it->second == flag_name_of(Precision::kTf32)) {
       notes.push_back("--precision tf32 rounds the inputs of a GPU's tensor-core products to TF32; the CPU computes "
                       "in fp32, so a tf32 run on the CPU gives fp32's results");

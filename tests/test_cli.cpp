@@ -282,6 +282,45 @@ TEST(Cli, TimeReplaysStepsOnlyInOneProcessOnAGpu) {
   EXPECT_FALSE(contains(cpu.output + ranks.output, "sum of layers"));
 }
 
+// time and train run data-parallel under mpirun; every other verb would run
+// whole on each rank, printing twice and racing to write one file: refused.
+TEST(Cli, VerbsOfOneProcessRefuseMpirun) {
+  const std::string ranks = "OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_RANK=0 "
+                            "OMPI_COMM_WORLD_LOCAL_SIZE=2 ";
+  for (const char* verb : {"summary LeNet", "trace LeNet --device cpu", "max-batch LeNet --device cpu",
+                           "scale LeNet --device cpu", "sweep LeNet --device cpu"}) {
+    const Outcome r = run(ranks + kCli + " " + verb);
+    EXPECT_EQ(r.exit_code, 2) << verb << "\n" << r.output;
+    const std::string name = std::string(verb).substr(0, std::string(verb).find(' '));
+    EXPECT_TRUE(contains(r.output, "glassbox: rank 0 of 2: " + name + " runs in one process; under mpirun (2 ranks) "
+                                   "each would run it whole. Run it without mpirun (time and train run data-parallel)"))
+        << r.output;
+  }
+}
+
+// The data-parallel flags given to one process are checked and named as
+// doing nothing there, never taken in silence.
+TEST(Cli, DataParallelFlagsInOneProcessAreNamed) {
+  const Outcome r =
+      run(kCli + " time LeNet --device cpu --batch 2 --steps 1 --warmup 0 --no-overlap --bucket-mb 3 --comm-timeout 5");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* flag : {"--bucket-mb", "--no-overlap", "--comm-timeout"}) {
+    EXPECT_TRUE(contains(r.output, std::string("glassbox: ") + flag +
+                                       " applies under mpirun, to the all-reduce of the gradients; this run is one "
+                                       "process, which has none"))
+        << r.output;
+  }
+}
+
+// summary --memory reads its device and compile flags before printing: a bad
+// one is refused with nothing printed first.
+TEST(Cli, SummaryMemoryRefusesABadFlagBeforeTheTable) {
+  const Outcome r = run(kCli + " summary LeNet --batch 2 --memory --layout bogus");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: unknown layout 'bogus'")) << r.output;
+  EXPECT_FALSE(contains(r.output, "parameters:")) << r.output;
+}
+
 TEST(Cli, TimeJsonIntoAMissingFolderFailsBeforeTheRun) {
   const Outcome r = run(kCli + " time LeNet --device cpu --batch 2 --steps 1 --warmup 0 --json /nonexistent/t.json");
   EXPECT_NE(r.exit_code, 0) << r.output;
@@ -375,7 +414,7 @@ TEST(Cli, MaxBatchSaysWhenNothingFits) {
   const Outcome r = run(kCli + " max-batch LeNet --device cpu --memory-limit 1KiB");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "batch 1: does not fit: cpu: out of memory")) << r.output;
-  EXPECT_TRUE(contains(r.output, "not even batch 1 fits")) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: max-batch: not even batch 1 fits")) << r.output;
 }
 
 TEST(Cli, TimeTakesDeterministicAndSaysItChangesNothingOnTheCpu) {

@@ -1,6 +1,7 @@
 // tests/test_cli_scale.cpp: `glassbox scale`, run as a user runs it.
 #include <gtest/gtest.h>
 
+#include <regex>
 #include <string>
 
 #include "tests/support/command.h"
@@ -25,6 +26,19 @@ TEST(CliScale, PredictsARowPerDeviceCountAndStatesItsAssumptions) {
   EXPECT_TRUE(contains(r.output, "Not modelled: contention")) << r.output;
 }
 
+// A language model's throughput is in tokens, as time counts it: the batch's
+// sequences times their 20 tokens, over the step.
+TEST(CliScale, ALanguageModelCountsTokens) {
+  const auto r = run_command(kCli + " scale LSTMSmall --gpus 1 --batch 2 --device cpu --steps 1 --warmup 0");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, " tokens/s ")) << r.output;
+  std::smatch row;
+  ASSERT_TRUE(std::regex_search(r.output, row, std::regex("\n +1 +([0-9.]+) .* ([0-9.]+) +1, no all-reduce")))
+      << r.output;
+  const double step_ms = std::stod(row[1]), rate = std::stod(row[2]);
+  EXPECT_NEAR(rate, 2 * 20 / (step_ms / 1e3), 0.06 * rate + 0.1) << r.output;
+}
+
 // The compile flags time the step as it would run.
 TEST(CliScale, TakesTheCompileFlags) {
   const auto r = run_command(kCli + " scale LeNet --gpus 1,2 --batch 4 --device cpu --steps 1 --warmup 0 "
@@ -40,6 +54,8 @@ TEST(CliScale, BadValuesAreUsageErrorsNamingTheFlag) {
   } cases[] = {
       {"--gpus 1,0", "glassbox: --gpus must be an integer from 1 to 1048576, got '0'"},
       {"--gpus 1,,2", "glassbox: --gpus must be an integer from 1 to 1048576, got ''"},
+      {"--gpus 1,2,", "glassbox: --gpus must be an integer from 1 to 1048576, got ''"},
+      {"--gpus 2,2", "glassbox: --gpus 2,2: device counts must grow from left to right (2 then 2)"},
       {"--link ethernet", "glassbox: --link: unknown link 'ethernet'; valid: nvlink, infiniband, custom"},
       {"--link custom", "glassbox: --link custom needs --bandwidth-gbps (and --latency-us)"},
       {"--link custom --bandwidth-gbps 100", "glassbox: --link custom needs --latency-us (and --bandwidth-gbps)"},

@@ -109,11 +109,14 @@ TEST(CompileFlags, TheLayoutChoiceDependsOnTheDeviceAndPrecisionOnlyWhenAutomati
 }
 
 TEST(CompileFlags, FlagsThatDoNothingOnTheDeviceAreNamed) {
-  const std::map<std::string, std::string> gpu_only = {{"--cudnn-search", ""}, {"--deterministic", ""}};
+  const std::map<std::string, std::string> gpu_only = {
+      {"--cudnn-search", ""}, {"--deterministic", ""}, {"--no-nvtx", ""}};
   EXPECT_EQ(compile_flag_notes(gpu_only, Device::cpu()),
             (std::vector<std::string>{"--cudnn-search chooses cuDNN algorithms; it has no effect on the CPU",
                                       "--deterministic restricts cuDNN algorithms; the CPU path is deterministic "
-                                      "already"}));
+                                      "already",
+                                      "--no-nvtx leaves out the NVTX ranges of a GPU's steps; the CPU's steps have "
+                                      "none"}));
   EXPECT_TRUE(compile_flag_notes(gpu_only, Device::cuda()).empty());
   const std::map<std::string, std::string> cpu_only = {{"--cpu-conv", "glassbox"}, {"--no-winograd", ""}};
   EXPECT_TRUE(compile_flag_notes(cpu_only, Device::cpu()).empty());

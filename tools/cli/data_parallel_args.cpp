@@ -18,12 +18,32 @@ DataParallelArgs data_parallel_args(const Args& args) {
                                parse_number("--comm-timeout", args.get("--comm-timeout", "300"), 0.001, 1e7)}};
 }
 
+std::vector<std::string> single_process_notes(const Args& args, int ranks) {
+  std::vector<std::string> notes;
+  if (ranks > 1) return notes;
+  for (const char* flag : {"--bucket-mb", "--no-overlap", "--comm-timeout"}) {
+    if (args.has(flag)) {
+      notes.push_back(cat(flag, " applies under mpirun, to the all-reduce of the gradients; this run is one process, "
+                                "which has none"));
+    }
+  }
+  return notes;
+}
+
 ScaleJobArgs scale_job_args(const Args& args) {
   ScaleJobArgs job;
   // "1,2,4": never empty, since Args refuses an empty value.
-  std::stringstream counts(args.get("--gpus", "1,2,4,8,16,32,64"));
+  const std::string text = args.get("--gpus", "1,2,4,8,16,32,64");
+  std::stringstream counts(text);
   for (std::string item; std::getline(counts, item, ',');) {
     job.device_counts.push_back(static_cast<int>(parse_int("--gpus", item, 1, 1 << 20)));
+  }
+  if (text.ends_with(',')) parse_int("--gpus", "", 1, 1 << 20);  // getline sees no item after a last comma: refused
+  for (size_t i = 1; i < job.device_counts.size(); ++i) {
+    if (job.device_counts[i] <= job.device_counts[i - 1]) {
+      throw ConfigError(cat("--gpus ", text, ": device counts must grow from left to right (",
+                            job.device_counts[i - 1], " then ", job.device_counts[i], ")"));
+    }
   }
   job.link = link_model(args.get("--link", "nvlink"));
   if (args.has("--bandwidth-gbps")) {

@@ -3,6 +3,9 @@
 // that describe the job it predicts, parsed once (tests/fuzz/fuzz_cli.cpp too).
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "optim/communicator.h"
 #include "optim/gradient_sync.h"
 #include "optim/scale_model.h"
@@ -15,6 +18,9 @@ struct DataParallelArgs {
   CommunicatorOptions communicator;  // --comm-timeout
 };
 DataParallelArgs data_parallel_args(const Args& args);
+// A note for each of those flags given to a run of one process, which has no
+// gradients to all-reduce: they are checked, and do nothing there.
+std::vector<std::string> single_process_notes(const Args& args, int ranks);
 
 // --bucket-mb in bytes (default 25 MiB); `scale` reads it too.
 size_t bucket_bytes_arg(const Args& args);

@@ -25,6 +25,7 @@
 #include <omp.h>
 
 #include "nets/registry.h"
+#include "optim/communicator.h"
 #include "tensor/parse.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/flag_specs.h"
@@ -174,6 +175,13 @@ int main(int argc, char** argv) {
         flags != nullptr && std::find(rest.begin(), rest.end(), "--help") != rest.end()) {
       print_flags(verb, *flags);
       return 0;
+    }
+    // time and train are the data-parallel verbs; under mpirun every rank
+    // would run any other whole, racing to print and to write one file.
+    if (const JobPlacement placement = job_placement();
+        placement.size > 1 && flags_of(verb) != nullptr && verb != "time" && verb != "train") {
+      throw ConfigError(cat(verb, " runs in one process; under mpirun (", placement.size, " ranks) each would run it ",
+                            "whole. Run it without mpirun (time and train run data-parallel)"));
     }
     if (verb == "summary") return cli::run_summary(rest);
     if (verb == "time") return cli::run_time(rest);

@@ -73,7 +73,8 @@ int run_max_batch(const std::vector<std::string>& words) {
     if (batch == max) break;
   }
   if (good == 0) {
-    std::printf("not even batch 1 fits\n");
+    std::fflush(stdout);
+    std::fprintf(stderr, "glassbox: max-batch: not even batch 1 fits\n");  // a failure says so as every other does
     return kExitFailure;
   }
   std::optional<StepMemory> at_good = best;

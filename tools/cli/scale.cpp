@@ -86,7 +86,7 @@ int run_scale(const std::vector<std::string>& words) {
   using Align = Table::Align;
   Table table({{"devices", Align::kRight}, {"step ms", Align::kRight}, {"compute ms", Align::kRight},
                {"all-reduce ms", Align::kRight}, {"exposed ms", Align::kRight}, {"no overlap ms", Align::kRight},
-               {"efficiency", Align::kRight}, {"images/s", Align::kRight}, {"buckets"}});
+               {"efficiency", Align::kRight}, {cat(net.item_name(), "/s"), Align::kRight}, {"buckets"}});
   for (int p : counts) {
     const ScaledStep with = scale_step(measured, p, link, bucket_bytes, true);
     const ScaledStep without = scale_step(measured, p, link, bucket_bytes, false);
@@ -94,7 +94,7 @@ int run_scale(const std::vector<std::string>& words) {
     for (const ScaledBucket& b : with.buckets) (b.algorithm == AllReduceAlgorithm::kRing ? rings : trees) += p > 1;
     table.add_row({cat(p), fixed(with.step_ms, 2), fixed(with.compute_ms, 2), fixed(with.allreduce_ms, 2),
                    fixed(with.exposed_ms, 2), fixed(without.step_ms, 2), cat(fixed(100.0 * with.efficiency, 1), "%"),
-                   fixed(static_cast<double>(p) * batch / (with.step_ms / 1e3), 1),
+                   fixed(static_cast<double>(p) * batch * net.items_per_sample() / (with.step_ms / 1e3), 1),
                    p == 1 ? cat(with.buckets.size(), ", no all-reduce")
                           : cat(with.buckets.size(), ": ", rings, " ring, ", trees, " tree")});
   }

@@ -4,6 +4,7 @@
 // --memory, also the memory of one training step, by category, compiled as
 // the compile flags say (--precision bf16: the 16-bit values' bytes).
 #include <cstdio>
+#include <optional>
 
 #include "tensor/parse.h"
 #include "tools/cli/memory_report.h"
@@ -18,13 +19,10 @@ namespace {
 
 // --memory: one training step on the device, its memory by category, and what
 // a forward-only plan of the same graph would keep.
-void print_memory(const NetSpec& net, Graph& graph, int batch, const Args& args) {
-  const DeviceChoice choice = choose_device(args.get("--device", ""), "--device");
-  if (!choice.note.empty()) std::fprintf(stderr, "glassbox: %s\n", choice.note.c_str());
-  const CompileOptions options = compile_options_from_flags(args.values());
-  for (const std::string& note : compile_flag_notes(args.values(), choice.device)) {
-    std::fprintf(stderr, "glassbox: %s\n", note.c_str());
-  }
+// The device and the options are read before the table is printed: a bad
+// flag is refused before any output.
+void print_memory(const NetSpec& net, Graph& graph, int batch, const DeviceChoice& choice,
+                  const CompileOptions& options) {
   const StepMemory step = measure_train_step(net, batch, choice.device, options, 0);
   std::printf("\nmemory of a training step (SGD with momentum) at batch %d on %s in %s, the allocator's peak:\n%s\n",
               batch, choice.device.str().c_str(), std::string(flag_name_of(options.precision)).c_str(),
@@ -50,6 +48,16 @@ int run_summary(const std::vector<std::string>& words) {
   const NetSpec& net = network_arg(args, "summary");
   const int batch = args.int_in("--batch", 1, 1, kMaxInt);
   Graph graph = build_net(net, batch);
+  std::optional<DeviceChoice> choice;
+  CompileOptions options;
+  if (args.has("--memory")) {
+    choice = choose_device(args.get("--device", ""), "--device");
+    options = compile_options_from_flags(args.values());
+    if (!choice->note.empty()) std::fprintf(stderr, "glassbox: %s\n", choice->note.c_str());
+    for (const std::string& note : compile_flag_notes(args.values(), choice->device)) {
+      std::fprintf(stderr, "glassbox: %s\n", note.c_str());
+    }
+  }
 
   using Align = Table::Align;
   Table table({{"layer"}, {"type"}, {"output"}, {"params", Align::kRight}, {"GFLOPs", Align::kRight}, {"details"}});
@@ -78,7 +86,7 @@ int run_summary(const std::vector<std::string>& words) {
               net.language_model ? cat("sequence of ", net.sample[0], " tokens").c_str() : "image");
   std::printf("a training step (forward + backward) is counted as 3x the forward: %s GFLOP\n",
               fixed(6.0 * gmacs, 3).c_str());
-  if (args.has("--memory")) print_memory(net, graph, batch, args);
+  if (choice) print_memory(net, graph, batch, *choice, options);
   return 0;
 }
 

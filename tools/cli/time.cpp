@@ -101,6 +101,9 @@ int run_time(const std::vector<std::string>& words) {
   const int steps = args.int_in("--steps", 5, 1, kMaxSteps);
   const int warmup = args.int_in("--warmup", 2, 0, kMaxSteps);
   const DataParallelArgs parallel = data_parallel_args(args);
+  for (const std::string& note : single_process_notes(args, placement.size)) {
+    std::fprintf(stderr, "glassbox: %s\n", note.c_str());
+  }
   const std::string json_path = args.get("--json", "");
   if (args.has("--json") && speaks) check_writable(json_path);  // before the run, not after it
   const GradientSyncOptions& sync = parallel.sync;

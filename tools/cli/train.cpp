@@ -19,6 +19,7 @@
 #include "optim/data_parallel_job.h"
 #include "train/trainer.h"
 #include "tensor/runtime_info.h"
+#include "tools/cli/data_parallel_args.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/flag_specs.h"
 #include "tools/cli/text_data.h"
@@ -51,6 +52,9 @@ int run_train(const std::vector<std::string>& words) {
     saved = {.config = state.config, .file = checkpoint_train_path(resume_dir, state.epoch)};
   }
   TrainSettings run = train_settings(args, net, device, placement.size, saved);
+  for (const std::string& note : single_process_notes(args, placement.size)) {
+    std::fprintf(stderr, "glassbox: %s\n", note.c_str());
+  }
   TrainerOptions& options = run.options;
   const std::string& data_spec = run.data_spec;
   const int batch = run.batch;
