@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -30,11 +31,10 @@
 #include "tensor/parse.h"
 #include "tensor/product.h"
 #include "tensor/runtime_info.h"
+#include "tools/entry_point.h"
 
 namespace glassbox {
 namespace {
-
-constexpr int kExitUsage = 2;
 
 struct GemmShape {
   int64_t m, n, k;
@@ -153,11 +153,24 @@ void serve() {
     long long m = 0, n = 0, k = 0;
     double window = 0.0;
     if (std::sscanf(text, "%lld %lld %lld %lf", &m, &n, &k, &window) != 4 || m < 1 || n < 1 || k < 1 ||
-        window <= 0.0) {
-      std::printf("error: expected 'm n k seconds', got '%s'\n", text);
+        !(window > 0.0 && window < 1e6)) {
+      std::printf("error: expected 'm n k seconds' (seconds above 0 and finite), got '%s'\n", text);
     } else {
-      if (!product || !product->is(m, n, k)) product = std::make_unique<TimedProduct>(m, n, k);
-      std::printf("%.3f %s\n", product->gflops_over(window), product->ran_on().c_str());
+      // A shape too large for the host's memory is answered, and the next
+      // request served, as for a malformed line.
+      try {
+        if (!product || !product->is(m, n, k)) {
+          product.reset();
+          product = std::make_unique<TimedProduct>(m, n, k);
+        }
+        std::printf("%.3f %s\n", product->gflops_over(window), product->ran_on().c_str());
+      } catch (const std::bad_alloc&) {
+        product.reset();
+        std::printf("error: out of host memory for the operands of %lld x %lld x %lld\n", m, n, k);
+      } catch (const Error& e) {
+        product.reset();
+        std::printf("error: %s\n", e.what());
+      }
     }
     std::fflush(stdout);
   }
@@ -220,10 +233,5 @@ int run(int argc, char** argv) {
 }  // namespace glassbox
 
 int main(int argc, char** argv) {
-  try {
-    return glassbox::run(argc, argv);
-  } catch (const glassbox::Error& e) {
-    std::fprintf(stderr, "bench_gemm: %s\n", e.what());
-    return glassbox::kExitUsage;
-  }
+  return glassbox::run_program("bench_gemm", [&] { return glassbox::run(argc, argv); });
 }

@@ -226,23 +226,27 @@ void register_benchmarks(const Settings& s) {
   // The yardstick for the same run: what a large float32 GEMM reaches here.
   if (s.device.is_cuda()) {
 #if GLASSBOX_WITH_CUDA
-    benchmark::RegisterBenchmark(cat("SGEMM/cublas/n:8192", suffix).c_str(), [s](benchmark::State& state) {
-      try {
-        sgemm_cublas(state, 8192, s.compile.precision);
-      } catch (const std::exception& e) {
-        g_any_benchmark_failed = true;
-        state.SkipWithError(e.what());
-      }
-    })->UseManualTime()->Unit(benchmark::kMillisecond);
+    benchmark::internal::Benchmark* sgemm =
+        benchmark::RegisterBenchmark(cat("SGEMM/cublas/n:8192", suffix).c_str(), [s](benchmark::State& state) {
+          try {
+            sgemm_cublas(state, 8192, s.compile.precision);
+          } catch (const std::exception& e) {
+            g_any_benchmark_failed = true;
+            state.SkipWithError(e.what());
+          }
+        })->UseManualTime()->Unit(benchmark::kMillisecond);
+    if (s.steps > 0) sgemm->Iterations(s.steps);  // --steps: every benchmark's timed steps
 #endif
   } else {
     // "SGEMM/openblas/n:2048" or "SGEMM/eigen/n:2048": the kernels behind Eigen's products here.
     std::string kernels = cpu_gemm_name();
     std::transform(kernels.begin(), kernels.end(), kernels.begin(), [](unsigned char c) { return std::tolower(c); });
-    benchmark::RegisterBenchmark(cat("SGEMM/", kernels, "/n:2048").c_str(),
-                                 [](benchmark::State& state) { sgemm_eigen(state, 2048); })
-        ->UseManualTime()
-        ->Unit(benchmark::kMillisecond);
+    benchmark::internal::Benchmark* sgemm =
+        benchmark::RegisterBenchmark(cat("SGEMM/", kernels, "/n:2048").c_str(),
+                                     [](benchmark::State& state) { sgemm_eigen(state, 2048); })
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond);
+    if (s.steps > 0) sgemm->Iterations(s.steps);  // --steps: every benchmark's timed steps
   }
 }
 
@@ -340,6 +344,9 @@ int run(int argc, char** argv) {
   if (!fit.empty() && speaks) std::fprintf(stderr, "bench_nets: %s\n", fit.c_str());
   const int threads = omp_get_max_threads();
   for (const std::string& note : compile_flag_notes(flags.compile_given, settings.device)) {
+    if (speaks) std::fprintf(stderr, "bench_nets: %s\n", note.c_str());
+  }
+  for (const std::string& note : idle_flag_notes(flags, placement.size)) {
     if (speaks) std::fprintf(stderr, "bench_nets: %s\n", note.c_str());
   }
 

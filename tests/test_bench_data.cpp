@@ -51,5 +51,35 @@ TEST(BenchData, TimesBothModesOnAFolder) {
   EXPECT_TRUE(contains(r.output, "bench_data: 4 images in 2 classes, prepared to 3x224x224")) << r.output;
 }
 
+// Unreadable files: a folder whose first file is broken still times the
+// rest, counting only the images prepared; a folder of nothing readable
+// fails each benchmark by name, the loader's too, and the run says so with
+// its exit code; a filter that matches nothing is a usage error.
+TEST(BenchData, UnreadableFilesAreSkippedOrFailTheirBenchmarkByName) {
+  testing::TempDir dir;
+  testing::make_jpeg_folder(dir / "some", {.classes = {"a"}, .per_class = 4, .width = 64, .height = 48});
+  testing::write_file(dir / "some/a/0.jpg", "not a JPEG");
+  const testing::CommandOutcome some =
+      run("--folder=" + dir / "some" + " --benchmark_filter=evaluation --benchmark_min_time=0.01");
+  EXPECT_EQ(some.exit_code, 0) << some.output;
+  EXPECT_TRUE(contains(some.output, "images/s=")) << some.output;
+  EXPECT_TRUE(contains(some.output, "skipped=")) << some.output;
+  EXPECT_FALSE(contains(some.output, "ERROR OCCURRED")) << some.output;
+
+  for (int i = 0; i < 32; ++i) testing::write_file(cat(dir / "none/a/", i, ".jpg"), "not a JPEG");
+  const testing::CommandOutcome none =
+      run("--folder=" + dir / "none" + " --workers=1 --benchmark_min_time=0.01 --benchmark_out=" + dir / "none.json");
+  EXPECT_EQ(none.exit_code, 1) << none.output;
+  EXPECT_TRUE(contains(none.output, "every file failed to load, the first: ")) << none.output;
+  EXPECT_TRUE(contains(none.output, "ImageFolder/loader/3x224x224/training/workers:1")) << none.output;
+  EXPECT_TRUE(contains(none.output, "all 32 samples are unreadable")) << none.output;
+  const std::string json = testing::read_whole_file(dir / "none.json");
+  EXPECT_TRUE(json.ends_with("}\n") || json.ends_with("}")) << "the results file is not whole:\n" << json;
+
+  const testing::CommandOutcome nothing = run("--folder=" + dir / "some" + " --benchmark_filter=NOMATCH");
+  EXPECT_EQ(nothing.exit_code, 2) << nothing.output;
+  EXPECT_TRUE(contains(nothing.output, "bench_data: no benchmark matches --benchmark_filter")) << nothing.output;
+}
+
 }  // namespace
 }  // namespace glassbox

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 
 #include "tests/support/command.h"
@@ -43,6 +44,20 @@ TEST(BenchGemm, TimesAProductWithItsRateAndTheLibraryThatRanIt) {
   EXPECT_TRUE(label.starts_with("LeNet conv2; ")) << label;
   EXPECT_TRUE(label.ends_with("oneDNN sgemm") || label.ends_with("OpenBLAS") || label.ends_with("Eigen")) << label;
   EXPECT_EQ(doc.at("context").at("cpu_threads"), "1") << r.output;
+}
+
+// --serve answers each line: a product's rate, or an error for a malformed
+// line (a window of nan seconds included) and for operands the host's memory
+// cannot hold (here under a 3 GB address-space limit), and goes on serving.
+TEST(BenchGemm, ServeAnswersEveryLineAndGoesOn) {
+  const Outcome r = run("printf '8 8 8 nan\\n100000 100000 100000 0.01\\n8 8 8 0.01\\n' | "
+                        "(ulimit -v 3000000; " + kBench + " --serve --threads=1)");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "error: expected 'm n k seconds' (seconds above 0 and finite), got '8 8 8 nan"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "error: out of host memory for the operands of 100000 x 100000 x 100000")) << r.output;
+  const std::string last = r.output.substr(r.output.rfind("error: out of host memory"));
+  EXPECT_TRUE(std::regex_search(last, std::regex("\n[0-9]+\\.[0-9]{3} "))) << "no rate after the errors:\n" << r.output;
 }
 
 TEST(BenchGemm, BadFlagsAreUsageErrorsNamingThem) {

@@ -51,6 +51,25 @@ TEST(BenchFlags, TheCompileFlagsAreGlassboxsOwn) {
   }
 }
 
+// A flag that this run leaves without effect is named, never taken in silence.
+TEST(BenchFlags, FlagsWithoutEffectInThisRunAreNamed) {
+  EXPECT_TRUE(idle_flag_notes(parse_bench_flags({}), 1).empty());
+  EXPECT_EQ(idle_flag_notes(parse_bench_flags({"--workers=3"}), 1),
+            std::vector<std::string>{"--workers sets the data loader's threads for --data; without it the steps read "
+                                     "synthetic batches, which need none"});
+  EXPECT_TRUE(idle_flag_notes(parse_bench_flags({"--workers=3", "--data=fashion-mnist"}), 1).empty());
+  const BenchFlags parallel = parse_bench_flags({"--bucket-mb=5", "--no-overlap", "--comm-timeout=5"});
+  ASSERT_EQ(idle_flag_notes(parallel, 1).size(), 3u);
+  EXPECT_EQ(idle_flag_notes(parallel, 1)[1],
+            "--no-overlap applies to the data-parallel step, under mpirun or with --data-parallel; this job is one "
+            "process without it");
+  EXPECT_TRUE(idle_flag_notes(parallel, 2).empty());
+  EXPECT_TRUE(idle_flag_notes(parse_bench_flags({"--no-overlap", "--data-parallel"}), 1).empty());
+  EXPECT_EQ(idle_flag_notes(parse_bench_flags({"--steps=2", "--benchmark_min_time=5"}), 1),
+            std::vector<std::string>{"--benchmark_min_time has no effect beside --steps, which fixes every "
+                                     "benchmark's timed steps"});
+}
+
 TEST(BenchFlags, ThreadsIsOursNotGoogleBenchmarks) {
   EXPECT_EQ(parse_bench_flags({}).threads, 0) << "0: OMP_NUM_THREADS or one per core";
   EXPECT_EQ(parse_bench_flags({"--threads=3"}).threads, 3);

@@ -34,6 +34,7 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
     const std::string name = arg.substr(0, equals);
     const std::string_view value = equals == std::string::npos ? std::string_view() : std::string_view(arg).substr(equals + 1);
     if (!seen.insert(name).second) throw ConfigError(cat(name, " is given twice; give it once"));
+    flags.given.insert(name);
 
     // The compile flags `glassbox` shares (graph/compile_flags.h), in bench_nets' --flag=value spelling.
     const std::vector<FlagSpec>& shared = compile_flags();
@@ -123,6 +124,26 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
   }
   flags.compile = compile_options_from_flags(flags.compile_given);
   return flags;
+}
+
+std::vector<std::string> idle_flag_notes(const BenchFlags& flags, int ranks) {
+  std::vector<std::string> notes;
+  if (flags.given.contains("--workers") && flags.data.empty()) {
+    notes.push_back("--workers sets the data loader's threads for --data; without it the steps read synthetic "
+                    "batches, which need none");
+  }
+  if (ranks == 1 && !flags.data_parallel) {
+    for (const char* flag : {"--bucket-mb", "--no-overlap", "--comm-timeout"}) {
+      if (flags.given.contains(flag)) {
+        notes.push_back(cat(flag, " applies to the data-parallel step, under mpirun or with --data-parallel; this "
+                                  "job is one process without it"));
+      }
+    }
+  }
+  if (flags.user_min_time && flags.steps > 0) {
+    notes.push_back("--benchmark_min_time has no effect beside --steps, which fixes every benchmark's timed steps");
+  }
+  return notes;
 }
 
 }  // namespace glassbox::bench

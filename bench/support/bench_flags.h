@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <map>
+#include <set>
 
 #include "graph/compile_flags.h"
 #include "layers/layer.h"
@@ -66,9 +67,16 @@ struct BenchFlags {
 
   // For Google Benchmark, in the order given: its flags, less --benchmark_out.
   std::vector<std::string> passed_on;
+  // Every flag given, by name ("--workers"), Glassbox's and Google Benchmark's.
+  std::set<std::string> given;
 };
 
 // Parses the arguments after the program name. Throws ConfigError.
 BenchFlags parse_bench_flags(const std::vector<std::string>& args);
+
+// A note for each flag given that this run leaves without effect: --workers
+// without --data, the data-parallel flags in a job of one process without
+// --data-parallel, --benchmark_min_time beside --steps. Never silent.
+std::vector<std::string> idle_flag_notes(const BenchFlags& flags, int ranks);
 
 }  // namespace glassbox::bench
