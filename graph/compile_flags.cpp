@@ -2,6 +2,7 @@
 // (graph/compile_flags.h).
 #include "graph/compile_flags.h"
 
+#include "tensor/atomic_file.h"
 #include "tensor/error.h"
 
 namespace glassbox {
@@ -48,6 +49,14 @@ CompileOptions compile_options_from_flags(const std::map<std::string, std::strin
   if (const std::string* path = value("--autotune-cache")) {
     if (!value("--cudnn-search")) {
       throw ConfigError("--autotune-cache keeps what --cudnn-search measures; give --cudnn-search too");
+    }
+    // The cache is read at compile and written after the search: an output of
+    // the same command at that path would replace it, or be replaced by it.
+    for (const char* output : {"--json", "--out", "--log", "--logits", "--benchmark_out"}) {
+      if (const std::string* written = value(output); written != nullptr && same_file(*written, *path)) {
+        throw ConfigError(cat("--autotune-cache ", *path, " is also ", output,
+                              ": the run would write both to one file; give the cache a file of its own"));
+      }
     }
     options.layers.autotune_cache = *path;
   }

@@ -30,7 +30,9 @@ const std::vector<FlagSpec>& compile_flags();
 // -> "". Names that are not compile_flags() are left alone (a program's own
 // flags pass through the same map). Starts from `base` (a program's own
 // choices: phase, layer timing) and sets what the flags choose; throws
-// ConfigError naming a flag whose value is not one of its choices.
+// ConfigError naming a flag whose value is not one of its choices, and an
+// --autotune-cache that is also one of the command's outputs (--json, --out,
+// --log, --logits, --benchmark_out).
 CompileOptions compile_options_from_flags(const std::map<std::string, std::string>& given,
                                           CompileOptions base = {});
 

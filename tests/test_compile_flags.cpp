@@ -91,6 +91,23 @@ TEST(CompileFlags, ABadValueNamesItsFlag) {
   }
 }
 
+// The autotune cache and an output of the same command in one file would
+// overwrite each other, whatever the spelling of the path.
+TEST(CompileFlags, AnAutotuneCacheThatIsAlsoAnOutputIsRefused) {
+  for (const char* output : {"--json", "--out", "--log", "--logits", "--benchmark_out"}) {
+    try {
+      compile_options_from_flags({{"--cudnn-search", ""}, {"--autotune-cache", "run.json"}, {output, "./run.json"}});
+      ADD_FAILURE() << output << ": one file for both was taken";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(std::string(e.what()), std::string("--autotune-cache run.json is also ") + output +
+                                           ": the run would write both to one file; give the cache a file of its own");
+    }
+  }
+  const CompileOptions apart =
+      compile_options_from_flags({{"--cudnn-search", ""}, {"--autotune-cache", "cache.json"}, {"--json", "t.json"}});
+  EXPECT_EQ(apart.layers.autotune_cache, "cache.json");
+}
+
 // Note [Channels-last values] (graph/layouts.h): by default the CPU stores
 // values NHWC in every precision, a GPU in tf32, bf16 and fp16 but not fp32;
 // an explicit choice holds on both.

@@ -9,6 +9,7 @@
 // OutOfMemoryError (or, past the shapes' limits, a ConfigError), caught and
 // reported; anything else stops the search. --memory-limit caps the
 // allocator, so the search can be run for a smaller device, and tested.
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 
@@ -96,7 +97,11 @@ int run_max_batch(const std::vector<std::string>& words) {
   // slices the batch by its largest divisor that fits a core's cache, so the
   // workspace follows the batch's divisors and a larger batch (a prime one)
   // can need less memory than a smaller one. Bisection assumes the opposite.
-  if (!choice.device.is_cuda() && bad != 0) {
+  const Graph shapes = build_net(net, good);
+  const bool convolves = std::any_of(shapes.nodes().begin(), shapes.nodes().end(), [](const Node& node) {
+    return !node.is_input() && node.layer->type() == "Conv2d";
+  });
+  if (!choice.device.is_cuda() && bad != 0 && convolves) {
     std::printf("(on the CPU the memory need is not monotone in the batch: a convolution's workspace follows the "
                 "batch's divisors, so a batch above %d may still fit)\n", bad);
   }
