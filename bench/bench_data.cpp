@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -122,19 +123,32 @@ int run(int argc, char** argv) {
   std::string folder;
   std::vector<int> workers = {1, 2};
   std::vector<char*> passed_on = {argv[0]};
+  std::set<std::string> given;
   for (int i = 1; i < argc; ++i) {
     const std::string word = argv[i];
+    const std::string name = word.substr(0, word.find('='));
+    if ((name == "--folder" || name == "--workers") && !given.insert(name).second) {
+      throw ConfigError(cat(name, " is given twice; give it once"));
+    }
     if (word.starts_with("--folder=")) {
       folder = word.substr(std::strlen("--folder="));
     } else if (word.starts_with("--workers=")) {
       workers.clear();
-      std::string_view list = std::string_view(word).substr(std::strlen("--workers="));
+      const std::string_view text = std::string_view(word).substr(std::strlen("--workers="));
+      std::string_view list = text;
       while (!list.empty()) {
         const size_t comma = std::min(list.find(','), list.size());
         workers.push_back(static_cast<int>(parse_int("--workers", list.substr(0, comma), 1, 256)));
         list.remove_prefix(std::min(comma + 1, list.size()));
       }
       if (workers.empty()) throw ConfigError("--workers= needs a list of worker counts, e.g. --workers=1,2");
+      if (text.ends_with(',')) parse_int("--workers", "", 1, 256);  // an empty last count, refused by name
+      for (size_t w = 1; w < workers.size(); ++w) {
+        if (workers[w] <= workers[w - 1]) {
+          throw ConfigError(cat("--workers=", text, ": worker counts must grow from left to right (", workers[w - 1],
+                                " then ", workers[w], ")"));
+        }
+      }
     } else if (word == "--help" || word == "-h") {
       std::printf("bench_data --folder=PATH [--workers=1,2] [Google Benchmark flags]\n"
                   "PATH/<class>/*.jpg, e.g. the train/ folder that `glassbox make-folder --synthetic --out DIR` "

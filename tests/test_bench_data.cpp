@@ -36,6 +36,20 @@ TEST(BenchData, TimesTheLoaderWithEachWorkerCount) {
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_TRUE(contains(bad.output, "bench_data: --workers= needs a list of worker counts, e.g. --workers=1,2"))
       << bad.output;
+  const struct {
+    std::string args;
+    std::string message;
+  } cases[] = {
+      {"--workers=1,", "bench_data: --workers must be an integer from 1 to 256, got ''"},
+      {"--workers=1,1", "bench_data: --workers=1,1: worker counts must grow from left to right (1 then 1)"},
+      {"--workers=1 --workers=2", "bench_data: --workers is given twice; give it once"},
+      {"--folder=" + dir.path() + " --folder=/tmp", "bench_data: --folder is given twice; give it once"},
+  };
+  for (const auto& c : cases) {
+    const testing::CommandOutcome r2 = run("--folder=" + dir.path() + " " + c.args);
+    EXPECT_EQ(r2.exit_code, 2) << c.args << "\n" << r2.output;
+    EXPECT_TRUE(contains(r2.output, c.message)) << c.args << "\n" << r2.output;
+  }
 }
 
 TEST(BenchData, TimesBothModesOnAFolder) {
