@@ -1,12 +1,11 @@
 // tests/test_train_step.cpp: the one training step every program runs.
 #include <gtest/gtest.h>
 
-#include <functional>
-
 #include "data/synthetic.h"
 #include "nets/nets.h"
 #include "optim/train_step.h"
 #include "tensor/copy.h"
+#include "tests/support/data_files.h"
 #include "tests/support/devices.h"
 
 namespace glassbox {
@@ -45,15 +44,6 @@ TEST_P(TrainStepTest, ZeroesForwardsBackwardsAndUpdates) {
 
 GLASSBOX_INSTANTIATE_ON_DEVICES(TrainStepTest);
 
-std::string config_error(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 // An optimizer steps the buffers it was made with: one made for another
 // graph would update that graph, and one without a 16-bit graph's working
 // copy would leave its forward reading the first weights forever.
@@ -64,7 +54,7 @@ TEST(TrainStep, RefusesAnOptimizerOfOtherBuffers) {
   other.compile(c);
   fill_synthetic_batch(c, graph, 10);
   Sgd others(c, other.parameters(), other.gradients(), {});
-  EXPECT_EQ(config_error([&] { train_step(c, graph, others); }),
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { train_step(c, graph, others); }),
             "train_step: the optimizer updates other buffers than this graph's parameters() and gradients() "
             "(make the Sgd from the graph it steps)");
 
@@ -72,14 +62,14 @@ TEST(TrainStep, RefusesAnOptimizerOfOtherBuffers) {
   bf16.compile(c, {.precision = Precision::kBf16});
   fill_synthetic_batch(c, bf16, 10);
   Sgd without_copy(c, bf16.parameters(), bf16.gradients(), {});
-  EXPECT_EQ(config_error([&] { train_step(c, bf16, without_copy); }),
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { train_step(c, bf16, without_copy); }),
             "train_step: this bf16 graph's forward reads its 16-bit working_parameters(), which the optimizer does "
             "not write (pass them to the Sgd)");
   Sgd with_copy(c, bf16.parameters(), bf16.gradients(), {}, bf16.working_parameters());
-  EXPECT_EQ(config_error([&] { train_step(c, bf16, with_copy); }), "(no error)");
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { train_step(c, bf16, with_copy); }), "no exception");
 
   Sgd writing_a_copy(c, graph.parameters(), graph.gradients(), {}, bf16.working_parameters());
-  EXPECT_EQ(config_error([&] { train_step(c, graph, writing_a_copy); }),
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { train_step(c, graph, writing_a_copy); }),
             "train_step: this fp32 graph's forward reads no 16-bit copy, and the optimizer writes one");
 }
 
