@@ -135,19 +135,9 @@ int run(int argc, char** argv) {
     } else if (word.starts_with("--workers=")) {
       workers.clear();
       const std::string_view text = std::string_view(word).substr(std::strlen("--workers="));
-      std::string_view list = text;
-      while (!list.empty()) {
-        const size_t comma = std::min(list.find(','), list.size());
-        workers.push_back(static_cast<int>(parse_int("--workers", list.substr(0, comma), 1, 256)));
-        list.remove_prefix(std::min(comma + 1, list.size()));
-      }
-      if (workers.empty()) throw ConfigError("--workers= needs a list of worker counts, e.g. --workers=1,2");
-      if (text.ends_with(',')) parse_int("--workers", "", 1, 256);  // an empty last count, refused by name
-      for (size_t w = 1; w < workers.size(); ++w) {
-        if (workers[w] <= workers[w - 1]) {
-          throw ConfigError(cat("--workers=", text, ": worker counts must grow from left to right (", workers[w - 1],
-                                " then ", workers[w], ")"));
-        }
+      if (text.empty()) throw ConfigError("--workers= needs a list of worker counts, e.g. --workers=1,2");
+      for (const int64_t count : parse_growing_ints("--workers", text, 1, 256, "worker counts")) {
+        workers.push_back(static_cast<int>(count));
       }
     } else if (word == "--help" || word == "-h") {
       std::printf("bench_data --folder=PATH [--workers=1,2] [Google Benchmark flags]\n"

@@ -16,15 +16,18 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <map>
 #include <memory>
 #include <new>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "layers/conv2d/conv2d.h"
+#include "nets/mlp_spec.h"
 #include "nets/registry.h"
 #include "tensor/cpu_blas.h"
 #include "tensor/error.h"
@@ -50,9 +53,11 @@ std::vector<GemmShape> convolution_shapes(const std::vector<std::string>& nets) 
   for (const std::string& net_name : nets) {
     const NetSpec net = find_net(net_name);
     const Graph graph = build_net(net, 1);
+    int convolutions = 0;
     for (const Node& node : graph.nodes()) {
       const auto* conv = dynamic_cast<const Conv2d*>(node.layer.get());
       if (conv == nullptr || conv->options().groups != 1) continue;
+      ++convolutions;
       const Shape& x = graph.nodes()[static_cast<size_t>(node.inputs.at(0))].shape;  // (N, C, H, W)
       const Conv2d::Options& o = conv->options();
       GemmShape s{.m = o.out_channels, .n = node.shape[2] * node.shape[3],
@@ -61,19 +66,35 @@ std::vector<GemmShape> convolution_shapes(const std::vector<std::string>& nets) 
       if (added) shapes.push_back(s);
       shapes[it->second].layers.push_back(cat(net.name, " ", node.name));
     }
+    if (convolutions == 0) {
+      throw ConfigError(cat("--nets: ", net.name, " has no ungrouped convolution, whose products bench_gemm times"));
+    }
   }
   return shapes;
 }
 
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> parts;
-  size_t begin = 0;
-  while (begin <= text.size()) {
-    const size_t end = std::min(text.find(',', begin), text.size());
-    if (end > begin) parts.push_back(text.substr(begin, end - begin));
-    begin = end + 1;
+bool names_an_mlp(std::string_view name) {
+  const auto same = [](char prefix, char c) { return prefix == std::toupper(static_cast<unsigned char>(c)); };
+  return name.size() >= kMlpPrefix.size() && std::equal(kMlpPrefix.begin(), kMlpPrefix.end(), name.begin(), same);
+}
+
+// "--nets=ResNet50,MLP:784,256,10": the network names, an MLP's sizes kept
+// with it (an item of digits alone continues the MLP before it: no network's
+// name is a number).
+std::vector<std::string> network_list(std::string_view text) {
+  std::vector<std::string> nets;
+  for (const std::string_view item : split_commas(text)) {
+    const bool digits = !item.empty() && item.find_first_not_of("0123456789") == std::string_view::npos;
+    if (digits && !nets.empty() && names_an_mlp(nets.back())) {
+      nets.back() += cat(",", item);
+    } else if (item.empty()) {
+      throw ConfigError(cat("--nets=", excerpt(text), ": an empty network name; give one network or more, "
+                            "comma-separated (", net_names(), ")"));
+    } else {
+      nets.emplace_back(item);
+    }
   }
-  return parts;
+  return nets;
 }
 
 std::string label_of(const GemmShape& s) {
@@ -186,8 +207,7 @@ int run(int argc, char** argv) {
     if (arg.starts_with("--threads=")) {
       threads = static_cast<int>(parse_int("--threads", arg.substr(10), 1, 1024));
     } else if (arg.starts_with("--nets=")) {
-      nets = split_commas(arg.substr(7));
-      if (nets.empty()) throw ConfigError("--nets: give one network or more, comma-separated (" + net_names() + ")");
+      nets = network_list(std::string_view(arg).substr(7));
     } else if (arg == "--list-shapes") {
       list = true;
     } else if (arg == "--serve") {

@@ -8,6 +8,7 @@
 #include <string>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "tensor/error.h"
 
@@ -54,6 +55,29 @@ double parse_number(std::string_view what, std::string_view text, double min, do
         cat(what, " must be a number from ", shortest_text(min), " to ", shortest_text(max), ", got ", quoted(text)));
   }
   return value;
+}
+
+std::vector<std::string_view> split_commas(std::string_view text) {
+  std::vector<std::string_view> items;
+  for (size_t begin = 0;;) {
+    const size_t comma = text.find(',', begin);
+    items.push_back(text.substr(begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin));
+    if (comma == std::string_view::npos) return items;
+    begin = comma + 1;
+  }
+}
+
+std::vector<int64_t> parse_growing_ints(std::string_view what, std::string_view text, int64_t min, int64_t max,
+                                        std::string_view counts) {
+  std::vector<int64_t> values;
+  for (const std::string_view item : split_commas(text)) {
+    values.push_back(parse_int(what, item, min, max));
+    if (values.size() > 1 && values.back() <= values[values.size() - 2]) {
+      throw ConfigError(cat(what, " ", quoted(text), ": ", counts, " must grow from left to right (",
+                            values[values.size() - 2], " then ", values.back(), ")"));
+    }
+  }
+  return values;
 }
 
 int64_t parse_bytes(std::string_view what, std::string_view text) {

@@ -11,6 +11,7 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace glassbox {
 
@@ -29,6 +30,19 @@ double parse_number(std::string_view what, std::string_view text, double min, do
 // ("0.05", "1e-08", "1000000", "0.0123456789"): for numbers written down to
 // be read again, as a checkpoint's settings are.
 std::string shortest_text(double value);
+
+// Every item of a comma-separated list, empty ones included: "1,2" -> {1, 2},
+// "1,,2" -> {1, "", 2}, "1," -> {1, ""}, "" -> {""}. An empty item reaches
+// the caller's parse, which refuses it by name (std::getline would drop a
+// last empty item, and "1,2," would pass as "1,2").
+std::vector<std::string_view> split_commas(std::string_view text);
+
+// "1,2,4": integers in [min, max], each greater than the one before, as the
+// flags that list device, worker or batch counts take them. Throws
+// ConfigError: parse_int's error for an item (an empty one too), or
+// "<what> <text>: <counts> must grow from left to right (2 then 2)".
+std::vector<int64_t> parse_growing_ints(std::string_view what, std::string_view text, int64_t min, int64_t max,
+                                        std::string_view counts);
 
 // A size in bytes: a positive integer and an optional binary unit, "4096",
 // "512MiB", "2GiB" (B, KiB, MiB, GiB, TiB), at most 2^62 bytes. Throws

@@ -41,7 +41,7 @@ TEST(BenchData, TimesTheLoaderWithEachWorkerCount) {
     std::string message;
   } cases[] = {
       {"--workers=1,", "bench_data: --workers must be an integer from 1 to 256, got ''"},
-      {"--workers=1,1", "bench_data: --workers=1,1: worker counts must grow from left to right (1 then 1)"},
+      {"--workers=1,1", "bench_data: --workers '1,1': worker counts must grow from left to right (1 then 1)"},
       {"--workers=1 --workers=2", "bench_data: --workers is given twice; give it once"},
       {"--folder=" + dir.path() + " --folder=/tmp", "bench_data: --folder is given twice; give it once"},
   };

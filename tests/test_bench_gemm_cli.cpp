@@ -66,7 +66,12 @@ TEST(BenchGemm, BadFlagsAreUsageErrorsNamingThem) {
     std::string message;
   } cases[] = {
       {"--threads=0", "bench_gemm: --threads must be an integer from 1 to 1024, got '0'"},
-      {"--nets=", "bench_gemm: --nets: give one network or more, comma-separated ("},
+      {"--nets=", "bench_gemm: --nets=: an empty network name; give one network or more, comma-separated ("},
+      {"--nets=LeNet,,VGG16", "bench_gemm: --nets=LeNet,,VGG16: an empty network name;"},
+      {"--nets=LeNet, --list-shapes", "bench_gemm: --nets=LeNet,: an empty network name;"},
+      {"--nets=LeNet,MLP:784,256,10 --list-shapes",
+       "bench_gemm: --nets: MLP:784,256,10 has no ungrouped convolution, whose products bench_gemm times"},
+      {"--nets=mlp:784,10,LeNet --list-shapes", "bench_gemm: --nets: MLP:784,10 has no ungrouped convolution"},
       {"--nets=NoSuchNet --list-shapes", "NoSuchNet"},
       {"--benchmark_filter=NoSuchShape --benchmark_min_time=0.01",
        "bench_gemm: no benchmark matches --benchmark_filter='NoSuchShape'; --list-shapes lists them"},

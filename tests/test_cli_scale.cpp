@@ -55,7 +55,7 @@ TEST(CliScale, BadValuesAreUsageErrorsNamingTheFlag) {
       {"--gpus 1,0", "glassbox: --gpus must be an integer from 1 to 1048576, got '0'"},
       {"--gpus 1,,2", "glassbox: --gpus must be an integer from 1 to 1048576, got ''"},
       {"--gpus 1,2,", "glassbox: --gpus must be an integer from 1 to 1048576, got ''"},
-      {"--gpus 2,2", "glassbox: --gpus 2,2: device counts must grow from left to right (2 then 2)"},
+      {"--gpus 2,2", "glassbox: --gpus '2,2': device counts must grow from left to right (2 then 2)"},
       {"--link ethernet", "glassbox: --link: unknown link 'ethernet'; valid: nvlink, infiniband, custom"},
       {"--link custom", "glassbox: --link custom needs --bandwidth-gbps (and --latency-us)"},
       {"--link custom --bandwidth-gbps 100", "glassbox: --link custom needs --latency-us (and --bandwidth-gbps)"},

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "tensor/context.h"
 #include "tensor/parse.h"
@@ -60,6 +62,39 @@ TEST(ParseInt, EscapesControlAndNonAsciiBytes) {
   std::string escaped;
   for (int i = 0; i < 64; ++i) escaped += "\\x07";
   EXPECT_EQ(int_error(std::string(70, '\a')), range + "'" + escaped + "...' (70 characters)");
+}
+
+// Every item, the empty ones too, so that "1,2," is refused by name, not read as "1,2".
+TEST(SplitCommas, KeepsEveryItemTheEmptyOnesToo) {
+  using Items = std::vector<std::string_view>;
+  EXPECT_EQ(split_commas("1,2,4"), (Items{"1", "2", "4"}));
+  EXPECT_EQ(split_commas("1,,2"), (Items{"1", "", "2"}));
+  EXPECT_EQ(split_commas("1,2,"), (Items{"1", "2", ""}));
+  EXPECT_EQ(split_commas(",1"), (Items{"", "1"}));
+  EXPECT_EQ(split_commas(""), (Items{""}));
+  EXPECT_EQ(split_commas(","), (Items{"", ""}));
+}
+
+std::string growing_error(std::string_view text) {
+  try {
+    parse_growing_ints("--gpus", text, 1, 64, "device counts");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(ParseGrowingInts, ReadsAListThatGrowsAndNamesWhatDoesNot) {
+  EXPECT_EQ(parse_growing_ints("--gpus", "1,2,8", 1, 64, "device counts"), (std::vector<int64_t>{1, 2, 8}));
+  EXPECT_EQ(parse_growing_ints("--gpus", "3", 1, 64, "device counts"), (std::vector<int64_t>{3}));
+  const std::string range = "--gpus must be an integer from 1 to 64, got ";
+  EXPECT_EQ(growing_error("1,2,"), range + "''");
+  EXPECT_EQ(growing_error(""), range + "''");
+  EXPECT_EQ(growing_error("1,,2"), range + "''");
+  EXPECT_EQ(growing_error("1, 2"), range + "' 2'");
+  EXPECT_EQ(growing_error("1,128"), range + "'128'");
+  EXPECT_EQ(growing_error("1,4,2"), "--gpus '1,4,2': device counts must grow from left to right (4 then 2)");
+  EXPECT_EQ(growing_error("2,2"), "--gpus '2,2': device counts must grow from left to right (2 then 2)");
 }
 
 TEST(ParseNumber, ReadsFiniteNumbersInRange) {

@@ -1,18 +1,13 @@
 // tools/cli/batch_list.cpp
 #include "tools/cli/batch_list.h"
 
-#include <sstream>
-
 #include "tensor/error.h"
 #include "tensor/parse.h"
 
 namespace glassbox::cli {
 
 std::vector<int> parse_batch_list(std::string_view flag, const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream stream(text);
-  for (std::string item; std::getline(stream, item, ',');) items.push_back(item);
-  if (text.ends_with(',')) items.emplace_back();  // getline sees no item after a last comma: an empty one, refused
+  const std::vector<std::string_view> items = split_commas(text);
   std::vector<int> batches;
   for (size_t i = 0; i < items.size(); ++i) {
     if (items[i] != "...") {

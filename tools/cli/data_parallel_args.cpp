@@ -1,8 +1,6 @@
 // tools/cli/data_parallel_args.cpp
 #include "tools/cli/data_parallel_args.h"
 
-#include <sstream>
-
 #include "tensor/parse.h"
 
 namespace glassbox::cli {
@@ -32,18 +30,9 @@ std::vector<std::string> single_process_notes(const Args& args, int ranks) {
 
 ScaleJobArgs scale_job_args(const Args& args) {
   ScaleJobArgs job;
-  // "1,2,4": never empty, since Args refuses an empty value.
-  const std::string text = args.get("--gpus", "1,2,4,8,16,32,64");
-  std::stringstream counts(text);
-  for (std::string item; std::getline(counts, item, ',');) {
-    job.device_counts.push_back(static_cast<int>(parse_int("--gpus", item, 1, 1 << 20)));
-  }
-  if (text.ends_with(',')) parse_int("--gpus", "", 1, 1 << 20);  // getline sees no item after a last comma: refused
-  for (size_t i = 1; i < job.device_counts.size(); ++i) {
-    if (job.device_counts[i] <= job.device_counts[i - 1]) {
-      throw ConfigError(cat("--gpus ", text, ": device counts must grow from left to right (",
-                            job.device_counts[i - 1], " then ", job.device_counts[i], ")"));
-    }
+  for (const int64_t count : parse_growing_ints("--gpus", args.get("--gpus", "1,2,4,8,16,32,64"), 1, 1 << 20,
+                                                 "device counts")) {
+    job.device_counts.push_back(static_cast<int>(count));
   }
   job.link = link_model(args.get("--link", "nvlink"));
   if (args.has("--bandwidth-gbps")) {
