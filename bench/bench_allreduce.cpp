@@ -24,7 +24,9 @@
 #include <string>
 #include <vector>
 
-#include "bench/support/rank_reporting.h"
+#include <unistd.h>
+
+#include "bench/support/google_benchmark.h"
 #include "optim/communicator.h"
 #include "tensor/copy.h"
 #include "tensor/parse.h"
@@ -83,29 +85,33 @@ void run_allreduce(benchmark::State& state, Communicator& comm, Context& ctx, in
 int run(int argc, char** argv) {
   std::string device_flag;
   int64_t max_bytes = 0;
-  std::vector<std::string> words = {argv[0]};
+  GoogleBenchmarkFlags benchmark_flags;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    const std::string name = arg.substr(0, arg.find('='));
+    if (name != "--device" && name != "--max-bytes") {
+      take_google_benchmark_flag(arg, benchmark_flags);
+      continue;
+    }
+    refuse_repeat(name, benchmark_flags);
     if (arg.starts_with("--device=")) {
       device_flag = arg.substr(9);
     } else if (arg.starts_with("--max-bytes=")) {
       max_bytes = parse_int("--max-bytes", arg.substr(12), kMinBytes, kMaxBytes);
     } else {
-      words.push_back(arg);
+      throw ConfigError(cat(name, " needs a value: ", name, "=VALUE"));
     }
+  }
+  if (benchmark_flags.help) {
+    std::printf("bench_allreduce [--device=cpu|cuda|cuda:N] [--max-bytes=B] [Google Benchmark flags]\n"
+                "Times the all-reduce of data-parallel training per size, 4 KiB to --max-bytes (default 1 GiB on a\n"
+                "GPU, 256 MiB on the CPU) in powers of 4; under mpirun -np R, one rank per device.\n\n");
   }
   const DeviceChoice choice = choose_device(device_flag, "--device");
   Context ctx = Context::on(choice.device);
   std::unique_ptr<Communicator> comm = make_communicator(ctx);
   const bool printing = comm->rank() == 0;
-  if (!printing) {  // only rank 0 writes --benchmark_out
-    std::erase_if(words, [](const std::string& w) { return w.starts_with("--benchmark_out"); });
-  }
-  std::vector<char*> pointers;
-  for (std::string& word : words) pointers.push_back(word.data());
-  int count = static_cast<int>(pointers.size());
-  benchmark::Initialize(&count, pointers.data());
-  if (benchmark::ReportUnrecognizedArguments(count, pointers.data())) return kExitUsage;
+  if (!initialize_google_benchmark(argv[0], benchmark_flags)) return kExitUsage;
   if (printing && !choice.note.empty()) std::fprintf(stderr, "bench_allreduce: %s\n", choice.note.c_str());
 
   const RuntimeInfo info = runtime_info(ctx);
@@ -121,12 +127,15 @@ int run(int argc, char** argv) {
       run_allreduce(state, *comm, ctx, bytes);
     })->UseManualTime()->Iterations(iterations_for(bytes))->Unit(benchmark::kMicrosecond);
   }
-  if (printing) {
-    benchmark::RunSpecifiedBenchmarks();
-  } else {
-    benchmark::RunSpecifiedBenchmarks(make_silent_reporter().get());
-  }
+  // Only rank 0 shows the results and writes --benchmark_out.
+  const size_t ran = run_google_benchmarks("bench_allreduce", benchmark_flags, printing && isatty(fileno(stdout)) != 0,
+                                           printing);
   benchmark::Shutdown();
+  if (ran == 0) {
+    throw ConfigError(cat("no benchmark matches --benchmark_filter='", excerpt(benchmark_flags.filter, 200),
+                          "'; the benchmarks: allreduce/", comm->backend(), "/ranks:", comm->size(), "/bytes:B for B = ",
+                          kMinBytes, ", 4 times that, ... up to ", max_bytes));
+  }
   return g_failed ? kExitFailure : 0;
 }
 

@@ -22,10 +22,12 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
+#include "bench/support/google_benchmark.h"
 #include "data/image_folder.h"
 #include "data/loader.h"
 #include "tensor/parse.h"
@@ -122,14 +124,20 @@ double warm_page_cache(const ImageFolder& data) {
 int run(int argc, char** argv) {
   std::string folder;
   std::vector<int> workers = {1, 2};
-  std::vector<char*> passed_on = {argv[0]};
-  std::set<std::string> given;
+  GoogleBenchmarkFlags benchmark_flags;
   for (int i = 1; i < argc; ++i) {
     const std::string word = argv[i];
     const std::string name = word.substr(0, word.find('='));
-    if ((name == "--folder" || name == "--workers") && !given.insert(name).second) {
-      throw ConfigError(cat(name, " is given twice; give it once"));
+    if (name != "--folder" && name != "--workers") {
+      if (name == "--help" || name == "-h") {
+        std::printf("bench_data --folder=PATH [--workers=1,2] [Google Benchmark flags]\n"
+                    "PATH/<class>/*.jpg, e.g. the train/ folder that `glassbox make-folder --synthetic --out DIR` "
+                    "writes.\n\n");
+      }
+      take_google_benchmark_flag(word, benchmark_flags);
+      continue;
     }
+    refuse_repeat(name, benchmark_flags);
     if (word.starts_with("--folder=")) {
       folder = word.substr(std::strlen("--folder="));
     } else if (word.starts_with("--workers=")) {
@@ -139,18 +147,11 @@ int run(int argc, char** argv) {
       for (const int64_t count : parse_growing_ints("--workers", text, 1, 256, "worker counts")) {
         workers.push_back(static_cast<int>(count));
       }
-    } else if (word == "--help" || word == "-h") {
-      std::printf("bench_data --folder=PATH [--workers=1,2] [Google Benchmark flags]\n"
-                  "PATH/<class>/*.jpg, e.g. the train/ folder that `glassbox make-folder --synthetic --out DIR` "
-                  "writes.\n\n");
-      passed_on.push_back(argv[i]);
     } else {
-      passed_on.push_back(argv[i]);
+      throw ConfigError(cat(name, " needs a value: ", name, "=VALUE"));
     }
   }
-  int count = static_cast<int>(passed_on.size());
-  benchmark::Initialize(&count, passed_on.data());  // prints its help and exits on --help
-  if (benchmark::ReportUnrecognizedArguments(count, passed_on.data())) return kExitUsage;
+  if (!initialize_google_benchmark(argv[0], benchmark_flags)) return kExitUsage;
   if (folder.empty()) {
     throw ConfigError("--folder=PATH is required: a folder of JPEGs PATH/<class>/*.jpg (make one with "
                       "`glassbox make-folder --synthetic --out DIR` and give DIR/train)");
@@ -185,11 +186,12 @@ int run(int argc, char** argv) {
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
   }
-  const size_t ran = benchmark::RunSpecifiedBenchmarks();
+  const size_t ran = run_google_benchmarks("bench_data", benchmark_flags, isatty(fileno(stdout)) != 0);
   benchmark::Shutdown();
   if (ran == 0) {
-    throw ConfigError("no benchmark matches --benchmark_filter; the benchmarks: ImageFolder/load/3x224x224/training, "
-                      ".../evaluation, ImageFolder/loader/3x224x224/training/workers:W");
+    throw ConfigError(cat("no benchmark matches --benchmark_filter='", excerpt(benchmark_flags.filter, 200),
+                          "'; the benchmarks: ImageFolder/load/3x224x224/training, .../evaluation, "
+                          "ImageFolder/loader/3x224x224/training/workers:W"));
   }
   return g_any_benchmark_failed ? kExitFailure : 0;
 }

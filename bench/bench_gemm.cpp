@@ -26,6 +26,9 @@
 #include <string_view>
 #include <vector>
 
+#include <unistd.h>
+
+#include "bench/support/google_benchmark.h"
 #include "layers/conv2d/conv2d.h"
 #include "nets/mlp_spec.h"
 #include "nets/registry.h"
@@ -201,9 +204,15 @@ int run(int argc, char** argv) {
   std::vector<std::string> nets = {"ResNet50", "VGG16"};
   int threads = 0;
   bool list = false, serve_requests = false;
-  std::vector<char*> passed_on = {argv[0]};
+  bench::GoogleBenchmarkFlags benchmark_flags;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    const std::string name = arg.substr(0, arg.find('='));
+    if (name != "--threads" && name != "--nets" && name != "--list-shapes" && name != "--serve") {
+      bench::take_google_benchmark_flag(arg, benchmark_flags);
+      continue;
+    }
+    bench::refuse_repeat(name, benchmark_flags);
     if (arg.starts_with("--threads=")) {
       threads = static_cast<int>(parse_int("--threads", arg.substr(10), 1, 1024));
     } else if (arg.starts_with("--nets=")) {
@@ -212,9 +221,24 @@ int run(int argc, char** argv) {
       list = true;
     } else if (arg == "--serve") {
       serve_requests = true;
+    } else if (name == "--threads" || name == "--nets") {
+      throw ConfigError(cat(name, " needs a value: ", name, "=VALUE"));
     } else {
-      passed_on.push_back(argv[i]);
+      throw ConfigError(cat(name, " takes no value"));
     }
+  }
+  if (benchmark_flags.help) {
+    std::printf("bench_gemm [--threads=N] [--nets=ResNet50,VGG16] [Google Benchmark flags]\n"
+                "bench_gemm --list-shapes [--nets=...]      m,n,k and the layers of each shape, one per line\n"
+                "bench_gemm --serve [--threads=N]           \"m n k seconds\" lines in, \"GFLOP/s library\" lines out\n"
+                "Times the CPU's float GEMM at 2048^3 and at each im2col product of the networks' convolutions,\n"
+                "named GEMM/<m>x<n>x<k>. Networks: %s.\n\n",
+                net_names().c_str());
+  }
+  if (list && serve_requests) throw ConfigError("--list-shapes and --serve: give one of them");
+  if ((list || serve_requests) && !benchmark_flags.passed_on.empty()) {
+    throw ConfigError(cat(list ? "--list-shapes" : "--serve", " runs no benchmark, so it takes no Google Benchmark "
+                                                             "flag (given: ", benchmark_flags.passed_on.front(), ")"));
   }
   std::vector<GemmShape> shapes = {{.m = 2048, .n = 2048, .k = 2048, .layers = {"the 2048^3 yardstick"}}};
   for (GemmShape& s : convolution_shapes(nets)) shapes.push_back(std::move(s));
@@ -228,9 +252,7 @@ int run(int argc, char** argv) {
     serve();
     return 0;
   }
-  int count = static_cast<int>(passed_on.size());
-  benchmark::Initialize(&count, passed_on.data());
-  if (benchmark::ReportUnrecognizedArguments(count, passed_on.data())) return kExitUsage;
+  if (!bench::initialize_google_benchmark(argv[0], benchmark_flags)) return kExitUsage;
   if (threads > 0) omp_set_num_threads(threads);
   const Context ctx = Context::cpu();
   for (const auto& [key, value] : runtime_info(ctx).fields()) benchmark::AddCustomContext(key, value);
@@ -240,10 +262,10 @@ int run(int argc, char** argv) {
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
   }
-  const size_t ran = benchmark::RunSpecifiedBenchmarks();
+  const size_t ran = bench::run_google_benchmarks("bench_gemm", benchmark_flags, isatty(fileno(stdout)) != 0);
   benchmark::Shutdown();
   if (ran == 0) {
-    throw ConfigError(cat("no benchmark matches --benchmark_filter='", benchmark::GetBenchmarkFilter(),
+    throw ConfigError(cat("no benchmark matches --benchmark_filter='", excerpt(benchmark_flags.filter, 200),
                           "'; --list-shapes lists them (named GEMM/<m>x<n>x<k>)"));
   }
   return 0;

@@ -33,7 +33,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -43,12 +42,9 @@
 #include "bench/support/data_parallel_counters.h"
 #include "bench/support/machine_counters.h"
 #include "bench/support/net_session.h"
-#include "bench/support/plain_names.h"
-#include "bench/support/rank_reporting.h"
 #include "bench/support/sgemm_reference.h"
 #include "optim/data_parallel_job.h"
 #include "tensor/machine_load.h"
-#include "tensor/atomic_file.h"
 #include "tensor/cpu_blas.h"
 #include "tensor/event_timer.h"
 #include "tensor/runtime_info.h"
@@ -250,15 +246,6 @@ void register_benchmarks(const Settings& s) {
   }
 }
 
-// Note [Writing --benchmark_out ourselves]: Google Benchmark 1.7.1 opens the
-// --benchmark_out file itself, exits 1 with only "invalid file name" when it
-// cannot, and ignores write errors, so a full disk leaves a truncated JSON
-// file. bench_nets checks the path before anything runs, hands Google
-// Benchmark /dev/null as the file (it insists on one when given a file
-// reporter), has that reporter write into memory, and writes the file whole
-// at the end (tensor/atomic_file.h).
-constexpr const char* kDiscardedOut = "--benchmark_out=/dev/null";
-
 void print_help() {
   std::printf(
       "bench_nets [--device=cpu|cuda|cuda:N] [--batch=N] [--net=NAME] [--precision=fp32|tf32|bf16|fp16] [--cudnn-search]\n"
@@ -304,26 +291,8 @@ void print_help() {
 
 int run(int argc, char** argv) {
   const BenchFlags flags = parse_bench_flags(std::vector<std::string>(argv + 1, argv + argc));
-  if (flags.help) print_help();
-
-  // Google Benchmark's command line: program name, bench_nets' default minimum
-  // time unless the user gave one, the user's flags, and the discarded file.
-  std::vector<std::string> words = {argv[0]};
-  if (!flags.user_min_time) words.push_back(kDefaultMinTime);
-  words.insert(words.end(), flags.passed_on.begin(), flags.passed_on.end());
-  if (!flags.out_path.empty()) words.push_back(kDiscardedOut);
-  std::vector<char*> pointers;
-  for (std::string& word : words) pointers.push_back(word.data());
-  int count = static_cast<int>(pointers.size());
-  benchmark::Initialize(&count, pointers.data());  // prints its help and exits on --help
-  if (benchmark::ReportUnrecognizedArguments(count, pointers.data())) return kExitUsage;
-  if (!flags.out_path.empty()) {
-    try {
-      check_writable(flags.out_path);
-    } catch (const Error& e) {
-      throw ConfigError(cat("--benchmark_out: ", e.what()));
-    }
-  }
+  if (flags.benchmark.help) print_help();
+  if (!initialize_google_benchmark(argv[0], flags.benchmark, kDefaultMinTime)) return kExitUsage;
 
   Settings settings{.batch = flags.batch, .net = flags.net, .data = flags.data, .workers = flags.workers,
                     .compile = flags.compile};
@@ -400,24 +369,13 @@ int run(int argc, char** argv) {
                                               "finite"));
   register_benchmarks(settings);
 
-  std::ostringstream file_contents;
-  const auto display = speaks ? make_plain_name_reporter(flags.display_format, output_is_terminal(stdout, placement))
-                              : make_silent_reporter();
-  const auto file = flags.out_path.empty() || !speaks
-                        ? nullptr
-                        : make_plain_name_reporter(flags.file_format, false, &file_contents);
-  const size_t ran = benchmark::RunSpecifiedBenchmarks(display.get(), file.get());
+  const size_t ran =
+      run_google_benchmarks("bench_nets", flags.benchmark, output_is_terminal(stdout, placement), speaks);
   release_cached_session();
   benchmark::Shutdown();
   if (ran == 0) {
-    throw ConfigError(cat("no benchmark matches --benchmark_filter='", benchmark::GetBenchmarkFilter(),
+    throw ConfigError(cat("no benchmark matches --benchmark_filter='", excerpt(flags.benchmark.filter, 200),
                           "'; networks: ", net_names(), "; modes: forward, forward_backward, train_step, inference"));
-  }
-  if (!speaks) return g_any_benchmark_failed ? kExitFailure : 0;
-  if (!flags.out_path.empty() && file_contents.str().empty()) {  // --benchmark_list_tests: nothing was run
-    std::fprintf(stderr, "bench_nets: no results, so %s was not written\n", flags.out_path.c_str());
-  } else if (!flags.out_path.empty()) {
-    write_file_atomically(flags.out_path, file_contents.str());
   }
   return g_any_benchmark_failed ? kExitFailure : 0;
 }

@@ -33,7 +33,7 @@ TEST(BenchGemm, ListsTheYardstickAndTheConvolutionsOwnShapes) {
 }
 
 TEST(BenchGemm, TimesAProductWithItsRateAndTheLibraryThatRanIt) {
-  const Outcome r = run(kBench + " --nets=LeNet --threads=1 --benchmark_filter='^GEMM/16x100x150/' "
+  const Outcome r = run(kBench + " --nets=LeNet --threads=1 --benchmark_filter='^GEMM/16x100x150$' "
                                  "--benchmark_min_time=0.01 --benchmark_format=json");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto doc = nlohmann::json::parse(r.output.substr(r.output.find('{')));
@@ -76,6 +76,14 @@ TEST(BenchGemm, BadFlagsAreUsageErrorsNamingThem) {
       {"--benchmark_filter=NoSuchShape --benchmark_min_time=0.01",
        "bench_gemm: no benchmark matches --benchmark_filter='NoSuchShape'; --list-shapes lists them"},
       {"--no-such-flag", "unrecognized command-line flag: --no-such-flag"},
+      {"--threads=1 --threads=2 --list-shapes", "bench_gemm: --threads is given twice; give it once"},
+      {"--threads --list-shapes", "bench_gemm: --threads needs a value: --threads=VALUE"},
+      {"--list-shapes --benchmark_filter=GEMM",
+       "bench_gemm: --list-shapes runs no benchmark, so it takes no Google Benchmark flag (given: "
+       "--benchmark_filter=GEMM)"},
+      {"--list-shapes --serve", "bench_gemm: --list-shapes and --serve: give one of them"},
+      {"--serve=1", "bench_gemm: --serve takes no value"},
+      {"--benchmark_format=csv", "bench_gemm: --benchmark_format: unknown format 'csv'; valid: console, json"},
   };
   for (const auto& c : cases) {
     const Outcome r = run(kBench + " " + c.args);

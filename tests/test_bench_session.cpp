@@ -17,13 +17,13 @@ namespace {
 TEST(BenchFlags, DeterministicIsASwitchThatDefaultsToTheBuild) {
   EXPECT_EQ(parse_bench_flags({}).compile.layers.deterministic, kDeterministicByDefault);
   EXPECT_TRUE(parse_bench_flags({"--deterministic"}).compile.layers.deterministic);
-  EXPECT_TRUE(parse_bench_flags({"--deterministic"}).passed_on.empty()) << "Google Benchmark does not see it";
+  EXPECT_TRUE(parse_bench_flags({"--deterministic"}).benchmark.passed_on.empty()) << "Google Benchmark does not see it";
 }
 
 TEST(BenchFlags, NoWinogradIsASwitchThatDefaultsToWinogradWhereItPays) {
   EXPECT_TRUE(parse_bench_flags({}).compile.layers.cpu_winograd) << "Winograd where it pays, by default";
   EXPECT_FALSE(parse_bench_flags({"--no-winograd"}).compile.layers.cpu_winograd);
-  EXPECT_TRUE(parse_bench_flags({"--no-winograd"}).passed_on.empty()) << "Google Benchmark does not see it";
+  EXPECT_TRUE(parse_bench_flags({"--no-winograd"}).benchmark.passed_on.empty()) << "Google Benchmark does not see it";
 }
 
 // One table of compile flags for every program (graph/compile_flags.h):
@@ -44,7 +44,7 @@ TEST(BenchFlags, TheCompileFlagsAreGlassboxsOwn) {
   EXPECT_FALSE(flags.compile.layers.cpu_winograd);
   EXPECT_EQ(flags.compile.layout, LayoutChoice::kNchw);
   EXPECT_FALSE(flags.compile.nvtx);
-  EXPECT_TRUE(flags.passed_on.empty()) << "Google Benchmark sees none of them";
+  EXPECT_TRUE(flags.benchmark.passed_on.empty()) << "Google Benchmark sees none of them";
   for (const FlagSpec& spec : compile_flags()) {
     const std::string flag = spec.value_name.empty() ? spec.name + "=1" : spec.name;
     EXPECT_THROW(parse_bench_flags({flag}), ConfigError) << flag << ": a switch takes no value, a flag needs one";
@@ -73,14 +73,14 @@ TEST(BenchFlags, FlagsWithoutEffectInThisRunAreNamed) {
 TEST(BenchFlags, ThreadsIsOursNotGoogleBenchmarks) {
   EXPECT_EQ(parse_bench_flags({}).threads, 0) << "0: OMP_NUM_THREADS or one per core";
   EXPECT_EQ(parse_bench_flags({"--threads=3"}).threads, 3);
-  EXPECT_TRUE(parse_bench_flags({"--threads=3"}).passed_on.empty()) << "Google Benchmark does not see it";
+  EXPECT_TRUE(parse_bench_flags({"--threads=3"}).benchmark.passed_on.empty()) << "Google Benchmark does not see it";
 }
 
 // Note [Threads on a shared machine]: fitted to the free cores unless fixed.
 TEST(BenchFlags, FixedThreadsIsASwitch) {
   EXPECT_FALSE(parse_bench_flags({}).fixed_threads);
   EXPECT_TRUE(parse_bench_flags({"--fixed-threads"}).fixed_threads);
-  EXPECT_TRUE(parse_bench_flags({"--fixed-threads"}).passed_on.empty()) << "Google Benchmark does not see it";
+  EXPECT_TRUE(parse_bench_flags({"--fixed-threads"}).benchmark.passed_on.empty()) << "Google Benchmark does not see it";
   EXPECT_EQ(testing::message_of<ConfigError>([] { parse_bench_flags({"--fixed-threads=2"}); }),
             "--fixed-threads takes no value");
 }
@@ -88,7 +88,47 @@ TEST(BenchFlags, FixedThreadsIsASwitch) {
 TEST(BenchFlags, WarmupIsOursNotGoogleBenchmarks) {
   EXPECT_EQ(parse_bench_flags({}).warmup, 10) << "DESIGN.md section 5's 10 warm-up steps";
   EXPECT_EQ(parse_bench_flags({"--warmup=2"}).warmup, 2);
-  EXPECT_TRUE(parse_bench_flags({"--warmup=2"}).passed_on.empty()) << "Google Benchmark does not see it";
+  EXPECT_TRUE(parse_bench_flags({"--warmup=2"}).benchmark.passed_on.empty()) << "Google Benchmark does not see it";
+}
+
+// Note [Filters match the printed names]: each end anchor, and only those,
+// also lets through the suffixes that Google Benchmark adds to a registered
+// name and the printed names leave out.
+TEST(PlainNameFilter, WidensEachEndAnchorAndNothingElse) {
+  const std::string suffixes = "(/iterations:[0-9]+)?(/(manual|real|process)_time)?$";
+  EXPECT_EQ(plain_name_filter("^GEMM/16x100x150$"), "^GEMM/16x100x150" + suffixes);
+  EXPECT_EQ(plain_name_filter("^A$|^B$"), "^A" + suffixes + "|^B" + suffixes);
+  EXPECT_EQ(plain_name_filter("(VGG16|LeNet)/train_step$"), "(VGG16|LeNet)/train_step" + suffixes);
+  EXPECT_EQ(plain_name_filter("batch:[[:digit:]]+$"), "batch:[[:digit:]]+" + suffixes);
+  for (const char* unanchored : {"VGG16", "^GEMM/16x100x150/", "a\\$", "cost[$]", "[]$]x", "[^]$]", "[[:alpha:]$]"}) {
+    EXPECT_EQ(plain_name_filter(unanchored), unanchored) << "no end anchor in " << unanchored;
+  }
+  EXPECT_EQ(plain_name_filter("[ab"), "[ab") << "an unclosed bracket is Google Benchmark's to refuse";
+  EXPECT_EQ(plain_name_filter("a\\"), "a\\");
+}
+
+// Google Benchmark's flags reach it checked: a filter widened, the output
+// file kept back (Note [Writing --benchmark_out ourselves]), --help passed on
+// in the spelling it reads.
+TEST(GoogleBenchmarkFlags, TakesEachCheckedAndPassesOnWhatGoogleBenchmarkReads) {
+  GoogleBenchmarkFlags flags;
+  for (const char* arg : {"--benchmark_filter=^A$", "--benchmark_out=x.json", "-h", "--benchmark_format=json",
+                          "--no-such-flag"}) {
+    take_google_benchmark_flag(arg, flags);
+  }
+  EXPECT_EQ(flags.filter, "^A$");
+  EXPECT_EQ(flags.out_path, "x.json");
+  EXPECT_TRUE(flags.help);
+  EXPECT_EQ(flags.display_format, ReportFormat::kJson);
+  EXPECT_EQ(flags.passed_on,
+            (std::vector<std::string>{"--benchmark_filter=" + plain_name_filter("^A$"), "--help",
+                                      "--benchmark_format=json", "--no-such-flag"}));
+  try {
+    take_google_benchmark_flag("--help", flags);
+    FAIL() << "--help after -h was taken";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "--help is given twice; give it once");
+  }
 }
 
 // Note [Minimum time with a unit]: "0.05s", the newer spelling, and "0.05"
@@ -96,8 +136,8 @@ TEST(BenchFlags, WarmupIsOursNotGoogleBenchmarks) {
 TEST(BenchFlags, MinTimeTakesSecondsWithOrWithoutTheUnit) {
   for (const char* given : {"--benchmark_min_time=0.05s", "--benchmark_min_time=0.05"}) {
     const BenchFlags flags = parse_bench_flags({given});
-    EXPECT_TRUE(flags.user_min_time) << given;
-    EXPECT_EQ(flags.passed_on, std::vector<std::string>{"--benchmark_min_time=0.05"}) << given;
+    EXPECT_TRUE(flags.benchmark.user_min_time) << given;
+    EXPECT_EQ(flags.benchmark.passed_on, std::vector<std::string>{"--benchmark_min_time=0.05"}) << given;
   }
   try {
     parse_bench_flags({"--benchmark_min_time=100x"});

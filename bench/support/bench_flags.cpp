@@ -13,18 +13,12 @@ namespace {
 
 constexpr std::string_view kOwnFlags[] = {"--device",       "--batch", "--net",     "--data",   "--workers",
                                           "--bucket-mb",    "--comm-timeout", "--steps", "--threads", "--warmup"};  // each takes =VALUE
-
-ReportFormat parse_format(std::string_view flag, std::string_view value) {
-  if (value == "console") return ReportFormat::kConsole;
-  if (value == "json") return ReportFormat::kJson;
-  throw ConfigError(cat(flag, ": unknown format '", value, "'; valid: console, json"));
-}
+constexpr std::string_view kOwnSwitches[] = {"--data-parallel", "--cuda-graph", "--fixed-threads", "--no-overlap"};
 
 }  // namespace
 
 BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
   BenchFlags flags;
-  std::set<std::string, std::less<>> seen;
   for (const std::string& arg : args) {
     if (!arg.starts_with("--")) {
       throw ConfigError(cat("unexpected argument '", arg, "': bench_nets takes only flags; choose networks with "
@@ -33,13 +27,16 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
     const size_t equals = arg.find('=');
     const std::string name = arg.substr(0, equals);
     const std::string_view value = equals == std::string::npos ? std::string_view() : std::string_view(arg).substr(equals + 1);
-    if (!seen.insert(name).second) throw ConfigError(cat(name, " is given twice; give it once"));
-    flags.given.insert(name);
-
     // The compile flags `glassbox` shares (graph/compile_flags.h), in bench_nets' --flag=value spelling.
     const std::vector<FlagSpec>& shared = compile_flags();
     const auto spec = std::find_if(shared.begin(), shared.end(), [&](const FlagSpec& f) { return f.name == name; });
     const bool compile_flag = spec != shared.end();
+    if (!compile_flag && std::find(std::begin(kOwnFlags), std::end(kOwnFlags), name) == std::end(kOwnFlags) &&
+        std::find(std::begin(kOwnSwitches), std::end(kOwnSwitches), name) == std::end(kOwnSwitches)) {
+      take_google_benchmark_flag(arg, flags.benchmark);  // Google Benchmark's, or unknown: it reports those
+      continue;
+    }
+    refuse_repeat(name, flags.benchmark);
     // Flags that take =VALUE: bench_nets' own, and the valued compile flags.
     const bool own = compile_flag ? !spec->value_name.empty()
                                   : std::find(std::begin(kOwnFlags), std::end(kOwnFlags), name) != std::end(kOwnFlags);
@@ -89,37 +86,6 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
     } else if (name == "--no-overlap") {
       if (equals != std::string::npos) throw ConfigError("--no-overlap takes no value");
       flags.overlap = false;
-    } else if (name == "--help") {
-      flags.help = true;
-      flags.passed_on.push_back(arg);  // Google Benchmark prints its flags too
-    } else if (name == "--benchmark_out") {
-      if (value.empty()) throw ConfigError("--benchmark_out= needs a file name");
-      flags.out_path = value;
-    } else {
-      if (name == "--benchmark_format") {
-        flags.display_format = parse_format(name, value);
-      } else if (name == "--benchmark_out_format") {
-        flags.file_format = parse_format(name, value);
-      } else if (name == "--benchmark_min_time" || name == "--benchmark_min_warmup_time") {
-        // Note [Minimum time with a unit]: Google Benchmark from 1.8 spells a
-        // minimum time "0.5s" (or "100x", a count of iterations); Debian's
-        // 1.7 reads only a bare number of seconds, and rejects the unit. Both
-        // spellings of seconds are taken here, and passed on bare.
-        if (value.ends_with('x')) {
-          throw ConfigError(cat(name, "=", value, ": a count of iterations is not a minimum time here; give seconds (",
-                                name, "=0.5s or ", name, "=0.5)"));
-        }
-        const std::string seconds(value.ends_with('s') ? value.substr(0, value.size() - 1) : value);
-        parse_number(name, seconds, 0.0, 1e6);
-        flags.user_min_time = flags.user_min_time || name == "--benchmark_min_time";
-        flags.passed_on.push_back(cat(name, "=", seconds));
-        continue;
-      } else if (name == "--benchmark_repetitions") {
-        parse_int(name, value, 1, 1'000'000);
-      } else if (name == "--benchmark_time_unit" && value != "ns" && value != "us" && value != "ms" && value != "s") {
-        throw ConfigError(cat(name, ": unknown unit '", value, "'; valid: ns, us, ms, s"));
-      }
-      flags.passed_on.push_back(arg);  // Google Benchmark's own, or unknown: it reports those
     }
   }
   flags.compile = compile_options_from_flags(flags.compile_given);
@@ -128,19 +94,19 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
 
 std::vector<std::string> idle_flag_notes(const BenchFlags& flags, int ranks) {
   std::vector<std::string> notes;
-  if (flags.given.contains("--workers") && flags.data.empty()) {
+  if (flags.benchmark.given.contains("--workers") && flags.data.empty()) {
     notes.push_back("--workers sets the data loader's threads for --data; without it the steps read synthetic "
                     "batches, which need none");
   }
   if (ranks == 1 && !flags.data_parallel) {
     for (const char* flag : {"--bucket-mb", "--no-overlap", "--comm-timeout"}) {
-      if (flags.given.contains(flag)) {
+      if (flags.benchmark.given.contains(flag)) {
         notes.push_back(cat(flag, " applies to the data-parallel step, under mpirun or with --data-parallel; this "
                                   "job is one process without it"));
       }
     }
   }
-  if (flags.user_min_time && flags.steps > 0) {
+  if (flags.benchmark.user_min_time && flags.steps > 0) {
     notes.push_back("--benchmark_min_time has no effect beside --steps, which fixes every benchmark's timed steps");
   }
   return notes;

@@ -4,28 +4,21 @@
 // Glassbox's own flags (--device=, --batch=, --net=, --data=, --workers=,
 // --warmup=, ..., and the compile flags that `glassbox` shares: --precision=,
 // --cudnn-search, --cpu-conv=, --no-winograd, --layout=, --deterministic,
-// --no-nvtx) are taken out and parsed; Google
-// Benchmark's are passed on, after checking the ones Google Benchmark 1.7.1
-// would mishandle: a bad --benchmark_format prints its usage and exits 0, a
-// bad number is reported as an "unrecognized flag", and a duplicate flag
-// silently wins. Every problem is a ConfigError naming the flag and the value.
+// --no-nvtx) are taken out and parsed; Google Benchmark's are checked and
+// passed on (bench/support/google_benchmark.h). Every problem is a
+// ConfigError naming the flag and the value.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
-#include <map>
-#include <set>
-
+#include "bench/support/google_benchmark.h"
 #include "graph/compile_flags.h"
 #include "layers/layer.h"
 #include "tensor/context.h"
 
 namespace glassbox::bench {
-
-// The Google Benchmark reporters bench_nets offers (its CSV reporter is
-// deprecated in 1.7.1 and left out).
-enum class ReportFormat { kConsole, kJson };
 
 struct BenchFlags {
   std::string device;  // --device= as given; "" for the default (tensor/context.h choose_device)
@@ -58,17 +51,9 @@ struct BenchFlags {
   // [Replaying a step], optim/step_replay.h); benchmark names end in /cuda_graph.
   bool cuda_graph = false;
   bool data_parallel = false;
-  bool help = false;
-
-  ReportFormat display_format = ReportFormat::kConsole;  // --benchmark_format
-  ReportFormat file_format = ReportFormat::kJson;        // --benchmark_out_format
-  std::string out_path;                    // --benchmark_out; "" when absent (bench_nets writes it itself)
-  bool user_min_time = false;              // --benchmark_min_time given: it wins over bench_nets' default
-
-  // For Google Benchmark, in the order given: its flags, less --benchmark_out.
-  std::vector<std::string> passed_on;
-  // Every flag given, by name ("--workers"), Glassbox's and Google Benchmark's.
-  std::set<std::string> given;
+  // Google Benchmark's flags (--help, --benchmark_*), checked, and every flag
+  // given by name, Glassbox's and Google Benchmark's.
+  GoogleBenchmarkFlags benchmark;
 };
 
 // Parses the arguments after the program name. Throws ConfigError.

@@ -1,6 +1,9 @@
 // bench/support/plain_names.cpp
 #include "bench/support/plain_names.h"
 
+#include <cmath>
+#include <map>
+
 namespace glassbox::bench {
 
 bool PlainNameReporter::ReportContext(const Context& context) {
@@ -16,6 +19,7 @@ void PlainNameReporter::ReportRuns(const std::vector<Run>& runs) {
   for (Run& run : renamed) {
     run.run_name.time_type.clear();
     run.run_name.iterations.clear();
+    if (finite_counters_only_) std::erase_if(run.counters, [](const auto& c) { return !std::isfinite(c.second.value); });
   }
   inner_->ReportRuns(renamed);
 }
@@ -29,7 +33,7 @@ std::unique_ptr<benchmark::BenchmarkReporter> make_plain_name_reporter(ReportFor
     inner = std::make_unique<benchmark::ConsoleReporter>(color ? benchmark::ConsoleReporter::OO_ColorTabular
                                                                : benchmark::ConsoleReporter::OO_Tabular);
   }
-  return std::make_unique<PlainNameReporter>(std::move(inner), stream);
+  return std::make_unique<PlainNameReporter>(std::move(inner), format == ReportFormat::kJson, stream);
 }
 
 }  // namespace glassbox::bench

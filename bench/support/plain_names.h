@@ -7,11 +7,18 @@
 // <Net>/<mode>/batch:<N>, so bench_nets prints and writes results through
 // this wrapper, which clears those two fields and hands the runs to Google
 // Benchmark's own reporter (each run still records its iterations).
+//
+// Note [No NaN in the JSON]: with --benchmark_repetitions, Google Benchmark
+// 1.7.1 gives each counter a coefficient of variation, stddev / mean, which is
+// NaN for a counter that is 0 in every repetition (a "skipped" count), and its
+// JSON reporter writes that as a bare NaN, which JSON does not have: strict
+// readers (nlohmann::json, jq 1.6) refuse the whole file. For JSON the
+// wrapper leaves out every counter whose value is not finite.
 #pragma once
 
 #include <benchmark/benchmark.h>
 
-#include "bench/support/bench_flags.h"
+#include "bench/support/google_benchmark.h"
 
 #include <memory>
 #include <ostream>
@@ -24,8 +31,9 @@ class PlainNameReporter final : public benchmark::BenchmarkReporter {
  public:
   // With `stream`, the inner reporter writes there, whatever stream Google
   // Benchmark hands this one (Note [Writing --benchmark_out ourselves]).
-  explicit PlainNameReporter(std::unique_ptr<benchmark::BenchmarkReporter> inner, std::ostream* stream = nullptr)
-      : inner_(std::move(inner)), stream_(stream) {}
+  PlainNameReporter(std::unique_ptr<benchmark::BenchmarkReporter> inner, bool finite_counters_only,
+                    std::ostream* stream = nullptr)
+      : inner_(std::move(inner)), finite_counters_only_(finite_counters_only), stream_(stream) {}
 
   bool ReportContext(const Context& context) override;
   void ReportRuns(const std::vector<Run>& runs) override;
@@ -33,6 +41,7 @@ class PlainNameReporter final : public benchmark::BenchmarkReporter {
 
  private:
   std::unique_ptr<benchmark::BenchmarkReporter> inner_;
+  bool finite_counters_only_;  // Note [No NaN in the JSON]
   std::ostream* stream_;
 };
 

@@ -17,11 +17,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::expect_errors([&] {
     const bench::BenchFlags flags = bench::parse_bench_flags(words);
     FUZZ_CHECK(flags.batch >= 0);
-    FUZZ_CHECK(flags.display_format == bench::ReportFormat::kConsole ||
-               flags.display_format == bench::ReportFormat::kJson);
-    FUZZ_CHECK(flags.file_format == bench::ReportFormat::kConsole || flags.file_format == bench::ReportFormat::kJson);
-    FUZZ_CHECK(flags.passed_on.size() <= words.size());
-    for (const std::string& word : flags.passed_on) FUZZ_CHECK(!word.starts_with("--benchmark_out="));
+    FUZZ_CHECK(flags.benchmark.display_format == bench::ReportFormat::kConsole ||
+               flags.benchmark.display_format == bench::ReportFormat::kJson);
+    FUZZ_CHECK(flags.benchmark.file_format == bench::ReportFormat::kConsole || flags.benchmark.file_format == bench::ReportFormat::kJson);
+    FUZZ_CHECK(flags.benchmark.passed_on.size() <= words.size());
+    for (const std::string& word : flags.benchmark.passed_on) FUZZ_CHECK(!word.starts_with("--benchmark_out="));
     FUZZ_CHECK(!choose_device(flags.device, "--device").device.is_cuda());  // a CPU-only build
   });
   return 0;
