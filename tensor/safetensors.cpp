@@ -390,7 +390,7 @@ SafetensorsFile read_from(uint64_t size, const ReadAt& read, bool with_data, con
 SafetensorsFile read_path(const std::string& path, bool with_data) {
   std::string reason;
   const InputFile file = open_regular_file(path, reason);  // never blocks: a named pipe is refused unopened
-  if (!file.is_open()) bad_file(path, cat("cannot open it: ", reason));
+  if (!file.is_open()) bad_file(path, cat("cannot read: ", reason));
   const auto read = [&](uint64_t offset, void* destination, uint64_t count) {
     auto* bytes = static_cast<char*>(destination);
     for (uint64_t done = 0; done < count;) {

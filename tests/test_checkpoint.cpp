@@ -357,7 +357,7 @@ TEST(Checkpoint, BrokenCheckpointDirectoriesAreRefusedByName) {
   std::ofstream(ckpt + "/latest") << "epoch-1\n";
   EXPECT_EQ(load(), ckpt + "/latest: 'epoch-1' does not name an epoch's checkpoint (epoch-0003)");
   std::ofstream(ckpt + "/latest") << "epoch-0007\n";
-  EXPECT_EQ(load(), ckpt + "/epoch-0007.train.safetensors: cannot open it: No such file or directory");
+  EXPECT_EQ(load(), ckpt + "/epoch-0007.train.safetensors: cannot read: No such file or directory");
 
   const std::string train = ckpt + "/epoch-0001.train.safetensors";
   std::ofstream(ckpt + "/latest") << "epoch-0001\n";

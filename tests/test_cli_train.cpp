@@ -575,7 +575,7 @@ TEST(CliTrain, EvalRefusesWeightsAndImagesThatAreNotFinite) {
     write_safetensors(dir.file("images.safetensors"), {.tensors = {images}});
     const testing::CommandOutcome r =
         glassbox("eval LeNet --weights " + good + " --input " + dir.file("images.safetensors") + " --device cpu");
-    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_EQ(r.exit_code, 1) << "a data failure, as for --weights: " << r.output;
     EXPECT_TRUE(contains(r.output, "glassbox: --input " + dir.file("images.safetensors") + ": images[1, 0, 3, 5] is " +
                                        (std::isnan(pixel) ? "nan" : "-inf") + "; eval takes finite pixels"))
         << r.output;
@@ -622,10 +622,10 @@ TEST(CliTrain, EvalInputMustHoldImagesOfTheNetworksShape) {
   write_safetensors(dir.file("rgb.safetensors"), file);
   testing::CommandOutcome r =
       glassbox("eval LeNet --weights w --input " + dir.file("no_images.safetensors") + " --device cpu");
-  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "no_images.safetensors: no tensor named \"images\"")) << r.output;
   r = glassbox("eval LeNet --weights w --input " + dir.file("rgb.safetensors") + " --device cpu");
-  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "rgb.safetensors: \"images\" is F32 (2, 3, 28, 28); LeNet takes F32 (N, 1, 28, 28)"))
       << r.output;
 }

@@ -149,7 +149,7 @@ TEST(InputFile, EveryReaderRefusesANamedPipeWithoutBlocking) {
   TempDir dir;
   const std::string fifo = make_fifo(dir, "pipe");
   for (const auto& read : {read_safetensors, read_safetensors_header}) {
-    EXPECT_EQ(refusal_of(fifo, [&] { read(fifo); }), fifo + ": cannot open it: Is a named pipe, not a regular file");
+    EXPECT_EQ(refusal_of(fifo, [&] { read(fifo); }), fifo + ": cannot read: Is a named pipe, not a regular file");
   }
   write_file(dir / "labels", testing::idx_labels({1, 2, 3}));
   EXPECT_EQ(refusal_of(fifo, [&] { IdxDataset({.name = "t", .images_path = fifo, .labels_path = dir / "labels"}); }),

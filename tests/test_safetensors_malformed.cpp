@@ -258,13 +258,13 @@ TEST(SafetensorsMalformed, TheFileItself) {
       read(missing);
       FAIL();
     } catch (const DataError& e) {
-      EXPECT_EQ(std::string(e.what()), missing + ": cannot open it: No such file or directory");
+      EXPECT_EQ(std::string(e.what()), missing + ": cannot read: No such file or directory");
     }
     try {
       read(dir.path());
       FAIL();
     } catch (const DataError& e) {
-      EXPECT_EQ(std::string(e.what()), dir.path() + ": cannot open it: Is a directory");
+      EXPECT_EQ(std::string(e.what()), dir.path() + ": cannot read: Is a directory");
     }
   }
   // A truncated file: the header is checked against the file's size without reading the data.

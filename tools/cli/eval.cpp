@@ -35,17 +35,18 @@ std::string utf8_or_escaped(const std::string& path) {
   return first_non_utf8(path) == std::string::npos ? path : excerpt(path, std::string::npos);
 }
 
-// The F32 tensor "images" of an --input file, checked against the network's sample.
+// The F32 tensor "images" of an --input file, checked against the network's
+// sample. What the file holds is data: a DataError (exit 1), as for --weights.
 HostTensor read_images(const std::string& path, const NetSpec& net) {
   SafetensorsFile file = read_safetensors(path);
   const HostTensor* images = file.find("images");
-  if (images == nullptr) throw ConfigError(cat("--input ", path, ": no tensor named \"images\""));
+  if (images == nullptr) throw DataError(cat("--input ", path, ": no tensor named \"images\""));
   const std::vector<int64_t> sample = {net.sample[0], net.sample[1], net.sample[2]};
   if (images->dtype != "F32" || images->shape.size() != 4 || images->shape[0] < 1 ||
       !std::equal(sample.begin(), sample.end(), images->shape.begin() + 1)) {
     std::string shape;
     for (int64_t d : images->shape) shape += cat(shape.empty() ? "" : ", ", d);
-    throw ConfigError(cat("--input ", path, ": \"images\" is ", images->dtype, " (", shape, "); ", net.name,
+    throw DataError(cat("--input ", path, ": \"images\" is ", images->dtype, " (", shape, "); ", net.name,
                           " takes F32 (N, ", net.sample[0], ", ", net.sample[1], ", ", net.sample[2], ")"));
   }
   // A NaN or an infinity would come out as logits of NaN, blamed on nothing.
@@ -55,7 +56,7 @@ HostTensor read_images(const std::string& path, const NetSpec& net) {
     const float pixel = pixels[i];
     if (!std::isfinite(pixel)) {
       const int64_t c = i % per_image / (sample[1] * sample[2]), y = i % (sample[1] * sample[2]) / sample[2];
-      throw ConfigError(cat("--input ", path, ": images[", i / per_image, ", ", c, ", ", y, ", ", i % sample[2],
+      throw DataError(cat("--input ", path, ": images[", i / per_image, ", ", c, ", ", y, ", ", i % sample[2],
                             "] is ", std::isnan(pixel) ? "nan" : pixel > 0 ? "inf" : "-inf",
                             "; eval takes finite pixels"));
     }
