@@ -17,7 +17,9 @@
 // version, the pass, the data type and layout, the shapes, the geometry, the
 // math type of the search, the call timed (with a fused bias and ReLU or
 // not), and the options under which candidates are left untimed
-// (deterministic, the workspace limit). A file holds the results of any number of
+// (deterministic, the workspace limit). It cannot hold the memory free at
+// the time: a search that ran short of workspace memory, where candidates
+// went untimed for that alone, is not kept. A file holds the results of any number of
 // GPUs and versions side by side; only those of this GPU and this cuDNN ever
 // match. It is written whole, atomically, after each search that added to
 // it, so an interrupted compile keeps what it measured.

@@ -156,6 +156,10 @@ std::vector<Perf> to_perfs(const std::vector<CudnnPerf>& results, int count, boo
 struct Scratch {
   Tensor x, w, y, workspace, bias;
   size_t workspace_bytes = 0;
+  // Some candidate went untimed for want of workspace memory (Note [Autotune
+  // cache]: such results hold the memory free at the time, not the problem's
+  // answer, so they are not kept).
+  bool short_of_memory = false;
 };
 
 std::vector<Perf> heuristics(const ConvDescriptors& d, cudnnConvolutionDescriptor_t conv, Pass pass) {
@@ -417,6 +421,7 @@ Scratch allocate_scratch(Context& ctx, const PrepareOptions& options, const Sear
       // Algorithms needing more than we could get are reported as failures by the search.
     }
   }
+  scratch.short_of_memory = scratch.workspace_bytes < wanted;
   return scratch;
 }
 
@@ -430,6 +435,7 @@ bool ensure_workspace(Context& ctx, Scratch& scratch, size_t bytes) {
     scratch.workspace_bytes = bytes;
     return true;
   } catch (const OutOfMemoryError&) {
+    scratch.short_of_memory = true;
     return false;
   }
 }
@@ -633,14 +639,15 @@ PassChoice choose_searched(Context& ctx, const PrepareOptions& options, const Se
     } else if (perf.memory > options.workspace_limit) {
       c.verdict = cat("needs ", bytes_str(perf.memory), ", limit ", bytes_str(options.workspace_limit));
     } else if (engine) {
-      // Build the plan it runs with (and, for backward-data, its twin that
-      // adds into a gradient); take the larger workspace.
+      // Build the plan it runs with (and, for backward-data where it may add
+      // into a gradient, its twin that does); take the larger workspace.
       GraphFailure failure;
       std::shared_ptr<const GraphPlan> plan, adding;
       if (auto graph = graphs.get(in, pass, search_beta(in, pass), failure)) {
         plan = GraphPlan::make(in.descriptors.handle, graph, perf.engine, failure);
       }
-      if (plan && pass == Pass::kBackwardData) {
+      const bool twin = pass == Pass::kBackwardData && in.data_adds;
+      if (plan && twin) {
         if (auto graph = graphs.get(in, pass, 1.0f, failure)) {
           adding = GraphPlan::make(in.descriptors.handle, graph, perf.engine, failure);
         }
@@ -648,7 +655,7 @@ PassChoice choose_searched(Context& ctx, const PrepareOptions& options, const Se
       const size_t bytes = std::max({plan ? plan->workspace() : 0, adding ? adding->workspace() : 0, perf.memory});
       if (!plan) {
         c.verdict = cat("plan: ", failure.text());
-      } else if (pass == Pass::kBackwardData && !adding) {
+      } else if (twin && !adding) {
         c.verdict = cat("cannot add into a gradient (beta 1): ", failure.text());
       } else {
         take(c, bytes, [&] {
@@ -711,7 +718,8 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
   // Made at the first pass the cache does not hold (Note [Autotune cache]).
   std::optional<Scratch> scratch;
   AutotuneCache* cache = measured ? &AutotuneCache::open(options.autotune_cache) : nullptr;
-  std::string cached;  // the passes whose results came from the cache
+  std::string cached;    // the passes whose results came from the cache
+  std::string uncached;  // the passes measured short of memory, whose results are not kept
   LayerGraphs graphs;
 
   AlgorithmChoice choice;
@@ -754,7 +762,11 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
           perfs.insert(perfs.end(), engines.begin(), engines.end());
         }
         sort_by_time(perfs);
-        cache->insert(key, to_measured(perfs));
+        if (scratch->short_of_memory) {
+          uncached += cat(uncached.empty() ? "" : ", ", kPassNames[i]);
+        } else {
+          cache->insert(key, to_measured(perfs));
+        }
       }
     } else if (pass_legacy) {
       perfs = heuristics(input.descriptors, search.get(), pass);
@@ -781,7 +793,7 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
     }
     // Note [When cuDNN refuses the fused call]: the plain call's choice, and
     // the bias and ReLU apart, where the fused call runs no candidate.
-    const std::string cached_before = cached;
+    const std::string cached_before = cached, uncached_before = uncached;
     try {
       choice.passes[i] = choose_pass(in, pass);
     } catch (const OutOfMemoryError&) {
@@ -792,6 +804,7 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
       notes[i].clear();
       fused_trial.clear();
       cached = cached_before;
+      uncached = uncached_before;
       SearchInput plain = in;
       plain.fused_bias = nullptr;
       plain.fused_relu = nullptr;
@@ -825,6 +838,10 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
   }
   if (!fused_trial.empty()) summary += cat("; fwd ", fused_trial);
   if (options.phase == Phase::kInference) summary += "; no backward (inference)";
+  if (!uncached.empty()) {
+    summary += cat("; ", uncached, " measured short of workspace memory (candidates that needed more went "
+                   "untimed): not kept for later layers or runs");
+  }
   if (!cached.empty()) {
     summary += cat("; ", cached, " as measured before for the same problem (",
                    options.autotune_cache.empty() ? "this run's autotune cache" : options.autotune_cache, ")");

@@ -47,6 +47,11 @@ struct SearchInput {
   // fp32 gradients, 0 writes the 16-bit scratch (Note [16-bit parameter
   // gradients], conv2d_cuda.cpp). A graph-API plan is built for it.
   float filter_beta = 1.0f;
+  // Whether backward-data may add into the input's gradient (GradMode::kAdd),
+  // which a graph-API engine does through a second plan built with beta 1.
+  // False where dx goes through a layout bridge, which does the adding
+  // itself: no engine is then refused for want of that plan.
+  bool data_adds = true;
   // Where the layer's ReLU is fused into cudnnConvolutionBiasActivationForward,
   // a legacy call, that call's bias and activation descriptors (null
   // otherwise): such a forward runs on no graph-API plan, and the measured
@@ -66,7 +71,8 @@ struct PassChoice {
   // Set where an engine configuration won: the plan that writes the pass's
   // output (beta 0; backward-filter: SearchInput::filter_beta) and, for
   // backward-data, its twin that adds into it (beta 1), for an input whose
-  // gradient another layer wrote first (GradMode::kAdd).
+  // gradient another layer wrote first (GradMode::kAdd); none where a layout
+  // bridge does the adding (SearchInput::data_adds).
   std::shared_ptr<const GraphPlan> plan, plan_adding;
 };
 

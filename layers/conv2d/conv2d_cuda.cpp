@@ -161,6 +161,7 @@ void Conv2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
                   .dilation_w = o.dilation.w,
                   .groups = o.groups},
       .filter_beta = narrow ? 0.0f : 1.0f,
+      .data_adds = !state->bridge.needed(),
       .fused_bias = fused_relu() ? state->bias.get() : nullptr,
       .fused_relu = state->relu.get(),
   };
