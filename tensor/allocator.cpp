@@ -1,6 +1,7 @@
 // tensor/allocator.cpp: accounting shared by every allocator, and the CPU one.
 #include "tensor/allocator.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -26,10 +27,10 @@ std::string_view name_of(MemoryCategory category) {
 }
 
 std::string format_bytes(int64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};  // 2^63 bytes is 8 EiB
   double value = static_cast<double>(bytes);
   int unit = 0;
-  while (value >= 1024.0 && unit < 4) {
+  while (std::abs(value) >= 1024.0 && unit < 6) {
     value /= 1024.0;
     ++unit;
   }

@@ -417,6 +417,14 @@ TEST(Cli, MaxBatchSaysWhenNothingFits) {
   EXPECT_TRUE(contains(r.output, "glassbox: max-batch: not even batch 1 fits")) << r.output;
 }
 
+// An MLP's values have no channels to put last: its header names no layout.
+TEST(Cli, MaxBatchNamesALayoutOnlyForANetworkWithConvolutions) {
+  const Outcome r = run(kCli + " max-batch MLP:784,10 --device cpu --memory-limit 1KiB");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "MLP:784,10 on cpu, fp32 (TF32 off), memory limited to 1.00 KiB: one training step"))
+      << r.output;
+}
+
 TEST(Cli, TimeTakesDeterministicAndSaysItChangesNothingOnTheCpu) {
   const Outcome r = run(kCli + " time LeNet --device cpu --batch 2 --steps 1 --warmup 0 --deterministic");
   ASSERT_EQ(r.exit_code, 0) << r.output;

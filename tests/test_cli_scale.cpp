@@ -19,7 +19,7 @@ TEST(CliScale, PredictsARowPerDeviceCountAndStatesItsAssumptions) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "LeNet, batch 8 per device, fp32 (TF32 off): its train step measured on cpu"))
       << r.output;
-  EXPECT_TRUE(contains(r.output, "link: NDR InfiniBand, 50.0 GB/s per direction, 5.0 us per message")) << r.output;
+  EXPECT_TRUE(contains(r.output, "link: NDR InfiniBand, 50 GB/s per direction, 5 us per message")) << r.output;
   for (const char* row : {"\n      1 ", "\n      2 ", "\n      4 "}) EXPECT_TRUE(contains(r.output, row)) << row;
   EXPECT_TRUE(contains(r.output, "100.0%")) << r.output;  // one device is the measured step
   EXPECT_TRUE(contains(r.output, "Assumptions (optim/scale_model.h, docs/scaling.md)")) << r.output;
@@ -45,6 +45,16 @@ TEST(CliScale, TakesTheCompileFlags) {
                                     "--precision bf16 --layout nchw");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "LeNet, batch 4 per device, bf16")) << r.output;
+}
+
+// A link's figures are printed as given, however small: 1e-6 GB/s is not 0.0.
+TEST(CliScale, ACustomLinkIsPrintedAsGiven) {
+  const auto r = run_command(kCli + " scale LeNet --gpus 1,2 --batch 4 --device cpu --steps 1 --warmup 0 "
+                                    "--link custom --bandwidth-gbps 1e-6 --latency-us 0.25 --bucket-mb 0.5");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "link: custom, 1e-06 GB/s per direction, 0.25 us per message; gradient buckets of "
+                                 "0.5 MiB\n"))
+      << r.output;
 }
 
 TEST(CliScale, BadValuesAreUsageErrorsNamingTheFlag) {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "graph/builder.h"
@@ -28,6 +29,19 @@ int64_t resident_bytes() {
   int64_t size = 0, resident = 0;
   statm >> size >> resident;
   return resident * sysconf(_SC_PAGESIZE);
+}
+
+// Every size an int64 holds reads in a unit that keeps it short: the
+// largest --memory-limit, 2^62 bytes, is 4 EiB, not 4194304 TiB.
+TEST(FormatBytes, KeepsEverySizeShort) {
+  EXPECT_EQ(format_bytes(0), "0 B");
+  EXPECT_EQ(format_bytes(1023), "1023 B");
+  EXPECT_EQ(format_bytes(1536), "1.50 KiB");
+  EXPECT_EQ(format_bytes(int64_t{5} << 30), "5.00 GiB");
+  EXPECT_EQ(format_bytes(int64_t{3} << 50), "3.00 PiB");
+  EXPECT_EQ(format_bytes(int64_t{1} << 62), "4.00 EiB");
+  EXPECT_EQ(format_bytes(std::numeric_limits<int64_t>::max()), "8.00 EiB");
+  EXPECT_EQ(format_bytes(-2048), "-2.00 KiB");
 }
 
 TEST(MemoryChecks, APlanLargerThanTheMachineFailsAtCompileBeforeAllocating) {

@@ -47,10 +47,18 @@ int run_max_batch(const std::vector<std::string>& words) {
                          "runs out, each running a whole training step: this can take long\n");
   }
 
-  std::printf("%s on %s, %s, values %s%s: one training step (SGD with momentum) per try\n", net.name.c_str(),
-              choice.device.str().c_str(), std::string(name_of(options.precision)).c_str(),
-              plans_channels_last(options.layout, choice.device, options.precision) ? "NHWC where the layers take it"
-                                                                                    : "NCHW",
+  // Only a network with convolutions has images to lay out (an MLP's or an
+  // LSTM's values have no channels to put last).
+  const Graph shapes = build_net(net, 1);
+  const bool convolves = std::any_of(shapes.nodes().begin(), shapes.nodes().end(), [](const Node& node) {
+    return !node.is_input() && node.layer->type() == "Conv2d";
+  });
+  const char* layout = !convolves ? ""
+                       : plans_channels_last(options.layout, choice.device, options.precision)
+                           ? ", values NHWC where the layers take it"
+                           : ", values NCHW";
+  std::printf("%s on %s, %s%s%s: one training step (SGD with momentum) per try\n", net.name.c_str(),
+              choice.device.str().c_str(), std::string(name_of(options.precision)).c_str(), layout,
               limit ? cat(", memory limited to ", format_bytes(limit)).c_str() : "");
   std::optional<StepMemory> best;
   auto fits = [&](int batch) {
@@ -97,10 +105,6 @@ int run_max_batch(const std::vector<std::string>& words) {
   // slices the batch by its largest divisor that fits a core's cache, so the
   // workspace follows the batch's divisors and a larger batch (a prime one)
   // can need less memory than a smaller one. Bisection assumes the opposite.
-  const Graph shapes = build_net(net, good);
-  const bool convolves = std::any_of(shapes.nodes().begin(), shapes.nodes().end(), [](const Node& node) {
-    return !node.is_input() && node.layer->type() == "Conv2d";
-  });
   if (!choice.device.is_cuda() && bad != 0 && convolves) {
     std::printf("(on the CPU the memory need is not monotone in the batch: a convolution's workspace follows the "
                 "batch's divisors, so a batch above %d may still fit)\n", bad);

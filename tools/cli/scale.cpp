@@ -81,8 +81,8 @@ int run_scale(const std::vector<std::string>& words) {
               warmup);
   std::printf("link: %s, %s GB/s per direction, %s us per message; gradient buckets of %s MiB\n"
               "step: the buckets all-reduced during backward; no overlap: all of them after it\n\n",
-              link.name.c_str(), fixed(link.bandwidth_gbps, 1).c_str(), fixed(link.latency_us, 1).c_str(),
-              fixed(static_cast<double>(bucket_bytes) / (1 << 20), 1).c_str());
+              link.name.c_str(), shortest_text(link.bandwidth_gbps).c_str(), shortest_text(link.latency_us).c_str(),
+              shortest_text(static_cast<double>(bucket_bytes) / (1 << 20)).c_str());
   using Align = Table::Align;
   Table table({{"devices", Align::kRight}, {"step ms", Align::kRight}, {"compute ms", Align::kRight},
                {"all-reduce ms", Align::kRight}, {"exposed ms", Align::kRight}, {"no overlap ms", Align::kRight},
