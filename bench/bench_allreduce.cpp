@@ -24,7 +24,6 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
 
 #include "bench/support/google_benchmark.h"
 #include "optim/communicator.h"
@@ -115,9 +114,9 @@ int run(int argc, char** argv) {
   if (printing && !choice.note.empty()) std::fprintf(stderr, "bench_allreduce: %s\n", choice.note.c_str());
 
   const RuntimeInfo info = runtime_info(ctx);
-  for (const auto& [key, value] : info.fields()) benchmark::AddCustomContext(key, value);
-  benchmark::AddCustomContext("communicator", cat(comm->backend(), ", ", comm->size(), " ranks"));
-  benchmark::AddCustomContext("protocol", "2 warm-up all-reduces per size, then a fixed count (256 MiB / size, "
+  for (const auto& [key, value] : info.fields()) add_context(key, value);
+  add_context("communicator", cat(comm->backend(), ", ", comm->size(), " ranks"));
+  add_context("protocol", "2 warm-up all-reduces per size, then a fixed count (256 MiB / size, "
                                           "5 to 1000) timed on the host clock, each begin_step + start_average + "
                                           "wait_all; algbw = bytes/time, busbw = algbw*2(n-1)/n, GB/s = 1e9 B/s");
   if (max_bytes == 0) max_bytes = ctx.is_cuda() ? kMaxBytes : kCpuMaxBytes;
@@ -128,8 +127,7 @@ int run(int argc, char** argv) {
     })->UseManualTime()->Iterations(iterations_for(bytes))->Unit(benchmark::kMicrosecond);
   }
   // Only rank 0 shows the results and writes --benchmark_out.
-  const size_t ran = run_google_benchmarks("bench_allreduce", benchmark_flags, printing && isatty(fileno(stdout)) != 0,
-                                           printing);
+  const size_t ran = run_google_benchmarks("bench_allreduce", benchmark_flags, printing);
   benchmark::Shutdown();
   if (ran == 0) {
     throw ConfigError(cat("no benchmark matches --benchmark_filter='", excerpt(benchmark_flags.filter, 200),

@@ -25,11 +25,10 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include "bench/support/google_benchmark.h"
 #include "data/image_folder.h"
 #include "data/loader.h"
+#include "tensor/atomic_file.h"
 #include "tensor/parse.h"
 #include "tensor/context.h"
 #include "tensor/runtime_info.h"
@@ -160,13 +159,19 @@ int run(int argc, char** argv) {
   const auto shared = std::make_shared<const ImageFolder>(folder, ImageFolderOptions{.sample = Shape{3, 224, 224},
                                                                                      .name = "bench_data"});
   const ImageFolder& data = *shared;
+  for (int64_t i = 0; i < data.size() && !benchmark_flags.out_path.empty(); ++i) {
+    if (same_file(benchmark_flags.out_path, data.path(i))) {
+      throw ConfigError(cat("--benchmark_out=", excerpt(benchmark_flags.out_path, 200), " is one of --folder's images; "
+                            "write the results elsewhere"));
+    }
+  }
   const double mean_bytes = warm_page_cache(data);
   std::fprintf(stderr, "bench_data: %s, %.1f KiB per file on average\n", data.describe().c_str(), mean_bytes / 1024);
   const RuntimeInfo info = runtime_info(Context::cpu());
-  for (const auto& [key, value] : info.fields()) benchmark::AddCustomContext(key, value);
-  benchmark::AddCustomContext("folder", data.describe());
-  benchmark::AddCustomContext("mean_file_kib", std::to_string(mean_bytes / 1024));
-  benchmark::AddCustomContext("protocol", "one thread; each iteration is Dataset::load of the next file (page cache "
+  for (const auto& [key, value] : info.fields()) add_context(key, value);
+  add_context("folder", data.describe());
+  add_context("mean_file_kib", std::to_string(mean_bytes / 1024));
+  add_context("protocol", "one thread; each iteration is Dataset::load of the next file (page cache "
                                           "warm), rng seeded by its index; images/s from the wall time");
   for (const auto& [mode, name] : {std::pair{SampleMode::kTraining, "training"},
                                    std::pair{SampleMode::kEvaluation, "evaluation"}}) {
@@ -186,7 +191,7 @@ int run(int argc, char** argv) {
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
   }
-  const size_t ran = run_google_benchmarks("bench_data", benchmark_flags, isatty(fileno(stdout)) != 0);
+  const size_t ran = run_google_benchmarks("bench_data", benchmark_flags);
   benchmark::Shutdown();
   if (ran == 0) {
     throw ConfigError(cat("no benchmark matches --benchmark_filter='", excerpt(benchmark_flags.filter, 200),

@@ -22,11 +22,11 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <unistd.h>
 
 #include "bench/support/google_benchmark.h"
 #include "layers/conv2d/conv2d.h"
@@ -53,8 +53,15 @@ struct GemmShape {
 std::vector<GemmShape> convolution_shapes(const std::vector<std::string>& nets) {
   std::vector<GemmShape> shapes;
   std::map<std::tuple<int64_t, int64_t, int64_t>, size_t> seen;
+  std::set<std::string> named;
   for (const std::string& net_name : nets) {
-    const NetSpec net = find_net(net_name);
+    NetSpec net;
+    try {
+      net = find_net(net_name);
+    } catch (const ConfigError& e) {
+      throw ConfigError(cat("--nets: ", e.what()));
+    }
+    if (!named.insert(net.name).second) throw ConfigError(cat("--nets: ", net.name, " is given twice; give it once"));
     const Graph graph = build_net(net, 1);
     int convolutions = 0;
     for (const Node& node : graph.nodes()) {
@@ -236,12 +243,17 @@ int run(int argc, char** argv) {
                 net_names().c_str());
   }
   if (list && serve_requests) throw ConfigError("--list-shapes and --serve: give one of them");
-  if ((list || serve_requests) && !benchmark_flags.passed_on.empty()) {
+  if ((list || serve_requests) && !benchmark_flags.help &&
+      (!benchmark_flags.passed_on.empty() || !benchmark_flags.out_path.empty())) {
+    const std::string given = benchmark_flags.passed_on.empty() ? "--benchmark_out" : benchmark_flags.passed_on.front();
     throw ConfigError(cat(list ? "--list-shapes" : "--serve", " runs no benchmark, so it takes no Google Benchmark "
-                                                             "flag (given: ", benchmark_flags.passed_on.front(), ")"));
+                                                             "flag (given: ", excerpt(given, 80), ")"));
   }
   std::vector<GemmShape> shapes = {{.m = 2048, .n = 2048, .k = 2048, .layers = {"the 2048^3 yardstick"}}};
   for (GemmShape& s : convolution_shapes(nets)) shapes.push_back(std::move(s));
+  if (benchmark_flags.help) {
+    if (!bench::initialize_google_benchmark(argv[0], benchmark_flags)) return kExitUsage;  // prints its flags, exits
+  }
   if (list) {
     for (const GemmShape& s : shapes) std::printf("%ld,%ld,%ld %s\n", s.m, s.n, s.k, label_of(s).c_str());
     return 0;
@@ -255,14 +267,14 @@ int run(int argc, char** argv) {
   if (!bench::initialize_google_benchmark(argv[0], benchmark_flags)) return kExitUsage;
   if (threads > 0) omp_set_num_threads(threads);
   const Context ctx = Context::cpu();
-  for (const auto& [key, value] : runtime_info(ctx).fields()) benchmark::AddCustomContext(key, value);
+  for (const auto& [key, value] : runtime_info(ctx).fields()) bench::add_context(key, value);
   for (const GemmShape& s : shapes) {
     benchmark::RegisterBenchmark(cat("GEMM/", s.m, "x", s.n, "x", s.k).c_str(),
                                  [s](benchmark::State& state) { time_product(state, s); })
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
   }
-  const size_t ran = bench::run_google_benchmarks("bench_gemm", benchmark_flags, isatty(fileno(stdout)) != 0);
+  const size_t ran = bench::run_google_benchmarks("bench_gemm", benchmark_flags);
   benchmark::Shutdown();
   if (ran == 0) {
     throw ConfigError(cat("no benchmark matches --benchmark_filter='", excerpt(benchmark_flags.filter, 200),

@@ -291,7 +291,7 @@ void print_help() {
 }
 
 int run(int argc, char** argv) {
-  const BenchFlags flags = parse_bench_flags(std::vector<std::string>(argv + 1, argv + argc));
+  BenchFlags flags = parse_bench_flags(std::vector<std::string>(argv + 1, argv + argc));
   if (flags.benchmark.help) print_help();
   if (!initialize_google_benchmark(argv[0], flags.benchmark, kDefaultMinTime)) return kExitUsage;
 
@@ -344,34 +344,33 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "bench_nets: device %s (%s), %s\n", info.device.c_str(), info.device_name.c_str(),
                  info.precision.c_str());
   }
-  for (const auto& [key, value] : info.fields()) benchmark::AddCustomContext(key, value);
-  benchmark::AddCustomContext("cpu_threads_fit", flags.fixed_threads ? "the threads asked for (--fixed-threads)"
+  for (const auto& [key, value] : info.fields()) add_context(key, value);
+  add_context("cpu_threads_fit", flags.fixed_threads ? "the threads asked for (--fixed-threads)"
                                                  : fit.empty()       ? "the threads asked for"
                                                                      : fit);
-  benchmark::AddCustomContext("deterministic", settings.compile.layers.deterministic ? "yes" : "no");
-  benchmark::AddCustomContext("cudnn_api", std::string(name_of(settings.compile.layers.cudnn_api)));  // --cudnn-api
-  benchmark::AddCustomContext("cpu_conv_path", std::string(name_of(settings.compile.layers.cpu_conv)));  // --cpu-conv
-  benchmark::AddCustomContext("cpu_winograd", settings.compile.layers.cpu_winograd ? "on" : "off");  // --no-winograd
+  add_context("deterministic", settings.compile.layers.deterministic ? "yes" : "no");
+  add_context("cudnn_api", std::string(name_of(settings.compile.layers.cudnn_api)));  // --cudnn-api
+  add_context("cpu_conv_path", std::string(name_of(settings.compile.layers.cpu_conv)));  // --cpu-conv
+  add_context("cpu_winograd", settings.compile.layers.cpu_winograd ? "on" : "off");  // --no-winograd
   const bool nhwc = plans_channels_last(settings.compile.layout, settings.device, settings.compile.precision);
-  benchmark::AddCustomContext("layout", cat(nhwc ? "NHWC where the layers can" : "NCHW", " (--layout ",
+  add_context("layout", cat(nhwc ? "NHWC where the layers can" : "NCHW", " (--layout ",
                                             name_of(settings.compile.layout), ")"));
-  benchmark::AddCustomContext("fusion", settings.compile.fusion ? "a ReLU runs in the layer before it where it can"
+  add_context("fusion", settings.compile.fusion ? "a ReLU runs in the layer before it where it can"
                                                                : "off (--no-fusion)");
-  benchmark::AddCustomContext("cuda_graph", settings.cuda_graph
+  add_context("cuda_graph", settings.cuda_graph
                                                 ? "on: after one eager warm-up step, each step is one CUDA graph launch"
                                                 : "off (each kernel launched by the host)");
   add_machine_context(sample_machine(ctx));
   const std::string how_many = settings.steps > 0
                                    ? cat(settings.steps, " steps (--steps)")
                                    : std::string("at least 2 s unless --benchmark_min_time says otherwise");
-  benchmark::AddCustomContext("protocol", cat(settings.warmup, " warm-up steps per mode, then each step timed (CUDA "
+  add_context("protocol", cat(settings.warmup, " warm-up steps per mode, then each step timed (CUDA "
                                               "events on the GPU, steady clock on the CPU) for ", how_many,
                                               "; counters from the mean step; every step's loss checked to be "
                                               "finite"));
   register_benchmarks(settings);
 
-  const size_t ran =
-      run_google_benchmarks("bench_nets", flags.benchmark, output_is_terminal(stdout, placement), speaks);
+  const size_t ran = run_google_benchmarks("bench_nets", flags.benchmark, speaks);
   release_cached_session();
   benchmark::Shutdown();
   if (ran == 0) {

@@ -116,6 +116,8 @@ TEST(BenchData, BadGoogleBenchmarkFlagsAreUsageErrorsNamingThem) {
       {"--benchmark_repetitions=0", "bench_data: --benchmark_repetitions must be an integer from 1 to 1000000"},
       {"--benchmark_filter=a --benchmark_filter=b", "bench_data: --benchmark_filter is given twice; give it once"},
       {"--workers", "bench_data: --workers needs a value: --workers=VALUE"},
+      {"--benchmark_out=" + dir / "a/1.jpg",
+       "bench_data: --benchmark_out=" + dir / "a/1.jpg" + " is one of --folder's images; write the results elsewhere"},
   };
   for (const auto& c : cases) {
     const testing::CommandOutcome r = run("--folder=" + dir.path() + " " + c.args);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tests/support/command.h"
+#include "tests/support/data_files.h"
 
 namespace {
 
@@ -60,6 +61,24 @@ TEST(BenchGemm, ServeAnswersEveryLineAndGoesOn) {
   EXPECT_TRUE(std::regex_search(last, std::regex("\n[0-9]+\\.[0-9]{3} "))) << "no rate after the errors:\n" << r.output;
 }
 
+// Google Benchmark reads its flags from the environment too: they are taken
+// as the flags, checked, and the output file is written here, whole, under
+// the plain names.
+TEST(BenchGemm, GoogleBenchmarksEnvironmentIsTakenAsItsFlags) {
+  glassbox::testing::TempDir dir;
+  const Outcome r = run("BENCHMARK_OUT=" + dir / "env.json" + " BENCHMARK_OUT_FORMAT=json " + kBench +
+                        " --nets=LeNet '--benchmark_filter=^GEMM/6x784x25$' --benchmark_min_time=0.01");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto doc = nlohmann::json::parse(glassbox::testing::read_whole_file(dir / "env.json"));
+  ASSERT_EQ(doc.at("benchmarks").size(), 1u) << doc.dump();
+  EXPECT_EQ(doc.at("benchmarks")[0].at("name"), "GEMM/6x784x25");
+  const Outcome bad = run("BENCHMARK_FORMAT=xml " + kBench + " --nets=LeNet --benchmark_list_tests");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_TRUE(contains(bad.output, "bench_gemm: the environment's BENCHMARK_FORMAT: --benchmark_format: unknown "
+                                   "format 'xml'; valid: console, json"))
+      << bad.output;
+}
+
 TEST(BenchGemm, BadFlagsAreUsageErrorsNamingThem) {
   const struct {
     std::string args;
@@ -72,7 +91,6 @@ TEST(BenchGemm, BadFlagsAreUsageErrorsNamingThem) {
       {"--nets=LeNet,MLP:784,256,10 --list-shapes",
        "bench_gemm: --nets: MLP:784,256,10 has no ungrouped convolution, whose products bench_gemm times"},
       {"--nets=mlp:784,10,LeNet --list-shapes", "bench_gemm: --nets: MLP:784,10 has no ungrouped convolution"},
-      {"--nets=NoSuchNet --list-shapes", "NoSuchNet"},
       {"--benchmark_filter=NoSuchShape --benchmark_min_time=0.01",
        "bench_gemm: no benchmark matches --benchmark_filter='NoSuchShape'; --list-shapes lists them"},
       {"--no-such-flag", "unrecognized command-line flag: --no-such-flag"},
@@ -83,6 +101,10 @@ TEST(BenchGemm, BadFlagsAreUsageErrorsNamingThem) {
        "--benchmark_filter=GEMM)"},
       {"--list-shapes --serve", "bench_gemm: --list-shapes and --serve: give one of them"},
       {"--serve=1", "bench_gemm: --serve takes no value"},
+      {"--list-shapes --benchmark_out=x.json",
+       "bench_gemm: --list-shapes runs no benchmark, so it takes no Google Benchmark flag (given: --benchmark_out)"},
+      {"--nets=LeNet,lenet --list-shapes", "bench_gemm: --nets: LeNet is given twice; give it once"},
+      {"--nets=NoSuchNet --list-shapes", "bench_gemm: --nets: unknown network 'NoSuchNet'"},
       {"--benchmark_format=csv", "bench_gemm: --benchmark_format: unknown format 'csv'; valid: console, json"},
   };
   for (const auto& c : cases) {

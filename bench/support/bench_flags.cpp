@@ -20,6 +20,10 @@ constexpr std::string_view kOwnSwitches[] = {"--data-parallel", "--cuda-graph", 
 BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
   BenchFlags flags;
   for (const std::string& arg : args) {
+    if (arg == "-h") {
+      take_google_benchmark_flag(arg, flags.benchmark);
+      continue;
+    }
     if (!arg.starts_with("--")) {
       throw ConfigError(cat("unexpected argument '", arg, "': bench_nets takes only flags; choose networks with "
                                                          "--benchmark_filter=REGEX (e.g. --benchmark_filter=VGG16)"));
@@ -88,7 +92,10 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
       flags.overlap = false;
     }
   }
-  flags.compile = compile_options_from_flags(flags.compile_given);
+  // The compile flags' checks see the output file too (an --autotune-cache that is also --benchmark_out).
+  std::map<std::string, std::string> given = flags.compile_given;
+  if (!flags.benchmark.out_path.empty()) given["--benchmark_out"] = flags.benchmark.out_path;
+  flags.compile = compile_options_from_flags(given);
   return flags;
 }
 

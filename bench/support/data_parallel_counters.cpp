@@ -4,6 +4,8 @@
 #include <map>
 #include <utility>
 
+#include "bench/support/google_benchmark.h"
+
 namespace glassbox::bench {
 namespace {
 
@@ -44,13 +46,13 @@ void remember_rank_alone(const std::string& net, int batch, double mean_step_sec
 
 void add_job_context(const Communicator& communicator, const GradientSyncOptions& sync, int steps,
                      int threads_per_rank) {
-  benchmark::AddCustomContext("ranks", std::to_string(communicator.size()));
-  benchmark::AddCustomContext("collective", std::string(communicator.backend()));
-  benchmark::AddCustomContext("gradient_buckets",
+  add_context("ranks", std::to_string(communicator.size()));
+  add_context("collective", std::string(communicator.backend()));
+  add_context("gradient_buckets",
                               cat(static_cast<double>(sync.bucket_bytes) / (1 << 20), " MiB, ",
                                   sync.overlap ? "overlapped with backward" : "all-reduced after backward"));
-  benchmark::AddCustomContext("steps_per_benchmark", cat(steps, " on every rank (Note [Fixed step counts across ranks])"));
-  benchmark::AddCustomContext("cpu_threads_per_rank", std::to_string(threads_per_rank));
+  add_context("steps_per_benchmark", cat(steps, " on every rank (Note [Fixed step counts across ranks])"));
+  add_context("cpu_threads_per_rank", std::to_string(threads_per_rank));
 }
 
 

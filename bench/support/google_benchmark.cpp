@@ -4,11 +4,18 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <regex>
 #include <sstream>
+
+#include <stdlib.h>
 
 #include "bench/support/plain_names.h"
 #include "bench/support/rank_reporting.h"
+#include "optim/data_parallel_job.h"
 #include "tensor/atomic_file.h"
 #include "tensor/error.h"
 #include "tensor/parse.h"
@@ -27,6 +34,79 @@ constexpr const char* kDiscardedOut = "--benchmark_out=/dev/null";
 
 // The suffixes Google Benchmark 1.7.1 appends to a registered name, in its order.
 constexpr std::string_view kNameSuffixes = "(/iterations:[0-9]+)?(/(manual|real|process)_time)?$";
+
+// Google Benchmark 1.7.1's flags that need a value, and those that are yes
+// or no (a value optional: the flag alone is yes). It reads anything it
+// does not take for no as yes ("flase" too), and an empty --benchmark_color
+// prints its usage and exits 0.
+constexpr std::string_view kValueFlags[] = {
+    "--benchmark_filter",   "--benchmark_min_time", "--benchmark_min_warmup_time", "--benchmark_repetitions",
+    "--benchmark_format",   "--benchmark_out",      "--benchmark_out_format",      "--benchmark_time_unit",
+    "--benchmark_context",  "--benchmark_color",    "--benchmark_perf_counters"};
+constexpr std::string_view kYesNoFlags[] = {"--benchmark_list_tests", "--benchmark_enable_random_interleaving",
+                                            "--benchmark_report_aggregates_only",
+                                            "--benchmark_display_aggregates_only", "--benchmark_counters_tabular"};
+
+// Longer filters overflow the stack of std::regex's compiler (about 20,000
+// characters of "aaa..." end the process), and no filter needs this many.
+constexpr size_t kMaxFilterLength = 1000;
+
+std::optional<bool> yes_no(std::string_view value) {
+  for (const std::string_view yes : {"true", "yes", "on", "1"}) {
+    if (value == yes) return true;
+  }
+  for (const std::string_view no : {"false", "no", "off", "0"}) {
+    if (value == no) return false;
+  }
+  return std::nullopt;
+}
+
+std::string utf8_or_escaped(std::string_view text) {
+  return first_non_utf8(text) == std::string_view::npos ? std::string(text) : excerpt(text, std::string::npos);
+}
+
+// The filter as Google Benchmark gets it, widened (Note [Filters match the
+// printed names]) and compiled here first, as it will compile it (POSIX
+// extended, a leading '-' negating the rest): a bad one is a usage error
+// naming it, not "no benchmark matches".
+std::string checked_filter(std::string_view filter) {
+  if (filter.size() > kMaxFilterLength) {
+    throw ConfigError(cat("--benchmark_filter is ", filter.size(), " characters long; at most ", kMaxFilterLength,
+                          " are taken"));
+  }
+  const std::string widened = plain_name_filter(filter);
+  try {
+    const std::regex compiled(filter.starts_with('-') ? widened.substr(1) : widened, std::regex::extended);
+  } catch (const std::regex_error& e) {
+    throw ConfigError(cat("--benchmark_filter='", excerpt(filter, 80), "' is not a regular expression (POSIX "
+                          "extended, as Google Benchmark reads it): ", e.what()));
+  }
+  return widened;
+}
+
+// Google Benchmark also reads each flag from the environment
+// (BENCHMARK_FORMAT=json for --benchmark_format=json), where it would escape
+// these checks and write --benchmark_out itself: each such variable is taken
+// here as its flag, where the command line does not give that flag, and then
+// removed.
+void take_environment(GoogleBenchmarkFlags& flags) {
+  std::vector<std::string_view> names(std::begin(kValueFlags), std::end(kValueFlags));
+  names.insert(names.end(), std::begin(kYesNoFlags), std::end(kYesNoFlags));
+  for (const std::string_view name : names) {
+    std::string variable;
+    for (const char c : name.substr(2)) variable += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    const char* value = std::getenv(variable.c_str());
+    if (value == nullptr) continue;
+    const std::string arg = cat(name, "=", value);
+    ::unsetenv(variable.c_str());
+    if (flags.given.contains(name)) continue;  // the command line wins
+    try {
+      take_google_benchmark_flag(arg, flags);
+    } catch (const ConfigError& e) {
+      throw ConfigError(cat("the environment's ", variable, ": ", e.what()));
+    }
+  }
+}
 
 ReportFormat parse_format(std::string_view flag, std::string_view value) {
   if (value == "console") return ReportFormat::kConsole;
@@ -82,20 +162,37 @@ void take_google_benchmark_flag(const std::string& arg, GoogleBenchmarkFlags& fl
   if (name == "--help" || name == "-h") {
     flags.help = true;
     flags.passed_on.emplace_back("--help");  // Google Benchmark prints its flags and exits
+    return;
+  }
+  const bool valued = std::find(std::begin(kValueFlags), std::end(kValueFlags), name) != std::end(kValueFlags);
+  if (valued && value.empty()) throw ConfigError(cat(name, " needs a value: ", name, "=VALUE"));
+  if (first_non_utf8(value) != std::string_view::npos) {
+    throw ConfigError(cat(name, "=", excerpt(value), ": not UTF-8 text, which the results (JSON) must be"));
+  }
+  if (std::find(std::begin(kYesNoFlags), std::end(kYesNoFlags), name) != std::end(kYesNoFlags)) {
+    if (equals != std::string::npos && !yes_no(value)) {
+      throw ConfigError(cat(name, "=", excerpt(value), ": give true or false (or yes, no, on, off, 1, 0)"));
+    }
+    flags.passed_on.push_back(arg);
+  } else if (name == "--benchmark_color") {  // the reporters are ours: whether they colour is decided here
+    if (value != "auto") {
+      const std::optional<bool> color = yes_no(value);
+      if (!color) throw ConfigError(cat(name, "=", excerpt(value), ": give auto, true or false"));
+      flags.color = *color;
+    }
   } else if (name == "--benchmark_out") {
-    if (value.empty()) throw ConfigError("--benchmark_out= needs a file name");
     flags.out_path = value;
   } else if (name == "--benchmark_filter") {
     flags.filter = value;
-    flags.passed_on.push_back(cat(name, "=", plain_name_filter(value)));
+    flags.passed_on.push_back(cat(name, "=", checked_filter(value)));
   } else if (name == "--benchmark_min_time" || name == "--benchmark_min_warmup_time") {
     // Note [Minimum time with a unit]: Google Benchmark from 1.8 spells a
     // minimum time "0.5s" (or "100x", a count of iterations); Debian's 1.7
     // reads only a bare number of seconds, and rejects the unit. Both
     // spellings of seconds are taken here, and passed on bare.
     if (value.ends_with('x')) {
-      throw ConfigError(cat(name, "=", value, ": a count of iterations is not a minimum time here; give seconds (",
-                            name, "=0.5s or ", name, "=0.5)"));
+      throw ConfigError(cat(name, "=", excerpt(value), ": a count of iterations is not a minimum time here; give ",
+                            "seconds (", name, "=0.5s or ", name, "=0.5)"));
     }
     const std::string seconds(value.ends_with('s') ? value.substr(0, value.size() - 1) : value);
     parse_number(name, seconds, 0.0, 1e6);
@@ -115,12 +212,16 @@ void take_google_benchmark_flag(const std::string& arg, GoogleBenchmarkFlags& fl
   }
 }
 
-bool initialize_google_benchmark(const char* program, const GoogleBenchmarkFlags& flags,
-                                 std::string_view default_min_time) {
+void add_context(std::string_view key, std::string_view value) {
+  benchmark::AddCustomContext(std::string(key), utf8_or_escaped(value));
+}
+
+bool initialize_google_benchmark(const char* program, GoogleBenchmarkFlags& flags, std::string_view default_min_time) {
+  take_environment(flags);
   // Google Benchmark keeps pointers into its command line (the program's
   // name, for the results' context): the words live as long as the program.
   static std::vector<std::string> words;
-  words = {program};
+  words = {utf8_or_escaped(program)};
   if (!flags.user_min_time && !default_min_time.empty()) words.emplace_back(default_min_time);
   words.insert(words.end(), flags.passed_on.begin(), flags.passed_on.end());
   if (!flags.out_path.empty()) words.emplace_back(kDiscardedOut);
@@ -140,7 +241,9 @@ bool initialize_google_benchmark(const char* program, const GoogleBenchmarkFlags
   return true;
 }
 
-size_t run_google_benchmarks(std::string_view program, const GoogleBenchmarkFlags& flags, bool color, bool speaks) {
+size_t run_google_benchmarks(std::string_view program, const GoogleBenchmarkFlags& flags, bool speaks) {
+  // Under mpirun each rank's stdout may be a pseudo-terminal: only the job's own counts.
+  const bool color = flags.color.value_or(output_is_terminal(stdout, job_placement()));
   std::ostringstream file_contents;
   const auto display = speaks ? make_plain_name_reporter(flags.display_format, color) : make_silent_reporter();
   const auto file = flags.out_path.empty() || !speaks

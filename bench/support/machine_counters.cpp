@@ -1,6 +1,7 @@
 // bench/support/machine_counters.cpp
 #include "bench/support/machine_counters.h"
 
+#include "bench/support/google_benchmark.h"
 #include "tensor/error.h"
 
 namespace glassbox::bench {
@@ -21,16 +22,16 @@ void add_machine_counters(benchmark::State& state, const MachineSample& start, c
 }
 
 void add_machine_context(const MachineSample& now) {
-  benchmark::AddCustomContext("cpu_mhz_at_start", now.cpu_mhz > 0 ? cat(static_cast<int>(now.cpu_mhz + 0.5))
+  add_context("cpu_mhz_at_start", now.cpu_mhz > 0 ? cat(static_cast<int>(now.cpu_mhz + 0.5))
                                                                    : std::string("not available"));
-  benchmark::AddCustomContext("cpu_energy", now.cpu_energy_j ? "RAPL package 0 (powercap): cpu_J_per_image counters"
+  add_context("cpu_energy", now.cpu_energy_j ? "RAPL package 0 (powercap): cpu_J_per_image counters"
                                                              : now.cpu_energy_missing);
   if (now.gpu) {
-    benchmark::AddCustomContext(
+    add_context(
         "gpu_at_start", cat("SM ", now.gpu->sm_mhz, " MHz, memory ", now.gpu->memory_mhz, " MHz, ",
                             now.gpu->power_w, " W, ", now.gpu->temperature_c, " C, throttle: ", now.gpu->throttle));
   } else if (!now.gpu_missing.empty()) {
-    benchmark::AddCustomContext("gpu_state", "not available: " + now.gpu_missing);
+    add_context("gpu_state", "not available: " + now.gpu_missing);
   }
 }
 
