@@ -41,6 +41,7 @@
 #include <thread>
 
 #include "optim/communicator_backends.h"
+#include "optim/data_parallel_job.h"
 #include "tensor/checks_cuda.h"
 #include "tensor/context_cuda.h"
 
@@ -67,10 +68,8 @@ class NcclCommunicator final : public Communicator {
         device_(ctx.device().index) {
     int devices = 0;
     CUDA_CHECK(cudaGetDeviceCount(&devices));
-    if (devices > 0 && device_ != placement.local_rank % devices) {
-      throw ConfigError(cat(who_, "local rank ", placement.local_rank, " of ", devices,
-                            " visible GPUs should run on cuda:", placement.local_rank % devices,
-                            ", but its context is on cuda:", device_));
+    if (const std::string wrong = rank_device_mismatch(placement, device_, devices); !wrong.empty()) {
+      throw ConfigError(cat(who_, wrong));
     }
     ncclUniqueId id;
     std::memset(&id, 0, sizeof id);

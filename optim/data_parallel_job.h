@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdio>
+#include <string>
 #include <string_view>
 
 #include "optim/communicator.h"
@@ -21,9 +22,16 @@ namespace glassbox {
 // rank takes the GPU of its local rank (cuda:local_rank), so `--device cuda`
 // (or none) works for every rank; naming one GPU (`cuda:N`, `requested_text`)
 // with more than one rank on the machine is a ConfigError, as is a local rank
-// past the machine's last GPU. On the CPU, and in a job of one, `chosen`.
-// `gpu_count` is the number of usable GPUs here (cuda_availability()).
+// past the machine's last GPU. On the CPU, in a job of one, and for the only
+// rank on its machine that names its GPU, `chosen`. `gpu_count` is the number
+// of usable GPUs here (cuda_availability()).
 Device device_for_rank(Device chosen, std::string_view requested_text, const JobPlacement& placement, int gpu_count);
+
+// Why this rank's context, on cuda:`device` of `visible_gpus`, is not where
+// device_for_rank puts a rank, for the NCCL communicator to refuse; "" where
+// it is, and wherever the rank shares its machine with no other rank (a job
+// of one included: `--device cuda:1` alone runs on cuda:1).
+std::string rank_device_mismatch(const JobPlacement& placement, int device, int visible_gpus);
 
 // Note [One core per rank]: ranks on one machine share its cores. Each rank's
 // OpenMP team would otherwise take every core, so that N ranks run N teams

@@ -22,8 +22,20 @@ TEST(DataParallelJob, EachRankTakesTheGpuOfItsLocalRank) {
   // A job of one, or the CPU: the device chosen.
   EXPECT_EQ(device_for_rank(Device::cuda(2), "cuda:2", placement(0, 1, 0, 1), 4), Device::cuda(2));
   EXPECT_EQ(device_for_rank(Device::cpu(), "cpu", placement(1, 2, 1, 2), 0), Device::cpu());
-  // One rank per machine may still name its GPU.
+  // One rank per machine may still name its GPU, and runs on it.
   EXPECT_EQ(device_for_rank(Device::cuda(0), "cuda:0", placement(1, 2, 0, 1), 1), Device::cuda(0));
+  EXPECT_EQ(device_for_rank(Device::cuda(1), "cuda:1", placement(1, 2, 0, 1), 2), Device::cuda(1));
+}
+
+// The NCCL communicator's check: a rank that shares its machine runs on its
+// local rank's GPU; a rank alone on its machine (a job of one: `glassbox
+// train --device cuda:1`) runs where it chose.
+TEST(DataParallelJob, OnlyARankSharingItsMachineMustRunOnItsLocalRanksGpu) {
+  EXPECT_EQ(rank_device_mismatch(placement(0, 1, 0, 1), 1, 4), "");
+  EXPECT_EQ(rank_device_mismatch(placement(1, 2, 0, 1), 3, 4), "");
+  EXPECT_EQ(rank_device_mismatch(placement(3, 4, 3, 4), 3, 4), "");
+  EXPECT_EQ(rank_device_mismatch(placement(3, 4, 1, 2), 0, 4),
+            "local rank 1 of 4 visible GPUs should run on cuda:1, but its context is on cuda:0");
 }
 
 TEST(DataParallelJob, NamingOneGpuForManyRanksOrTooFewGpusIsAConfigError) {

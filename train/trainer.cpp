@@ -401,6 +401,10 @@ EpochReport Trainer::train_epoch(int epoch, const TrainerHooks& hooks) {
     // (StepGradients): a skipped step has only its outputs checked, an
     // applied one its outputs and parameter gradients.
     if (options_.check_numerics) {
+      // The reads below wait on the device, which waits on the step's
+      // all-reduce: settle first, so that a rank that died is found within
+      // the communicator's deadline, not waited for (optim/train_step.h).
+      if (sync_) sync_->settle(ctx_);
       const StepGradients gradients = !scaler_                         ? StepGradients::kAll
                                       : scaler_->last_step_skipped() ? StepGradients::kNone
                                                                      : StepGradients::kParameters;
