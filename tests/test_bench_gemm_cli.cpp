@@ -28,6 +28,9 @@ TEST(BenchGemm, ListsTheYardstickAndTheConvolutionsOwnShapes) {
   EXPECT_TRUE(contains(r.output, "64,50176,27 VGG16 conv1_1\n")) << "3x3, 3 -> 64 at 224x224:\n" << r.output;
   EXPECT_TRUE(contains(r.output, "512,196,4608 VGG16 conv5_1 (+2 more)\n")) << "conv5_1 to 5_3 share it:\n"
                                                                             << r.output;
+  const Outcome listed = run(kBench + " --nets=LeNet --benchmark_list_tests");
+  ASSERT_EQ(listed.exit_code, 0) << listed.output;
+  EXPECT_EQ(listed.output, "GEMM/2048x2048x2048\nGEMM/6x784x25\nGEMM/16x100x150\n") << "the plain names";
   const Outcome lenet = run(kBench + " --list-shapes --nets=LeNet");
   ASSERT_EQ(lenet.exit_code, 0) << lenet.output;
   EXPECT_EQ(lenet.output, "2048,2048,2048 the 2048^3 yardstick\n6,784,25 LeNet conv1\n16,100,150 LeNet conv2\n");

@@ -107,6 +107,15 @@ TEST(PlainNameFilter, WidensEachEndAnchorAndNothingElse) {
   EXPECT_EQ(plain_name_filter("a\\"), "a\\");
 }
 
+TEST(PlainName, DropsTheSuffixesGoogleBenchmarkAdds) {
+  EXPECT_EQ(plain_name("GEMM/16x100x150/manual_time"), "GEMM/16x100x150");
+  EXPECT_EQ(plain_name("LeNet/train_step/batch:64/iterations:20/manual_time"), "LeNet/train_step/batch:64");
+  EXPECT_EQ(plain_name("ImageFolder/load/3x224x224/training/real_time"), "ImageFolder/load/3x224x224/training");
+  EXPECT_EQ(plain_name("allreduce/single/ranks:1/bytes:4096/iterations:1000/manual_time"),
+            "allreduce/single/ranks:1/bytes:4096");
+  EXPECT_EQ(plain_name("VGG16/inference/batch:2"), "VGG16/inference/batch:2");
+}
+
 // Google Benchmark's flags reach it checked: a filter widened, the output
 // file kept back (Note [Writing --benchmark_out ourselves]), --help passed on
 // in the spelling it reads.

@@ -10,8 +10,9 @@
 #include <optional>
 #include <regex>
 #include <sstream>
+#include <string>
 
-#include <stdlib.h>
+#include <stdlib.h>  // unsetenv (POSIX)
 
 #include "bench/support/plain_names.h"
 #include "bench/support/rank_reporting.h"
@@ -116,6 +117,11 @@ ReportFormat parse_format(std::string_view flag, std::string_view value) {
 
 }  // namespace
 
+std::string plain_name(std::string_view registered) {
+  static const std::regex suffixes(std::string(kNameSuffixes), std::regex::extended);
+  return std::regex_replace(std::string(registered), suffixes, "");
+}
+
 void refuse_repeat(std::string_view name, GoogleBenchmarkFlags& flags) {
   if (!flags.given.emplace(name).second) throw ConfigError(cat(name, " is given twice; give it once"));
 }
@@ -170,9 +176,9 @@ void take_google_benchmark_flag(const std::string& arg, GoogleBenchmarkFlags& fl
     throw ConfigError(cat(name, "=", excerpt(value), ": not UTF-8 text, which the results (JSON) must be"));
   }
   if (std::find(std::begin(kYesNoFlags), std::end(kYesNoFlags), name) != std::end(kYesNoFlags)) {
-    if (equals != std::string::npos && !yes_no(value)) {
-      throw ConfigError(cat(name, "=", excerpt(value), ": give true or false (or yes, no, on, off, 1, 0)"));
-    }
+    const std::optional<bool> yes = equals == std::string::npos ? true : yes_no(value);
+    if (!yes) throw ConfigError(cat(name, "=", excerpt(value), ": give true or false (or yes, no, on, off, 1, 0)"));
+    if (name == "--benchmark_list_tests") flags.list_tests = *yes;
     flags.passed_on.push_back(arg);
   } else if (name == "--benchmark_color") {  // the reporters are ours: whether they colour is decided here
     if (value != "auto") {
@@ -249,7 +255,16 @@ size_t run_google_benchmarks(std::string_view program, const GoogleBenchmarkFlag
   const auto file = flags.out_path.empty() || !speaks
                         ? nullptr
                         : make_plain_name_reporter(flags.file_format, false, &file_contents);
+  // --benchmark_list_tests: Google Benchmark writes the registered names to
+  // the display reporter's stream, every rank's; rank 0 prints them here,
+  // under their plain names.
+  std::ostringstream listed;
+  if (flags.list_tests) display->SetOutputStream(&listed);
   const size_t ran = benchmark::RunSpecifiedBenchmarks(display.get(), file.get());
+  if (flags.list_tests && speaks) {
+    std::istringstream names(listed.str());
+    for (std::string name; std::getline(names, name);) std::printf("%s\n", plain_name(name).c_str());
+  }
   if (!speaks || flags.out_path.empty() || ran == 0) return ran;
   if (file_contents.str().empty()) {  // --benchmark_list_tests: nothing was run
     std::fprintf(stderr, "%.*s: no results, so %s was not written\n", static_cast<int>(program.size()),

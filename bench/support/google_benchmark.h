@@ -40,6 +40,7 @@ struct GoogleBenchmarkFlags {
   std::string filter;           // --benchmark_filter as given; "" when absent
   bool user_min_time = false;   // --benchmark_min_time given: it wins over a program's default
   bool help = false;            // --help
+  bool list_tests = false;      // --benchmark_list_tests: names listed, nothing run
   std::optional<bool> color;    // --benchmark_color=true|false; unset (auto): colour on a terminal
   // For Google Benchmark, in the order given: its flags, less --benchmark_out,
   // and any flag unknown to the program, which Google Benchmark then reports.
@@ -68,6 +69,9 @@ void take_google_benchmark_flag(const std::string& arg, GoogleBenchmarkFlags& fl
 // nothing. Every end anchor '$' (not escaped, not in a bracket expression) is
 // widened to allow those suffixes before the filter is passed on.
 std::string plain_name_filter(std::string_view filter);
+
+// A registered name without those suffixes: what the results call it.
+std::string plain_name(std::string_view registered);
 
 // Takes Google Benchmark's variables from the environment into `flags` as
 // their flags (where the command line does not give them; then removed from
