@@ -39,6 +39,7 @@
 #include <omp.h>
 
 #include "bench/support/bench_flags.h"
+#include "bench/support/google_benchmark.h"
 #include "bench/support/data_parallel_counters.h"
 #include "bench/support/machine_counters.h"
 #include "bench/support/net_session.h"

@@ -128,4 +128,8 @@ size_t first_non_utf8(std::string_view text) {
   return std::string_view::npos;
 }
 
+std::string utf8_or_escaped(std::string_view text) {
+  return first_non_utf8(text) == std::string_view::npos ? std::string(text) : excerpt(text, std::string::npos);
+}
+
 }  // namespace glassbox

@@ -55,4 +55,9 @@ int64_t parse_bytes(std::string_view what, std::string_view text);
 // JSON, which holds UTF-8 text only; a Linux path is any bytes.
 size_t first_non_utf8(std::string_view text);
 
+// `text` as it is where it is UTF-8, else escaped as excerpt() escapes bytes
+// ("w\xe9.safetensors"): a path or a word for a format that holds UTF-8 text
+// only (safetensors metadata, JSON), where nothing reads it back as a path.
+std::string utf8_or_escaped(std::string_view text);
+
 }  // namespace glassbox

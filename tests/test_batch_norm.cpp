@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "layers/batch_norm/batch_norm.h"
 #include "tests/support/checks.h"
@@ -272,18 +274,27 @@ TEST(BatchNorm2d, CudaMatchesCpuInTraining) {
   testing::check_cpu_cuda_parity(make_bn({.eps = 1e-3f, .momentum = 0.3f}), {Shape{3, 5, 4, 6}});
 }
 
-// The same running statistics written on both devices, then inference.
-TEST(BatchNorm2d, CudaMatchesCpuInInference) {
-  GLASSBOX_REQUIRE_CUDA();
-  const Shape shape{4, 8, 5, 5};
+// Note [Batch norm inference in slices]: a batch over cuDNN's limit runs in
+// slices of at most 65,535 samples, in order, each contiguous.
+TEST(BatchNorm2d, InferenceBatchesOverCudnnsLimitRunInSlices) {
+  using Slices = std::vector<std::pair<int64_t, int64_t>>;
+  EXPECT_EQ(batch_slices(8, kCudnnInferenceBatchLimit), (Slices{{0, 8}}));
+  EXPECT_EQ(batch_slices(65'535, 65'535), (Slices{{0, 65'535}}));
+  EXPECT_EQ(batch_slices(65'536, 65'535), (Slices{{0, 65'535}, {65'535, 1}}));
+  EXPECT_EQ(batch_slices(140'000, 65'535), (Slices{{0, 65'535}, {65'535, 65'535}, {131'070, 8'930}}));
+}
+
+// The same running statistics written on both devices, then inference; a
+// batch over cuDNN's inference limit too (Note [Batch norm inference in slices]).
+void expect_cuda_inference_matches_cpu(const Shape& shape) {
   Context cpu = Context::cpu(), gpu = Context::cuda(0);
   BatchNorm2d cpu_bn("bn", {}), gpu_bn("bn", {});
   testing::LayerHarness c(cpu, cpu_bn, {shape});
   testing::LayerHarness g(gpu, gpu_bn, {shape});
   c.randomize(11);
   g.copy_values_from(c);
-  const std::vector<float> mean = testing::random_values(8, 12);
-  const std::vector<float> var = testing::random_values(8, 13, 0.2f, 3.0f);
+  const std::vector<float> mean = testing::random_values(shape[1], 12);
+  const std::vector<float> var = testing::random_values(shape[1], 13, 0.2f, 3.0f);
   c.write(cpu_bn.running_mean(), mean);
   g.write(gpu_bn.running_mean(), mean);
   c.write(cpu_bn.running_var(), var);
@@ -292,7 +303,13 @@ TEST(BatchNorm2d, CudaMatchesCpuInInference) {
   g.poison(g.output);
   c.forward(Phase::kInference);
   g.forward(Phase::kInference);
-  testing::expect_close(g.read(g.output), c.read(c.output), 1e-5, "inference output");
+  testing::expect_close(g.read(g.output), c.read(c.output), 1e-5, "inference output of " + shape.str());
+}
+
+TEST(BatchNorm2d, CudaMatchesCpuInInference) {
+  GLASSBOX_REQUIRE_CUDA();
+  expect_cuda_inference_matches_cpu(Shape{4, 8, 5, 5});
+  expect_cuda_inference_matches_cpu(Shape{kCudnnInferenceBatchLimit + 70, 2, 1, 3});
 }
 
 TEST(BatchNorm2d, CudaRunningStatisticsMatchCpu) {

@@ -149,6 +149,12 @@ TEST(FirstNonUtf8, FindsTheFirstByteThatStartsNoValidSequence) {
   EXPECT_EQ(first_non_utf8(std::string_view("a\0b", 3)), kNone);  // NUL is text; JSON escapes it
 }
 
+TEST(Utf8OrEscaped, KeepsUtf8AndEscapesTheRest) {
+  EXPECT_EQ(utf8_or_escaped("w\xc3\xa9.safetensors"), "w\xc3\xa9.safetensors") << "UTF-8 as it is";
+  EXPECT_EQ(utf8_or_escaped("w\xe9.safetensors"), "w\\xe9.safetensors") << "Latin-1, escaped";
+  EXPECT_EQ(utf8_or_escaped(std::string(300, 'a') + "\xff"), std::string(300, 'a') + "\\xff") << "never cut";
+}
+
 TEST(DeviceParse, NamesTheFlagAndTheValidForms) {
   EXPECT_EQ(Device::parse("cuda:7"), Device::cuda(7));
   try {

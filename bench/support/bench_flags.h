@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/support/google_benchmark.h"
+#include "bench/support/google_benchmark_flags.h"
 #include "graph/compile_flags.h"
 #include "layers/layer.h"
 #include "tensor/context.h"

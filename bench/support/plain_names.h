@@ -18,7 +18,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "bench/support/google_benchmark.h"
+#include "bench/support/google_benchmark_flags.h"
 
 #include <memory>
 #include <ostream>

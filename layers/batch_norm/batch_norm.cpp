@@ -303,6 +303,12 @@ void BatchNorm2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
   });
 }
 
+std::vector<std::pair<int64_t, int64_t>> batch_slices(int64_t n, int64_t limit) {
+  std::vector<std::pair<int64_t, int64_t>> slices;
+  for (int64_t first = 0; first < n; first += limit) slices.emplace_back(first, std::min(limit, n - first));
+  return slices;
+}
+
 }  // namespace glassbox
 
 #if !GLASSBOX_WITH_CUDA

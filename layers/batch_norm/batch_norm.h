@@ -20,7 +20,10 @@
 // for cuDNN's dx (y is dead by then; Note [BatchNorm2d scratch dx]).
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "layers/layer.h"
 
@@ -121,5 +124,17 @@ class BatchNorm2d final : public Layer {
   Tensor saved_mean_;     // batch mean of the last training forward, for backward
   Tensor saved_inv_std_;  // 1 / sqrt(var + eps) of the last training forward
 };
+
+// Note [Batch norm inference in slices]: cuDNN 9.19's
+// cudnnBatchNormalizationForwardInference refuses a batch of more than
+// 65,535 (CUDNN_STATUS_NOT_SUPPORTED; undocumented, its argument check
+// "xDescInternal.dimA[0] > 65535"; PyTorch keeps such batches off it too).
+// With fixed statistics the forward is per element, so a larger batch runs
+// in slices of at most that many samples, each contiguous in NCHW and NHWC.
+inline constexpr int64_t kCudnnInferenceBatchLimit = 65'535;
+
+// The (first sample, count) slices of a batch of `n`, in order, each of at
+// most `limit` samples: {{0, n}} where n <= limit.
+std::vector<std::pair<int64_t, int64_t>> batch_slices(int64_t n, int64_t limit);
 
 }  // namespace glassbox

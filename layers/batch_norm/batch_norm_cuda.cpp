@@ -82,6 +82,7 @@
 #include "layers/batch_norm/batch_norm.h"
 
 #include <algorithm>
+#include <map>
 
 #include "layers/layer_cuda.h"
 #include "layers/relu_kernels_cuda.h"
@@ -105,6 +106,9 @@ struct BatchNormState final : BackendState {
   ActivationDescriptor relu;
   Tensor reserve;  // reserve_bytes, as float32 words; undefined where cuDNN asks for none
   size_t reserve_bytes = 0;
+  // Note [Batch norm inference in slices]: a batch over cuDNN's inference
+  // limit, its slices' descriptors by sample count.
+  std::map<int64_t, TensorDescriptor> slices;
   void* reserve_data() const { return reserve.defined() ? reserve.raw() : nullptr; }
 };
 
@@ -182,6 +186,14 @@ void BatchNorm2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
   auto state = std::make_unique<BatchNormState>();
   const Layout layout = input_layout(0);  // keeps_layout: y, dx and dy share it
   state->data = make_tensor_descriptor(input_shapes()[0], value_storage(), layout);
+  const Shape& x = input_shapes()[0];
+  if (x[0] > kCudnnInferenceBatchLimit) {
+    for (const auto& [first, count] : batch_slices(x[0], kCudnnInferenceBatchLimit)) {
+      if (!state->slices.contains(count)) {
+        state->slices.emplace(count, make_tensor_descriptor(Shape{count, x[1], x[2], x[3]}, value_storage(), layout));
+      }
+    }
+  }
   state->ex = layout == Layout::kNHWC && options.phase == Phase::kTraining;
   state->param = make_descriptor<TensorDescriptor>(cudnnCreateTensorDescriptor);
   CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(state->param.get(), state->data.get(),
@@ -253,9 +265,15 @@ void BatchNorm2d::forward_cuda(Context& ctx, const ForwardArgs& args) {
                                                        running_mean_.raw(), running_var_.raw(), eps,
                                                        saved_mean_.raw(), saved_inv_std_.raw()));
   } else {
-    CUDNN_CHECK(cudnnBatchNormalizationForwardInference(cudnn_of(ctx), kMode, &kOne, &kZero, s.data.get(), x,
-                                                        s.data.get(), y, s.param.get(), scale, shift,
-                                                        running_mean_.raw(), running_var_.raw(), eps));
+    const Shape& shape = input_shapes()[0];
+    const size_t sample_bytes = static_cast<size_t>(shape[1] * shape[2] * shape[3]) * size_of(value_storage());
+    for (const auto& [first, count] : batch_slices(shape[0], kCudnnInferenceBatchLimit)) {
+      const cudnnTensorDescriptor_t d = count == shape[0] ? s.data.get() : s.slices.at(count).get();
+      const size_t offset = static_cast<size_t>(first) * sample_bytes;
+      CUDNN_CHECK(cudnnBatchNormalizationForwardInference(
+          cudnn_of(ctx), kMode, &kOne, &kZero, d, static_cast<const char*>(x) + offset, d,
+          static_cast<char*>(y) + offset, s.param.get(), scale, shift, running_mean_.raw(), running_var_.raw(), eps));
+    }
     // An inference forward of a training plan (an evaluation between epochs)
     // has no fused call: the fused ReLU, and z, in a pass over y after it.
     if (fused_residual()) {

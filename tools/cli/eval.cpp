@@ -28,13 +28,6 @@
 namespace glassbox::cli {
 namespace {
 
-// A path as safetensors metadata, which is UTF-8 text where a Linux path is
-// any bytes: as it is, or escaped as excerpt() escapes bytes where it is not
-// UTF-8 (the logits file names its weights; nothing reads the name back).
-std::string utf8_or_escaped(const std::string& path) {
-  return first_non_utf8(path) == std::string::npos ? path : excerpt(path, std::string::npos);
-}
-
 // The F32 tensor "images" of an --input file, checked against the network's
 // sample. What the file holds is data: a DataError (exit 1), as for --weights.
 HostTensor read_images(const std::string& path, const NetSpec& net) {
