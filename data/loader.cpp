@@ -23,12 +23,17 @@ double seconds_since(Clock::time_point start) {
 
 const LoaderOptions& checked(const std::shared_ptr<const Dataset>& dataset, const LoaderOptions& options) {
   if (!dataset) throw ConfigError("Loader: no dataset (a null pointer)");
-  if (options.batch < 1) throw ConfigError(cat("Loader: batch must be at least 1, got ", options.batch));
-  if (options.prefetch < 1) {
-    throw ConfigError(cat("Loader: prefetch must be at least 1 batch, got ", options.prefetch));
+  if (dataset->size() < 0) {
+    throw Error(cat("Loader: ", dataset->describe(), " says it holds ", dataset->size(), " samples"));
   }
-  if (options.workers < 0) {
-    throw ConfigError(cat("Loader: workers must be 0 (one per core) or more, got ", options.workers));
+  if (options.batch < 1) throw ConfigError(cat("Loader: batch must be at least 1, got ", options.batch));
+  if (options.prefetch < 1 || options.prefetch > kMaxLoaderThreads) {
+    throw ConfigError(cat("Loader: prefetch must be from 1 to ", kMaxLoaderThreads, " batches, got ",
+                          options.prefetch));
+  }
+  if (options.workers < 0 || options.workers > kMaxLoaderThreads) {
+    throw ConfigError(cat("Loader: workers must be 0 (one per core) to ", kMaxLoaderThreads, ", got ",
+                          options.workers));
   }
   if (options.shards < 1 || options.shard < 0 || options.shard >= options.shards) {
     throw ConfigError(cat("Loader: shard ", options.shard, " of ", options.shards,

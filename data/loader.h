@@ -52,6 +52,11 @@
 
 namespace glassbox {
 
+// The most workers, and the most batches prepared ahead, a Loader takes:
+// each worker is a thread and each batch a staging buffer, and more than
+// this many of either is a mistake, not a configuration.
+inline constexpr int kMaxLoaderThreads = 1024;
+
 struct LoaderOptions {
   int batch = 0;         // samples per batch: the graph's batch
   int workers = 0;       // threads preparing batches; 0: one per core (std::thread::hardware_concurrency)
@@ -94,8 +99,9 @@ struct LoaderStats {
 
 class Loader {
  public:
-  // Throws ConfigError for a batch < 1, a prefetch < 1, a negative worker
-  // count, or a dataset smaller than one batch with drop_last.
+  // Throws ConfigError for a batch < 1, a prefetch or a worker count out of
+  // range, or a dataset smaller than one batch with drop_last;
+  // OutOfMemoryError where the staging buffers cannot be had.
   Loader(Context& ctx, std::shared_ptr<const Dataset> dataset, LoaderOptions options);
   ~Loader();  // stops and joins the workers; never throws
   Loader(const Loader&) = delete;

@@ -3,9 +3,12 @@
 #include "data/loader_pipeline.h"
 
 #include <algorithm>
+#include <new>
 #include <utility>
 
 #include "data/loader_order.h"
+#include "tensor/allocator.h"
+#include "tensor/error.h"
 
 namespace glassbox {
 
@@ -36,9 +39,15 @@ Loader::Pipeline::Pipeline(Context& ctx, const Dataset& dataset_in, const Loader
       labels.push_back(staging->host_labels(s));
     }
   } else {
-    for (int s = 0; s < slot_count; ++s) {
-      images.push_back(cpu_images.emplace_back(static_cast<size_t>(batch_numel)).data());
-      labels.push_back(cpu_labels.emplace_back(static_cast<size_t>(options.batch)).data());
+    try {
+      for (int s = 0; s < slot_count; ++s) {
+        images.push_back(cpu_images.emplace_back(static_cast<size_t>(batch_numel)).data());
+        labels.push_back(cpu_labels.emplace_back(static_cast<size_t>(options.batch)).data());
+      }
+    } catch (const std::bad_alloc&) {
+      throw OutOfMemoryError(cat("Loader: ", slot_count, " staging buffers of a batch of ", options.batch, " (",
+                                 format_bytes(static_cast<int64_t>(images_bytes + labels_bytes)),
+                                 " each) do not fit in the host's memory"));
     }
   }
 }

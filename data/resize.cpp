@@ -97,8 +97,10 @@ void resize_crop_normalise(const Image& source, const ResizeCropOptions& o, std:
   const bool sizes_ok = source.width > 0 && source.height > 0 && (source.channels == 1 || source.channels == 3) &&
                         source.pixels.size() == static_cast<size_t>(source.width) * source.height * source.channels &&
                         o.resized_width > 0 && o.resized_height > 0 && o.crop_width > 0 && o.crop_height > 0;
-  const bool window_ok = o.crop_x >= 0 && o.crop_y >= 0 && o.crop_x + o.crop_width <= o.resized_width &&
-                         o.crop_y + o.crop_height <= o.resized_height;
+  // In 64 bits: crop_x + crop_width may pass INT_MAX.
+  const bool window_ok = o.crop_x >= 0 && o.crop_y >= 0 &&
+                         int64_t{o.crop_x} + o.crop_width <= o.resized_width &&
+                         int64_t{o.crop_y} + o.crop_height <= o.resized_height;
   if (!sizes_ok || !window_ok || out.size() != expected) {
     throw ShapeError(cat("resize: a ", o.crop_width, "x", o.crop_height, " window at (", o.crop_x, ", ", o.crop_y,
                          ") of a ", source.width, "x", source.height, "x", source.channels, " image resized to ",

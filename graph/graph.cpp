@@ -126,6 +126,7 @@ int64_t Graph::macs() const {
 }
 
 int Graph::batch() const {
+  check_not_moved("batch");
   for (const Node& n : nodes_) {
     if (!n.is_input()) continue;
     const int64_t batch = n.name == "tokens" && n.shape.rank() == 2 ? n.shape[1] : n.shape[0];
@@ -172,6 +173,7 @@ void Graph::compile(Context& ctx, const CompileOptions& options) {
   options_.layers.phase = options.phase;
   replay_generation_ = next_serial();
   device_ = ctx.device();
+  compiled_allocator_ = &ctx.allocator();
   ctx.set_precision(options.precision);
   set_stored_types(options.precision);
   loss_scale_ = LossScale{};
@@ -466,11 +468,11 @@ void Graph::allocate_activations(Context& ctx) {
 }
 
 const Tensor& Graph::input(std::string_view name) const {
+  check_not_moved("input");
   std::string names;
   for (const Node& node : nodes_) {
     if (!node.is_input()) continue;
     if (node.name == name) {
-      check_not_moved("input");
       if (!compiled_) throw Error(cat("input '", name, "': compile the graph before filling its inputs"));
       return node.value;
     }
@@ -489,6 +491,12 @@ void Graph::check_context(const Context& ctx, std::string_view what) const {
   if (ctx.device() != device_) {
     throw Error(cat(what, ": the graph was compiled for ", device_.str(), ", called with a ",
                     ctx.device().str(), " context"));
+  }
+  // The plan's buffers, workspace and (on a GPU) stream are the compiling
+  // context's: another context on the same device has none of them.
+  if (&ctx.allocator() != compiled_allocator_) {
+    throw Error(cat(what, ": called with another ", ctx.device().str(), " Context than the one the graph was "
+                    "compiled with, whose memory, workspace and stream the plan uses; pass that one"));
   }
 }
 

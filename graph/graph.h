@@ -332,6 +332,7 @@ class Graph {
   std::optional<Phase> last_forward_;
   uint64_t replay_generation_ = next_serial();
   Device device_;
+  const Allocator* compiled_allocator_ = nullptr;  // the compiling context's: who it was (check_context)
   CompileOptions options_;
   Tensor parameters_;
   Tensor gradients_;

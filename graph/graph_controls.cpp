@@ -63,6 +63,7 @@ const Tensor& Graph::input_gradient(std::string_view name) const {
 }
 
 int Graph::set_dropout(float p) {
+  check_not_moved("set_dropout");
   int count = 0;
   for (int i : layers_) {
     // The first layer checks p before anything changes, so a bad p changes no layer.
@@ -79,6 +80,7 @@ int Graph::set_dropout(float p) {
 }
 
 void Graph::set_dropout(std::string_view layer, float p) {
+  check_not_moved("set_dropout");
   std::string names;
   for (int i : layers_) {
     Node& node = nodes_[static_cast<size_t>(i)];

@@ -308,6 +308,8 @@ void Layer::backward(Context& ctx, const BackwardArgs& args) {
   check_tensor(ctx, args.output, output_shape_, value_storage_, "output", output_layout());
   if (args.output_grad.defined()) {
     check_tensor(ctx, args.output_grad, output_shape_, value_storage_, "output gradient", output_layout());
+  } else if (!is_loss()) {
+    fail("backward without an output gradient: only a loss starts backward without one");
   }
   if (args.params.size() != param_shapes_.size() || args.param_grads.size() != param_shapes_.size()) {
     fail(cat("backward with ", args.params.size(), " parameter(s) and ", args.param_grads.size(),

@@ -15,6 +15,7 @@
 // weight and bias.
 #include "nets/torch_names.h"
 
+#include <algorithm>
 #include <map>
 
 namespace glassbox {
@@ -54,9 +55,39 @@ std::vector<std::string> module_names(const NetSpec& net, const Graph& graph) {
   return modules;
 }
 
+// A node as check_built_from names it: "conv2 (Conv2d, weight (16, 6, 5, 5), bias (16))".
+std::string node_text(const Node& node) {
+  if (node.is_input()) return cat(node.name, " (an input)");
+  std::string text = cat(node.name, " (", node.layer->type());
+  for (const ParamSpec& p : node.layer->param_specs()) text += cat(", ", p.name, " ", p.shape.str());
+  return text + ")";
+}
+
+// Note [A model file is its network's]: the state_dict's names come from
+// `net` and its shapes from `graph`. A graph built from another network
+// would be written under that network's names (or read from its file), so
+// the two must be one: the same nodes by name and type, with the same
+// parameters. A NetSpec without a build function (a hand-made graph's) is
+// taken at its word.
+void check_built_from(const NetSpec& net, const Graph& graph) {
+  if (!net.build) return;
+  const Graph reference = net.build(std::max(graph.batch(), 1));
+  const std::vector<Node>& ours = graph.nodes();
+  const std::vector<Node>& theirs = reference.nodes();
+  for (size_t i = 0; i < std::max(ours.size(), theirs.size()); ++i) {
+    const std::string a = i < ours.size() ? node_text(ours[i]) : "nothing";
+    const std::string b = i < theirs.size() ? node_text(theirs[i]) : "nothing";
+    if (a != b) {
+      throw ConfigError(cat("the graph is not ", net.name, "'s: its node ", i, " is ", a, ", where ", net.name,
+                            " has ", b));
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<TorchTensor> torch_state_dict(const NetSpec& net, const Graph& graph) {
+  check_built_from(net, graph);
   const std::vector<Node>& nodes = graph.nodes();
   const std::vector<std::string> modules = module_names(net, graph);
   std::vector<TorchTensor> entries;

@@ -60,7 +60,9 @@ struct TorchTensor {
 // running_mean, running_var, num_batches_tracked). PyTorch orders modules as
 // their __init__ registers them, which for every Glassbox network is graph
 // order. Needs no compile: the shapes come from the layers (param_specs,
-// state_specs). Throws Error as torch_names() does.
+// state_specs). Throws Error as torch_names() does, and ConfigError naming
+// the first node that differs where `graph` is not built from `net` (Note [A
+// model file is its network's]).
 std::vector<TorchTensor> torch_state_dict(const NetSpec& net, const Graph& graph);
 
 }  // namespace glassbox

@@ -17,9 +17,22 @@ namespace glassbox {
 
 Sgd::Sgd(Context& ctx, Tensor params, Tensor grads, SgdOptions options, Tensor working)
     : params_(std::move(params)), grads_(std::move(grads)), working_(std::move(working)), options_(options) {
+  if (!params_.defined() || !grads_.defined()) {
+    throw ConfigError(cat("Sgd: the ", !params_.defined() ? "parameters" : "gradients", " tensor has no storage; "
+                          "a graph's parameters() and gradients() have storage once it is compiled"));
+  }
   if (params_.shape() != grads_.shape() || params_.dtype() != DType::kFloat32 || grads_.dtype() != DType::kFloat32) {
     throw ShapeError(cat("Sgd: parameters ", params_.str(), " and gradients ", grads_.str(),
                          " must be float32 of one shape"));
+  }
+  {
+    // One buffer as both: each step would subtract the weights from themselves.
+    const auto* p = static_cast<const char*>(params_.raw());
+    const auto* g = static_cast<const char*>(grads_.raw());
+    if (params_.device() == grads_.device() && p < g + grads_.bytes() && g < p + params_.bytes()) {
+      throw ConfigError(cat("Sgd: the parameters ", params_.str(), " and the gradients ", grads_.str(),
+                            " share memory; give the gradients a buffer of their own"));
+    }
   }
   if (working_.defined() && (!is_16_bit_float(working_.dtype()) || working_.numel() != params_.numel() ||
                              working_.device() != params_.device())) {

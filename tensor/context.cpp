@@ -111,7 +111,15 @@ Context Context::on(Device device, uint64_t seed) {
   return device.is_cuda() ? cuda(device.index, seed) : cpu(seed);
 }
 
+Allocator& Context::allocator() const {
+  if (allocator_ == nullptr) {
+    throw Error(cat("a ", device_.str(), " Context that was moved from holds no memory; use the one it was moved to"));
+  }
+  return *allocator_;
+}
+
 Tensor Context::allocate(Shape shape, DType dtype, MemoryCategory category) {
+  allocator();  // a context moved from is refused by name
   // At most kMaxElements (2^48) of at most 8 bytes: the byte count fits.
   const size_t bytes = static_cast<size_t>(shape.numel()) * size_of(dtype);
   return Tensor(std::make_shared<Buffer>(allocator_, bytes, category), 0, std::move(shape), dtype);
@@ -129,6 +137,7 @@ Tensor Context::allocate(Shape shape, DType dtype, MemoryCategory category) {
 // cannot hold both, a candidate that would have fit after the free is skipped
 // as out of memory, and a less hungry one is taken.)
 void Context::reserve_workspace(size_t bytes) {
+  allocator();  // a context moved from is refused by name
   if (bytes <= workspace_bytes()) return;
   auto larger = std::make_shared<Buffer>(allocator_, bytes, MemoryCategory::kWorkspace);
   workspace_ = std::move(larger);  // frees the old block, if any

@@ -91,8 +91,9 @@ class Context {
   bool is_cuda() const { return device_.is_cuda(); }
 
   Tensor allocate(Shape shape, DType dtype, MemoryCategory category);
-  Allocator& allocator() const { return *allocator_; }
-  MemoryStats memory() const { return allocator_->stats(); }
+  // Each throws Error for a context that was moved from (it holds no memory).
+  Allocator& allocator() const;
+  MemoryStats memory() const { return allocator().stats(); }
 
   // The workspace is shared by layers in turn. The graph reserves the largest
   // need at compile time; a step never allocates. reserve_workspace only

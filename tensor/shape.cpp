@@ -49,6 +49,7 @@ void Shape::refuse_axis(int i) const {
 int64_t Shape::numel() const { return numel_from(-1); }
 
 int64_t Shape::numel_from(int axis) const {
+  if (axis < -1 || axis >= rank()) [[unlikely]] refuse_axis(axis);
   int64_t n = 1;
   for (int i = axis + 1; i < rank(); ++i) n *= dims_[static_cast<size_t>(i)];
   return n;
@@ -61,6 +62,9 @@ std::string Shape::str() const {
 }
 
 std::string Shape::index_str(int64_t flat) const {
+  if (flat < 0 || flat >= numel()) [[unlikely]] {
+    throw std::out_of_range(cat("shape ", str(), " has ", numel(), " elements, no element ", flat));
+  }
   std::vector<int64_t> index(dims_.size());
   for (size_t i = dims_.size(); i-- > 0;) {  // innermost first
     index[i] = flat % dims_[i];

@@ -39,11 +39,13 @@ class Shape {
   }
   const std::vector<int64_t>& dims() const { return dims_; }
   int64_t numel() const;
-  // The product of the sizes after dimension `axis`: elements in one "row" of it.
+  // The product of the sizes after dimension `axis` (-1: all of them):
+  // elements in one "row" of it. Another axis: std::out_of_range, as above.
   int64_t numel_from(int axis) const;
   std::string str() const;  // "(8, 3, 224, 224)"
-  // The multi-index of element `flat` (row-major, 0 <= flat < numel()), for
-  // errors that name a position: element 7 of (4, 3) is "(2, 1)".
+  // The multi-index of element `flat` (row-major, 0 <= flat < numel(); else
+  // std::out_of_range), for errors that name a position: element 7 of (4, 3)
+  // is "(2, 1)".
   std::string index_str(int64_t flat) const;
 
   friend bool operator==(const Shape&, const Shape&) = default;

@@ -615,6 +615,38 @@ TEST(Checkpoint, ASaveThatFailsPartWayLeavesNoFileOfItsEpoch) {
   EXPECT_EQ(read_training_state(ckpt).epoch, 1);
 }
 
+// Nothing is written that no load takes: a negative step or count, a loss
+// scale that is not finite; and a graph of another network than the NetSpec
+// would be written under that network's names (Note [A model file is its
+// network's], nets/torch_names.cpp).
+TEST(Checkpoint, ASaveNoLoadWouldTakeIsRefusedAndWritesNothing) {
+  Context ctx = Context::cpu();
+  testing::TempDir dir;
+  const NetSpec net = tiny_net();
+  TinyRun run(ctx, net, 1);
+  const std::string ckpt = dir.file("ckpt");
+  EXPECT_EQ(error_of([&] { save_checkpoint(ckpt, ctx, run.graph, net, run.sgd, at(1, -7)); }),
+            "save_checkpoint: step -7 is negative");
+  TrainingState scaled = at(1, 6);
+  scaled.loss_scale = LossScaleState{.scale = NAN, .clean_steps = 0, .skipped_steps = 0};
+  EXPECT_TRUE(testing::contains(error_of([&] { save_checkpoint(ckpt, ctx, run.graph, net, run.sgd, scaled); }),
+                                "needs a finite scale >= 0 and counts >= 0"));
+  scaled.loss_scale = LossScaleState{.scale = 1024.0f, .clean_steps = 0, .skipped_steps = -4};
+  EXPECT_TRUE(testing::contains(error_of([&] { save_checkpoint(ckpt, ctx, run.graph, net, run.sgd, scaled); }),
+                                "needs a finite scale >= 0 and counts >= 0"));
+  EXPECT_FALSE(std::filesystem::exists(ckpt + "/epoch-0001.safetensors"));
+  EXPECT_EQ(error_of([&] { save_model(dir.file("m.safetensors"), ctx, run.graph, net, -5); }),
+            "save_model: " + dir.file("m.safetensors") + ": batches_tracked -5 is negative; it counts optimizer steps");
+  EXPECT_EQ(error_of([&] { save_model(dir.file("m.safetensors"), ctx, run.graph, tiny_net(5), 0); }),
+            "the graph is not Tiny's: its node 2 is conv1 (Conv2d, weight (3, 1, 3, 3), bias (3)), where Tiny has "
+            "conv1 (Conv2d, weight (5, 1, 3, 3), bias (5))");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("m.safetensors")));
+  save_model(dir.file("m.safetensors"), ctx, run.graph, net, 0);
+  TinyRun wide(ctx, tiny_net(5), 1);
+  EXPECT_TRUE(testing::contains(error_of([&] { load_model(dir.file("m.safetensors"), ctx, wide.graph, net); }),
+                                "the graph is not Tiny's: its node 2 is conv1 (Conv2d, weight (5, 1, 3, 3)"));
+}
+
 TEST(Checkpoint, ADirectoryIsLockedWhileARunWritesIntoIt) {
   Context ctx = Context::cpu();
   testing::TempDir dir;

@@ -293,11 +293,24 @@ TEST(Graph, MisuseThatWouldGiveGarbageIsRefused) {
   EXPECT_EQ(testing::message_of<Error>([&] { (void)graph.loss(ctx); }), "loss: " + gone);
   EXPECT_EQ(testing::message_of<Error>([&] { graph.compile(ctx); }), "compile: " + gone);
   EXPECT_EQ(testing::message_of<Error>([&] { (void)graph.named_parameters(); }), "named_parameters: " + gone);
+  EXPECT_EQ(testing::message_of<Error>([&] { (void)graph.input("images"); }), "input: " + gone);
+  EXPECT_EQ(testing::message_of<Error>([&] { (void)graph.input("no such input"); }), "input: " + gone);
+  EXPECT_EQ(testing::message_of<Error>([&] { (void)graph.batch(); }), "batch: " + gone);
+  EXPECT_EQ(testing::message_of<Error>([&] { graph.set_dropout(0.1f); }), "set_dropout: " + gone);
   EXPECT_FALSE(graph.compiled());
   moved.forward(ctx);
   EXPECT_TRUE(std::isfinite(moved.loss(ctx))) << "the graph moved into runs";
   graph = std::move(moved);
   EXPECT_NO_THROW(graph.forward(ctx)) << "assigned again, it holds a graph again";
+  // Another context on the same device has none of the plan's memory; a context moved from has no memory.
+  Context other = Context::cpu();
+  EXPECT_EQ(testing::message_of<Error>([&] { graph.forward(other); }),
+            "forward: called with another cpu Context than the one the graph was compiled with, whose memory, "
+            "workspace and stream the plan uses; pass that one");
+  Context kept = std::move(ctx);
+  EXPECT_EQ(testing::message_of<Error>([&] { graph.forward(ctx); }),
+            "a cpu Context that was moved from holds no memory; use the one it was moved to");
+  EXPECT_NO_THROW(graph.forward(kept)) << "the context moved into is the one the graph was compiled with";
 }
 
 TEST(GraphBuilder, ANullLayerAndABatchPastIntAreRefused) {

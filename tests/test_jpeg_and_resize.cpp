@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <thread>
 
@@ -350,6 +351,16 @@ TEST(Resize, AWindowOutsideTheImageIsAShapeError) {
             }),
             "resize: a 8x8 window at (5, 0) of a 10x10x3 image resized to 12x12 into 192 floats: the window must "
             "lie inside, sizes be positive, 1 or 3 channels, and the output hold channels x height x width floats");
+  // A corner so far out that its sum with the width would pass INT_MAX.
+  std::vector<float> small(3 * 2 * 2);
+  for (const bool across : {true, false}) {
+    const int far = std::numeric_limits<int>::max() - 1;
+    EXPECT_THROW(resize_crop_normalise(image, {.resized_width = 4, .resized_height = 4, .crop_x = across ? far : 0,
+                                               .crop_y = across ? 0 : far, .crop_width = 2, .crop_height = 2},
+                                       small),
+                 ShapeError)
+        << (across ? "crop_x" : "crop_y");
+  }
 }
 
 }  // namespace

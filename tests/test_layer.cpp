@@ -115,6 +115,15 @@ TEST(Layer, BackwardCountsAndChecksItsGradients) {
             "fc1 (Linear): gradient of input 0 has shape (4, 3), expected (3, 4)");
   EXPECT_EQ(f.backward_error(h.inputs, h.input_grads, write, h.params, {h.param_grads[0], Tensor()}),
             "fc1 (Linear): gradient of parameter 1 is missing");
+  EXPECT_EQ(shape_error([&] {
+              f.layer.backward(f.ctx, {.inputs = h.inputs,
+                                       .output = h.output,
+                                       .input_grads = h.input_grads,
+                                       .input_grad_modes = write,
+                                       .params = h.params,
+                                       .param_grads = h.param_grads});
+            }),
+            "fc1 (Linear): backward without an output gradient: only a loss starts backward without one");
 }
 
 // A layer whose every call fails in a library, as a cuDNN call does that

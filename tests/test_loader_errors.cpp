@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <chrono>
 
+#include "tests/support/address_space_limit.h"
 #include "tests/support/fake_dataset.h"
+#include "tests/support/sanitizers.h"
 
 namespace glassbox {
 namespace {
@@ -195,10 +197,24 @@ TEST(LoaderErrors, BadOptionsAreConfigErrorsNamingThem) {
   };
   EXPECT_EQ(message_of<ConfigError>(make(nullptr, {.batch = 4})), "Loader: no dataset (a null pointer)");
   EXPECT_EQ(message_of<ConfigError>(make(dataset, {})), "Loader: batch must be at least 1, got 0");
+  // A Dataset of one's own whose size() is negative: named, not a vector of 2^64 - 5 flags.
+  struct Negative final : Dataset {
+    std::string describe() const override { return "negative"; }
+    int64_t size() const override { return -5; }
+    int classes() const override { return 2; }
+    Shape sample_shape() const override { return Shape{2, 3, 3}; }
+    int load(int64_t, std::span<float>, SampleMode, std::mt19937_64&) const override { return 0; }
+  };
+  EXPECT_EQ(message_of<Error>(make(std::make_shared<Negative>(), {.batch = 2})),
+            "Loader: negative says it holds -5 samples");
   EXPECT_EQ(message_of<ConfigError>(make(dataset, {.batch = 2, .prefetch = 0})),
-            "Loader: prefetch must be at least 1 batch, got 0");
+            "Loader: prefetch must be from 1 to 1024 batches, got 0");
+  EXPECT_EQ(message_of<ConfigError>(make(dataset, {.batch = 2, .prefetch = 2147483647})),
+            "Loader: prefetch must be from 1 to 1024 batches, got 2147483647");
   EXPECT_EQ(message_of<ConfigError>(make(dataset, {.batch = 2, .workers = -1})),
-            "Loader: workers must be 0 (one per core) or more, got -1");
+            "Loader: workers must be 0 (one per core) to 1024, got -1");
+  EXPECT_EQ(message_of<ConfigError>(make(dataset, {.batch = 2, .workers = 1025})),
+            "Loader: workers must be 0 (one per core) to 1024, got 1025");
   EXPECT_EQ(message_of<ConfigError>(make(dataset, {.batch = 16})),
             "Loader: fake (10 samples): 10 samples are fewer than one batch of 16, and drop_last drops every "
             "partial batch");
@@ -258,6 +274,23 @@ TEST(LoaderShutdown, DestroyingALoaderMidEpochReturnsPromptly) {
   { Loader never_started(ctx, slow, {.batch = 10, .workers = 2}); }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(seconds, 20.0);  // about 1 s here; finishing the epochs would take 25 s and more
+}
+
+// Staging buffers the host cannot hold are an OutOfMemoryError naming them,
+// not a std::bad_alloc from a vector.
+TEST(LoaderErrors, StagingBuffersPastTheHostsMemoryAreAnOutOfMemoryError) {
+  if (testing::kUnderAddressSanitizer) GTEST_SKIP() << "AddressSanitizer maps terabytes of shadow memory";
+  Context ctx = Context::cpu();
+  auto dataset = fake({.size = 20});
+  std::string message;
+  {
+    const testing::AddressSpaceLimit limit(int64_t{200} << 20);
+    ASSERT_TRUE(limit.held());
+    message = message_of<OutOfMemoryError>(
+        [&] { Loader loader(ctx, dataset, {.batch = 1 << 24, .workers = 1, .drop_last = false}); });
+  }
+  EXPECT_EQ(message, "Loader: 3 staging buffers of a batch of 16777216 (1.19 GiB each) do not fit in the host's "
+                     "memory");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "optim/sgd.h"
 #include "tensor/copy.h"
+#include "tests/support/data_files.h"
 #include "tests/support/devices.h"
 #include "tests/support/fake_device.h"
 #include "tests/support/harness.h"
@@ -158,6 +159,7 @@ TEST(Sgd, RejectsBadOptionsAndMismatchedBuffers) {
   Context c = Context::cpu();
   Tensor w = c.allocate(Shape{4}, DType::kFloat32, MemoryCategory::kParameters);
   Tensor g = c.allocate(Shape{5}, DType::kFloat32, MemoryCategory::kGradients);
+  Tensor g4 = c.allocate(Shape{4}, DType::kFloat32, MemoryCategory::kGradients);
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   const struct {
     SgdOptions options;
@@ -179,13 +181,13 @@ TEST(Sgd, RejectsBadOptionsAndMismatchedBuffers) {
   };
   for (const auto& c_ : cases) {
     try {
-      Sgd(c, w, w, c_.options);
+      Sgd(c, w, g4, c_.options);
       ADD_FAILURE() << "accepted " << c_.message;
     } catch (const ConfigError& e) {
       EXPECT_STREQ(e.what(), c_.message);
     }
   }
-  Sgd sgd(c, w, w, {});
+  Sgd sgd(c, w, g4, {});
   try {
     sgd.set_lr(inf);
     FAIL() << "set_lr accepted inf";
@@ -201,6 +203,16 @@ TEST(Sgd, RejectsBadOptionsAndMismatchedBuffers) {
   } catch (const ShapeError& e) {
     EXPECT_STREQ(e.what(), "Sgd: parameters float32 (4) on cpu and gradients float32 (5) on cpu must be float32 of one shape");
   }
+  // A graph's buffers before compile, and one buffer given as both.
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { Sgd(c, Tensor(), w, {}); }),
+            "Sgd: the parameters tensor has no storage; a graph's parameters() and gradients() have storage once it "
+            "is compiled");
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { Sgd(c, w, Tensor(), {}); }),
+            "Sgd: the gradients tensor has no storage; a graph's parameters() and gradients() have storage once it "
+            "is compiled");
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { Sgd(c, w, w, {}); }),
+            "Sgd: the parameters float32 (4) on cpu and the gradients float32 (4) on cpu share memory; give the "
+            "gradients a buffer of their own");
 }
 
 TEST(Sgd, StepRefusesParametersOnAnotherDevice) {

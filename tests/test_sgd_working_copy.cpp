@@ -174,7 +174,8 @@ INSTANTIATE_TEST_SUITE_P(Types, SgdWorkingCopy, ::testing::Values(DType::kBFloat
 TEST(SgdWorkingCopyOptions, WithoutACopyThereIsNone) {
   Context c = Context::cpu();
   const Tensor w = c.allocate(Shape{4}, DType::kFloat32, MemoryCategory::kParameters);
-  const Sgd sgd(c, w, w, {});
+  const Tensor g = c.allocate(Shape{4}, DType::kFloat32, MemoryCategory::kGradients);
+  const Sgd sgd(c, w, g, {});
   EXPECT_FALSE(sgd.working().defined());
 }
 

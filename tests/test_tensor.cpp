@@ -18,8 +18,12 @@ TEST(Shape, CountsAndPrints) {
   EXPECT_EQ(s.rank(), 4);
   EXPECT_EQ(s.numel(), 8 * 3 * 224 * 224);
   EXPECT_EQ(s.numel_from(0), 3 * 224 * 224);
+  EXPECT_EQ(s.numel_from(3), 1);
   EXPECT_EQ(s.str(), "(8, 3, 224, 224)");
   EXPECT_EQ(Shape{}.numel(), 1);
+  // An axis the shape does not have is a program's error, named, not a read past the dimensions.
+  EXPECT_THROW(s.numel_from(-2), std::out_of_range);
+  EXPECT_THROW(s.numel_from(4), std::out_of_range);
 }
 
 TEST(Shape, NamesTheMultiIndexOfAnElement) {
@@ -27,6 +31,8 @@ TEST(Shape, NamesTheMultiIndexOfAnElement) {
   EXPECT_EQ((Shape{4, 3}).index_str(0), "(0, 0)");
   EXPECT_EQ((Shape{2, 3, 5}).index_str(29), "(1, 2, 4)");
   EXPECT_EQ((Shape{6}).index_str(5), "(5)");
+  EXPECT_THROW((Shape{4, 3}).index_str(12), std::out_of_range);
+  EXPECT_THROW((Shape{4, 3}).index_str(-1), std::out_of_range);
 }
 
 TEST(Shape, RejectsZeroAndNegativeSizes) {

@@ -65,6 +65,11 @@ HostTensor int64_scalar(const std::string& name, int64_t value) {
 // `path`: the file the contents are for, named by an error.
 SafetensorsFile model_contents(const std::string& path, Context& ctx, const Graph& graph, const NetSpec& net,
                                int64_t batches_tracked, const std::map<std::string, std::string>& metadata) {
+  // Nothing is written that no load takes (Values::kCount: >= 0).
+  if (batches_tracked < 0) {
+    throw ConfigError(cat("save_model: ", path, ": batches_tracked ", batches_tracked,
+                          " is negative; it counts optimizer steps"));
+  }
   SafetensorsFile file{.metadata = metadata};
   file.metadata["format"] = "pt";  // what transformers' loaders look for; ours, not the caller's
   file.metadata["net"] = net.name;
@@ -305,6 +310,13 @@ void write_checkpoint_files(const std::string& dir, const std::string& stem, Con
 void save_checkpoint(const std::string& dir, Context& ctx, const Graph& graph, const NetSpec& net, const Sgd& sgd,
                      const TrainingState& state) {
   if (state.epoch < 0) throw ConfigError(cat("save_checkpoint: epoch ", state.epoch, " is negative"));
+  // Nothing is written that load_checkpoint refuses (file_state, saved_loss_scale).
+  if (state.step < 0) throw ConfigError(cat("save_checkpoint: step ", state.step, " is negative"));
+  if (const std::optional<LossScaleState>& s = state.loss_scale;
+      s && !(s->scale >= 0.0f && s->scale <= FLT_MAX && s->clean_steps >= 0 && s->skipped_steps >= 0)) {
+    throw ConfigError(cat("save_checkpoint: the loss scale state (scale ", s->scale, ", ", s->clean_steps,
+                          " clean steps, ", s->skipped_steps, " skipped) needs a finite scale >= 0 and counts >= 0"));
+  }
   if (!is_run_id(state.run_id)) {
     throw ConfigError(cat("save_checkpoint: the run id '", state.run_id, "' is not 16 hex digits (new_run_id())"));
   }
