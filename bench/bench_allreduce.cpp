@@ -101,15 +101,19 @@ int run(int argc, char** argv) {
       throw ConfigError(cat(name, " needs a value: ", name, "=VALUE"));
     }
   }
+  take_google_benchmark_environment(benchmark_flags);
   if (benchmark_flags.help) {
     std::printf("bench_allreduce [--device=cpu|cuda|cuda:N] [--max-bytes=B] [Google Benchmark flags]\n"
                 "Times the all-reduce of data-parallel training per size, 4 KiB to --max-bytes (default 1 GiB on a\n"
                 "GPU, 256 MiB on the CPU) in powers of 4; under mpirun -np R, one rank per device.\n\n");
+    return initialize_google_benchmark(argv[0], benchmark_flags) ? 0 : kExitUsage;  // prints its flags, exits
   }
   const DeviceChoice choice = choose_device(device_flag, "--device");
   Context ctx = Context::on(choice.device);
   std::unique_ptr<Communicator> comm = make_communicator(ctx);
   const bool printing = comm->rank() == 0;
+  // Only rank 0 writes --benchmark_out: the others need not reach its folder.
+  if (!printing) benchmark_flags.out_path.clear();
   if (!initialize_google_benchmark(argv[0], benchmark_flags)) return kExitUsage;
   if (printing && !choice.note.empty()) std::fprintf(stderr, "bench_allreduce: %s\n", choice.note.c_str());
 

@@ -150,6 +150,7 @@ int run(int argc, char** argv) {
       throw ConfigError(cat(name, " needs a value: ", name, "=VALUE"));
     }
   }
+  take_google_benchmark_environment(benchmark_flags);
   if (!initialize_google_benchmark(argv[0], benchmark_flags)) return kExitUsage;
   if (folder.empty()) {
     throw ConfigError("--folder=PATH is required: a folder of JPEGs PATH/<class>/*.jpg (make one with "

@@ -242,6 +242,7 @@ int run(int argc, char** argv) {
                 "named GEMM/<m>x<n>x<k>. Networks: %s.\n\n",
                 net_names().c_str());
   }
+  bench::take_google_benchmark_environment(benchmark_flags);  // before the checks below see the flags
   if (list && serve_requests) throw ConfigError("--list-shapes and --serve: give one of them");
   if ((list || serve_requests) && !benchmark_flags.help &&
       (!benchmark_flags.passed_on.empty() || !benchmark_flags.out_path.empty())) {

@@ -75,6 +75,9 @@ TEST(BenchGemm, GoogleBenchmarksEnvironmentIsTakenAsItsFlags) {
   const auto doc = nlohmann::json::parse(glassbox::testing::read_whole_file(dir / "env.json"));
   ASSERT_EQ(doc.at("benchmarks").size(), 1u) << doc.dump();
   EXPECT_EQ(doc.at("benchmarks")[0].at("name"), "GEMM/6x784x25");
+  const Outcome listing = run("BENCHMARK_OUT=" + dir / "list.json" + " " + kBench + " --list-shapes");
+  EXPECT_EQ(listing.exit_code, 2) << "the variable counts as the flag, refused beside --list-shapes: "
+                                  << listing.output;
   const Outcome bad = run("BENCHMARK_FORMAT=xml " + kBench + " --nets=LeNet --benchmark_list_tests");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_TRUE(contains(bad.output, "bench_gemm: the environment's BENCHMARK_FORMAT: --benchmark_format: unknown "

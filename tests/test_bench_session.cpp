@@ -132,6 +132,16 @@ TEST(GoogleBenchmarkFlags, TakesEachCheckedAndPassesOnWhatGoogleBenchmarkReads) 
   EXPECT_EQ(flags.passed_on,
             (std::vector<std::string>{"--benchmark_filter=" + plain_name_filter("^A$"), "--help",
                                       "--benchmark_format=json", "--no-such-flag"}));
+  // Yes and no in any case, as Google Benchmark reads them; an empty filter
+  // (all); an output path of any bytes (it is not written into the results).
+  GoogleBenchmarkFlags more;
+  for (const char* arg : {"--benchmark_list_tests=True", "--benchmark_filter=", "--benchmark_out=caf\xe9.json",
+                          "--benchmark_counters_tabular=OFF"}) {
+    take_google_benchmark_flag(arg, more);
+  }
+  EXPECT_TRUE(more.list_tests);
+  EXPECT_EQ(more.filter, "");
+  EXPECT_EQ(more.out_path, "caf\xe9.json");
   try {
     take_google_benchmark_flag("--help", flags);
     FAIL() << "--help after -h was taken";

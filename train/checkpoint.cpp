@@ -320,6 +320,8 @@ void save_checkpoint(const std::string& dir, Context& ctx, const Graph& graph, c
   if (!is_run_id(state.run_id)) {
     throw ConfigError(cat("save_checkpoint: the run id '", state.run_id, "' is not 16 hex digits (new_run_id())"));
   }
+  // The graph is net's (Note [A model file is its network's]), checked before the directory is touched.
+  model_file::model_tensors(graph, net);
   make_checkpoint_dir(dir);
   remove_stale_temporaries(dir);
 

@@ -92,6 +92,7 @@ BenchFlags parse_bench_flags(const std::vector<std::string>& args) {
       flags.overlap = false;
     }
   }
+  take_google_benchmark_environment(flags.benchmark);  // BENCHMARK_OUT=... counts as --benchmark_out=...
   // The compile flags' checks see the output file too (an --autotune-cache that is also --benchmark_out).
   std::map<std::string, std::string> given = flags.compile_given;
   if (!flags.benchmark.out_path.empty()) given["--benchmark_out"] = flags.benchmark.out_path;

@@ -56,7 +56,8 @@ struct BenchFlags {
   GoogleBenchmarkFlags benchmark;
 };
 
-// Parses the arguments after the program name. Throws ConfigError.
+// Parses the arguments after the program name, and Google Benchmark's
+// BENCHMARK_* variables (take_google_benchmark_environment). Throws ConfigError.
 BenchFlags parse_bench_flags(const std::vector<std::string>& args);
 
 // A note for each flag given that this run leaves without effect: --workers

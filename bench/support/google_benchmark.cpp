@@ -33,8 +33,8 @@ void add_context(std::string_view key, std::string_view value) {
   benchmark::AddCustomContext(std::string(key), utf8_or_escaped(value));
 }
 
-bool initialize_google_benchmark(const char* program, GoogleBenchmarkFlags& flags, std::string_view default_min_time) {
-  take_google_benchmark_environment(flags);
+bool initialize_google_benchmark(const char* program, const GoogleBenchmarkFlags& flags,
+                                 std::string_view default_min_time) {
   // Google Benchmark keeps pointers into its command line (the program's
   // name, for the results' context): the words live as long as the program.
   static std::vector<std::string> words;

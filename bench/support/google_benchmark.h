@@ -11,6 +11,7 @@
 //   for (const std::string& arg : args) {
 //     if (<one of the program's own>) ... else take_google_benchmark_flag(arg, benchmark);
 //   }
+//   take_google_benchmark_environment(benchmark);  // before the program's own checks of them
 //   if (!initialize_google_benchmark(argv[0], benchmark)) return kExitUsage;
 //   add_context("folder", path);  // not benchmark::AddCustomContext: JSON holds UTF-8 only
 //   <register>; const size_t ran = run_google_benchmarks("bench_gemm", benchmark);
@@ -23,14 +24,13 @@
 
 namespace glassbox::bench {
 
-// Takes Google Benchmark's environment (take_google_benchmark_environment),
-// then calls Google Benchmark's Initialize with the
+// Calls Google Benchmark's Initialize with the
 // program's name, `default_min_time` ("--benchmark_min_time=2") unless the
 // user gave one, and the flags passed on; then a --benchmark_out path is
 // checked writable (ConfigError naming it). Returns false when Google
 // Benchmark reported an unrecognized flag (the program exits kExitUsage).
 // With --help, Google Benchmark prints its flags and exits 0.
-bool initialize_google_benchmark(const char* program, GoogleBenchmarkFlags& flags,
+bool initialize_google_benchmark(const char* program, const GoogleBenchmarkFlags& flags,
                                  std::string_view default_min_time = "");
 
 // benchmark::AddCustomContext with a value that is not UTF-8 (a path) escaped

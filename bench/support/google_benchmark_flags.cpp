@@ -35,12 +35,16 @@ constexpr std::string_view kYesNoFlags[] = {"--benchmark_list_tests", "--benchma
 // characters of "aaa..." end the process), and no filter needs this many.
 constexpr size_t kMaxFilterLength = 1000;
 
+// Any case, as Google Benchmark reads them ("True" from a Python script).
 std::optional<bool> yes_no(std::string_view value) {
-  for (const std::string_view yes : {"true", "yes", "on", "1"}) {
-    if (value == yes) return true;
+  std::string lower(value);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const std::string_view yes : {"true", "yes", "on", "1", "t", "y"}) {
+    if (lower == yes) return true;
   }
-  for (const std::string_view no : {"false", "no", "off", "0"}) {
-    if (value == no) return false;
+  for (const std::string_view no : {"false", "no", "off", "0", "f", "n"}) {
+    if (lower == no) return false;
   }
   return std::nullopt;
 }
@@ -126,8 +130,12 @@ void take_google_benchmark_flag(const std::string& arg, GoogleBenchmarkFlags& fl
     return;
   }
   const bool valued = std::find(std::begin(kValueFlags), std::end(kValueFlags), name) != std::end(kValueFlags);
-  if (valued && value.empty()) throw ConfigError(cat(name, " needs a value: ", name, "=VALUE"));
-  if (first_non_utf8(value) != std::string_view::npos) {
+  // An empty filter is Google Benchmark's "all"; every other value flag needs one.
+  if (valued && (equals == std::string::npos || (value.empty() && name != "--benchmark_filter"))) {
+    throw ConfigError(cat(name, " needs a value: ", name, "=VALUE"));
+  }
+  // A path is any bytes, and --benchmark_out is not written into the results.
+  if (name != "--benchmark_out" && first_non_utf8(value) != std::string_view::npos) {
     throw ConfigError(cat(name, "=", excerpt(value), ": not UTF-8 text, which the results (JSON) must be"));
   }
   if (std::find(std::begin(kYesNoFlags), std::end(kYesNoFlags), name) != std::end(kYesNoFlags)) {

@@ -4,9 +4,10 @@
 // timed benchmark, with no switch to turn it off, and "/iterations:N" to one
 // whose iterations are fixed (bench_nets --steps, data-parallel rows). Our
 // benchmarks are all manually timed (CUDA events), and their names are
-// <Net>/<mode>/batch:<N>, so bench_nets prints and writes results through
-// this wrapper, which clears those two fields and hands the runs to Google
-// Benchmark's own reporter (each run still records its iterations).
+// <Net>/<mode>/batch:<N>, so every benchmark program prints and writes
+// results through this wrapper (bench/support/google_benchmark.h), which
+// clears those two fields and hands the runs to Google Benchmark's own
+// reporter (each run still records its iterations).
 //
 // Note [No NaN in the JSON]: with --benchmark_repetitions, Google Benchmark
 // 1.7.1 gives each counter a coefficient of variation, stddev / mean, which is

@@ -156,9 +156,12 @@ std::vector<Perf> to_perfs(const std::vector<CudnnPerf>& results, int count, boo
 struct Scratch {
   Tensor x, w, y, workspace, bias;
   size_t workspace_bytes = 0;
-  // Some candidate went untimed for want of workspace memory (Note [Autotune
-  // cache]: such results hold the memory free at the time, not the problem's
-  // answer, so they are not kept).
+  // Per pass, the largest workspace its legacy algorithms ask for; and
+  // whether an engine configuration went untimed for want of workspace memory
+  // in the pass being measured. Either makes that pass's results hold the
+  // memory free at the time, not the problem's answer, so they are not kept
+  // (Note [Autotune cache]).
+  std::array<size_t, 3> wanted{};
   bool short_of_memory = false;
 };
 
@@ -399,18 +402,18 @@ Scratch scratch_tensors(Context& ctx, const SearchInput& in) {
 
 Scratch allocate_scratch(Context& ctx, const PrepareOptions& options, const SearchInput& in,
                          cudnnConvolutionDescriptor_t search) {
-  size_t wanted = 0;
+  Scratch scratch = scratch_tensors(ctx, in);
   for (Pass pass : kPasses) {
     if (in.pins[index_of(pass)] != Conv2d::kChoose || skipped(options, pass)) continue;
     for (int algo = 0; algo < algorithm_count(pass); ++algo) {
       size_t bytes = 0;
       if (workspace_size(in.descriptors, search, pass, algo, bytes) == CUDNN_STATUS_SUCCESS &&
           bytes <= options.workspace_limit) {
-        wanted = std::max(wanted, bytes);
+        scratch.wanted[index_of(pass)] = std::max(scratch.wanted[index_of(pass)], bytes);
       }
     }
   }
-  Scratch scratch = scratch_tensors(ctx, in);
+  const size_t wanted = *std::max_element(scratch.wanted.begin(), scratch.wanted.end());
   for (size_t bytes = wanted; bytes > 0; bytes /= 2) {
     try {
       const auto floats = static_cast<int64_t>((bytes + sizeof(float) - 1) / sizeof(float));
@@ -421,7 +424,6 @@ Scratch allocate_scratch(Context& ctx, const PrepareOptions& options, const Sear
       // Algorithms needing more than we could get are reported as failures by the search.
     }
   }
-  scratch.short_of_memory = scratch.workspace_bytes < wanted;
   return scratch;
 }
 
@@ -752,6 +754,9 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
         cached += cat(cached.empty() ? "" : ", ", kPassNames[i]);
       } else {
         if (!scratch) scratch = allocate_scratch(ctx, options, in, search.get());
+        // The legacy search runs with the workspace held now; the engines' grow it as they go.
+        const bool legacy_short = pass_legacy && scratch->workspace_bytes < scratch->wanted[i];
+        scratch->short_of_memory = false;  // this pass's engines, from here
         if (pass_legacy) {
           perfs = measure(input.descriptors, search.get(), pass, *scratch);
           retime_legacy(ctx, input, pass, *scratch, perfs);
@@ -762,7 +767,7 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
           perfs.insert(perfs.end(), engines.begin(), engines.end());
         }
         sort_by_time(perfs);
-        if (scratch->short_of_memory) {
+        if (legacy_short || scratch->short_of_memory) {
           uncached += cat(uncached.empty() ? "" : ", ", kPassNames[i]);
         } else {
           cache->insert(key, to_measured(perfs));
