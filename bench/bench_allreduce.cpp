@@ -135,7 +135,8 @@ int run(int argc, char** argv) {
   benchmark::Shutdown();
   if (ran == 0) {
     throw ConfigError(cat("no benchmark matches --benchmark_filter='", excerpt(benchmark_flags.filter, 200),
-                          "'; the benchmarks: allreduce/", comm->backend(), "/ranks:", comm->size(), "/bytes:B for B = ",
+                          "'; the benchmarks: allreduce/", comm->backend(), "/ranks:", comm->size(),
+                          "/bytes:B for B = ",
                           kMinBytes, ", 4 times that, ... up to ", max_bytes));
   }
   return g_failed ? kExitFailure : 0;

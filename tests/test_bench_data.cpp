@@ -64,7 +64,8 @@ TEST(BenchData, TimesBothModesOnAFolder) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "ImageFolder/load/3x224x224/training")) << r.output;
   EXPECT_TRUE(contains(r.output, "ImageFolder/load/3x224x224/evaluation")) << r.output;
-  EXPECT_TRUE(std::regex_search(r.output, std::regex("\nImageFolder/load/3x224x224/training +[0-9.]+ ms .* [0-9.]+k?/s")))
+  const std::regex timed("\nImageFolder/load/3x224x224/training +[0-9.]+ ms .* [0-9.]+k?/s");
+  EXPECT_TRUE(std::regex_search(r.output, timed))
       << "a time and a rate:\n" << r.output;
   EXPECT_TRUE(contains(r.output, "bench_data: 4 images are fewer than one batch of 32: no Loader benchmarks"))
       << r.output;

@@ -122,7 +122,8 @@ std::string plain_name_filter(std::string_view filter) {
 void take_google_benchmark_flag(const std::string& arg, GoogleBenchmarkFlags& flags) {
   const size_t equals = arg.find('=');
   const std::string name = arg.substr(0, equals);
-  const std::string_view value = equals == std::string::npos ? std::string_view() : std::string_view(arg).substr(equals + 1);
+  const std::string_view value =
+      equals == std::string::npos ? std::string_view() : std::string_view(arg).substr(equals + 1);
   refuse_repeat(name == "-h" ? "--help" : name, flags);
   if (name == "--help" || name == "-h") {
     flags.help = true;

@@ -19,7 +19,9 @@ void PlainNameReporter::ReportRuns(const std::vector<Run>& runs) {
   for (Run& run : renamed) {
     run.run_name.time_type.clear();
     run.run_name.iterations.clear();
-    if (finite_counters_only_) std::erase_if(run.counters, [](const auto& c) { return !std::isfinite(c.second.value); });
+    if (finite_counters_only_) {
+      std::erase_if(run.counters, [](const auto& c) { return !std::isfinite(c.second.value); });
+    }
   }
   inner_->ReportRuns(renamed);
 }

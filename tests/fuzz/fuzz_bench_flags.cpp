@@ -19,7 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(flags.batch >= 0);
     FUZZ_CHECK(flags.benchmark.display_format == bench::ReportFormat::kConsole ||
                flags.benchmark.display_format == bench::ReportFormat::kJson);
-    FUZZ_CHECK(flags.benchmark.file_format == bench::ReportFormat::kConsole || flags.benchmark.file_format == bench::ReportFormat::kJson);
+    FUZZ_CHECK(flags.benchmark.file_format == bench::ReportFormat::kConsole ||
+               flags.benchmark.file_format == bench::ReportFormat::kJson);
     FUZZ_CHECK(flags.benchmark.passed_on.size() <= words.size());
     for (const std::string& word : flags.benchmark.passed_on) FUZZ_CHECK(!word.starts_with("--benchmark_out="));
     FUZZ_CHECK(!choose_device(flags.device, "--device").device.is_cuda());  // a CPU-only build
