@@ -16,7 +16,6 @@
 
 #include <Eigen/Core>
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -83,11 +82,6 @@ std::vector<GemmShape> convolution_shapes(const std::vector<std::string>& nets) 
   return shapes;
 }
 
-bool names_an_mlp(std::string_view name) {
-  const auto same = [](char prefix, char c) { return prefix == std::toupper(static_cast<unsigned char>(c)); };
-  return name.size() >= kMlpPrefix.size() && std::equal(kMlpPrefix.begin(), kMlpPrefix.end(), name.begin(), same);
-}
-
 // "--nets=ResNet50,MLP:784,256,10": the network names, an MLP's sizes kept
 // with it (an item of digits alone continues the MLP before it: no network's
 // name is a number).
@@ -95,7 +89,7 @@ std::vector<std::string> network_list(std::string_view text) {
   std::vector<std::string> nets;
   for (const std::string_view item : split_commas(text)) {
     const bool digits = !item.empty() && item.find_first_not_of("0123456789") == std::string_view::npos;
-    if (digits && !nets.empty() && names_an_mlp(nets.back())) {
+    if (digits && !nets.empty() && has_mlp_prefix(nets.back())) {
       nets.back() += cat(",", item);
     } else if (item.empty()) {
       throw ConfigError(cat("--nets=", excerpt(text), ": an empty network name; give one network or more, "

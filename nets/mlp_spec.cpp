@@ -10,13 +10,6 @@
 namespace glassbox {
 namespace {
 
-bool starts_with_prefix(std::string_view name) {
-  if (name.size() < kMlpPrefix.size()) return false;
-  return std::equal(kMlpPrefix.begin(), kMlpPrefix.end(), name.begin(), [](char want, char got) {
-    return want == std::toupper(static_cast<unsigned char>(got));
-  });
-}
-
 // The name as messages show it: whole, unless it is long (a pasted file).
 std::string shown(std::string_view name) {
   constexpr size_t kShown = 64;
@@ -26,8 +19,15 @@ std::string shown(std::string_view name) {
 
 }  // namespace
 
+bool has_mlp_prefix(std::string_view name) {
+  if (name.size() < kMlpPrefix.size()) return false;
+  return std::equal(kMlpPrefix.begin(), kMlpPrefix.end(), name.begin(), [](char want, char got) {
+    return want == std::toupper(static_cast<unsigned char>(got));
+  });
+}
+
 std::optional<std::vector<int>> parse_mlp_spec(std::string_view name) {
-  if (!starts_with_prefix(name)) return std::nullopt;
+  if (!has_mlp_prefix(name)) return std::nullopt;
   const std::string_view list = name.substr(kMlpPrefix.size());
   if (list.empty()) {
     throw ConfigError(cat(shown(name), ": no sizes; write MLP:<features>,<hidden>,...,<classes>, e.g. ",

@@ -23,6 +23,9 @@ inline constexpr std::string_view kMlpPrefix = "MLP:";
 inline constexpr int kMlpMaxSize = 65'536;  // features or units of one layer
 inline constexpr int kMlpMaxLayers = 32;    // linear layers: sizes - 1
 
+// Whether `name` starts with "MLP:" (any case): it names an MLP, valid or not.
+bool has_mlp_prefix(std::string_view name);
+
 // The sizes of `name` if it starts with "MLP:" (any case); std::nullopt if it
 // does not (some other network's name). Throws ConfigError, quoting the name,
 // if it starts with "MLP:" but the rest is not a valid list.
