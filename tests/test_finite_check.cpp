@@ -176,9 +176,11 @@ TEST(FiniteCheck, AWholeStepIsCheckedOutputsGradientsAndParameterGradients) {
 //   "relu": the ReLU layer's own pass (fusion off);
 //   "conv_relu": a convolution's fused bias and ReLU;
 //   "linear_relu": a linear layer's fused bias and ReLU;
-//   "bn_relu": batch norm's fused ReLU (fp16: cuDNN's fused Ex ops on a GPU);
-//   "bn_add_relu": batch norm's fused residual add and ReLU (fp16 likewise);
-//   "add_relu": a residual add's fused ReLU (bf16: batch norm takes no add).
+//   "bn_relu": batch norm's fused ReLU (fp16 and bf16: cuDNN's fused Ex ops
+//     on a GPU, where 16-bit values are NHWC by default);
+//   "bn_add_relu": batch norm's fused residual add and ReLU (likewise);
+//   "add_relu": a residual add's fused ReLU (fp32: NCHW by default, where a
+//     GPU's batch norm takes no add).
 struct NanPath {
   const char* name;
   Precision precision;
@@ -209,9 +211,10 @@ Graph nan_path_net(std::string_view path) {
 class ReluKeepsNanTest : public testing::DeviceTest {};
 
 TEST_P(ReluKeepsNanTest, ANanImageReachesTheLossThroughEveryReluPath) {
-  const NanPath paths[] = {{"relu", Precision::kFp32, false},        {"conv_relu", Precision::kFp32, true},
-                           {"linear_relu", Precision::kFp32, true},  {"bn_relu", Precision::kFp16, true},
-                           {"bn_add_relu", Precision::kFp16, true},  {"add_relu", Precision::kBf16, true}};
+  const NanPath paths[] = {{"relu", Precision::kFp32, false},       {"conv_relu", Precision::kFp32, true},
+                           {"linear_relu", Precision::kFp32, true}, {"bn_relu", Precision::kFp16, true},
+                           {"bn_relu", Precision::kBf16, true},     {"bn_add_relu", Precision::kFp16, true},
+                           {"bn_add_relu", Precision::kBf16, true}, {"add_relu", Precision::kFp32, true}};
   for (const NanPath& path : paths) {
     Context& c = ctx();
     Graph graph = nan_path_net(path.name);
@@ -222,7 +225,8 @@ TEST_P(ReluKeepsNanTest, ANanImageReachesTheLossThroughEveryReluPath) {
     from_vector<float>(c, images, graph.input("images"));
     graph.forward(c);
     const std::string error = testing::message_of<NumericalError>([&] { checked_loss(c, graph, 1); });
-    EXPECT_EQ(error.substr(0, error.find(';')), "step 1: the loss is nan") << path.name << ": " << error;
+    EXPECT_EQ(error.substr(0, error.find(';')), "step 1: the loss is nan")
+        << path.name << " " << flag_name_of(path.precision) << ": " << error;
   }
 }
 

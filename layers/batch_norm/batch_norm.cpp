@@ -99,17 +99,20 @@ BatchNorm2d::BatchNorm2d(std::string name, Options options) : Layer(std::move(na
 }
 
 bool cudnn_fuses_batch_norm_relu(Phase phase, bool channels_last, DType values, int64_t channels, bool residual) {
-  return phase == Phase::kTraining && channels_last && values == DType::kFloat16 && (!residual || channels % 4 == 0);
+  const bool typed = values == DType::kFloat32 || values == DType::kBFloat16 || values == DType::kFloat16;
+  return phase == Phase::kTraining && channels_last && typed && (!residual || channels % 4 == 0);
 }
 
 bool BatchNorm2d::can_fuse_relu(const Context& ctx, Phase phase) const {
   if (!ctx.is_cuda()) return true;
-  return cudnn_fuses_batch_norm_relu(phase, input_channels_last(0), value_storage(), input_shapes()[0][1], false);
+  return cudnn_fuses_batch_norm_relu(phase, input_channels_last(0), value_storage(), input_shapes()[0][1], false) &&
+         cudnn_fused_batch_norm_size_refusal(ctx, input_shapes()[0], value_storage(), false).empty();
 }
 
 bool BatchNorm2d::can_fuse_residual_relu(const Context& ctx, Phase phase) const {
   if (!ctx.is_cuda()) return true;
-  return cudnn_fuses_batch_norm_relu(phase, input_channels_last(0), value_storage(), input_shapes()[0][1], true);
+  return cudnn_fuses_batch_norm_relu(phase, input_channels_last(0), value_storage(), input_shapes()[0][1], true) &&
+         cudnn_fused_batch_norm_size_refusal(ctx, input_shapes()[0], value_storage(), true).empty();
 }
 
 std::string BatchNorm2d::describe() const {
@@ -316,6 +319,9 @@ namespace glassbox {
 GLASSBOX_LAYER_WITHOUT_CUDA(BatchNorm2d)
 std::string cudnn_batch_norm_relu_refusal(Context&, const Shape&, DType, bool) {
   throw_not_built("cudnn_batch_norm_relu_refusal");
+}
+std::string cudnn_fused_batch_norm_size_refusal(const Context&, const Shape&, DType, bool) {
+  throw_not_built("cudnn_fused_batch_norm_size_refusal");
 }
 }  // namespace glassbox
 #endif

@@ -34,11 +34,25 @@ namespace glassbox {
 // `residual`, a residual add and then the ReLU, ..._BN_ADD_ACTIVATION) for
 // these values, forward and backward: training only (cuDNN's inference call
 // takes no activation), in the persistent NHWC mode (Note [Persistent batch
-// norm on NHWC]), on float16 values, and for the residual add only, a channel
-// count that is a multiple of 4: the conditions cuDNN's API reference gives
-// its NHWC kernels since cuDNN 8.2. Pure, so that the rule is tested without
-// a GPU; prepare asks cuDNN too and names the layer where it disagrees.
+// norm on NHWC]), on float32, bfloat16 or float16 values, and for the
+// residual add only, a channel count that is a multiple of 4. The API
+// reference names float16 for these kernels since cuDNN 8.2; cuDNN 9's
+// library holds the fused ReLU and add-ReLU instances for float and
+// bfloat16 as well (batchnorm_relu_bwtr_nhwc_semiPersist<__nv_bfloat16, ..>
+// and <float, ..> in libcudnn_ops.so). Pure, so that the rule is tested
+// without a GPU; on a GPU the layer also asks its cuDNN
+// (cudnn_fused_batch_norm_size_refusal) before it takes a ReLU, so that a
+// cuDNN without those instances keeps the ReLU apart and says so.
 bool cudnn_fuses_batch_norm_relu(Phase phase, bool channels_last, DType values, int64_t channels, bool residual);
+
+// Asks the cuDNN of ctx (a CUDA context) for the workspace and reserve sizes
+// of the Ex batch norm with a fused ReLU (with `residual`, a fused residual
+// add and ReLU) on an NHWC training batch x of `values`, forward and
+// backward. Returns "" where cuDNN gives all three, else its status
+// ("CUDNN_STATUS_NOT_SUPPORTED"). Allocates and runs nothing: what
+// BatchNorm2d asks at compile time. Throws NotBuiltError in a build without
+// CUDA.
+std::string cudnn_fused_batch_norm_size_refusal(const Context& ctx, const Shape& x, DType values, bool residual);
 
 // Asks the cuDNN of ctx (a CUDA context) whether its Ex batch norm runs with
 // a fused ReLU (with `residual`, a fused residual add and ReLU,
@@ -74,13 +88,14 @@ class BatchNorm2d final : public Layer {
   bool computes_16_bit(const Context& ctx) const override { return ctx.is_cuda(); }
   // Note [A ReLU fused into its producer] (graph/fusion.h): on the CPU always
   // (y = max(0, .) as each value is normalised; in backward dy taken where
-  // y > 0 as it is read); on CUDA where cudnn_fuses_batch_norm_relu.
+  // y > 0 as it is read); on CUDA where cudnn_fuses_batch_norm_relu and the
+  // cuDNN of ctx gives the fused call's sizes for this shape.
   bool can_fuse_relu(const Context& ctx, Phase phase) const override;
   bool fuses_relu_backward() const override { return true; }
   // Note [A residual add fused into its batch norm] (graph/fusion.h): on the
   // CPU always (z added as each value is normalised; z's gradient written
-  // from the masked dy); on CUDA where the ReLU fuses
-  // (CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION).
+  // from the masked dy); on CUDA where cudnn_fuses_batch_norm_relu with the
+  // residual holds and cuDNN gives CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION's sizes.
   bool can_fuse_residual_relu(const Context& ctx, Phase phase) const override;
   const Options& options() const { return options_; }
 

@@ -69,8 +69,10 @@
 // backward needs; the backward reads y and the ReLU's dy, as the graph hands
 // them, and applies the ReLU's gradient before batch norm's. The reserve and
 // workspace sizes are asked for those ops. cudnn_fuses_batch_norm_relu
-// (batch_norm.h) holds the conditions; a cuDNN that refuses the sizes for
-// them is named at prepare, with --no-fusion as the way around.
+// (batch_norm.h) holds the conditions, and the layer takes a ReLU only where
+// its cuDNN also gives the fused call's sizes for that shape
+// (cudnn_fused_batch_norm_size_refusal); where it does not, the ReLU runs
+// apart and the layer's algorithms() says why.
 //
 // Note [A residual add fused into its batch norm] (graph/fusion.h) on cuDNN:
 // CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION, the same calls with z described as
@@ -109,6 +111,10 @@ struct BatchNormState final : BackendState {
   // Note [Batch norm inference in slices]: a batch over cuDNN's inference
   // limit, its slices' descriptors by sample count.
   std::map<int64_t, TensorDescriptor> slices;
+  // Where cuDNN refuses the fused ReLU the rule allows, so that a ReLU after
+  // this layer runs apart: what `glassbox time` shows in its row.
+  std::string note;
+  std::string algorithms() const override { return note; }
   void* reserve_data() const { return reserve.defined() ? reserve.raw() : nullptr; }
 };
 
@@ -134,18 +140,43 @@ cudnnStatus_t ask_ex_sizes(cudnnHandle_t handle, cudnnBatchNormOps_t ops, cudnnT
                                                               &sizes.reserve);
 }
 
+// The descriptors of a fused call (Note [Batch norm and ReLU in one cuDNN
+// call]) on an NHWC training batch x of `values`.
+struct FusedCall {
+  TensorDescriptor data, param;
+  ActivationDescriptor relu;
+  cudnnBatchNormOps_t ops = CUDNN_BATCHNORM_OPS_BN_ACTIVATION;
+};
+FusedCall fused_call(const Shape& x, DType values, bool residual) {
+  FusedCall call;
+  call.data = make_tensor_descriptor(x, values, Layout::kNHWC);
+  call.param = make_descriptor<TensorDescriptor>(cudnnCreateTensorDescriptor);
+  CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(call.param.get(), call.data.get(), kNhwcTrainingMode));
+  call.relu = make_relu_descriptor();
+  if (residual) call.ops = CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION;
+  return call;
+}
+
 }  // namespace
+
+std::string cudnn_fused_batch_norm_size_refusal(const Context& ctx, const Shape& x, DType values, bool residual) {
+  const FusedCall call = fused_call(x, values, residual);
+  ExSizes sizes;
+  const cudnnStatus_t status =
+      ask_ex_sizes(cudnn_of(ctx), call.ops, call.data.get(), call.param.get(), call.relu.get(), sizes);
+  return status == CUDNN_STATUS_SUCCESS ? std::string() : std::string(cudnnGetErrorString(status));
+}
 
 std::string cudnn_batch_norm_relu_refusal(Context& ctx, const Shape& x, DType values, bool residual) {
   cudnnHandle_t handle = cudnn_of(ctx);
-  const TensorDescriptor data = make_tensor_descriptor(x, values, Layout::kNHWC);
-  const TensorDescriptor param = make_descriptor<TensorDescriptor>(cudnnCreateTensorDescriptor);
-  CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(param.get(), data.get(), kNhwcTrainingMode));
-  const ActivationDescriptor relu = make_relu_descriptor();
-  const cudnnBatchNormOps_t ops = residual ? CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION : CUDNN_BATCHNORM_OPS_BN_ACTIVATION;
-  const cudnnTensorDescriptor_t d = data.get(), p = param.get();
+  const FusedCall call = fused_call(x, values, residual);
+  const cudnnBatchNormOps_t ops = call.ops;
+  const ActivationDescriptor& relu = call.relu;
+  const cudnnTensorDescriptor_t d = call.data.get(), p = call.param.get();
   ExSizes sizes;
-  auto refusal = [](std::string_view call, cudnnStatus_t status) { return cat(call, ": ", cudnnGetErrorString(status)); };
+  auto refusal = [](std::string_view what, cudnnStatus_t status) {
+    return cat(what, ": ", cudnnGetErrorString(status));
+  };
   if (const cudnnStatus_t status = ask_ex_sizes(handle, ops, d, p, relu.get(), sizes); status != CUDNN_STATUS_SUCCESS) {
     return refusal("the workspace and reserve sizes", status);
   }
@@ -214,6 +245,14 @@ void BatchNorm2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
     if (!state->ex) throw Error(cat(name(), " (", type(), "): a fused ReLU without the Ex path"));
     state->ops = fused_residual() ? CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION : CUDNN_BATCHNORM_OPS_BN_ACTIVATION;
     state->relu = make_relu_descriptor();
+  } else if (state->ex && cudnn_fuses_batch_norm_relu(options.phase, true, value_storage(), x[1], false)) {
+    // Note [Batch norm and ReLU in one cuDNN call]: a cuDNN that refuses the
+    // fused call here is named (can_fuse_relu asked it the same way).
+    if (const std::string refusal = cudnn_fused_batch_norm_size_refusal(ctx, x, value_storage(), false);
+        !refusal.empty()) {
+      state->note = cat("a ReLU after it runs apart: cuDNN refuses CUDNN_BATCHNORM_OPS_BN_ACTIVATION on ",
+                        name_of(value_storage()), " NHWC values (", refusal, ")");
+    }
   }
   if (state->ex) {
     ExSizes sizes;
