@@ -84,12 +84,16 @@ std::vector<GemmShape> convolution_shapes(const std::vector<std::string>& nets) 
 
 // "--nets=ResNet50,MLP:784,256,10": the network names, an MLP's sizes kept
 // with it (an item of digits alone continues the MLP before it: no network's
-// name is a number).
+// name is a number; so does any item after an MLP's first size, as an MLP
+// needs two, so that "MLP:784,abc" is refused for its classes, by name).
 std::vector<std::string> network_list(std::string_view text) {
   std::vector<std::string> nets;
   for (const std::string_view item : split_commas(text)) {
     const bool digits = !item.empty() && item.find_first_not_of("0123456789") == std::string_view::npos;
-    if (digits && !nets.empty() && has_mlp_prefix(nets.back())) {
+    const bool after_mlp = !nets.empty() && has_mlp_prefix(nets.back());
+    const bool one_size = after_mlp && nets.back().find(',') == std::string::npos &&
+                          nets.back().size() > kMlpPrefix.size();
+    if (after_mlp && (digits || (one_size && !item.empty()))) {
       nets.back() += cat(",", item);
     } else if (item.empty()) {
       throw ConfigError(cat("--nets=", excerpt(text), ": an empty network name; give one network or more, "

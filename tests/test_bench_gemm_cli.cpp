@@ -97,6 +97,8 @@ TEST(BenchGemm, BadFlagsAreUsageErrorsNamingThem) {
       {"--nets=LeNet,MLP:784,256,10 --list-shapes",
        "bench_gemm: --nets: MLP:784,256,10 has no ungrouped convolution, whose products bench_gemm times"},
       {"--nets=mlp:784,10,LeNet --list-shapes", "bench_gemm: --nets: MLP:784,10 has no ungrouped convolution"},
+      {"--nets=MLP:784,abc --list-shapes",
+       "bench_gemm: --nets: network 'MLP:784,abc': classes must be an integer from 2 to 65536, got 'abc'"},
       {"--benchmark_filter=NoSuchShape --benchmark_min_time=0.01",
        "bench_gemm: no benchmark matches --benchmark_filter='NoSuchShape'; --list-shapes lists them"},
       {"--no-such-flag", "unrecognized command-line flag: --no-such-flag"},
