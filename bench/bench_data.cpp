@@ -31,6 +31,7 @@
 #include "tensor/atomic_file.h"
 #include "tensor/parse.h"
 #include "tensor/context.h"
+#include "tensor/grouped.h"
 #include "tensor/runtime_info.h"
 #include "tools/entry_point.h"
 
@@ -106,16 +107,23 @@ void run_loader(benchmark::State& state, const std::shared_ptr<const ImageFolder
 }
 
 // Reads every file once (untimed), so that the timed loads find them in the
-// page cache; returns their mean size in bytes.
+// page cache, as load() reads them (a pipe or device named *.jpg is refused,
+// not waited on); returns their mean size in bytes, and names on stderr the
+// files that cannot be read, which the benchmarks count as skipped.
 double warm_page_cache(const ImageFolder& data) {
   double bytes = 0.0;
-  std::vector<char> buffer(1 << 16);
+  std::string contents, reason, first;
+  int64_t unreadable = 0;
   for (int64_t i = 0; i < data.size(); ++i) {
-    FILE* file = std::fopen(data.path(i).c_str(), "rb");
-    if (file == nullptr) continue;
-    size_t n = 0;
-    while ((n = std::fread(buffer.data(), 1, buffer.size(), file)) > 0) bytes += static_cast<double>(n);
-    std::fclose(file);
+    if (data.read_bytes(i, contents, reason)) {
+      bytes += static_cast<double>(contents.size());
+    } else if (unreadable++ == 0) {
+      first = cat(utf8_or_escaped(data.path(i)), ": ", reason);
+    }
+  }
+  if (unreadable > 0) {
+    std::fprintf(stderr, "bench_data: %s of %s files cannot be read, counted as skipped; the first: %s\n",
+                 grouped(unreadable).c_str(), grouped(data.size()).c_str(), first.c_str());
   }
   return bytes / static_cast<double>(data.size());
 }

@@ -96,7 +96,13 @@ struct OutputLimit {
   uint64_t bytes = 0;  // the most bytes
   std::string claimed;   // what the header says the data are ("10 images of 28x28"); empty: no header's limit
   bool settled = false;  // the start of the output has been looked at
+  bool no_header = false;  // it starts with no IDX header: limited to kNoHeaderBytes
 };
+
+// What gunzip decompresses of data that start with no IDX header: enough for
+// a short file to reach the parser whole (which names the byte that is
+// wrong), and never the gigabytes a gzip bomb expands to.
+constexpr uint64_t kNoHeaderBytes = 4096;
 
 // Settles `limit` once `out` holds an IDX header (00 00 08 RANK, RANK sizes)
 // or shows that it starts with none.
@@ -104,7 +110,9 @@ void settle(OutputLimit& limit, std::string_view out) {
   if (out.size() < 4) return;
   const auto rank = static_cast<uint8_t>(out[3]);
   if (out[0] != 0 || out[1] != 0 || static_cast<uint8_t>(out[2]) != kUnsignedByte || rank == 0) {
-    limit.settled = true;  // not an IDX header: parsing says so at byte 0
+    limit.settled = true;  // not an IDX header: parsing says so at byte 0, 2 or 3
+    limit.no_header = true;
+    limit.bytes = std::min(limit.bytes, kNoHeaderBytes);
     return;
   }
   const size_t header = 4 + 4 * size_t{rank};
@@ -163,6 +171,11 @@ std::string gunzip(std::string_view bytes, const std::string& file, uint64_t max
     const int status = inflate(&z, Z_NO_FLUSH);
     produced += room - z.avail_out;
     if (!limit.settled) settle(limit, std::string_view(out.data(), produced));
+    if (produced > limit.bytes && limit.no_header) {
+      throw DataError(cat(file, ": byte 0 of the decompressed data: not an IDX file: it starts ", hex_bytes(out, 4),
+                          ", where an IDX header starts 00 00 08 and a rank; decompressing stops after ",
+                          grouped(limit.bytes), " bytes"));
+    }
     if (produced > limit.bytes) {
       throw DataError(
           limit.claimed.empty()

@@ -37,8 +37,9 @@ std::string read_maybe_gzip(const std::string& path);
 // `bytes` gunzipped (one or more gzip members). `file` names them in errors.
 // A gzip file can expand a thousandfold, so the output is held to what the
 // data claim: once the IDX header at its start is out, to the size that
-// header gives (4 + 4 * rank bytes, then the product of its dimensions), and
-// to `max_bytes` in any case. Output past that is a DataError naming the
+// header gives (4 + 4 * rank bytes, then the product of its dimensions); to
+// 4 KiB where the output starts with no IDX header; and to `max_bytes` in
+// any case. Output past that is a DataError naming the
 // file, the limit and whose limit it is, raised as soon as inflating passes
 // it: memory stays within the limit, however far the stream would expand.
 std::string gunzip(std::string_view bytes, const std::string& file, uint64_t max_bytes = kMaxIdxBytes);

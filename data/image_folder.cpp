@@ -77,9 +77,19 @@ ImageFolder::ImageFolder(std::string root, ImageFolderOptions options)
     throw ConfigError(cat("image folder ", root_, ": ", options_.mean.size(), " means and ", options_.stddev.size(),
                           " standard deviations for ", channels, " channels; give one of each per channel"));
   }
+  // A link that cannot be followed (to nothing, or in a loop) may be a class
+  // folder whose target went away: leaving it out would shift every later
+  // class's label, so it is named instead.
   class_names_ = sorted_entries(root_, [](const fs::directory_entry& e) {
-    std::error_code ignored;
-    return e.is_directory(ignored);
+    std::error_code error;
+    if (e.is_symlink(error)) {
+      (void)fs::status(e.path(), error);  // sets `error` for a target that is missing or a loop
+      if (error) {
+        throw DataError(cat(e.path().string(), ": a link that cannot be followed (", error.message(),
+                            "); a class folder must be a folder"));
+      }
+    }
+    return e.is_directory(error);
   });
   if (class_names_.empty()) {
     throw DataError(cat(root_, ": no class folders: expected ", root_, "/<class>/*.jpg, one folder per class"));
@@ -119,13 +129,17 @@ std::string ImageFolder::path(int64_t index) const {
       .string();
 }
 
+bool ImageFolder::read_bytes(int64_t index, std::string& bytes, std::string& reason) const {
+  return read_file(path(index), bytes, reason, kMaxImageFileBytes, kImageLimit);
+}
+
 int ImageFolder::load(int64_t index, std::span<float> pixels, SampleMode mode, std::mt19937_64& rng) const {
   check_load_arguments(*this, index, pixels);
   const std::string file = path(index);
   thread_local std::string bytes;
   std::string reason;
   try {
-    if (!read_file(file, bytes, reason, kMaxImageFileBytes, kImageLimit)) {
+    if (!read_bytes(index, bytes, reason)) {
       throw SampleError(file, cat("cannot read: ", reason));
     }
     prepare_jpeg_sample({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, file, options_, mode, rng,

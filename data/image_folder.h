@@ -68,6 +68,10 @@ class ImageFolder final : public Dataset {
   const std::string& root() const { return root_; }
   const std::vector<std::string>& class_names() const { return class_names_; }
   std::string path(int64_t index) const;  // ROOT/<class>/<file>
+  // Reads file `index` whole into `bytes`, as load() does (a regular file
+  // of at most 256 MiB; a pipe or device is refused, not waited on). False,
+  // with the reason, where it cannot.
+  bool read_bytes(int64_t index, std::string& bytes, std::string& reason) const;
 
  private:
   std::string root_;

@@ -47,6 +47,31 @@ constexpr std::string_view kKeptWarnings[] = {
     "Unknown Adobe color transform",   // a header field only
 };
 
+// Note [A warning hides the file's end]: libjpeg keeps the text of a file's
+// first warning only (jpeg_std_error's emit_message prints the first and
+// counts the rest), and TurboJPEG hands on that text. So a kept warning
+// early in a file (extraneous bytes before a scan) hides a "Premature end"
+// after it, and a cut-off file would be trained on half grey. Where a
+// warning was kept, the file must therefore show its end itself: an
+// end-of-image marker (FF D9) after its last start-of-scan (FF DA). In
+// entropy-coded data a 0xFF byte is followed only by 0x00 or a restart
+// marker, so neither pair occurs inside a scan; an embedded thumbnail's
+// markers come before the main image's scans.
+bool ends_after_last_scan(std::span<const uint8_t> bytes) {
+  size_t scan = bytes.size();
+  for (size_t i = bytes.size(); i-- > 1;) {
+    if (bytes[i - 1] == 0xff && bytes[i] == 0xda) {
+      scan = i + 1;
+      break;
+    }
+  }
+  if (scan == bytes.size()) return false;
+  for (size_t i = scan; i + 1 < bytes.size(); ++i) {
+    if (bytes[i] == 0xff && bytes[i + 1] == 0xd9) return true;
+  }
+  return false;
+}
+
 bool refused(tjhandle handle) {
   if (tjGetErrorCode(handle) == TJERR_FATAL) return true;
   const std::string_view message = tjGetErrorStr2(handle);
@@ -160,8 +185,11 @@ void JpegDecoder::decode(std::span<const uint8_t> bytes, const std::string& file
   const auto* data = bytes.data();
   const auto size = static_cast<unsigned long>(bytes.size());
   int width = 0, height = 0, subsampling = 0, colorspace = 0;
+  // A header that ends with a kept warning (extraneous bytes before a
+  // marker) is read whole; the decode below meets the warning again.
   if (tjDecompressHeader3(handle_, data, size, &width, &height, &subsampling, &colorspace) != 0) {
-    throw_and_reset(file);
+    if (refused(handle_)) throw_and_reset(file);
+    reset();  // Note [TurboJPEG after a warning]
   }
   // TurboJPEG 2.1 accepts a stream without a frame header (tables only, or
   // a file cut before its frame) and reports a size of 0 x 0 for it (found
@@ -191,6 +219,12 @@ void JpegDecoder::decode(std::span<const uint8_t> bytes, const std::string& file
   if (tjDecompress2(handle_, data, size, cmyk ? cmyk_pixels.data() : out.pixels.data(), scaled.width, 0,
                     scaled.height, format, TJFLAG_LIMITSCANS) != 0) {
     if (refused(handle_)) throw_and_reset(file);
+    if (!ends_after_last_scan(bytes)) {  // Note [A warning hides the file's end]
+      const std::string warning = tjGetErrorStr2(handle_);
+      reset();
+      throw SampleError(file, cat("corrupt JPEG: ", warning,
+                                  ", and the file ends early (no end-of-image marker after its last scan)"));
+    }
     reset();  // Note [TurboJPEG after a warning]
   }
   if (cmyk) cmyk_to_output(cmyk_pixels, options.channels, out);

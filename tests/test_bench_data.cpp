@@ -2,6 +2,7 @@
 // only with the benchmarks): its refusal without --folder, and one short run
 // on a small folder, with both names and the images/s counter.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -73,16 +74,22 @@ TEST(BenchData, TimesBothModesOnAFolder) {
 }
 
 // Unreadable files: a folder whose first file is broken still times the
-// rest, counting only the images prepared; a folder of nothing readable
-// fails each benchmark by name, the loader's too, and the run says so with
-// its exit code; a filter that matches nothing is a usage error.
+// rest, counting only the images prepared, and names the files that cannot
+// be read; a folder of nothing readable fails each benchmark by name, the
+// loader's too, and the run says so with its exit code; a filter that
+// matches nothing is a usage error.
 TEST(BenchData, UnreadableFilesAreSkippedOrFailTheirBenchmarkByName) {
   testing::TempDir dir;
   testing::make_jpeg_folder(dir / "some", {.classes = {"a"}, .per_class = 4, .width = 64, .height = 48});
   testing::write_file(dir / "some/a/0.jpg", "not a JPEG");
+  // A pipe named as an image is named and skipped, never waited on.
+  ASSERT_EQ(::mkfifo((dir / "some/a/9.jpg").c_str(), 0600), 0);
   const testing::CommandOutcome some =
       run("--folder=" + dir / "some" + " --benchmark_filter=evaluation --benchmark_min_time=0.01");
   EXPECT_EQ(some.exit_code, 0) << some.output;
+  EXPECT_TRUE(contains(some.output, "bench_data: 1 of 5 files cannot be read, counted as skipped; the first: " +
+                                        dir / "some/a/9.jpg: Is a named pipe, not a regular file\n"))
+      << some.output;
   EXPECT_TRUE(std::regex_search(some.output, std::regex(" images/s +skipped\n"))) << some.output;
   EXPECT_FALSE(contains(some.output, "ERROR OCCURRED")) << some.output;
 

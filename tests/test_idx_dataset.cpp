@@ -195,13 +195,22 @@ TEST(IdxDataset, AGzipBombIsRefusedAtTheSizeItsHeaderGivesNamingTheFile) {
 }
 
 // Without a header that gives a smaller size, the limit is max_bytes
-// (kMaxIdxBytes, 4 GiB, by default).
+// (kMaxIdxBytes, 4 GiB, by default); data that start with no IDX header stop
+// at 4 KiB (a gzip of zeros expands a thousandfold), and shorter ones reach
+// the parser whole, which names the byte.
 TEST(IdxDataset, GunzipStopsAtItsLimitWhereNoHeaderGivesLess) {
   const std::string not_idx = testing::gzip(std::string(10000, 'x'));
-  EXPECT_EQ(message_of<DataError>([&] { gunzip(not_idx, "x.gz", 4096); }),
-            "x.gz: the decompressed data go on past 4,096 bytes, the limit for an IDX file (the data set is held in "
-            "memory whole); decompressing stops there");
-  EXPECT_EQ(gunzip(not_idx, "x.gz", 10000), std::string(10000, 'x'));
+  EXPECT_EQ(message_of<DataError>([&] { gunzip(not_idx, "x.gz"); }),
+            "x.gz: byte 0 of the decompressed data: not an IDX file: it starts 78 78 78 78, where an IDX header "
+            "starts 00 00 08 and a rank; decompressing stops after 4,096 bytes");
+  const std::string zeros = testing::gzip(std::string(size_t{1} << 20, '\0'));
+  EXPECT_EQ(message_of<DataError>([&] { gunzip(zeros, "zeros.gz"); }),
+            "zeros.gz: byte 0 of the decompressed data: not an IDX file: it starts 00 00 00 00, where an IDX header "
+            "starts 00 00 08 and a rank; decompressing stops after 4,096 bytes");
+  EXPECT_EQ(gunzip(testing::gzip(std::string(100, 'x')), "x.gz"), std::string(100, 'x'));
+  EXPECT_EQ(message_of<DataError>([&] { gunzip(testing::gzip(std::string(3000, 'x')), "x.gz", 2048); }),
+            "x.gz: byte 0 of the decompressed data: not an IDX file: it starts 78 78 78 78, where an IDX header "
+            "starts 00 00 08 and a rank; decompressing stops after 2,048 bytes");
   // A header that claims more than the limit leaves the limit as it is.
   const std::string claims_more = testing::gzip(testing::idx_bytes(0x803, {1000, 28, 28}, std::string(5000, '\0')));
   EXPECT_EQ(message_of<DataError>([&] { gunzip(claims_more, "big.gz", 4096); }),

@@ -240,6 +240,24 @@ TEST(ImageFolder, ALinkToNothingOrAPipeNamedAsAnImageIsAnUnreadableSample) {
   EXPECT_EQ(data.load(0, pixels, SampleMode::kEvaluation, rng), 0);
 }
 
+// A class folder that is a link to nothing, or to itself in a loop, is named:
+// left out, it would move every later class to the label before.
+TEST(ImageFolder, AClassLinkThatCannotBeFollowedIsNamed) {
+  TempDir dir;
+  testing::make_jpeg_folder(dir.path(), {.classes = {"a", "c"}, .per_class = 1});
+  std::filesystem::create_symlink(dir / "gone", dir / "b");
+  EXPECT_EQ(message_of<DataError>([&] { ImageFolder(dir.path(), {.sample = Shape{3, 32, 32}}); }),
+            dir / "b: a link that cannot be followed (No such file or directory); a class folder must be a folder");
+  std::filesystem::remove(dir / "b");
+  std::filesystem::create_symlink(dir / "b", dir / "b");
+  EXPECT_EQ(message_of<DataError>([&] { ImageFolder(dir.path(), {.sample = Shape{3, 32, 32}}); }),
+            dir / "b: a link that cannot be followed (Too many levels of symbolic links); a class folder must be a "
+                  "folder");
+  std::filesystem::remove(dir / "b");
+  std::filesystem::create_symlink(dir / "a", dir / "b");
+  EXPECT_EQ(ImageFolder(dir.path(), {.sample = Shape{3, 32, 32}}).classes(), 3) << "a link to a folder is a class";
+}
+
 // An image file past 256 MiB is not read (a sparse file: its size costs no
 // disk): the sample is unreadable, naming the size and the limit.
 TEST(ImageFolder, AnImageFilePastTheLimitIsUnreadableNamingIt) {

@@ -198,6 +198,34 @@ TEST(Jpeg, UndecodableBytesAreSampleErrorsNamingTheFile) {
   EXPECT_EQ(kept.width, 256) << "a failed decode left the thread's decoder broken (Note [TurboJPEG after an error])";
 }
 
+// Note [JPEG warnings]: stray bytes before a marker are a warning, and the
+// image is kept, whether libjpeg meets them in the header (before the scan)
+// or after the scan (before the end-of-image marker).
+// Note [A warning hides the file's end]: behind such a warning, a file cut
+// short is still refused, though libjpeg reports only the first warning.
+std::string with_bytes_before(const std::string& jpeg, std::string_view marker) {
+  const size_t at = jpeg.rfind(marker);
+  EXPECT_NE(at, std::string::npos);
+  return jpeg.substr(0, at) + "abc" + jpeg.substr(at);
+}
+
+TEST(Jpeg, StrayBytesAreKeptButNotACutBehindThem) {
+  const std::string good = encode_jpeg(smooth_image(64, 48, 3, 1));
+  const Image reference = decoded(good);
+  for (const std::string_view marker : {std::string_view("\xff\xda"), std::string_view("\xff\xd9")}) {
+    const std::string what = marker[1] == '\xda' ? "before the scan" : "before the end";
+    const Image kept = decoded(with_bytes_before(good, marker));
+    EXPECT_EQ(kept.pixels, reference.pixels) << what;
+  }
+  const std::string stray = with_bytes_before(good, "\xff\xda");
+  EXPECT_EQ(message_of<SampleError>([&] { decoded(stray.substr(0, stray.size() * 3 / 4)); }),
+            "test.jpg: corrupt JPEG: Corrupt JPEG data: 3 extraneous bytes before marker 0xda, and the file ends "
+            "early (no end-of-image marker after its last scan)");
+  Image after;
+  decode_jpeg(bytes_of(good), "f", {}, after);
+  EXPECT_EQ(after.pixels, reference.pixels) << "a refused file left the thread's decoder changed";
+}
+
 TEST(Jpeg, EncodingChecksItsImageAndQuality) {
   Image image = smooth_image(8, 8, 3, 1);
   EXPECT_EQ(message_of<ConfigError>([&] { encode_jpeg(image, {.quality = 0}); }),
