@@ -597,6 +597,20 @@ TEST(Checkpoint, OnlyTheFilesACheckpointWritesAreItsOwn) {
   for (const std::string& name : users) EXPECT_TRUE(std::filesystem::exists(ckpt + "/" + name)) << name;
 }
 
+// The write check of a run killed as it started (its temporary, or the empty
+// file itself) is no checkpoint, and the next start removes it.
+TEST(Checkpoint, AWriteCheckLeftBehindIsRemovedByTheNextStart) {
+  testing::TempDir dir;
+  const std::string ckpt = dir.file("ckpt");
+  std::filesystem::create_directories(ckpt);
+  for (const char* name : {"latest.write-check.tmp.3dnALO", "latest.write-check"}) std::ofstream(ckpt + "/" + name);
+  EXPECT_TRUE(checkpoint_files(ckpt).empty());
+  (void)start_checkpoint_dir(ckpt, false);
+  for (const auto& entry : std::filesystem::directory_iterator(ckpt)) {
+    EXPECT_EQ(entry.path().filename(), ".lock") << "left behind";
+  }
+}
+
 // Note [A checkpoint whole or not at all]: a save that fails at its train
 // file leaves no model file of that epoch, and `latest` on the epoch before.
 TEST(Checkpoint, ASaveThatFailsPartWayLeavesNoFileOfItsEpoch) {

@@ -470,6 +470,8 @@ TEST(CliTrain, AResumedRunTakesEverySettingFromItsCheckpointOrRefusesIt) {
       {"config.nesterov", "yes", ": __metadata__ \"config.nesterov\" must be true or false, got 'yes'"},
       {"config.precision", "fp8", ": __metadata__ \"config.precision\": unknown precision 'fp8'; valid: fp32, tf32, bf16, fp16"},
       {"config.schedule", "linear", ": __metadata__ \"config.schedule\": unknown schedule 'linear'"},
+      {"config.data", "imagenet", ": __metadata__ \"config.data\": unknown data 'imagenet'; valid: "},
+      {"config.data", "synthetic:abc", ": __metadata__ \"config.data\": synthetic:N must be an integer"},
   };
   for (const auto& c : cases) {
     std::filesystem::copy_file(kept, train, std::filesystem::copy_options::overwrite_existing);

@@ -52,6 +52,22 @@ nlohmann::json logged_line(const EpochReport& epoch,
   return nlohmann::json::parse(line);
 }
 
+// JSON holds UTF-8 text only (nlohmann::json's dump throws on other bytes),
+// and a path is any bytes: the log's first line keeps such a setting escaped.
+TEST(TrainingLog, ASettingThatIsNotUtf8IsLoggedEscaped) {
+  testing::TempDir dir;
+  {
+    cli::TrainingLog log(dir.file("log.jsonl"), 0, cli::TrainingLog::Units::kImages);
+    log.start({{"data", "folder:/img\xff" "dir"}, {"net", "LeNet"}});
+  }
+  std::ifstream in(dir.file("log.jsonl"));
+  std::string text;
+  std::getline(in, text);
+  const nlohmann::json line = nlohmann::json::parse(text);
+  EXPECT_EQ(line.at("data"), "folder:/img\\xffdir");
+  EXPECT_EQ(line.at("net"), "LeNet");
+}
+
 TEST(EpochReport, AScaleHalvedToZeroIsStillReported) {
   const EpochReport zero = epoch_with_scale(0.0f, 200);
   EXPECT_TRUE(contains(printed_row(zero), "(loss scale 0, 200 overflowing steps skipped)")) << printed_row(zero);

@@ -213,20 +213,37 @@ bool is_checkpoint_name(std::string_view name) {
   return digits >= 10 && (rest == ".safetensors" || rest == ".train.safetensors");
 }
 
-// Such a name's temporary: "<name>.tmp." and mkstemp's six characters.
-bool is_stale_temporary(std::string_view name) {
+// The empty file start_checkpoint_dir writes and removes, to learn that the
+// directory takes files before the first epoch trains.
+constexpr std::string_view kWriteCheck = "latest.write-check";
+
+// The name before a temporary's suffix ("<name>.tmp." and mkstemp's six
+// characters), or "" where `name` is no temporary.
+std::string_view temporary_of(std::string_view name) {
   const size_t tmp = name.rfind(".tmp.");
-  if (tmp == std::string_view::npos || name.size() - tmp != 11) return false;
+  if (tmp == std::string_view::npos || name.size() - tmp != 11) return {};
   for (size_t i = tmp + 5; i < name.size(); ++i) {
-    if (std::isalnum(static_cast<unsigned char>(name[i])) == 0) return false;
+    if (std::isalnum(static_cast<unsigned char>(name[i])) == 0) return {};
   }
-  return is_checkpoint_name(name.substr(0, tmp));
+  return name.substr(0, tmp);
 }
 
+// A temporary of a name a checkpoint writes.
+bool is_stale_temporary(std::string_view name) {
+  const std::string_view of = temporary_of(name);
+  return !of.empty() && is_checkpoint_name(of);
+}
+
+// Those, and the write check's temporary (or the check itself) that a run
+// killed at its start left: no checkpoint, so not counted as one
+// (checkpoint_files), but removed all the same.
 void remove_stale_temporaries(const std::string& dir) {
   std::error_code ignored;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, ignored)) {
-    if (is_stale_temporary(entry.path().filename().string())) fs::remove(entry.path(), ignored);
+    const std::string name = entry.path().filename().string();
+    if (is_stale_temporary(name) || temporary_of(name) == kWriteCheck || name == kWriteCheck) {
+      fs::remove(entry.path(), ignored);
+    }
   }
 }
 
@@ -424,10 +441,15 @@ CheckpointDirLock start_checkpoint_dir(const std::string& dir, bool overwrite) {
   refuse_another_runs_checkpoints(dir, overwrite);
   // Found now, not after the first epoch has trained (write_file_atomically
   // names the file it cannot write).
-  const std::string probe = join(dir, "latest.write-check");
+  remove_stale_temporaries(dir);
+  const std::string probe = join(dir, std::string(kWriteCheck));
   write_file_atomically(probe, "");
   std::error_code error;
   fs::remove(probe, error);
+  if (error) {
+    throw Error(cat("cannot remove '", probe, "', written to check that the checkpoint directory takes files: ",
+                    error.message()));
+  }
   // `latest` first: a removal cut short leaves no pointer to a removed epoch.
   // What fails here is a file the write above could make but not remove.
   if (has_checkpoint(dir)) fs::remove(join(dir, kLatest), error);

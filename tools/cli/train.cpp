@@ -79,16 +79,28 @@ int run_train(const std::vector<std::string>& words) {
   graph.compile(ctx, compile);
   std::optional<Trainer> trainer_storage;
   std::string data_line = data_spec;
+  // A data spec the checkpoint saved that does not open is the file's error.
+  auto opened = [&](const auto& open) {
+    try {
+      return open();
+    } catch (const ConfigError& e) {
+      if (run.data_spec_source.empty()) throw;
+      throw DataError(cat(run.data_spec_source, ": ", e.what()));
+    }
+  };
   if (lm) {
-    TextData text = open_text_data(ctx, data_spec, net, batch);
+    TextData text = opened([&] { return open_text_data(ctx, data_spec, net, batch); });
     data_line = cat(text.corpus->describe(), "\n      windows of ", net.sample[0], " tokens x ", batch,
                     " streams: ", text.train->describe());
     options.vocabulary = text.corpus->vocabulary_digest();  // Note [A language model's vocabulary]
     trainer_storage.emplace(ctx, net, graph, std::move(text.train), std::move(text.validation), std::move(text.test),
                             options);
   } else {
-    refuse_text_for_images(data_spec, net);
-    trainer_storage.emplace(ctx, net, graph, open_data(data_spec, net.sample, net.classes, run.data), options);
+    DataSplits data = opened([&] {
+      refuse_text_for_images(data_spec, net);
+      return open_data(data_spec, net.sample, net.classes, run.data);
+    });
+    trainer_storage.emplace(ctx, net, graph, std::move(data), options);
   }
   Trainer& trainer = *trainer_storage;
   if (!resume_dir.empty()) trainer.resume(resume_dir);

@@ -131,6 +131,9 @@ TrainSettings train_settings(const Args& args, const NetSpec& net, Device device
   Settings settings(args, saved.config, run.resume_dir.empty() ? std::string() : saved.file);
   settings.text("net", "", net.name);
   run.data_spec = settings.text("data", "--data", "");
+  if (!args.has("--data") && !run.resume_dir.empty()) {
+    run.data_spec_source = cat(saved.file, ": __metadata__ \"config.data\"");
+  }
   run.batch = static_cast<int>(settings.integer("batch", "--batch", net.default_batch(device), 1, kMaxInt));
   TrainerOptions& options = run.options;
   // Language models default to Zaremba et al.'s recipe (plain SGD at lr 1,

@@ -27,6 +27,10 @@ struct SavedSettings {
 
 struct TrainSettings {
   std::string data_spec;
+  // Where data_spec comes from on a resume without --data, for its errors:
+  // "FILE: __metadata__ \"config.data\"" (a DataError, as any saved setting
+  // that does not parse); "" where --data gives it.
+  std::string data_spec_source;
   int batch = 0;
   Precision precision = Precision::kFp32;
   // Every field that the command line decides (not the communicator, the

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tensor/atomic_file.h"
+#include "tensor/parse.h"
 
 namespace glassbox::cli {
 namespace {
@@ -100,7 +101,8 @@ void TrainingLog::write(const std::string& line) {
 
 void TrainingLog::start(const std::map<std::string, std::string>& settings) {
   nlohmann::json line = {{"event", "start"}};
-  for (const auto& [key, value] : settings) line[key] = value;
+  // JSON holds UTF-8 text only; a path given as a setting may be any bytes.
+  for (const auto& [key, value] : settings) line[key] = utf8_or_escaped(value);
   write(line.dump());
 }
 
@@ -157,7 +159,7 @@ void TrainingLog::epoch(const EpochReport& e) {
     line["test_seconds"] = e.test->seconds;
     line["test_unreadable"] = e.test->unreadable;
   }
-  if (!e.checkpoint.empty()) line["checkpoint"] = e.checkpoint;
+  if (!e.checkpoint.empty()) line["checkpoint"] = utf8_or_escaped(e.checkpoint);
   write(line.dump());
 }
 
