@@ -17,32 +17,35 @@ by more than the change).
 import argparse
 import collections
 import json
-import os
 import statistics
-import subprocess
 import sys
 
 from interleave import machine  # the CPU, as interleave.py records it
+from results_io import BadInput, check_output, check_programs, count, positive_int, run_program, write_json
 
 
 def run(exe, net, batch, modes, threads, warmup, min_time):
     command = [exe, "--device=cpu", f"--net={net}", f"--batch={batch}", f"--threads={threads}",
                f"--warmup={warmup}", f"--benchmark_min_time={min_time}",
                f"--benchmark_filter=^{net}/({'|'.join(modes)})/", "--benchmark_format=json"]
-    out = subprocess.run(command, capture_output=True, text=True)
+    out = run_program(command, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"ab_builds: {' '.join(command)} exited {out.returncode}:\n{out.stderr[-2000:]}")
+    try:
+        benchmarks = json.loads(out.stdout)["benchmarks"]
+    except (ValueError, KeyError, TypeError):
+        raise BadInput(f"{' '.join(command)} wrote no Google Benchmark JSON:\n{out.stdout[-2000:]}")
     # A language model counts tokens/s, the rest images/s.
-    return {b["name"]: b.get("images/s", b.get("tokens/s")) for b in json.loads(out.stdout)["benchmarks"]}
+    return {b["name"]: b.get("images/s", b.get("tokens/s")) for b in benchmarks}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", required=True, help="bench_nets before the change")
     parser.add_argument("--new", required=True, help="bench_nets after it")
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--rounds", type=positive_int, default=2)
+    parser.add_argument("--threads", type=positive_int, default=2)
+    parser.add_argument("--warmup", type=count, default=3)
     parser.add_argument("--min-time", default="1", help="--benchmark_min_time, seconds")
     parser.add_argument("--modes", default="forward_backward,train_step")
     parser.add_argument("--json", help="also write every figure here")
@@ -53,8 +56,14 @@ def main():
         net, _, batch = job.partition(":")
         if not batch.isdigit():
             sys.exit(f"ab_builds: '{job}': expected NET:BATCH, as VGG16:2")
+        if (net, int(batch)) in jobs:  # its figures would pile into one row, as if it had run twice the rounds
+            sys.exit(f"ab_builds: '{job}' is given twice")
         jobs.append((net, int(batch)))
     modes = args.modes.split(",")
+    # Before the rounds: a missing program or output folder found after them costs the rounds.
+    check_programs([("--base", args.base), ("--new", args.new)])
+    if args.json:
+        check_output(args.json, "--json")
 
     figures = collections.defaultdict(lambda: {"base": [], "new": []})
     for r in range(args.rounds):
@@ -74,10 +83,11 @@ def main():
         rounds = " ".join(f"{x:.2f}" for x in f["base"]) + " | " + " ".join(f"{x:.2f}" for x in f["new"])
         print(f"{name:42} {base:10.2f} {new:10.2f} {new / base:8.3f}  {rounds}")
     if args.json:
-        with open(args.json + ".tmp", "w") as out:
-            json.dump({"command": sys.argv, "machine": machine(), "figures": figures}, out, indent=1)
-        os.replace(args.json + ".tmp", args.json)  # whole or not at all
+        write_json(args.json, {"command": sys.argv, "machine": machine(), "figures": figures})
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BadInput as e:
+        sys.exit(f"ab_builds: {e}")

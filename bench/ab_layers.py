@@ -20,9 +20,10 @@ import json
 import os
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
+
+from results_io import BadInput, check_programs, count, positive_int, run_program
 
 
 def run_once(glassbox, net, batch, flags, threads, steps, warmup):
@@ -31,23 +32,26 @@ def run_once(glassbox, net, batch, flags, threads, steps, warmup):
         command = [glassbox, "time", net, "--batch", str(batch), "--device", "cpu", "--steps", str(steps),
                    "--warmup", str(warmup), "--json", path] + shlex.split(flags)
         env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-        out = subprocess.run(command, capture_output=True, text=True, env=env)
+        out = run_program(command, capture_output=True, text=True, env=env)
         if out.returncode != 0:
             sys.exit(f"ab_layers: {' '.join(command)} exited {out.returncode}:\n{out.stderr[-2000:]}")
-        with open(path) as f:
-            return json.load(f)
+        try:
+            with open(path) as f:
+                return json.load(f)
+        except (OSError, ValueError) as e:
+            raise BadInput(f"{' '.join(command)} wrote no `glassbox time --json` file ({e})")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("net")
-    parser.add_argument("batch", type=int)
+    parser.add_argument("batch", type=positive_int)
     parser.add_argument("--a", default="", help="flags of side A (default none)")
     parser.add_argument("--b", default="", help="flags of side B (default none)")
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=2)
-    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--rounds", type=positive_int, default=2)
+    parser.add_argument("--threads", type=positive_int, default=2)
+    parser.add_argument("--steps", type=positive_int, default=2)
+    parser.add_argument("--warmup", type=count, default=1)
     parser.add_argument("--show", type=float, default=0.15, help="show passes whose medians differ by this share")
     parser.add_argument("--glassbox", default="build-cpu/glassbox", help="the build side A runs")
     parser.add_argument("--glassbox-b", help="the build side B runs (default: --glassbox)")
@@ -55,6 +59,7 @@ def main():
 
     sides = {"A": args.a, "B": args.b}
     builds = {"A": args.glassbox, "B": args.glassbox_b or args.glassbox}
+    check_programs([("--glassbox", builds["A"]), ("--glassbox-b", builds["B"])])
     times = collections.defaultdict(lambda: collections.defaultdict(list))  # (layer, type, pass) -> side -> ms
     steps = collections.defaultdict(list)
     for round_index in range(args.rounds):
@@ -86,4 +91,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BadInput as e:
+        sys.exit(f"ab_layers: {e}")

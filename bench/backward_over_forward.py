@@ -15,12 +15,12 @@ VM a single round's quotient moved by about 0.5 (docs/performance.md, stop
 """
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 
 from interleave import machine  # the CPU, as interleave.py records it
+from results_io import (BadInput, check_output, check_programs, count, positive_float, positive_int, run_program,
+                        write_json)
 
 
 def round_times(bench, net, batch, threads, warmup, min_time):
@@ -28,11 +28,15 @@ def round_times(bench, net, batch, threads, warmup, min_time):
     command = [bench, "--device=cpu", f"--batch={batch}", f"--threads={threads}", f"--warmup={warmup}",
                f"--benchmark_min_time={min_time}", f"--benchmark_filter=^{net}/(forward|forward_backward)/",
                "--benchmark_format=json"]
-    done = subprocess.run(command, capture_output=True, text=True)
+    done = run_program(command, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(f"backward_over_forward.py: {' '.join(command)} exited {done.returncode}:\n{done.stderr[-2000:]}")
+    try:
+        benchmarks = json.loads(done.stdout)["benchmarks"]
+    except (ValueError, KeyError, TypeError):
+        raise BadInput(f"{' '.join(command)} wrote no Google Benchmark JSON:\n{done.stdout[-2000:]}")
     times = {}
-    for b in json.loads(done.stdout)["benchmarks"]:
+    for b in benchmarks:
         mode = b["name"].split("/")[1]
         if b.get("run_type", "iteration") == "iteration" and not b.get("error_occurred"):
             times[mode] = b["real_time"]  # one unit for both modes: the quotient needs no conversion
@@ -45,10 +49,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("cases", nargs="+", metavar="NET:BATCH")
     parser.add_argument("--bench", default="build-cpu/bench_nets")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--min-time", type=float, default=1.0)
+    parser.add_argument("--rounds", type=positive_int, default=5)
+    parser.add_argument("--threads", type=positive_int, default=2)
+    parser.add_argument("--warmup", type=count, default=3)
+    parser.add_argument("--min-time", type=positive_float, default=1.0)
     parser.add_argument("--json", metavar="PATH", help="also write every round's times")
     args = parser.parse_args()
     cases = []
@@ -56,7 +60,13 @@ def main():
         net, _, batch = case.partition(":")
         if not net or not batch.isdigit() or int(batch) < 1:
             sys.exit(f"backward_over_forward.py: '{case}' is not NET:BATCH (e.g. ResNet18:16)")
+        if (net, int(batch)) in cases:
+            sys.exit(f"backward_over_forward.py: '{case}' is given twice")
         cases.append((net, int(batch)))
+    # Before the rounds: a missing program or output folder found after them costs the rounds.
+    check_programs([("--bench", args.bench)])
+    if args.json:
+        check_output(args.json, "--json")
 
     quotients = {case: [] for case in cases}
     rounds = []
@@ -73,10 +83,11 @@ def main():
     for (net, batch), values in quotients.items():
         print(f"{net:14s} {batch:5d} {statistics.median(values):7.2f}  " + " ".join(f"{v:.2f}" for v in values))
     if args.json:
-        with open(args.json + ".tmp", "w") as f:
-            json.dump({"command": sys.argv, "machine": machine(), "rounds": rounds}, f, indent=1)
-        os.replace(args.json + ".tmp", args.json)  # whole or not at all
+        write_json(args.json, {"command": sys.argv, "machine": machine(), "rounds": rounds})
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BadInput as e:
+        sys.exit(f"backward_over_forward.py: {e}")

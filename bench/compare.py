@@ -43,8 +43,15 @@ about on stderr; unequal thread counts are also said under the table's
 heading (and each side's count in it), since then the ratios do not compare
 like with like. A warning leaves the exit status as it is.
 
-Bad input (missing or malformed file) is one line on stderr, exit status 2;
-with two files, no benchmark in common is exit status 1.
+Bad input is one line on stderr naming the file and the problem, exit
+status 2: a file that is missing, empty, not UTF-8 or not JSON; a run whose
+name is not a string, whose rate (images/s, tokens/s) is not a finite
+number above 0, or whose other figures (TFLOP/s, peak_memory, times) are
+not finite numbers of 0 or more (a boolean is not a number); a context
+whose device, device_name, precision, commit or torch is not a string; an
+interleave.py file whose rounds or rows are not as interleave.py writes
+them; an --out that is one of the inputs or a folder. With two files, no
+benchmark in common is exit status 1. Standard library only.
 """
 
 import argparse
@@ -53,6 +60,9 @@ import json
 import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results_io  # noqa: E402  (after the path is set)
 
 PROG = "compare.py"
 # Google Benchmark's suffixes after a benchmark's own name: its time type, and
@@ -78,12 +88,22 @@ class Parser(argparse.ArgumentParser):
 
 def read_json(path, what):
     try:
-        with open(path) as f:
-            return json.load(f)
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{what} {path} is not UTF-8 text (byte {e.start})")
     except OSError as e:
         raise UsageError(f"cannot read {what} {path}: {e.strerror or e}")
+    if not text.strip():
+        raise UsageError(f"{what} {path} is empty")
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as e:
         raise UsageError(f"{what} {path} is not JSON: {e}")
+
+
+# The context's fields this script prints or compares: each a string where present.
+CONTEXT_STRINGS = ("device", "device_name", "precision", "commit", "torch")
 
 
 def load(path, what, data=None):
@@ -91,8 +111,16 @@ def load(path, what, data=None):
         data = read_json(path, what)
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
         raise UsageError(f"{what} {path} is not Google Benchmark JSON (no \"benchmarks\" list)")
-    if not isinstance(data.get("context", {}), dict):
+    context = data.get("context", {})
+    if not isinstance(context, dict):
         raise UsageError(f"{what} {path}: \"context\" is not an object")
+    for field in CONTEXT_STRINGS:
+        if context.get(field) is not None and not isinstance(context[field], str):
+            raise UsageError(f"{what} {path}: context.{field} is {results_io.shown(context[field])}, not a string")
+    try:
+        results_io.check_benchmarks(f"{what} {path}", data["benchmarks"])
+    except results_io.BadInput as e:
+        raise UsageError(str(e))
     return data
 
 
@@ -171,10 +199,11 @@ def layout_note(layout_rates, chosen):
 
 
 def number(entry, field):
+    """The entry's figure; load() has refused one that is not a finite number (a boolean is not one)."""
     if entry is None or entry.get("error_occurred"):
         return None
     value = entry.get(field)
-    return value if isinstance(value, (int, float)) else None
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def rate(entry):
@@ -341,10 +370,16 @@ def print_comparison(rows, gctx, pctx, any_layouts):
         print("PyTorch timed more than one memory layout: each row shows its faster one (note)")
 
 
-def print_interleaved(data):
+def print_interleaved(path, data):
     """A bench/interleave.py (or bench/merge_results.py) file: its rows, as interleave.py prints them."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from interleave import print_rows, rows_from_rounds  # noqa: E402  (PyTorch's peers not needed)
+    try:
+        results_io.check_rounds(path, data)
+        if data.get("rows"):
+            results_io.check_rows(path, data["rows"], needed=("name", "glassbox_images_per_s", "pytorch_images_per_s",
+                                                              "ratio", "pytorch_layout"))
+    except results_io.BadInput as e:
+        raise UsageError(str(e))
     rounds = data["rounds"]
     rows = data.get("rows")
     if not rows:  # a run cut short ("partial") has its rounds only
@@ -372,7 +407,7 @@ def print_one(path):
         return 0
     if isinstance(data, dict) and isinstance(data.get("rounds"), list) and \
             all(isinstance(r, dict) and "glassbox" in r for r in data["rounds"]):
-        print_interleaved(data)
+        print_interleaved(path, data)
         return 0
     side = load(path, "results", data)
     ctx = side.get("context", {})
@@ -408,6 +443,11 @@ def main(argv):
         if args.out:
             raise UsageError("--out needs two files (GLASSBOX_JSON PYTORCH_JSON)")
         return print_one(args.glassbox)
+    if args.out:
+        try:
+            results_io.check_output(args.out, "--out", (args.glassbox, args.pytorch), make_folder=True)
+        except results_io.BadInput as e:
+            raise UsageError(str(e))
 
     glassbox = load(args.glassbox, "Glassbox results")
     pytorch = load(args.pytorch, "PyTorch results")

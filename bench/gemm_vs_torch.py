@@ -13,7 +13,10 @@ over PyTorch's, windows a fraction of a second apart), so that the machine's
 slow phases, which on a shared 2-core VM come and go within seconds, hit
 both sides of a pair alike. A shape's ratio is the median of its rounds'.
 Prints one row per shape, with each round's ratio; --json writes every round
-after each one (an interrupted run keeps what it measured).
+after each one (an interrupted run keeps what it measured). A side that
+answers a rate that is not a finite number above 0 stops the run, naming
+the side and the shape; a missing program, a --filter that is not a
+regular expression and a --json in a missing folder stop it before it starts.
 
 Usage:
   python3 bench/gemm_vs_torch.py [--bench build/bench_gemm]
@@ -23,7 +26,7 @@ Usage:
 
 import argparse
 import datetime
-import json
+import math
 import os
 import re
 import statistics
@@ -31,13 +34,15 @@ import subprocess
 import sys
 
 from interleave import machine  # the CPU, as interleave.py records it
+from results_io import (BadInput, check_output, check_programs, positive_float, positive_int, run_program,
+                        write_json)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def list_shapes(args, env):
-    done = subprocess.run([args.bench, "--list-shapes", f"--nets={args.nets}"], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, env=env)
+    done = run_program([args.bench, "--list-shapes", f"--nets={args.nets}"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, env=env)
     if done.returncode != 0:
         sys.exit(f"gemm_vs_torch.py: {args.bench} --list-shapes failed ({done.returncode}):\n"
                  f"{done.stdout.decode(errors='replace')}")
@@ -58,7 +63,11 @@ class Server:
 
     def __init__(self, command, env):
         self.command = command
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        try:
+            self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                            env=env)
+        except OSError as e:
+            raise BadInput(f"cannot run {command[0]}: {e.strerror or e}")
         self.banner = self.process.stdout.readline().strip()
         if not self.banner.startswith("ready"):
             sys.exit(f"gemm_vs_torch.py: {' '.join(command)} did not start: {self.banner!r}")
@@ -70,19 +79,17 @@ class Server:
         answer = self.process.stdout.readline().strip()
         rate, _, library = answer.partition(" ")
         try:
-            return float(rate), library
+            value = float(rate)
         except ValueError:
-            sys.exit(f"gemm_vs_torch.py: {' '.join(self.command)} answered {answer!r} for {shape}")
+            value = math.nan
+        if not math.isfinite(value) or value <= 0:  # a ratio of it would be nan, negative or a division by 0
+            raise BadInput(f"{' '.join(self.command)} answered {answer!r} for {shape['m']}x{shape['n']}x{shape['k']}: "
+                           "not a rate above 0 GFLOP/s")
+        return value, library
 
     def close(self):
         self.process.stdin.close()
         self.process.wait()
-
-
-def write_json(path, payload):
-    with open(path + ".tmp", "w") as f:
-        json.dump(payload, f, indent=1)
-    os.replace(path + ".tmp", path)
 
 
 def main():
@@ -90,18 +97,23 @@ def main():
     parser.add_argument("--bench", default="build/bench_gemm")
     parser.add_argument("--python", default=os.environ.get("GLASSBOX_PYTHON") or "python3",
                         help="the Python with PyTorch (default: $GLASSBOX_PYTHON, else python3)")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--pairs", type=int, default=5, help="windows of each side per shape and round")
-    parser.add_argument("--window", type=float, default=0.2, help="seconds of one side's products per window")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rounds", type=positive_int, default=3)
+    parser.add_argument("--pairs", type=positive_int, default=5, help="windows of each side per shape and round")
+    parser.add_argument("--window", type=positive_float, default=0.2,
+                        help="seconds of one side's products per window")
+    parser.add_argument("--threads", type=positive_int, default=2)
     parser.add_argument("--nets", default="ResNet50,VGG16")
     parser.add_argument("--filter", default="", help="only shapes whose 'MxNxK layers' matches this regex")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args()
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
-
-    if args.rounds < 1 or args.pairs < 1 or args.window <= 0:
-        sys.exit("gemm_vs_torch.py: --rounds and --pairs must be 1 or more, --window above 0")
+    try:
+        re.compile(args.filter)
+    except re.error as e:
+        parser.error(f"--filter {args.filter!r} is not a regular expression: {e}")
+    check_programs([("--bench", args.bench), ("--python", args.python)])
+    if args.json:
+        check_output(args.json, "--json")
     shapes = list_shapes(args, env)
     ours = Server([args.bench, "--serve", f"--threads={args.threads}"], env)
     theirs = Server([args.python, os.path.join(HERE, "peers", "torch_gemm.py"), "--threads", str(args.threads)], env)
@@ -149,4 +161,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BadInput as e:
+        sys.exit(f"gemm_vs_torch.py: {e}")

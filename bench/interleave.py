@@ -61,11 +61,16 @@ those that cap the instruction set either side's kernels run
 "failed_benchmarks" the peer's benchmarks that failed while the rest ran.
 bench/merge_results.py merges several such files into one of the same shape,
 every record of them kept; bench/ratio_table.py and bench/compare.py read them.
+
+A side's Google Benchmark JSON with repetitions (--benchmark_repetitions)
+gives a benchmark its mean aggregate, or the mean of its runs that did not
+fail where there is none (benchmark_rates, as bench/compare.py reads it).
+A --bench or --python that cannot be run, or a --json that is a folder or
+lies in a missing one, stops the command before the first round.
 """
 
 import argparse
 import datetime
-import json
 import os
 import re
 import statistics
@@ -77,6 +82,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "peers"))
 from peer_language_models import find_language_model  # noqa: E402  (after the path is set)
+from results_io import (BadInput, check_benchmarks, check_output, check_programs, count, load_json,  # noqa: E402
+                        positive_float, positive_int, run_program, write_json)
 # Google Benchmark's suffixes after a benchmark's own name: its time type, and
 # /iterations:N where a fixed step count was asked for (bench_nets --steps=N
 # in older builds), in either order.
@@ -151,8 +158,10 @@ def rates(path, side, builds):
     """{benchmark name: images/s, or a language model's tokens/s} from
     Google-Benchmark-shaped JSON; records the side's build in `builds` (or
     stops if it differs from the one recorded)."""
-    with open(path) as f:
-        data = json.load(f)
+    data = load_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("context", {}), dict):
+        raise BadInput(f"the {side} side wrote {path}, which is not Google Benchmark JSON")
+    check_benchmarks(f"the {side} side's {path}", data.get("benchmarks"))
     build = data.get("context", {}).get(BUILD_KEYS[side], "unrecorded")
     if builds.setdefault(side, build) != build:
         sys.exit(f"interleave.py: the {side} side ran {build}, earlier in this run {builds[side]}: "
@@ -161,10 +170,22 @@ def rates(path, side, builds):
 
 
 def benchmark_rates(benchmarks):
-    """{benchmark name: images/s or tokens/s} of a Google-Benchmark-shaped list (iterations, no errors)."""
-    return {TIME_SUFFIX.sub("", r["name"]): r.get("images/s", r.get("tokens/s")) for r in benchmarks
-            if ("images/s" in r or "tokens/s" in r) and not r.get("error_occurred")
-            and r.get("run_type", "iteration") == "iteration"}
+    """{benchmark name: images/s or tokens/s} of a Google-Benchmark-shaped list, as bench/compare.py reads
+    it: with repetitions, the mean aggregate where there is one, otherwise the mean of the name's runs that
+    did not fail (each repetition is a run of the same name, and every one counts)."""
+    runs, means = {}, {}
+    for r in benchmarks:
+        rate = r.get("images/s", r.get("tokens/s"))
+        if rate is None or r.get("error_occurred"):
+            continue
+        name = TIME_SUFFIX.sub("", r.get("run_name") or r["name"])
+        if r.get("run_type") == "aggregate":
+            if r.get("aggregate_name") == "mean":
+                means[name] = rate
+        else:
+            runs.setdefault(name, []).append(rate)
+    names = dict.fromkeys(list(runs) + list(means))
+    return {name: means[name] if name in means else statistics.mean(runs[name]) for name in names}
 
 
 # The variables that change which kernels either side runs, recorded with the results.
@@ -188,10 +209,11 @@ def run(command, env, out=None):
     JSON it writes: a peer that ran but had some benchmarks fail exits 1 with
     their rows marked (error_occurred), and the run goes on without them, each
     named on stderr and kept in the results (failed_benchmarks)."""
-    done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    done = run_program(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     if done.returncode == 1 and out and os.path.exists(out):
-        with open(out) as f:
-            failed = [r for r in json.load(f).get("benchmarks", []) if r.get("error_occurred")]
+        written = load_json(out)
+        failed = [r for r in written.get("benchmarks", []) if isinstance(r, dict) and r.get("error_occurred")] \
+            if isinstance(written, dict) and isinstance(written.get("benchmarks", []), list) else []
         if failed:
             for r in failed:
                 print(f"interleave.py: {r['name']} failed, the run goes on without it: {r.get('error_message', '?')}",
@@ -211,17 +233,10 @@ def failed_benchmarks():
     return {"failed_benchmarks": FAILED_BENCHMARKS} if FAILED_BENCHMARKS else {}
 
 
-def write_json(path, payload):
-    """Whole or not at all: a temporary file renamed over the old one."""
-    with open(path + ".tmp", "w") as f:
-        json.dump(payload, f, indent=1)
-    os.replace(path + ".tmp", path)
-
-
 def default_batch(args, net, env):
     """The network's default batch on args.device, from bench_nets' own list of its benchmarks."""
-    done = subprocess.run([args.bench, f"--device={args.device}", "--benchmark_list_tests=true",
-                           f"--benchmark_filter=^{net}/"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    done = run_program([args.bench, f"--device={args.device}", "--benchmark_list_tests=true",
+                        f"--benchmark_filter=^{net}/"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     found = re.search(rf"^{re.escape(net)}/[a-z_]+/batch:(\d+)", done.stdout.decode(errors="replace"), re.M)
     if done.returncode != 0 or not found:
         sys.exit(f"interleave.py: no default batch for {net} in `{args.bench} --benchmark_list_tests` "
@@ -377,12 +392,12 @@ def argument_parser():
     parser.add_argument("--python", default=os.environ.get("GLASSBOX_PYTHON") or "python3",
                         help="the Python with PyTorch (default: $GLASSBOX_PYTHON, else python3)")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=positive_int, default=3)
     parser.add_argument("--modes", default="forward,forward_backward,train_step,inference")
     parser.add_argument("--batch", help="N, or several: 2,8 or 0.5x,1x,4x (multiples of each default)")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--min-time", type=float, default=2.0)
-    parser.add_argument("--warmup", type=int, help="untimed steps of each mode on both sides (default: each "
+    parser.add_argument("--threads", type=positive_int, default=2)
+    parser.add_argument("--min-time", type=positive_float, default=2.0)
+    parser.add_argument("--warmup", type=count, help="untimed steps of each mode on both sides (default: each "
                         "side's 10)")
     parser.add_argument("--layouts", default="nchw,channels_last", help="PyTorch's memory formats (its better one counts)")
     parser.add_argument("--glassbox-layout", choices=["auto", "nchw", "nhwc"], default="auto",
@@ -414,6 +429,10 @@ def argument_parser():
 
 def main():
     args = argument_parser().parse_args()
+    # Before the run: a missing program or output folder found after an hour of measuring costs the hour.
+    check_programs([("--bench", args.bench), ("--python", args.python)])
+    if args.json:
+        check_output(args.json, "--json")
     modes = [m for m in args.modes.split(",") if m]
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
 
@@ -466,4 +485,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BadInput as e:
+        sys.exit(f"interleave.py: {e}")

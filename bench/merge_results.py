@@ -39,7 +39,10 @@ per table] in interleave.py). Parts that recorded no machine take --machine,
 the machine they ran on as their run's notes name it; parts that recorded
 no environment (interleave.py before it recorded one) take --environment
 (NAME=VALUE,... or none), and without it stop the merge beside a part that
-recorded one.
+recorded one. A file given twice with --pool-rounds (its rounds would count
+twice), an --out that is one of the files or a folder, and a file that is
+not interleave.py's whole JSON (bench/results_io.py checks what is read)
+stop the merge before anything is written. Standard library only.
 
 Usage:
   python3 bench/merge_results.py [--pool-rounds] [--machine TEXT] [--environment NAME=VALUE,...|none]
@@ -47,13 +50,13 @@ Usage:
 """
 
 import argparse
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from interleave import DEFAULT_BUSY_CPUS, argument_parser, rows_from_rounds, write_json  # noqa: E402
 from ratio_table import load_rounds  # noqa: E402
+from results_io import BadInput, check_output, check_rounds, distinct_files, load_json  # noqa: E402
 
 
 def part_command(command):
@@ -167,6 +170,23 @@ def check_one_table(parts):
                      "cap either side's kernels), not one table: " + "; ".join(differ))
 
 
+def check_parts(path, data):
+    """What the merge reads besides the rounds (results_io.check_rounds): the
+    command (a list), the parts of a merged file (objects with a command),
+    the failed benchmarks (objects). Returns data."""
+    if not isinstance(data.get("command", []), list):
+        raise BadInput(f"{path}: \"command\" is not a list of the command's arguments")
+    parts = data.get("parts") or []
+    if not isinstance(parts, list) or not all(isinstance(p, dict) and isinstance(p.get("command", []), list)
+                                              for p in parts):
+        raise BadInput(f"{path}: \"parts\" is not a list of {{\"date\", \"command\"}} objects")
+    failed = data.get("failed_benchmarks") or []
+    if not isinstance(failed, list) or not all(isinstance(f, dict) and isinstance(f.get("part", 0), int)
+                                               for f in failed):
+        raise BadInput(f"{path}: \"failed_benchmarks\" is not a list of {{\"name\", \"error_message\"}} objects")
+    return data
+
+
 def environment_text(environment):
     """A recorded environment in a message."""
     return ", ".join(f"{k}={v}" for k, v in environment.items()) if environment else "none of its variables set"
@@ -183,15 +203,15 @@ def main():
                         help="the environment (interleave.py's \"environment\"), for parts that did not record one")
     args = parser.parse_args()
     stated = parse_environment(args.environment) if args.environment is not None else None
+    check_output(args.out, "--out", args.files, make_folder=True)
+    if args.pool_rounds:
+        distinct_files(args.files)
 
     # builds and machines: each one seen, with the first file that ran it (named where they differ).
     parts, builds, machines, given, checked, failed = [], {}, {}, set(), [], []
     for path in args.files:
-        with open(path) as f:
-            data = json.load(f)
-        if not isinstance(data.get("rounds"), list):
-            sys.exit(f"merge_results.py: {path} is not bench/interleave.py's JSON (no \"rounds\")")
-        ran = data.get("builds", {})
+        data = check_parts(path, check_rounds(path, load_json(path)))
+        ran = data.get("builds") or {}
         builds.setdefault((ran.get("glassbox", "unrecorded"), ran.get("pytorch", "unrecorded")), path)
         machines.setdefault(data.get("machine") or args.machine or "unrecorded", path)
         if not data.get("machine") and args.machine:
@@ -206,7 +226,7 @@ def main():
         for i, part in enumerate(own):
             where = path if len(own) == 1 else f"{path} (part {i + 1})"
             checked.append((where, settings(part.get("command")), environment))
-        failed += [dict(entry, part=entry.get("part", 0) + len(parts)) for entry in data.get("failed_benchmarks", [])]
+        failed += [dict(entry, part=entry.get("part", 0) + len(parts)) for entry in data.get("failed_benchmarks") or []]
         parts += own
     if len(builds) > 1:
         sys.exit("merge_results.py: the files ran different builds, not one table: "
@@ -222,7 +242,7 @@ def main():
     rounds, nets = load_rounds(args.files, pool=args.pool_rounds)
     # A row is busy as the strictest part would mark it (each part's --busy-cpus).
     thresholds = [found["busy_cpus"] for found in (options(p.get("command")) for p in parts) if found]
-    dates = [p["date"] for p in parts if p["date"]]
+    dates = [p["date"] for p in parts if p.get("date")]
     merged = {"date": min(dates) if dates else None,
               "command": ["bench/merge_results.py"] + (["--pool-rounds"] if args.pool_rounds else [])
               + ["--out", args.out],
@@ -237,11 +257,17 @@ def main():
         merged["command"][1:1] = ["--environment", args.environment]
     if "machine" in given:
         merged["command"][1:1] = ["--machine", machine]
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    except OSError as e:
+        raise BadInput(f"--out {args.out}: cannot make its folder: {e.strerror or e}")
     write_json(args.out, merged)
     print(f"merged {len(args.files)} files ({len(merged['rows'])} benchmarks, up to {len(rounds)} rounds) "
           f"into {args.out}")
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BadInput as e:
+        sys.exit(f"merge_results.py: {e}")

@@ -12,11 +12,15 @@ and problem, and prints milliseconds and calls per step, largest first, then
 the totals by kind (convolution, reorder, ...). Steps: --steps N, or
 --steps-from TEXT, the number of executions whose problem contains TEXT (a
 primitive that runs once per step, such as the first convolution), which
-counts warm-up and timed steps alike, as the log does.
+counts warm-up and timed steps alike, as the log does. Standard library only.
 """
 import argparse
 import collections
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from results_io import count, positive_float  # noqa: E402  (after the path is set)
 
 
 def executions(path):
@@ -37,24 +41,27 @@ def executions(path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("log")
-    parser.add_argument("--steps", type=float)
+    parser.add_argument("--steps", type=positive_float, help="steps the log holds (default 1)")
     parser.add_argument("--steps-from", metavar="TEXT")
-    parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--top", type=count, default=30)
     args = parser.parse_args()
     rows = collections.defaultdict(lambda: [0, 0.0])
     by_kind = collections.defaultdict(float)
-    for kind, implementation, propagation, problem, ms in executions(args.log):
-        row = rows[(kind, implementation, propagation, problem)]
-        row[0] += 1
-        row[1] += ms
-        by_kind[kind] += ms
+    try:
+        for kind, implementation, propagation, problem, ms in executions(args.log):
+            row = rows[(kind, implementation, propagation, problem)]
+            row[0] += 1
+            row[1] += ms
+            by_kind[kind] += ms
+    except OSError as e:
+        sys.exit(f"onednn_verbose_sum.py: cannot read {args.log}: {e.strerror or e}")
     if not rows:
-        sys.exit(f"{args.log}: no oneDNN execution lines (was ONEDNN_VERBOSE=1 set?)")
-    steps = args.steps or 1.0
+        sys.exit(f"onednn_verbose_sum.py: {args.log}: no oneDNN execution lines (was ONEDNN_VERBOSE=1 set?)")
+    steps = args.steps if args.steps is not None else 1.0
     if args.steps_from:
         steps = sum(n for key, (n, _) in rows.items() if args.steps_from in key[3])
         if steps == 0:
-            sys.exit(f"{args.log}: no execution's problem contains '{args.steps_from}'")
+            sys.exit(f"onednn_verbose_sum.py: {args.log}: no execution's problem contains '{args.steps_from}'")
     print(f"{args.log}: {sum(by_kind.values()) / steps:.2f} ms of oneDNN per step ({steps:g} steps)")
     for (kind, implementation, propagation, problem), (n, ms) in sorted(rows.items(), key=lambda kv: -kv[1][1])[:args.top]:
         print(f"{ms / steps:9.3f} ms {n / steps:5.1f}x  {kind:<12} {implementation:<26} {propagation:<18} {problem}")

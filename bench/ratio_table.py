@@ -24,21 +24,36 @@ PyTorch's version) and the machine they ran on (Note [One build per table]
 in interleave.py), and says so where the files disagree: then it is not one
 run's table.
 
+A benchmark whose name goes on after the batch (a precision, as
+interleave.py --precision bf16 names it, LeNet/forward/batch:8/bf16; or
+/real_data, /ranks:N) has a row of its own, the addition beside the
+network: "LeNet (bf16)". A row in a mode without a column is named on
+stderr, never dropped without a word. A file that is missing, empty, not
+UTF-8, not JSON or not of interleave.py's shape (a benchmark not named
+NET/MODE/batch:N[/...], a rate that is not a number above 0) stops the
+table with one line naming it, exit status 1; so does a file given twice
+with --pool-rounds, whose rounds would count twice.
+
 --out FILE writes the Markdown to FILE instead of printing it, under a
 line that names the command, so that a rerun regenerates it
-(bench/results/<machine>/table.md from table.json).
+(bench/results/<machine>/table.md from table.json). An --out that is one
+of the inputs, a folder, or in a folder that does not exist is refused
+before anything is read.
+
+Standard library only.
 
 Usage:
   python3 bench/ratio_table.py [--below 1.0] [--pool-rounds] [--out TABLE.md] RESULT.json [RESULT.json ...]
 """
 
 import argparse
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from interleave import BUILD_KEYS, COMPILED_SUFFIX, LAYOUT_SUFFIX, benchmark_rates, rows_from_rounds  # noqa: E402
+from results_io import (BadInput, check_benchmarks, check_output, check_rounds, distinct_files, json_type,  # noqa: E402
+                        load_json, write_text)
 
 MODES = ["forward", "forward_backward", "train_step", "inference"]
 MODE_HEADINGS = {"forward": "forward", "forward_backward": "fwd+bwd", "train_step": "train_step",
@@ -53,15 +68,21 @@ def is_comparison(data):
 
 def read(path):
     """An interleave.py or merge_results.py file as it is; a compare.py --out file
-    as one round, with "builds" and "machine" from its two contexts."""
-    with open(path) as f:
-        data = json.load(f)
-    if "rounds" not in data and is_comparison(data):
+    as one round, with "builds" and "machine" from its two contexts. Either is
+    checked (results_io.check_rounds); a file that is neither, or not whole,
+    is a BadInput naming it and what is wrong."""
+    data = load_json(path)
+    if isinstance(data, dict) and "rounds" not in data and is_comparison(data):
+        for side in ("glassbox", "pytorch"):
+            check_benchmarks(f"{path} ({side} side)", data[side]["benchmarks"])
+            context = data[side].get("context", {})
+            if not isinstance(context, dict):
+                raise BadInput(f"{path}: {side}.context is a JSON {json_type(context)}, not an object")
         contexts = {side: data[side].get("context", {}) for side in ("glassbox", "pytorch")}
         data = {"rounds": [{side: benchmark_rates(data[side]["benchmarks"]) for side in ("glassbox", "pytorch")}],
-                "builds": {side: contexts[side].get(key, "unrecorded") for side, key in BUILD_KEYS.items()},
-                "machine": contexts["glassbox"].get("device_name", "unrecorded")}
-    return data
+                "builds": {side: str(contexts[side].get(key, "unrecorded")) for side, key in BUILD_KEYS.items()},
+                "machine": str(contexts["glassbox"].get("device_name", "unrecorded"))}
+    return check_rounds(path, data)
 
 
 # The peer's names for one benchmark: each layout, eager and under torch.compile.
@@ -83,7 +104,10 @@ def load_rounds(paths, pool=False):
     of it: Glassbox's figure, the peer's in each layout and under
     torch.compile (PEER_VARIANTS), and each one's load ("busy" marks). A file
     measured a benchmark where Glassbox's side has it; one that only the
-    peer measured (Glassbox's run failed) is kept the same way, after the rest."""
+    peer measured (Glassbox's run failed) is kept the same way, after the rest.
+    With pool, a file given twice is refused: its rounds would count twice."""
+    if pool:
+        distinct_files(paths)
     by_name, peer_only, nets = {}, {}, []  # benchmark name -> its rounds
     for path in paths:
         data_rounds = read(path)["rounds"]
@@ -117,10 +141,10 @@ def builds_line(paths):
     builds, machines = {}, {}  # (Glassbox, PyTorch) or machine -> the files that ran them
     for path in paths:
         data = read(path)
-        ran = data.get("builds", {})
+        ran = data.get("builds") or {}
         key = (ran.get("glassbox", "unrecorded"), ran.get("pytorch", "unrecorded"))
         builds.setdefault(key, []).append(os.path.basename(path))
-        machines.setdefault(data.get("machine", "unrecorded"), []).append(os.path.basename(path))
+        machines.setdefault(data.get("machine") or "unrecorded", []).append(os.path.basename(path))
     parts = []
     if len(builds) == 1:
         (glassbox, pytorch), = builds
@@ -156,15 +180,22 @@ def main():
                         help="a benchmark in several files takes the rounds of all of them, not of the last")
     parser.add_argument("--out", metavar="TABLE.md", help="write the Markdown here instead of printing it")
     args = parser.parse_args()
+    if args.out:
+        check_output(args.out, "--out", args.files)
     rounds, nets = load_rounds(args.files, pool=args.pool_rounds)
     rows = rows_from_rounds(rounds, nets)
 
-    table, rates = {}, {}  # (net, batch) -> {mode: row}, {mode: Glassbox's images/s}
+    # A row of the table per network, variant and batch: the variant is what
+    # the name adds after the batch (a precision, /real_data, /ranks:N), shown
+    # beside the network ("LeNet (bf16)"). A mode without a column is named.
+    table, rates = {}, {}  # (net, variant, batch) -> {mode: row}, {mode: Glassbox's images/s}
     for row in rows:
-        net, mode, batch = row["name"].split("/")[:3]
-        if len(row["name"].split("/")) > 3 or mode not in MODES:
-            continue  # tf32, real data, ranks: not this table's
-        key = (net, int(batch.split(":")[1]))
+        net, mode, batch, *variant = row["name"].split("/")
+        if mode not in MODES:
+            print(f"ratio_table.py: {row['name']}: not in the table: no column for mode '{mode}' "
+                  f"({', '.join(MODES)})", file=sys.stderr)
+            continue
+        key = (net, "/".join(variant), int(batch.split(":")[1]))
         table.setdefault(key, {})[mode] = row
         rates.setdefault(key, {})[mode] = row["glassbox_images_per_s"]
 
@@ -181,8 +212,9 @@ def main():
     def markdown(field, last=None):
         found = ["| network | batch | " + " | ".join(MODE_HEADINGS[m] for m in MODES)
                  + (" | bwd/fwd |" if last else " |"), "|---|---:|" + "---:|" * (len(MODES) + (1 if last else 0))]
-        for key, cells in sorted(table.items(), key=lambda item: (nets.index(item[0][0]), item[0][1])):
-            found.append(f"| {key[0]} | {key[1]} | " + " | ".join(cell(cells.get(m), field) for m in MODES)
+        for key, cells in sorted(table.items(), key=lambda item: (nets.index(item[0][0]), item[0][1], item[0][2])):
+            label = f"{key[0]} ({key[1]})" if key[1] else key[0]
+            found.append(f"| {label} | {key[2]} | " + " | ".join(cell(cells.get(m), field) for m in MODES)
                          + (f" | {last(key)} |" if last else " |"))
         return found
 
@@ -207,14 +239,16 @@ def main():
         print("\n".join(lines))
         return
     command = " ".join(["python3", "bench/ratio_table.py"] + sys.argv[1:])
-    with open(args.out, "w") as f:
-        f.write(f"<!-- Made by `{command}`; run it again to remake this file. -->\n\n"
-                "Glassbox's images/s (a language model's: tokens/s) over PyTorch's better layout, the medians of "
-                "the rounds; above 1.0 Glassbox is faster. bwd/fwd: Glassbox's backward over its forward."
-                + (" (busy): other work ran beside one of the row's measurements." if busy_rows else "") + "\n\n"
-                + "\n".join(lines) + "\n")
+    write_text(args.out, f"<!-- Made by `{command}`; run it again to remake this file. -->\n\n"
+               "Glassbox's images/s (a language model's: tokens/s) over PyTorch's better layout, the medians of "
+               "the rounds; above 1.0 Glassbox is faster. bwd/fwd: Glassbox's backward over its forward."
+               + (" (busy): other work ran beside one of the row's measurements." if busy_rows else "") + "\n\n"
+               + "\n".join(lines) + "\n")
     print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BadInput as e:
+        sys.exit(f"ratio_table.py: {e}")

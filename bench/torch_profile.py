@@ -24,6 +24,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers"))
 from peer_models import find_net  # noqa: E402  (after the path is set)
 from peer_protocol import CONTEXT_PRECISION, MODES, PRECISIONS  # noqa: E402
+from results_io import positive_int  # noqa: E402
 
 # The convolutions (oneDNN, cuDNN, and the slow path the CPU takes for some
 # 16-bit convolutions) and max poolings.
@@ -41,14 +42,14 @@ def self_device_us(event):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("net")
-    parser.add_argument("batch", type=int)
+    parser.add_argument("batch", type=positive_int)
     parser.add_argument("mode", choices=MODES)
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--precision", choices=PRECISIONS, default="fp32",
                         help="as pytorch_nets.py --precision (bf16, fp16: torch.autocast, fp16 with a GradScaler)")
     parser.add_argument("--layout", choices=["channels_last", "nchw"], default="channels_last")
-    parser.add_argument("--steps", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--steps", type=positive_int, default=3)
+    parser.add_argument("--threads", type=positive_int, default=2)
     parser.add_argument("--shapes", action="store_true", help="convolutions and max poolings by input shape")
     args = parser.parse_args()
     spec = find_net(args.net)

@@ -10,7 +10,9 @@ medians over the rounds: the test accuracy after the last epoch, the
 training part of an epoch in seconds (mean over epochs), its images/s, and
 the share of it spent waiting for data; then the ratio of images/s, Glassbox
 over PyTorch (above 1: Glassbox is faster). --json writes the rows and
-every epoch of every round.
+every epoch of every round. A log without epoch lines, or whose epochs
+report no test accuracy (null: not a finite number) or no positive seconds
+and images/s, stops the comparison, naming the side and the round.
 
 Usage:
   python3 bench/train_vs_pytorch.py [--glassbox build/glassbox]
@@ -29,26 +31,49 @@ import subprocess
 import sys
 import tempfile
 
+from results_io import (BadInput, check_number, check_output, check_programs, count, positive_int, run_program,
+                        write_json)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+PIPELINES = ("torchvision", "tensors")  # bench/peers/pytorch_train.py --pipeline
 
 
 def epochs_of(log_path):
     """The "epoch" lines of a glassbox-train-style JSON-lines log."""
-    with open(log_path) as f:
-        return [line for line in map(json.loads, f) if line.get("event") == "epoch"]
+    epochs = []
+    try:
+        with open(log_path, encoding="utf-8") as f:
+            for text in f:
+                line = json.loads(text) if text.strip() else {}
+                if isinstance(line, dict) and line.get("event") == "epoch":
+                    epochs.append(line)
+    except (OSError, ValueError) as e:  # ValueError: not JSON, or not UTF-8
+        raise BadInput(f"cannot read the log {log_path}: {e}")
+    return epochs
 
 
 def run(command, env):
     print("+ " + " ".join(command), flush=True)
-    result = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    result = run_program(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if result.returncode != 0:
         sys.stderr.write(result.stdout)
         raise SystemExit(f"train_vs_pytorch.py: {command[0]} failed with exit status {result.returncode}")
     return result.stdout
 
 
-def summary(epochs):
+def summary(epochs, where):
+    """A round's figures from its epoch lines; `where` names the side and round in a refusal."""
+    if not epochs:
+        raise BadInput(f"{where}: the log has no epoch lines")
+    for e in epochs:
+        at = f"{where}: epoch {e.get('epoch', '?')}"
+        check_number(e.get("seconds"), f"{at}: \"seconds\"")
+        check_number(e.get("images_per_second"), f"{at}: \"images_per_second\"")
+        check_number(e.get("data_wait_seconds"), f"{at}: \"data_wait_seconds\"", above_zero=False)
+    if epochs[-1].get("test_accuracy") is None:
+        raise BadInput(f"{where}: the last epoch reports no test accuracy (null: not a finite number)")
+    check_number(epochs[-1]["test_accuracy"], f"{where}: the last epoch's \"test_accuracy\"", above_zero=False)
     seconds = statistics.mean(e["seconds"] for e in epochs)
     return {"test_accuracy": epochs[-1]["test_accuracy"], "epoch_seconds": seconds,
             "images_per_second": statistics.mean(e["images_per_second"] for e in epochs),
@@ -61,14 +86,23 @@ def main():
     parser.add_argument("--python", default=os.environ.get("GLASSBOX_PYTHON") or "python3",
                         help="the Python with PyTorch (default: $GLASSBOX_PYTHON, else python3)")
     parser.add_argument("--net", default="LeNet")
-    parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--pipelines", default="torchvision,tensors")
+    parser.add_argument("--epochs", type=positive_int, default=10)
+    parser.add_argument("--rounds", type=positive_int, default=3)
+    parser.add_argument("--threads", type=positive_int, default=2)
+    parser.add_argument("--workers", type=count, default=1)
+    parser.add_argument("--pipelines", default="torchvision,tensors", help="of " + ", ".join(PIPELINES))
     parser.add_argument("--json")
     args = parser.parse_args()
     pipelines = args.pipelines.split(",")
+    for pipeline in pipelines:
+        if pipeline not in PIPELINES:
+            parser.error(f"--pipelines: {pipeline!r} is not one of {', '.join(PIPELINES)}")
+        if pipelines.count(pipeline) > 1:  # its rounds would pile into one row
+            parser.error(f"--pipelines: {pipeline} is given twice")
+    # Before the rounds: what would stop them later.
+    check_programs([("--glassbox", args.glassbox), ("--python", args.python)])
+    if args.json:
+        check_output(args.json, "--json")
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
     sides = ["glassbox"] + [f"pytorch/{p}" for p in pipelines]
     rounds = {side: [] for side in sides}
@@ -86,9 +120,11 @@ def main():
                          str(args.workers if side.endswith("torchvision") else 0), "--pipeline",
                          side.split("/")[1], "--log", log], env)
                 rounds[side].append(epochs_of(log))
+                # A log that gives no figures stops the run here, not after every round.
+                summary(rounds[side][-1], f"{side}, round {r + 1}")
     rows = {}
     for side in sides:
-        per_round = [summary(epochs) for epochs in rounds[side]]
+        per_round = [summary(epochs, f"{side}, round {r + 1}") for r, epochs in enumerate(rounds[side])]
         rows[side] = {key: statistics.median(s[key] for s in per_round) for key in per_round[0]}
     print(f"\n{args.net} on Fashion-MNIST, {args.epochs} epochs, {args.rounds} rounds interleaved, "
           f"{args.threads} threads, {args.workers} data workers; medians over rounds")
@@ -101,11 +137,14 @@ def main():
               f"{row['images_per_second']:>10,.0f}{100 * row['data_share']:>10.1f}%{ratio:>8.2f}")
     print("ratio: Glassbox's images/s over that side's (above 1: Glassbox is faster)")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"date": datetime.date.today().isoformat(), "machine": platform.processor() or platform.machine(),
-                       "command": " ".join(sys.argv), "rows": rows, "rounds": rounds}, f, indent=1)
+        write_json(args.json, {"date": datetime.date.today().isoformat(),
+                               "machine": platform.processor() or platform.machine(),
+                               "command": " ".join(sys.argv), "rows": rows, "rounds": rounds})
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BadInput as e:
+        sys.exit(f"train_vs_pytorch.py: {e}")

@@ -139,6 +139,19 @@ class KernelsSummary(unittest.TestCase):
             self.assertIn("cannot write", r.stderr)
             self.assertEqual(sorted(os.listdir(root)), ["block.md"])
 
+    def test_out_that_is_the_input_is_refused(self):
+        with tempfile.TemporaryDirectory() as root:
+            path = os.path.join(root, "block.kernels.json")
+            with open(path, "w") as f:
+                json.dump(DOC, f)
+            for out in (path, os.path.join(root, ".", "block.kernels.json")):
+                r = subprocess.run([sys.executable, TOOL, path, "--out", out], capture_output=True, text=True)
+                self.assertEqual(r.returncode, 1)
+                self.assertIn(f"kernels_summary.py: --out {out} is the input file", r.stderr)
+                with open(path) as f:
+                    self.assertEqual(json.load(f), DOC)
+                self.assertEqual(os.listdir(root), ["block.kernels.json"])
+
     def test_bad_input_is_named(self):
         r = run("{ not json")
         self.assertEqual(r.returncode, 1)

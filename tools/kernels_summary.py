@@ -9,7 +9,9 @@ residual add), named; the kernel families; the longest kernels over the whole
 step; with --layers, every kernel of the layers whose names match, pass by
 pass in step order; and the records launched outside every span. Shares are
 of the step's GPU time (docs/kernels.md). Prints to stdout, or with --out
-writes FILE whole (a temporary file renamed into place). Standard library only.
+writes FILE whole (a temporary file renamed into place); an --out that is
+the input file itself is refused before anything is read or written.
+Standard library only.
 """
 import argparse
 import json
@@ -266,6 +268,13 @@ def unattributed(doc):
     return table(["kernel", "family", "count", "GPU ms", "share"], rows, right=(2, 3, 4))
 
 
+def same_file(a, b):
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("kernels", help="the file `glassbox kernels NET --json FILE` wrote")
@@ -282,6 +291,8 @@ def main():
             pattern = re.compile(args.layers)
         except re.error as e:
             parser.error(f"--layers {args.layers!r} is not a regular expression: {e}")
+    if args.out is not None and same_file(args.out, args.kernels):
+        sys.exit(f"kernels_summary.py: --out {args.out} is the input file: writing it would overwrite the input")
     doc = load(args.kernels)
 
     parts = [header(doc)]

@@ -1,0 +1,280 @@
+"""bench/results_io.py: what the benchmark scripts share in reading their
+inputs and writing their outputs, so that a bad file, option or program is
+one line naming it (BadInput), found before a long run starts where it can be.
+
+- load_json: a file's JSON (missing, empty, not UTF-8 or not JSON: BadInput).
+- check_benchmarks: a Google Benchmark "benchmarks" list as bench/compare.py
+  and bench/interleave.py read it: names are strings, and every rate a run
+  reports (images/s, tokens/s) is a finite number above 0, every other
+  figure (TFLOP/s, peak_memory, times) a finite number, 0 or more.
+- check_rounds, check_rows: a bench/interleave.py (or merge_results.py)
+  file's rounds and rows, with its benchmarks named NET/MODE/batch:N[/...].
+- check_output, check_programs, distinct_files: an output that is a folder,
+  lies in a missing folder or is one of the inputs; a program that cannot
+  be run; a file given twice.
+- positive_int, count, positive_float: argparse types that refuse 0, -1, nan.
+- write_json, write_text: whole or not at all, no temporary left behind.
+
+Standard library only: the scripts that read results run without PyTorch.
+"""
+
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+
+
+class BadInput(Exception):
+    """One line: the file, option or program, and what is wrong with it."""
+
+
+# bench_nets' and the peers' names: network, mode, batch, then any of the
+# precision (/bf16), /deterministic, /ranks:N, /real_data, the peer's layout
+# (/channels_last) and torch.compile's /compiled.
+BENCHMARK_NAME = re.compile(r"[^/\s]+/[^/\s]+/batch:[0-9]+(/[^/\s]+)*")
+RATES = ("images/s", "tokens/s")
+FIGURES = ("TFLOP/s", "peak_memory", "real_time", "cpu_time")
+
+
+def shown(value):
+    """A JSON value in a message, cut to 40 characters."""
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def json_type(value):
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return {dict: "object", list: "array", str: "string"}.get(type(value), "number")
+
+
+def is_number(value, above_zero):
+    """A finite JSON number (a boolean is not one), above 0 or 0 or more."""
+    return (not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+            and (value > 0 if above_zero else value >= 0))
+
+
+def check_number(value, where, above_zero=True, null=False):
+    if value is None and null:
+        return
+    if not is_number(value, above_zero):
+        raise BadInput(f"{where} is {shown(value)}, not a number " + ("above 0" if above_zero else "of 0 or more"))
+
+
+def load_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except UnicodeDecodeError as e:
+        raise BadInput(f"{path} is not UTF-8 text (byte {e.start} is {e.object[e.start:e.start + 1]!r})")
+    except OSError as e:
+        raise BadInput(f"cannot read {path}: {e.strerror or e}")
+    if not text.strip():
+        raise BadInput(f"{path} is empty")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise BadInput(f"{path} is not JSON: {e}")
+
+
+def check_benchmarks(where, benchmarks):
+    """A "benchmarks" list: each run an object with a string name; a run that
+    did not fail reports each rate above 0 (an aggregate other than the mean
+    or median, such as stddev, 0 or more) and each other figure 0 or more."""
+    if not isinstance(benchmarks, list):
+        raise BadInput(f"{where}: \"benchmarks\" is a JSON {json_type(benchmarks)}, not an array")
+    for i, run in enumerate(benchmarks):
+        if not isinstance(run, dict):
+            raise BadInput(f"{where}: benchmarks[{i}] is a JSON {json_type(run)}, not an object")
+        for key in ("name", "run_name", "run_type", "aggregate_name"):
+            if key in run and not isinstance(run[key], str):
+                raise BadInput(f"{where}: benchmarks[{i}].{key} is {shown(run[key])}, not a string")
+        if not isinstance(run.get("name"), str):
+            raise BadInput(f"{where}: benchmarks[{i}] has no \"name\"")
+        if run.get("error_occurred"):
+            continue
+        spread = run.get("run_type") == "aggregate" and run.get("aggregate_name") not in ("mean", "median")
+        for key in RATES + FIGURES:
+            if key in run:
+                check_number(run[key], f"{where}: benchmark {run['name']}: \"{key}\"",
+                             above_zero=key in RATES and not spread)
+
+
+def check_rounds(path, data):
+    """A bench/interleave.py or merge_results.py file's contents, checked for
+    what the tables read: rounds of {"glassbox", "pytorch": {name: rate}}
+    with rates above 0 and an optional "load" {side: {name: busy CPUs or
+    null}}; "builds" and "environment" objects, "machine" a string. A file
+    with nothing measured in any round is refused too. Returns data."""
+    if not isinstance(data, dict):
+        raise BadInput(f"{path} holds a JSON {json_type(data)}, not bench/interleave.py's object")
+    rounds = data.get("rounds")
+    if not isinstance(rounds, list):
+        if "benchmarks" in data:
+            raise BadInput(f"{path} is one side's Google Benchmark JSON, not bench/interleave.py's (no \"rounds\"); "
+                           "bench/compare.py GLASSBOX_JSON PYTORCH_JSON --out FILE pairs two sides into one file")
+        raise BadInput(f"{path} is not bench/interleave.py's JSON (no \"rounds\" list)")
+    for i, rnd in enumerate(rounds, 1):
+        if not isinstance(rnd, dict):
+            raise BadInput(f"{path}: round {i} is a JSON {json_type(rnd)}, not an object")
+        for side in ("glassbox", "pytorch"):
+            found = rnd.get(side)
+            if not isinstance(found, dict):
+                raise BadInput(f"{path}: round {i} has no \"{side}\" object")
+            for name, value in found.items():
+                if not BENCHMARK_NAME.fullmatch(name):
+                    raise BadInput(f"{path}: round {i}: {side}'s benchmark {name!r} is not named "
+                                   "NET/MODE/batch:N[/...]")
+                check_number(value, f"{path}: round {i}: {side}'s {name}")
+        load = rnd.get("load", {})
+        if not isinstance(load, dict) or not all(isinstance(v, dict) for v in load.values()):
+            raise BadInput(f"{path}: round {i}: \"load\" is not {{side: {{name: busy CPUs}}}}")
+        for side, names in load.items():
+            for name, value in names.items():
+                check_number(value, f"{path}: round {i}: the load around {side}'s {name}", above_zero=False, null=True)
+    if not any(rnd["glassbox"] or rnd["pytorch"] for rnd in rounds):
+        raise BadInput(f"{path}: no round holds a measurement")
+    for key in ("builds", "environment"):
+        if data.get(key) is not None and not isinstance(data[key], dict):
+            raise BadInput(f"{path}: \"{key}\" is a JSON {json_type(data[key])}, not an object")
+    for key, value in (data.get("builds") or {}).items():
+        if not isinstance(value, str):
+            raise BadInput(f"{path}: builds.{key} is {shown(value)}, not a string")
+    if data.get("machine") is not None and not isinstance(data["machine"], str):
+        raise BadInput(f"{path}: \"machine\" is {shown(data['machine'])}, not a string")
+    return data
+
+
+# What each field of a row must be (bench/interleave.py's rows_from_rounds):
+# (positive number, 0 or more, or a kind), each may be null unless required.
+ROW_FIELDS = {"glassbox_images_per_s": "rate", "pytorch_images_per_s": "rate", "ratio": "rate",
+              "pytorch_compiled_images_per_s": "rate", "ratio_compiled": "rate", "busiest_cpus": "load",
+              "pytorch_layout": str, "busy": bool}
+
+
+def check_rows(path, rows, needed=("name",)):
+    """A file's "rows", each an object with a string name and the fields in
+    `needed` present; each field ROW_FIELDS names is of its kind or null."""
+    if not isinstance(rows, list):
+        raise BadInput(f"{path}: \"rows\" is a JSON {json_type(rows)}, not an array")
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise BadInput(f"{path}: rows[{i}] is a JSON {json_type(row)}, not an object")
+        if not isinstance(row.get("name"), str):
+            raise BadInput(f"{path}: rows[{i}] has no string \"name\"")
+        for key in needed:
+            if key not in row:
+                raise BadInput(f"{path}: row {row['name']} has no \"{key}\"")
+        for key, kind in ROW_FIELDS.items():
+            value = row.get(key)
+            if value is None:
+                continue
+            if kind in ("rate", "load"):
+                check_number(value, f"{path}: row {row['name']}: \"{key}\"", above_zero=kind == "rate")
+            elif not isinstance(value, kind):
+                raise BadInput(f"{path}: row {row['name']}: \"{key}\" is {shown(value)}, not a JSON "
+                               + ("string" if kind is str else "boolean"))
+    return rows
+
+
+def same_file(a, b):
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_output(path, option, inputs=(), make_folder=False):
+    """Refuses an output that is a folder, one of the inputs, or (unless the
+    script makes it) in a folder that does not exist: before a long run, not
+    after it."""
+    if os.path.isdir(path):
+        raise BadInput(f"{option} {path} is a folder, not a file")
+    for given in inputs:
+        if same_file(path, given):
+            raise BadInput(f"{option} {path} is also an input ({given}): writing it would overwrite that")
+    folder = os.path.dirname(path) or "."
+    if not make_folder and not os.path.isdir(folder):
+        raise BadInput(f"{option} {path}: there is no folder {folder}")
+
+
+def check_programs(programs):
+    """programs: (option, program) pairs; refuses one that cannot be run (not
+    found on PATH or at that path, or not executable)."""
+    for option, program in programs:
+        if shutil.which(program) is None:
+            raise BadInput(f"{option} {program}: no such program (not found, or not executable)")
+
+
+def run_program(command, **options):
+    """subprocess.run, with a program that cannot be started a BadInput."""
+    try:
+        return subprocess.run(command, **options)
+    except OSError as e:
+        raise BadInput(f"cannot run {command[0]}: {e.strerror or e}")
+
+
+def distinct_files(paths):
+    """Refuses a file given twice (by any name)."""
+    for i, path in enumerate(paths):
+        for earlier in paths[:i]:
+            if same_file(path, earlier):
+                raise BadInput(f"{path} is given twice ({earlier}): its rounds would count twice")
+
+
+def positive_int(text):
+    """An argparse type: a whole number, 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def count(text):
+    """An argparse type: a whole number, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def positive_float(text):
+    """An argparse type: a finite number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number")
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number above 0, got {text}")
+    return value
+
+
+def write_text(path, text):
+    """Whole or not at all: a temporary file renamed over the old one, and
+    removed where writing or renaming fails."""
+    temporary = path + ".tmp"
+    try:
+        with open(temporary, "w") as f:
+            f.write(text)
+        os.replace(temporary, path)
+    except BaseException as e:
+        if os.path.isfile(temporary):
+            os.remove(temporary)
+        if isinstance(e, OSError):
+            raise BadInput(f"cannot write {path}: {e.strerror or e}") from e
+        raise
+
+
+def write_json(path, payload):
+    write_text(path, json.dumps(payload, indent=1))

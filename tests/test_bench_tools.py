@@ -1,0 +1,498 @@
+#!/usr/bin/env python3
+"""tests/test_bench_tools.py: the benchmark scripts under bench/ on hand-made
+files and stand-in programs, no torch and no build needed.
+
+    python3 tests/test_bench_tools.py
+
+- Repetitions: a benchmark's rate is its mean aggregate, or the mean of its
+  runs, never its last repetition alone (interleave.benchmark_rates, which
+  bench/ratio_table.py reads a compare.py --out file with).
+- A name that goes on after the batch (a precision: .../batch:8/bf16) keeps
+  its row in ratio_table.py and batch_scaling.py; a row in a mode without a
+  column is named on stderr.
+- An output that is one of the inputs, a folder, or in a missing folder is
+  refused before anything is written (and, for the long runs, before the
+  run: a stand-in program that leaves a mark shows it never ran).
+- A rate that is NaN, infinite, negative, 0, a boolean or a string is
+  refused, naming the file and the benchmark; so is a peer's GEMM rate.
+- Bad files (missing, empty, not UTF-8, the wrong shape, a benchmark not
+  named NET/MODE/batch:N) are one line naming the file, not a traceback;
+  so are a missing program, a missing folder and a bad regular expression.
+- Counts (--rounds, --threads, --steps, a batch) of 0 or less are refused
+  when the options are read; so are training logs without epochs, with an
+  epoch of 0 seconds or a null test accuracy.
+- thread_scaling.py reads --threads=N, a merged file's parts, and names the
+  benchmarks only one file has; a file or job given twice is refused where
+  it would count twice; data_vs_pytorch.py names what it leaves out.
+- Each stored table.json still makes its table.md.
+"""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH = os.path.join(ROOT, "bench")
+sys.path.insert(0, BENCH)
+
+import interleave  # noqa: E402  (after the path is set)
+import results_io  # noqa: E402
+import train_vs_pytorch  # noqa: E402
+
+
+def script(name):
+    return os.path.join(BENCH, name)
+
+
+def run(name, *args, env=None, cwd=None):
+    """(exit status, stdout, stderr) of a bench/ script."""
+    done = subprocess.run([sys.executable, script(name), *map(str, args)], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=60)
+    return done.returncode, done.stdout, done.stderr
+
+
+def google_benchmark(entries, torch=False):
+    context = {"device": "cpu", "precision": "fp32 (TF32 off)"}
+    context.update({"torch": "2.x", "torch_num_threads": 2} if torch else {"commit": "abc", "cpu_threads": "2"})
+    return {"context": context, "benchmarks": entries}
+
+
+def entry(name, rate, **more):
+    return {"name": name, "run_name": name, "run_type": "iteration", "iterations": 3, "real_time": 10.0,
+            "time_unit": "ms", "images/s": rate, **more}
+
+
+def interleaved(rounds, command=("LeNet",), **more):
+    """An interleave.py --json file's contents."""
+    nets = list(dict.fromkeys(n.split("/")[0] for rnd in rounds for n in rnd["glassbox"]))
+    return {"date": "2026-01-01T00:00:00", "command": ["bench/interleave.py", *command], "machine": "M",
+            "environment": {}, "builds": {"glassbox": "abc", "pytorch": "2.x"}, "rounds": rounds,
+            "rows": interleave.rows_from_rounds(rounds, nets), **more}
+
+
+class Folder(unittest.TestCase):
+    """A temporary folder per test; write() puts a file in it, program() a stand-in program."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.dir = self.tmp.name
+        self.mark = os.path.join(self.dir, "ran")
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def write(self, name, data):
+        path = self.path(name)
+        with open(path, "wb" if isinstance(data, bytes) else "w") as f:
+            if isinstance(data, (str, bytes)):
+                f.write(data)
+            else:
+                json.dump(data, f)
+        return path
+
+    def program(self, name, body):
+        """An executable Python program; it leaves self.mark when it runs."""
+        path = self.path(name)
+        with open(path, "w") as f:
+            f.write(f"#!{sys.executable}\nimport json, os, sys\nopen({self.mark!r}, 'a').write('{name}\\n')\n{body}\n")
+        os.chmod(path, 0o755)
+        return path
+
+    def assertMessage(self, done, *parts, status=1):
+        """One refusal: the exit status, each part in stderr, no traceback."""
+        code, _, err = done
+        self.assertEqual(code, status, err)
+        self.assertNotIn("Traceback", err)
+        for part in parts:
+            self.assertIn(part, err)
+
+    def assertNeverRan(self):
+        self.assertFalse(os.path.exists(self.mark), "the program ran before the refusal")
+
+
+class Repetitions(Folder):
+    REPEATED = [entry("LeNet/forward/batch:2", rate, repetitions=3, repetition_index=i)
+                for i, rate in enumerate((100.0, 100.0, 400.0))]
+    MEAN = {"name": "LeNet/forward/batch:2_mean", "run_name": "LeNet/forward/batch:2", "run_type": "aggregate",
+            "aggregate_name": "mean", "images/s": 200.0}
+    STDDEV = dict(MEAN, name="LeNet/forward/batch:2_stddev", aggregate_name="stddev", **{"images/s": 0.0})
+
+    def test_the_mean_aggregate_or_the_mean_of_the_runs_not_the_last(self):
+        rates = interleave.benchmark_rates
+        self.assertEqual(rates(self.REPEATED + [self.MEAN, self.STDDEV]), {"LeNet/forward/batch:2": 200.0})
+        self.assertEqual(rates(self.REPEATED), {"LeNet/forward/batch:2": 200.0})
+        failed = entry("LeNet/forward/batch:2", 1.0, error_occurred=True, error_message="oom")
+        self.assertEqual(rates(self.REPEATED[:2] + [failed]), {"LeNet/forward/batch:2": 100.0})
+        timed = [entry("LeNet/forward/batch:2/manual_time", 300.0), entry("LeNet/train_step/batch:2", 50.0)]
+        self.assertEqual(rates(timed), {"LeNet/forward/batch:2": 300.0, "LeNet/train_step/batch:2": 50.0})
+
+    def test_ratio_table_reads_repetitions_of_a_compare_results_file_by_their_mean(self):
+        glassbox = self.write("g.json", google_benchmark(self.REPEATED + [self.MEAN, self.STDDEV]))
+        pytorch = self.write("p.json", google_benchmark([entry("LeNet/forward/batch:2", 100.0)], torch=True))
+        code, out, err = run("compare.py", glassbox, pytorch, "--out", self.path("both.json"))
+        self.assertEqual(code, 0, err)
+        self.assertIn("2.00", next(ln for ln in out.splitlines() if ln.startswith("LeNet/forward/batch:2")).split())
+        code, out, err = run("ratio_table.py", self.path("both.json"))
+        self.assertEqual(code, 0, err)
+        self.assertIn("| LeNet | 2 | 2.00 |  |  |  |  |", out.splitlines())
+
+
+class VariantsKeepTheirRows(Folder):
+    def test_a_precision_after_the_batch_has_a_row_of_its_own(self):
+        rounds = [{"glassbox": {"LeNet/forward/batch:8": 100.0, "LeNet/forward/batch:8/bf16": 300.0,
+                                "LeNet/forward/batch:16/bf16": 240.0, "LeNet/evaluate/batch:8": 10.0},
+                   "pytorch": {"LeNet/forward/batch:8": 100.0, "LeNet/forward/batch:8/bf16": 150.0,
+                               "LeNet/forward/batch:16/bf16": 200.0, "LeNet/evaluate/batch:8": 10.0}}]
+        path = self.write("bf16.json", interleaved(rounds))
+        code, out, err = run("ratio_table.py", path)
+        self.assertEqual(code, 0, err)
+        lines = out.splitlines()
+        self.assertIn("| LeNet | 8 | 1.00 |  |  |  |  |", lines)
+        self.assertIn("| LeNet (bf16) | 8 | 2.00 |  |  |  |  |", lines)
+        self.assertIn("| LeNet (bf16) | 16 | 1.20 |  |  |  |  |", lines)
+        self.assertIn("ratio_table.py: LeNet/evaluate/batch:8: not in the table: no column for mode 'evaluate'", err)
+        code, out, err = run("batch_scaling.py", "--all", path)
+        self.assertEqual(code, 0, err)
+        self.assertIn("| LeNet (bf16) | forward | 8 / 16 | 1.00 / 0.80 | 1.00 / 1.33 |", out.splitlines())
+        self.assertIn("batch_scaling.py: LeNet/evaluate/batch:8: not in the table", err)
+
+
+class OutputIsNotAnInput(Folder):
+    def setUp(self):
+        super().setUp()
+        self.part = self.write("part.json", interleaved(
+            [{"glassbox": {"LeNet/forward/batch:8": 100.0}, "pytorch": {"LeNet/forward/batch:8": 50.0}}]))
+        with open(self.part) as f:
+            self.before = f.read()
+
+    def assertUntouched(self):
+        with open(self.part) as f:
+            self.assertEqual(f.read(), self.before)
+        self.assertEqual(sorted(os.listdir(self.dir)), ["part.json"])
+
+    def test_each_script_refuses_to_write_over_its_input(self):
+        another_name = os.path.join(self.dir, ".", "part.json")
+        for done, status in ((run("merge_results.py", "--out", another_name, self.part), 1),
+                             (run("ratio_table.py", "--out", self.part, self.part), 1),
+                             (run("thread_scaling.py", self.part, self.part, "--out", another_name), 2)):
+            self.assertMessage(done, "is also an input", status=status)
+            self.assertUntouched()
+        glassbox = self.write("g.json", google_benchmark([entry("LeNet/forward/batch:8", 100.0)]))
+        pytorch = self.write("p.json", google_benchmark([entry("LeNet/forward/batch:8", 50.0)], torch=True))
+        self.assertMessage(run("compare.py", glassbox, pytorch, "--out", glassbox),
+                           f"--out {glassbox} is also an input", status=2)
+        with open(glassbox) as f:
+            self.assertIn("benchmarks", json.load(f))
+
+    def test_a_folder_or_a_missing_folder_is_refused(self):
+        missing = self.path("no-such-folder/table.md")
+        self.assertMessage(run("ratio_table.py", "--out", missing, self.part), "there is no folder")
+        self.assertMessage(run("ratio_table.py", "--out", self.dir, self.part), "is a folder, not a file")
+        self.assertMessage(run("thread_scaling.py", self.part, self.part, "--out", missing), "there is no folder",
+                           status=2)
+        self.assertMessage(run("merge_results.py", "--out", self.dir, self.part), "is a folder, not a file")
+        self.assertUntouched()
+
+    def test_write_json_leaves_no_temporary_where_it_fails(self):
+        folder = self.path("a-folder")
+        os.mkdir(folder)
+        with self.assertRaises(results_io.BadInput):
+            results_io.write_json(folder, {"rows": []})
+        self.assertEqual(sorted(os.listdir(self.dir)), ["a-folder", "part.json"])
+        results_io.write_json(self.path("out.json"), {"rows": []})
+        self.assertEqual(sorted(os.listdir(self.dir)), ["a-folder", "out.json", "part.json"])
+
+
+class BadRates(Folder):
+    def test_compare_refuses_a_rate_that_is_not_a_finite_number_above_0(self):
+        pytorch = self.write("p.json", google_benchmark([entry("LeNet/forward/batch:8", 50.0)], torch=True))
+        for text in ("NaN", "Infinity", "-5", "0", "true", '"800"'):
+            with self.subTest(rate=text):
+                raw = json.dumps(google_benchmark([entry("LeNet/forward/batch:8", "RATE")])).replace('"RATE"', text)
+                glassbox = self.write("g.json", raw)
+                self.assertMessage(run("compare.py", glassbox, pytorch), glassbox,
+                                   'benchmark LeNet/forward/batch:8: "images/s" is', "not a number above 0", status=2)
+        # Other figures may be 0, not negative; a failed run's figures are not read.
+        zero = self.write("z.json", google_benchmark([entry("LeNet/forward/batch:8", 100.0, **{"TFLOP/s": 0.0})]))
+        self.assertEqual(run("compare.py", zero, pytorch)[0], 0)
+        negative = self.write("n.json", google_benchmark([entry("LeNet/forward/batch:8", 100.0, peak_memory=-1)]))
+        self.assertMessage(run("compare.py", negative, pytorch), '"peak_memory" is -1, not a number of 0 or more',
+                           status=2)
+        failed = self.write("f.json", google_benchmark([entry("LeNet/forward/batch:8", 0, error_occurred=True,
+                                                              error_message="out of memory")]))
+        code, out, err = run("compare.py", failed, pytorch)
+        self.assertEqual(code, 1, err)  # nothing measured by both: as before
+        self.assertIn("Glassbox error: out of memory", out)
+
+    def gemm(self, rate):
+        server = ("for line in sys.stdin:\n    print(os.environ['RATE'] + ' lib', flush=True)")
+        bench = self.program("bench_gemm", "if '--list-shapes' in sys.argv:\n    print('64,64,64 conv1')\n"
+                                           "    sys.exit(0)\nprint('ready: stand-in', flush=True)\n" + server)
+        python = self.program("python", "print('ready: peer', flush=True)\n" + server)
+        env = dict(os.environ, RATE=rate)
+        return run("gemm_vs_torch.py", "--bench", bench, "--python", python, "--rounds", "1", "--pairs", "1",
+                   "--window", "0.01", env=env)
+
+    def test_gemm_refuses_a_rate_that_would_make_no_ratio(self):
+        code, out, err = self.gemm("100")
+        self.assertEqual(code, 0, err)
+        self.assertIn("64x64x64", out)
+        for rate in ("nan", "-3", "0", "fast"):
+            with self.subTest(rate=rate):
+                self.assertMessage(self.gemm(rate), "gemm_vs_torch.py:", f"answered '{rate} lib' for 64x64x64",
+                                   "not a rate above 0")
+
+
+class BadFiles(Folder):
+    SHAPES = {
+        "missing.json": None,
+        "empty.json": "",
+        "latin1.json": b"\xff\xfe{}",
+        "array.json": [1, 2],
+        "one-side.json": google_benchmark([entry("LeNet/forward/batch:8", 1.0)]),
+        "short-name.json": {"rounds": [{"glassbox": {"LeNet/forward": 1.0}, "pytorch": {}}]},
+        "no-batch.json": {"rounds": [{"glassbox": {"LeNet/forward/b8": 1.0}, "pytorch": {}}]},
+        "string-rate.json": {"rounds": [{"glassbox": {"LeNet/forward/batch:8": "fast"}, "pytorch": {}}]},
+        "no-peer.json": {"rounds": [{"glassbox": {"LeNet/forward/batch:8": 1.0}}]},
+        "no-rounds.json": {"rounds": []},
+    }
+    SAYS = {"missing.json": "cannot read", "empty.json": "is empty", "latin1.json": "is not UTF-8",
+            "array.json": "holds a JSON array", "one-side.json": "one side's Google Benchmark JSON",
+            "short-name.json": "'LeNet/forward' is not named NET/MODE/batch:N",
+            "no-batch.json": "'LeNet/forward/b8' is not named NET/MODE/batch:N",
+            "string-rate.json": 'LeNet/forward/batch:8 is "fast", not a number above 0',
+            "no-peer.json": 'round 1 has no "pytorch" object', "no-rounds.json": "no round holds a measurement"}
+
+    def files(self):
+        return {name: self.path(name) if data is None else self.write(name, data) for name, data in self.SHAPES.items()}
+
+    def test_the_table_scripts_name_the_file_and_the_problem(self):
+        for name, path in self.files().items():
+            for tool in ("ratio_table.py", "batch_scaling.py", "merge_results.py"):
+                with self.subTest(tool=tool, file=name):
+                    args = ("--out", self.path("merged.json"), path) if tool == "merge_results.py" else (path,)
+                    self.assertMessage(run(tool, *args), f"{tool}: ", name, self.SAYS[name])
+            with self.subTest(tool="compare.py", file=name):
+                if name not in ("array.json", "one-side.json"):  # compare.py reads those as other files
+                    self.assertMessage(run("compare.py", path), name, status=2)
+
+    def test_compare_names_wrong_shapes(self):
+        cases = {
+            "name.json": ({"glassbox": {"benchmarks": [{"name": 5}]}, "pytorch": {"benchmarks": []}},
+                          "benchmarks[0].name is 5, not a string"),
+            "precision.json": ({"context": {"precision": ["x"]}, "benchmarks": []}, 'context.precision is ["x"]'),
+            "rows.json": ({"rounds": [{"glassbox": {"A/b/batch:1": 1}, "pytorch": {}}], "rows": [{"name": "x"}]},
+                          'row x has no "glassbox_images_per_s"'),
+            "latin1.json": (b"\xff{}", "is not UTF-8 text"),
+        }
+        for name, (data, says) in cases.items():
+            with self.subTest(file=name):
+                self.assertMessage(run("compare.py", self.write(name, data)), "compare.py: error:", says, status=2)
+
+
+class RefusedBeforeTheRun(Folder):
+    def test_a_missing_output_folder_is_refused_before_the_program_runs(self):
+        bench = self.program("bench_nets", "sys.exit(3)")
+        missing = self.path("no-such-folder/out.json")
+        cases = {
+            "interleave.py": ["--bench", bench, "--python", sys.executable, "--json", missing, "LeNet"],
+            "backward_over_forward.py": ["--bench", bench, "--json", missing, "LeNet:8"],
+            "ab_builds.py": ["--base", bench, "--new", bench, "--json", missing, "LeNet:8"],
+            "train_vs_pytorch.py": ["--glassbox", bench, "--python", sys.executable, "--json", missing],
+            "gemm_vs_torch.py": ["--bench", bench, "--python", sys.executable, "--json", missing],
+            "data_vs_pytorch.py": ["--bench-data", bench, "--python", sys.executable, "--folder", self.dir,
+                                   "--json", missing],
+        }
+        for tool, args in cases.items():
+            with self.subTest(tool=tool):
+                self.assertMessage(run(tool, *args), f"--json {missing}: there is no folder")
+                self.assertNeverRan()
+        self.assertMessage(run("interleave.py", "--bench", bench, "--python", sys.executable, "--json", self.dir,
+                               "LeNet"), "is a folder, not a file")
+        self.assertNeverRan()
+
+    def test_a_missing_program_is_a_message(self):
+        missing = self.path("no-such-program")
+        cases = {
+            "interleave.py": ["--bench", missing, "LeNet"],
+            "backward_over_forward.py": ["--bench", missing, "LeNet:8"],
+            "ab_builds.py": ["--base", missing, "--new", missing, "LeNet:8"],
+            "ab_layers.py": ["--glassbox", missing, "LeNet", "8"],
+            "gemm_vs_torch.py": ["--bench", missing],
+            "train_vs_pytorch.py": ["--glassbox", missing],
+            "data_vs_pytorch.py": ["--bench-data", missing, "--folder", self.dir],
+        }
+        for tool, args in cases.items():
+            with self.subTest(tool=tool):
+                self.assertMessage(run(tool, *args), f"{missing}: no such program")
+        bench = self.program("bench_data", "sys.exit(0)")
+        self.assertMessage(run("data_vs_pytorch.py", "--bench-data", bench, "--python", sys.executable, "--folder",
+                               self.path("no-such-folder")), "data_vs_pytorch.py: --folder", "no such folder")
+        self.assertNeverRan()
+
+    def test_a_filter_that_is_not_a_regular_expression_is_a_message(self):
+        self.assertMessage(run("gemm_vs_torch.py", "--filter", "("), "--filter '(' is not a regular expression",
+                           status=2)
+
+
+class Counts(Folder):
+    def test_zero_and_negative_counts_are_refused_when_the_options_are_read(self):
+        cases = [
+            ("backward_over_forward.py", "--rounds", "0", "LeNet:8"),
+            ("ab_layers.py", "LeNet", "8", "--rounds", "0"),
+            ("ab_layers.py", "LeNet", "0"),
+            ("train_vs_pytorch.py", "--rounds", "0"),
+            ("data_vs_pytorch.py", "--folder", ".", "--rounds", "0"),
+            ("torch_profile.py", "LeNet", "8", "forward", "--steps", "0"),
+            ("torch_profile.py", "LeNet", "8", "forward", "--steps", "-1"),
+            ("torch_profile.py", "LeNet", "0", "forward"),
+            ("torch_profile.py", "LeNet", "-2", "forward"),
+            ("interleave.py", "--threads", "0", "LeNet"),
+            ("interleave.py", "--threads", "-1", "LeNet"),
+            ("interleave.py", "--rounds", "0", "LeNet"),
+            ("onednn_verbose_sum.py", "log", "--steps", "0"),
+            ("onednn_verbose_sum.py", "log", "--steps", "-2"),
+            ("onednn_verbose_sum.py", "log", "--steps", "nan"),
+            ("ab_builds.py", "--base", "b", "--new", "n", "--rounds", "0", "LeNet:8"),
+            ("gemm_vs_torch.py", "--threads", "x"),
+        ]
+        for tool, *args in cases:
+            with self.subTest(tool=tool, args=args):
+                self.assertMessage(run(tool, *args), "error: argument", status=2)
+
+    def test_onednn_verbose_sum_reads_its_steps_or_names_a_missing_log(self):
+        log = self.write("gb.log", "onednn_verbose,v1,primitive,exec,cpu,convolution,brg,forward_training,"
+                                   "src:f32,,alg:direct,mb2_ic3oc8,1.5\n" * 4)
+        code, out, err = run("onednn_verbose_sum.py", log, "--steps", "2")
+        self.assertEqual(code, 0, err)
+        self.assertIn("3.00 ms of oneDNN per step (2 steps)", out)
+        self.assertIn("6.00 ms of oneDNN per step (1 steps)", run("onednn_verbose_sum.py", log)[1])
+        self.assertMessage(run("onednn_verbose_sum.py", self.path("none.log")), "cannot read", "none.log")
+
+    def test_training_logs_that_give_no_figures_are_named(self):
+        epoch = {"event": "epoch", "epoch": 1, "seconds": 2.0, "images_per_second": 500.0,
+                 "data_wait_seconds": 0.5, "test_accuracy": 0.8}
+        self.assertEqual(train_vs_pytorch.summary([epoch], "x")["data_share"], 0.25)
+        for epochs, says in (([], "no epoch lines"), ([dict(epoch, seconds=0)], '"seconds" is 0'),
+                             ([dict(epoch, test_accuracy=None)], "no test accuracy"),
+                             ([dict(epoch, images_per_second=None)], '"images_per_second" is null')):
+            with self.subTest(says=says):
+                with self.assertRaises(results_io.BadInput) as caught:
+                    train_vs_pytorch.summary(epochs, "glassbox, round 1")
+                self.assertIn("glassbox, round 1", str(caught.exception))
+                self.assertIn(says, str(caught.exception))
+
+    def test_train_vs_pytorch_names_a_log_of_no_epochs(self):
+        writes = "log = sys.argv[sys.argv.index('--log') + 1]\nopen(log, 'w').write('{\"event\": \"start\"}\\n')"
+        glassbox = self.program("glassbox", writes)
+        python = self.program("python", writes)
+        self.assertMessage(run("train_vs_pytorch.py", "--glassbox", glassbox, "--python", python, "--rounds", "1",
+                               "--pipelines", "tensors"), "train_vs_pytorch.py: glassbox, round 1: the log has no "
+                                                          "epoch lines")
+
+
+class ThreadScaling(Folder):
+    def results(self, name, command, rows, **more):
+        return self.write(name, {"command": command, "builds": {"glassbox": "a", "pytorch": "b"}, "machine": "M",
+                                 "rows": [{"name": n, "glassbox_images_per_s": g, "pytorch_images_per_s": p, **extra}
+                                          for n, g, p, extra in rows], "rounds": [], **more})
+
+    def test_the_equals_form_merged_parts_and_unpaired_benchmarks(self):
+        one = self.results("one.json", ["bench/interleave.py", "--threads", "1", "LeNet"],
+                           [("A", 100.0, 100.0, {"busiest_cpus": 0.5}), ("B", 100.0, 100.0, {})])
+        four = self.results("four.json", ["bench/interleave.py", "--threads=4", "LeNet"],
+                            [("A", 150.0, 120.0, {"busiest_cpus": None}), ("C", 300.0, 300.0, {})])
+        code, out, err = run("thread_scaling.py", one, four)
+        self.assertEqual(code, 0, err)
+        self.assertIn("### 4 threads against 1;", out)
+        self.assertIn("| A | 100.0 | 150.0 | 1.50 | 100.0 | 120.0 | 1.20 | 0.50 |", out)
+        self.assertIn("Not in both files, so no row: B (only in one.json); C (only in four.json)", out)
+        merged = self.results("merged.json", ["bench/merge_results.py", "--out", "merged.json"],
+                              [("A", 150.0, 120.0, {})],
+                              parts=[{"command": ["bench/interleave.py", "--threads", "3", "LeNet"]},
+                                     {"command": ["bench/interleave.py", "--threads=3", "AlexNet"]}])
+        code, out, err = run("thread_scaling.py", one, merged)
+        self.assertEqual(code, 0, err)
+        self.assertIn("### 3 threads against 1;", out)
+        self.assertIn("| A | 100.0 | 150.0 | 1.50 | 100.0 | 120.0 | 1.20 | 0.50 |", out)
+
+    def test_a_thread_count_that_cannot_be_read_is_a_message(self):
+        one = self.results("one.json", ["bench/interleave.py", "--threads", "1"], [("A", 1.0, 1.0, {})])
+        bad = self.results("bad.json", ["bench/interleave.py", "--threads", "two"], [("A", 1.0, 1.0, {})])
+        self.assertMessage(run("thread_scaling.py", one, bad), "bad.json: its command's --threads 'two'", status=2)
+        merged = self.results("m.json", ["bench/merge_results.py"], [("A", 1.0, 1.0, {})])
+        self.assertMessage(run("thread_scaling.py", one, merged), "m.json: records no bench/interleave.py command",
+                           status=2)
+        negative = self.results("n.json", ["bench/interleave.py"], [("A", -1.0, 1.0, {})])
+        self.assertMessage(run("thread_scaling.py", one, negative), 'row A: "glassbox_images_per_s" is -1.0',
+                           status=2)
+
+
+class GivenTwice(Folder):
+    def test_a_file_given_twice_is_refused_where_its_rounds_would_count_twice(self):
+        part = self.write("part.json", interleaved(
+            [{"glassbox": {"LeNet/forward/batch:8": 100.0}, "pytorch": {"LeNet/forward/batch:8": 50.0}}]))
+        again = os.path.join(self.dir, ".", "part.json")
+        self.assertMessage(run("merge_results.py", "--pool-rounds", "--out", self.path("m.json"), part, again),
+                           "is given twice")
+        self.assertFalse(os.path.exists(self.path("m.json")))
+        self.assertMessage(run("ratio_table.py", "--pool-rounds", part, again), "is given twice")
+        self.assertEqual(run("ratio_table.py", part, part)[0], 0)  # without pooling the last file counts, once
+
+    def test_a_job_or_pipeline_given_twice_is_refused(self):
+        bench = self.program("bench_nets", "sys.exit(3)")
+        self.assertMessage(run("ab_builds.py", "--base", bench, "--new", bench, "LeNet:8", "AlexNet:8", "LeNet:8"),
+                           "'LeNet:8' is given twice")
+        self.assertMessage(run("train_vs_pytorch.py", "--pipelines", "tensors,tensors"), "tensors is given twice",
+                           status=2)
+        self.assertNeverRan()
+
+
+class DataVsPytorch(Folder):
+    def test_a_failed_or_unpaired_benchmark_is_named(self):
+        load = "ImageFolder/load/3x224x224/training"
+        loader = "ImageFolder/loader/3x224x224/training/workers:1"
+        self.write("glassbox.json", {"benchmarks": [{"name": load + "/real_time", "images/s": 200.0},
+                                                    {"name": loader + "/real_time", "images/s": 300.0}]})
+        self.write("pytorch.json", {"benchmarks": [
+            {"name": load, "images/s": 100.0},
+            {"name": loader, "images/s": 0, "error_occurred": True, "error_message": "worker died"}]})
+        writes = ("out = next((a.split('=', 1)[1] for a in sys.argv if a.startswith('--benchmark_out=')), None)\n"
+                  "side = 'glassbox' if out else 'pytorch'\nout = out or sys.argv[sys.argv.index('--json') + 1]\n"
+                  f"open(out, 'w').write(open(os.path.join({self.dir!r}, side + '.json')).read())")
+        program = self.program("side", writes)
+        code, out, err = run("data_vs_pytorch.py", "--bench-data", program, "--python", program, "--folder", self.dir,
+                             "--rounds", "1")
+        self.assertEqual(code, 0, err)
+        self.assertIn(f"pytorch's {loader} failed in round 1, left out of it: worker died", err)
+        self.assertTrue(any(ln.startswith(load) and ln.split()[-1] == "2.00" for ln in out.splitlines()), out)
+        self.assertIn(f"only Glassbox measured, so no ratio: {loader}", out)
+
+
+class StoredTables(unittest.TestCase):
+    def test_each_stored_table_json_makes_its_table_md(self):
+        made = 0
+        for path in sorted(glob.glob(os.path.join(BENCH, "results", "*", "table*.json"))):
+            markdown = path[:-len(".json")] + ".md"
+            with open(markdown) as f:
+                stored = f.read()
+            if "bench/ratio_table.py --out" not in stored.splitlines()[0]:
+                continue
+            with tempfile.TemporaryDirectory() as tmp:
+                out = os.path.join(tmp, "table.md")
+                code, _, err = run("ratio_table.py", "--out", out, path)
+                self.assertEqual((code, err), (0, ""), path)
+                with open(out) as f:
+                    remade = f.read()
+            self.assertEqual(remade.split("\n", 1)[1], stored.split("\n", 1)[1], path)
+            made += 1
+        self.assertGreaterEqual(made, 5)
+
+
+if __name__ == "__main__":
+    unittest.main()
