@@ -6,12 +6,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <new>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "data/loader_order.h"
 #include "data/loader_pipeline.h"
+#include "tensor/allocator.h"
+#include "tensor/grouped.h"
 
 namespace glassbox {
 namespace {
@@ -83,10 +86,17 @@ void Loader::start_epoch(int epoch) {
   if (epoch < 0) throw ConfigError(cat("Loader::start_epoch: epoch ", epoch, ": epochs count from 0"));
   Pipeline& p = *pipeline_;
   p.release_held();
-  std::vector<int64_t> whole = loader_order::epoch_order(p.samples, options_.seed, epoch, options_.shuffle);
-  auto order = std::make_shared<const std::vector<int64_t>>(
-      options_.shards == 1 ? std::move(whole)
-                           : loader_order::shard_order(whole, options_.batch, options_.shard, options_.shards));
+  std::shared_ptr<const std::vector<int64_t>> order;
+  try {
+    std::vector<int64_t> whole = loader_order::epoch_order(p.samples, options_.seed, epoch, options_.shuffle);
+    order = std::make_shared<const std::vector<int64_t>>(
+        options_.shards == 1 ? std::move(whole)
+                             : loader_order::shard_order(whole, options_.batch, options_.shard, options_.shards));
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemoryError(cat("Loader: the order of an epoch of ", grouped(p.samples), " samples (",
+                               format_bytes(checked_multiply(p.samples, 8, "an epoch's order")),
+                               ") does not fit in the host's memory"));
+  }
   {
     std::lock_guard lock(p.mutex);
     ++p.generation;

@@ -9,6 +9,7 @@
 #include "data/loader_order.h"
 #include "tensor/allocator.h"
 #include "tensor/error.h"
+#include "tensor/grouped.h"
 
 namespace glassbox {
 
@@ -18,6 +19,22 @@ namespace glassbox {
 // wait: on a 16-core machine, 16 workers with the default prefetch of 2
 // would prepare no faster than 2. So the ring has a slot for every worker,
 // plus the one being copied.
+namespace {
+
+// A flag per sample (Pipeline::bad), or an OutOfMemoryError naming them: a
+// data set of billions of samples (synthetic:N takes up to 2^40) needs a
+// byte each before anything loads.
+std::vector<std::atomic<bool>> sample_flags(int64_t samples) {
+  try {
+    return std::vector<std::atomic<bool>>(static_cast<size_t>(samples));
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemoryError(cat("Loader: a flag per sample for ", grouped(samples), " samples (",
+                               format_bytes(samples), ") does not fit in the host's memory"));
+  }
+}
+
+}  // namespace
+
 Loader::Pipeline::Pipeline(Context& ctx, const Dataset& dataset_in, const LoaderOptions& options_in, int workers)
     : dataset(dataset_in),
       options(options_in),
@@ -27,7 +44,7 @@ Loader::Pipeline::Pipeline(Context& ctx, const Dataset& dataset_in, const Loader
       batches(options_in.drop_last ? epoch_samples / options_in.batch
                                    : (samples + options_in.batch - 1) / options_in.batch),
       slot_count(std::max(options_in.prefetch, workers) + 1),
-      bad(static_cast<size_t>(samples)),
+      bad(sample_flags(samples)),
       slots(static_cast<size_t>(slot_count)) {
   const int64_t batch_numel = checked_multiply(options.batch, sample_numel, "Loader: one batch of samples");
   images_bytes = static_cast<size_t>(checked_multiply(batch_numel, 4, "Loader: one batch of samples, in bytes"));

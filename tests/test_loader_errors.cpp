@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "data/synthetic.h"
 #include "tests/support/address_space_limit.h"
 #include "tests/support/fake_dataset.h"
 #include "tests/support/sanitizers.h"
@@ -291,6 +292,29 @@ TEST(LoaderErrors, StagingBuffersPastTheHostsMemoryAreAnOutOfMemoryError) {
   }
   EXPECT_EQ(message, "Loader: 3 staging buffers of a batch of 16777216 (1.19 GiB each) do not fit in the host's "
                      "memory");
+}
+
+// A data set of more samples than the host can keep a flag or an epoch's
+// order for is an OutOfMemoryError naming them.
+TEST(LoaderErrors, PerSampleStatePastTheHostsMemoryIsAnOutOfMemoryError) {
+  if (testing::kUnderAddressSanitizer) GTEST_SKIP() << "AddressSanitizer maps terabytes of shadow memory";
+  Context ctx = Context::cpu();
+  auto synthetic = [](int64_t size) {  // no memory per sample
+    return std::make_shared<const SyntheticDataset>(SyntheticOptions{.size = size, .sample = Shape{4}});
+  };
+  const auto huge = synthetic(int64_t{1} << 34), large = synthetic(int64_t{50} << 20);
+  std::string flags, order;
+  {
+    const testing::AddressSpaceLimit limit(int64_t{200} << 20);
+    ASSERT_TRUE(limit.held());
+    flags = message_of<OutOfMemoryError>([&] { Loader loader(ctx, huge, {.batch = 4}); });
+    Loader loader(ctx, large, {.batch = 4, .workers = 1});
+    order = message_of<OutOfMemoryError>([&] { loader.start_epoch(0); });
+  }
+  EXPECT_EQ(flags, "Loader: a flag per sample for 17,179,869,184 samples (16.00 GiB) does not fit in the host's "
+                   "memory");
+  EXPECT_EQ(order, "Loader: the order of an epoch of 52,428,800 samples (400.00 MiB) does not fit in the host's "
+                   "memory");
 }
 
 }  // namespace
