@@ -176,15 +176,17 @@ TEST(FiniteCheck, AWholeStepIsCheckedOutputsGradientsAndParameterGradients) {
 //   "relu": the ReLU layer's own pass (fusion off);
 //   "conv_relu": a convolution's fused bias and ReLU;
 //   "linear_relu": a linear layer's fused bias and ReLU;
-//   "bn_relu": batch norm's fused ReLU (fp16 and bf16: cuDNN's fused Ex ops
-//     on a GPU, where 16-bit values are NHWC by default);
+//   "bn_relu": batch norm's fused ReLU (tf32, bf16 and fp16: cuDNN's fused
+//     Ex ops on a GPU, where their values are NHWC by default);
 //   "bn_add_relu": batch norm's fused residual add and ReLU (likewise);
-//   "add_relu": a residual add's fused ReLU (fp32: NCHW by default, where a
-//     GPU's batch norm takes no add).
+//   "add_relu": a residual add's fused ReLU (on NCHW values, where a GPU's
+//     batch norm takes no add: in fp32 and in bf16, Glassbox's kernel in
+//     both types).
 struct NanPath {
   const char* name;
   Precision precision;
   bool fusion;
+  LayoutChoice layout = LayoutChoice::kAuto;
 };
 
 Graph nan_path_net(std::string_view path) {
@@ -211,14 +213,21 @@ Graph nan_path_net(std::string_view path) {
 class ReluKeepsNanTest : public testing::DeviceTest {};
 
 TEST_P(ReluKeepsNanTest, ANanImageReachesTheLossThroughEveryReluPath) {
-  const NanPath paths[] = {{"relu", Precision::kFp32, false},       {"conv_relu", Precision::kFp32, true},
-                           {"linear_relu", Precision::kFp32, true}, {"bn_relu", Precision::kFp16, true},
-                           {"bn_relu", Precision::kBf16, true},     {"bn_add_relu", Precision::kFp16, true},
-                           {"bn_add_relu", Precision::kBf16, true}, {"add_relu", Precision::kFp32, true}};
+  const NanPath paths[] = {{"relu", Precision::kFp32, false},
+                           {"conv_relu", Precision::kFp32, true},
+                           {"linear_relu", Precision::kFp32, true},
+                           {"bn_relu", Precision::kTf32, true},
+                           {"bn_relu", Precision::kBf16, true},
+                           {"bn_relu", Precision::kFp16, true},
+                           {"bn_add_relu", Precision::kTf32, true},
+                           {"bn_add_relu", Precision::kBf16, true},
+                           {"bn_add_relu", Precision::kFp16, true},
+                           {"add_relu", Precision::kFp32, true},
+                           {"add_relu", Precision::kBf16, true, LayoutChoice::kNchw}};
   for (const NanPath& path : paths) {
     Context& c = ctx();
     Graph graph = nan_path_net(path.name);
-    graph.compile(c, {.precision = path.precision, .fusion = path.fusion});
+    graph.compile(c, {.precision = path.precision, .layout = path.layout, .fusion = path.fusion});
     fill_synthetic_batch(c, graph, 5);
     std::vector<float> images = to_vector<float>(c, graph.input("images"));
     images[40] = kNaN;

@@ -3,7 +3,7 @@
 # GPU (docs/fusion.md, docs/cuda_graphs.md), sized for 8 minutes from a
 # prebuilt sm_90 build (the timeouts bound each command):
 #   - the tests: ReLUs fused into convolutions (cuDNN's fused call), Linear
-#     layers (cuBLASLt's epilogues), batch norms (fp16 NHWC, forward and
+#     layers (cuBLASLt's epilogues), batch norms (NHWC, forward and
 #     backward) and residual adds, fused against unfused training; ReLU's
 #     backward kernel; Linear on cuBLASLt; steps replayed as CUDA graphs
 #     against eager ones; the autotune cache of the measured cuDNN search;

@@ -49,9 +49,9 @@ bool cudnn_fuses_batch_norm_relu(Phase phase, bool channels_last, DType values, 
 // of the Ex batch norm with a fused ReLU (with `residual`, a fused residual
 // add and ReLU) on an NHWC training batch x of `values`, forward and
 // backward. Returns "" where cuDNN gives all three, else its status
-// ("CUDNN_STATUS_NOT_SUPPORTED"). Allocates and runs nothing: what
-// BatchNorm2d asks at compile time. Throws NotBuiltError in a build without
-// CUDA.
+// ("CUDNN_STATUS_NOT_SUPPORTED"), or why no descriptor takes x (a size past
+// INT_MAX). Allocates and runs nothing: what BatchNorm2d asks at compile
+// time. Throws NotBuiltError in a build without CUDA.
 std::string cudnn_fused_batch_norm_size_refusal(const Context& ctx, const Shape& x, DType values, bool residual);
 
 // Asks the cuDNN of ctx (a CUDA context) whether its Ex batch norm runs with

@@ -160,11 +160,15 @@ FusedCall fused_call(const Shape& x, DType values, bool residual) {
 }  // namespace
 
 std::string cudnn_fused_batch_norm_size_refusal(const Context& ctx, const Shape& x, DType values, bool residual) {
-  const FusedCall call = fused_call(x, values, residual);
-  ExSizes sizes;
-  const cudnnStatus_t status =
-      ask_ex_sizes(cudnn_of(ctx), call.ops, call.data.get(), call.param.get(), call.relu.get(), sizes);
-  return status == CUDNN_STATUS_SUCCESS ? std::string() : std::string(cudnnGetErrorString(status));
+  try {
+    const FusedCall call = fused_call(x, values, residual);
+    ExSizes sizes;
+    const cudnnStatus_t status =
+        ask_ex_sizes(cudnn_of(ctx), call.ops, call.data.get(), call.param.get(), call.relu.get(), sizes);
+    return status == CUDNN_STATUS_SUCCESS ? std::string() : std::string(cudnnGetErrorString(status));
+  } catch (const Error& e) {  // a shape no descriptor takes (past INT_MAX): no fused call either
+    return e.what();
+  }
 }
 
 std::string cudnn_batch_norm_relu_refusal(Context& ctx, const Shape& x, DType values, bool residual) {
@@ -245,13 +249,23 @@ void BatchNorm2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
     if (!state->ex) throw Error(cat(name(), " (", type(), "): a fused ReLU without the Ex path"));
     state->ops = fused_residual() ? CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION : CUDNN_BATCHNORM_OPS_BN_ACTIVATION;
     state->relu = make_relu_descriptor();
-  } else if (state->ex && cudnn_fuses_batch_norm_relu(options.phase, true, value_storage(), x[1], false)) {
-    // Note [Batch norm and ReLU in one cuDNN call]: a cuDNN that refuses the
-    // fused call here is named (can_fuse_relu asked it the same way).
-    if (const std::string refusal = cudnn_fused_batch_norm_size_refusal(ctx, x, value_storage(), false);
-        !refusal.empty()) {
-      state->note = cat("a ReLU after it runs apart: cuDNN refuses CUDNN_BATCHNORM_OPS_BN_ACTIVATION on ",
-                        name_of(value_storage()), " NHWC values (", refusal, ")");
+  } else if (state->ex) {
+    // Note [Batch norm and ReLU in one cuDNN call]: a fusion the rule allows
+    // and this cuDNN refuses is named (can_fuse_relu and
+    // can_fuse_residual_relu asked it the same way), so that a ReLU or an
+    // add after this layer that runs apart says why.
+    std::string refused;
+    for (const bool residual : {false, true}) {
+      if (!cudnn_fuses_batch_norm_relu(options.phase, true, value_storage(), x[1], residual)) continue;
+      const std::string refusal = cudnn_fused_batch_norm_size_refusal(ctx, x, value_storage(), residual);
+      if (refusal.empty()) continue;
+      refused += cat(refused.empty() ? "" : "; ",
+                     residual ? "CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION" : "CUDNN_BATCHNORM_OPS_BN_ACTIVATION", ": ",
+                     refusal);
+    }
+    if (!refused.empty()) {
+      state->note = cat("no ReLU fused: cuDNN refuses it on ", name_of(value_storage()), " NHWC values (", refused,
+                        ")");
     }
   }
   if (state->ex) {
