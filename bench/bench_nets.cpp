@@ -291,6 +291,39 @@ void print_help() {
       kDeterministicByDefault ? "on: built with GLASSBOX_DETERMINISTIC" : "off by default", net_names().c_str());
 }
 
+// Under mpirun every rank must run the same benchmarks with the same steps:
+// a rank with another batch, network, filter or step count would start
+// all-reduces no other rank joins, or report a global batch that is not one.
+// The ranks compare their command lines, every word but those that may
+// differ by rank (--device: cuda:N; --benchmark_out: rank 0 writes it;
+// --comm-timeout and the thread flags), sorted, so that the order of the
+// flags does not count; where they differ, every rank stops naming both.
+void check_same_command(Communicator& communicator, int argc, char** argv) {
+  if (communicator.size() == 1) return;
+  std::vector<std::string> words;
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    const std::string name = word.substr(0, word.find('='));
+    if (name == "--device" || name == "--benchmark_out" || name == "--benchmark_out_format" ||
+        name == "--comm-timeout" || name == "--threads" || name == "--fixed-threads") {
+      continue;
+    }
+    words.push_back(word);
+  }
+  std::sort(words.begin(), words.end());
+  std::string mine;
+  for (const std::string& word : words) mine += cat(mine.empty() ? "" : " ", word);
+  const std::vector<std::string> all = communicator.all_gather(mine);
+  for (size_t r = 1; r < all.size(); ++r) {
+    if (all[r] == all[0]) continue;
+    auto shown = [](const std::string& command) {
+      return command.empty() ? std::string("no flags") : excerpt(command, 200);
+    };
+    throw ConfigError(cat("ranks disagree on the benchmarks: rank 0 has ", shown(all[0]), "; rank ", r, " has ",
+                          shown(all[r]), " (every rank must run the same benchmarks with the same steps)"));
+  }
+}
+
 int run(int argc, char** argv) {
   BenchFlags flags = parse_bench_flags(std::vector<std::string>(argv + 1, argv + argc));
   if (flags.benchmark.help) print_help();
@@ -332,6 +365,7 @@ int run(int argc, char** argv) {
     throw ConfigError(cat("--cuda-graph needs a CUDA device: a step is replayed as a CUDA graph; the device is ",
                           settings.device.str()));
   }
+  check_same_command(*communicator, argc, argv);
   if (communicator->size() > 1 || flags.data_parallel) {
     settings.communicator = communicator.get();
     settings.sync = {.bucket_bytes = static_cast<size_t>(flags.bucket_mb * (1 << 20)), .overlap = flags.overlap};

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "nets/registry.h"
@@ -237,16 +238,27 @@ TEST(CliTrain, AResumeWithOtherCompileFlagsNamesThem) {
 
 // A reader that goes away (`train ... | head -c 10`) stops the run at its
 // next line with a message and exit code 1, not a silent SIGPIPE.
+// The epoch whose row could not be printed has its checkpoint saved, and
+// its log line written: `latest` never names an epoch the log lacks.
 TEST(CliTrain, AClosedStdoutStopsTheRunWithAMessage) {
   testing::TempDir dir;
   const std::string errors = dir.file("stderr.txt");
   const testing::CommandOutcome r = run_command(
       "bash -c '" + kCli + " train LeNet --data synthetic:64 --batch 16 --device cpu --workers 1 --epochs 50 "
-      "--steps-per-epoch 2 2>" + errors + " | head -c 10 >/dev/null; exit ${PIPESTATUS[0]}'");
+      "--steps-per-epoch 2 --checkpoint-dir " + dir.file("run") + " --log " + dir.file("log.jsonl") + " 2>" + errors +
+      " | head -c 10 >/dev/null; exit ${PIPESTATUS[0]}'");
   std::ifstream file(errors);
   const std::string said((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   EXPECT_EQ(r.exit_code, 1) << said;
   EXPECT_TRUE(contains(said, "glassbox: standard output: writing failed: Broken pipe; the run stops")) << said;
+  const int saved = read_training_state(dir.file("run")).epoch;
+  std::ifstream log(dir.file("log.jsonl"));
+  int logged = 0;
+  for (std::string line; std::getline(log, line);) {
+    const nlohmann::json event = nlohmann::json::parse(line);
+    if (event.at("event") == "epoch") logged = event.at("epoch").get<int>();
+  }
+  EXPECT_EQ(logged, saved) << "the last epoch logged and the last saved";
 }
 
 TEST(CliTrain, ALossThatIsNotFiniteStopsTheRunWithExitOne) {

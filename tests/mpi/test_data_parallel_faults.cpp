@@ -75,5 +75,54 @@ TEST(DataParallelFaults, RanksWithDifferentSettingsAreRefusedAtStartUp) {
   }
 }
 
+// `glassbox time` under mpirun runs data-parallel steps too: ranks that
+// would take other steps (another count, bucket size or precision) or time
+// another network are refused before the first step, naming the setting.
+TEST(DataParallelFaults, TimeRanksWithDifferentSettingsAreRefusedBeforeAStep) {
+  const std::string time = std::string(GLASSBOX_CLI_PATH) + " time MLP:100,16,7 --device cpu --batch 4 ";
+  struct Case {
+    std::string rank0, rank1, expected;
+  };
+  for (const Case& c :
+       {Case{"--steps 1", "--steps 2", "ranks disagree on --steps: rank 0 has 1; rank 1 has 2 (every rank must train "
+                                       "with the same settings)"},
+        Case{"--steps 1 --bucket-mb 1", "--steps 1", "ranks disagree on --bucket-mb: rank 0 has 1; rank 1 has not "
+                                                     "given"},
+        Case{"--steps 1 --precision bf16", "--steps 1", "ranks disagree on --precision: rank 0 has bf16; rank 1 has "
+                                                        "not given"}}) {
+    const CommandOutcome outcome = run_command("timeout -k 5 90 " + std::string(MPI_LAUNCHER) + " -np 1 " + time +
+                                               c.rank0 + " : -np 1 " + time + c.rank1);
+    EXPECT_NE(outcome.exit_code, 0) << outcome.output;
+    EXPECT_NE(outcome.exit_code, 124) << "the job hung until timeout(1) ended it:\n" << outcome.output;
+    EXPECT_TRUE(contains(outcome.output, c.expected)) << c.expected << "\n" << outcome.output;
+    EXPECT_FALSE(contains(outcome.output, "data-parallel: 2 ranks")) << "it timed:\n" << outcome.output;
+  }
+  const std::string other = std::string(GLASSBOX_CLI_PATH) + " time MLP:100,32,7 --device cpu --batch 4 --steps 1";
+  const CommandOutcome outcome =
+      run_command("timeout -k 5 90 " + std::string(MPI_LAUNCHER) + " -np 1 " + time + "--steps 1 : -np 1 " + other);
+  EXPECT_TRUE(contains(outcome.output, "ranks disagree on the network: rank 0 has MLP:100,16,7; rank 1 has "
+                                       "MLP:100,32,7"))
+      << outcome.output;
+}
+
+#ifdef BENCH_NETS_PATH
+// bench_nets under mpirun: ranks given other benchmarks (another batch
+// here, which would report a global batch that is not one) are refused
+// before any benchmark runs, naming both command lines.
+TEST(DataParallelFaults, BenchNetsRanksWithOtherBenchmarksAreRefused) {
+  const std::string bench = std::string(BENCH_NETS_PATH) +
+                            " --device=cpu --net=MLP:100,16,7 --benchmark_filter=train_step --steps=1 --warmup=0 ";
+  const CommandOutcome outcome = run_command("timeout -k 5 90 " + std::string(MPI_LAUNCHER) + " -np 1 " + bench +
+                                             "--batch=4 : -np 1 " + bench + "--batch=8");
+  EXPECT_NE(outcome.exit_code, 0) << outcome.output;
+  EXPECT_NE(outcome.exit_code, 124) << "the job hung until timeout(1) ended it:\n" << outcome.output;
+  EXPECT_TRUE(contains(outcome.output, "ranks disagree on the benchmarks: rank 0 has --batch=4 "
+                                       "--benchmark_filter=train_step --net=MLP:100,16,7 --steps=1 --warmup=0; rank 1 "
+                                       "has --batch=8 --benchmark_filter=train_step"))
+      << outcome.output;
+  EXPECT_FALSE(contains(outcome.output, "ranks:2")) << "it timed:\n" << outcome.output;
+}
+#endif
+
 }  // namespace
 }  // namespace glassbox::testing

@@ -23,7 +23,9 @@ inline std::vector<FlagSpec> with_data_parallel_flags(std::vector<FlagSpec> flag
   flags.push_back({"--bucket-mb", "X", "under mpirun: gradient bucket size in MiB (default 25; optim/gradient_sync.h)"});
   flags.push_back({"--no-overlap", "", "under mpirun: all-reduce the gradients after backward instead of during it"});
   flags.push_back(
-      {"--comm-timeout", "S", "under mpirun: seconds a rank waits for the others before the job stops (default 300)"});
+      {"--comm-timeout", "S",
+       "under mpirun: seconds a rank waits for the others before the job stops (default 300); train's waits "
+       "include rank 0's checkpoint saves"});
   return flags;
 }
 

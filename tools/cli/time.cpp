@@ -21,6 +21,7 @@
 #include "graph/layouts.h"
 #include "graph/mixed_precision.h"
 #include "optim/data_parallel_job.h"
+#include "optim/replica_check.h"
 #include "optim/step_replay.h"
 #include "tensor/atomic_file.h"
 #include "tensor/cpu_blas.h"
@@ -54,6 +55,27 @@ int finish_time(Context& ctx, Graph& graph, Communicator& communicator, const Gr
   const std::string report = time_data_parallel(ctx, graph, communicator, sync, warmup, steps);
   if (speaks) std::printf("%s", report.c_str());
   return 0;
+}
+
+// What every rank of a data-parallel `time` must share (optim/replica_check.h):
+// the network at one batch, and every flag that decides the steps (a rank
+// with more steps, another bucket size or precision would start all-reduces
+// no other rank joins), each sent whether given or not, so that every rank
+// compares every one. --json (rank 0 writes it), --device (cuda:N by rank),
+// --comm-timeout and the CPU's thread flags may differ.
+ReplicaDescription time_replica(const Args& args, const NetSpec& net, int batch, int warmup, int steps) {
+  ReplicaDescription replica{.network = net.name, .batch = batch};
+  replica.settings = {{"--warmup", cat(warmup)}, {"--steps", cat(steps)}};
+  for (const FlagSpec& flag : time_flags()) {
+    const std::string& name = flag.name;
+    if (name == "--batch" || name == "--warmup" || name == "--steps" || name == "--json" || name == "--device" ||
+        name == "--comm-timeout" || name == "--fixed-threads") {
+      continue;
+    }
+    const std::string given = flag.value_name.empty() ? "given" : args.get(name, "");
+    replica.settings.emplace_back(name, args.has(name) ? given : "not given");
+  }
+  return replica;
 }
 
 // The algorithms column: the layer's own choices, and a fused ReLU (Note [A
@@ -130,6 +152,7 @@ int run_time(const std::vector<std::string>& words) {
   options.layer_timing = true;
   graph.compile(ctx, options);
   fill_synthetic_batch(ctx, graph, net.classes);
+  check_replicas(ctx, graph, *communicator, time_replica(args, net, batch, warmup, steps));  // before any step
 
   // Every step's loss is read and checked: a run that went to NaN stops,
   // naming the step, instead of timing garbage.

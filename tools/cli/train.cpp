@@ -144,15 +144,17 @@ int run_train(const std::vector<std::string>& words) {
                     placement.size);
   progress.header();
   std::optional<EpochReport> last;
+  // The log first: an epoch whose checkpoint is saved keeps its log line
+  // even where printing its row fails (a closed pipe ends the run there).
   trainer.run({.on_step =
                    [&](const StepReport& step) {
-                     progress.step(step);
                      if (log) log->step(step);
+                     progress.step(step);
                    },
                .on_epoch =
                    [&](const EpochReport& epoch) {
-                     progress.epoch(epoch);
                      if (log) log->epoch(epoch);
+                     progress.epoch(epoch);
                      last = epoch;
                    }});
   if (last && last->test && !last->test->has_accuracy) {
