@@ -34,7 +34,15 @@ std::string GraphBuilder::name_or_default(std::string name, std::string_view pre
   return candidate;
 }
 
+void GraphBuilder::check_unspent(std::string_view use) const {
+  if (spent_) {
+    throw Error(cat(use, ": this GraphBuilder has built its graph, which holds its nodes now; start a new "
+                         "GraphBuilder for another graph"));
+  }
+}
+
 const Node& GraphBuilder::at(Value v, std::string_view use) const {
+  check_unspent(use);
   if (v.graph_id != id_ || v.node < 0 || v.node >= static_cast<int>(nodes_.size())) {
     throw ConfigError(cat(use, ": the value does not belong to this graph (node ", v.node, ")"));
   }
@@ -44,6 +52,7 @@ const Node& GraphBuilder::at(Value v, std::string_view use) const {
 const Shape& GraphBuilder::shape(Value v) const { return at(v, "shape").shape; }
 
 Value GraphBuilder::input(std::string name, Shape shape, DType dtype) {
+  check_unspent("input");
   claim(name);
   Node node;
   node.name = std::move(name);
@@ -55,6 +64,7 @@ Value GraphBuilder::input(std::string name, Shape shape, DType dtype) {
 
 Value GraphBuilder::append(std::unique_ptr<Layer> layer, std::vector<Value> inputs) {
   if (layer == nullptr) throw ConfigError("GraphBuilder::append: a null layer");
+  check_unspent(cat(layer->name(), " (", layer->type(), ")"));
   std::vector<Shape> shapes;
   std::vector<int> producers;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -153,6 +163,7 @@ Graph GraphBuilder::build(Value loss) && {
     throw ConfigError(cat("the output of '", node.name, "' (", node.layer->type(),
                           ") is not used by any layer and is not the loss"));
   }
+  spent_ = true;
   return Graph(std::move(nodes_), loss.node);
 }
 

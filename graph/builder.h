@@ -65,7 +65,12 @@ class GraphBuilder {
   std::string name_or_default(std::string name, std::string_view prefix);
   void claim(const std::string& name);
 
+  // Throws where build() has spent this builder: its nodes are the Graph's,
+  // and a Value of the built graph would name a new node at its index.
+  void check_unspent(std::string_view use) const;
+
   uint32_t id_;
+  bool spent_ = false;
   std::vector<Node> nodes_;
   std::map<std::string, int, std::less<>> counters_;  // numbered default names per prefix
   std::map<std::string, int, std::less<>> names_;     // every name in use

@@ -6,6 +6,7 @@
 #include <cfloat>
 #include <climits>
 #include <cstddef>
+#include <new>
 
 #include "graph/fusion.h"
 #include "graph/init.h"
@@ -99,7 +100,17 @@ Graph::Graph(std::vector<Node> nodes, int loss) : nodes_(std::move(nodes)), loss
   }
 }
 Graph::Graph(Graph&&) noexcept = default;
-Graph& Graph::operator=(Graph&&) noexcept = default;
+// A self-move leaves the graph as it was: the members' own move assignments
+// would empty its nodes under a graph still marked compiled. Otherwise the
+// members' moves, as a defaulted assignment makes them (Graph holds no const
+// or reference member, and is final: nothing else lives in its storage).
+Graph& Graph::operator=(Graph&& other) noexcept {
+  if (this != &other) {
+    this->~Graph();
+    new (this) Graph(std::move(other));
+  }
+  return *this;
+}
 Graph::~Graph() = default;
 
 const Node& Graph::node(std::string_view name) const {

@@ -142,7 +142,7 @@ struct LossScale {
   bool active() const { return device != nullptr || value != 1.0f; }
 };
 
-class Graph {
+class Graph final {
  public:
   Graph(Graph&&) noexcept;
   Graph& operator=(Graph&&) noexcept;

@@ -7,6 +7,7 @@
 
 #include "layers/batch_norm/batch_norm.h"
 #include "tests/support/checks.h"
+#include "tests/support/data_files.h"
 #include "tests/support/devices.h"
 
 namespace glassbox {
@@ -235,6 +236,19 @@ TEST(BatchNorm2d, TrainingNeedsTwoValuesPerChannel) {
                  "bn1 (BatchNorm2d): training needs more than one value per channel (N*H*W > 1), got input (1, 4, 1, 1)");
   }
   h.forward(Phase::kInference);  // fine: the running statistics need no batch
+}
+
+// eps 0 is for inference only: a training batch whose channel holds equal
+// values has a variance of 0 to divide by.
+TEST(BatchNorm2d, TrainingNeedsAPositiveEps) {
+  Context ctx = Context::cpu();
+  BatchNorm2d bn("bn1", {.eps = 0.0f});
+  testing::LayerHarness h(ctx, bn, {kShape});
+  h.randomize(1);
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { h.forward(Phase::kTraining); }),
+            "bn1 (BatchNorm2d): training needs a positive eps: a channel of equal values has a batch variance of 0, "
+            "which eps 0 divides by (eps 0 is for inference only)");
+  h.forward(Phase::kInference);
 }
 
 TEST(BatchNorm2d, BackwardNeedsATrainingForward) {

@@ -117,6 +117,23 @@ TEST(GraphBuilder, RejectsDuplicateNamesAndForeignValues) {
   }
 }
 
+// A builder that has built its graph is spent: its Values name the graph's
+// nodes, and a new node would take an old one's index.
+TEST(GraphBuilder, ASpentBuilderRefusesMore) {
+  GraphBuilder g;
+  const Value x = g.input("images", {2, 4});
+  const Value labels = g.input("labels", {2}, DType::kInt32);
+  const Value loss = g.softmax_cross_entropy(g.linear(x, {.out_features = 3}, "fc"), labels);
+  const Graph graph = std::move(g).build(loss);
+  const std::string spent = "this GraphBuilder has built its graph, which holds its nodes now; start a new "
+                            "GraphBuilder for another graph";
+  // NOLINTNEXTLINE(bugprone-use-after-move): the use after the move is what is tested
+  EXPECT_EQ(testing::message_of<Error>([&] { g.input("more", {2, 4}); }), "input: " + spent);
+  EXPECT_EQ(testing::message_of<Error>([&] { g.relu(x, "r"); }), "r (ReLU): " + spent);
+  EXPECT_EQ(testing::message_of<Error>([&] { (void)g.shape(x); }), "shape: " + spent);
+  EXPECT_EQ(graph.nodes().size(), 4u);
+}
+
 TEST(GraphBuilder, RejectsLabelsOfTheWrongType) {
   GraphBuilder g;
   const Value logits = g.linear(g.input("images", {2, 4}), {.out_features = 3});
@@ -300,6 +317,11 @@ TEST(Graph, MisuseThatWouldGiveGarbageIsRefused) {
   EXPECT_FALSE(graph.compiled());
   moved.forward(ctx);
   EXPECT_TRUE(std::isfinite(moved.loss(ctx))) << "the graph moved into runs";
+  // A self-move leaves the graph as it was.
+  Graph& same = moved;
+  moved = std::move(same);
+  moved.forward(ctx);
+  EXPECT_TRUE(std::isfinite(moved.loss(ctx))) << "a graph moved into itself runs";
   graph = std::move(moved);
   EXPECT_NO_THROW(graph.forward(ctx)) << "assigned again, it holds a graph again";
   // Another context on the same device has none of the plan's memory; a context moved from has no memory.

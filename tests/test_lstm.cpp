@@ -260,7 +260,8 @@ TEST(Lstm, GraphPacksItsParameters) {
 TEST(Lstm, RejectsBadOptions) {
   const std::pair<Lstm::Options, const char*> cases[] = {
       {{.hidden = 0}, "lstm1 (LSTM): hidden must be positive, got 0"},
-      {{.hidden = 4, .layers = 0}, "lstm1 (LSTM): layers must be positive, got 0"},
+      {{.hidden = 4, .layers = 0}, "lstm1 (LSTM): layers must be from 1 to 1024, got 0"},
+      {{.hidden = 4, .layers = 1 << 30}, "lstm1 (LSTM): layers must be from 1 to 1024, got 1073741824"},
       {{.hidden = 4, .dropout = 1.0f}, "lstm1 (LSTM): dropout must be in [0, 1), got 1"},
       {{.hidden = 4, .dropout = -0.5f}, "lstm1 (LSTM): dropout must be in [0, 1), got -0.5"},
       {{.hidden = 4, .dropout = std::nanf("")}, "lstm1 (LSTM): dropout must be in [0, 1), got nan"},

@@ -318,6 +318,14 @@ TEST(Pool2d, RejectsBadWindowsAsOptionsAndBadInputsAsShapes) {
             "pool1 (MaxPool2d): the 5x5 window does not fit the 3x8 input plane padded by 0x0");
   EXPECT_EQ(bind_error(Mode::kMax, {.kernel = {2, 6}, .pad = {0, 1}}, Shape{1, 1, 3, 3}),
             "pool1 (MaxPool2d): the 2x6 window does not fit the 3x3 input plane padded by 0x1");
+  // Padding wider than the plane: windows mostly of padding, whose loops
+  // would walk a kernel of any size (2^30 over 8x8).
+  EXPECT_EQ(bind_error(Mode::kMax, {.kernel = 1 << 30, .pad = 1 << 29}, Shape{1, 1, 8, 8}),
+            "pool1 (MaxPool2d): padding 536870912x536870912 is wider than the 8x8 input plane; pad at most the "
+            "plane's size");
+  EXPECT_EQ(bind_error(Mode::kAverage, {.kernel = {1, 5}, .stride = 1, .pad = {0, 2}}, Shape{1, 1, 4, 1}),
+            "pool1 (AvgPool2d): padding 0x2 is wider than the 4x1 input plane; pad at most the plane's size");
+  EXPECT_EQ(bind_error(Mode::kMax, {.kernel = 3, .stride = 2, .pad = 1}, Shape{1, 1, 1, 1}), "(no error)");
   // A plane is indexed with int32 (max pooling's arg-max): at most 2^31 - 1 elements.
   EXPECT_EQ(bind_error(Mode::kMax, {.kernel = 2}, Shape{1, 1, 65535, 32768}), "(no error)");
   EXPECT_EQ(bind_error(Mode::kMax, {.kernel = 2}, Shape{1, 1, 65536, 32768}),

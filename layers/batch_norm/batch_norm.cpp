@@ -145,6 +145,14 @@ void BatchNorm2d::allocate_state(Context& ctx) {
 }
 
 void BatchNorm2d::check_training_batch() const {
+  // A batch's variance is 0 for a channel whose values are all equal (a dead
+  // ReLU's zeros): eps 0 divides by it, and every parameter turns NaN after
+  // the step. Inference divides by the running variance, 1 to begin with.
+  // PyTorch refuses eps 0 in training too.
+  if (options_.eps == 0.0f) {
+    fail_option("training needs a positive eps: a channel of equal values has a batch variance of 0, which eps 0 "
+                "divides by (eps 0 is for inference only)");
+  }
   const Shape& x = input_shapes()[0];
   if (x[0] * x[2] * x[3] < 2) {
     fail(cat("training needs more than one value per channel (N*H*W > 1), got input ", x.str()));

@@ -11,7 +11,11 @@ namespace glassbox {
 
 Lstm::Lstm(std::string name, Options options) : Layer(std::move(name)), options_(options) {
   if (options_.hidden <= 0) fail_option(cat("hidden must be positive, got ", options_.hidden));
-  if (options_.layers <= 0) fail_option(cat("layers must be positive, got ", options_.layers));
+  // Each layer makes four parameters, their names and a slice of state before
+  // any size is checked, so the count itself is bounded first.
+  if (options_.layers <= 0 || options_.layers > kMaxLayers) {
+    fail_option(cat("layers must be from 1 to ", kMaxLayers, ", got ", options_.layers));
+  }
   if (!(options_.dropout >= 0.0f && options_.dropout < 1.0f)) {  // also rejects NaN
     fail_option(cat("dropout must be in [0, 1), got ", options_.dropout));
   }

@@ -45,9 +45,10 @@ class OneDnnLstmSteps;  // layers/lstm/lstm_steps_onednn.h, where built with one
 
 class Lstm final : public Layer {
  public:
+  static constexpr int kMaxLayers = 1024;  // far past any stack trained (the zoo's have 2)
   struct Options {
     int hidden = 0;            // H
-    int layers = 1;            // L
+    int layers = 1;            // L, 1 to kMaxLayers
     float dropout = 0.0f;      // between layers, training only, in [0, 1)
     bool bias = true;
     bool carry_state = false;  // start each forward from the last one's final state

@@ -40,6 +40,8 @@
 namespace glassbox {
 namespace {
 
+constexpr int64_t kMaxAverageTaps = 64 * 64;
+
 // The sizes of one (n, c) plane and its window; every plane is the same.
 struct Geometry {
   int64_t h, w;  // input plane
@@ -226,11 +228,15 @@ void Pool2d::prepare_cpu(Context& ctx, const PrepareOptions& options) {
     if (options.phase == Phase::kTraining) argmax_ = ctx.allocate(y, DType::kInt32, MemoryCategory::kLayerState);
     return;
   }
-  if (w.global || w.stride != Size2(1)) return;
+  // Windows of up to 64x64 taps run as a depthwise convolution; a larger
+  // one (a window near the plane's size) by the loops below, whose work
+  // follows the plane, not a weight per tap.
+  const int64_t area = int64_t{w.kernel.h} * w.kernel.w;
+  if (w.global || w.stride != Size2(1) || area > kMaxAverageTaps) return;
   taps_ = DepthwisePlan{.n = x[0], .c = x[1], .multiplier = 1, .p = y[2],
                         .u = Unfold{x[2], x[3], y[3], w.kernel.h, w.kernel.w, 1, 1, w.pad.h, w.pad.w, 1, 1},
                         .threads = threads, .shared_weights = true};
-  tap_weights_.assign(static_cast<size_t>(w.kernel.h * w.kernel.w), 1.0f / static_cast<float>(w.kernel.h * w.kernel.w));
+  tap_weights_.assign(static_cast<size_t>(area), 1.0f / static_cast<float>(area));
   set_workspace_bytes(static_cast<size_t>(depthwise_workspace_floats(taps_)) * sizeof(float));
 }
 

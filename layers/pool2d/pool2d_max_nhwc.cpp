@@ -108,7 +108,8 @@ void max_pool_nhwc_forward(const MaxPoolNhwcPlan& g, const float* x, float* y, i
   const int64_t row_work = g.q * g.c * g.kh * g.kw;
   parallel_for(g.n * g.p, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, row_work)),
                [&](int64_t begin, int64_t end) {
-    std::vector<int32_t> taps(static_cast<size_t>(g.kh * g.kw));
+    // window_taps writes the taps inside the plane only.
+    std::vector<int32_t> taps(static_cast<size_t>(std::min(g.kh, g.h) * std::min(g.kw, g.w)));
     for (int64_t row = begin; row < end; ++row) {
       const int64_t n = row / g.p, oh = row % g.p;
       const float* x_image = x + n * g.h * g.w * g.c;

@@ -76,6 +76,13 @@ Shape Pool2d::infer(std::span<const Shape> inputs) const {
   const Window w = resolve(&x);
   if (!window_.global) {  // the options themselves were checked by the constructor
     const Size2& k = w.kernel;
+    // Padding at most the plane's size (and at most half the kernel) keeps
+    // the kernel within three times the plane: the pooling loops walk the
+    // whole window, so its size must be bounded by the plane's.
+    if (w.pad.h > x[2] || w.pad.w > x[3]) {
+      fail(cat("padding ", by(w.pad.h, w.pad.w), " is wider than the ", by(x[2], x[3]),
+               " input plane; pad at most the plane's size"));
+    }
     if (x[2] + 2 * w.pad.h < k.h || x[3] + 2 * w.pad.w < k.w) {
       fail(cat("the ", by(k.h, k.w), " window does not fit the ", by(x[2], x[3]), " input plane padded by ",
                by(w.pad.h, w.pad.w)));
