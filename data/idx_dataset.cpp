@@ -172,9 +172,15 @@ std::string gunzip(std::string_view bytes, const std::string& file, uint64_t max
     produced += room - z.avail_out;
     if (!limit.settled) settle(limit, std::string_view(out.data(), produced));
     if (produced > limit.bytes && limit.no_header) {
-      throw DataError(cat(file, ": byte 0 of the decompressed data: not an IDX file: it starts ", hex_bytes(out, 4),
-                          ", where an IDX header starts 00 00 08 and a rank; decompressing stops after ",
-                          grouped(limit.bytes), " bytes"));
+      // Worded as the parser's check_magic words the same bytes.
+      const std::string why =
+          out[0] != 0 || out[1] != 0
+              ? cat("byte 0 of the decompressed data: not an IDX file: it starts ", hex_bytes(out, 4),
+                    ", where an IDX header starts 00 00 08 and a rank")
+          : static_cast<uint8_t>(out[2]) != kUnsignedByte
+              ? cat("byte 2: IDX element type ", hex_bytes(out.substr(2), 1), ", expected 08 (unsigned bytes)")
+              : std::string("byte 3: 0 dimensions, expected 1 (labels) or 3 (images)");
+      throw DataError(cat(file, ": ", why, "; decompressing stops after ", grouped(limit.bytes), " bytes"));
     }
     if (produced > limit.bytes) {
       throw DataError(

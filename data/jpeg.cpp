@@ -52,22 +52,31 @@ constexpr std::string_view kKeptWarnings[] = {
 // counts the rest), and TurboJPEG hands on that text. So a kept warning
 // early in a file (extraneous bytes before a scan) hides a "Premature end"
 // after it, and a cut-off file would be trained on half grey. Where a
-// warning was kept, the file must therefore show its end itself: an
-// end-of-image marker (FF D9) after its last start-of-scan (FF DA). In
-// entropy-coded data a 0xFF byte is followed only by 0x00 or a restart
-// marker, so neither pair occurs inside a scan; an embedded thumbnail's
-// markers come before the main image's scans.
-bool ends_after_last_scan(std::span<const uint8_t> bytes) {
-  size_t scan = bytes.size();
-  for (size_t i = bytes.size(); i-- > 1;) {
-    if (bytes[i - 1] == 0xff && bytes[i] == 0xda) {
-      scan = i + 1;
-      break;
+// warning was kept, the file must therefore reach its end-of-image marker
+// (FF D9) itself, found as libjpeg reads: marker by marker from the start,
+// each segment skipped by its length (an EXIF thumbnail, with markers of its
+// own, lies inside its APP1 segment), entropy-coded data byte by byte (in it
+// a 0xFF byte is followed only by 0x00 or a restart marker), stray bytes
+// between markers skipped as libjpeg skips them. Whatever follows the end
+// marker (a motion photo's video, a vendor's trailer) is not looked at.
+bool reaches_end_of_image(std::span<const uint8_t> bytes) {
+  size_t i = 2;  // after the start-of-image marker
+  while (i + 1 < bytes.size()) {
+    const uint8_t marker = bytes[i + 1];
+    if (bytes[i] != 0xff || marker == 0xff) {  // data, a stray byte, or a fill byte before a marker
+      ++i;
+      continue;
     }
-  }
-  if (scan == bytes.size()) return false;
-  for (size_t i = scan; i + 1 < bytes.size(); ++i) {
-    if (bytes[i] == 0xff && bytes[i + 1] == 0xd9) return true;
+    if (marker == 0xd9) return true;
+    // Stuffed 0xFF, a restart marker, TEM: no length follows.
+    if (marker == 0x00 || (marker >= 0xd0 && marker <= 0xd7) || marker == 0x01) {
+      i += 2;
+      continue;
+    }
+    if (i + 3 >= bytes.size()) return false;
+    const size_t length = (size_t{bytes[i + 2]} << 8) | bytes[i + 3];  // counts itself, not the marker
+    if (length < 2) return false;
+    i += 2 + length;
   }
   return false;
 }
@@ -219,11 +228,11 @@ void JpegDecoder::decode(std::span<const uint8_t> bytes, const std::string& file
   if (tjDecompress2(handle_, data, size, cmyk ? cmyk_pixels.data() : out.pixels.data(), scaled.width, 0,
                     scaled.height, format, TJFLAG_LIMITSCANS) != 0) {
     if (refused(handle_)) throw_and_reset(file);
-    if (!ends_after_last_scan(bytes)) {  // Note [A warning hides the file's end]
+    if (!reaches_end_of_image(bytes)) {  // Note [A warning hides the file's end]
       const std::string warning = tjGetErrorStr2(handle_);
       reset();
       throw SampleError(file, cat("corrupt JPEG: ", warning,
-                                  ", and the file ends early (no end-of-image marker after its last scan)"));
+                                  ", and the file ends before its end-of-image marker"));
     }
     reset();  // Note [TurboJPEG after a warning]
   }

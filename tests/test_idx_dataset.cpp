@@ -205,9 +205,13 @@ TEST(IdxDataset, GunzipStopsAtItsLimitWhereNoHeaderGivesLess) {
             "starts 00 00 08 and a rank; decompressing stops after 4,096 bytes");
   const std::string zeros = testing::gzip(std::string(size_t{1} << 20, '\0'));
   EXPECT_EQ(message_of<DataError>([&] { gunzip(zeros, "zeros.gz"); }),
-            "zeros.gz: byte 0 of the decompressed data: not an IDX file: it starts 00 00 00 00, where an IDX header "
-            "starts 00 00 08 and a rank; decompressing stops after 4,096 bytes");
+            "zeros.gz: byte 2: IDX element type 00, expected 08 (unsigned bytes); decompressing stops after 4,096 "
+            "bytes");
   EXPECT_EQ(gunzip(testing::gzip(std::string(100, 'x')), "x.gz"), std::string(100, 'x'));
+  // An IDX header of another element type (0d: floats) is named as the parser names it.
+  const std::string floats = testing::gzip(testing::idx_bytes(0xd03, {1000, 28, 28}, std::string(8000, '\0')));
+  EXPECT_EQ(message_of<DataError>([&] { gunzip(floats, "f.gz"); }),
+            "f.gz: byte 2: IDX element type 0d, expected 08 (unsigned bytes); decompressing stops after 4,096 bytes");
   EXPECT_EQ(message_of<DataError>([&] { gunzip(testing::gzip(std::string(3000, 'x')), "x.gz", 2048); }),
             "x.gz: byte 0 of the decompressed data: not an IDX file: it starts 78 78 78 78, where an IDX header "
             "starts 00 00 08 and a rank; decompressing stops after 2,048 bytes");

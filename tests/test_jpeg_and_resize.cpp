@@ -220,10 +220,14 @@ TEST(Jpeg, StrayBytesAreKeptButNotACutBehindThem) {
   const std::string stray = with_bytes_before(good, "\xff\xda");
   EXPECT_EQ(message_of<SampleError>([&] { decoded(stray.substr(0, stray.size() * 3 / 4)); }),
             "test.jpg: corrupt JPEG: Corrupt JPEG data: 3 extraneous bytes before marker 0xda, and the file ends "
-            "early (no end-of-image marker after its last scan)");
+            "before its end-of-image marker");
   Image after;
   decode_jpeg(bytes_of(good), "f", {}, after);
   EXPECT_EQ(after.pixels, reference.pixels) << "a refused file left the thread's decoder changed";
+  // What follows the end marker (a motion photo's video, a trailer) is not
+  // read, whatever markers its bytes seem to hold.
+  const std::string trailer = with_bytes_before(good, "\xff\xd9") + std::string("\xff\xda\x00\x08junk", 8);
+  EXPECT_EQ(decoded(trailer).pixels, reference.pixels);
 }
 
 TEST(Jpeg, EncodingChecksItsImageAndQuality) {
