@@ -227,26 +227,25 @@ def distinct_files(paths):
                 raise BadInput(f"{path} is given twice ({earlier}): its rounds would count twice")
 
 
-def positive_int(text):
-    """An argparse type: a whole number, 1 or more."""
+def whole_number(text, least):
+    """`text` as a whole number of at least `least`, or argparse's error."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be {least} or more, got {value}")
     return value
+
+
+def positive_int(text):
+    """An argparse type: a whole number, 1 or more."""
+    return whole_number(text, 1)
 
 
 def count(text):
     """An argparse type: a whole number, 0 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
+    return whole_number(text, 0)
 
 
 def positive_float(text):
