@@ -88,18 +88,9 @@ class Parser(argparse.ArgumentParser):
 
 def read_json(path, what):
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except UnicodeDecodeError as e:
-        raise UsageError(f"{what} {path} is not UTF-8 text (byte {e.start})")
-    except OSError as e:
-        raise UsageError(f"cannot read {what} {path}: {e.strerror or e}")
-    if not text.strip():
-        raise UsageError(f"{what} {path} is empty")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UsageError(f"{what} {path} is not JSON: {e}")
+        return results_io.load_json(path, f"{what} {path}")
+    except results_io.BadInput as e:
+        raise UsageError(str(e))
 
 
 # The context's fields this script prints or compares: each a string where present.

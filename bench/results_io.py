@@ -66,20 +66,22 @@ def check_number(value, where, above_zero=True, null=False):
         raise BadInput(f"{where} is {shown(value)}, not a number " + ("above 0" if above_zero else "of 0 or more"))
 
 
-def load_json(path):
+def load_json(path, named=None):
+    """The file's JSON; `named` is how messages call it (default: its path)."""
+    named = named or path
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except UnicodeDecodeError as e:
-        raise BadInput(f"{path} is not UTF-8 text (byte {e.start} is {e.object[e.start:e.start + 1]!r})")
+        raise BadInput(f"{named} is not UTF-8 text (byte {e.start} is {e.object[e.start:e.start + 1]!r})")
     except OSError as e:
-        raise BadInput(f"cannot read {path}: {e.strerror or e}")
+        raise BadInput(f"cannot read {named}: {e.strerror or e}")
     if not text.strip():
-        raise BadInput(f"{path} is empty")
+        raise BadInput(f"{named} is empty")
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        raise BadInput(f"{path} is not JSON: {e}")
+        raise BadInput(f"{named} is not JSON: {e}")
 
 
 def check_benchmarks(where, benchmarks):
