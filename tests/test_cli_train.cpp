@@ -484,6 +484,8 @@ TEST(CliTrain, AResumedRunTakesEverySettingFromItsCheckpointOrRefusesIt) {
       {"config.schedule", "linear", ": __metadata__ \"config.schedule\": unknown schedule 'linear'"},
       {"config.data", "imagenet", ": __metadata__ \"config.data\": unknown data 'imagenet'; valid: "},
       {"config.data", "synthetic:abc", ": __metadata__ \"config.data\": synthetic:N must be an integer"},
+      {"config.dropout", "0.5", ": __metadata__ \"config.dropout\" = '0.5' is not a setting of this fp32 run of "
+                                "glassbox train, which cannot continue it as it started"},
   };
   for (const auto& c : cases) {
     std::filesystem::copy_file(kept, train, std::filesystem::copy_options::overwrite_existing);

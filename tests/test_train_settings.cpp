@@ -70,5 +70,20 @@ TEST(TrainSettings, ASavedSettingThatIsMissingOrBadIsTheFilesError) {
             "'2'");
 }
 
+TEST(TrainSettings, ASavedSettingThisRunDoesNotHaveIsTheFilesError) {
+  const cli::TrainSettings first = settings_of({"LeNet", "--data", "synthetic:64", "--precision", "bf16"});
+  cli::SavedSettings saved{.config = first.options.config, .file = "run/epoch-0001.train.safetensors"};
+  EXPECT_NO_THROW(settings_of({"LeNet", "--resume", "run"}, saved));
+  saved.config["loss_scale_init"] = "1024";  // fp16's, in a bf16 run
+  EXPECT_EQ(testing::message_of<DataError>([&] { settings_of({"LeNet", "--resume", "run"}, saved); }),
+            "run/epoch-0001.train.safetensors: __metadata__ \"config.loss_scale_init\" = '1024' is not a setting of "
+            "this bf16 run of glassbox train, which cannot continue it as it started");
+  saved.config.erase("loss_scale_init");
+  saved.config["dropout"] = "0.5";
+  EXPECT_THROW(settings_of({"LeNet", "--resume", "run", "--data", "synthetic:64"}, saved), DataError)
+      << "a flag for every setting the run has still leaves the one it has not";
+  EXPECT_NO_THROW(settings_of({"LeNet", "--data", "synthetic:64"}, saved)) << "a new run has no saved settings";
+}
+
 }  // namespace
 }  // namespace glassbox

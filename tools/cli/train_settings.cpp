@@ -195,6 +195,15 @@ TrainSettings train_settings(const Args& args, const NetSpec& net, Device device
   options.config = settings.config();  // saved with each checkpoint
   // N ranks at batch B train as one process at N x B: another N is another run.
   options.config["ranks"] = cat(ranks);
+  // A saved setting this run does not have (another version's, or one added
+  // by hand) would be dropped in silence, and the run would not continue as
+  // it started: it is the file's error.
+  for (const auto& [key, value] : saved.config) {
+    if (run.resume_dir.empty() || options.config.contains(key)) continue;
+    throw DataError(cat(saved.file, ": __metadata__ \"config.", excerpt(key, 80), "\" = '", excerpt(value, 80),
+                        "' is not a setting of this ", flag_name_of(run.precision), " run of glassbox train, which "
+                        "cannot continue it as it started"));
+  }
   // A checkpoint saves every setting in its safetensors header, JSON, which
   // holds UTF-8 text only; a Linux path is any bytes. Refused now, not at the
   // end of the first epoch.
