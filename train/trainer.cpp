@@ -308,6 +308,10 @@ void Trainer::run(const TrainerHooks& hooks) {
     replica.settings.emplace_back("the steps per epoch", cat(steps_per_epoch_));
     replica.settings.emplace_back("--bucket-mb", cat(static_cast<double>(options_.sync.bucket_bytes) / (1 << 20)));
     replica.settings.emplace_back("--no-overlap", options_.sync.overlap ? "not given" : "given");
+    replica.settings.emplace_back("--checkpoint-dir",
+                                  options_.checkpoint_dir.empty() ? "not given" : options_.checkpoint_dir);
+    replica.settings.emplace_back("--overwrite", options_.overwrite ? "given" : "not given");
+    for (const auto& setting : options_.rank_zero_settings) replica.settings.push_back(setting);
     check_replicas(ctx_, graph_, *options_.communicator, replica);
   }
   const bool writes = !data_parallel() || options_.communicator->rank() == 0;  // the replicas are the same

@@ -37,6 +37,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "data/batch_source.h"
 #include "data/data_spec.h"
@@ -101,6 +103,11 @@ struct TrainerOptions {
   Communicator* communicator = nullptr;
   GradientSyncOptions sync;
   std::string network;
+  // Settings beyond `config` that the ranks compare at the start, as flag
+  // and value ({"--log", "run.jsonl"}): those only rank 0 acts on (as it does
+  // on checkpoint_dir and overwrite, which are compared too), which another
+  // rank would hold in silence.
+  std::vector<std::pair<std::string, std::string>> rank_zero_settings;
   // Each step after the first is one CUDA graph launch (Note [Replaying a
   // step], optim/step_replay.h): the same bits as eager steps. One process
   // on a GPU: ConfigError on the CPU, with a communicator of several ranks,

@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 
 #include "tests/support/command.h"
+#include "tests/support/temp_dir.h"
 
 namespace glassbox::testing {
 namespace {
@@ -53,6 +55,8 @@ TEST(DataParallelFaults, ARankThatHangsMidStepIsNamedAndTheJobEnds) {
 // counts, and rank 1's gradients were written into another collective's buffer.
 TEST(DataParallelFaults, RanksWithDifferentSettingsAreRefusedAtStartUp) {
   const std::string train = std::string(GLASSBOX_CLI_PATH) + " train LeNet --device cpu --epochs 1 --batch 16 ";
+  TempDir dir;
+  const std::string log = dir.file("run.jsonl"), checkpoints = dir.file("run");
   struct Case {
     std::string rank0, rank1, expected;
   };
@@ -63,7 +67,12 @@ TEST(DataParallelFaults, RanksWithDifferentSettingsAreRefusedAtStartUp) {
         Case{"--data synthetic:256 --bucket-mb 1", "--data synthetic:256 --bucket-mb 2",
              "ranks disagree on --bucket-mb: rank 0 has 1; rank 1 has 2"},
         Case{"--data synthetic:256 --lr 0.1", "--data synthetic:256 --lr 0.2",
-             "ranks disagree on --lr: rank 0 has 0.1; rank 1 has 0.2"}}) {
+             "ranks disagree on --lr: rank 0 has 0.1; rank 1 has 0.2"},
+        // What only rank 0 writes: another rank's would be ignored in silence.
+        Case{"--data synthetic:256", "--data synthetic:256 --log " + log,
+             "ranks disagree on --log: rank 0 has not given; rank 1 has " + log},
+        Case{"--data synthetic:256", "--data synthetic:256 --checkpoint-dir " + checkpoints,
+             "ranks disagree on --checkpoint-dir: rank 0 has not given; rank 1 has " + checkpoints}}) {
     const auto start = std::chrono::steady_clock::now();
     const CommandOutcome outcome = run_command("timeout -k 5 90 " + std::string(MPI_LAUNCHER) + " -np 1 " + train +
                                                c.rank0 + " : -np 1 " + train + c.rank1);
@@ -73,6 +82,8 @@ TEST(DataParallelFaults, RanksWithDifferentSettingsAreRefusedAtStartUp) {
     EXPECT_TRUE(contains(outcome.output, c.expected)) << c.expected << "\n" << outcome.output;
     EXPECT_LT(seconds, 60.0) << outcome.output;
   }
+  EXPECT_FALSE(std::filesystem::exists(log));
+  EXPECT_FALSE(std::filesystem::exists(checkpoints));
 }
 
 // `glassbox time` under mpirun runs data-parallel steps too: ranks that
@@ -80,6 +91,8 @@ TEST(DataParallelFaults, RanksWithDifferentSettingsAreRefusedAtStartUp) {
 // another network are refused before the first step, naming the setting.
 TEST(DataParallelFaults, TimeRanksWithDifferentSettingsAreRefusedBeforeAStep) {
   const std::string time = std::string(GLASSBOX_CLI_PATH) + " time MLP:100,16,7 --device cpu --batch 4 ";
+  TempDir dir;
+  const std::string json = dir.file("time.json");
   struct Case {
     std::string rank0, rank1, expected;
   };
@@ -89,7 +102,9 @@ TEST(DataParallelFaults, TimeRanksWithDifferentSettingsAreRefusedBeforeAStep) {
         Case{"--steps 1 --bucket-mb 1", "--steps 1", "ranks disagree on --bucket-mb: rank 0 has 1; rank 1 has not "
                                                      "given"},
         Case{"--steps 1 --precision bf16", "--steps 1", "ranks disagree on --precision: rank 0 has bf16; rank 1 has "
-                                                        "not given"}}) {
+                                                        "not given"},
+        Case{"--steps 1", "--steps 1 --json " + json, "ranks disagree on --json: rank 0 has not given; rank 1 has " +
+                                                          json}}) {
     const CommandOutcome outcome = run_command("timeout -k 5 90 " + std::string(MPI_LAUNCHER) + " -np 1 " + time +
                                                c.rank0 + " : -np 1 " + time + c.rank1);
     EXPECT_NE(outcome.exit_code, 0) << outcome.output;

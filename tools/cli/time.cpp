@@ -61,14 +61,15 @@ int finish_time(Context& ctx, Graph& graph, Communicator& communicator, const Gr
 // the network at one batch, and every flag that decides the steps (a rank
 // with more steps, another bucket size or precision would start all-reduces
 // no other rank joins), each sent whether given or not, so that every rank
-// compares every one. --json (rank 0 writes it), --device (cuda:N by rank),
-// --comm-timeout and the CPU's thread flags may differ.
+// compares every one; --json too, which only rank 0 writes (another rank's
+// would be ignored in silence). --device (cuda:N by rank), --comm-timeout and
+// the CPU's thread flags may differ.
 ReplicaDescription time_replica(const Args& args, const NetSpec& net, int batch, int warmup, int steps) {
   ReplicaDescription replica{.network = net.name, .batch = batch};
   replica.settings = {{"--warmup", cat(warmup)}, {"--steps", cat(steps)}};
   for (const FlagSpec& flag : time_flags()) {
     const std::string& name = flag.name;
-    if (name == "--batch" || name == "--warmup" || name == "--steps" || name == "--json" || name == "--device" ||
+    if (name == "--batch" || name == "--warmup" || name == "--steps" || name == "--device" ||
         name == "--comm-timeout" || name == "--fixed-threads") {
       continue;
     }

@@ -225,6 +225,8 @@ TrainSettings train_settings(const Args& args, const NetSpec& net, Device device
   run.log_every = args.int_in("--log-every", 0, 1, kMaxInt);
   if (args.has("--log-every") && !args.has("--log")) throw ConfigError("--log-every needs --log FILE");
   run.log_path = args.get("--log", "");
+  options.rank_zero_settings = {{"--log", args.has("--log") ? run.log_path : "not given"},
+                                {"--log-every", args.has("--log-every") ? cat(run.log_every) : "not given"}};
   if (lm && args.has("--on-bad-sample")) throw ConfigError(on_bad_sample_for_text(net));
   run.data.on_bad_sample = parse_on_bad_sample("--on-bad-sample", args.get("--on-bad-sample", "skip"));
   return run;
