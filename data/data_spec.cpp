@@ -55,6 +55,16 @@ DataSplits open_idx(const std::string& spec, const std::string& title, const std
 DataSplits open_folder(const std::string& spec, const std::string& root, const Shape& sample, int classes,
                        const DataOptions& options) {
   const std::string train_root = (fs::path(root) / "train").string(), val_root = (fs::path(root) / "val").string();
+  // Both splits are read, whatever the job: train/'s class folders give the
+  // labels (in sorted order), which val/ must match, so that an evaluation
+  // labels its classes as training did.
+  for (const std::string& split : {train_root, val_root}) {
+    std::error_code error;
+    if (!fs::is_directory(split, error)) {
+      throw DataError(cat(split, ": no such folder; folder:", root, " must hold train/<class>/ and val/<class>/ "
+                          "(both are read: train/'s class folders name the labels, which val/'s must match)"));
+    }
+  }
   auto train = std::make_shared<const ImageFolder>(
       train_root,
       ImageFolderOptions{.sample = sample, .name = "folder train", .on_bad_sample = options.on_bad_sample});

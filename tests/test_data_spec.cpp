@@ -72,6 +72,18 @@ TEST(DataSpec, FolderOpensTrainAndValAtTheNetworksSample) {
   EXPECT_EQ(data.test->describe(), "folder val: 2 images in 2 classes, prepared to 3x24x20 (" + dir / "data/val" + ")");
 }
 
+TEST(DataSpec, AFolderWithoutTrainOrValSaysWhatItMustHold) {
+  TempDir dir;
+  testing::make_jpeg_folder(dir / "data/val", {.classes = {"a", "b"}, .per_class = 1});
+  EXPECT_EQ(message_of<DataError>([&] { open_data("folder:" + dir / "data", Shape{3, 24, 20}, 2); }),
+            dir / "data/train: no such folder; folder:" + dir / "data must hold train/<class>/ and val/<class>/ (both "
+                                                             "are read: train/'s class folders name the labels, which "
+                                                             "val/'s must match)");
+  testing::make_jpeg_folder(dir / "other/train", {.classes = {"a", "b"}, .per_class = 1});
+  EXPECT_TRUE(testing::contains(message_of<DataError>([&] { open_data("folder:" + dir / "other", Shape{3, 8, 8}, 2); }),
+                                dir / "other/val: no such folder; "));
+}
+
 TEST(DataSpec, SyntheticSamplesDependOnlyOnSeedAndIndex) {
   const DataSplits a = open_data("synthetic", Shape{3, 8, 8}, 7);
   const DataSplits b = open_data("synthetic:100", Shape{3, 8, 8}, 7);
