@@ -120,6 +120,18 @@ TEST(DataParallelFaults, TimeRanksWithDifferentSettingsAreRefusedBeforeAStep) {
       << outcome.output;
 }
 
+// Every rank gets the same words; one help is printed, not one per rank.
+TEST(DataParallelFaults, HelpUnderMpirunIsPrintedOnce) {
+  for (const std::string& words : {" train --help", " --help"}) {
+    const CommandOutcome outcome =
+        run_command("timeout -k 5 90 " + std::string(MPI_LAUNCHER) + " -np 2 " + GLASSBOX_CLI_PATH + words);
+    EXPECT_EQ(outcome.exit_code, 0) << words << "\n" << outcome.output;
+    const size_t first = outcome.output.find("usage: glassbox");
+    EXPECT_NE(first, std::string::npos) << words << "\n" << outcome.output;
+    EXPECT_EQ(outcome.output.find("usage: glassbox", first + 1), std::string::npos) << words << "\n" << outcome.output;
+  }
+}
+
 #ifdef BENCH_NETS_PATH
 // bench_nets under mpirun: ranks given other benchmarks (another batch
 // here, which would report a global batch that is not one) are refused

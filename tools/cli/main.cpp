@@ -165,8 +165,10 @@ int main(int argc, char** argv) {
   using namespace glassbox;
   return run_program("glassbox", [&] {
     const std::vector<std::string> words(argv + 1, argv + argc);
+    // Under mpirun every rank gets the same words: rank 0 alone prints help.
+    const bool speaks = job_placement().rank == 0;
     if (words.empty() || words[0] == "--help" || words[0] == "-h" || words[0] == "help") {
-      print_usage();
+      if (speaks) print_usage();
       return words.empty() ? kExitUsage : 0;
     }
     const std::string& verb = words[0];
@@ -174,7 +176,7 @@ int main(int argc, char** argv) {
     apply_thread_flag(rest);
     if (const auto* flags = flags_of(verb);
         flags != nullptr && std::find(rest.begin(), rest.end(), "--help") != rest.end()) {
-      print_flags(verb, *flags);
+      if (speaks) print_flags(verb, *flags);
       return 0;
     }
     // time and train are the data-parallel verbs; under mpirun every rank
