@@ -456,6 +456,19 @@ void retime_legacy(Context& ctx, const SearchInput& in, Pass pass, const Scratch
   }
 }
 
+// Why the search's rules refuse a legacy algorithm whatever it measured, or
+// none: not deterministic where that is asked for, tensor-op math with TF32
+// off, or math that may convert the data.
+std::optional<std::string> legacy_refusal(const PrepareOptions& options, const SearchInput& in, const Perf& perf) {
+  if (options.deterministic && !perf.deterministic) return std::string(kNotDeterministic);
+  if (!in.tf32 && !is_16_bit(in) && is_tensor_op(perf.math)) return "uses tensor-op math, TF32 is off";
+  if (perf.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
+    return is_16_bit(in) ? "may convert the 16-bit data (TENSOR_OP_MATH_ALLOW_CONVERSION)"
+                         : "would down-convert float data";
+  }
+  return std::nullopt;
+}
+
 // Note [When cuDNN refuses the fused call]: cuDNN's heuristics rank the
 // plain forward call's algorithms, and cudnnConvolutionBiasActivationForward
 // runs fewer configurations than cudnnConvolutionForward, with no call that
@@ -463,8 +476,10 @@ void retime_legacy(Context& ctx, const SearchInput& in, Pass pass, const Scratch
 // search runs its candidates once on scratch tensors, in the heuristics'
 // order, until one succeeds; each that fails takes cuDNN's status, and the
 // one that succeeds goes first, ahead of any whose workspace the trial could
-// not have (untried, so not known to run in the fused call). Where the
-// scratch cannot be had, the candidates stay untried and `note` says so.
+// not have (untried, so not known to run in the fused call). A candidate the
+// choice would refuse anyway (legacy_refusal, or a workspace past the limit)
+// is not tried, so that the one that succeeds is one the choice takes. Where
+// the scratch cannot be had, the candidates stay untried and `note` says so.
 void try_fused_call(Context& ctx, const PrepareOptions& options, const SearchInput& in, std::vector<Perf>& perfs,
                     std::string& note) {
   std::optional<Scratch> scratch;
@@ -476,10 +491,12 @@ void try_fused_call(Context& ctx, const PrepareOptions& options, const SearchInp
   }
   for (auto p = perfs.begin(); p != perfs.end(); ++p) {
     if (p->status != CUDNN_STATUS_SUCCESS || p->memory > options.workspace_limit) continue;
+    if (legacy_refusal(options, in, *p)) continue;
     // The workspace of the descriptor the trial runs, whose math may not be the search's.
     const ConvolutionDescriptor conv = in.make_convolution(runs_result_math(in) ? p->math : in.base_math);
     size_t bytes = 0;
     if (workspace_size(in.descriptors, conv.get(), Pass::kForward, p->algo, bytes) != CUDNN_STATUS_SUCCESS) continue;
+    if (bytes > options.workspace_limit) continue;
     if (!ensure_workspace(ctx, *scratch, bytes)) continue;  // untried; the choice names the memory if it is chosen
     p->status = run_legacy(in, conv.get(), Pass::kForward, p->algo, *scratch, bytes, 0.0f);
     if (p->status == CUDNN_STATUS_SUCCESS) {
@@ -631,13 +648,8 @@ PassChoice choose_searched(Context& ctx, const PrepareOptions& options, const Se
       c.verdict = cudnnGetErrorString(perf.status);
     } else if (refused) {
       c.verdict = *refused;
-    } else if (!engine && options.deterministic && !perf.deterministic) {
-      c.verdict = kNotDeterministic;
-    } else if (!engine && !in.tf32 && !is_16_bit(in) && is_tensor_op(perf.math)) {
-      c.verdict = "uses tensor-op math, TF32 is off";
-    } else if (!engine && perf.math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) {
-      c.verdict = is_16_bit(in) ? "may convert the 16-bit data (TENSOR_OP_MATH_ALLOW_CONVERSION)"
-                                : "would down-convert float data";
+    } else if (const std::optional<std::string> rule = engine ? std::nullopt : legacy_refusal(options, in, perf)) {
+      c.verdict = *rule;
     } else if (perf.memory > options.workspace_limit) {
       c.verdict = cat("needs ", bytes_str(perf.memory), ", limit ", bytes_str(options.workspace_limit));
     } else if (engine) {
