@@ -65,7 +65,10 @@ void NetSession::step(StepMode mode) {
     return;
   }
   // The other modes: the key of the graph and the scaler, and which mode (a
-  // train step is 0).
+  // train step is 0). The scaler gives the graph its device scale first, as
+  // train_step does: the first step's doing so would change the key, and the
+  // capture would come a step late.
+  if (scaler_ && mode == StepMode::kForwardBackward) scaler_->before_backward(graph_);
   const ReplayKey key{.graph = graph_.replay_generation(), .step = 1 + static_cast<int>(mode),
                       .scaler = scaler_ ? scaler_->serial() : 0};
   replay_->run(ctx_, key, [&] { step_eagerly(mode); });
