@@ -5,16 +5,19 @@
 #include <cctype>
 
 #include "tensor/error.h"
+#include "tensor/grouped.h"
 #include "tensor/parse.h"
 
 namespace glassbox {
 namespace {
 
-// The name as messages show it: whole, unless it is long (a pasted file).
+// The name as messages show it, escaped as excerpt() escapes: whole, unless
+// it is long (a pasted file).
 std::string shown(std::string_view name) {
   constexpr size_t kShown = 64;
-  if (name.size() <= kShown) return cat("network '", name, "'");
-  return cat("network '", name.substr(0, kShown), "...' (", name.size(), " characters)");
+  if (name.size() <= kShown) return cat("network '", excerpt(name, 4 * kShown), "'");
+  return cat("network '", excerpt(name.substr(0, kShown), 4 * kShown), "...' (",
+             grouped(static_cast<int64_t>(name.size())), " bytes)");
 }
 
 }  // namespace

@@ -11,19 +11,21 @@
 #include <vector>
 
 #include "tensor/error.h"
+#include "tensor/grouped.h"
 
 namespace glassbox {
 namespace {
 
 // The value as the user typed it (or a file held it), escaped as excerpt()
 // escapes, so that no control byte reaches the terminal, and cut after 64
-// bytes, so that a pasted file does not become a page-long error message.
+// bytes, so that a pasted file does not become a page-long error message;
+// the whole length as excerpt() gives it, "... (1,048,576 bytes)".
 std::string quoted(std::string_view text) {
   constexpr size_t kShown = 64;
   // Every byte escapes to at most 4 characters ("\xff"): the first kShown bytes whole.
   const std::string shown = excerpt(text.substr(0, kShown), 4 * kShown);
   if (text.size() <= kShown) return cat("'", shown, "'");
-  return cat("'", shown, "...' (", text.size(), " characters)");
+  return cat("'", shown, "...' (", grouped(static_cast<int64_t>(text.size())), " bytes)");
 }
 
 }  // namespace

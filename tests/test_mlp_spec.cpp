@@ -59,7 +59,7 @@ TEST(MlpSpec, RefusesEveryMalformedListSayingWhy) {
                   "(MLP:<features>,<hidden>,...,<classes>)"},
       {"MLP:784, 2048,10",
        "network 'MLP:784, 2048,10': contains white space; write the sizes without spaces, e.g. MLP:784,2048,10"},
-      {"MLP:784,2048,10\n", "network 'MLP:784,2048,10\n': contains white space; write the sizes without spaces, "
+      {"MLP:784,2048,10\n", "network 'MLP:784,2048,10\\n': contains white space; write the sizes without spaces, "
                             "e.g. MLP:784,2048,10"},
       {"MLP:784,2048,10,", "network 'MLP:784,2048,10,': classes is empty; separate the sizes with single commas, "
                            "with none at either end"},
@@ -84,12 +84,12 @@ TEST(MlpSpec, RefusesEveryMalformedListSayingWhy) {
 
 TEST(MlpSpec, RefusesTooManyLayersAndShortensLongNames) {
   const std::string name = sizes_named(kMlpMaxLayers + 2);  // 71 characters
-  EXPECT_EQ(refusal(name), "network '" + name.substr(0, 64) + "...' (71 characters): 34 sizes make 33 linear "
+  EXPECT_EQ(refusal(name), "network '" + name.substr(0, 64) + "...' (71 bytes): 34 sizes make 33 linear "
                                                                 "layers, more than the 32 allowed");
   const std::string digits = "MLP:784," + std::string(100, '7') + ",10";
-  EXPECT_EQ(refusal(digits), "network '" + digits.substr(0, 64) + "...' (111 characters): hidden size 1 must be an "
+  EXPECT_EQ(refusal(digits), "network '" + digits.substr(0, 64) + "...' (111 bytes): hidden size 1 must be an "
                                                                   "integer from 1 to 65536, got '" +
-                                 std::string(64, '7') + "...' (100 characters)");
+                                 std::string(64, '7') + "...' (100 bytes)");
 }
 
 TEST(MlpSpec, TheCanonicalNameRoundTrips) {

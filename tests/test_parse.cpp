@@ -49,7 +49,7 @@ TEST(ParseInt, RejectsWhatAtoiAndStoiWouldBendOrCrashOn) {
 TEST(ParseInt, ShortensAPastedPage) {
   const std::string text(500, '9');
   EXPECT_EQ(int_error(text), "--batch must be an integer from 1 to 2147483647, got '" + std::string(64, '9') +
-                                 "...' (500 characters)");
+                                 "...' (500 bytes)");
 }
 
 // What was typed (or read from a file: a checkpoint's settings) is quoted
@@ -61,7 +61,7 @@ TEST(ParseInt, EscapesControlAndNonAsciiBytes) {
   EXPECT_EQ(number_error("0.5\xc2\xa0"), "--lr must be a number from 0 to 100, got '0.5\\xc2\\xa0'");
   std::string escaped;
   for (int i = 0; i < 64; ++i) escaped += "\\x07";
-  EXPECT_EQ(int_error(std::string(70, '\a')), range + "'" + escaped + "...' (70 characters)");
+  EXPECT_EQ(int_error(std::string(70, '\a')), range + "'" + escaped + "...' (70 bytes)");
 }
 
 // Every item, the empty ones too, so that "1,2," is refused by name, not read as "1,2".

@@ -178,6 +178,11 @@ void take_google_benchmark_flag(const std::string& arg, GoogleBenchmarkFlags& fl
     } else if (name == "--benchmark_time_unit" && value != "ns" && value != "us" && value != "ms" && value != "s") {
       throw ConfigError(cat(name, ": unknown unit '", excerpt(value), "'; valid: ns, us, ms, s"));
     }
+    // Google Benchmark's flags are --benchmark_* and --v; it reports an
+    // unknown one of those itself. Any other is no flag of the program's.
+    if (!name.starts_with("--benchmark_") && name != "--v") {
+      throw ConfigError(cat("unknown flag '", excerpt(name), "'; --help lists the flags"));
+    }
     flags.passed_on.push_back(arg);  // Google Benchmark's own, or unknown: it reports those
   }
 }
