@@ -226,6 +226,45 @@ TEST(Lstm, DropoutKeepsAboutOneMinusPAndScalesByItsInverse) {
   EXPECT_NEAR(static_cast<double>(kept) / static_cast<double>(counted), 1.0 - p, 0.02);
 }
 
+// Note [Dropout mask bits], as layers/lstm/lstm_cpu.cpp applies it: replica
+// r of R (Context::replica) at batch B draws, for sequences [r x B, (r + 1) x
+// B) of every step, the masks one process at R x B draws, so data-parallel
+// training takes one process's steps. The sequences do not interact, so each
+// replica's output is the whole one's columns (to rounding: another batch
+// may take another GEMM path); a mask that differs changes them by far more.
+TEST(Lstm, DataParallelReplicasDrawTheDropoutMasksOfOneProcess) {
+  constexpr int64_t T = 3, B = 2, I = 4;
+  const Lstm::Options options{.hidden = 5, .layers = 2, .dropout = 0.5f};
+  for (const int replicas : {2, 3}) {
+    Context whole_ctx = Context::cpu(11);
+    Lstm whole_lstm("lstm", options);
+    testing::LayerHarness whole(whole_ctx, whole_lstm, {Shape{T, replicas * B, I}});
+    whole.randomize(3);
+    whole.forward();
+    const std::vector<float> x = whole.read(whole.inputs[0]), y = whole.read(whole.output);
+    for (int r = 0; r < replicas; ++r) {
+      Context ctx = Context::cpu(11);
+      ctx.set_replica({.index = r, .count = replicas});
+      Lstm lstm("lstm", options);
+      testing::LayerHarness h(ctx, lstm, {Shape{T, B, I}});
+      for (size_t p = 0; p < h.params.size(); ++p) h.write(h.params[p], whole.read(whole.params[p]));
+      // Rows t of (T, R x B, F) -> this replica's columns of each step.
+      auto columns = [&](const std::vector<float>& all, int64_t features) {
+        std::vector<float> mine;
+        for (int64_t t = 0; t < T; ++t) {
+          const auto from = all.begin() + (t * replicas * B + r * B) * features;
+          mine.insert(mine.end(), from, from + B * features);
+        }
+        return mine;
+      };
+      h.write(h.inputs[0], columns(x, I));
+      h.forward();
+      testing::expect_close(h.read(h.output), columns(y, options.hidden), 1e-5,
+                            cat("replica ", r, " of ", replicas));
+    }
+  }
+}
+
 // The graph lays an LSTM's parameters (and gradients) back to back, one
 // 256-byte aligned block, while the linear layer's stay aligned one by one.
 TEST(Lstm, GraphPacksItsParameters) {

@@ -288,15 +288,23 @@ void Lstm::forward_cpu(Context& ctx, const ForwardArgs& args) {
     input = layer.h;
     if (top || !last_forward_dropped_) continue;
     // Inverted dropout on this layer's output, the next layer's input: the
-    // mask drawn as layers/dropout.cpp draws it (Note [Dropout mask bits]).
+    // mask drawn as layers/dropout.cpp draws it (Note [Dropout mask bits]),
+    // each element by its place in the global batch: replica r of R holds
+    // sequences [r x B, (r + 1) x B) of each step's R x B, so R data-parallel
+    // replicas draw the masks of one process at R x B.
     const uint64_t key = ctx.rng()();
     const auto threshold = static_cast<uint64_t>(std::llround(static_cast<double>(options_.dropout) * 4294967296.0));
     const float scale = 1.0f / (1.0f - options_.dropout);
     float* m = masks_[static_cast<size_t>(l)].data<float>();
     float* out = dropped_[static_cast<size_t>(l)].data<float>();
+    const auto step = static_cast<uint64_t>(B * H);  // a step's elements in this replica
+    const auto replicas = static_cast<uint64_t>(ctx.replica().count);
+    const uint64_t before = static_cast<uint64_t>(ctx.replica().index) * step;  // in each step, the replicas before
     parallel_for(T * B * H, kElementwiseGrain, [&](int64_t begin, int64_t end) {
       for (int64_t j = begin; j < end; ++j) {
-        const uint64_t bits = mix64(key + static_cast<uint64_t>(j + 1) * kGolden);
+        const auto t = static_cast<uint64_t>(j) / step, at = static_cast<uint64_t>(j) % step;
+        const uint64_t global = t * replicas * step + before + at;
+        const uint64_t bits = mix64(key + (global + 1) * kGolden);
         m[j] = (bits & 0xFFFFFFFFull) >= threshold ? scale : 0.0f;
         out[j] = input[j] * m[j];
       }

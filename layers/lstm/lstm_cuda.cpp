@@ -194,8 +194,13 @@ void Lstm::prepare_cuda(Context& ctx, const PrepareOptions& options) {
     size_t state_bytes = 0;
     CUDNN_CHECK(cudnnDropoutGetStatesSize(handle, &state_bytes));
     s->dropout_states = allocate_bytes(ctx, state_bytes);
+    // Each data-parallel replica its own masks (Context::replica), as
+    // layers/dropout_cuda.cpp seeds them: cuDNN's generator cannot draw one
+    // process's masks by global element.
+    const unsigned long long seed =
+        ctx.rng()() + static_cast<unsigned long long>(ctx.replica().index) * 0x9E3779B97F4A7C15ull;
     CUDNN_CHECK(cudnnSetDropoutDescriptor(s->dropout.get(), handle, options_.dropout, s->dropout_states.raw(),
-                                          state_bytes, ctx.rng()()));
+                                          state_bytes, seed));
   } else {
     CUDNN_CHECK(cudnnSetDropoutDescriptor(s->dropout.get(), handle, 0.0f, nullptr, 0, 0));
   }
