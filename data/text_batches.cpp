@@ -2,6 +2,8 @@
 #include "data/text_batches.h"
 
 #include <chrono>
+#include <cstring>
+#include <span>
 
 #include "tensor/copy.h"
 #include "tensor/error.h"
@@ -32,8 +34,20 @@ int64_t TextBatches::next(Graph& graph) {
     }
   }
   const auto start = std::chrono::steady_clock::now();
-  from_vector<int32_t>(ctx_, windows_.inputs(next_window_), tokens);
-  from_vector<int32_t>(ctx_, windows_.targets(next_window_), labels);
+  const std::span<const int32_t> inputs = windows_.inputs(next_window_), targets = windows_.targets(next_window_);
+  if (ctx_.is_cuda()) {
+    // Note [A window's copy does not wait for the device]
+    const size_t bytes = inputs.size_bytes();
+    if (!staging_) staging_ = make_device_staging(ctx_, bytes, bytes, 2);
+    const int slot = static_cast<int>(next_window_ % 2);
+    staging_->wait_host(slot);
+    std::memcpy(staging_->host_images(slot), inputs.data(), bytes);
+    std::memcpy(staging_->host_labels(slot), targets.data(), bytes);
+    staging_->copy_async(slot, tokens.raw(), labels.raw());
+  } else {
+    from_vector<int32_t>(ctx_, inputs, tokens);
+    from_vector<int32_t>(ctx_, targets, labels);
+  }
   ++next_window_;
   stats_.copy_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ++stats_.batches;

@@ -13,6 +13,7 @@
 
 #include "data/batch_source.h"
 #include "data/bptt.h"
+#include "data/loader_staging.h"
 #include "data/text_corpus.h"
 
 namespace glassbox {
@@ -36,10 +37,17 @@ class TextBatches final : public BatchSource {
   const BpttWindows& windows() const { return windows_; }
 
  private:
+  // Note [A window's copy does not wait for the device]: on a CUDA device, a
+  // window goes through one of two pinned host slots (data/loader_staging.h),
+  // so the host queues the next step while the device runs this one (a copy
+  // from pageable memory waits for the stream first: CUDA runtime API, "API
+  // synchronization behavior"). A slot is written again only after the copy
+  // that read it ran, two windows later.
   Context& ctx_;
   std::shared_ptr<const TextCorpus> corpus_;
   BpttWindows windows_;
   int64_t next_window_ = 0;
+  std::unique_ptr<DeviceStaging> staging_;  // on a CUDA device, made at the first window
   LoaderStats stats_;
 };
 

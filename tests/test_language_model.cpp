@@ -103,6 +103,36 @@ TEST(LanguageModel, ASmallLstmLearnsATextThroughTheTrainer) {
 
 // Truncated BPTT: each window starts where the last stopped, until the
 // carried state is reset; then the first window's output comes back exactly.
+// Each window reaches the graph's inputs as the windows hold it, window
+// after window (on a GPU through two pinned slots used in turn: Note [A
+// window's copy does not wait for the device]), and a new epoch starts again
+// at the first.
+class TextBatchesTest : public testing::DeviceTest {};
+
+TEST_P(TextBatchesTest, EveryWindowReachesTheInputsInOrder) {
+  testing::TempDir dir;
+  std::ofstream(dir / "cycle.txt") << cyclic_text(200);
+  auto corpus = std::make_shared<const TextCorpus>(TextCorpusOptions{.path = dir / "cycle.txt", .vocabulary = 100});
+  Graph graph = lstm_language_model({.vocabulary = 12, .hidden = 4, .layers = 1, .steps = 5, .dropout = 0.0f}, 3);
+  graph.compile(ctx());
+  TextBatches batches(ctx(), corpus, Split::kTrain, {.streams = 3, .steps = 5});
+  ASSERT_GE(batches.batches_per_epoch(), 4);
+  for (int epoch = 1; epoch <= 2; ++epoch) {
+    batches.start_epoch(epoch);
+    for (int64_t w = 0; w < batches.batches_per_epoch(); ++w) {
+      ASSERT_EQ(batches.next(graph), 15);
+      const std::span<const int32_t> inputs = batches.windows().inputs(w), targets = batches.windows().targets(w);
+      ASSERT_EQ(to_vector<int32_t>(ctx(), graph.input("tokens")), std::vector<int32_t>(inputs.begin(), inputs.end()))
+          << "window " << w;
+      ASSERT_EQ(to_vector<int32_t>(ctx(), graph.input("labels")), std::vector<int32_t>(targets.begin(), targets.end()))
+          << "window " << w;
+    }
+    EXPECT_EQ(batches.next(graph), 0) << "past the last window";
+  }
+}
+
+GLASSBOX_INSTANTIATE_ON_DEVICES(TextBatchesTest);
+
 TEST(LanguageModel, CarriedStateFlowsAcrossWindowsUntilReset) {
   const LstmLmConfig config{.vocabulary = 7, .hidden = 5, .layers = 2, .steps = 3, .dropout = 0.0f};
   Context ctx = Context::cpu();
