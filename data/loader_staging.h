@@ -12,7 +12,9 @@
 //   copy stream: wait until ctx's stream has read device buffer j (batch k-2);
 //                host slot s -> device buffer j; record copied[s]
 //   ctx stream:  wait for copied[s]; device buffer j -> images, labels; record read[j]
-// Workers fill host slot s again only after wait_host(s) returned.
+// Workers fill host slot s again only after wait_host(s) returned. The slots
+// hold bytes: a language model's windows (data/text_batches.h) go through
+// them too, its int32 tokens where the images would be.
 #pragma once
 
 #include <cstddef>
