@@ -71,6 +71,7 @@ lies in a missing one, stops the command before the first round.
 
 import argparse
 import datetime
+import math
 import os
 import re
 import statistics
@@ -94,6 +95,23 @@ COMPILED_SUFFIX = "/compiled"  # the PyTorch peer's --compile (torch.compile, de
 # Note [Idle before and after]: an idle 2-core VM reads 0 to 0.01 CPUs of
 # other work; the same VM during a two-job build, 2.0.
 DEFAULT_BUSY_CPUS = 0.3
+# The longest --idle-check: a watch of minutes around each measurement is a mistyped flag, not a check.
+MOST_IDLE_CHECK_S = 60.0
+
+
+def number_from(least, most=math.inf):
+    """An argparse type: a finite number from `least` to `most` (NaN and infinity refused: compared with
+    a threshold, NaN would turn the check it sets off without a word)."""
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number")
+        if not (math.isfinite(value) and least <= value <= most):
+            bounds = f" from {least:g} to {most:g}" if math.isfinite(most) else f", {least:g} or more"
+            raise argparse.ArgumentTypeError(f"must be a finite number{bounds}, got {text}")
+        return value
+    return parse
 
 
 # What each side ran, as its JSON's context names it: Glassbox's commit (with
@@ -419,21 +437,33 @@ def argument_parser():
     parser.add_argument("--interleave", choices=["mode", "network"], default="mode",
                         help="take turns every mode (default) or every network and batch (all modes at once)")
     parser.add_argument("--precision", choices=["fp32", "tf32", "bf16", "fp16"], default="fp32")
-    parser.add_argument("--idle-check", type=float, default=0.5, metavar="S",
-                        help="seconds of watching the machine before and after each measurement (0: no check)")
-    parser.add_argument("--busy-cpus", type=float, default=DEFAULT_BUSY_CPUS, metavar="X",
-                        help="more than this many CPUs of other work around a measurement marks its row busy")
+    parser.add_argument("--idle-check", type=number_from(0.0, MOST_IDLE_CHECK_S), default=0.5, metavar="S",
+                        help="seconds of watching the machine before and after each measurement, 0 to "
+                             f"{MOST_IDLE_CHECK_S:g} (0: no check)")
+    parser.add_argument("--busy-cpus", type=number_from(0.0), default=DEFAULT_BUSY_CPUS, metavar="X",
+                        help="more than this many CPUs of other work around a measurement marks its row busy "
+                             "(0 or more, fewer than the machine's CPUs)")
     parser.add_argument("--json", metavar="PATH")
     return parser
 
 
 def main():
-    args = argument_parser().parse_args()
+    parser = argument_parser()
+    args = parser.parse_args()
+    # A mode list with no mode, or an empty item in it, measures nothing or not what was asked.
+    modes = args.modes.split(",")
+    if not all(m.strip() for m in modes):
+        parser.error("--modes takes one mode or several, comma-separated, with none empty "
+                     f"(forward,forward_backward,train_step,inference), got '{args.modes}'")
+    # Readings are at most the machine's CPUs: a threshold there or above would never mark a row busy.
+    cpus = os.cpu_count() or 1
+    if args.idle_check > 0 and args.busy_cpus >= cpus:
+        parser.error(f"--busy-cpus {args.busy_cpus:g}: this machine has {cpus} CPUs, so no reading could exceed "
+                     "it and no row would be marked busy (--idle-check 0 turns the check off)")
     # Before the run: a missing program or output folder found after an hour of measuring costs the hour.
     check_programs([("--bench", args.bench), ("--python", args.python)])
     if args.json:
         check_output(args.json, "--json")
-    modes = [m for m in args.modes.split(",") if m]
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
 
     batches = {net: batches_for(args, net, env) for net in args.nets}

@@ -365,6 +365,32 @@ class Counts(Folder):
             with self.subTest(tool=tool, args=args):
                 self.assertMessage(run(tool, *args), "error: argument", status=2)
 
+    def test_interleave_refuses_no_mode_and_a_machine_watch_it_cannot_keep_before_the_run(self):
+        """An empty --modes measures nothing; a NaN --idle-check or --busy-cpus turns the busy check off without a
+        word, an infinite --idle-check never ends: each is a usage error before the first program runs."""
+        bench = self.program("bench_nets", "sys.exit(3)")
+        options = ["--bench", bench, "--python", sys.executable, "--json", self.path("out.json")]
+        no_mode = "--modes takes one mode or several, comma-separated, with none empty"
+        cases = [(["--modes", ","], no_mode), (["--modes", ""], no_mode), (["--modes", "forward,,train_step"], no_mode),
+                 (["--modes", "forward,"], no_mode),
+                 (["--idle-check", "inf"], "argument --idle-check: must be a finite number from 0 to 60, got inf"),
+                 (["--idle-check", "nan"], "argument --idle-check: must be a finite number from 0 to 60, got nan"),
+                 (["--idle-check", "-1"], "argument --idle-check: must be a finite number from 0 to 60, got -1"),
+                 (["--idle-check", "1e9"], "argument --idle-check: must be a finite number from 0 to 60, got 1e9"),
+                 (["--busy-cpus", "nan"], "argument --busy-cpus: must be a finite number, 0 or more, got nan"),
+                 (["--busy-cpus", "inf"], "argument --busy-cpus: must be a finite number, 0 or more, got inf"),
+                 (["--busy-cpus", "-0.5"], "argument --busy-cpus: must be a finite number, 0 or more, got -0.5"),
+                 (["--busy-cpus", "1e6"], f"--busy-cpus 1e+06: this machine has {os.cpu_count()} CPUs, so no "
+                                          "reading could exceed it and no row would be marked busy")]
+        for args, says in cases:
+            with self.subTest(args=args):
+                self.assertMessage(run("interleave.py", *options, *args, "LeNet"), says, status=2)
+                self.assertNeverRan()
+                self.assertFalse(os.path.exists(self.path("out.json")))
+        # With no check (--idle-check 0) no threshold is used: the run starts (and its stand-in fails).
+        self.assertMessage(run("interleave.py", *options, "--idle-check", "0", "--busy-cpus", "1e6", "LeNet"),
+                           "failed (3)")
+
     def test_onednn_verbose_sum_reads_its_steps_or_names_a_missing_log(self):
         log = self.write("gb.log", "onednn_verbose,v1,primitive,exec,cpu,convolution,brg,forward_training,"
                                    "src:f32,,alg:direct,mb2_ic3oc8,1.5\n" * 4)

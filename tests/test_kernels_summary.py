@@ -184,8 +184,9 @@ class KernelsSummary(unittest.TestCase):
         bad(lambda d: d["families"][0].pop("count"), "no field families[0].count")
         bad(lambda d: d["unattributed"][0].pop("count"), "no field unattributed[0].count")
         bad(lambda d: d["spans"][0].update(kernels=None), "field spans[0].kernels must be an array, got null")
-        bad(lambda d: d.update(gpu_ms="fast"), 'field gpu_ms must be a number, got string "fast"')
-        bad(lambda d: d["spans"][1].update(gpu_ms="1.0"), 'field spans[1].gpu_ms must be a number, got string "1.0"')
+        bad(lambda d: d.update(gpu_ms="fast"), 'field gpu_ms must be a number, 0 or more, got string "fast"')
+        bad(lambda d: d["spans"][1].update(gpu_ms="1.0"),
+            'field spans[1].gpu_ms must be a number, 0 or more, got string "1.0"')
         bad(lambda d: d["spans"][0]["kernels"][0].update(count=1.5),
             "field spans[0].kernels[0].count must be a whole number, 0 or more, got number 1.5")
         bad(lambda d: d["spans"][0].update(layer=5), "field spans[0].layer must be a string, got number 5",
@@ -195,16 +196,55 @@ class KernelsSummary(unittest.TestCase):
         bad(lambda d: d.update(spans={"a": 1}), 'field spans must be an array, got object {"a": 1}')
         bad(lambda d: d.update(runtime="bf16"), 'field runtime must be an object, got string "bf16"')
         bad(lambda d: d["unattributed"].append("memset"), 'field unattributed[1] must be an object, got string "memset"')
+        # Times are 0 or more, the batch 1 or more and whole: a negative figure is never printed.
+        bad(lambda d: d.update(gpu_ms=-10.0), "field gpu_ms must be a number, 0 or more, got number -10.0")
+        bad(lambda d: d.update(attributed_ms=-1), "field attributed_ms must be a number, 0 or more, got number -1")
+        bad(lambda d: d.update(unattributed_ms=-1),
+            "field unattributed_ms must be a number, 0 or more, got number -1")
+        bad(lambda d: d["spans"][2].update(gpu_ms=-1),
+            "field spans[2].gpu_ms must be a number, 0 or more, got number -1")
+        bad(lambda d: d["spans"][0]["kernels"][0].update(gpu_ms=-0.5),
+            "field spans[0].kernels[0].gpu_ms must be a number, 0 or more, got number -0.5")
+        bad(lambda d: d["families"][1].update(gpu_ms=-3),
+            "field families[1].gpu_ms must be a number, 0 or more, got number -3")
+        bad(lambda d: d["unattributed"][0].update(gpu_ms=-0.5),
+            "field unattributed[0].gpu_ms must be a number, 0 or more, got number -0.5")
+        for batch, got in ((-3, "number -3"), (0, "number 0"), (2.5, "number 2.5"), ("256", 'string "256"')):
+            bad(lambda d: d.update(batch=batch), "field batch must be a whole number, 1 or more, got " + got)
+        # A pass the step does not have would drop out of the per-pass table, and the shares would not add up.
+        bad(lambda d: d["spans"][3].update({"pass": "recompute"}), 'field spans[3].pass must be one of forward, '
+            'backward-data, backward-weights, backward, optimizer, got string "recompute"')
+        bad(lambda d: d["spans"][3].update({"pass": 3}), 'field spans[3].pass must be one of forward, '
+            'backward-data, backward-weights, backward, optimizer, got number 3')
         r = run("[1, 2]")
         self.assertEqual(r.returncode, 1)
         self.assertIn("(the top level is a JSON array, not an object)", r.stderr)
         r = run('{"kind": "glassbox.kernels", "gpu_ms": NaN}')
         self.assertIn("(no field network)", r.stderr)
         nan = json.dumps(DOC).replace('"gpu_ms": 10.0', '"gpu_ms": NaN')
-        self.assertIn("(field gpu_ms must be a number, got number NaN)", run(nan).stderr)
+        self.assertIn("(field gpu_ms must be a number, 0 or more, got number NaN)", run(nan).stderr)
         r = subprocess.run([sys.executable, TOOL, "no-such.kernels.json"], capture_output=True, text=True)
         self.assertEqual(r.returncode, 1)
         self.assertEqual(r.stderr, "kernels_summary.py: no-such.kernels.json: cannot read it (No such file or directory)\n")
+
+    def test_a_whole_batch_given_as_a_float_prints_whole(self):
+        self.assertIn("Block, batch 256, bf16", run(dict(DOC, batch=256.0)).stdout)
+
+    def test_a_closed_stdout_is_one_line_and_exit_1(self):
+        """A reader that stops early (`| head`) ends the run as Glassbox's programs do: no traceback."""
+        with tempfile.TemporaryDirectory() as root:
+            path = os.path.join(root, "block.kernels.json")
+            with open(path, "w") as f:
+                json.dump(DOC, f)
+            read, write = os.pipe()
+            os.close(read)  # closed before the script writes: every write fails with EPIPE
+            try:
+                r = subprocess.run([sys.executable, TOOL, path], stdout=write, stderr=subprocess.PIPE, text=True)
+            finally:
+                os.close(write)
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stderr,
+                         "kernels_summary.py: standard output is incomplete: writing it failed (broken pipe)\n")
 
     def test_optional_fields_may_be_absent_or_null(self):
         doc = json.loads(json.dumps(DOC))

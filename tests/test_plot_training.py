@@ -130,6 +130,11 @@ class Errors(unittest.TestCase):
                  'LOG:1: "train_loss" must be a number or null, got a string "2.5"')
         self.bad(b"\xff\xfe\x00garbage\n", "LOG:1: not UTF-8 text (byte 0xff): not a training log?")
         self.bad([json.dumps({"event": "start"})], "LOG has no epoch lines")
+        # A pretty-printed JSON file (glassbox time --json) is refused at its first line, not skipped line by line.
+        pretty = json.dumps({"kind": "glassbox.time", "network": "LeNet", "layers": [{"name": "conv1"}] * 50},
+                            indent=1).splitlines()
+        self.bad(pretty, "LOG:1: not JSON (Expecting property name enclosed in double quotes): not a training log "
+                         "(one JSON object a line)")
 
     def test_a_language_models_log_is_not_drawn_with_an_image_classifiers(self):
         with Log(LANGUAGE_MODEL, name="lm.jsonl") as lm, Log(RESUMED[:6]) as images:
@@ -154,6 +159,21 @@ class Errors(unittest.TestCase):
             r = run(path, "--out", folder)
             self.assertEqual((r.returncode, r.stderr), (1, f"plot_training.py: cannot write {folder}: it is a folder\n"))
 
+    def test_an_out_that_is_a_log_is_refused_before_reading(self):
+        with Log(RESUMED) as path:
+            with open(path, "rb") as f:
+                before = f.read()
+            spellings = (path, os.path.join(os.path.dirname(path), ".", "run.jsonl"))
+            for out, logs in [(out, [path]) for out in spellings] + [(path, ["other.jsonl", "run=" + path])]:
+                with self.subTest(out=out, logs=logs):
+                    r = run(*logs, "--out", out)
+                    self.assertEqual(r.returncode, 2, r.stderr)
+                    self.assertTrue(r.stderr.endswith(f"plot_training.py: error: --out {out} is the log {path}: "
+                                                      "writing it would overwrite the log\n"), r.stderr)
+                    with open(path, "rb") as f:
+                        self.assertEqual(f.read(), before)
+                    self.assertEqual(os.listdir(os.path.dirname(path)), ["run.jsonl"])
+
     @unittest.skipIf(HAS_MATPLOTLIB, "matplotlib is installed: the next test draws")
     def test_without_matplotlib_says_so(self):
         with Log(RESUMED) as path:
@@ -174,6 +194,31 @@ class Errors(unittest.TestCase):
             r = run(path, "--out", os.path.join(os.path.dirname(path), "curves.nosuchformat"))
             self.assertEqual(r.returncode, 1)
             self.assertIn("cannot write", r.stderr)
+            self.assertIn("matplotlib writes no .nosuchformat files", r.stderr)
+            self.assertNotIn("Traceback", r.stderr)
+            # The file written is --out itself, named so: without an extension, a PNG under that very name.
+            bare = os.path.join(os.path.dirname(path), "curves")
+            r = run(path, "--out", bare)
+            self.assertEqual((r.returncode, r.stdout), (0, f"wrote {bare}\n"), r.stderr)
+            with open(bare, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+            r = run(path, "--out", bare + ".svg")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(bare + ".svg") as f:
+                self.assertIn("<svg", f.read())
+            self.assertEqual(sorted(os.listdir(os.path.dirname(path))),
+                             ["curves", "curves.png", "curves.svg", "run.jsonl"])
+            # A closed stdout after the drawing is one line and exit 1, as Glassbox's programs end.
+            read, write = os.pipe()
+            os.close(read)
+            try:
+                r = subprocess.run([sys.executable, TOOL, path, "--out", out], stdout=write, stderr=subprocess.PIPE,
+                                   text=True)
+            finally:
+                os.close(write)
+            self.assertEqual(r.returncode, 1)
+            self.assertTrue(r.stderr.endswith("\nplot_training.py: standard output is incomplete: writing it failed "
+                                              "(broken pipe)\n"), r.stderr)  # after the note on line 14
             self.assertNotIn("Traceback", r.stderr)
 
 

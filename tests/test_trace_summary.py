@@ -129,9 +129,42 @@ class TraceSummary(unittest.TestCase):
                  "field traceEvents[0].args.layer must be a string, got number 3")
         self.bad('{"traceEvents": [{"ph": "X", "dur": NaN, "args": {"layer": "a"}}], "otherData": '
                  + json.dumps(OTHER) + "}", "field traceEvents[0].dur must be a number, got number NaN")
+        # Times and FLOPs are 0 or more, the batch 1 or more and whole: a negative figure is never printed.
+        self.bad({"traceEvents": [], "otherData": dict(OTHER, step_ms=-5)},
+                 "field otherData.step_ms must be 0 or more, got -5")
+        for batch in (-5, 0, 2.5):
+            self.bad({"traceEvents": [], "otherData": dict(OTHER, batch=batch)},
+                     f"field otherData.batch must be a whole number, 1 or more, got {batch}")
+        self.bad({"traceEvents": [span("fc", "Linear", "forward", 0, 10, flops=-1e12)], "otherData": OTHER},
+                 "field traceEvents[0].args.flops must be 0 or more, got -1000000000000.0")
+        # A pass the step does not have would drop out of the per-pass table, and the shares would not add up.
+        passes = "forward, backward-data, backward-weights, backward, optimizer"
+        self.bad({"traceEvents": [span("fc", "Linear", "recompute", 0, 10)], "otherData": OTHER},
+                 f'field traceEvents[0].args.pass must be one of {passes}, got string "recompute"')
+        no_pass = span("fc", "Linear", "recompute", 0, 10)
+        del no_pass["args"]["pass"]
+        self.bad({"traceEvents": [no_pass], "otherData": OTHER},
+                 f'field traceEvents[0].cat must be one of {passes}, got string "recompute"')
+        del no_pass["cat"]
+        self.bad({"traceEvents": [no_pass], "otherData": OTHER}, "field traceEvents[0].args.pass is missing")
         r = subprocess.run([sys.executable, TOOL, "no-such.trace.json"], capture_output=True, text=True)
         self.assertEqual(r.returncode, 1)
         self.assertEqual(r.stderr, "trace_summary.py: no-such.trace.json: cannot read it (No such file or directory)\n")
+
+    def test_a_whole_batch_given_as_a_float_prints_whole(self):
+        r = run({"traceEvents": step(0, 300), "otherData": dict(OTHER, batch=8.0)})
+        self.assertIn("Tiny, batch 8, on cuda:0", r.stdout)
+
+    def test_a_closed_stdout_is_one_line_and_exit_1(self):
+        """A reader that stops early (`| head`) ends the run as Glassbox's programs do: no traceback."""
+        read, write = os.pipe()
+        os.close(read)  # closed before the script writes: every write fails with EPIPE
+        try:
+            r = subprocess.run([sys.executable, TOOL, REPORT_TRACE], stdout=write, stderr=subprocess.PIPE, text=True)
+        finally:
+            os.close(write)
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stderr, "trace_summary.py: standard output is incomplete: writing it failed (broken pipe)\n")
 
 
 if __name__ == "__main__":

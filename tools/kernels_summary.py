@@ -62,23 +62,27 @@ KINDS = {
     "string": (lambda v: isinstance(v, str), "a string"),
     "number": (is_number, "a number"),
     "count": (lambda v: is_number(v) and v >= 0 and v == int(v), "a whole number, 0 or more"),
+    "batch": (lambda v: is_number(v) and v >= 1 and v == int(v), "a whole number, 1 or more"),
+    "time": (lambda v: is_number(v) and v >= 0, "a number, 0 or more"),
+    # A span's pass is one of the five a step has (tensor/pass.h); another would fall out of the per-pass table.
+    "pass": (lambda v: isinstance(v, str) and v in PASSES, "one of " + ", ".join(PASSES)),
     "array": (lambda v: isinstance(v, list), "an array"),
     "object": (lambda v: isinstance(v, dict), "an object"),
 }
 
 # The fields this script reads (tools/cli/kernels_json.h has them all): name,
 # kind, and whether the file must have it. An optional field may be absent or null.
-TOP = [("network", "string", True), ("batch", "number", True), ("device", "string", True),
+TOP = [("network", "string", True), ("batch", "batch", True), ("device", "string", True),
        ("device_name", "string", False), ("runtime", "object", False), ("records", "count", False),
-       ("gpu_ms", "number", True), ("attributed_ms", "number", False), ("unattributed_ms", "number", False),
+       ("gpu_ms", "time", True), ("attributed_ms", "time", False), ("unattributed_ms", "time", False),
        ("coverage", "number", True), ("dropped_records", "count", False), ("spans", "array", True),
        ("families", "array", True), ("unattributed", "array", True)]
-SPAN = [("layer", "string", True), ("type", "string", False), ("pass", "string", True),
-        ("fused_into", "string", False), ("runs", "array", False), ("gpu_ms", "number", True),
+SPAN = [("layer", "string", True), ("type", "string", False), ("pass", "pass", True),
+        ("fused_into", "string", False), ("runs", "array", False), ("gpu_ms", "time", True),
         ("count", "count", True), ("kernels", "array", True)]
 KERNEL = [("name", "string", True), ("family", "string", False), ("count", "count", True),
-          ("gpu_ms", "number", True)]
-FAMILY = [("family", "string", True), ("count", "count", True), ("gpu_ms", "number", True)]
+          ("gpu_ms", "time", True)]
+FAMILY = [("family", "string", True), ("count", "count", True), ("gpu_ms", "time", True)]
 
 
 def check(value, path, kind):
@@ -139,7 +143,7 @@ def load(path):
 def header(doc):
     runtime = doc.get("runtime", {})
     precision = runtime.get("precision", "")
-    what = f"{doc['network']}, batch {doc['batch']}" + (f", {precision}" if precision else "")
+    what = f"{doc['network']}, batch {int(doc['batch'])}" + (f", {precision}" if precision else "")
     return (f"{what}, on {doc['device']} ({doc.get('device_name', '')}): {doc.get('records', 0)} records "
             f"(kernels, copies, sets), {ms(doc['gpu_ms'])} ms of GPU time, {percent(doc.get('attributed_ms', 0), doc['gpu_ms'])} "
             f"of it in a layer's pass or the optimizer\n")
@@ -321,4 +325,11 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+        sys.stdout.flush()  # a closed pipe shows here, not in Python's flush at exit
+    except BrokenPipeError:
+        # The reader closed stdout (`| head`): one line and exit 1, as Glassbox's programs do
+        # (tools/entry_point.h); stdout goes to /dev/null so that the flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit("kernels_summary.py: standard output is incomplete: writing it failed (broken pipe)")

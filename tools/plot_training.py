@@ -4,18 +4,22 @@
 Reads one or more JSON-lines logs as `glassbox train --log FILE` writes them
 (bench/peers/pytorch_train.py --log writes the same lines), and draws, per
 epoch, the training and test loss (left) and accuracy (right) of each, into
-one PNG; for a language model's logs the right panel is the train, valid and
+one image (--out's extension names its format: .png, .svg, .pdf; PNG where it
+has none); for a language model's logs the right panel is the train, valid and
 test perplexity. With --steps, the per-step losses (glassbox train --log-every N)
 are drawn under the epoch curves.
 
 A resumed run appends to its log and logs again from its checkpoint: a later
 epoch line for an epoch replaces an earlier one, and a later step line for a
 global step replaces an earlier one, so each curve has one point per epoch or
-step. A line a killed run left unfinished (not JSON) is skipped, saying so; a
-null loss or accuracy (glassbox writes NaN and infinity as null) is a gap in
-its curve. Any other line that is not what the writers write is an error
-naming the file and line, exit code 1, as are a log that cannot be read and
-an --out that cannot be written.
+step. A line a killed run left unfinished (not JSON) is skipped, saying so,
+but a log's first line must be a JSON object (a pretty-printed JSON file is
+not a training log); a null loss or accuracy (glassbox writes NaN and
+infinity as null) is a gap in its curve. Any other line that is not what
+the writers write is an error naming the file and line, exit code 1, as are
+a log that cannot be read and an --out that cannot be written; an --out that
+is one of the logs is refused (exit code 2) before any log is read. The
+image is drawn whole into a temporary file beside --out, then renamed.
 
 Usage:
   python3 tools/plot_training.py LOG [LOG ...] --out curves.png [--title TEXT] [--steps]
@@ -80,6 +84,7 @@ def read_log(path):
     earlier one, and so does a later step line for a global step (the resumed
     run logs again the steps after its checkpoint). Raises LogError."""
     epochs, steps, start = {}, {}, {}
+    seen = False  # a JSON object line read: a later line that is not JSON is a killed run's unfinished one
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -98,12 +103,16 @@ def read_log(path):
         try:
             line = json.loads(text)
         except json.JSONDecodeError as e:
+            # A log starts with a whole line: a first line that is not JSON is another kind of file.
+            if not seen:
+                raise LogError(f"{where}: not JSON ({e.msg}): not a training log (one JSON object a line)")
             # A run killed mid-write leaves one unfinished line; say so and go on.
             print(f"plot_training.py: {where}: skipped, not JSON ({e.msg}): a run killed mid-line?",
                   file=sys.stderr)
             continue
         if not isinstance(line, dict):
             raise LogError(f"{where}: {json_type(line)}, not an object: not a training log line")
+        seen = True
         event = line.get("event")
         if event == "epoch":
             epoch = {"line": number, "epoch": whole(line, "epoch", where)}
@@ -149,8 +158,15 @@ def right_panel(logs, runs):
     return kinds[0] == "perplexity"
 
 
+def same_file(a, b):
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet)
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
 def check_out(path):
-    """Raises LogError where the PNG cannot be written, before any drawing."""
+    """Raises LogError where the image cannot be written, before any drawing."""
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise LogError(f"cannot write {path}: it is a folder")
@@ -163,16 +179,21 @@ def check_out(path):
 def main():
     parser = argparse.ArgumentParser(prog="plot_training.py", description=__doc__.split("\n")[0])
     parser.add_argument("logs", nargs="+", metavar="[LABEL=]LOG")
-    parser.add_argument("--out", required=True, help="the PNG to write")
+    parser.add_argument("--out", required=True,
+                        help="the image to write; its extension names the format (.png, .svg, .pdf; none: PNG)")
     parser.add_argument("--title")
     parser.add_argument("--steps", action="store_true", help="also draw the per-step losses")
     args = parser.parse_args()
+    logs = [entry.split("=", 1) if "=" in entry and not os.path.exists(entry) else (None, entry)
+            for entry in args.logs]
+    for _, path in logs:
+        if same_file(args.out, path):
+            parser.error(f"--out {args.out} is the log {path}: writing it would overwrite the log")
 
     # Read and check every log, and the output's folder, before drawing anything.
     runs = []
     try:
-        for entry in args.logs:
-            label, path = entry.split("=", 1) if "=" in entry and not os.path.exists(entry) else (None, entry)
+        for label, path in logs:
             epochs, steps, start = read_log(path)
             if not epochs:
                 raise LogError(f"{path} has no epoch lines")
@@ -195,6 +216,12 @@ def main():
         return None if value is None else 100 * value
 
     figure, (loss_axes, accuracy_axes) = plt.subplots(1, 2, figsize=(12, 4.5))
+    # The format is --out's extension, given to matplotlib, so that the file it writes is --out itself
+    # (left to itself it would write "curves" as "curves.png", and the temporary file as a ".part" image).
+    image_format = os.path.splitext(args.out)[1][1:].lower() or "png"
+    if image_format not in figure.canvas.get_supported_filetypes():
+        raise SystemExit(f"plot_training.py: cannot write {args.out}: matplotlib writes no .{image_format} files "
+                         f"(it writes {', '.join(sorted(figure.canvas.get_supported_filetypes()))})")
     for label, epochs, steps, per_epoch in runs:
         x = [e["epoch"] for e in epochs]
         line, = loss_axes.plot(x, [e["train_loss"] for e in epochs], "o--", label=f"{label} train")
@@ -227,15 +254,28 @@ def main():
         axes.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))  # epochs are whole
         axes.grid(alpha=0.3)
         axes.legend(fontsize=8)
-    figure.suptitle(args.title or ", ".join(os.path.basename(e.split("=")[-1]) for e in args.logs))
+    figure.suptitle(args.title or ", ".join(os.path.basename(path) for _, path in logs))
     figure.tight_layout()
+    partial = args.out + ".part"
     try:
-        figure.savefig(args.out, dpi=110)
-    except (OSError, ValueError) as e:  # ValueError: a file type matplotlib cannot write
+        with open(partial, "wb") as f:
+            figure.savefig(f, format=image_format, dpi=110)
+        os.replace(partial, args.out)
+    except (OSError, ValueError) as e:  # ValueError: an image matplotlib cannot make
+        if os.path.exists(partial):
+            os.remove(partial)
         raise SystemExit(f"plot_training.py: cannot write {args.out}: {getattr(e, 'strerror', None) or e}")
     print(f"wrote {args.out}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        code = main()
+        sys.stdout.flush()  # a closed pipe shows here, not in Python's flush at exit
+    except BrokenPipeError:
+        # The reader closed stdout (`| head`): one line and exit 1, as Glassbox's programs do
+        # (tools/entry_point.h); stdout goes to /dev/null so that the flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit("plot_training.py: standard output is incomplete: writing it failed (broken pipe)")
+    sys.exit(code)

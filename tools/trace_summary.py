@@ -19,6 +19,7 @@ naming the file and the field, exit code 1.
 import argparse
 import json
 import math
+import os
 import sys
 from collections import OrderedDict
 
@@ -54,6 +55,13 @@ def number(value, path, least=None):
     return value
 
 
+def whole(value, path):
+    """A count of things (the batch): a whole number, 1 or more."""
+    if number(value, path) < 1 or value != int(value):
+        raise BadTrace(f"field {path} must be a whole number, 1 or more, got {value}")
+    return int(value)
+
+
 def text(value, path):
     if not isinstance(value, str):
         raise BadTrace(f"field {path} must be a string, got {describe(value)}")
@@ -77,8 +85,8 @@ def read_trace(doc):
         raise BadTrace(f"field otherData must be an object, got {describe(other)}")
     header = {key: text(field(other, key, "otherData"), f"otherData.{key}")
               for key in ("network", "device", "device_name")}
-    header["batch"] = number(field(other, "batch", "otherData"), "otherData.batch")
-    header["step_ms"] = number(field(other, "step_ms", "otherData"), "otherData.step_ms")
+    header["batch"] = whole(field(other, "batch", "otherData"), "otherData.batch")
+    header["step_ms"] = number(field(other, "step_ms", "otherData"), "otherData.step_ms", least=0)
     events = field(doc, "traceEvents", "")
     if not isinstance(events, list):
         raise BadTrace(f"field traceEvents must be an array, got {describe(events)}")
@@ -106,10 +114,16 @@ def read_trace(doc):
         if args.get("layer") is None:
             continue
         layer = text(args["layer"], f"{path}.args.layer")
-        pass_ = text(args["pass"], f"{path}.args.pass") if args.get("pass") is not None else category
+        pass_path = f"{path}.args.pass" if args.get("pass") is not None or not category else f"{path}.cat"
+        pass_ = text(args["pass"], pass_path) if args.get("pass") is not None else category
         kind = text(args["type"], f"{path}.args.type") if args.get("type") is not None else "SGD"
-        flops = number(args["flops"], f"{path}.args.flops") if args.get("flops") is not None else 0.0
+        flops = number(args["flops"], f"{path}.args.flops", least=0) if args.get("flops") is not None else 0.0
         ms = number(field(e, "dur", path), f"{path}.dur", least=0) / 1e3
+        # A span's pass is one of the five a step has (docs/tracing.md); another would fall out of the tables.
+        if not pass_:
+            field(args, "pass", f"{path}.args")  # neither args.pass nor cat names it
+        if pass_ not in PASSES:
+            raise BadTrace(f"field {pass_path} must be one of {', '.join(PASSES)}, got {describe(pass_)}")
         name = text(e["name"], f"{path}.name") if e.get("name") is not None else f"{layer} {pass_}"
         spans.append({"name": name, "layer": layer, "pass": pass_, "type": kind, "flops": flops, "ms": ms})
     steps = max(1, sum(1 for s in spans if s["pass"] == "optimizer"))
@@ -170,4 +184,11 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+        sys.stdout.flush()  # a closed pipe shows here, not in Python's flush at exit
+    except BrokenPipeError:
+        # The reader closed stdout (`| head`): one line and exit 1, as Glassbox's programs do
+        # (tools/entry_point.h); stdout goes to /dev/null so that the flush at exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit("trace_summary.py: standard output is incomplete: writing it failed (broken pipe)")
