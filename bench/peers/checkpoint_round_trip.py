@@ -39,6 +39,7 @@ bench/peers/test_checkpoint_round_trip.py without torch.
 
 import argparse
 import gzip
+import math
 import os
 import re
 import shutil
@@ -142,6 +143,16 @@ def table(rows):
     for check, net, result, detail in rows:
         lines.append(f"{check:<{widths[0]}}  {net:<{widths[1]}}  {result:<{widths[2]}}  {detail}")
     return "\n".join(lines)
+
+
+def check_settings(args):
+    """The numbers and the work folder, before torch is loaded: a bad one is UsageError."""
+    if not (math.isfinite(args.tolerance) and args.tolerance >= 0):  # NaN or below 0 would fail every row
+        raise UsageError(f"--tolerance must be a finite number, 0 or more, got {args.tolerance}")
+    if args.threads < 1:
+        raise UsageError(f"--threads must be 1 or more, got {args.threads}")
+    if args.work is not None and os.path.exists(args.work) and not os.path.isdir(args.work):
+        raise UsageError(f"--work {args.work} is a file, not a folder")
 
 
 def find_glassbox(given):
@@ -311,6 +322,7 @@ def main(argv=None):
         args = parser.parse_args(argv)
         nets = select_nets(args.nets)
         parts = select_parts(args.parts)
+        check_settings(args)
         glassbox = find_glassbox(args.glassbox)
     except UsageError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
@@ -320,7 +332,11 @@ def main(argv=None):
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     work = args.work or tempfile.mkdtemp(prefix="glassbox-round-trip-")
-    os.makedirs(work, exist_ok=True)
+    try:
+        os.makedirs(work, exist_ok=True)
+    except OSError as e:
+        print(f"{PROG}: --work {work}: {e.strerror or e}", file=sys.stderr)
+        return 2
     print(f"{PROG}: glassbox {glassbox}, torch {torch.__version__}, files in {work}", flush=True)
 
     checks = []

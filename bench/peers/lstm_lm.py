@@ -21,7 +21,8 @@ What it does, as Glassbox does it (data/bptt.h, train/trainer.h, optim/sgd.h):
   scores     train perplexity: exp of the mean of the windows' losses;
              valid and test: exp of the mean loss over all their whole windows,
              in eval mode (no dropout)
-Prints one row per epoch; --json FILE writes them.
+Prints one row per epoch; --json FILE writes them. Each split must hold B
+streams of T + 1 ids at least (one window), as Glassbox requires.
 
 Checkpoints both ways (docs/language_model.md, "Checkpoints in PyTorch"):
   --weights FILE  no training: FILE (a `glassbox train --checkpoint-dir`
@@ -42,9 +43,14 @@ steps (--warmup N: N), then timed steps for --min-time seconds (at least 3); --j
 Google-Benchmark-shaped rows with tokens/s, which bench/interleave.py reads:
 
     python3 bench/peers/lstm_lm.py --time forward_backward --net LSTM --threads 2
+
+A bad flag is a usage error (exit status 2); an ids or model file that cannot
+be read, or does not fit, is one line naming it (exit status 1). Both are
+found, and the --json and --save paths checked, before anything is trained.
 """
 
 import argparse
+import array
 import json
 import math
 import os
@@ -54,29 +60,112 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(1, os.path.dirname(HERE))  # bench/, for results_io
 
 from peer_language_models import LANGUAGE_MODELS, find_language_model  # noqa: E402
+from peer_protocol import MODES  # noqa: E402
+from results_io import BadInput, check_output, count, positive_float, positive_int, write_text  # noqa: E402
+
+PROG = "lstm_lm.py"
+SPLITS = ("train", "valid", "test")
 
 
-def read_ids(path):
-    """{split: int64 tensor of ids}, the vocabulary size and its digest (None in an older file) from
-    `glassbox corpus --out`."""
-    import torch
-    with open(path, "rb") as f:
-        data = f.read()
+def parse_modes(text):
+    """--time: modes separated by commas, each one of peer_protocol's MODES (once each, in the order given)."""
+    words = [word.strip() for word in text.split(",")]
+    if not all(word in MODES for word in words):
+        raise BadInput(f"--time {text!r}: expected modes separated by commas, each one of {', '.join(MODES)}")
+    return list(dict.fromkeys(words))
+
+
+def parse_schedule(text):
+    """--schedule: None for constant, or (E, G) for step:E:G, as Glassbox takes it (optim/lr_schedule.cpp):
+    every E epochs (1 or more) the rate times G (above 0, at most 1)."""
+    if text == "constant":
+        return None
+    parts = text.split(":")
+    try:
+        every, gamma = int(parts[1]), float(parts[2])
+        valid = len(parts) == 3 and parts[0] == "step" and every >= 1 and 0.0 < gamma <= 1.0
+    except (IndexError, ValueError):
+        valid = False
+    if not valid:
+        raise BadInput(f"--schedule {text!r}: expected constant or step:EPOCHS:GAMMA, EPOCHS a whole number, "
+                       "1 or more, and GAMMA above 0 and at most 1")
+    return every, gamma
+
+
+def read_corpus(path):
+    """What `glassbox corpus --out` writes, checked: ({split: its int32 ids as an array}, the vocabulary size,
+    its digest (None in an older file)). A file that is not one, or holds an id outside the vocabulary, is
+    BadInput naming it."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise BadInput(f"{path}: cannot read: {e.strerror or e}")
+    not_corpus = f"{path} is not what `glassbox corpus --out` writes"
+    if len(data) < 8:
+        raise BadInput(f"{not_corpus}: {len(data)} bytes, fewer than a safetensors header's 8-byte length")
     (header_length,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + header_length])
-    body = data[8 + header_length:]
-    metadata = header.pop("__metadata__", {})
-    if metadata.get("format") != "glassbox.corpus v1":
-        sys.exit(f"lstm_lm.py: {path} is not what `glassbox corpus --out` writes")
-    splits = {}
-    for name in ("train", "valid", "test"):
-        entry = header[name]
-        begin, end = entry["data_offsets"]
-        splits[name] = torch.frombuffer(bytearray(body[begin:end]), dtype=torch.int32).to(torch.int64)
+    if header_length > len(data) - 8:
+        raise BadInput(f"{not_corpus}: its first 8 bytes give a header of {header_length:,} bytes, past the "
+                       f"end of the file ({len(data):,} bytes)")
+    try:
+        header = json.loads(data[8:8 + header_length].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise BadInput(f"{not_corpus}: its safetensors header is not JSON ({e})")
+    metadata = header.pop("__metadata__", None) if isinstance(header, dict) else None
+    if not isinstance(metadata, dict) or metadata.get("format") != "glassbox.corpus v1":
+        raise BadInput(f"{not_corpus}: no __metadata__ with \"format\": \"glassbox.corpus v1\"")
+    if not isinstance(metadata.get("vocabulary"), str):
+        raise BadInput(f"{path}: __metadata__ has no \"vocabulary\" (one word per line)")
     vocabulary = len(metadata["vocabulary"].splitlines())
+    body = data[8 + header_length:]
+    splits = {}
+    for name in SPLITS:
+        entry = header.get(name)
+        offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
+        if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(o) is int for o in offsets)
+                and 0 <= offsets[0] <= offsets[1] <= len(body) and (offsets[1] - offsets[0]) % 4 == 0
+                and entry.get("dtype") == "I32"):
+            raise BadInput(f"{path}: the tensor {name!r} is missing, or is not I32 ids within the file "
+                           f"({json.dumps(entry)[:120]})")
+        ids = array.array("i")
+        ids.frombytes(body[offsets[0]:offsets[1]])
+        if sys.byteorder == "big":  # the file is little-endian
+            ids.byteswap()
+        if ids and not 0 <= min(ids) <= max(ids) < vocabulary:
+            at = next(i for i, token in enumerate(ids) if not 0 <= token < vocabulary)
+            raise BadInput(f"{path}: {name} id {ids[at]} (token {at:,} of {len(ids):,}) is outside the vocabulary "
+                           f"of {vocabulary:,} words (ids 0 to {vocabulary - 1:,})")
+        splits[name] = ids
     return splits, vocabulary, metadata.get("vocabulary_digest")
+
+
+def check_windows(path, splits, names, streams, steps):
+    """Each split of `names` holds B streams of T + 1 ids at least, one window: Glassbox's rule (data/bptt.cpp)."""
+    for name in names:
+        needed = streams * (steps + 1)
+        if len(splits[name]) < needed:
+            raise BadInput(f"{path}: the {name} split's {len(splits[name]):,} tokens are too few for {streams} "
+                           f"streams (--batch) and one window of {steps} steps: each stream needs {steps} + 1 "
+                           f"tokens (the targets are the next token), {needed:,} in all")
+
+
+def as_tensors(splits):
+    """{split: int64 tensor} of read_corpus's arrays."""
+    import torch
+    return {name: torch.frombuffer(bytearray(ids.tobytes()), dtype=torch.int32).to(torch.int64) if ids
+            else torch.zeros(0, dtype=torch.int64) for name, ids in splits.items()}
+
+
+def perplexity(mean_loss):
+    """exp of the mean loss; inf past a double's range."""
+    try:
+        return math.exp(mean_loss)
+    except OverflowError:
+        return math.inf
 
 
 def batchify(ids, streams):
@@ -91,10 +180,11 @@ def windows(data, steps):
 
 
 def lr_at(base, schedule, epoch):
-    if schedule == "constant":
+    step = parse_schedule(schedule)
+    if step is None:
         return base
-    _, every, gamma = schedule.split(":")
-    return base * float(gamma) ** (epoch // int(every))
+    every, gamma = step
+    return base * gamma ** (epoch // every)
 
 
 def evaluate(model, data, steps, batch):
@@ -107,7 +197,7 @@ def evaluate(model, data, steps, batch):
             logits, state = model(x, state)
             total += torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), y.reshape(-1)).item() * y.numel()
             count += y.numel()
-    return math.exp(total / count)
+    return perplexity(total / count)
 
 
 def time_modes(spec, args):
@@ -138,7 +228,7 @@ def time_modes(spec, args):
             optimizer.step()
 
     rates = {}
-    for mode in args.time.split(","):
+    for mode in parse_modes(args.time):
         model.eval() if mode == "inference" else model.train()
         if mode == "forward_backward":
             optimizer.zero_grad(set_to_none=False)
@@ -155,48 +245,111 @@ def time_modes(spec, args):
     return rates
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_args(argv=None):
+    """The flags, checked, and the output paths, before anything is read or run: a bad one is argparse's
+    usage error, exit status 2."""
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     parser.add_argument("ids", nargs="?", help="the file `glassbox corpus SPEC --out FILE` wrote")
     parser.add_argument("--time", metavar="MODES", help="time these modes instead of training (see above)")
-    parser.add_argument("--min-time", type=float, default=2.0, help="with --time: seconds timed per mode")
-    parser.add_argument("--warmup", type=int, default=10, help="with --time: untimed steps of each mode first")
+    parser.add_argument("--min-time", type=positive_float, default=2.0, help="with --time: seconds timed per mode")
+    parser.add_argument("--warmup", type=count, default=10, help="with --time: untimed steps of each mode first")
     parser.add_argument("--net", default="LSTMSmall", help=", ".join(m.name for m in LANGUAGE_MODELS))
-    parser.add_argument("--epochs", type=int, default=4)
-    parser.add_argument("--batch", type=int, default=20)
-    parser.add_argument("--lr", type=float, default=1.0)
-    parser.add_argument("--clip", type=float, default=5.0)
+    parser.add_argument("--epochs", type=count, default=4)
+    parser.add_argument("--batch", type=positive_int, default=20)
+    parser.add_argument("--lr", type=positive_float, default=1.0)
+    parser.add_argument("--clip", type=float, default=5.0, help="the gradients' largest global norm (0: no clipping)")
     parser.add_argument("--schedule", default="constant", help="constant or step:EPOCHS:GAMMA")
-    parser.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (default: torch's)")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--threads", type=count, default=0, help="torch.set_num_threads (default: torch's)")
+    parser.add_argument("--seed", type=count, default=1)
     parser.add_argument("--json", help="write the epochs' rows to this file")
     parser.add_argument("--weights", help="score this model file instead of training (strict load)")
     parser.add_argument("--save", help="write the trained model's state_dict here (safetensors)")
-    args = parser.parse_args()
-    if args.warmup < 0:
-        sys.exit(f"lstm_lm.py: --warmup must be 0 or more, got {args.warmup}")
+    args = parser.parse_args(argv)
+    if find_language_model(args.net) is None:
+        parser.error(f"unknown network '{args.net}'; valid: {', '.join(m.name for m in LANGUAGE_MODELS)}")
+    if not (math.isfinite(args.clip) and args.clip >= 0.0):
+        parser.error(f"--clip must be a finite number, 0 (no clipping) or more, got {args.clip}")
+    if args.seed >= 2 ** 64:
+        parser.error(f"--seed must be below 2^64 (torch.manual_seed), got {args.seed}")
+    try:
+        parse_schedule(args.schedule)
+        if args.time is not None:
+            parse_modes(args.time)
+            # Timing reads no ids and trains nothing: an ids file, --weights or --save would be ignored.
+            given = [flag for flag, value in (("an ids file", args.ids), ("--weights", args.weights),
+                                              ("--save", args.save)) if value is not None]
+            if given:
+                raise BadInput(f"--time times steps on random ids and trains nothing: it takes no "
+                               f"{' or '.join(given)}")
+        elif args.ids is None:
+            raise BadInput("give the ids file (glassbox corpus SPEC --out FILE), or --time MODES")
+        if args.weights is not None and (args.save is not None or args.json is not None):
+            raise BadInput("--weights scores a model file and trains nothing: --save and --json are for a training run")
+        inputs = [path for path in (args.ids, args.weights) if path is not None]
+        for flag in ("--json", "--save"):
+            if getattr(args, flag[2:]) is not None:
+                check_output(getattr(args, flag[2:]), flag, inputs=inputs)
+        if args.json is not None and args.save is not None and os.path.abspath(args.json) == os.path.abspath(args.save):
+            raise BadInput(f"--json and --save are the same file, {args.json}")
+    except BadInput as e:
+        parser.error(str(e))
+    return args
+
+
+def write_file(path, flag, write):
+    """write(temporary path), then the temporary renamed to `path`: whole or not at all."""
+    temporary = path + ".tmp"
+    try:
+        write(temporary)
+        os.replace(temporary, path)
+    except BaseException as e:
+        if os.path.isfile(temporary):
+            os.remove(temporary)
+        if isinstance(e, OSError):
+            raise BadInput(f"{flag} {path}: cannot write: {e.strerror or e}") from e
+        raise
+
+
+def json_value(value):
+    """A row's value for JSON, which has no NaN or infinity: null for those (as Glassbox's logs write them)."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def main(argv=None):
+    args = parse_args(argv)
     spec = find_language_model(args.net)
-    if spec is None:
-        sys.exit(f"lstm_lm.py: unknown network '{args.net}'; valid: {', '.join(m.name for m in LANGUAGE_MODELS)}")
+    if args.weights is not None and not os.path.isfile(args.weights):
+        what = "a folder, not a file" if os.path.isdir(args.weights) else "no such file"
+        print(f"{PROG}: --weights {args.weights}: {what}", file=sys.stderr)
+        return 1
+    if args.time is None:  # the ids are read and checked before torch is loaded
+        try:
+            splits, vocabulary, digest = read_corpus(args.ids)
+            if vocabulary != spec.vocabulary:
+                raise BadInput(f"{args.net} predicts {spec.vocabulary} words; the vocabulary of {args.ids} has "
+                               f"{vocabulary}")
+            check_windows(args.ids, splits, ("valid", "test") if args.weights else SPLITS, args.batch, spec.steps)
+        except BadInput as e:
+            print(f"{PROG}: {e}", file=sys.stderr)
+            return 1
 
     import torch
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    if args.time:
+    if args.time is not None:
         rates = time_modes(spec, args)
         if args.json:
             rows = [{"name": name, "run_type": "iteration", "tokens/s": rate} for name, rate in rates.items()]
-            with open(args.json, "w") as f:
-                json.dump({"context": {"torch": torch.__version__, "threads": torch.get_num_threads()},
-                           "benchmarks": rows}, f, indent=1)
+            text = json.dumps({"context": {"torch": torch.__version__, "threads": torch.get_num_threads()},
+                               "benchmarks": rows}, indent=1)
+            try:
+                write_text(args.json, text)
+            except BadInput as e:
+                print(f"{PROG}: --json: {e}", file=sys.stderr)
+                return 1
         return 0
-    if args.ids is None:
-        parser.error("give the ids file (glassbox corpus SPEC --out FILE), or --time MODES")
     torch.manual_seed(args.seed)
-    splits, vocabulary, digest = read_ids(args.ids)
-    if vocabulary != spec.vocabulary:
-        sys.exit(f"lstm_lm.py: {args.net} predicts {spec.vocabulary} words; the file's vocabulary has {vocabulary}")
-    data = {name: batchify(ids, args.batch) for name, ids in splits.items()}
+    data = {name: batchify(ids, args.batch) for name, ids in as_tensors(splits).items()}
     model = spec.build()
     if args.weights:
         return score_weights(model, args, data, spec)
@@ -223,29 +376,44 @@ def main():
             total += loss.item() * y.numel()
             count += y.numel()
         seconds = time.perf_counter() - start
-        row = {"epoch": epoch + 1, "train_perplexity": math.exp(total / count),
+        row = {"epoch": epoch + 1, "train_perplexity": perplexity(total / count),
                "valid_perplexity": evaluate(model, data["valid"], spec.steps, args.batch),
                "test_perplexity": evaluate(model, data["test"], spec.steps, args.batch),
                "seconds": seconds, "tokens_per_second": count / seconds}
         rows.append(row)
         print(f"{epoch + 1:>2}/{args.epochs}  {row['train_perplexity']:10.2f}  {row['valid_perplexity']:10.2f}  "
               f"{row['test_perplexity']:10.2f}  {seconds:8.1f}  {row['tokens_per_second']:8.0f}", flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"net": args.net, "torch": torch.__version__, "args": vars(args), "epochs": rows}, f, indent=1)
-    if args.save:
-        import safetensors.torch
-        # "vocabulary": the digest glassbox eval checks the corpus against, as in Glassbox's own checkpoints.
-        metadata = {"format": "pt"} if digest is None else {"format": "pt", "vocabulary": digest}
-        safetensors.torch.save_file(model.state_dict(), args.save, metadata=metadata)
-        print(f"wrote {args.save}: test perplexity {evaluate(model, data['test'], spec.steps, args.batch):.4f}")
+    try:
+        if args.json:
+            rows = [{key: json_value(value) for key, value in row.items()} for row in rows]
+            write_text(args.json, json.dumps({"net": args.net, "torch": torch.__version__, "args": vars(args),
+                                              "epochs": rows}, indent=1))
+        if args.save:
+            import safetensors.torch
+            # "vocabulary": the digest glassbox eval checks the corpus against, as in Glassbox's own checkpoints.
+            metadata = {"format": "pt"} if digest is None else {"format": "pt", "vocabulary": digest}
+            write_file(args.save, "--save",
+                       lambda path: safetensors.torch.save_file(model.state_dict(), path, metadata=metadata))
+            print(f"wrote {args.save}: test perplexity {evaluate(model, data['test'], spec.steps, args.batch):.4f}")
+    except BadInput as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 1
     return 0
 
 
 def score_weights(model, args, data, spec):
     """--weights: a Glassbox model file in PyTorch's model, strictly, then its perplexities."""
+    import safetensors
     import safetensors.torch
-    model.load_state_dict(safetensors.torch.load_file(args.weights), strict=True)
+    try:
+        model.load_state_dict(safetensors.torch.load_file(args.weights), strict=True)
+    except (OSError, RuntimeError, ValueError, safetensors.SafetensorError) as e:
+        # load_state_dict's message is a heading line, then a line per kind of mismatch.
+        lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+        reason = " ".join(lines[1:] if len(lines) > 1 and lines[0].endswith(":") else lines) or type(e).__name__
+        print(f"{PROG}: --weights {args.weights}: not a model file of {args.net}: "
+              f"{reason if len(reason) <= 300 else reason[:300] + '...'}", file=sys.stderr)
+        return 1
     valid = evaluate(model, data["valid"], spec.steps, args.batch)
     test = evaluate(model, data["test"], spec.steps, args.batch)
     print(f"{args.weights} in PyTorch's {args.net} (strict load): valid perplexity {valid:.4f}, test perplexity {test:.4f}")

@@ -59,6 +59,7 @@ time (out of memory) is reported with error_occurred and the exit status is 1.
 
 import argparse
 import gc
+import math
 import re
 import sys
 
@@ -126,8 +127,8 @@ def parse_args(argv):
         raise UsageError(f"bad --precision {args.precision!r} (expected one of {', '.join(PRECISIONS)})")
     if args.batch is not None and args.batch <= 0:
         raise UsageError(f"--batch must be a positive integer, got {args.batch}")
-    if not args.min_time > 0:
-        raise UsageError(f"--min-time must be positive seconds, got {args.min_time}")
+    if not (math.isfinite(args.min_time) and args.min_time > 0):  # inf would never end a benchmark
+        raise UsageError(f"--min-time must be a finite number of seconds above 0, got {args.min_time}")
     if args.threads is not None and args.threads <= 0:
         raise UsageError(f"--threads must be a positive integer, got {args.threads}")
     if args.warmup < 0:

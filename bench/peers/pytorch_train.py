@@ -5,10 +5,13 @@ reports, so that accuracy and time per epoch can be set side by side
 (bench/train_vs_pytorch.py runs the two interleaved).
 
 What is the same as Glassbox's defaults (tools/cli/train.cpp):
-  data      Fashion-MNIST's IDX files (Debian's dataset-fashion-mnist), pixels
-            (x / 255 - 0.2860) / 0.3530; 60,000 training images in a fresh
-            permutation each epoch, the last partial batch dropped; the
-            10,000 test images after every epoch (eval(): no dropout)
+  data      Fashion-MNIST's IDX files (Debian's dataset-fashion-mnist, or the
+            folder of --data fashion-mnist:DIR), checked whole as Glassbox
+            checks them (a bad file or more images than labels is an error),
+            pixels (x / 255 - 0.2860) / 0.3530; the training images (60,000)
+            in a fresh permutation each epoch, the last partial batch dropped,
+            so an epoch is images // batch steps; the test images (10,000)
+            after every epoch (eval(): no dropout)
   SGD       torch.optim.SGD: lr 0.05, momentum 0.9, weight decay 5e-4 on
             every parameter, optional Nesterov; the rate set before every
             step from the same formula: linear warm-up, then cosine over the
@@ -31,6 +34,8 @@ Usage:
       [--warmup-epochs 0] [--momentum 0.9] [--weight-decay 5e-4] [--nesterov]
       [--seed 1] [--threads 2] [--workers 0] [--pipeline torchvision|tensors]
       [--log FILE]
+A bad flag is a usage error (exit status 2), a bad data file one line naming it
+(exit status 1), both before anything is trained.
 """
 
 import argparse
@@ -42,39 +47,106 @@ import os
 import sys
 import tempfile
 import time
+import zlib
 
-from peer_models import find_net
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # bench/, for results_io
 
+from peer_models import find_net  # noqa: E402
+from results_io import BadInput, check_output, count, positive_float, positive_int  # noqa: E402
+
+PROG = "pytorch_train.py"
 FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
 MEAN, STD = 0.2860, 0.3530
 FILES = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
          "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
+SIDE = 28  # Fashion-MNIST's images are 28x28
+CLASSES = 10
+EPOCH_SEED_FACTOR = 1_000_003  # an epoch's shuffle is seeded with seed * this + epoch
 
 
-def read_idx(path):
-    """An IDX file (gzip-compressed or not) as a uint8 numpy array."""
-    import numpy as np
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        data = f.read()
-    rank = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(rank)]
-    return np.frombuffer(data, np.uint8, offset=4 + 4 * rank).reshape(dims)
+def read_idx(path, rank):
+    """An IDX file of unsigned bytes, gzip-compressed or not (told by its first
+    two bytes, as Glassbox tells it), checked as Glassbox's reader checks it
+    (data/idx_dataset.cpp): the images (rank 3) 28x28, the labels (rank 1) 0
+    to 9, at least one, and the data ending where the header says. Returns
+    (count, the decompressed bytes); a bad file is BadInput naming it."""
+    what = "images, rows, columns" if rank == 3 else "labels"
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise BadInput(f"{path}: cannot read: {e.strerror or e}")
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as e:
+            raise BadInput(f"{path}: not a whole gzip file: {e}")
+    if len(data) >= 4:
+        if data[0] != 0 or data[1] != 0:
+            raise BadInput(f"{path}: byte 0: not an IDX file: expected the magic 00 00 08 0{rank} ({what}), "
+                           f"found {data[:4].hex(' ')}")
+        if data[2] != 8:
+            raise BadInput(f"{path}: byte 2: IDX element type {data[2]:02x}, expected 08 (unsigned bytes)")
+        if data[3] != rank:
+            raise BadInput(f"{path}: byte 3: {data[3]} dimension{'' if data[3] == 1 else 's'}, expected {rank} "
+                           f"({what}): is it {'a labels' if rank == 3 else 'an images'} file?")
+    header = 4 + 4 * rank
+    if len(data) < header:
+        raise BadInput(f"{path}: truncated at byte {len(data):,} of the decompressed data: an IDX header of "
+                       f"{rank} dimension{'' if rank == 1 else 's'} ({what}) needs {header} bytes")
+    sizes = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(rank)]
+    if sizes[0] == 0:
+        raise BadInput(f"{path}: byte 4: 0 {what.split(',')[0]}; expected at least one")
+    if rank == 3 and sizes[1:] != [SIDE, SIDE]:
+        raise BadInput(f"{path}: byte 8: images of {sizes[1]}x{sizes[2]}, expected {SIDE}x{SIDE}")
+    content = f"{sizes[0]:,} images of {SIDE}x{SIDE}" if rank == 3 else f"{sizes[0]:,} labels"
+    expected = header + math.prod(sizes)
+    if len(data) < expected:
+        raise BadInput(f"{path}: truncated at byte {len(data):,} of the decompressed data: {content} need "
+                       f"{expected:,} bytes")
+    if len(data) > expected:
+        raise BadInput(f"{path}: byte {expected:,}: {len(data) - expected:,} bytes past the end of {content}; "
+                       "expected the data to end there")
+    if rank == 1 and max(data[header:]) >= CLASSES:
+        at = next(i for i in range(header, len(data)) if data[i] >= CLASSES)
+        raise BadInput(f"{path}: byte {at:,}: label {data[at]} (of image {at - header:,}); expected 0 to {CLASSES - 1}")
+    return sizes[0], data
 
 
 def find_file(folder, stem):
     for name in (stem + ".gz", stem):
         if os.path.exists(os.path.join(folder, name)):
             return os.path.join(folder, name)
-    raise SystemExit(f"pytorch_train.py: {folder} has no {stem}[.gz]")
+    raise BadInput(f"{folder}: neither {stem}.gz nor {stem} is there")
 
 
-def tensors_pipeline(torch, folder, split, batch, shuffle, seed_of_epoch):
+def read_split(images_path, labels_path):
+    """(count, images bytes, labels bytes) of one split, its two files holding as many images as labels."""
+    images, image_bytes = read_idx(images_path, 3)
+    labels, label_bytes = read_idx(labels_path, 1)
+    if images != labels:
+        raise BadInput(f"{images_path} has {images:,} images but {labels_path} has {labels:,} labels")
+    return images, image_bytes, label_bytes
+
+
+def steps_per_epoch(images, batch):
+    """The steps of an epoch, as Glassbox's Loader counts them: full batches only, the last partial one
+    dropped (drop_last), so that the schedule runs over the same steps. Fewer images than one batch is
+    BadInput."""
+    if images < batch:
+        raise BadInput(f"{images:,} images, fewer than one batch, and the last partial batch of an epoch is dropped")
+    return images // batch
+
+
+def tensors_pipeline(torch, data, split, batch, shuffle, seed_of_epoch):
     """Batches by indexing one normalised tensor: a generator per epoch."""
-    images_file, labels_file = FILES[split]
-    x = torch.from_numpy(read_idx(find_file(folder, images_file)).copy()).float().div_(255).sub_(MEAN).div_(STD)
+    import numpy as np
+    n, image_bytes, label_bytes = data[split]
+    pixels = np.frombuffer(image_bytes, np.uint8, offset=16).reshape(n, SIDE, SIDE)
+    x = torch.from_numpy(pixels.copy()).float().div_(255).sub_(MEAN).div_(STD)
     x = x.unsqueeze(1)
-    y = torch.from_numpy(read_idx(find_file(folder, labels_file)).astype("int64"))
+    y = torch.from_numpy(np.frombuffer(label_bytes, np.uint8, offset=8).astype("int64"))
 
     def epoch(e):
         n = len(y)
@@ -87,10 +159,10 @@ def tensors_pipeline(torch, folder, split, batch, shuffle, seed_of_epoch):
     return epoch
 
 
-def torchvision_pipeline(torch, folder, split, batch, shuffle, seed_of_epoch, workers):
+def torchvision_pipeline(torch, data, split, batch, shuffle, seed_of_epoch, workers):
     """torchvision's FashionMNIST dataset in a DataLoader. torchvision looks for
     the uncompressed IDX files in root/FashionMNIST/raw, so they are written
-    there (a temporary folder) first."""
+    there (a temporary folder) first, from the checked bytes."""
     import shutil
     import torchvision
     from torchvision import transforms
@@ -98,11 +170,11 @@ def torchvision_pipeline(torch, folder, split, batch, shuffle, seed_of_epoch, wo
     atexit.register(shutil.rmtree, root, ignore_errors=True)
     raw = os.path.join(root, "FashionMNIST", "raw")
     os.makedirs(raw)
-    for stem in FILES["train"] + FILES["test"]:
-        source = find_file(folder, stem)
-        opener = gzip.open if source.endswith(".gz") else open
-        with opener(source, "rb") as f, open(os.path.join(raw, stem), "wb") as out:
-            shutil.copyfileobj(f, out)
+    for name in FILES:
+        _, image_bytes, label_bytes = data[name]
+        for stem, content in zip(FILES[name], (image_bytes, label_bytes)):
+            with open(os.path.join(raw, stem), "wb") as out:
+                out.write(content)
     dataset = torchvision.datasets.FashionMNIST(
         root, train=split == "train", download=False,
         transform=transforms.Compose([transforms.ToTensor(), transforms.Normalize((MEAN,), (STD,))]))
@@ -126,30 +198,83 @@ def learning_rate(args, step, total_steps, steps_per_epoch):
     return args.lr * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
-def main():
-    parser = argparse.ArgumentParser(prog="pytorch_train.py", description=__doc__.split("\n")[0])
+def parse_args(argv=None):
+    """The flags, each checked as `glassbox train` checks it (tools/cli/train_settings.cpp): a bad one is
+    argparse's usage error, exit status 2, before any data is read."""
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
     parser.add_argument("--net", default="LeNet")
     parser.add_argument("--data", default="fashion-mnist")
-    parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--epochs", type=positive_int, default=10)
+    parser.add_argument("--batch", type=positive_int, default=64)
+    parser.add_argument("--lr", type=positive_float, default=0.05)
     parser.add_argument("--schedule", choices=["cosine", "constant"], default="cosine")
-    parser.add_argument("--warmup-epochs", type=int, default=0)
+    parser.add_argument("--warmup-epochs", type=count, default=0)
     parser.add_argument("--momentum", type=float, default=0.9)
     parser.add_argument("--weight-decay", type=float, default=5e-4)
     parser.add_argument("--nesterov", action="store_true")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--workers", type=int, default=0)
+    parser.add_argument("--seed", type=count, default=1)
+    parser.add_argument("--threads", type=positive_int, default=2)
+    parser.add_argument("--workers", type=count, default=0)
     parser.add_argument("--pipeline", choices=["torchvision", "tensors"], default="torchvision")
     parser.add_argument("--log")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.data != "fashion-mnist" and not args.data.startswith("fashion-mnist:"):
         parser.error(f"--data: only fashion-mnist or fashion-mnist:DIR, got '{args.data}'")
-    folder = args.data.split(":", 1)[1] if ":" in args.data else FASHION_MNIST
+    args.folder = args.data.split(":", 1)[1] if ":" in args.data else FASHION_MNIST
+    if not args.folder:
+        parser.error("--data fashion-mnist:DIR needs the folder DIR")
     spec = find_net(args.net)
-    if spec is None or tuple(spec.sample) != (1, 28, 28):
+    if spec is None or tuple(spec.sample) != (1, SIDE, SIDE):
         parser.error(f"--net: {args.net} does not take 28x28 grey images")
+    args.spec = spec
+    if args.warmup_epochs >= args.epochs:
+        parser.error(f"--warmup-epochs {args.warmup_epochs} leaves none of the {args.epochs} epochs for the "
+                     "schedule; give fewer warm-up epochs")
+    if not 0.0 <= args.momentum <= 1.0:  # (NaN fails both)
+        parser.error(f"--momentum must be from 0 to 1, got {args.momentum}")
+    if not (math.isfinite(args.weight_decay) and args.weight_decay >= 0.0):
+        parser.error(f"--weight-decay must be a finite number, 0 or more, got {args.weight_decay}")
+    # torch.Generator takes seeds below 2^64.
+    largest_seed = (2 ** 64 - 1 - args.epochs) // EPOCH_SEED_FACTOR
+    if args.seed > largest_seed:
+        parser.error(f"--seed must be from 0 to {largest_seed} (an epoch's shuffle is seeded with "
+                     f"seed x {EPOCH_SEED_FACTOR:,} + epoch, which torch takes below 2^64), got {args.seed}")
+    if args.log is not None:
+        try:
+            check_output(args.log, "--log")
+        except BadInput as e:
+            parser.error(str(e))
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    folder, spec = args.folder, args.spec
+    # The data are read and checked whole before torch is loaded; the run's
+    # steps per epoch are those of the training images given (Glassbox's
+    # Loader: full batches only, the last partial one dropped).
+    try:
+        paths = {split: [find_file(folder, stem) for stem in FILES[split]] for split in FILES}
+    except BadInput as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 1
+    try:
+        if args.log is not None:
+            check_output(args.log, "--log", inputs=paths["train"] + paths["test"])
+    except BadInput as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 2
+    try:
+        data = {split: read_split(*paths[split]) for split in FILES}
+    except BadInput as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 1
+    try:
+        steps = steps_per_epoch(data["train"][0], args.batch)
+    except BadInput as e:
+        print(f"{PROG}: --batch {args.batch}: {paths['train'][0]} has {e}", file=sys.stderr)
+        return 2
+    total_steps = steps * args.epochs
 
     import torch
     import torch.nn.functional as F
@@ -160,20 +285,25 @@ def main():
                                 weight_decay=args.weight_decay, nesterov=args.nesterov)
 
     def seed_of_epoch(e):
-        return args.seed * 1_000_003 + e
+        return args.seed * EPOCH_SEED_FACTOR + e
 
     if args.pipeline == "tensors":
-        train = tensors_pipeline(torch, folder, "train", args.batch, True, seed_of_epoch)
-        test = tensors_pipeline(torch, folder, "test", args.batch, False, seed_of_epoch)
+        train = tensors_pipeline(torch, data, "train", args.batch, True, seed_of_epoch)
+        test = tensors_pipeline(torch, data, "test", args.batch, False, seed_of_epoch)
     else:
-        train = torchvision_pipeline(torch, folder, "train", args.batch, True, seed_of_epoch, args.workers)
-        test = torchvision_pipeline(torch, folder, "test", args.batch, False, seed_of_epoch, args.workers)
-    steps_per_epoch = 60000 // args.batch
-    total_steps = steps_per_epoch * args.epochs
-    log = open(args.log, "a") if args.log else None
+        train = torchvision_pipeline(torch, data, "train", args.batch, True, seed_of_epoch, args.workers)
+        test = torchvision_pipeline(torch, data, "test", args.batch, False, seed_of_epoch, args.workers)
+    try:
+        log = open(args.log, "a") if args.log else None
+    except OSError as e:
+        print(f"{PROG}: --log {args.log}: {e.strerror or e}", file=sys.stderr)
+        return 2
 
     def write(line):
         if log:
+            # JSON has no NaN or infinity (a diverged loss): null for those, as glassbox train's log writes them.
+            line = {key: None if isinstance(value, float) and not math.isfinite(value) else value
+                    for key, value in line.items()}
             log.write(json.dumps(line) + "\n")
             log.flush()
 
@@ -197,7 +327,7 @@ def main():
             if batch is None:
                 break
             x, y = batch
-            lr = learning_rate(args, step, total_steps, steps_per_epoch)
+            lr = learning_rate(args, step, total_steps, steps)
             for group in optimizer.param_groups:
                 group["lr"] = lr
             before = time.perf_counter()

@@ -7,8 +7,12 @@ logits, reading IDX files, the table, finding the program.
     python3 bench/peers/test_checkpoint_round_trip.py      # any Python 3 (numpy for the IDX test)
 """
 
+import argparse
+import contextlib
 import gzip
+import io
 import os
+import re
 import struct
 import sys
 import tempfile
@@ -111,6 +115,41 @@ class ReportTest(unittest.TestCase):
     def test_usage_errors_exit_2_before_torch_is_needed(self):
         self.assertEqual(rt.main(["--nets", "NoSuchNet"]), 2)
         self.assertEqual(rt.main(["--parts", "9"]), 2)
+
+
+class SettingsTest(unittest.TestCase):
+    def test_threads_tolerance_and_work_folder_are_checked(self):
+        def settings(**changes):
+            return argparse.Namespace(**{"tolerance": 1e-4, "threads": 2, "work": None, **changes})
+
+        with tempfile.TemporaryDirectory() as folder:
+            a_file = os.path.join(folder, "a-file")
+            open(a_file, "w").close()
+            for args, message in ((settings(threads=0), "--threads must be 1 or more, got 0"),
+                                  (settings(tolerance=float("nan")), "--tolerance must be a finite number, 0 or more, "
+                                                                     "got nan"),
+                                  (settings(tolerance=-1e-4), "--tolerance must be a finite number"),
+                                  (settings(tolerance=float("inf")), "--tolerance must be a finite number"),
+                                  (settings(work=a_file), f"--work {a_file} is a file, not a folder")):
+                with self.subTest(args=args):
+                    with self.assertRaisesRegex(rt.UsageError, re.escape(message)):
+                        rt.check_settings(args)
+            rt.check_settings(settings(tolerance=0.0, threads=1, work=folder))
+            rt.check_settings(settings(work=os.path.join(folder, "new")))
+
+    def test_bad_settings_exit_2_before_torch_is_needed(self):
+        # A glassbox program that exists (any executable), so that only the settings can stop the run.
+        with tempfile.TemporaryDirectory() as folder:
+            a_file = os.path.join(folder, "a-file")
+            open(a_file, "w").close()
+            for flags in (["--threads", "0"], ["--tolerance", "nan"], ["--tolerance", "-1"], ["--work", a_file]):
+                with self.subTest(flags=flags):
+                    stderr = io.StringIO()
+                    with contextlib.redirect_stderr(stderr):
+                        status = rt.main(["--glassbox", sys.executable, "--nets", "LeNet", "--parts", "2"] + flags)
+                    self.assertEqual(status, 2)
+                    self.assertEqual(len(stderr.getvalue().splitlines()), 1, stderr.getvalue())
+                    self.assertTrue(stderr.getvalue().startswith(f"{rt.PROG}: --"), stderr.getvalue())
 
 
 if __name__ == "__main__":

@@ -11,19 +11,39 @@ time.
 
     python bench/peers/torch_gemm.py --threads 2
     stdin:  "m n k seconds" per line      stdout: "GFLOP/s" per line
+
+A line it cannot serve (not four numbers; m, n or k below 1; seconds not
+above 0 and below 10^6, as bench_gemm takes them; operands the memory cannot
+hold) is answered with a line "error: ...", and the next line served.
 """
 
 import argparse
+import os
 import sys
 import time
 
-import torch
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/, for results_io
 
+from results_io import positive_int  # noqa: E402
 
 OPERANDS = {}  # the last shape's (a, b, c)
+MAX_WINDOW = 1e6  # seconds: bench_gemm --serve's limit
+
+
+def parse_request(line):
+    """(m, n, k, seconds) from a request line, or ValueError with the answer "error: ..."."""
+    words = line.split()
+    try:
+        m, n, k, window = int(words[0]), int(words[1]), int(words[2]), float(words[3])
+    except (IndexError, ValueError):
+        m = n = k = window = 0
+    if min(m, n, k) < 1 or not 0.0 < window < MAX_WINDOW:  # (a NaN window fails the comparison)
+        raise ValueError(f"error: expected 'm n k seconds' (seconds above 0 and finite), got {line.strip()!r}")
+    return m, n, k, window
 
 
 def gflops(m, n, k, window):
+    import torch
     if (m, n, k) not in OPERANDS:
         OPERANDS.clear()
         a, b, c = torch.rand(m, k) * 2 - 1, torch.rand(k, n) * 2 - 1, torch.empty(m, n)
@@ -31,7 +51,7 @@ def gflops(m, n, k, window):
         OPERANDS[(m, n, k)] = (a, b, c)
     a, b, c = OPERANDS[(m, n, k)]
     products, seconds = 0, 0.0
-    while seconds < window:
+    while seconds < window or seconds <= 0.0:  # at least one product, and time to divide by
         start = time.perf_counter()
         torch.matmul(a, b, out=c)
         seconds += time.perf_counter() - start
@@ -39,23 +59,36 @@ def gflops(m, n, k, window):
     return 2.0 * m * n * k * products / seconds / 1e9
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--threads", type=int, required=True)
-    args = parser.parse_args()
+def answer(line):
+    """The answer line to one request line: the rate, or "error: ..."; None for a blank line."""
+    if not line.split():
+        return None
+    try:
+        m, n, k, window = parse_request(line)
+    except ValueError as e:
+        return str(e)
+    try:
+        return f"{gflops(m, n, k, window):.3f}"
+    except (RuntimeError, MemoryError) as e:  # answered as bench_gemm answers it, and the next line served
+        OPERANDS.clear()
+        if isinstance(e, MemoryError) or "can't allocate memory" in str(e):
+            return f"error: out of host memory for the operands of {m} x {n} x {k}"
+        lines = [text.strip() for text in str(e).splitlines() if text.strip()]
+        return f"error: {m} x {n} x {k}: {lines[0] if lines else type(e).__name__}"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="torch_gemm.py", description=__doc__.split("\n")[0])
+    parser.add_argument("--threads", type=positive_int, required=True)
+    args = parser.parse_args(argv)
+    import torch
     torch.set_num_threads(args.threads)
     print(f"ready: torch {torch.__version__}, {torch.get_num_threads()} threads, "
           f"BLAS {'MKL' if torch.backends.mkl.is_available() else 'not MKL'}", flush=True)
     for line in sys.stdin:
-        words = line.split()
-        if not words:
-            continue
-        try:
-            m, n, k, window = int(words[0]), int(words[1]), int(words[2]), float(words[3])
-        except (IndexError, ValueError):
-            print(f"error: expected 'm n k seconds', got {line.strip()!r}", flush=True)
-            continue
-        print(f"{gflops(m, n, k, window):.3f}", flush=True)
+        reply = answer(line)
+        if reply is not None:
+            print(reply, flush=True)
 
 
 if __name__ == "__main__":
