@@ -261,20 +261,29 @@ def positive_float(text):
     return value
 
 
-def write_text(path, text):
-    """Whole or not at all: a temporary file renamed over the old one, and
-    removed where writing or renaming fails."""
+def write_whole(path, write, named=None):
+    """write(temporary path), then the temporary renamed over `path`: whole or
+    not at all, the temporary removed where writing or renaming fails. An
+    OSError is BadInput naming the file (`named`: how, e.g. "--save PATH")."""
     temporary = path + ".tmp"
     try:
-        with open(temporary, "w") as f:
-            f.write(text)
+        write(temporary)
         os.replace(temporary, path)
     except BaseException as e:
         if os.path.isfile(temporary):
             os.remove(temporary)
         if isinstance(e, OSError):
-            raise BadInput(f"cannot write {path}: {e.strerror or e}") from e
+            raise BadInput(f"{named}: cannot write: {e.strerror or e}" if named
+                           else f"cannot write {path}: {e.strerror or e}") from e
         raise
+
+
+def write_text(path, text):
+    """`text` into `path`, whole or not at all (write_whole)."""
+    def write(temporary):
+        with open(temporary, "w") as f:
+            f.write(text)
+    write_whole(path, write)
 
 
 def write_json(path, payload):

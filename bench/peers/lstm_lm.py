@@ -64,7 +64,8 @@ sys.path.insert(1, os.path.dirname(HERE))  # bench/, for results_io
 
 from peer_language_models import LANGUAGE_MODELS, find_language_model  # noqa: E402
 from peer_protocol import MODES  # noqa: E402
-from results_io import BadInput, check_output, count, positive_float, positive_int, write_text  # noqa: E402
+from results_io import (BadInput, check_output, count, positive_float, positive_int,  # noqa: E402
+                        write_text, write_whole)
 
 PROG = "lstm_lm.py"
 SPLITS = ("train", "valid", "test")
@@ -296,20 +297,6 @@ def parse_args(argv=None):
     return args
 
 
-def write_file(path, flag, write):
-    """write(temporary path), then the temporary renamed to `path`: whole or not at all."""
-    temporary = path + ".tmp"
-    try:
-        write(temporary)
-        os.replace(temporary, path)
-    except BaseException as e:
-        if os.path.isfile(temporary):
-            os.remove(temporary)
-        if isinstance(e, OSError):
-            raise BadInput(f"{flag} {path}: cannot write: {e.strerror or e}") from e
-        raise
-
-
 def json_value(value):
     """A row's value for JSON, which has no NaN or infinity: null for those (as Glassbox's logs write them)."""
     return None if isinstance(value, float) and not math.isfinite(value) else value
@@ -392,8 +379,9 @@ def main(argv=None):
             import safetensors.torch
             # "vocabulary": the digest glassbox eval checks the corpus against, as in Glassbox's own checkpoints.
             metadata = {"format": "pt"} if digest is None else {"format": "pt", "vocabulary": digest}
-            write_file(args.save, "--save",
-                       lambda path: safetensors.torch.save_file(model.state_dict(), path, metadata=metadata))
+            state = model.state_dict()
+            write_whole(args.save, lambda path: safetensors.torch.save_file(state, path, metadata=metadata),
+                        named=f"--save {args.save}")
             print(f"wrote {args.save}: test perplexity {evaluate(model, data['test'], spec.steps, args.batch):.4f}")
     except BadInput as e:
         print(f"{PROG}: {e}", file=sys.stderr)
