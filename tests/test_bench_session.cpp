@@ -122,7 +122,7 @@ TEST(PlainName, DropsTheSuffixesGoogleBenchmarkAdds) {
 TEST(GoogleBenchmarkFlags, TakesEachCheckedAndPassesOnWhatGoogleBenchmarkReads) {
   GoogleBenchmarkFlags flags;
   for (const char* arg : {"--benchmark_filter=^A$", "--benchmark_out=x.json", "-h", "--benchmark_format=json",
-                          "--no-such-flag"}) {
+                          "--benchmark_no_such_flag"}) {
     take_google_benchmark_flag(arg, flags);
   }
   EXPECT_EQ(flags.filter, "^A$");
@@ -131,7 +131,10 @@ TEST(GoogleBenchmarkFlags, TakesEachCheckedAndPassesOnWhatGoogleBenchmarkReads) 
   EXPECT_EQ(flags.display_format, ReportFormat::kJson);
   EXPECT_EQ(flags.passed_on,
             (std::vector<std::string>{"--benchmark_filter=" + plain_name_filter("^A$"), "--help",
-                                      "--benchmark_format=json", "--no-such-flag"}));
+                                      "--benchmark_format=json", "--benchmark_no_such_flag"}));
+  // Google Benchmark's flags are --benchmark_* and --v; it names an unknown one of those itself.
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { take_google_benchmark_flag("--no-such-flag", flags); }),
+            "unknown flag '--no-such-flag'; --help lists the flags");
   // Yes and no in any case, as Google Benchmark reads them; an empty filter
   // (all); an output path of any bytes (it is not written into the results).
   GoogleBenchmarkFlags more;
