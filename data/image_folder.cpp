@@ -25,11 +25,14 @@ namespace fs = std::filesystem;
 constexpr uint64_t kMaxImageFileBytes = uint64_t{256} << 20;
 constexpr std::string_view kImageLimit = "an image file (each is read whole, to be decoded and resized)";
 
+// A name that ends in .jpg or .jpeg, in any case, as torchvision's
+// ImageFolder tests it (a name that is only ".jpg" too, which has no
+// extension to std::filesystem).
 bool is_jpeg_name(const fs::path& path) {
-  std::string extension = path.extension().string();
-  std::transform(extension.begin(), extension.end(), extension.begin(),
+  std::string name = path.filename().string();
+  std::transform(name.begin(), name.end(), name.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return extension == ".jpg" || extension == ".jpeg";
+  return name.ends_with(".jpg") || name.ends_with(".jpeg");
 }
 
 // The names of the entries of `folder` that `keep` accepts, sorted. Throws

@@ -45,6 +45,10 @@ constexpr std::string_view kKeptWarnings[] = {
     "instead of RST",                  // a lost restart marker: decoding resynchronises
     "unknown JFIF revision number",    // a header field only
     "Unknown Adobe color transform",   // a header field only
+    // A baseline scan's spectral selection or approximation fields not 0, 63,
+    // 0, 0 (some phones write them): a header field only, which libjpeg
+    // ignores; PIL loads these photos.
+    "Invalid SOS parameters for sequential JPEG",
 };
 
 // Note [A warning hides the file's end]: libjpeg keeps the text of a file's

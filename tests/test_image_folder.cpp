@@ -76,6 +76,22 @@ TEST(ImageFolder, ClassesAreSortedFolderNamesAndFilesSortedWithin) {
   for (int64_t i = 0; i < data.size(); ++i) EXPECT_EQ(data.load(i, pixels, SampleMode::kEvaluation, rng), labels[i]);
 }
 
+// A name is an image's where it ends in .jpg or .jpeg, as torchvision's
+// ImageFolder tests it: a name that is only ".jpg" too.
+TEST(ImageFolder, ANameThatIsOnlyTheExtensionIsAnImage) {
+  testing::TempDir dir;
+  testing::make_jpeg_folder(dir / "data", {.classes = {"a", "b"}, .per_class = 1});
+  const std::string image = testing::read_whole_file(dir / "data/a/0.jpg");
+  write_file(dir / "data/a/.jpg", image);
+  write_file(dir / "data/a/.JPEG", image);
+  write_file(dir / "data/a/jpg", image);  // no dot: not an image's name
+  const ImageFolder data(dir / "data", {.sample = Shape{3, 32, 32}, .name = "folder train"});
+  ASSERT_EQ(data.size(), 4);
+  EXPECT_EQ(data.path(0), dir / "data/a/.JPEG");
+  EXPECT_EQ(data.path(1), dir / "data/a/.jpg");
+  EXPECT_EQ(data.path(2), dir / "data/a/0.jpg");
+}
+
 TEST(ImageFolder, EvaluationTakesTheCentralWindowWhateverTheRng) {
   Folder f;
   const ImageFolder data(f.root, {.sample = Shape{3, 32, 32}});

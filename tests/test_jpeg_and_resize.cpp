@@ -230,6 +230,21 @@ TEST(Jpeg, StrayBytesAreKeptButNotACutBehindThem) {
   EXPECT_EQ(decoded(trailer).pixels, reference.pixels);
 }
 
+// Note [JPEG warnings]: a baseline scan whose header holds spectral
+// selection fields other than 0 and 63 (as some phones write) is a warning
+// about the header only; the image decodes whole, as PIL loads it.
+TEST(Jpeg, ABaselineScanWithOddSpectralFieldsIsKept) {
+  const std::string good = encode_jpeg(smooth_image(64, 48, 3, 1));
+  std::string odd = good;
+  const size_t sos = odd.find("\xff\xda");
+  ASSERT_NE(sos, std::string::npos);
+  const auto components = static_cast<size_t>(static_cast<unsigned char>(odd[sos + 4]));
+  const size_t se = sos + 5 + 2 * components + 1;  // after Ns, the components' pairs and Ss
+  ASSERT_EQ(static_cast<unsigned char>(odd[se]), 63);
+  odd[se] = 0;
+  EXPECT_EQ(decoded(odd).pixels, decoded(good).pixels);
+}
+
 TEST(Jpeg, EncodingChecksItsImageAndQuality) {
   Image image = smooth_image(8, 8, 3, 1);
   EXPECT_EQ(message_of<ConfigError>([&] { encode_jpeg(image, {.quality = 0}); }),
