@@ -264,8 +264,9 @@ void BatchNorm2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
                      refusal);
     }
     if (!refused.empty()) {
-      state->note = cat("no ReLU fused: cuDNN refuses it on ", name_of(value_storage()), " NHWC values (", refused,
-                        ")");
+      // Said of any ReLU after it: this layer does not know whether one follows.
+      state->note = cat("a ReLU after it runs apart: cuDNN refuses the fused call on ", name_of(value_storage()),
+                        " NHWC values (", refused, ")");
     }
   }
   if (state->ex) {
