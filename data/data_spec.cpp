@@ -59,9 +59,9 @@ DataSplits open_folder(const std::string& spec, const std::string& root, const S
   // labels (in sorted order), which val/ must match, so that an evaluation
   // labels its classes as training did.
   for (const std::string& split : {train_root, val_root}) {
-    std::error_code error;
-    if (!fs::is_directory(split, error)) {
-      throw DataError(cat(split, ": no such folder; folder:", root, " must hold train/<class>/ and val/<class>/ "
+    std::error_code error;  // set where stat() fails: no such file, a link to nothing or in a loop, no access
+    if (!fs::is_directory(fs::status(split, error))) {
+      throw DataError(cat(split, ": ", error ? error.message() : std::string("not a folder"), "; folder:", root, " must hold train/<class>/ and val/<class>/ "
                           "(both are read: train/'s class folders name the labels, which val/'s must match)"));
     }
   }

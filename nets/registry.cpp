@@ -107,8 +107,9 @@ NetSpec find_net(std::string_view name) {
   for (const NetSpec& net : all_nets()) {
     if (lower(net.name) == lower(name)) return net;
   }
-  throw ConfigError(
-      cat("unknown network '", name, "'; valid: ", net_names(), ", or MLP:<features>,<hidden>,...,<classes>"));
+  // The name as typed, escaped and cut (a pasted file, a terminal escape).
+  throw ConfigError(cat("unknown network '", excerpt(name, 80), "'; valid: ", net_names(),
+                        ", or MLP:<features>,<hidden>,...,<classes>"));
 }
 
 Graph build_net(const NetSpec& net, int batch) {

@@ -101,12 +101,12 @@ TEST(LanguageModel, ASmallLstmLearnsATextThroughTheTrainer) {
   EXPECT_LT(epochs.back().train_loss, epochs.front().train_loss);
 }
 
-// Truncated BPTT: each window starts where the last stopped, until the
-// carried state is reset; then the first window's output comes back exactly.
 // Each window reaches the graph's inputs as the windows hold it, window
-// after window (on a GPU through two pinned slots used in turn: Note [A
-// window's copy does not wait for the device]), and a new epoch starts again
-// at the first.
+// after window, and a new epoch starts again at the first. On a GPU the
+// windows go through two pinned slots used in turn (Note [A window's copy
+// does not wait for the device]): each window's inputs are copied aside on
+// the stream as it comes, and read only after every window was queued, so
+// that a slot written again before its copy ran would show.
 class TextBatchesTest : public testing::DeviceTest {};
 
 TEST_P(TextBatchesTest, EveryWindowReachesTheInputsInOrder) {
@@ -116,23 +116,34 @@ TEST_P(TextBatchesTest, EveryWindowReachesTheInputsInOrder) {
   Graph graph = lstm_language_model({.vocabulary = 12, .hidden = 4, .layers = 1, .steps = 5, .dropout = 0.0f}, 3);
   graph.compile(ctx());
   TextBatches batches(ctx(), corpus, Split::kTrain, {.streams = 3, .steps = 5});
-  ASSERT_GE(batches.batches_per_epoch(), 4);
+  const int64_t windows = batches.batches_per_epoch();
+  ASSERT_GE(windows, 4);
   for (int epoch = 1; epoch <= 2; ++epoch) {
     batches.start_epoch(epoch);
-    for (int64_t w = 0; w < batches.batches_per_epoch(); ++w) {
+    std::vector<Tensor> tokens, labels;
+    for (int64_t w = 0; w < windows; ++w) {
       ASSERT_EQ(batches.next(graph), 15);
-      const std::span<const int32_t> inputs = batches.windows().inputs(w), targets = batches.windows().targets(w);
-      ASSERT_EQ(to_vector<int32_t>(ctx(), graph.input("tokens")), std::vector<int32_t>(inputs.begin(), inputs.end()))
-          << "window " << w;
-      ASSERT_EQ(to_vector<int32_t>(ctx(), graph.input("labels")), std::vector<int32_t>(targets.begin(), targets.end()))
-          << "window " << w;
+      tokens.push_back(ctx().allocate(Shape{5, 3}, DType::kInt32, MemoryCategory::kData));
+      labels.push_back(ctx().allocate(Shape{5, 3}, DType::kInt32, MemoryCategory::kData));
+      copy(ctx(), graph.input("tokens"), tokens.back());
+      copy(ctx(), graph.input("labels"), labels.back());
     }
     EXPECT_EQ(batches.next(graph), 0) << "past the last window";
+    for (int64_t w = 0; w < windows; ++w) {
+      const std::span<const int32_t> inputs = batches.windows().inputs(w), targets = batches.windows().targets(w);
+      const auto at = static_cast<size_t>(w);
+      EXPECT_EQ(to_vector<int32_t>(ctx(), tokens[at]), std::vector<int32_t>(inputs.begin(), inputs.end()))
+          << "window " << w;
+      EXPECT_EQ(to_vector<int32_t>(ctx(), labels[at]), std::vector<int32_t>(targets.begin(), targets.end()))
+          << "window " << w;
+    }
   }
 }
 
 GLASSBOX_INSTANTIATE_ON_DEVICES(TextBatchesTest);
 
+// Truncated BPTT: each window starts where the last stopped, until the
+// carried state is reset; then the first window's output comes back exactly.
 TEST(LanguageModel, CarriedStateFlowsAcrossWindowsUntilReset) {
   const LstmLmConfig config{.vocabulary = 7, .hidden = 5, .layers = 2, .steps = 3, .dropout = 0.0f};
   Context ctx = Context::cpu();

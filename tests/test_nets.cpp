@@ -120,6 +120,9 @@ TEST(NetRegistry, FindsNamesIgnoringCaseAndListsThemOtherwise) {
                  "LSTMLarge, LSTMSmall, "
                  "or MLP:<features>,<hidden>,...,<classes>");
   }
+  // As typed, escaped: a terminal escape does not reach the terminal.
+  EXPECT_TRUE(testing::message_of<ConfigError>([] { find_net("Foo\x1b[31m"); })
+                  .starts_with("unknown network 'Foo\\x1b[31m'; valid: "));
 }
 
 TEST(NetRegistry, ANetSpecWithoutABuildFunctionIsRefused) {

@@ -98,10 +98,14 @@ class ReadLog(unittest.TestCase):
 
     def test_an_unfinished_line_is_skipped_saying_so(self):
         cut = (epoch(1, 4, 2.5, 0.3) + '\n{"event": "step", "note": "\xe9').encode()[:-1]  # mid-character
-        for content in (RESUMED, cut):
+        # A run killed while it wrote its first line; the next run appended to the log.
+        first = ('{"event": "start", "net' + "\n" + epoch(1, 4, 2.5, 0.3)).encode()
+        for content, where in ((RESUMED, ":14:"), (cut, ":2:"), (first, ":1:")):
             with Log(content) as path:
+                epochs, _, _ = plot_training.read_log(path)
+                self.assertTrue(epochs)
                 r = run(path, "--out", os.path.join(os.path.dirname(path), "curves.png"), "--steps")
-            self.assertIn(":2: skipped, not JSON" if content is cut else ":14: skipped, not JSON", r.stderr)
+            self.assertIn(where + " skipped, not JSON", r.stderr)
             self.assertNotIn("Traceback", r.stderr)
 
 

@@ -84,7 +84,7 @@ def read_log(path):
     earlier one, and so does a later step line for a global step (the resumed
     run logs again the steps after its checkpoint). Raises LogError."""
     epochs, steps, start = {}, {}, {}
-    seen = False  # a JSON object line read: a later line that is not JSON is a killed run's unfinished one
+    seen = False  # a JSON object line read
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -103,8 +103,9 @@ def read_log(path):
         try:
             line = json.loads(text)
         except json.JSONDecodeError as e:
-            # A log starts with a whole line: a first line that is not JSON is another kind of file.
-            if not seen:
+            # A log's lines each start an object, '{"': a first line that is not JSON and does not (a
+            # pretty-printed file's lone "{") is another kind of file; one that does was cut by a killed run.
+            if not seen and not text.lstrip().startswith('{"'):
                 raise LogError(f"{where}: not JSON ({e.msg}): not a training log (one JSON object a line)")
             # A run killed mid-write leaves one unfinished line; say so and go on.
             print(f"plot_training.py: {where}: skipped, not JSON ({e.msg}): a run killed mid-line?",

@@ -295,7 +295,7 @@ void Trainer::claim_checkpoint_dir(bool writes) {
   }
 }
 
-void Trainer::run(const TrainerHooks& hooks) {
+void Trainer::check_job() {
   if (data_parallel()) {  // after any resume: every rank must hold the same replica and take the same steps
     ReplicaDescription replica{.network = options_.network.empty() ? net_.name : options_.network,
                                .batch = graph_.batch(), .seed = options_.seed};
@@ -314,6 +314,11 @@ void Trainer::run(const TrainerHooks& hooks) {
     for (const auto& setting : options_.rank_zero_settings) replica.settings.push_back(setting);
     check_replicas(ctx_, graph_, *options_.communicator, replica);
   }
+  job_checked_ = true;
+}
+
+void Trainer::run(const TrainerHooks& hooks) {
+  if (!job_checked_) check_job();
   const bool writes = !data_parallel() || options_.communicator->rank() == 0;  // the replicas are the same
   if (!options_.checkpoint_dir.empty() && !checkpoint_dir_ready_) {
     claim_checkpoint_dir(writes);

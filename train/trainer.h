@@ -182,6 +182,12 @@ class Trainer {
   const TrainingState& resume(const std::string& dir);
   const TrainingState& state() const { return state_; }
 
+  // Data-parallel: that every rank holds the same replica and will take the
+  // same steps, with the same settings (optim/replica_check.h); a no-op for
+  // one process. Blocking: every rank calls it, after any resume. run() calls
+  // it first where it was not called: call it before writing anything of the
+  // run (a log), so that a refused job writes nothing.
+  void check_job();
   // Epochs state().epoch + 1 .. options.epochs.
   void run(const TrainerHooks& hooks = {});
 
@@ -213,6 +219,7 @@ class Trainer {
   TrainingState state_;  // a new run's id from the start; a resumed run's from its checkpoint
   std::string resumed_from_;  // the directory resume() loaded, if any
   bool checkpoint_dir_ready_ = false;
+  bool job_checked_ = false;
   CheckpointDirLock checkpoint_lock_;  // the writer's, from the first run() on
 };
 

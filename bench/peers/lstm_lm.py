@@ -280,8 +280,8 @@ def parse_args(argv=None):
             given = [flag for flag, value in (("an ids file", args.ids), ("--weights", args.weights),
                                               ("--save", args.save)) if value is not None]
             if given:
-                raise BadInput(f"--time times steps on random ids and trains nothing: it takes no "
-                               f"{' or '.join(given)}")
+                raise BadInput(f"--time times steps on random ids and trains nothing: it takes neither an ids file, "
+                               f"--weights nor --save (given: {', '.join(given)})")
         elif args.ids is None:
             raise BadInput("give the ids file (glassbox corpus SPEC --out FILE), or --time MODES")
         if args.weights is not None and (args.save is not None or args.json is not None):

@@ -68,9 +68,12 @@ TEST(DataParallelFaults, RanksWithDifferentSettingsAreRefusedAtStartUp) {
              "ranks disagree on --bucket-mb: rank 0 has 1; rank 1 has 2"},
         Case{"--data synthetic:256 --lr 0.1", "--data synthetic:256 --lr 0.2",
              "ranks disagree on --lr: rank 0 has 0.1; rank 1 has 0.2"},
-        // What only rank 0 writes: another rank's would be ignored in silence.
+        // What only rank 0 writes: another rank's would be ignored in silence,
+        // and rank 0 writes nothing of a refused job.
         Case{"--data synthetic:256", "--data synthetic:256 --log " + log,
              "ranks disagree on --log: rank 0 has not given; rank 1 has " + log},
+        Case{"--data synthetic:256 --log " + log, "--data synthetic:256",
+             "ranks disagree on --log: rank 0 has " + log + "; rank 1 has not given"},
         Case{"--data synthetic:256", "--data synthetic:256 --checkpoint-dir " + checkpoints,
              "ranks disagree on --checkpoint-dir: rank 0 has not given; rank 1 has " + checkpoints}}) {
     const auto start = std::chrono::steady_clock::now();

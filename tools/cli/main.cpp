@@ -166,7 +166,13 @@ int main(int argc, char** argv) {
   return run_program("glassbox", [&] {
     const std::vector<std::string> words(argv + 1, argv + argc);
     // Under mpirun every rank gets the same words: rank 0 alone prints help.
-    const bool speaks = job_placement().rank == 0;
+    // Help prints whatever the environment holds: a placement that cannot be
+    // read is a job's error, not help's.
+    bool speaks = true;
+    try {
+      speaks = job_placement().rank == 0;
+    } catch (const Error&) {
+    }
     if (words.empty() || words[0] == "--help" || words[0] == "-h" || words[0] == "help") {
       if (speaks) print_usage();
       return words.empty() ? kExitUsage : 0;

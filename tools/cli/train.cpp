@@ -60,10 +60,6 @@ int run_train(const std::vector<std::string>& words) {
   const int batch = run.batch;
   const bool lm = net.language_model;
   options.warn = [](const std::string& message) { std::fprintf(stderr, "glassbox: %s\n", message.c_str()); };
-  std::optional<TrainingLog> log;
-  if (!run.log_path.empty() && speaks) {
-    log.emplace(run.log_path, run.log_every, lm ? TrainingLog::Units::kTokens : TrainingLog::Units::kImages);
-  }
 
   Context ctx = Context::on(device);
   const std::unique_ptr<Communicator> communicator = make_communicator(ctx, run.parallel.communicator);
@@ -104,6 +100,13 @@ int run_train(const std::vector<std::string>& words) {
   }
   Trainer& trainer = *trainer_storage;
   if (!resume_dir.empty()) trainer.resume(resume_dir);
+  // Every rank's replica and settings (--log among them) agree before rank 0
+  // opens the log: a refused job writes nothing.
+  trainer.check_job();
+  std::optional<TrainingLog> log;
+  if (!run.log_path.empty() && speaks) {
+    log.emplace(run.log_path, run.log_every, lm ? TrainingLog::Units::kTokens : TrainingLog::Units::kImages);
+  }
 
   const RuntimeInfo info = runtime_info(ctx);
   if (!speaks) {
