@@ -61,7 +61,8 @@ DataSplits open_folder(const std::string& spec, const std::string& root, const S
   for (const std::string& split : {train_root, val_root}) {
     std::error_code error;  // set where stat() fails: no such file, a link to nothing or in a loop, no access
     if (!fs::is_directory(fs::status(split, error))) {
-      throw DataError(cat(split, ": ", error ? error.message() : std::string("not a folder"), "; folder:", root, " must hold train/<class>/ and val/<class>/ "
+      throw DataError(cat(split, ": ", error ? error.message() : std::string("not a folder"), "; folder:", root,
+                          " must hold train/<class>/ and val/<class>/ "
                           "(both are read: train/'s class folders name the labels, which val/'s must match)"));
     }
   }

@@ -76,7 +76,8 @@ TEST(DataSpec, AFolderWithoutTrainOrValSaysWhatItMustHold) {
   TempDir dir;
   testing::make_jpeg_folder(dir / "data/val", {.classes = {"a", "b"}, .per_class = 1});
   EXPECT_EQ(message_of<DataError>([&] { open_data("folder:" + dir / "data", Shape{3, 24, 20}, 2); }),
-            dir / "data/train: No such file or directory; folder:" + dir / "data must hold train/<class>/ and val/<class>/ (both "
+            dir / "data/train: No such file or directory; folder:" + dir / "data must hold train/<class>/ and "
+                                                                                 "val/<class>/ (both "
                                                              "are read: train/'s class folders name the labels, which "
                                                              "val/'s must match)");
   testing::make_jpeg_folder(dir / "other/train", {.classes = {"a", "b"}, .per_class = 1});

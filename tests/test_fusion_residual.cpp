@@ -65,7 +65,8 @@ TEST_P(FusionResidualTest, ABatchNormOrAnAddTakesTheReluAfterItWhereItCan) {
       EXPECT_EQ(testing::fused_relus(graph), ctx.is_cuda() && phase == Phase::kInference ? "relu2<-add2" : expected)
           << what << " NHWC";
       for (const char* bn : {"bn0", "bn1", "bn2", "bn3"}) {
-        EXPECT_EQ(graph.node(bn).layer->algorithms().find("runs apart: cuDNN refuses"), std::string::npos) << what << ": " << bn;
+        EXPECT_EQ(graph.node(bn).layer->algorithms().find("runs apart: cuDNN refuses"), std::string::npos)
+            << what << ": " << bn;
       }
       Graph unfused = net(2);
       unfused.compile(ctx, {.precision = precision, .phase = phase, .layout = LayoutChoice::kNhwc, .fusion = false});
