@@ -71,7 +71,6 @@ lies in a missing one, stops the command before the first round.
 
 import argparse
 import datetime
-import math
 import os
 import re
 import statistics
@@ -84,7 +83,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "peers"))
 from peer_language_models import find_language_model  # noqa: E402  (after the path is set)
 from results_io import (BadInput, check_benchmarks, check_output, check_programs, count, load_json,  # noqa: E402
-                        positive_float, positive_int, run_program, write_json)
+                        number_from, positive_float, positive_int, run_program, write_json)
 # Google Benchmark's suffixes after a benchmark's own name: its time type, and
 # /iterations:N where a fixed step count was asked for (bench_nets --steps=N
 # in older builds), in either order.
@@ -97,21 +96,6 @@ COMPILED_SUFFIX = "/compiled"  # the PyTorch peer's --compile (torch.compile, de
 DEFAULT_BUSY_CPUS = 0.3
 # The longest --idle-check: a watch of minutes around each measurement is a mistyped flag, not a check.
 MOST_IDLE_CHECK_S = 60.0
-
-
-def number_from(least, most=math.inf):
-    """An argparse type: a finite number from `least` to `most` (NaN and infinity refused: compared with
-    a threshold, NaN would turn the check it sets off without a word)."""
-    def parse(text):
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number")
-        if not (math.isfinite(value) and least <= value <= most):
-            bounds = f" from {least:g} to {most:g}" if math.isfinite(most) else f", {least:g} or more"
-            raise argparse.ArgumentTypeError(f"must be a finite number{bounds}, got {text}")
-        return value
-    return parse
 
 
 # What each side ran, as its JSON's context names it: Glassbox's commit (with

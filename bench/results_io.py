@@ -261,6 +261,21 @@ def positive_float(text):
     return value
 
 
+def number_from(least, most=math.inf):
+    """An argparse type: a finite number from `least` to `most` (NaN and infinity refused: compared with
+    a threshold, NaN would turn the check it sets off without a word)."""
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number")
+        if not (math.isfinite(value) and least <= value <= most):
+            bounds = f" from {least:g} to {most:g}" if math.isfinite(most) else f", {least:g} or more"
+            raise argparse.ArgumentTypeError(f"must be a finite number{bounds}, got {text}")
+        return value
+    return parse
+
+
 def write_whole(path, write, named=None):
     """write(temporary path), then the temporary renamed over `path`: whole or
     not at all, the temporary removed where writing or renaming fails. An
