@@ -82,6 +82,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "peers"))
 from peer_language_models import find_language_model  # noqa: E402  (after the path is set)
+from peer_protocol import MODES  # noqa: E402
 from results_io import (BadInput, check_benchmarks, check_output, check_programs, count, load_json,  # noqa: E402
                         number_from, positive_float, positive_int, run_program, write_json)
 # Google Benchmark's suffixes after a benchmark's own name: its time type, and
@@ -438,7 +439,11 @@ def main():
     modes = args.modes.split(",")
     if not all(m.strip() for m in modes):
         parser.error("--modes takes one mode or several, comma-separated, with none empty "
-                     f"(forward,forward_backward,train_step,inference), got '{args.modes}'")
+                     f"({','.join(MODES)}), got '{args.modes}'")
+    # A misspelt mode matches no benchmark on either side: an hour of rounds would measure nothing of it.
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        parser.error(f"--modes: no mode '{unknown[0]}'; the modes are {', '.join(MODES)}")
     # Readings are at most the machine's CPUs: a threshold there or above would never mark a row busy.
     cpus = os.cpu_count() or 1
     if args.idle_check > 0 and args.busy_cpus >= cpus:

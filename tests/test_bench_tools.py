@@ -365,14 +365,16 @@ class Counts(Folder):
             with self.subTest(tool=tool, args=args):
                 self.assertMessage(run(tool, *args), "error: argument", status=2)
 
-    def test_interleave_refuses_no_mode_and_a_machine_watch_it_cannot_keep_before_the_run(self):
-        """An empty --modes measures nothing; a NaN --idle-check or --busy-cpus turns the busy check off without a
+    def test_interleave_refuses_no_mode_an_unknown_mode_and_a_machine_watch_it_cannot_keep_before_the_run(self):
+        """An empty or misspelt --modes measures nothing; a NaN --idle-check or --busy-cpus turns the busy check off without a
         word, an infinite --idle-check never ends: each is a usage error before the first program runs."""
         bench = self.program("bench_nets", "sys.exit(3)")
         options = ["--bench", bench, "--python", sys.executable, "--json", self.path("out.json")]
         no_mode = "--modes takes one mode or several, comma-separated, with none empty"
         cases = [(["--modes", ","], no_mode), (["--modes", ""], no_mode), (["--modes", "forward,,train_step"], no_mode),
                  (["--modes", "forward,"], no_mode),
+                 (["--modes", "forward,train-step"],
+                  "--modes: no mode 'train-step'; the modes are forward, forward_backward, train_step, inference"),
                  (["--idle-check", "inf"], "argument --idle-check: must be a finite number from 0 to 60, got inf"),
                  (["--idle-check", "nan"], "argument --idle-check: must be a finite number from 0 to 60, got nan"),
                  (["--idle-check", "-1"], "argument --idle-check: must be a finite number from 0 to 60, got -1"),
