@@ -13,7 +13,10 @@ for both sides (PyTorch: its better layout at each batch). A name that
 goes on after the batch (LeNet/forward/batch:8/bf16) makes a series of its
 own ("LeNet (bf16)"); a row in no mode of the table, or without a Glassbox
 figure, is named on stderr. Files are read and checked as
-bench/ratio_table.py reads them. Standard library only.
+bench/ratio_table.py reads them: several files whose runs had different
+settings (--threads, --device, --precision, ...) or environments are
+refused, exit status 1, naming the setting, since one series would mix
+them. Standard library only.
 
 Usage:
   python3 bench/batch_scaling.py [--tolerance 0.03] [--all] [--pool-rounds] RESULT.json [RESULT.json ...]
@@ -25,7 +28,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from interleave import rows_from_rounds  # noqa: E402  (after the path is set)
-from ratio_table import MODES, load_rounds  # noqa: E402
+from ratio_table import MODES, load_rounds, one_table  # noqa: E402
 from results_io import BadInput  # noqa: E402
 
 
@@ -37,12 +40,13 @@ def main():
     parser.add_argument("--all", action="store_true", help="list every network and mode")
     parser.add_argument("--pool-rounds", action="store_true", help="as bench/ratio_table.py's")
     args = parser.parse_args()
+    busy_above = one_table(args.files)
     rounds, nets = load_rounds(args.files, pool=args.pool_rounds)
 
     # A series per network, variant (what the name adds after the batch: a
     # precision, /real_data) and mode; a row that fits none is named.
     series = {}  # (net, variant, mode) -> {batch: (Glassbox's images/s, PyTorch's)}
-    for row in rows_from_rounds(rounds, nets):
+    for row in rows_from_rounds(rounds, nets, busy_above):
         net, mode, batch, *variant = row["name"].split("/")
         if mode not in MODES or not row["glassbox_images_per_s"]:
             why = f"no mode '{mode}' ({', '.join(MODES)})" if mode not in MODES else "no Glassbox figure"

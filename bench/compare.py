@@ -25,7 +25,9 @@ With one file, it prints that file as a table: a results file that --out
 wrote (both sides' runs are in it, so the table is the one the two-file
 command printed, e.g. bench/results/h100-80gb/table.json), a
 bench/interleave.py or bench/merge_results.py file (its medians, as
-interleave.py prints them), or one side's Google Benchmark JSON alone.
+interleave.py prints them, with a line where rows hold no reading of the
+machine's load: an unmarked row is then not known to have run on a quiet
+machine), or one side's Google Benchmark JSON alone.
 
 Prints one row per name: images/s of each (a language model's tokens/s,
 where it reports no images/s: the row's "unit" and its note say so), the
@@ -363,21 +365,26 @@ def print_comparison(rows, gctx, pctx, any_layouts):
 
 def print_interleaved(path, data):
     """A bench/interleave.py (or bench/merge_results.py) file: its rows, as interleave.py prints them."""
-    from interleave import print_rows, rows_from_rounds  # noqa: E402  (PyTorch's peers not needed)
+    # interleave.py's reading of its own files (PyTorch's peers not needed).
+    from interleave import DEFAULT_BUSY_CPUS, PEER_VARIANTS, options, print_rows, rows_from_rounds  # noqa: E402
     try:
         results_io.check_rounds(path, data)
         if data.get("rows"):
             results_io.check_rows(path, data["rows"], needed=("name", "glassbox_images_per_s", "pytorch_images_per_s",
                                                               "ratio", "pytorch_layout"))
+        # A run cut short ("partial") has its rounds only: its rows are made here, busy past its --busy-cpus.
+        commands = [] if data.get("rows") else [command for _, command in results_io.part_commands(path, data)]
     except results_io.BadInput as e:
         raise UsageError(str(e))
     rounds = data["rounds"]
     rows = data.get("rows")
-    if not rows:  # a run cut short ("partial") has its rounds only
+    if not rows:
         nets = list(dict.fromkeys(n.split("/")[0] for rnd in rounds for n in rnd.get("glassbox", {})))
-        rows = rows_from_rounds(rounds, nets)
+        thresholds = [found["busy_cpus"] for found in map(options, commands) if found]
+        rows = rows_from_rounds(rounds, nets, min(thresholds, default=DEFAULT_BUSY_CPUS))
     builds = data.get("builds", {})
-    counts = {n: sum(1 for rnd in rounds if n in rnd.get("glassbox", {})) for n in (r["name"] for r in rows)}
+    counts = {n: sum(1 for rnd in rounds if n in rnd.get("glassbox", {})
+                     or any(n + v in rnd.get("pytorch", {}) for v in PEER_VARIANTS)) for n in (r["name"] for r in rows)}
     low, high = min(counts.values(), default=0), max(counts.values(), default=0)
     print_rows(rows, [
         (f"{high} interleaved rounds" if low == high else f"{low} to {high} interleaved rounds a benchmark")

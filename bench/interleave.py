@@ -4,7 +4,9 @@ sides see the same machine (load, clocks, thermal state) within minutes.
 
 For each round, network, batch and mode: build/bench_nets runs that
 benchmark, then bench/peers/pytorch_nets.py runs the same name (a language
-model's peer is bench/peers/lstm_lm.py --time), the side that goes first
+model's peer is bench/peers/lstm_lm.py --time, which runs on the CPU in fp32
+only: a language model with --device other than cpu or --precision other
+than fp32 is refused before the run), the side that goes first
 swapped every mode and every round. Note [Sides a mode apart]: when each
 side ran all of a network's modes at once, the two measurements of one
 benchmark were minutes apart; on a shared 2-core VM, where the same build's
@@ -26,7 +28,10 @@ measurement the script sleeps --idle-check seconds and reads, from
 work of other processes (and, on a VM, time the host took away, "steal").
 A row where any of its measurements saw more than --busy-cpus of it is
 marked "busy" in the table and in the JSON (rows[].busy, and each round's
-"load"): rerun it on a quiet machine before reading its ratio.
+"load"): rerun it on a quiet machine before reading its ratio. A line under
+the table counts the rows with no reading (--idle-check 0, or a file from
+before the check): an unmarked one is not known to have run on a quiet
+machine.
 
 Usage:
   python3 bench/interleave.py [--bench build/bench_nets]
@@ -57,7 +62,8 @@ those that cap the instruction set either side's kernels run
 {"glassbox": {name: images/s}, "pytorch": {name: images/s}, "load": {side:
 {name: busy CPUs}}} per round, the peer's channels_last runs named name +
 "/channels_last" and its torch.compile runs (--pytorch-compile) name +
-["/channels_last"] + "/compiled"; "rows" the medians (rows_from_rounds);
+["/channels_last"] + "/compiled"; "rows" the medians (rows_from_rounds), one
+per benchmark either side measured, each with the number of rounds that did;
 "failed_benchmarks" the peer's benchmarks that failed while the rest ran.
 bench/merge_results.py merges several such files into one of the same shape,
 every record of them kept; bench/ratio_table.py and bench/compare.py read them.
@@ -90,8 +96,10 @@ from results_io import (BadInput, check_benchmarks, check_output, check_programs
 # in older builds), in either order.
 TIME_SUFFIX = re.compile(r"(/(manual_time|real_time|process_time|iterations:\d+))+$")
 LAYOUT_SUFFIX = "/channels_last"
-CUDA_GRAPH_SUFFIX = "/cuda_graph"  # bench_nets --cuda-graph
 COMPILED_SUFFIX = "/compiled"  # the PyTorch peer's --compile (torch.compile, default mode)
+# The peer's names for one benchmark: each layout, eager and under torch.compile.
+PEER_VARIANTS = ("", LAYOUT_SUFFIX, COMPILED_SUFFIX, LAYOUT_SUFFIX + COMPILED_SUFFIX)
+CUDA_GRAPH_SUFFIX = "/cuda_graph"  # bench_nets --cuda-graph
 # Note [Idle before and after]: an idle 2-core VM reads 0 to 0.01 CPUs of
 # other work; the same VM during a two-job build, 2.0.
 DEFAULT_BUSY_CPUS = 0.3
@@ -322,14 +330,26 @@ def pytorch(args, net, modes, batch, tmp, env, builds):
     return rates(out, "pytorch", builds)
 
 
+def benchmark_of(peer_name):
+    """The benchmark a peer's name belongs to: the name less torch.compile's suffix, then the layout's."""
+    for suffix in (COMPILED_SUFFIX, LAYOUT_SUFFIX):
+        if peer_name.endswith(suffix):
+            peer_name = peer_name[:-len(suffix)]
+    return peer_name
+
+
 def rows_from_rounds(rounds, nets, busy_above=DEFAULT_BUSY_CPUS):
-    """One row per Glassbox benchmark in `rounds`: each side's median over the
-    rounds that measured it, PyTorch's better layout, and the ratio; ordered as
-    `nets` lists the networks, then by mode, then by batch. Where PyTorch also
-    ran under torch.compile (names ending in /compiled), the row adds its
-    better layout compiled and the ratio to that. Where the rounds hold
-    loads, a row is "busy" where any round saw more than busy_above CPUs of
-    other work around one of its measurements (either side, either layout)."""
+    """One row per benchmark in `rounds` that either side measured (the
+    peer's names less their layout and torch.compile suffixes): each side's
+    median over the rounds that measured it, PyTorch's better layout, and the
+    ratio (None where one side has no figure: a benchmark that failed or was
+    not run there is a row without a ratio, never left out); "rounds", how
+    many rounds measured it on either side; ordered as `nets` lists the
+    networks, then by mode, then by batch. Where PyTorch also ran under
+    torch.compile (names ending in /compiled), the row adds its better layout
+    compiled and the ratio to that. Where the rounds hold loads, a row is
+    "busy" where any round saw more than busy_above CPUs of other work around
+    one of its measurements (either side, either layout)."""
     def median(side, name):
         values = [rnd[side][name] for rnd in rounds if name in rnd[side]]
         return statistics.median(values) if values else None
@@ -339,9 +359,12 @@ def rows_from_rounds(rounds, nets, busy_above=DEFAULT_BUSY_CPUS):
         size = int(batch.split(":")[1]) if batch.startswith("batch:") else 0
         return (nets.index(net) if net in nets else 99, mode, size, name)
 
+    measured = ({n for rnd in rounds for n in rnd["glassbox"]}
+                | {benchmark_of(n) for rnd in rounds for n in rnd["pytorch"]})
     rows = []
-    for name in sorted({n for rnd in rounds for n in rnd["glassbox"]}, key=order):
+    for name in sorted(measured, key=order):
         ours = median("glassbox", name)
+        peer_names = [name + variant for variant in PEER_VARIANTS]
         layouts = {"nchw": median("pytorch", name), "channels_last": median("pytorch", name + LAYOUT_SUFFIX)}
         best = max((v, k) for k, v in layouts.items() if v) if any(layouts.values()) else (None, "-")
         if find_language_model(name.split("/")[0]):
@@ -350,7 +373,9 @@ def rows_from_rounds(rounds, nets, busy_above=DEFAULT_BUSY_CPUS):
                  for n, load in names.items() if n in (name, name + LAYOUT_SUFFIX) and load is not None]
         row = {"name": name, "glassbox_images_per_s": ours, "pytorch_images_per_s": best[0],
                "pytorch_layout": best[1], "pytorch_by_layout": layouts,
-               "ratio": ours / best[0] if ours and best[0] else None}
+               "ratio": ours / best[0] if ours and best[0] else None,
+               "rounds": sum(1 for rnd in rounds if name in rnd["glassbox"]
+                             or any(n in rnd["pytorch"] for n in peer_names))}
         compiled = [v for v in (median("pytorch", name + COMPILED_SUFFIX),
                                 median("pytorch", name + LAYOUT_SUFFIX + COMPILED_SUFFIX)) if v]
         if compiled:
@@ -361,6 +386,18 @@ def rows_from_rounds(rounds, nets, busy_above=DEFAULT_BUSY_CPUS):
             row["busy"] = max(loads) > busy_above
         rows.append(row)
     return rows
+
+
+def unwatched_note(rows):
+    """A line where some rows hold no reading of the machine's load ("" where all do): an
+    unmarked row is then not known to have run on a quiet machine (Note [Idle before and after])."""
+    unwatched = sum(1 for row in rows if row.get("busiest_cpus") is None)
+    if not unwatched:
+        return ""
+    which = "any row" if unwatched == len(rows) else f"{unwatched} of {len(rows)} rows"
+    return (f"The machine's load was not recorded for {which} (no idle check ran around their measurements: "
+            "--idle-check 0, a bench/compare.py file, or a run from before bench/interleave.py checked): an "
+            "unmarked ratio is not known to come from a quiet machine.")
 
 
 def print_rows(rows, heading):
@@ -385,6 +422,8 @@ def print_rows(rows, heading):
     if busy_rows:
         print(f"{busy_rows} row{'s' if busy_rows != 1 else ''} measured beside other work (Note [Idle before and "
               "after] in bench/interleave.py): rerun on a quiet machine before reading their ratios")
+    if unwatched_note(rows):
+        print(unwatched_note(rows))
 
 
 def argument_parser():
@@ -432,6 +471,41 @@ def argument_parser():
     return parser
 
 
+# interleave.py's options that choose what a run measures (networks,
+# batches, modes, rounds), name its files and programs (the builds are
+# checked apart), or watch the machine: runs that differ only in these
+# make one table (bench/merge_results.py, bench/ratio_table.py), runs that
+# differ in any other (settings()) do not.
+NOT_SETTINGS = ("nets", "batch", "modes", "rounds", "json", "bench", "python", "glassbox_autotune_cache",
+                "idle_check", "busy_cpus")
+
+
+class Unreadable(Exception):
+    pass
+
+
+def options(command):
+    """A recorded interleave.py command read with interleave.py's own options
+    (defaults where it left them out); None where it is not interleave.py's."""
+    if not isinstance(command, list) or not command or os.path.basename(str(command[0])) != "interleave.py":
+        return None
+    parser = argument_parser()
+
+    def error(message):
+        raise Unreadable(message)
+    parser.error = error
+    try:
+        return vars(parser.parse_args([str(arg) for arg in command[1:]]))
+    except (Unreadable, SystemExit):  # SystemExit: a recorded --help
+        return None
+
+
+def settings(command):
+    """The settings a recorded command ran with: its options less NOT_SETTINGS (None: unreadable)."""
+    found = options(command)
+    return None if found is None else {k: v for k, v in found.items() if k not in NOT_SETTINGS}
+
+
 def main():
     parser = argument_parser()
     args = parser.parse_args()
@@ -444,6 +518,15 @@ def main():
     unknown = [m for m in modes if m not in MODES]
     if unknown:
         parser.error(f"--modes: no mode '{unknown[0]}'; the modes are {', '.join(MODES)}")
+    # A language model's peer (bench/peers/lstm_lm.py) runs on the CPU in fp32 only: beside Glassbox on a GPU
+    # or in another precision its figure would pair unlike with unlike.
+    language_models = [net for net in args.nets if find_language_model(net)]
+    if language_models and (args.device != "cpu" or args.precision != "fp32"):
+        given = " and ".join(f"--{flag} {value}" for flag, value, plain in (
+            ("device", args.device, "cpu"), ("precision", args.precision, "fp32")) if value != plain)
+        parser.error(f"{', '.join(language_models)}: a language model's PyTorch side (bench/peers/lstm_lm.py) runs "
+                     f"on the CPU in fp32 only, so with {given} its figure would not pair with Glassbox's; time the "
+                     "language models in a run of their own with --device cpu --precision fp32")
     # Readings are at most the machine's CPUs: a threshold there or above would never mark a row busy.
     cpus = os.cpu_count() or 1
     if args.idle_check > 0 and args.busy_cpus >= cpus:

@@ -54,9 +54,10 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from interleave import DEFAULT_BUSY_CPUS, argument_parser, rows_from_rounds, write_json  # noqa: E402
+from interleave import DEFAULT_BUSY_CPUS, options, rows_from_rounds, settings, write_json  # noqa: E402
 from ratio_table import load_rounds  # noqa: E402
-from results_io import BadInput, check_output, check_rounds, distinct_files, load_json  # noqa: E402
+from results_io import (BadInput, check_one_table, check_output, check_rounds, distinct_files,  # noqa: E402
+                        load_json)
 
 
 def part_command(command):
@@ -85,49 +86,6 @@ def without_machine_paths(command):
     return out
 
 
-# interleave.py's options that choose what a part measures (networks,
-# batches, modes, rounds), name its files and programs (the builds are
-# checked apart), or watch the machine: the parts may differ in these, and
-# in nothing else (settings()).
-NOT_SETTINGS = ("nets", "batch", "modes", "rounds", "json", "bench", "python", "glassbox_autotune_cache",
-                "idle_check", "busy_cpus")
-
-
-class Unreadable(Exception):
-    pass
-
-
-def options(command):
-    """A part's interleave.py command read with interleave.py's own options
-    (defaults where it left them out); None where it is not interleave.py's."""
-    if not command or os.path.basename(str(command[0])) != "interleave.py":
-        return None
-    parser = argument_parser()
-
-    def error(message):
-        raise Unreadable(message)
-    parser.error = error
-    try:
-        return vars(parser.parse_args([str(arg) for arg in command[1:]]))
-    except (Unreadable, SystemExit):  # SystemExit: a recorded --help
-        return None
-
-
-def settings(command):
-    """The settings a part ran with: its options less NOT_SETTINGS (None: unreadable)."""
-    found = options(command)
-    return None if found is None else {k: v for k, v in found.items() if k not in NOT_SETTINGS}
-
-
-def shown(value):
-    """An option's value in a message."""
-    if value is None:
-        return "left out"
-    if isinstance(value, bool):
-        return "given" if value else "not given"
-    return str(value)
-
-
 def parse_environment(spec):
     """--environment NAME=VALUE[,NAME=VALUE...], or "none", as interleave.py's "environment"."""
     if spec.strip() == "none":
@@ -136,38 +94,6 @@ def parse_environment(spec):
     if not pairs or any(len(pair) != 2 or not pair[0].strip() for pair in pairs):
         sys.exit(f"merge_results.py: --environment takes NAME=VALUE[,NAME=VALUE...] or none, got '{spec}'")
     return {name.strip(): value for name, value in pairs}
-
-
-def check_one_table(parts):
-    """Stops the merge where two parts ran with different settings or
-    environments (interleave.py's "environment": variables that cap either
-    side's kernels). parts: (where, settings, environment) each, where names
-    the file (and the part of a merged file), settings None where its command
-    cannot be read, environment None where it recorded none."""
-    first = parts[0]
-    for other in parts[1:]:
-        if first[1] is None or other[1] is None:
-            unread = first if first[1] is None else other
-            sys.exit(f"merge_results.py: {unread[0]} records no bench/interleave.py command that can be read, so "
-                     f"its settings cannot be checked against {(other if unread is first else first)[0]}'s")
-        differ = [f"--{name.replace('_', '-')}: {shown(first[1][name])} in {first[0]}, "
-                  f"{shown(other[1].get(name))} in {other[0]}"
-                  for name in first[1] if first[1][name] != other[1].get(name)]
-        if differ:
-            sys.exit(f"merge_results.py: {first[0]} and {other[0]} ran with different settings, not one table: "
-                     + "; ".join(differ))
-        if first[2] != other[2]:
-            if first[2] is None or other[2] is None:
-                unrecorded, recorded = (first, other) if first[2] is None else (other, first)
-                sys.exit(f"merge_results.py: {first[0]} and {other[0]} may have run in different environments: "
-                         f"{unrecorded[0]} recorded none (it ran before bench/interleave.py recorded one), "
-                         f"{recorded[0]} ran with {environment_text(recorded[2])}; --environment names it for the "
-                         "parts that recorded none")
-            differ = [f"{name}: {first[2].get(name, 'unset')} in {first[0]}, {other[2].get(name, 'unset')} in "
-                      f"{other[0]}" for name in sorted(set(first[2]) | set(other[2]))
-                      if first[2].get(name) != other[2].get(name)]
-            sys.exit(f"merge_results.py: {first[0]} and {other[0]} ran in different environments (variables that "
-                     "cap either side's kernels), not one table: " + "; ".join(differ))
 
 
 def check_parts(path, data):
@@ -185,11 +111,6 @@ def check_parts(path, data):
                                                for f in failed):
         raise BadInput(f"{path}: \"failed_benchmarks\" is not a list of {{\"name\", \"error_message\"}} objects")
     return data
-
-
-def environment_text(environment):
-    """A recorded environment in a message."""
-    return ", ".join(f"{k}={v}" for k, v in environment.items()) if environment else "none of its variables set"
 
 
 def main():

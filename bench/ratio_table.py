@@ -10,7 +10,19 @@ rounds agree. A ratio whose row was measured beside other work (the rounds'
 loads: Note [Idle before and after] in interleave.py) reads "(busy)"; where
 PyTorch also ran under torch.compile (names ending in /compiled), a second
 table gives the ratios to its better layout compiled, and the list names
-each listed row's.
+each listed row's. A row is busy past the lowest --busy-cpus of the
+interleave.py commands that made the files (0.3 where none records one),
+as the run itself marked it; where the rounds hold no reading of the
+machine's load at all, a line under the table says so, since an unmarked
+row is then not known to have run on a quiet machine.
+
+Every benchmark either side measured is a row: one that only Glassbox or
+only PyTorch measured (the other side's run failed) has no ratio, reads
+"(only Glassbox)" or "(only PyTorch)", is named under the table, and is not
+counted among the ratios. A ratio whose median is over another number of
+rounds than most rows' (a benchmark pooled from several files, or a part
+run with more --rounds) reads "(N rounds)", and the summary line says how
+many such rows there are.
 
 Several files may be given (a long run split into several commands, or
 some networks run again after a change): a benchmark measured in more than
@@ -22,7 +34,11 @@ interleave.py was still writing ("partial") counts with the rounds it has.
 The table's first line names the builds the files record (Glassbox's commit,
 PyTorch's version) and the machine they ran on (Note [One build per table]
 in interleave.py), and says so where the files disagree: then it is not one
-run's table.
+run's table. Files whose interleave.py commands ran with different settings
+(--threads, --device, --precision, any option but those that choose the
+networks, batches, modes, rounds, paths and the machine watch) or in
+different environments are refused, exit status 1, naming the setting
+(bench/merge_results.py's check): their rows do not make one table.
 
 A benchmark whose name goes on after the batch (a precision, as
 interleave.py --precision bf16 names it, LeNet/forward/batch:8/bf16; or
@@ -51,9 +67,10 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from interleave import BUILD_KEYS, COMPILED_SUFFIX, LAYOUT_SUFFIX, benchmark_rates, rows_from_rounds  # noqa: E402
-from results_io import (BadInput, check_benchmarks, check_output, check_rounds, distinct_files, json_type,  # noqa: E402
-                        load_json, write_text)
+from interleave import (BUILD_KEYS, DEFAULT_BUSY_CPUS, LAYOUT_SUFFIX, PEER_VARIANTS, benchmark_of,  # noqa: E402
+                        benchmark_rates, options, rows_from_rounds, settings, unwatched_note)
+from results_io import (BadInput, check_benchmarks, check_one_table, check_output, check_rounds,  # noqa: E402
+                        distinct_files, json_type, load_json, part_commands, write_text)
 
 MODES = ["forward", "forward_backward", "train_step", "inference"]
 MODE_HEADINGS = {"forward": "forward", "forward_backward": "fwd+bwd", "train_step": "train_step",
@@ -85,18 +102,6 @@ def read(path):
     return check_rounds(path, data)
 
 
-# The peer's names for one benchmark: each layout, eager and under torch.compile.
-PEER_VARIANTS = ("", LAYOUT_SUFFIX, COMPILED_SUFFIX, LAYOUT_SUFFIX + COMPILED_SUFFIX)
-
-
-def benchmark_of(peer_name):
-    """The benchmark a peer's name belongs to: the name less torch.compile's suffix, then the layout's."""
-    for suffix in (COMPILED_SUFFIX, LAYOUT_SUFFIX):
-        if peer_name.endswith(suffix):
-            peer_name = peer_name[:-len(suffix)]
-    return peer_name
-
-
 def load_rounds(paths, pool=False):
     """The rounds of each benchmark from the last file that measured it (pool:
     from every file that did, in the order given), and the networks in the
@@ -104,8 +109,9 @@ def load_rounds(paths, pool=False):
     of it: Glassbox's figure, the peer's in each layout and under
     torch.compile (PEER_VARIANTS), and each one's load ("busy" marks). A file
     measured a benchmark where Glassbox's side has it; one that only the
-    peer measured (Glassbox's run failed) is kept the same way, after the rest.
-    With pool, a file given twice is refused: its rounds would count twice."""
+    peer measured (Glassbox's run failed) is kept the same way, after the rest,
+    its network listed after the others. With pool, a file given twice is
+    refused: its rounds would count twice."""
     if pool:
         distinct_files(paths)
     by_name, peer_only, nets = {}, {}, []  # benchmark name -> its rounds
@@ -119,6 +125,7 @@ def load_rounds(paths, pool=False):
             if net not in nets and found is by_name:
                 nets.append(net)
     by_name.update((name, found) for name, found in peer_only.items() if name not in by_name)
+    nets += [net for net in dict.fromkeys(name.split("/")[0] for name in peer_only) if net not in nets]
     # One list of rounds holding each benchmark's own: round i of each merged.
     rounds = []
     for name, file_rounds in by_name.items():
@@ -133,6 +140,24 @@ def load_rounds(paths, pool=False):
                     if n in loads:
                         rounds[i].setdefault("load", {"glassbox": {}, "pytorch": {}})[side][n] = loads[n]
     return rounds, nets
+
+
+def one_table(paths):
+    """Refuses files whose parts ran with different settings or in different
+    environments (results_io.check_one_table: with several files, a 1-thread
+    run's rows would replace a 2-thread run's without a word); returns the
+    busy threshold, the lowest --busy-cpus of their parts, as
+    bench/merge_results.py marks a merged file's rows."""
+    checked, thresholds = [], []
+    for path in paths:
+        data = read(path)
+        for where, command in part_commands(path, data):
+            checked.append((where, settings(command), data.get("environment")))
+            found = options(command)
+            if found:
+                thresholds.append(found["busy_cpus"])
+    check_one_table(checked)
+    return min(thresholds, default=DEFAULT_BUSY_CPUS)
 
 
 def builds_line(paths):
@@ -172,6 +197,11 @@ def round_ratios(rounds, name):
     return ratios
 
 
+def names_in_brief(names, most=6):
+    """The first `most` names, then how many more."""
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("files", nargs="+", metavar="RESULT.json")
@@ -182,8 +212,14 @@ def main():
     args = parser.parse_args()
     if args.out:
         check_output(args.out, "--out", args.files)
+    busy_above = one_table(args.files)
     rounds, nets = load_rounds(args.files, pool=args.pool_rounds)
-    rows = rows_from_rounds(rounds, nets)
+    rows = rows_from_rounds(rounds, nets, busy_above)
+    paired = [row for row in rows if row["ratio"] is not None]
+    # The rounds most ratios are medians of; a row over more (pooled, or a part run with more --rounds) or
+    # fewer says so in its cell, since its median weighs more or fewer measurements.
+    counts = [row["rounds"] for row in paired]
+    usual = max(sorted(set(counts)), key=counts.count) if counts else 0
 
     # A row of the table per network, variant and batch: the variant is what
     # the name adds after the batch (a precision, /real_data, /ranks:N), shown
@@ -204,10 +240,16 @@ def main():
         return f"{forward / both - 1:.2f}" if forward and both else ""
 
     def cell(row, field):
-        """A ratio, marked "(busy)" where other work ran beside one of the row's measurements."""
-        if not row or not row.get(field):
+        """A ratio, marked "(busy)" where other work ran beside one of the row's measurements and "(N rounds)"
+        where its median is over other than the usual number of rounds; "(only Glassbox)" or "(only PyTorch)"
+        where one side has no figure."""
+        if not row:
             return ""
-        return f"{row[field]:.2f}" + (" (busy)" if row.get("busy") else "")
+        if not row.get(field):
+            one_side = field == "ratio" and not (row["glassbox_images_per_s"] and row["pytorch_images_per_s"])
+            return ("(only Glassbox)" if row["glassbox_images_per_s"] else "(only PyTorch)") if one_side else ""
+        return (f"{row[field]:.2f}" + (" (busy)" if row.get("busy") else "")
+                + (f" ({row['rounds']} rounds)" if row["rounds"] != usual else ""))
 
     def markdown(field, last=None):
         found = ["| network | batch | " + " | ".join(MODE_HEADINGS[m] for m in MODES)
@@ -226,9 +268,23 @@ def main():
     if busy_rows:
         lines.append(f"\n{busy_rows} of {len(rows)} rows measured beside other work, marked (busy) (Note [Idle before "
                      "and after] in bench/interleave.py): rerun them on a quiet machine before reading their ratios.")
+    if unwatched_note(rows):
+        lines.append("\n" + unwatched_note(rows))
+    one_sided = [row for row in rows if row["ratio"] is None]
+    if one_sided:
+        lines.append(f"\n{len(one_sided)} of {len(rows)} rows have one side only, so no ratio: "
+                     + "; ".join(f"only {who} measured {names_in_brief(names)}" for who, names in (
+                         ("Glassbox", [r["name"] for r in one_sided if r["glassbox_images_per_s"]]),
+                         ("PyTorch", [r["name"] for r in one_sided if not r["glassbox_images_per_s"]])) if names)
+                     + ".")
 
-    low = [row for row in rows if row["ratio"] is not None and row["ratio"] < args.below]
-    lines.append(f"\n{len(low)} of {len(rows)} ratios under {args.below}" + (":" if low else "."))
+    low = [row for row in paired if row["ratio"] < args.below]
+    more, fewer = (sum(1 for n in counts if n > usual), sum(1 for n in counts if n < usual))
+    rounds_said = ", ".join(part for part in (
+        f"{more} of the {len(paired)} over more rounds than the usual {usual}" if more else "",
+        f"{fewer} over fewer" if fewer else "") if part)
+    lines.append(f"\n{len(low)} of {len(paired)} ratios under {args.below}"
+                 + (f" ({rounds_said}, marked (N rounds))" if rounds_said else "") + (":" if low else "."))
     for row in low:
         each = ", ".join(f"{r:.2f}" for r in round_ratios(rounds, row["name"]))
         compiled = f"; torch.compile {row['ratio_compiled']:.2f}" if row.get("ratio_compiled") else ""
@@ -242,7 +298,9 @@ def main():
     write_text(args.out, f"<!-- Made by `{command}`; run it again to remake this file. -->\n\n"
                "Glassbox's images/s (a language model's: tokens/s) over PyTorch's better layout, the medians of "
                "the rounds; above 1.0 Glassbox is faster. bwd/fwd: Glassbox's backward over its forward."
-               + (" (busy): other work ran beside one of the row's measurements." if busy_rows else "") + "\n\n"
+               + (" (busy): other work ran beside one of the row's measurements." if busy_rows else "")
+               + (f" (N rounds): the median of N rounds, where most rows have {usual}." if more or fewer else "")
+               + "\n\n"
                + "\n".join(lines) + "\n")
     print(f"wrote {args.out}")
 

@@ -9,6 +9,9 @@ one line naming it (BadInput), found before a long run starts where it can be.
   figure (TFLOP/s, peak_memory, times) a finite number, 0 or more.
 - check_rounds, check_rows: a bench/interleave.py (or merge_results.py)
   file's rounds and rows, with its benchmarks named NET/MODE/batch:N[/...].
+- part_commands, check_one_table: the interleave.py commands a results
+  file's parts ran, and whether parts ran with one set of settings and in
+  one environment (one table), naming the first difference where not.
 - check_output, check_programs, distinct_files: an output that is a folder,
   lies in a missing folder or is one of the inputs; a program that cannot
   be run; a file given twice.
@@ -182,6 +185,72 @@ def check_rows(path, rows, needed=("name",)):
                 raise BadInput(f"{path}: row {row['name']}: \"{key}\" is {shown(value)}, not a JSON "
                                + ("string" if kind is str else "boolean"))
     return rows
+
+
+def part_commands(path, data):
+    """[(where, command)] of a results file: each part's command where it is a
+    merged file (bench/merge_results.py's "parts"), its own otherwise (None
+    where it records none: a bench/compare.py file); where names the file,
+    and the part of a merged one. A "parts" that is not a list of objects
+    with a list for a command, or a "command" that is not a list, is BadInput."""
+    parts = data.get("parts")
+    if not parts:
+        if data.get("command") is not None and not isinstance(data["command"], list):
+            raise BadInput(f"{path}: \"command\" is not a list of the command's arguments")
+        return [(path, data.get("command"))]
+    if not isinstance(parts, list) or not all(isinstance(p, dict) and isinstance(p.get("command", []), list)
+                                              for p in parts):
+        raise BadInput(f"{path}: \"parts\" is not a list of {{\"date\", \"command\"}} objects, each command a list")
+    return [(path if len(parts) == 1 else f"{path} (part {i + 1})", part.get("command"))
+            for i, part in enumerate(parts)]
+
+
+def option_text(value):
+    """An option's value in a message."""
+    if value is None:
+        return "left out"
+    if isinstance(value, bool):
+        return "given" if value else "not given"
+    return str(value)
+
+
+def environment_text(environment):
+    """A recorded environment in a message."""
+    return ", ".join(f"{k}={v}" for k, v in environment.items()) if environment else "none of its variables set"
+
+
+def check_one_table(parts):
+    """Refuses parts (files, or the parts of merged files) that ran with
+    different settings or in different environments (bench/interleave.py's
+    "environment": variables that cap either side's kernels): their rows are
+    not one table (Note [One build per table] in bench/interleave.py). parts:
+    (where, settings, environment) each, where names the file (and the part
+    of a merged file), settings (interleave.settings) None where its command
+    cannot be read, environment None where it recorded none."""
+    first = parts[0]
+    for other in parts[1:]:
+        if first[1] is None or other[1] is None:
+            unread = first if first[1] is None else other
+            raise BadInput(f"{unread[0]} records no bench/interleave.py command that can be read, so its settings "
+                           f"cannot be checked against {(other if unread is first else first)[0]}'s")
+        differ = [f"--{name.replace('_', '-')}: {option_text(first[1][name])} in {first[0]}, "
+                  f"{option_text(other[1].get(name))} in {other[0]}"
+                  for name in first[1] if first[1][name] != other[1].get(name)]
+        if differ:
+            raise BadInput(f"{first[0]} and {other[0]} ran with different settings, not one table: "
+                           + "; ".join(differ))
+        if first[2] != other[2]:
+            if first[2] is None or other[2] is None:
+                unrecorded, recorded = (first, other) if first[2] is None else (other, first)
+                raise BadInput(f"{first[0]} and {other[0]} may have run in different environments: {unrecorded[0]} "
+                               "recorded none (it ran before bench/interleave.py recorded one), "
+                               f"{recorded[0]} ran with {environment_text(recorded[2])}; bench/merge_results.py "
+                               "--environment names it for the parts that recorded none")
+            differ = [f"{name}: {first[2].get(name, 'unset')} in {first[0]}, {other[2].get(name, 'unset')} in "
+                      f"{other[0]}" for name in sorted(set(first[2]) | set(other[2]))
+                      if first[2].get(name) != other[2].get(name)]
+            raise BadInput(f"{first[0]} and {other[0]} ran in different environments (variables that cap either "
+                           "side's kernels), not one table: " + "; ".join(differ))
 
 
 def same_file(a, b):

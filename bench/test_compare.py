@@ -36,7 +36,8 @@ no build needed.
   environment and failed benchmarks; it stops, naming both files and what
   differs, where parts ran with other settings (--threads, a --glassbox-*
   option) or in another environment, but not where they differ only in the
-  networks, batches, rounds or paths; the stored tables' parts agree.
+  networks, batches, rounds or paths; the stored tables' parts agree; a
+  benchmark only the peer measured is a row of its own, without a ratio.
   bench/ratio_table.py marks busy ratios and adds torch.compile's table.
 """
 
@@ -526,9 +527,11 @@ class MergeResults(WithJsonFiles):
                                                                                           lenet + "/compiled": 60.0}))
         self.assertEqual(merged["rounds"][0]["load"]["glassbox"], {RESNET: 1.5})
         self.assertEqual(merged["rounds"][1]["load"]["pytorch"], part["rounds"][1]["load"]["pytorch"])
-        self.assertEqual(merged["rows"], part["rows"])
-        row, = merged["rows"]
+        row, peer_only = merged["rows"]
+        self.assertEqual(row, part["rows"][0])
         self.assertEqual((row["busy"], row["pytorch_compiled_images_per_s"]), (True, 120.0))
+        self.assertEqual((peer_only["name"], peer_only["glassbox_images_per_s"], peer_only["pytorch_images_per_s"],
+                          peer_only["ratio"]), (lenet, None, 50.0, None))
         self.assertEqual(merged["environment"], {"ONEDNN_MAX_CPU_ISA": "AVX2"})
         self.assertEqual(merged["failed_benchmarks"], [dict(failure, part=0), dict(failure, part=1)])
         code, out, err = run(os.path.join(self.tmp.name, "merged.json"))

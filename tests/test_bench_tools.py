@@ -24,6 +24,14 @@ files and stand-in programs, no torch and no build needed.
 - thread_scaling.py reads --threads=N, a merged file's parts, and names the
   benchmarks only one file has; a file or job given twice is refused where
   it would count twice; data_vs_pytorch.py names what it leaves out.
+- ratio_table.py marks a row busy past the run's own --busy-cpus (a merged
+  file's parts'; compare.py too, where it makes a partial file's rows);
+  makes a row of every benchmark either side measured, naming those with
+  one side only and counting only ratios; refuses files run with other
+  settings or in other environments (batch_scaling.py too); marks a ratio
+  over more rounds than the rest; and says where no load was recorded.
+- interleave.py refuses a language model on a GPU or outside fp32 (its peer
+  runs on the CPU in fp32 only) before anything runs.
 - Each stored table.json still makes its table.md.
 """
 
@@ -162,6 +170,153 @@ class VariantsKeepTheirRows(Folder):
         self.assertIn("batch_scaling.py: LeNet/evaluate/batch:8: not in the table", err)
 
 
+def lenet_rounds(names, count=3, load=None):
+    """`count` rounds of LeNet benchmarks at batch 8, Glassbox's rate twice the peer's; with `load`, the
+    CPUs of other work read around each measurement."""
+    rounds = []
+    for _ in range(count):
+        rnd = {"glassbox": {f"LeNet/{n}/batch:8": 100.0 for n in names},
+               "pytorch": {f"LeNet/{n}/batch:8": 50.0 for n in names}}
+        if load is not None:
+            rnd["load"] = {side: {name: load for name in rnd[side]} for side in ("glassbox", "pytorch")}
+        rounds.append(rnd)
+    return rounds
+
+
+class BusyAsTheRunMarkedIt(Folder):
+    def test_a_row_is_busy_past_the_busy_cpus_the_run_was_given(self):
+        """0.2 CPUs of other work is busy for a run given --busy-cpus 0.1, though not past the default 0.3."""
+        rounds = lenet_rounds(["forward"], load=0.2)
+        strict = self.write("strict.json", interleaved(rounds, command=("--busy-cpus", "0.1", "LeNet")))
+        code, out, err = run("ratio_table.py", strict)
+        self.assertEqual(code, 0, err)
+        self.assertIn("| LeNet | 8 | 2.00 (busy) |  |  |  |  |", out.splitlines())
+        self.assertIn("1 of 1 rows measured beside other work, marked (busy)", out)
+        default = self.write("default.json", interleaved(rounds))
+        code, out, err = run("ratio_table.py", default)
+        self.assertEqual(code, 0, err)
+        self.assertIn("| LeNet | 8 | 2.00 |  |  |  |  |", out.splitlines())
+        self.assertNotIn("busy", out)
+        # A merged file's parts' commands give it (the lowest of theirs), as merge_results.py marks its rows.
+        merged = interleaved(rounds, parts=[{"command": ["bench/interleave.py", "--busy-cpus", "0.1", "LeNet"]},
+                                            {"command": ["bench/interleave.py", "AlexNet"]}])
+        merged["command"] = ["bench/merge_results.py", "--out", "merged.json"]
+        code, out, err = run("ratio_table.py", self.write("merged.json", merged))
+        self.assertEqual(code, 0, err)
+        self.assertIn("| LeNet | 8 | 2.00 (busy) |  |  |  |  |", out.splitlines())
+        # compare.py makes the rows of a run cut short (no "rows") with the run's own --busy-cpus too.
+        partial = interleaved(rounds, command=("--busy-cpus", "0.1", "LeNet"), partial=True)
+        del partial["rows"]
+        code, out, err = run("compare.py", self.write("partial.json", partial))
+        self.assertEqual(code, 0, err)
+        self.assertIn("busy (0.2 CPUs of other work)", out)
+
+
+class OneSideOnly(Folder):
+    def test_a_benchmark_one_side_measured_is_a_row_without_a_ratio_and_named(self):
+        rounds = [{"glassbox": {"LeNet/forward/batch:8": 100.0, "LeNet/train_step/batch:8": 30.0},
+                   "pytorch": {"LeNet/forward/batch:8": 50.0, "LeNet/inference/batch:8/channels_last": 70.0,
+                               "AlexNet/forward/batch:4": 10.0}}]
+        path = self.write("one-side.json", interleaved(rounds))
+        code, out, err = run("ratio_table.py", "--below", "3", path)
+        self.assertEqual(code, 0, err)
+        lines = out.splitlines()
+        self.assertIn("| LeNet | 8 | 2.00 |  | (only Glassbox) | (only PyTorch) |  |", lines)
+        self.assertIn("| AlexNet | 4 | (only PyTorch) |  |  |  |  |", lines)
+        self.assertIn("3 of 4 rows have one side only, so no ratio: only Glassbox measured LeNet/train_step/batch:8; "
+                      "only PyTorch measured LeNet/inference/batch:8, AlexNet/forward/batch:4.", lines)
+        # Only a row with a ratio counts among the ratios.
+        self.assertIn("1 of 1 ratios under 3.0:", lines)
+        rows = {row["name"]: row for row in interleave.rows_from_rounds(rounds, ["LeNet"])}
+        self.assertEqual(sorted(rows), ["AlexNet/forward/batch:4", "LeNet/forward/batch:8",
+                                        "LeNet/inference/batch:8", "LeNet/train_step/batch:8"])
+        self.assertEqual((rows["LeNet/inference/batch:8"]["pytorch_images_per_s"],
+                          rows["LeNet/inference/batch:8"]["ratio"]), (70.0, None))
+        code, out, err = run("batch_scaling.py", path)
+        self.assertEqual(code, 0, err)
+        self.assertIn("batch_scaling.py: AlexNet/forward/batch:4: not in the table: no Glassbox figure", err)
+
+    def test_the_names_are_brief(self):
+        rounds = [{"glassbox": {}, "pytorch": {f"LeNet/forward/batch:{b}": 50.0 for b in range(1, 10)}}]
+        code, out, err = run("ratio_table.py", self.write("peer.json", interleaved(rounds)))
+        self.assertEqual(code, 0, err)
+        self.assertIn("9 of 9 rows have one side only, so no ratio: only PyTorch measured LeNet/forward/batch:1, "
+                      "LeNet/forward/batch:2, LeNet/forward/batch:3, LeNet/forward/batch:4, LeNet/forward/batch:5, "
+                      "LeNet/forward/batch:6 and 3 more.", out.splitlines())
+        self.assertIn("0 of 0 ratios under 1.0.", out.splitlines())
+
+
+class OneTable(Folder):
+    def test_files_run_with_other_settings_or_environments_are_refused(self):
+        rounds = lenet_rounds(["forward"])
+        plain = self.write("plain.json", interleaved(rounds, command=("--threads", "2", "LeNet")))
+        cases = {"one-thread.json": ((("--threads", "1", "LeNet"), {}), f"--threads: 2 in {plain}, 1 in "),
+                 "bf16.json": ((("--precision", "bf16", "LeNet"), {}), f"--precision: fp32 in {plain}, bf16 in "),
+                 "cuda.json": ((("--device", "cuda", "LeNet"), {}), f"--device: cpu in {plain}, cuda in "),
+                 "avx2.json": ((("LeNet",), {"environment": {"ONEDNN_MAX_CPU_ISA": "AVX2"}}),
+                               f"ran in different environments (variables that cap either side's kernels), not one "
+                               f"table: ONEDNN_MAX_CPU_ISA: unset in {plain}, AVX2 in ")}
+        for name, ((command, more), says) in cases.items():
+            other = self.write(name, interleaved(rounds, command=command, **more))
+            for tool in ("ratio_table.py", "batch_scaling.py"):
+                with self.subTest(tool=tool, file=name):
+                    self.assertMessage(run(tool, plain, other), f"{tool}: ", says + other)
+        # Runs that differ in the networks, batches, modes, rounds or the machine watch are one table.
+        other = self.write("other.json", interleaved(
+            lenet_rounds(["train_step"], count=5),
+            command=("--rounds", "5", "--batch", "8", "--modes", "train_step", "--idle-check", "1", "LeNet")))
+        for tool in ("ratio_table.py", "batch_scaling.py"):
+            with self.subTest(tool=tool, file="other.json"):
+                self.assertEqual(run(tool, plain, other)[0], 0)
+        # A file whose command cannot be read cannot be checked against the others.
+        compared = self.write("compared.json", {"glassbox": google_benchmark([entry("LeNet/forward/batch:8", 2.0)]),
+                                                "pytorch": google_benchmark([entry("LeNet/forward/batch:8", 1.0)],
+                                                                            torch=True)})
+        self.assertMessage(run("ratio_table.py", plain, compared),
+                           f"{compared} records no bench/interleave.py command that can be read")
+        self.assertEqual(run("ratio_table.py", compared)[0], 0)
+
+
+class RoundsAndLoads(Folder):
+    def test_a_row_over_more_rounds_than_the_rest_says_so(self):
+        first = self.write("first.json", interleaved(lenet_rounds(["forward", "train_step", "inference"])))
+        again = self.write("again.json", interleaved(lenet_rounds(["forward"])))
+        out_file = self.path("table.md")
+        code, out, err = run("ratio_table.py", "--pool-rounds", "--out", out_file, first, again)
+        self.assertEqual(code, 0, err)
+        with open(out_file) as f:
+            lines = f.read().splitlines()
+        self.assertIn("| LeNet | 8 | 2.00 (6 rounds) |  | 2.00 | 2.00 |  |", lines)
+        self.assertIn("0 of 3 ratios under 1.0 (1 of the 3 over more rounds than the usual 3, marked (N rounds)).",
+                      lines)
+        self.assertIn("(N rounds): the median of N rounds, where most rows have 3.", lines[2])
+        # Without pooling the last file's rounds count: every row over 3, none marked.
+        code, out, err = run("ratio_table.py", first, again)
+        self.assertEqual(code, 0, err)
+        self.assertNotIn("rounds)", out)
+        self.assertIn("0 of 3 ratios under 1.0.", out.splitlines())
+
+    def test_a_table_without_load_readings_says_so(self):
+        said = "The machine's load was not recorded for any row"
+        unwatched = self.write("unwatched.json", interleaved(lenet_rounds(["forward"])))
+        watched = self.write("watched.json", interleaved(lenet_rounds(["forward"], load=0.0)))
+        for tool in ("ratio_table.py", "compare.py"):
+            with self.subTest(tool=tool):
+                code, out, err = run(tool, unwatched)
+                self.assertEqual(code, 0, err)
+                self.assertIn(said, out)
+                self.assertIn("an unmarked ratio is not known to come from a quiet machine", out)
+                code, out, err = run(tool, watched)
+                self.assertEqual(code, 0, err)
+                self.assertNotIn("was not recorded", out)
+        rounds = lenet_rounds(["forward"], load=0.0)
+        for rnd in rounds:
+            rnd["glassbox"]["LeNet/train_step/batch:8"] = rnd["pytorch"]["LeNet/train_step/batch:8"] = 10.0
+        code, out, err = run("ratio_table.py", self.write("some.json", interleaved(rounds)))
+        self.assertEqual(code, 0, err)
+        self.assertIn("The machine's load was not recorded for 1 of 2 rows", out)
+
+
 class OutputIsNotAnInput(Folder):
     def setUp(self):
         super().setUp()
@@ -260,13 +415,15 @@ class BadFiles(Folder):
         "string-rate.json": {"rounds": [{"glassbox": {"LeNet/forward/batch:8": "fast"}, "pytorch": {}}]},
         "no-peer.json": {"rounds": [{"glassbox": {"LeNet/forward/batch:8": 1.0}}]},
         "no-rounds.json": {"rounds": []},
+        "command.json": {"rounds": [{"glassbox": {"LeNet/forward/batch:8": 1.0}, "pytorch": {}}], "command": "x"},
     }
     SAYS = {"missing.json": "cannot read", "empty.json": "is empty", "latin1.json": "is not UTF-8",
             "array.json": "holds a JSON array", "one-side.json": "one side's Google Benchmark JSON",
             "short-name.json": "'LeNet/forward' is not named NET/MODE/batch:N",
             "no-batch.json": "'LeNet/forward/b8' is not named NET/MODE/batch:N",
             "string-rate.json": 'LeNet/forward/batch:8 is "fast", not a number above 0',
-            "no-peer.json": 'round 1 has no "pytorch" object', "no-rounds.json": "no round holds a measurement"}
+            "no-peer.json": 'round 1 has no "pytorch" object', "no-rounds.json": "no round holds a measurement",
+            "command.json": "\"command\" is not a list of the command's arguments"}
 
     def files(self):
         return {name: self.path(name) if data is None else self.write(name, data) for name, data in self.SHAPES.items()}
@@ -391,6 +548,27 @@ class Counts(Folder):
                 self.assertFalse(os.path.exists(self.path("out.json")))
         # With no check (--idle-check 0) no threshold is used: the run starts (and its stand-in fails).
         self.assertMessage(run("interleave.py", *options, "--idle-check", "0", "--busy-cpus", "1e6", "LeNet"),
+                           "failed (3)")
+
+    def test_interleave_refuses_a_language_model_off_the_cpu_or_in_another_precision_before_the_run(self):
+        """A language model's peer (bench/peers/lstm_lm.py) runs on the CPU in fp32 only: on a GPU or in bf16 its
+        figure would pair with another kind of Glassbox figure, so such a run is a usage error before it starts."""
+        bench = self.program("bench_nets", "sys.exit(3)")
+        options = ["--bench", bench, "--python", sys.executable, "--idle-check", "0", "--json", self.path("out.json")]
+        peer = "a language model's PyTorch side (bench/peers/lstm_lm.py) runs on the CPU in fp32 only"
+        cases = [(["--device", "cuda"], ["LeNet", "LSTM"], f"LSTM: {peer}, so with --device cuda"),
+                 (["--precision", "bf16"], ["LSTMSmall"], f"LSTMSmall: {peer}, so with --precision bf16"),
+                 (["--device", "cuda:0", "--precision", "fp16"], ["lstmlarge", "LSTM"],
+                  f"lstmlarge, LSTM: {peer}, so with --device cuda:0 and --precision fp16")]
+        for args, nets, says in cases:
+            with self.subTest(args=args, nets=nets):
+                self.assertMessage(run("interleave.py", *options, *args, *nets), says, status=2)
+                self.assertNeverRan()
+                self.assertFalse(os.path.exists(self.path("out.json")))
+        # On the CPU in fp32 the run starts (and its stand-in fails); other networks may run on a GPU in bf16.
+        self.assertMessage(run("interleave.py", *options, "LSTM"), "failed (3)")
+        os.remove(self.mark)
+        self.assertMessage(run("interleave.py", *options, "--device", "cuda", "--precision", "bf16", "LeNet"),
                            "failed (3)")
 
     def test_onednn_verbose_sum_reads_its_steps_or_names_a_missing_log(self):

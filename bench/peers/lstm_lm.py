@@ -35,10 +35,13 @@ Checkpoints both ways (docs/language_model.md, "Checkpoints in PyTorch"):
                   vocabulary digest in its metadata, which eval checks
 
 --time MODES (no ids file) times steps instead, as bench_nets times them
-(bench/peers/pytorch_nets.py's protocol): forward (training mode, with the
-loss), forward_backward, train_step (SGD lr 1e-4, momentum 0.9, weight decay
-5e-4: Glassbox's kBenchmarkSgd) and inference (eval, inference_mode, with
-the loss, as Glassbox's inference graph: peer_protocol.py), on random token ids from a fixed seed and labels n % V, 10 warm-up
+and as bench/peers/pytorch_nets.py steps (peer_protocol.py): forward
+(training mode, with the loss), forward_backward and train_step (each
+zeroing the gradients first, set_to_none=True; train_step then steps
+peer_protocol.make_sgd's SGD, lr 1e-4, momentum 0.9, weight decay 5e-4:
+Glassbox's kBenchmarkSgd, fused where this PyTorch has it) and inference
+(eval, inference_mode, with the loss, as Glassbox's inference graph), on
+random token ids from a fixed seed and labels n % V, 10 warm-up
 steps (--warmup N: N), then timed steps for --min-time seconds (at least 3); --json writes
 Google-Benchmark-shaped rows with tokens/s, which bench/interleave.py reads:
 
@@ -63,7 +66,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(1, os.path.dirname(HERE))  # bench/, for results_io
 
 from peer_language_models import LANGUAGE_MODELS, find_language_model  # noqa: E402
-from peer_protocol import MODES  # noqa: E402
+from peer_protocol import MODES, make_sgd  # noqa: E402
 from results_io import (BadInput, check_output, count, positive_float, positive_int,  # noqa: E402
                         write_text, write_whole)
 
@@ -201,12 +204,30 @@ def evaluate(model, data, steps, batch):
     return perplexity(total / count)
 
 
+def timed_step(mode, model, optimizer, loss, inference_mode):
+    """One step of `mode` as peer_protocol.Session.step takes it, so that both PyTorch peers time the same
+    work: forward is the loss with autograd on; forward_backward and train_step zero the gradients
+    (set_to_none=True: the backward writes them, it does not add to zeros) and run the backward, train_step
+    then the optimizer's step; inference is the loss under inference_mode."""
+    if mode == "inference":
+        with inference_mode():
+            loss()
+        return
+    if mode == "forward":
+        loss()
+        return
+    model.zero_grad(set_to_none=True)
+    loss().backward()
+    if mode == "train_step":
+        optimizer.step()
+
+
 def time_modes(spec, args):
     """{name: tokens/s} of each mode in args.time, and prints them."""
     import torch
     torch.manual_seed(args.seed)
     model = spec.build()
-    optimizer = torch.optim.SGD(model.parameters(), lr=1e-4, momentum=0.9, weight_decay=5e-4)
+    optimizer = make_sgd(model.parameters())
     tokens = torch.randint(0, spec.vocabulary, (spec.steps, args.batch))
     labels = (torch.arange(spec.steps * args.batch) % spec.vocabulary).view(spec.steps, args.batch)
     state = model.zero_state(args.batch, "cpu")
@@ -215,30 +236,15 @@ def time_modes(spec, args):
         logits, _ = model(tokens, state)
         return torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), labels.reshape(-1))
 
-    def step(mode):
-        if mode == "inference":
-            with torch.inference_mode():
-                loss()
-            return
-        if mode == "train_step":
-            optimizer.zero_grad(set_to_none=False)
-        value = loss()
-        if mode != "forward":
-            value.backward()
-        if mode == "train_step":
-            optimizer.step()
-
     rates = {}
     for mode in parse_modes(args.time):
         model.eval() if mode == "inference" else model.train()
-        if mode == "forward_backward":
-            optimizer.zero_grad(set_to_none=False)
         for _ in range(args.warmup):
-            step(mode)
+            timed_step(mode, model, optimizer, loss, torch.inference_mode)
         times = []
         while sum(times) < args.min_time or len(times) < 3:
             start = time.perf_counter()
-            step(mode)
+            timed_step(mode, model, optimizer, loss, torch.inference_mode)
             times.append(time.perf_counter() - start)
         name = f"{spec.name}/{mode}/batch:{args.batch}"
         rates[name] = spec.steps * args.batch * len(times) / sum(times)

@@ -3,7 +3,8 @@
 neither torch nor a glassbox build: their flags, checked before anything
 runs; the files they read (pytorch_train.py's IDX files, lstm_lm.py's ids);
 memory_side_by_side.py's handling of a child that fails; torch_gemm.py's
-answers to request lines. Each script is imported without torch, as it
+answers to request lines; lstm_lm.py's timed steps, on a stand-in torch
+(the optimizer and the zeroing of gradients pytorch_nets.py's steps use). Each script is imported without torch, as it
 loads torch only once its checks have passed.
 
     python3 bench/peers/test_peer_args.py      # any Python 3, standard library only
@@ -325,6 +326,43 @@ class LanguageModelIdsTest(unittest.TestCase):
         self.assertIn("LSTMSmall predicts 10000 words; the vocabulary of", error)
         status, error = status_and_error(lstm_lm.main, [small, "--weights", self.path("none.safetensors")])
         self.assertEqual((status, error), (1, f"lstm_lm.py: --weights {self.path('none.safetensors')}: no such file"))
+
+
+class LanguageModelTimedStepTest(unittest.TestCase):
+    """--time steps as pytorch_nets.py steps (peer_protocol.Session.step), checked on a stand-in torch: the
+    optimizer is peer_protocol.make_sgd's (fused where torch has it), and each forward_backward and train_step
+    step zeroes the gradients with set_to_none=True."""
+
+    def time(self, mode):
+        from unittest import mock
+        import peer_protocol
+        torch = mock.MagicMock(name="torch")
+        model = mock.MagicMock(name="model")
+        model.return_value = (mock.MagicMock(name="logits"), None)
+        spec = mock.MagicMock(name="spec", vocabulary=10, steps=4)
+        spec.name = "LSTMSmall"
+        spec.build.return_value = model
+        args = lstm_lm.parse_args(["--time", mode, "--warmup", "2", "--min-time", "1e-9", "--batch", "3"])
+        with mock.patch.dict(sys.modules, {"torch": torch}), contextlib.redirect_stdout(io.StringIO()):
+            rates = lstm_lm.time_modes(spec, args)
+        self.assertEqual(list(rates), [f"LSTMSmall/{mode}/batch:3"])
+        (_, settings), = [(call.args, call.kwargs) for call in torch.optim.SGD.call_args_list]
+        self.assertEqual(settings, dict(peer_protocol.SGD_SETTINGS, fused=True))
+        return model, torch.optim.SGD.return_value
+
+    def test_each_step_with_a_backward_zeroes_the_gradients_to_none_first(self):
+        for mode in ("forward_backward", "train_step"):
+            with self.subTest(mode=mode):
+                model, optimizer = self.time(mode)
+                steps = model.call_count  # one forward (and loss) a step
+                self.assertGreaterEqual(steps, 2 + 3)
+                self.assertEqual(model.zero_grad.call_args_list, [((), {"set_to_none": True})] * steps)
+                self.assertEqual(optimizer.zero_grad.call_count, 0)
+                self.assertEqual(optimizer.step.call_count, steps if mode == "train_step" else 0)
+        for mode in ("forward", "inference"):
+            with self.subTest(mode=mode):
+                model, optimizer = self.time(mode)
+                self.assertEqual((model.zero_grad.call_count, optimizer.step.call_count), (0, 0))
 
 
 # ---- pytorch_nets.py ----------------------------------------------------------------------
