@@ -27,7 +27,8 @@ command printed, e.g. bench/results/h100-80gb/table.json), a
 bench/interleave.py or bench/merge_results.py file (its medians, as
 interleave.py prints them, with a line where rows hold no reading of the
 machine's load: an unmarked row is then not known to have run on a quiet
-machine), or one side's Google Benchmark JSON alone.
+machine; and a mark and a line where Glassbox ran other CPU threads than
+the run's --threads), or one side's Google Benchmark JSON alone.
 
 Prints one row per name: images/s of each (a language model's tokens/s,
 where it reports no images/s: the row's "unit" and its note say so), the

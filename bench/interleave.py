@@ -33,6 +33,14 @@ the table counts the rows with no reading (--idle-check 0, or a file from
 before the check): an unmarked one is not known to have run on a quiet
 machine.
 
+On the CPU bench_nets fits its threads to the cores other work leaves free
+when it starts, unless given --fixed-threads (--glassbox-fixed-threads here;
+Note [Threads on a shared machine] in tensor/machine_load.h), and records
+the threads it ran in its context ("cpu_threads"); the peer always runs
+--threads. A benchmark Glassbox ran on other than --threads is recorded in
+its round ("threads") and its row marked, with a line under the table
+counting such rows: its ratio compares unequal thread counts.
+
 Usage:
   python3 bench/interleave.py [--bench build/bench_nets]
       [--python PYTHON] [--device cpu] [--rounds 3]
@@ -62,8 +70,13 @@ those that cap the instruction set either side's kernels run
 {"glassbox": {name: images/s}, "pytorch": {name: images/s}, "load": {side:
 {name: busy CPUs}}} per round, the peer's channels_last runs named name +
 "/channels_last" and its torch.compile runs (--pytorch-compile) name +
-["/channels_last"] + "/compiled"; "rows" the medians (rows_from_rounds), one
-per benchmark either side measured, each with the number of rounds that did;
+["/channels_last"] + "/compiled"; a round where Glassbox ran a benchmark on
+other CPU threads than --threads adds "threads": {"glassbox": {name: the
+threads it ran}} (absent where every benchmark ran --threads, on a GPU, and
+in older files); "rows" the medians (rows_from_rounds), one per benchmark
+either side measured, each with the number of rounds that did (and
+"glassbox_threads", the fewest threads its rounds record under "threads",
+where they record any);
 "failed_benchmarks" the peer's benchmarks that failed while the rest ran.
 bench/merge_results.py merges several such files into one of the same shape,
 every record of them kept; bench/ratio_table.py and bench/compare.py read them.
@@ -169,6 +182,11 @@ def rates(path, side, builds):
     """{benchmark name: images/s, or a language model's tokens/s} from
     Google-Benchmark-shaped JSON; records the side's build in `builds` (or
     stops if it differs from the one recorded)."""
+    return rates_and_context(path, side, builds)[0]
+
+
+def rates_and_context(path, side, builds):
+    """rates(), and the JSON's context (an object)."""
     data = load_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("context", {}), dict):
         raise BadInput(f"the {side} side wrote {path}, which is not Google Benchmark JSON")
@@ -177,7 +195,16 @@ def rates(path, side, builds):
     if builds.setdefault(side, build) != build:
         sys.exit(f"interleave.py: the {side} side ran {build}, earlier in this run {builds[side]}: "
                  "one run's rounds must come from one build (was it rebuilt mid-run?)")
-    return benchmark_rates(data["benchmarks"])
+    return benchmark_rates(data["benchmarks"]), data.get("context", {})
+
+
+def context_threads(context):
+    """The CPU threads bench_nets ran, its context's "cpu_threads" ("2"); None where it records no whole number
+    above 0."""
+    text = context.get("cpu_threads")
+    if isinstance(text, bool) or not isinstance(text, (str, int)) or not str(text).strip().isdigit():
+        return None
+    return int(str(text).strip()) or None
 
 
 def benchmark_rates(benchmarks):
@@ -273,6 +300,8 @@ def batches_for(args, net, env):
 
 
 def glassbox(args, net, modes, batch, tmp, env, builds):
+    """bench_nets' rates, and the CPU threads it ran where they are not --threads (None where they are, where its
+    context records none, and off the CPU, where cpu_threads does not time the step)."""
     out = os.path.join(tmp, "g.json")
     command = [args.bench, f"--device={args.device}", f"--benchmark_filter=^{net}/({'|'.join(modes)})/",
                f"--benchmark_min_time={args.min_time}", f"--benchmark_out={out}"]
@@ -297,13 +326,17 @@ def glassbox(args, net, modes, batch, tmp, env, builds):
     if args.glassbox_cudnn_api != "auto":
         command.append(f"--cudnn-api={args.glassbox_cudnn_api}")
     run(command, env)
-    found = rates(out, "glassbox", builds)
+    found, context = rates_and_context(out, "glassbox", builds)
+    # Note [Threads on a shared machine]: bench_nets may have run fewer threads than asked for.
+    threads = context_threads(context) if args.device == "cpu" else None
     # Paired with PyTorch's eager steps of the same name: the run's command
     # line (in --json) says the steps were replayed.
-    return {name.replace(CUDA_GRAPH_SUFFIX, ""): rate for name, rate in found.items()}
+    return ({name.replace(CUDA_GRAPH_SUFFIX, ""): rate for name, rate in found.items()},
+            threads if threads != args.threads else None)
 
 
 def pytorch(args, net, modes, batch, tmp, env, builds):
+    """The peer's rates, and None: it runs --threads (glassbox()'s second value)."""
     out = os.path.join(tmp, "p.json")
     if os.path.exists(out):
         os.remove(out)  # the last call's JSON must not stand in for this one's
@@ -315,7 +348,7 @@ def pytorch(args, net, modes, batch, tmp, env, builds):
         if batch:
             command += ["--batch", str(batch)]
         run(command, env, out)
-        return rates(out, "pytorch", builds)
+        return rates(out, "pytorch", builds), None
     command = [args.python, os.path.join(HERE, "peers", "pytorch_nets.py"), "--device", args.device,
                "--filter", f"^{net}/({'|'.join(modes)})/", "--min-time", str(args.min_time),
                "--threads", str(args.threads), "--layouts", args.layouts, "--json", out, net]
@@ -327,7 +360,7 @@ def pytorch(args, net, modes, batch, tmp, env, builds):
     if args.pytorch_compile:
         command.append("--compile")
     run(command, env, out)
-    return rates(out, "pytorch", builds)
+    return rates(out, "pytorch", builds), None
 
 
 def benchmark_of(peer_name):
@@ -349,7 +382,9 @@ def rows_from_rounds(rounds, nets, busy_above=DEFAULT_BUSY_CPUS):
     torch.compile (names ending in /compiled), the row adds its better layout
     compiled and the ratio to that. Where the rounds hold loads, a row is
     "busy" where any round saw more than busy_above CPUs of other work around
-    one of its measurements (either side, either layout)."""
+    one of its measurements (either side, either layout). Where a round
+    records Glassbox's benchmark under "threads" (it ran other than
+    --threads), "glassbox_threads" is the fewest threads so recorded."""
     def median(side, name):
         values = [rnd[side][name] for rnd in rounds if name in rnd[side]]
         return statistics.median(values) if values else None
@@ -384,6 +419,10 @@ def rows_from_rounds(rounds, nets, busy_above=DEFAULT_BUSY_CPUS):
         if loads:
             row["busiest_cpus"] = round(max(loads), 2)
             row["busy"] = max(loads) > busy_above
+        threads = [rnd["threads"]["glassbox"][name] for rnd in rounds
+                   if name in rnd.get("threads", {}).get("glassbox", {})]
+        if threads:
+            row["glassbox_threads"] = min(threads)
         rows.append(row)
     return rows
 
@@ -400,6 +439,20 @@ def unwatched_note(rows):
             "unmarked ratio is not known to come from a quiet machine.")
 
 
+def threads_text(n):
+    return f"{n} thread" + ("s" if n != 1 else "")
+
+
+def other_threads_note(rows):
+    """A line counting the rows where Glassbox ran other than --threads in some round ("" where none did)."""
+    other = sum(1 for row in rows if row.get("glassbox_threads"))
+    if not other:
+        return ""
+    return (f"{other} of {len(rows)} rows ran Glassbox on other CPU threads than the run's --threads in some round "
+            "(bench_nets fits its threads to the cores other work leaves free; --glassbox-fixed-threads keeps them): "
+            "their ratios compare unequal thread counts.")
+
+
 def print_rows(rows, heading):
     """The rows as a text table under the heading's lines (bench/compare.py prints a file's this way)."""
     for line in heading:
@@ -412,6 +465,8 @@ def print_rows(rows, heading):
         fmt = lambda v: f"{v:10.1f}" if v else f"{'-':>10s}"  # noqa: E731
         ratio = f"{row['ratio']:6.2f}" if row["ratio"] else f"{'-':>6s}"
         busy = f"  busy ({row['busiest_cpus']} CPUs of other work)" if row.get("busy") else ""
+        if row.get("glassbox_threads"):
+            busy += f"  Glassbox on {threads_text(row['glassbox_threads'])}"
         compiled = ""
         if row.get("pytorch_compiled_images_per_s"):
             versus = f"{row['ratio_compiled']:.2f}" if row.get("ratio_compiled") else "-"
@@ -424,6 +479,8 @@ def print_rows(rows, heading):
               "after] in bench/interleave.py): rerun on a quiet machine before reading their ratios")
     if unwatched_note(rows):
         print(unwatched_note(rows))
+    if other_threads_note(rows):
+        print(other_threads_note(rows))
 
 
 def argument_parser():
@@ -539,7 +596,7 @@ def main():
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
 
     batches = {net: batches_for(args, net, env) for net in args.nets}
-    rounds = []  # per round: {"glassbox": {...}, "pytorch": {...}}
+    rounds = []  # per round: {"glassbox": {...}, "pytorch": {...}, "load": {...}[, "threads": {...}]}
     builds = {}  # side -> what it ran (BUILD_KEYS)
     started = datetime.datetime.now().isoformat(timespec="seconds")
     where = machine()
@@ -562,10 +619,13 @@ def main():
                     for g, group in enumerate(groups):
                         sides = [("glassbox", glassbox), ("pytorch", pytorch)]
                         for side, measure in (sides if (r + g) % 2 == 0 else sides[::-1]):
-                            measured, load = measured_while_idle(
+                            (measured, threads), load = measured_while_idle(
                                 lambda: measure(args, net, group, batch, tmp, env, builds), args.idle_check)
                             found[side].update(measured)
                             found["load"][side].update({name: load for name in measured})
+                            if threads is not None:
+                                found.setdefault("threads", {}).setdefault(side, {}).update(
+                                    dict.fromkeys(measured, threads))
                             # After each side: one side's figures stand when the
                             # other's run (a torch.compile, say) is cut short.
                             save_partial()

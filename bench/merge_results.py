@@ -24,9 +24,10 @@ parts); "rows" and "rounds" as interleave.py writes them, round i holding
 every benchmark's i-th round, so that a pooled benchmark can have more
 rounds than the rest. A benchmark's rounds keep every record its part has
 of it: Glassbox's figure, the peer's in each layout and under torch.compile
-("/compiled"), and the load around each measurement, so that the merged
-rows keep their "busy" marks (against the lowest --busy-cpus of the parts)
-and their torch.compile ratios. "failed_benchmarks" (where a part has any):
+("/compiled"), the load around each measurement, and the threads Glassbox
+ran where not --threads ("threads"), so that the merged rows keep their
+"busy" marks (against the lowest --busy-cpus of the parts), their
+"glassbox_threads" and their torch.compile ratios. "failed_benchmarks" (where a part has any):
 every part's, in order, each with "part", its index in "parts".
 
 The parts must be one table: the same builds (Glassbox's commit, PyTorch's

@@ -22,7 +22,12 @@ only PyTorch measured (the other side's run failed) has no ratio, reads
 counted among the ratios. A ratio whose median is over another number of
 rounds than most rows' (a benchmark pooled from several files, or a part
 run with more --rounds) reads "(N rounds)", and the summary line says how
-many such rows there are.
+many such rows there are. A ratio whose row Glassbox ran on other CPU
+threads than the run's --threads in some round (bench_nets fits its threads
+to the cores other work leaves free: the rounds' "threads", Note [Threads
+on a shared machine] in tensor/machine_load.h) reads "(N threads)", N the
+fewest it ran, since it compares unequal thread counts; the summary line
+counts those too.
 
 Several files may be given (a long run split into several commands, or
 some networks run again after a change): a benchmark measured in more than
@@ -68,7 +73,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from interleave import (BUILD_KEYS, DEFAULT_BUSY_CPUS, LAYOUT_SUFFIX, PEER_VARIANTS, benchmark_of,  # noqa: E402
-                        benchmark_rates, options, rows_from_rounds, settings, unwatched_note)
+                        benchmark_rates, options, rows_from_rounds, settings, threads_text, unwatched_note)
 from results_io import (BadInput, check_benchmarks, check_one_table, check_output, check_rounds,  # noqa: E402
                         distinct_files, json_type, load_json, part_commands, write_text)
 
@@ -107,7 +112,8 @@ def load_rounds(paths, pool=False):
     from every file that did, in the order given), and the networks in the
     order first given. A benchmark's rounds keep every record a round holds
     of it: Glassbox's figure, the peer's in each layout and under
-    torch.compile (PEER_VARIANTS), and each one's load ("busy" marks). A file
+    torch.compile (PEER_VARIANTS), each one's load ("busy" marks) and the
+    threads Glassbox ran where not --threads ("(N threads)" marks). A file
     measured a benchmark where Glassbox's side has it; one that only the
     peer measured (Glassbox's run failed) is kept the same way, after the rest,
     its network listed after the others. With pool, a file given twice is
@@ -134,11 +140,14 @@ def load_rounds(paths, pool=False):
                 rounds.append({"glassbox": {}, "pytorch": {}})
             for side, names in (("glassbox", [name]), ("pytorch", [name + v for v in PEER_VARIANTS])):
                 loads = rnd.get("load", {}).get(side, {})
+                threads = rnd.get("threads", {}).get(side, {})
                 for n in names:
                     if n in rnd.get(side, {}):
                         rounds[i][side][n] = rnd[side][n]
                     if n in loads:
                         rounds[i].setdefault("load", {"glassbox": {}, "pytorch": {}})[side][n] = loads[n]
+                    if n in threads:
+                        rounds[i].setdefault("threads", {}).setdefault(side, {})[n] = threads[n]
     return rounds, nets
 
 
@@ -240,16 +249,17 @@ def main():
         return f"{forward / both - 1:.2f}" if forward and both else ""
 
     def cell(row, field):
-        """A ratio, marked "(busy)" where other work ran beside one of the row's measurements and "(N rounds)"
-        where its median is over other than the usual number of rounds; "(only Glassbox)" or "(only PyTorch)"
-        where one side has no figure."""
+        """A ratio, marked "(busy)" where other work ran beside one of the row's measurements, "(N rounds)"
+        where its median is over other than the usual number of rounds and "(N threads)" where Glassbox ran
+        other than --threads in some round; "(only Glassbox)" or "(only PyTorch)" where one side has no figure."""
         if not row:
             return ""
         if not row.get(field):
             one_side = field == "ratio" and not (row["glassbox_images_per_s"] and row["pytorch_images_per_s"])
             return ("(only Glassbox)" if row["glassbox_images_per_s"] else "(only PyTorch)") if one_side else ""
         return (f"{row[field]:.2f}" + (" (busy)" if row.get("busy") else "")
-                + (f" ({row['rounds']} rounds)" if row["rounds"] != usual else ""))
+                + (f" ({row['rounds']} rounds)" if row["rounds"] != usual else "")
+                + (f" ({threads_text(row['glassbox_threads'])})" if row.get("glassbox_threads") else ""))
 
     def markdown(field, last=None):
         found = ["| network | batch | " + " | ".join(MODE_HEADINGS[m] for m in MODES)
@@ -283,12 +293,20 @@ def main():
     rounds_said = ", ".join(part for part in (
         f"{more} of the {len(paired)} over more rounds than the usual {usual}" if more else "",
         f"{fewer} over fewer" if fewer else "") if part)
+    # Note [Threads on a shared machine]: a ratio of Glassbox on fewer threads than PyTorch is not like for like.
+    other_threads = sum(1 for row in paired if row.get("glassbox_threads"))
+    said = "; ".join(part for part in (
+        f"{rounds_said}, marked (N rounds)" if rounds_said else "",
+        f"{other_threads} of the {len(paired)} with Glassbox on other CPU threads than --threads in some round, "
+        "marked (N threads)" if other_threads else "") if part)
     lines.append(f"\n{len(low)} of {len(paired)} ratios under {args.below}"
-                 + (f" ({rounds_said}, marked (N rounds))" if rounds_said else "") + (":" if low else "."))
+                 + (f" ({said})" if said else "") + (":" if low else "."))
     for row in low:
         each = ", ".join(f"{r:.2f}" for r in round_ratios(rounds, row["name"]))
         compiled = f"; torch.compile {row['ratio_compiled']:.2f}" if row.get("ratio_compiled") else ""
         busy = f"; busy ({row['busiest_cpus']} CPUs of other work)" if row.get("busy") else ""
+        if row.get("glassbox_threads"):
+            busy += f"; Glassbox on {threads_text(row['glassbox_threads'])}"
         lines.append(f"- {row['name']}: {row['ratio']:.2f} (rounds: {each}; PyTorch {row['pytorch_layout']}"
                      f"{compiled}{busy})")
     if not args.out:
@@ -300,6 +318,9 @@ def main():
                "the rounds; above 1.0 Glassbox is faster. bwd/fwd: Glassbox's backward over its forward."
                + (" (busy): other work ran beside one of the row's measurements." if busy_rows else "")
                + (f" (N rounds): the median of N rounds, where most rows have {usual}." if more or fewer else "")
+               + (" (N threads): Glassbox ran N CPU threads in one of the row's rounds, not the run's --threads, "
+                  "which PyTorch ran (bench_nets fits its threads to the cores other work leaves free; "
+                  "interleave.py --glassbox-fixed-threads keeps them)." if other_threads else "")
                + "\n\n"
                + "\n".join(lines) + "\n")
     print(f"wrote {args.out}")

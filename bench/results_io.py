@@ -69,6 +69,12 @@ def check_number(value, where, above_zero=True, null=False):
         raise BadInput(f"{where} is {shown(value)}, not a number " + ("above 0" if above_zero else "of 0 or more"))
 
 
+def check_threads(value, where):
+    """A count of CPU threads: a whole JSON number above 0 (a boolean is not one)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise BadInput(f"{where} is {shown(value)}, not a whole number above 0")
+
+
 def load_json(path, named=None):
     """The file's JSON; `named` is how messages call it (default: its path)."""
     named = named or path
@@ -113,8 +119,9 @@ def check_benchmarks(where, benchmarks):
 def check_rounds(path, data):
     """A bench/interleave.py or merge_results.py file's contents, checked for
     what the tables read: rounds of {"glassbox", "pytorch": {name: rate}}
-    with rates above 0 and an optional "load" {side: {name: busy CPUs or
-    null}}; "builds" and "environment" objects, "machine" a string. A file
+    with rates above 0, an optional "load" {side: {name: busy CPUs or
+    null}} and an optional "threads" {side: {name: CPU threads, a whole
+    number above 0}}; "builds" and "environment" objects, "machine" a string. A file
     with nothing measured in any round is refused too. Returns data."""
     if not isinstance(data, dict):
         raise BadInput(f"{path} holds a JSON {json_type(data)}, not bench/interleave.py's object")
@@ -142,6 +149,12 @@ def check_rounds(path, data):
         for side, names in load.items():
             for name, value in names.items():
                 check_number(value, f"{path}: round {i}: the load around {side}'s {name}", above_zero=False, null=True)
+        threads = rnd.get("threads", {})
+        if not isinstance(threads, dict) or not all(isinstance(v, dict) for v in threads.values()):
+            raise BadInput(f"{path}: round {i}: \"threads\" is not {{side: {{name: CPU threads}}}}")
+        for side, names in threads.items():
+            for name, value in names.items():
+                check_threads(value, f"{path}: round {i}: the threads of {side}'s {name}")
     if not any(rnd["glassbox"] or rnd["pytorch"] for rnd in rounds):
         raise BadInput(f"{path}: no round holds a measurement")
     for key in ("builds", "environment"):
@@ -156,10 +169,10 @@ def check_rounds(path, data):
 
 
 # What each field of a row must be (bench/interleave.py's rows_from_rounds):
-# (positive number, 0 or more, or a kind), each may be null unless required.
+# (positive number, 0 or more, CPU threads, or a kind), each may be null unless required.
 ROW_FIELDS = {"glassbox_images_per_s": "rate", "pytorch_images_per_s": "rate", "ratio": "rate",
               "pytorch_compiled_images_per_s": "rate", "ratio_compiled": "rate", "busiest_cpus": "load",
-              "pytorch_layout": str, "busy": bool}
+              "glassbox_threads": "threads", "pytorch_layout": str, "busy": bool}
 
 
 def check_rows(path, rows, needed=("name",)):
@@ -179,7 +192,9 @@ def check_rows(path, rows, needed=("name",)):
             value = row.get(key)
             if value is None:
                 continue
-            if kind in ("rate", "load"):
+            if kind == "threads":
+                check_threads(value, f"{path}: row {row['name']}: \"{key}\"")
+            elif kind in ("rate", "load"):
                 check_number(value, f"{path}: row {row['name']}: \"{key}\"", above_zero=kind == "rate")
             elif not isinstance(value, kind):
                 raise BadInput(f"{path}: row {row['name']}: \"{key}\" is {shown(value)}, not a JSON "

@@ -32,6 +32,10 @@ files and stand-in programs, no torch and no build needed.
   over more rounds than the rest; and says where no load was recorded.
 - interleave.py refuses a language model on a GPU or outside fp32 (its peer
   runs on the CPU in fp32 only) before anything runs.
+- A benchmark bench_nets ran on fewer CPU threads than --threads (its
+  context's cpu_threads, fitted to other work) is marked in interleave.py's
+  table, compare.py's and ratio_table.py's ("(N threads)"), and the mark
+  survives merge_results.py; one run on --threads is not marked.
 - Each stored table.json still makes its table.md.
 """
 
@@ -317,6 +321,88 @@ class RoundsAndLoads(Folder):
         self.assertIn("The machine's load was not recorded for 1 of 2 rows", out)
 
 
+class FittedThreads(Folder):
+    """bench_nets fits its threads to the cores other work leaves free (its context's cpu_threads); the peer runs
+    --threads, so a row where Glassbox ran fewer compares unequal thread counts and must say so."""
+    NAME = "LeNet/forward/batch:8"
+
+    def interleave(self, name, used, *more):
+        """An interleave.py run of two rounds, --threads 2, where the stand-in bench_nets reports `used` threads."""
+        bench = self.program("bench_nets", (
+            "out = next(a.split('=', 1)[1] for a in sys.argv if a.startswith('--benchmark_out='))\n"
+            "context = {'device': 'cpu', 'commit': 'abc', 'cpu_threads': os.environ['USED_THREADS'],\n"
+            "           'cpu_threads_fit': 'one thread fewer per core of other work'}\n"
+            f"json.dump({{'context': context, 'benchmarks': [{{'name': {self.NAME!r}, 'images/s': 100.0}}]}}, "
+            "open(out, 'w'))"))
+        python = self.program("python", (
+            "out = sys.argv[sys.argv.index('--json') + 1]\n"
+            f"json.dump({{'context': {{'torch': '2.x'}}, "
+            f"'benchmarks': [{{'name': {self.NAME!r}, 'images/s': 50.0}}]}}, open(out, 'w'))"))
+        path = self.path(name)
+        done = run("interleave.py", "--bench", bench, "--python", python, "--rounds", "2", "--modes", "forward",
+                   "--batch", "8", "--threads", "2", "--idle-check", "0", "--min-time", "0.01", "--json", path,
+                   *more, "LeNet", env=dict(os.environ, USED_THREADS=used))
+        self.assertEqual(done[0], 0, done[2])
+        with open(path) as f:
+            return path, json.load(f), done[1]
+
+    def table(self, path, *more):
+        code, out, err = run("ratio_table.py", *more, path)
+        self.assertEqual(code, 0, err)
+        return out
+
+    def test_a_row_glassbox_ran_on_fewer_threads_is_marked(self):
+        fitted, data, out = self.interleave("fitted.json", "1")
+        self.assertEqual([rnd.get("threads") for rnd in data["rounds"]], [{"glassbox": {self.NAME: 1}}] * 2)
+        self.assertEqual(data["rows"][0]["glassbox_threads"], 1)
+        said = "1 of 1 rows ran Glassbox on other CPU threads than the run's --threads in some round"
+        row = next(ln for ln in out.splitlines() if ln.startswith(self.NAME))
+        self.assertTrue(row.endswith("nchw  Glassbox on 1 thread"), row)
+        self.assertIn(said, out)
+        code, out, err = run("compare.py", fitted)
+        self.assertEqual(code, 0, err)
+        self.assertIn("nchw  Glassbox on 1 thread", out)
+        self.assertIn(said, out)
+        lines = self.table(fitted).splitlines()
+        self.assertIn("| LeNet | 8 | 2.00 (1 thread) |  |  |  |  |", lines)
+        self.assertIn("0 of 1 ratios under 1.0 (1 of the 1 with Glassbox on other CPU threads than --threads in "
+                      "some round, marked (N threads)).", lines)
+        self.table(fitted, "--out", self.path("table.md"))
+        with open(self.path("table.md")) as f:
+            self.assertIn(" (N threads): Glassbox ran N CPU threads in one of the row's rounds, not the run's "
+                          "--threads, which PyTorch ran", f.read().splitlines()[2])
+
+    def test_a_run_on_the_threads_asked_for_or_on_a_gpu_is_not_marked(self):
+        for name, used, more in (("asked.json", "2", ()), ("gpu.json", "1", ("--device", "cuda"))):
+            with self.subTest(file=name):
+                path, data, out = self.interleave(name, used, *more)
+                self.assertEqual([sorted(rnd) for rnd in data["rounds"]], [["glassbox", "load", "pytorch"]] * 2)
+                self.assertNotIn("glassbox_threads", data["rows"][0])
+                self.assertNotIn("thread", out.split("\n", 1)[1])  # the heading names the --threads asked for
+                table = self.table(path)
+                self.assertIn("| LeNet | 8 | 2.00 |  |  |  |  |", table.splitlines())
+                self.assertNotIn("thread", table)
+
+    def test_a_merged_file_keeps_the_mark(self):
+        asked, _, _ = self.interleave("asked.json", "2")
+        fitted, _, _ = self.interleave("fitted.json", "1")
+        merged = self.path("merged.json")
+        for files, pool, marked in (((asked, fitted), False, True), ((fitted, asked), False, False),
+                                    ((fitted, asked), True, True)):
+            with self.subTest(files=[os.path.basename(f) for f in files], pool=pool):
+                code, _, err = run("merge_results.py", *(["--pool-rounds"] if pool else []), "--out", merged, *files)
+                self.assertEqual(code, 0, err)
+                with open(merged) as f:
+                    data = json.load(f)
+                self.assertEqual(data["rows"][0].get("glassbox_threads"), 1 if marked else None)
+                self.assertEqual(sum(1 for rnd in data["rounds"] if rnd.get("threads")), 2 if marked else 0)
+                self.assertEqual("| LeNet | 8 | 2.00 (1 thread) |  |  |  |  |" in self.table(merged).splitlines(),
+                                 marked)
+                code, out, err = run("compare.py", merged)
+                self.assertEqual(code, 0, err)
+                self.assertEqual("Glassbox on 1 thread" in out, marked)
+
+
 class OutputIsNotAnInput(Folder):
     def setUp(self):
         super().setUp()
@@ -416,6 +502,8 @@ class BadFiles(Folder):
         "no-peer.json": {"rounds": [{"glassbox": {"LeNet/forward/batch:8": 1.0}}]},
         "no-rounds.json": {"rounds": []},
         "command.json": {"rounds": [{"glassbox": {"LeNet/forward/batch:8": 1.0}, "pytorch": {}}], "command": "x"},
+        "threads.json": {"rounds": [{"glassbox": {"LeNet/forward/batch:8": 1.0}, "pytorch": {},
+                                     "threads": {"glassbox": {"LeNet/forward/batch:8": "1"}}}]},
     }
     SAYS = {"missing.json": "cannot read", "empty.json": "is empty", "latin1.json": "is not UTF-8",
             "array.json": "holds a JSON array", "one-side.json": "one side's Google Benchmark JSON",
@@ -423,7 +511,8 @@ class BadFiles(Folder):
             "no-batch.json": "'LeNet/forward/b8' is not named NET/MODE/batch:N",
             "string-rate.json": 'LeNet/forward/batch:8 is "fast", not a number above 0',
             "no-peer.json": 'round 1 has no "pytorch" object', "no-rounds.json": "no round holds a measurement",
-            "command.json": "\"command\" is not a list of the command's arguments"}
+            "command.json": "\"command\" is not a list of the command's arguments",
+            "threads.json": "the threads of glassbox's LeNet/forward/batch:8 is \"1\", not a whole number above 0"}
 
     def files(self):
         return {name: self.path(name) if data is None else self.write(name, data) for name, data in self.SHAPES.items()}
