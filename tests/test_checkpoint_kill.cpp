@@ -133,9 +133,9 @@ TEST(CheckpointKill, AWriterKilledMidWriteLeavesACompleteEarlierCheckpoint) {
   std::mt19937 random(std::random_device{}());
   std::uniform_int_distribution<int64_t> moment(0, 2 * one_save.count());
 
-  int epoch = 0, interrupted = 0;
-  const int kills = 6;
-  for (int round = 0; round < kills; ++round) {
+  // At least six kills, and on until one has fallen inside a write (a temporary left), which the test is for.
+  int epoch = 0, interrupted = 0, kills = 0;
+  for (int round = 0; round < 40 && (round < 6 || interrupted == 0); ++round, ++kills) {
     const pid_t child = fork();
     ASSERT_GE(child, 0) << "fork failed";
     if (child == 0) write_forever(ctx, writer, run, epoch + 1);
@@ -162,6 +162,7 @@ TEST(CheckpointKill, AWriterKilledMidWriteLeavesACompleteEarlierCheckpoint) {
   }
   std::printf("%d kills, %d inside a write (temporaries left); the last checkpoint: epoch %d; one save: %.0f ms\n",
               kills, interrupted, epoch, one_save.count() / 1000.0);
+  EXPECT_GT(interrupted, 0) << "no kill of " << kills << " fell inside a write";
   // The next save removes what the killed writers left.
   writer.set_epoch(epoch + 1);
   save_checkpoint(run, ctx, writer.graph, kBig, writer.sgd, state_of(epoch + 1));

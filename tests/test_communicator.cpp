@@ -93,12 +93,14 @@ TEST(SingleCommunicator, AveragesNothingAndRecordsEachReduction) {
   Tensor a = ctx.allocate(Shape{5}, DType::kFloat32, MemoryCategory::kGradients);
   Tensor b = ctx.allocate(Shape{3, 7}, DType::kFloat32, MemoryCategory::kGradients);
   for (int i = 0; i < 5; ++i) a.data<float>()[i] = 0.25f * static_cast<float>(i) - 1.0f;
+  for (int i = 0; i < 21; ++i) b.data<float>()[i] = 3.0f - 0.5f * static_cast<float>(i);
   comm->begin_step(ctx);
   comm->start_average(ctx, a);
   comm->progress();
   comm->start_average(ctx, b);
   comm->wait_all(ctx);
   for (int i = 0; i < 5; ++i) EXPECT_EQ(a.data<float>()[i], 0.25f * static_cast<float>(i) - 1.0f);
+  for (int i = 0; i < 21; ++i) EXPECT_EQ(b.data<float>()[i], 3.0f - 0.5f * static_cast<float>(i));
   const std::vector<ReductionTime> times = comm->last_times();
   ASSERT_EQ(times.size(), 2u);
   EXPECT_EQ(times[0].bytes, 20u);
@@ -108,8 +110,8 @@ TEST(SingleCommunicator, AveragesNothingAndRecordsEachReduction) {
   comm->begin_step(ctx);
   EXPECT_TRUE(comm->last_times().empty());
 
-  comm->broadcast(ctx, a, 0);
-  EXPECT_EQ(a.data<float>()[4], 0.0f);
+  comm->broadcast(ctx, a, 0);  // from the only rank: every value stays
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(a.data<float>()[i], 0.25f * static_cast<float>(i) - 1.0f);
   EXPECT_EQ(comm->all_gather("mine"), std::vector<std::string>{"mine"});
 }
 

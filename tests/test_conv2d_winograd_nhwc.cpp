@@ -218,6 +218,11 @@ TEST(WinogradNhwc, Conv2dTakesItWhereWinogradPaysOnNhwcValues) {
   const std::string pad2 = nhwc_algorithms_of({.out_channels = 64, .kernel = 3, .pad = 2}, x);
   EXPECT_TRUE(runs_glassbox_winograd(pad2)) << pad2;
   EXPECT_NE(pad2.find("bwd-data Glassbox NHWC Winograd"), std::string::npos) << pad2;
+  // Images too large for oneDNN's slices of the batch (Note [Convolutions by
+  // slices of the batch]): Winograd's passes take the whole batch, and say no slices.
+  const std::string large = nhwc_algorithms_of(pays, Shape{8, 64, 56, 56});
+  EXPECT_TRUE(runs_glassbox_winograd(large)) << large;
+  EXPECT_EQ(large.find("slices"), std::string::npos) << large;
   struct Direct {
     std::string what;
     Conv2d::Options options;
@@ -271,6 +276,7 @@ TEST(WinogradNhwc, Conv2dForwardWithAFusedReluMatchesTheReference) {
   std::vector<float> values = ref.read(ref.inputs[0]);
   h.write(h.inputs[0], channels_last_from_nchw(values, x));
   ASSERT_TRUE(runs_glassbox_winograd(conv.algorithms())) << conv.algorithms();
+  EXPECT_NE(conv.algorithms().find("; ReLU applied to y after the transform"), std::string::npos) << conv.algorithms();
   ref.forward();
   h.poison(h.output);
   h.forward();

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "data/synthetic.h"
@@ -121,6 +122,21 @@ void expect_identical(const TrainingRun& first, const TrainingRun& second) {
 TEST(Determinism, SameSeedsAndThreadCountGiveIdenticalBits) {
   const TrainingRun first = train(kThreads);
   const TrainingRun second = train(kThreads);
+  expect_identical(first, second);
+}
+
+// small_net's tiles and slots above are those of Glassbox's own im2col path,
+// which the automatic choice gives way to oneDNN where the build has it.
+TEST(Determinism, SameSeedsAndThreadCountGiveIdenticalBitsOnGlassboxsOwnConvolutions) {
+  auto own_path = [](const Graph& graph) {
+    for (const char* conv : {"conv1", "conv2"}) {
+      const std::string algorithms = graph.node(conv).layer->algorithms();
+      EXPECT_NE(algorithms.find("Glassbox im2col + GEMM"), std::string::npos) << conv << ": " << algorithms;
+    }
+  };
+  const PrepareOptions own{.cpu_conv = CpuConvPath::kGlassbox};
+  const TrainingRun first = train(kThreads, Device::cpu(), own, own_path);
+  const TrainingRun second = train(kThreads, Device::cpu(), own, own_path);
   expect_identical(first, second);
 }
 

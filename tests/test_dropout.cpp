@@ -25,7 +25,8 @@ double expect_dropout_structure(const std::vector<float>& x, const std::vector<f
   for (size_t i = 0; i < x.size(); ++i) {
     if (y[i] == 0.0f) continue;
     ++kept;
-    if (std::fabs(y[i] - x[i] * scale) > 1e-6f * (1.0f + std::fabs(x[i] * scale))) ++bad;
+    // Written as "not within": a NaN (an element never written) is bad, not kept and scaled.
+    if (!(std::fabs(y[i] - x[i] * scale) <= 1e-6f * (1.0f + std::fabs(x[i] * scale)))) ++bad;
   }
   EXPECT_EQ(bad, 0u) << "elements neither 0 nor x / (1 - p)";
   return static_cast<double>(kept) / static_cast<double>(x.size());

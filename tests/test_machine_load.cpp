@@ -106,8 +106,8 @@ TEST(MachineLoad, AThreadOfThisProcessIsNotOtherWork) {
   ASSERT_TRUE(start && middle);
   const double ours = (middle->own - start->own) / (middle->wall - start->wall);
   // It ran: on a machine busy with other processes (tests in parallel, on two
-  // cores) a spinning thread may get well under half a core.
-  EXPECT_GT(ours, 0.1) << "the spinning thread ran";
+  // cores) a spinning thread may get well under half a core, so no share is asked.
+  EXPECT_GT(ours, 0.0) << "the spinning thread ran";
   // The machine's busy time includes the spin; the others' estimate does not.
   const std::optional<double> others = others_busy_cores(*start, *middle);
   ASSERT_TRUE(others.has_value()) << "300 ms is long enough to tell";

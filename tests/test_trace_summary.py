@@ -94,7 +94,10 @@ class TraceSummary(unittest.TestCase):
         self.assertTrue(rows(r.stdout, "conv1")[0].startswith("| conv1 | Conv2d | 0.41 |"), r.stdout)
 
     def test_top_and_zero_spans(self):
-        self.assertEqual(run(DOC, "--top", "-1").returncode, 2)
+        refused = run(DOC, "--top", "-1")
+        self.assertEqual(refused.returncode, 2)
+        self.assertIn("--top", refused.stderr)
+        self.assertNotIn("Traceback", refused.stderr)
         zero = {"traceEvents": [span("fc", "Linear", "forward", 0, 0)], "otherData": OTHER}
         r = run(zero)
         self.assertEqual(r.returncode, 0, r.stderr)

@@ -305,8 +305,8 @@ void Conv2d::backward_cpu(Context& ctx, const BackwardArgs& args) {
 
 namespace {
 
-// sums[k] = the sum over `rows` rows of m[row * k_count + k]: 16 channels a
-// vector, up to 8 vectors of sums held in registers while the rows stream by.
+// sums[k] = the sum over `rows` rows of m[row * k_count + k]: kFloatLanes channels
+// a vector, up to 8 vectors of sums held in registers while the rows stream by.
 void sum_rows(const float* m, int64_t rows, int64_t k_count, float* sums) {
   constexpr int64_t kVectors = 8;
   int64_t c0 = 0;

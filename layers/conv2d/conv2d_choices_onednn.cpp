@@ -22,9 +22,9 @@ constexpr int64_t kSliceBytes = int64_t{2} << 20;  // Note [Convolutions by slic
 // forward of a layer stored NHWC is Glassbox's own (Note [Winograd F(4x4,
 // 3x3) on NHWC values], winograd_nhwc.cpp), under the same rule. The rates `glassbox time` prints count
 // the direct convolution's FLOPs, so on these layers they can read above the
-// roofline. They round differently from a direct sum, but within the bound
-// the direct kernels are tested to (tests/test_conv2d_winograd.cpp: at most
-// 4e-6 of 1 + max |y|, against 1e-5 allowed).
+// roofline. They round differently from a direct sum (oneDNN's within the
+// bound the direct kernels are tested to, tests/test_conv2d_winograd.cpp: at
+// most 4e-6 of 1 + max |y|, against 1e-5 allowed; Glassbox's, see its Note).
 //
 // They want oneDNN's blocked layout (asked for NHWC, oneDNN has no Winograd
 // kernel), so each pass reorders NHWC values in and out. They run the whole

@@ -288,8 +288,14 @@ std::string OneDnnConv::algorithms() const {
   } else if (m.training) {
     text += cat("; backward: ", m.backward_elsewhere);
   }
-  if (m.relu) text += "; ReLU applied to each slice of y as it is written";
-  if (m.slices > 1) text += cat("; in ", m.slices, " slices of ", m.slice, m.slice == 1 ? " image" : " images");
+  // Glassbox's Winograd runs every pass on the whole batch, and its ReLU after the output transform.
+  if (m.relu) {
+    text += m.forward_on_winograd ? "; ReLU applied to y after the transform"
+                                  : "; ReLU applied to each slice of y as it is written";
+  }
+  if (m.slices > 1 && !m.forward_on_winograd) {
+    text += cat("; in ", m.slices, " slices of ", m.slice, m.slice == 1 ? " image" : " images");
+  }
   if (m.x_channels_last || m.y_channels_last) {
     text += m.x_channels_last && m.y_channels_last ? "; x and y NHWC" : m.x_channels_last ? "; x NHWC" : "; y NHWC";
   }

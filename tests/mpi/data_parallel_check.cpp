@@ -111,7 +111,8 @@ int check(bool overlap, Fault fault = Fault::kNone, Precision precision = Precis
   size_t worst_at = 0;
   for (size_t i = 0; i < mine.size(); ++i) {
     const double error = std::abs(mine[i] - expected[i]) / (1.0 + std::abs(expected[i]));
-    if (error > worst) worst = error, worst_at = i;
+    // A NaN compares false with everything: it is the worst difference, not none.
+    if (std::isnan(error) || error > worst) worst = std::isnan(error) ? INFINITY : error, worst_at = i;
   }
   const bool ok = worst <= (precision == Precision::kFp32 ? 1e-5 : 2e-2);
   std::printf("rank %d of %d, %s, overlap %s: %zu parameters in %zu buckets after %d steps; largest relative "

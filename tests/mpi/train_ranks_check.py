@@ -16,6 +16,7 @@ dataset-fashion-mnist (tools/install_deps.sh). Run by CTest:
     train_ranks_check.py GLASSBOX MPIRUN [MPIRUN FLAGS...]
 """
 import json
+import math
 import os
 import subprocess
 import sys
@@ -68,6 +69,8 @@ def main():
                 difference = abs(a[key] - b[key]) / max(1e-12, abs(a[key]))
                 print(f"epoch {a['epoch']} {key}: one process {a[key]:.9g}, 2 ranks {b[key]:.9g} "
                       f"(relative difference {difference:.2g})")
+                if not math.isfinite(difference):  # max() would keep the finite worst and pass a NaN
+                    sys.exit(f"FAILED: epoch {a['epoch']} {key}: one process {a[key]}, 2 ranks {b[key]}")
                 worst = max(worst, difference)
         if two[-1]["test_accuracy"] < 0.5:
             sys.exit(f"FAILED: 2 ranks reached only {two[-1]['test_accuracy']:.2%} test accuracy: they did not learn")

@@ -37,6 +37,9 @@ double relative_error(const std::vector<float>& expected, const std::vector<floa
   EXPECT_EQ(expected.size(), actual.size());
   double most = 0.0, diff = 0.0;
   for (size_t i = 0; i < expected.size() && i < actual.size(); ++i) {
+    // A NaN on one side only is an infinite error (std::max would drop it); on both, it is what was expected.
+    if (std::isnan(expected[i]) != std::isnan(actual[i])) return INFINITY;
+    if (std::isnan(expected[i])) continue;
     most = std::max(most, std::abs(static_cast<double>(expected[i])));
     diff = std::max(diff, std::abs(static_cast<double>(expected[i]) - static_cast<double>(actual[i])));
   }

@@ -43,6 +43,7 @@ LayoutRun train_three_steps(Context& ctx, const std::function<Graph()>& make_gra
     if (step == 0) {
       r.gradients = in_nchw_order(ctx, graph.named_views(graph.gradients()));
       for (const Node& node : graph.nodes()) {
+        r.channels_last_values += node.channels_last ? 1 : 0;
         if (node.dtype != DType::kFloat32) continue;
         std::vector<float> value = to_float_vector(ctx, node.value);
         r.values.push_back(node.channels_last ? nchw_from_channels_last(value, node.shape) : value);
@@ -56,6 +57,8 @@ LayoutRun train_three_steps(Context& ctx, const std::function<Graph()>& make_gra
 }
 
 void expect_same_training(const LayoutRun& nhwc, const LayoutRun& nchw) {
+  EXPECT_GT(nhwc.channels_last_values, 0) << "the channels-last run stored every value NCHW";
+  EXPECT_EQ(nchw.channels_last_values, 0) << "the NCHW run stored values NHWC";
   expect_close(nhwc.losses, nchw.losses, 1e-5, "losses");
   expect_close(nhwc.gradients, nchw.gradients, 1e-4, "parameter gradients of the first step");
   expect_close(nhwc.parameters, nchw.parameters, 1e-4, "parameters after three steps");

@@ -14,11 +14,13 @@ namespace glassbox::testing {
 
 // What three SGD steps on a synthetic batch produce: the losses, the first
 // step's parameter gradients and every float value (in NCHW order, memory
-// reuse off so each can be read), the parameters at the end.
+// reuse off so each can be read), the parameters at the end, and how many
+// values the graph stored channels-last.
 struct LayoutRun {
   std::vector<float> losses, gradients, parameters;
   std::vector<std::vector<float>> values;
   std::vector<std::string> names;
+  int channels_last_values = 0;
 };
 LayoutRun train_three_steps(const std::function<Graph()>& make_graph, bool channels_last, Graph::ParamGrads param_grads);
 // The same on `ctx`'s device in `precision`. Parameters and their gradients
@@ -30,7 +32,9 @@ LayoutRun train_three_steps(Context& ctx, const std::function<Graph()>& make_gra
 // PyTorch's order (a KRSC filter transposed back), one after another.
 std::vector<float> in_nchw_order(Context& ctx, const std::vector<NamedTensor>& views);
 
-// The two runs agree: not bit for bit, since sums run in another order.
+// The two runs agree: not bit for bit, since sums run in another order. The
+// channels-last run must have stored some value NHWC and the other none, or the
+// comparison would be of the NCHW graph with itself.
 void expect_same_training(const LayoutRun& nhwc, const LayoutRun& nchw);
 
 // Makes `h`'s layer read x NHWC and write y in `y_layout`, prepares it again

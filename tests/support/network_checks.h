@@ -6,8 +6,9 @@
 // (L(w + eps d) - L(w - eps d)) / (2 eps) must approach |g| as eps shrinks.
 // ReLU kinks and max pools make the convergence first order, so the check asks
 // for an error that shrinks over the three steps and ends within a tolerance
-// (2.5% unless a test says why it needs more); a layer
-// whose gradient were wrong or missing would stay far off.
+// (2.5% unless a test says why it needs more). A direction along g cannot see a
+// gradient that was never written (the true gradient's part there is not probed),
+// so the check also asks that no parameter's gradient be all zero.
 #pragma once
 
 #include <array>
