@@ -22,7 +22,9 @@ only PyTorch measured (the other side's run failed) has no ratio, reads
 counted among the ratios. A ratio whose median is over another number of
 rounds than most rows' (a benchmark pooled from several files, or a part
 run with more --rounds) reads "(N rounds)", and the summary line says how
-many such rows there are. A ratio whose row Glassbox ran on other CPU
+many such rows there are; a line under the list then counts every row over
+its first rounds alone (the usual number), since more rounds given only to
+the rows under 1.0 would lift the count. A ratio whose row Glassbox ran on other CPU
 threads than the run's --threads in some round (bench_nets fits its threads
 to the cores other work leaves free: the rounds' "threads", Note [Threads
 on a shared machine] in tensor/machine_load.h) reads "(N threads)", N the
@@ -309,6 +311,15 @@ def main():
             busy += f"; Glassbox on {threads_text(row['glassbox_threads'])}"
         lines.append(f"- {row['name']}: {row['ratio']:.2f} (rounds: {each}; PyTorch {row['pytorch_layout']}"
                      f"{compiled}{busy})")
+    if more:
+        # What every row reads over its first rounds alone: more rounds given to the rows under 1.0 alone
+        # would lift only those, and the count with them (docs/performance.md, "Rounds"). Round i of the
+        # rounds holds each benchmark's i-th (load_rounds).
+        first = [row for row in rows_from_rounds(rounds[:usual], nets, busy_above) if row["ratio"] is not None]
+        first_low = sum(1 for row in first if row["ratio"] < args.below)
+        spread = f" ({min(r['ratio'] for r in first):.2f} to {max(r['ratio'] for r in first):.2f})" if first else ""
+        lines.append(f"\nOver each row's first {usual} rounds alone: {first_low} of {len(first)} ratios under "
+                     f"{args.below}{spread}.")
     if not args.out:
         print("\n".join(lines))
         return

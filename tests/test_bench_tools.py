@@ -300,6 +300,27 @@ class RoundsAndLoads(Folder):
         self.assertNotIn("rounds)", out)
         self.assertIn("0 of 3 ratios under 1.0.", out.splitlines())
 
+    def test_rows_given_more_rounds_are_also_counted_over_their_first_rounds_alone(self):
+        """A row under 1.0 given three more rounds that read above it: pooled it reads above 1.0, so the table also
+        counts every row over its first three rounds, where it was under."""
+        slow = lenet_rounds(["forward", "train_step", "inference"])
+        for rnd in slow:
+            rnd["glassbox"]["LeNet/forward/batch:8"] = 40.0
+        fast = lenet_rounds(["forward"])
+        for rnd in fast:
+            rnd["glassbox"]["LeNet/forward/batch:8"] = 200.0
+        code, out, err = run("ratio_table.py", "--pool-rounds", self.write("slow.json", interleaved(slow)),
+                             self.write("fast.json", interleaved(fast)))
+        self.assertEqual(code, 0, err)
+        lines = out.splitlines()
+        self.assertIn("0 of 3 ratios under 1.0 (1 of the 3 over more rounds than the usual 3, marked (N rounds)).",
+                      lines)
+        self.assertIn("Over each row's first 3 rounds alone: 1 of 3 ratios under 1.0 (0.80 to 2.00).", lines)
+        # Every row over the same rounds: no such line.
+        code, out, err = run("ratio_table.py", self.write("even.json", interleaved(slow)))
+        self.assertEqual(code, 0, err)
+        self.assertNotIn("rounds alone", out)
+
     def test_a_table_without_load_readings_says_so(self):
         said = "The machine's load was not recorded for any row"
         unwatched = self.write("unwatched.json", interleaved(lenet_rounds(["forward"])))
