@@ -377,7 +377,7 @@ def rows_from_rounds(rounds, nets, busy_above=DEFAULT_BUSY_CPUS):
     median over the rounds that measured it, PyTorch's better layout, and the
     ratio (None where one side has no figure: a benchmark that failed or was
     not run there is a row without a ratio, never left out); "rounds", how
-    many rounds measured it on either side; ordered as `nets` lists the
+    many rounds its ratio rests on (measured_rounds); ordered as `nets` lists the
     networks, then by mode, then by batch. Where PyTorch also ran under
     torch.compile (names ending in /compiled), the row adds its better layout
     compiled and the ratio to that. Where the rounds hold loads, a row is
@@ -409,8 +409,8 @@ def rows_from_rounds(rounds, nets, busy_above=DEFAULT_BUSY_CPUS):
         row = {"name": name, "glassbox_images_per_s": ours, "pytorch_images_per_s": best[0],
                "pytorch_layout": best[1], "pytorch_by_layout": layouts,
                "ratio": ours / best[0] if ours and best[0] else None,
-               "rounds": sum(1 for rnd in rounds if name in rnd["glassbox"]
-                             or any(n in rnd["pytorch"] for n in peer_names))}
+               "rounds": measured_rounds(sum(1 for rnd in rounds if name in rnd["glassbox"]),
+                                         sum(1 for rnd in rounds if any(n in rnd["pytorch"] for n in peer_names)))}
         compiled = [v for v in (median("pytorch", name + COMPILED_SUFFIX),
                                 median("pytorch", name + LAYOUT_SUFFIX + COMPILED_SUFFIX)) if v]
         if compiled:
@@ -425,6 +425,12 @@ def rows_from_rounds(rounds, nets, busy_above=DEFAULT_BUSY_CPUS):
             row["glassbox_threads"] = min(threads)
         rows.append(row)
     return rows
+
+
+def measured_rounds(ours, theirs):
+    """The rounds a row's ratio rests on: the fewer of the two sides' counts of rounds that measured it (a side
+    short of rounds has the weaker median), or the one side's count where only one side measured it."""
+    return min(ours, theirs) if ours and theirs else max(ours, theirs)
 
 
 def unwatched_note(rows):

@@ -208,6 +208,20 @@ def round_ratios(rounds, name):
     return ratios
 
 
+def first_rounds(rounds, count):
+    """Each name's first `count` measurements on each side, as rounds (round i holds each name's i-th): a round
+    where a benchmark failed or was not run does not count among its first."""
+    kept = [{"glassbox": {}, "pytorch": {}} for _ in range(count)]
+    for side in ("glassbox", "pytorch"):
+        seen = {}
+        for rnd in rounds:
+            for name, rate in rnd.get(side, {}).items():
+                if seen.get(name, 0) < count:
+                    kept[seen.get(name, 0)][side][name] = rate
+                    seen[name] = seen.get(name, 0) + 1
+    return kept
+
+
 def names_in_brief(names, most=6):
     """The first `most` names, then how many more."""
     return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
@@ -227,8 +241,9 @@ def main():
     rounds, nets = load_rounds(args.files, pool=args.pool_rounds)
     rows = rows_from_rounds(rounds, nets, busy_above)
     paired = [row for row in rows if row["ratio"] is not None]
-    # The rounds most ratios are medians of; a row over more (pooled, or a part run with more --rounds) or
-    # fewer says so in its cell, since its median weighs more or fewer measurements.
+    # The rounds most ratios are medians of (at a tie, the fewest: every row over more is then marked); a row
+    # over more (pooled, or a part run with more --rounds) or fewer says so in its cell, since its median weighs
+    # more or fewer measurements.
     counts = [row["rounds"] for row in paired]
     usual = max(sorted(set(counts)), key=counts.count) if counts else 0
 
@@ -294,7 +309,8 @@ def main():
     more, fewer = (sum(1 for n in counts if n > usual), sum(1 for n in counts if n < usual))
     rounds_said = ", ".join(part for part in (
         f"{more} of the {len(paired)} over more rounds than the usual {usual}" if more else "",
-        f"{fewer} over fewer" if fewer else "") if part)
+        (f"{fewer} over fewer" if more else f"{fewer} of the {len(paired)} over fewer rounds than the usual {usual}")
+        if fewer else "") if part)
     # Note [Threads on a shared machine]: a ratio of Glassbox on fewer threads than PyTorch is not like for like.
     other_threads = sum(1 for row in paired if row.get("glassbox_threads"))
     said = "; ".join(part for part in (
@@ -313,9 +329,9 @@ def main():
                      f"{compiled}{busy})")
     if more:
         # What every row reads over its first rounds alone: more rounds given to the rows under 1.0 alone
-        # would lift only those, and the count with them (docs/performance.md, "Rounds"). Round i of the
-        # rounds holds each benchmark's i-th (load_rounds).
-        first = [row for row in rows_from_rounds(rounds[:usual], nets, busy_above) if row["ratio"] is not None]
+        # would lift only those, and the count with them (docs/performance.md, "Rounds").
+        first = [row for row in rows_from_rounds(first_rounds(rounds, usual), nets, busy_above)
+                 if row["ratio"] is not None]
         first_low = sum(1 for row in first if row["ratio"] < args.below)
         spread = f" ({min(r['ratio'] for r in first):.2f} to {max(r['ratio'] for r in first):.2f})" if first else ""
         lines.append(f"\nOver each row's first {usual} rounds alone: {first_low} of {len(first)} ratios under "

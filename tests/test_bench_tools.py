@@ -321,6 +321,31 @@ class RoundsAndLoads(Folder):
         self.assertEqual(code, 0, err)
         self.assertNotIn("rounds alone", out)
 
+    def test_a_ratio_with_one_side_short_of_rounds_is_marked_by_the_shorter_side(self):
+        """PyTorch's train_step failed in the third round: its median, and so the ratio, rests on two rounds."""
+        rounds = lenet_rounds(["forward", "train_step", "inference"])
+        del rounds[2]["pytorch"]["LeNet/train_step/batch:8"]
+        code, out, err = run("ratio_table.py", self.write("short.json", interleaved(rounds)))
+        self.assertEqual(code, 0, err)
+        self.assertIn("| LeNet | 8 | 2.00 |  | 2.00 (2 rounds) | 2.00 |  |", out)
+        self.assertIn("0 of 3 ratios under 1.0 (1 of the 3 over fewer rounds than the usual 3, marked (N rounds)).",
+                      out.splitlines())
+
+    def test_the_first_rounds_of_a_row_are_those_that_measured_it(self):
+        """Glassbox's forward failed in the first file's first round: its first three measurements are the first
+        file's two and the second file's first (40, 200, 40: under 1.0), not the first three rounds' two."""
+        first = lenet_rounds(["forward", "train_step", "inference"])
+        del first[0]["glassbox"]["LeNet/forward/batch:8"]
+        first[1]["glassbox"]["LeNet/forward/batch:8"], first[2]["glassbox"]["LeNet/forward/batch:8"] = 40.0, 200.0
+        again = lenet_rounds(["forward"])
+        for rnd in again:
+            rnd["glassbox"]["LeNet/forward/batch:8"] = 40.0
+        code, out, err = run("ratio_table.py", "--pool-rounds", self.write("first.json", interleaved(first)),
+                             self.write("again.json", interleaved(again)))
+        self.assertEqual(code, 0, err)
+        self.assertIn("Over each row's first 3 rounds alone: 1 of 3 ratios under 1.0 (0.80 to 2.00).",
+                      out.splitlines())
+
     def test_a_table_without_load_readings_says_so(self):
         said = "The machine's load was not recorded for any row"
         unwatched = self.write("unwatched.json", interleaved(lenet_rounds(["forward"])))
@@ -633,8 +658,8 @@ class Counts(Folder):
                 self.assertMessage(run(tool, *args), "error: argument", status=2)
 
     def test_interleave_refuses_no_mode_an_unknown_mode_and_a_machine_watch_it_cannot_keep_before_the_run(self):
-        """An empty or misspelt --modes measures nothing; a NaN --idle-check or --busy-cpus turns the busy check off without a
-        word, an infinite --idle-check never ends: each is a usage error before the first program runs."""
+        """An empty or misspelt --modes measures nothing; a NaN --idle-check or --busy-cpus turns the busy check off
+        without a word, an infinite --idle-check never ends: each is a usage error before the first program runs."""
         bench = self.program("bench_nets", "sys.exit(3)")
         options = ["--bench", bench, "--python", sys.executable, "--json", self.path("out.json")]
         no_mode = "--modes takes one mode or several, comma-separated, with none empty"
