@@ -216,9 +216,10 @@ def first_rounds(rounds, count):
         seen = {}
         for rnd in rounds:
             for name, rate in rnd.get(side, {}).items():
-                if seen.get(name, 0) < count:
-                    kept[seen.get(name, 0)][side][name] = rate
-                    seen[name] = seen.get(name, 0) + 1
+                i = seen.get(name, 0)
+                if i < count:
+                    kept[i][side][name] = rate
+                    seen[name] = i + 1
     return kept
 
 
