@@ -1,10 +1,16 @@
-// tensor/convert.cpp: float32 <-> float16 / bfloat16 on the CPU with Eigen's
-// `half` and `bfloat16`, and the checks in front of both devices' conversions.
+// tensor/convert.cpp: float32 <-> float16 / bfloat16 on the CPU (F16C's
+// instructions, and bfloat16's rounding in integer arithmetic), and the checks
+// in front of both devices' conversions.
 #include "tensor/convert.h"
 
-#include <type_traits>
+#include <algorithm>
+#include <bit>
 
+#if defined(__F16C__)
+#include <immintrin.h>
+#else
 #include <Eigen/Core>
+#endif
 
 #include "tensor/copy.h"
 #include "tensor/cuda_entry.h"
@@ -14,47 +20,82 @@
 namespace glassbox {
 namespace {
 
-// The 16-bit values are stored as uint16_t and viewed as Eigen's types, which
-// wrap exactly those bits.
-static_assert(sizeof(Eigen::half) == 2 && sizeof(Eigen::bfloat16) == 2);
-static_assert(std::is_standard_layout_v<Eigen::half> && std::is_standard_layout_v<Eigen::bfloat16>);
-static_assert(std::is_trivially_copyable_v<Eigen::half> && std::is_trivially_copyable_v<Eigen::bfloat16>);
-
-// Note [Eigen's casts to 16 bits]: Eigen 3.4 gives its cast functor no packet
-// access, so `.cast<half>()` and `.cast<bfloat16>()` convert one value at a
-// time with the same function as the scalar constructor: narrow_cpu and
-// to_16_bit give the same bits by construction, and the speed comes from the
-// chunks over the threads. Eigen turns on F16C only where
-// `!defined(EIGEN_COMP_CLANG) || EIGEN_COMP_CLANG >= 380`, and defines
-// EIGEN_COMP_CLANG as 0 under GCC, so a GCC build rounds float16 in software
-// and a Clang build with F16C's instruction; both round to nearest even and
-// overflow to inf, and differ only in a NaN's payload.
+// Note [16-bit conversions on the CPU]: Eigen 3.4's `.cast<half>()` converts
+// one value at a time (its cast functor has no packet access), and Eigen turns
+// on F16C only where `!defined(EIGEN_COMP_CLANG) || EIGEN_COMP_CLANG >= 380`,
+// which is false under GCC (EIGEN_COMP_CLANG is defined there, as 0): under
+// GCC it rounds float16 in software, which made LeNet's fp16 step 3.3 times as
+// long as fp32's (`glassbox time LeNet --precision fp16`, 2-core Zen 3). So
+// float16 goes through F16C's instructions, eight values at a time
+// (x86-64-v3 includes F16C; a build for a baseline without it keeps Eigen's
+// software rounding), and bfloat16 through integer arithmetic that the
+// compiler vectorises. Both round to nearest even and overflow to inf, as
+// Eigen does (tests/test_convert.cpp compares them over float32's bit
+// patterns), and the scalar to_16_bit and from_16_bit use the same
+// functions, so a span converts to the bits of its values one by one.
 //
 // Note [NaN bits]: a NaN converts to a quiet NaN on either device, but not to
-// the same bits. Eigen keeps the sign (float16: 0x7e00 | sign in software, the
-// payload too under F16C; bfloat16: 0x7fc0 | sign, though Eigen's AVX packet
-// conversion, which these casts do not reach, drops the sign), while CUDA's
-// conversions give 0x7fff whatever the input. Only NaN-ness is promised
-// across devices.
-template <typename Half>
-using HalfArray = Eigen::Array<Half, Eigen::Dynamic, 1>;
+// the same bits. The CPU keeps the sign (float16 keeps the top of the payload
+// too under F16C, 0x7e00 | sign in software; bfloat16 gives 0x7fc0 | sign),
+// while CUDA's conversions give 0x7fff whatever the input. Only NaN-ness is
+// promised across devices.
+#if defined(__F16C__)
+uint16_t float16_of(float value) {
+  return static_cast<uint16_t>(_cvtss_sh(value, _MM_FROUND_TO_NEAREST_INT));
+}
+float float_of_float16(uint16_t bits) { return _cvtsh_ss(bits); }
+#else
+uint16_t float16_of(float value) { return Eigen::numext::bit_cast<uint16_t>(Eigen::half(value)); }
+float float_of_float16(uint16_t bits) { return static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits)); }
+#endif
 
-template <typename Half>
-void narrow_as(std::span<const float> src, std::span<uint16_t> half) {
-  parallel_for(static_cast<int64_t>(src.size()), kElementwiseGrain, [&](int64_t begin, int64_t end) {
-    const Eigen::Map<const Eigen::ArrayXf> from(src.data() + begin, end - begin);
-    Eigen::Map<HalfArray<Half>> to(reinterpret_cast<Half*>(half.data() + begin), end - begin);
-    to = from.template cast<Half>();
-  });
+// bfloat16 is float32's top half: add just under half of the dropped part
+// (plus its last kept bit, for ties to even) and cut. A NaN becomes the quiet
+// NaN of its sign, as Eigen's; rounding a large finite value may carry into
+// the exponent and give inf, which is the correct rounding.
+uint16_t bfloat16_of(float value) {
+  const auto bits = std::bit_cast<uint32_t>(value);
+  const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
+  const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  return static_cast<uint16_t>(nan ? ((bits >> 16) & 0x8000u) | 0x7fc0u : rounded);
+}
+float float_of_bfloat16(uint16_t bits) { return std::bit_cast<float>(uint32_t{bits} << 16); }
+
+void narrow_float16(const float* from, uint16_t* to, int64_t count) {
+  int64_t i = 0;
+#if defined(__F16C__)
+  for (; i + 8 <= count; i += 8) {
+    const __m128i narrowed = _mm256_cvtps_ph(_mm256_loadu_ps(from + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(to + i), narrowed);
+  }
+#endif
+  for (; i < count; ++i) to[i] = float16_of(from[i]);
 }
 
-template <typename Half>
-void widen_as(std::span<const uint16_t> half, std::span<float> dst) {
-  parallel_for(static_cast<int64_t>(dst.size()), kElementwiseGrain, [&](int64_t begin, int64_t end) {
-    const Eigen::Map<const HalfArray<Half>> from(reinterpret_cast<const Half*>(half.data() + begin), end - begin);
-    Eigen::Map<Eigen::ArrayXf> to(dst.data() + begin, end - begin);
-    to = from.template cast<float>();
-  });
+void widen_float16(const uint16_t* from, float* to, int64_t count) {
+  int64_t i = 0;
+#if defined(__F16C__)
+  for (; i + 8 <= count; i += 8) {
+    _mm256_storeu_ps(to + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(from + i))));
+  }
+#endif
+  for (; i < count; ++i) to[i] = float_of_float16(from[i]);
+}
+
+void narrow_block(const float* from, uint16_t* to, int64_t count, DType dtype) {
+  if (dtype == DType::kFloat16) {
+    narrow_float16(from, to, count);
+  } else {
+    for (int64_t i = 0; i < count; ++i) to[i] = bfloat16_of(from[i]);
+  }
+}
+
+void widen_block(const uint16_t* from, float* to, int64_t count, DType dtype) {
+  if (dtype == DType::kFloat16) {
+    widen_float16(from, to, count);
+  } else {
+    for (int64_t i = 0; i < count; ++i) to[i] = float_of_bfloat16(from[i]);
+  }
 }
 
 // `what`: the function, for the message.
@@ -121,38 +162,38 @@ void accumulate_widened(Context& ctx, const Tensor& src, const Tensor& dst) {
   float* out = static_cast<float*>(dst.raw());
   const DType dtype = src.dtype();
   parallel_for(src.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) out[i] += from_16_bit(half[i], dtype);
+    constexpr int64_t kBlock = 256;  // widened on the stack, then added
+    float widened[kBlock];
+    for (int64_t i = begin; i < end; i += kBlock) {
+      const int64_t count = std::min(kBlock, end - i);
+      widen_block(half + i, widened, count, dtype);
+      for (int64_t j = 0; j < count; ++j) out[i + j] += widened[j];
+    }
   });
 }
 
 void narrow_cpu(std::span<const float> src, std::span<uint16_t> half, DType dtype) {
   check_spans("narrow_cpu", dtype, src.size(), half.size());
-  if (dtype == DType::kFloat16) {
-    narrow_as<Eigen::half>(src, half);
-  } else {
-    narrow_as<Eigen::bfloat16>(src, half);
-  }
+  parallel_for(static_cast<int64_t>(src.size()), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    narrow_block(src.data() + begin, half.data() + begin, end - begin, dtype);
+  });
 }
 
 void widen_cpu(std::span<const uint16_t> half, DType dtype, std::span<float> dst) {
   check_spans("widen_cpu", dtype, dst.size(), half.size());
-  if (dtype == DType::kFloat16) {
-    widen_as<Eigen::half>(half, dst);
-  } else {
-    widen_as<Eigen::bfloat16>(half, dst);
-  }
+  parallel_for(static_cast<int64_t>(dst.size()), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+    widen_block(half.data() + begin, dst.data() + begin, end - begin, dtype);
+  });
 }
 
 uint16_t to_16_bit(float value, DType dtype) {
   check_16_bit(dtype, "to_16_bit");
-  return dtype == DType::kFloat16 ? Eigen::numext::bit_cast<uint16_t>(Eigen::half(value))
-                                  : Eigen::numext::bit_cast<uint16_t>(Eigen::bfloat16(value));
+  return dtype == DType::kFloat16 ? float16_of(value) : bfloat16_of(value);
 }
 
 float from_16_bit(uint16_t bits, DType dtype) {
   check_16_bit(dtype, "from_16_bit");
-  return dtype == DType::kFloat16 ? static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits))
-                                  : static_cast<float>(Eigen::numext::bit_cast<Eigen::bfloat16>(bits));
+  return dtype == DType::kFloat16 ? float_of_float16(bits) : float_of_bfloat16(bits);
 }
 
 float round_to_16_bit(float value, DType dtype) { return from_16_bit(to_16_bit(value, dtype), dtype); }

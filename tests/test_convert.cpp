@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <Eigen/Core>
+
 #include "tensor/convert.h"
 #include "tensor/copy.h"
 #include "tests/support/data_files.h"  // message_of
@@ -272,8 +274,9 @@ TEST(Convert, WidenIsExactForEveryBitPattern) {
   }
 }
 
-// narrow_cpu and widen_cpu split a span over the threads and convert it with
-// Eigen's array casts; each element comes out as the scalar conversion gives it.
+// narrow_cpu and widen_cpu split a span over the threads and convert blocks of
+// it (F16C eight values at a time, a vectorised loop for bfloat16); each
+// element comes out as the scalar conversion gives it.
 // 300,007 values: several chunks of kElementwiseGrain and a ragged last one.
 TEST(Convert, SpansMatchTheScalarConversion) {
   const size_t count = 300'007;
@@ -288,6 +291,49 @@ TEST(Convert, SpansMatchTheScalarConversion) {
     std::vector<float> widened(count);
     widen_cpu(halves, dtype, widened);
     EXPECT_EQ(compare_widened(widened, widened_one_by_one(halves, dtype), halves, dtype), "");
+  }
+}
+
+// The CPU's conversions round as Eigen's `half` and `bfloat16` do (Note
+// [16-bit conversions on the CPU] in tensor/convert.cpp): every 97th float32
+// bit pattern, which meets every exponent and every remainder of the dropped
+// bits, narrows to Eigen's bits (a NaN to a NaN), through narrow_cpu and
+// to_16_bit alike.
+TEST(Convert, RoundsAsEigensTypesOverFloat32BitPatterns) {
+  constexpr uint64_t kStride = 97;
+  constexpr size_t kBlock = 1 << 20;
+  for (DType dtype : kSixteenBitTypes) {
+    std::vector<float> inputs;
+    std::vector<uint16_t> eigen_bits;
+    uint64_t wrong = 0, checked = 0;
+    std::string first;
+    const auto check_block = [&] {
+      std::vector<uint16_t> spanned(inputs.size());
+      narrow_cpu(inputs, spanned, dtype);
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        const uint16_t scalar = to_16_bit(inputs[i], dtype);
+        const bool nan = is_nan_16(eigen_bits[i], dtype);
+        const bool same = nan ? is_nan_16(spanned[i], dtype) && is_nan_16(scalar, dtype)
+                              : spanned[i] == eigen_bits[i] && scalar == eigen_bits[i];
+        if (!same && wrong++ == 0) {
+          first = cat(name_of(dtype), " of ", hex(bits_of(inputs[i])), ": span ", hex(spanned[i]), ", scalar ",
+                      hex(scalar), ", Eigen ", hex(eigen_bits[i]));
+        }
+      }
+      checked += inputs.size();
+      inputs.clear();
+      eigen_bits.clear();
+    };
+    for (uint64_t bits = 0; bits <= 0xffffffffu; bits += kStride) {
+      const float value = float_of(static_cast<uint32_t>(bits));
+      inputs.push_back(value);
+      eigen_bits.push_back(dtype == DType::kFloat16 ? Eigen::numext::bit_cast<uint16_t>(Eigen::half(value))
+                                                    : Eigen::numext::bit_cast<uint16_t>(Eigen::bfloat16(value)));
+      if (inputs.size() == kBlock) check_block();
+    }
+    check_block();
+    EXPECT_EQ(checked, (uint64_t{0xffffffffu} / kStride) + 1);
+    EXPECT_EQ(wrong, 0u) << first;
   }
 }
 
