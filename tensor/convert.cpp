@@ -1,14 +1,15 @@
 // tensor/convert.cpp: float32 <-> float16 / bfloat16 on the CPU (F16C's
-// instructions, and bfloat16's rounding in integer arithmetic), and the checks
-// in front of both devices' conversions.
+// instructions, and bfloat16's rounding in AVX2's integer arithmetic), and the
+// checks in front of both devices' conversions.
 #include "tensor/convert.h"
 
 #include <algorithm>
 #include <bit>
 
-#if defined(__F16C__)
+#if defined(__F16C__) || defined(__AVX2__)
 #include <immintrin.h>
-#else
+#endif
+#if !defined(__F16C__)
 #include <Eigen/Core>
 #endif
 
@@ -26,19 +27,21 @@ namespace {
 // which is false under GCC (EIGEN_COMP_CLANG is defined there, as 0): under
 // GCC it rounds float16 in software, which made LeNet's fp16 step 3.3 times as
 // long as fp32's (`glassbox time LeNet --precision fp16`, 2-core Zen 3). So
-// float16 goes through F16C's instructions, eight values at a time
-// (x86-64-v3 includes F16C; a build for a baseline without it keeps Eigen's
-// software rounding), and bfloat16 through integer arithmetic that the
-// compiler vectorises. Both round to nearest even and overflow to inf, as
-// Eigen does (tests/test_convert.cpp compares them over float32's bit
-// patterns), and the scalar to_16_bit and from_16_bit use the same
-// functions, so a span converts to the bits of its values one by one.
+// float16 goes through F16C's instructions and bfloat16 through integer
+// rounding in AVX2's registers, eight values at a time (x86-64-v3 includes
+// both; a build for a baseline without them converts one value at a time,
+// float16 with Eigen's software rounding). Both round to nearest even and
+// overflow to inf (tests/test_convert.cpp checks them against the nearest
+// 16-bit value over float32's bit patterns), and the scalar to_16_bit and
+// from_16_bit use the same functions, so a span converts to the bits of its
+// values one by one.
 //
-// Note [NaN bits]: a NaN converts to a quiet NaN on either device, but not to
-// the same bits. The CPU keeps the sign (float16 keeps the top of the payload
-// too under F16C, 0x7e00 | sign in software; bfloat16 gives 0x7fc0 | sign),
-// while CUDA's conversions give 0x7fff whatever the input. Only NaN-ness is
-// promised across devices.
+// Note [NaN bits]: narrowing turns a NaN into a quiet NaN on either device,
+// but not into the same bits. The CPU keeps the sign (float16 the top of the
+// payload too under F16C, 0x7e00 | sign in software; bfloat16 gives 0x7fc0 |
+// sign), while CUDA's conversions give 0x7fff whatever the input. Widening
+// keeps NaN-ness (F16C sets the quiet bit; bfloat16's shift keeps the bits).
+// Only NaN-ness is promised across devices.
 #if defined(__F16C__)
 uint16_t float16_of(float value) {
   return static_cast<uint16_t>(_cvtss_sh(value, _MM_FROUND_TO_NEAREST_INT));
@@ -82,11 +85,52 @@ void widen_float16(const uint16_t* from, float* to, int64_t count) {
   for (; i < count; ++i) to[i] = float_of_float16(from[i]);
 }
 
+#if defined(__AVX2__)
+// Eight bfloat16_of at once: the same integer steps on 32-bit lanes, then
+// packed to 16 bits (each lane holds at most 0xffff, so packus keeps it).
+void narrow_bfloat16_8(const float* from, uint16_t* to) {
+  const __m256i bits = _mm256_castps_si256(_mm256_loadu_ps(from));
+  const __m256i high = _mm256_srli_epi32(bits, 16);
+  const __m256i last_kept = _mm256_and_si256(high, _mm256_set1_epi32(1));
+  const __m256i rounded =
+      _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7fff)), last_kept), 16);
+  const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff));
+  const __m256i nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7f800000));
+  const __m256i quiet_nan =
+      _mm256_or_si256(_mm256_and_si256(high, _mm256_set1_epi32(0x8000)), _mm256_set1_epi32(0x7fc0));
+  const __m256i narrowed = _mm256_blendv_epi8(rounded, quiet_nan, nan);
+  // packus works within each 128-bit half: lanes 0-3 land in quadword 0, 4-7 in quadword 2.
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(narrowed, narrowed), 0b1000);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(to), _mm256_castsi256_si128(packed));
+}
+
+void widen_bfloat16_8(const uint16_t* from, float* to) {
+  const __m256i bits = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(from)));
+  _mm256_storeu_ps(to, _mm256_castsi256_ps(_mm256_slli_epi32(bits, 16)));
+}
+#endif
+
+void narrow_bfloat16(const float* from, uint16_t* to, int64_t count) {
+  int64_t i = 0;
+#if defined(__AVX2__)
+  for (; i + 8 <= count; i += 8) narrow_bfloat16_8(from + i, to + i);
+#endif
+  for (; i < count; ++i) to[i] = bfloat16_of(from[i]);
+}
+
+void widen_bfloat16(const uint16_t* from, float* to, int64_t count) {
+  int64_t i = 0;
+#if defined(__AVX2__)
+  for (; i + 8 <= count; i += 8) widen_bfloat16_8(from + i, to + i);
+#endif
+  for (; i < count; ++i) to[i] = float_of_bfloat16(from[i]);
+}
+
 void narrow_block(const float* from, uint16_t* to, int64_t count, DType dtype) {
   if (dtype == DType::kFloat16) {
     narrow_float16(from, to, count);
   } else {
-    for (int64_t i = 0; i < count; ++i) to[i] = bfloat16_of(from[i]);
+    narrow_bfloat16(from, to, count);
   }
 }
 
@@ -94,7 +138,7 @@ void widen_block(const uint16_t* from, float* to, int64_t count, DType dtype) {
   if (dtype == DType::kFloat16) {
     widen_float16(from, to, count);
   } else {
-    for (int64_t i = 0; i < count; ++i) to[i] = float_of_bfloat16(from[i]);
+    widen_bfloat16(from, to, count);
   }
 }
 

@@ -13,10 +13,10 @@ namespace glassbox {
 namespace {
 
 // __float2half_rn and __float2bfloat16_rn (cvt.rn.f16.f32, cvt.rn.bf16.f32)
-// round to nearest even as Eigen does on the CPU: float16 overflows to +-inf
-// from 65520 on, subnormals are kept, and the sign of zero stays. A NaN becomes
-// the canonical NaN 0x7fff, sign dropped, where Eigen keeps the sign (Note
-// [NaN bits] in tensor/convert.cpp). Widening is exact on both devices.
+// round to nearest even as the CPU does: float16 overflows to +-inf from
+// 65520 on, subnormals are kept, and the sign of zero stays. A NaN becomes the
+// canonical NaN 0x7fff, sign dropped, where the CPU keeps the sign (Note [NaN
+// bits] in tensor/convert.cpp). Widening is exact on both devices.
 struct Float16 {
   __device__ static uint16_t narrow(float value) { return __half_as_ushort(__float2half_rn(value)); }
   __device__ static float widen(uint16_t bits) { return __half2float(__ushort_as_half(bits)); }

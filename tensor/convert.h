@@ -6,8 +6,8 @@
 //     step of float32's largest value (from about 3.39e38); values below the
 //     16-bit subnormals round to +-0, keeping the sign.
 //   float16 | bfloat16 -> float32: exact.
-// The CPU uses F16C's instructions for float16 and integer rounding for
-// bfloat16 (Note [16-bit conversions on the CPU] in tensor/convert.cpp), the
+// The CPU uses F16C's instructions for float16 and AVX2's integer rounding
+// for bfloat16 (Note [16-bit conversions on the CPU] in tensor/convert.cpp), the
 // GPU CUDA's `__half` and `__nv_bfloat16` conversions, which round alike: a
 // number converts to the same bits on either device, a NaN to a NaN whose
 // bits may differ (Note [NaN bits] there).

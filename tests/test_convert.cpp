@@ -5,6 +5,7 @@
 // refuses, and the GPU's bits against the CPU's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -14,8 +15,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <Eigen/Core>
 
 #include "tensor/convert.h"
 #include "tensor/copy.h"
@@ -294,45 +293,80 @@ TEST(Convert, SpansMatchTheScalarConversion) {
   }
 }
 
-// The CPU's conversions round as Eigen's `half` and `bfloat16` do (Note
-// [16-bit conversions on the CPU] in tensor/convert.cpp): every 97th float32
-// bit pattern, which meets every exponent and every remainder of the dropped
-// bits, narrows to Eigen's bits (a NaN to a NaN), through narrow_cpu and
-// to_16_bit alike.
-TEST(Convert, RoundsAsEigensTypesOverFloat32BitPatterns) {
-  constexpr uint64_t kStride = 97;
+// The bits of the float16 or bfloat16 value nearest a float that is not NaN,
+// found without the conversion code: the finite non-negative 16-bit values,
+// in the order of their bit patterns, increase, so the two around |value| are
+// found by binary search; the nearer wins, a tie going to the even pattern.
+// One step past the largest finite value stands inf's pattern, which comes
+// next: half a step past the largest value or more rounds there.
+class NearestSixteenBit {
+ public:
+  explicit NearestSixteenBit(DType dtype) {
+    const uint16_t largest = dtype == DType::kFloat16 ? 0x7bff : 0x7f7f;
+    for (uint32_t bits = 0; bits <= largest; ++bits) {
+      magnitudes_.push_back(static_cast<double>(reference_widen(static_cast<uint16_t>(bits), dtype)));
+    }
+    magnitudes_.push_back(2 * magnitudes_[largest] - magnitudes_[largest - 1]);  // inf: 0x7c00, 0x7f80
+  }
+
+  uint16_t operator()(float value) const {
+    const auto sign = static_cast<uint16_t>(std::signbit(value) ? 0x8000 : 0);
+    const double magnitude = std::fabs(static_cast<double>(value));
+    const size_t inf = magnitudes_.size() - 1;
+    if (magnitude >= magnitudes_[inf]) return static_cast<uint16_t>(sign | inf);
+    // magnitudes_[0] is 0, so some value is at most `magnitude`.
+    const size_t low = static_cast<size_t>(std::upper_bound(magnitudes_.begin(), magnitudes_.end(), magnitude) -
+                                           magnitudes_.begin()) - 1;
+    const size_t high = low + 1;
+    const double below = magnitude - magnitudes_[low], above = magnitudes_[high] - magnitude;
+    const size_t nearest = below < above ? low : above < below ? high : low % 2 == 0 ? low : high;
+    return static_cast<uint16_t>(sign | nearest);
+  }
+
+ private:
+  std::vector<double> magnitudes_;
+};
+
+// narrow_cpu and to_16_bit give the nearest 16-bit value (NearestSixteenBit)
+// for every 193rd float32 bit pattern, which meets every exponent, float32's
+// subnormals, infinities and NaNs; a NaN becomes a quiet NaN of its sign.
+TEST(Convert, NarrowGivesTheNearestValueOverFloat32BitPatterns) {
+  constexpr uint64_t kStride = 193;
   constexpr size_t kBlock = 1 << 20;
   for (DType dtype : kSixteenBitTypes) {
+    const NearestSixteenBit nearest(dtype);
+    const uint16_t quiet_bit = dtype == DType::kFloat16 ? 0x0200 : 0x0040;
     std::vector<float> inputs;
-    std::vector<uint16_t> eigen_bits;
-    uint64_t wrong = 0, checked = 0;
+    uint64_t wrong = 0, checked = 0, nans = 0;
     std::string first;
     const auto check_block = [&] {
       std::vector<uint16_t> spanned(inputs.size());
       narrow_cpu(inputs, spanned, dtype);
       for (size_t i = 0; i < inputs.size(); ++i) {
-        const uint16_t scalar = to_16_bit(inputs[i], dtype);
-        const bool nan = is_nan_16(eigen_bits[i], dtype);
-        const bool same = nan ? is_nan_16(spanned[i], dtype) && is_nan_16(scalar, dtype)
-                              : spanned[i] == eigen_bits[i] && scalar == eigen_bits[i];
-        if (!same && wrong++ == 0) {
-          first = cat(name_of(dtype), " of ", hex(bits_of(inputs[i])), ": span ", hex(spanned[i]), ", scalar ",
-                      hex(scalar), ", Eigen ", hex(eigen_bits[i]));
+        const float value = inputs[i];
+        const uint16_t scalar = to_16_bit(value, dtype);
+        const bool nan = std::isnan(value);
+        const auto sign = static_cast<uint16_t>(std::signbit(value) ? 0x8000 : 0);
+        const uint16_t want = nan ? 0 : nearest(value);
+        const bool right = nan ? spanned[i] == scalar && is_nan_16(scalar, dtype) && (scalar & quiet_bit) != 0 &&
+                                     (scalar & 0x8000) == sign
+                               : spanned[i] == want && scalar == want;
+        nans += nan ? 1 : 0;
+        if (!right && wrong++ == 0) {
+          first = cat(name_of(dtype), " of ", hex(bits_of(value)), ": span ", hex(spanned[i]), ", scalar ",
+                      hex(scalar), ", expected ", nan ? cat("a quiet NaN of sign ", hex(sign)) : hex(want));
         }
       }
       checked += inputs.size();
       inputs.clear();
-      eigen_bits.clear();
     };
     for (uint64_t bits = 0; bits <= 0xffffffffu; bits += kStride) {
-      const float value = float_of(static_cast<uint32_t>(bits));
-      inputs.push_back(value);
-      eigen_bits.push_back(dtype == DType::kFloat16 ? Eigen::numext::bit_cast<uint16_t>(Eigen::half(value))
-                                                    : Eigen::numext::bit_cast<uint16_t>(Eigen::bfloat16(value)));
+      inputs.push_back(float_of(static_cast<uint32_t>(bits)));
       if (inputs.size() == kBlock) check_block();
     }
     check_block();
     EXPECT_EQ(checked, (uint64_t{0xffffffffu} / kStride) + 1);
+    EXPECT_GT(nans, 0u);
     EXPECT_EQ(wrong, 0u) << first;
   }
 }
