@@ -65,13 +65,18 @@ bench: build
 
 # Every part runs, whatever the parts before it did, and the last line names
 # each part that failed: a failure in build/ does not hide one in
-# build-sanitize/ or in a fuzzer.
+# build-sanitize/ or in a fuzzer. Each part's time (build and tests) is printed
+# as it ends, and all of them at the end.
 TEST_PARTS = test-main test-cpu test-sanitize test-fuzz
 test:
-	@failed=""; \
+	@failed=""; times=""; \
 	for part in $(TEST_PARTS); do \
+	  start=$$(date +%s); \
 	  $(MAKE) --no-print-directory $$part || failed="$$failed $$part"; \
+	  took=$$(( $$(date +%s) - start )); times="$$times $$part $${took}s"; \
+	  echo "make test: $$part took $$took s"; \
 	done; \
+	echo "make test: times:$$times"; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed (of $(TEST_PARTS))"; exit 1; fi; \
 	echo "make test: all parts passed ($(TEST_PARTS))"
 
