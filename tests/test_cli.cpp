@@ -7,7 +7,6 @@
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -23,6 +22,8 @@ using Outcome = glassbox::testing::CommandOutcome;
 using glassbox::cpu_gemm_name;
 using glassbox::cpu_path_name;
 using glassbox::testing::contains;
+using glassbox::testing::contains_match;
+using glassbox::testing::first_match;
 Outcome run(const std::string& command) { return glassbox::testing::run_command(command); }
 
 const std::string kCli = glassbox::testing::program_path(GLASSBOX_CLI_PATH);
@@ -350,8 +351,8 @@ TEST(Cli, TimeRunsNoMoreThreadsThanFreeCoresAndSaysSo) {
   const Outcome r = run(kCli + " time LeNet --device cpu --batch 2 --steps 1 --warmup 0 --threads " +
                         std::to_string(cores + 3));
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::smatch ran;
-  ASSERT_TRUE(std::regex_search(r.output, ran, std::regex("OpenMP, ([0-9]+) threads?\n"))) << r.output;
+  const std::vector<std::string> ran = first_match(r.output, "OpenMP, ([0-9]+) threads?\n");
+  ASSERT_FALSE(ran.empty()) << r.output;
   const int used = std::stoi(ran[1]);
   EXPECT_GE(used, 1);
   EXPECT_LE(used, cores) << r.output;
@@ -394,9 +395,9 @@ TEST(Cli, MaxBatchFindsTheLargestBatchUnderAMemoryLimit) {
   EXPECT_TRUE(contains(r.output, "LeNet on cpu, fp32 (TF32 off), values NHWC where the layers take it, memory limited "
                                  "to 16.00 MiB: one training step"))
       << r.output;
-  std::smatch found;
-  ASSERT_TRUE(std::regex_search(r.output, found, std::regex("largest batch that fits: ([0-9]+) \\(([0-9]+) does not\\)")))
-      << r.output;
+  const std::vector<std::string> found =
+      first_match(r.output, "largest batch that fits: ([0-9]+) \\(([0-9]+) does not\\)");
+  ASSERT_FALSE(found.empty()) << r.output;
   const int good = std::stoi(found[1]), bad = std::stoi(found[2]);
   EXPECT_EQ(bad, good + 1);
   EXPECT_GT(good, 16);
@@ -431,8 +432,9 @@ TEST(Cli, TimeTakesDeterministicAndSaysItChangesNothingOnTheCpu) {
   EXPECT_TRUE(contains(r.output, "glassbox: --deterministic restricts cuDNN algorithms; the CPU path is "
                                  "deterministic already"))
       << r.output;
-  const std::regex said("CPU path: " + cpu_path_name() + " \\+ OpenMP, [0-9]+ threads?, deterministic\n");
-  EXPECT_TRUE(std::regex_search(r.output, said)) << r.output;
+  EXPECT_TRUE(
+      contains_match(r.output, "CPU path: " + cpu_path_name() + " \\+ OpenMP, [0-9]+ threads?, deterministic\n"))
+      << r.output;
 }
 
 TEST(Cli, AMemoryPlanLargerThanTheMachineFailsBeforeAllocating) {
@@ -440,8 +442,7 @@ TEST(Cli, AMemoryPlanLargerThanTheMachineFailsBeforeAllocating) {
   // activations (about 240 TiB) do not fit any machine.
   const Outcome summary = run(kCli + " summary LeNet --batch 2147483647");
   ASSERT_EQ(summary.exit_code, 0) << summary.output;
-  EXPECT_FALSE(std::regex_search(summary.output, std::regex("[ (]-[0-9]"))) << "a negative count:\n"
-                                                                           << summary.output;
+  EXPECT_FALSE(contains_match(summary.output, "[ (]-[0-9]")) << "a negative count:\n" << summary.output;
   const Outcome r = run(kCli + " time LeNet --device cpu --batch 2147483647");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   for (const char* expected : {"glassbox: cpu: out of memory for the graph's memory plan: ", "(parameters ",
@@ -495,8 +496,7 @@ TEST(Cli, AnUnreadableImageIsSkippedNamedAndCountedOrStopsTheRun) {
   EXPECT_TRUE(contains(r.output, "glassbox: skipping " + bad_train + ": corrupt JPEG: ")) << r.output;
   EXPECT_TRUE(contains(r.output, "glassbox: skipping " + bad_val + val_reason + "\n")) << r.output;
   EXPECT_TRUE(contains(r.output, "  (unreadable, skipped: 1 train, 1 test)\n")) << r.output;
-  EXPECT_TRUE(std::regex_search(r.output, std::regex("test accuracy after epoch 1: [0-9.]+% \\([0-9]+ of 10\\)")))
-      << r.output;
+  EXPECT_TRUE(contains_match(r.output, "test accuracy after epoch 1: [0-9.]+% \\([0-9]+ of 10\\)")) << r.output;
 
   const std::string eval = kCli + " eval LeNet --weights " + dir / "run/epoch-0001.safetensors" + " --data folder:" +
                            data + " --batch 4 --device cpu --workers 3";
@@ -504,7 +504,7 @@ TEST(Cli, AnUnreadableImageIsSkippedNamedAndCountedOrStopsTheRun) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "glassbox: skipping " + bad_val + val_reason + "\n")) << r.output;
   EXPECT_TRUE(contains(r.output, "\n11 images, 1 unreadable, not scored (" + bad_val + val_reason + ")\n")) << r.output;
-  EXPECT_TRUE(std::regex_search(r.output, std::regex("accuracy: [0-9.]+% \\([0-9]+ of 10\\)"))) << r.output;
+  EXPECT_TRUE(contains_match(r.output, "accuracy: [0-9.]+% \\([0-9]+ of 10\\)")) << r.output;
 
   const std::string stops = " (an unreadable image stops this run; --on-bad-sample skip leaves such images out, named "
                             "and counted)";

@@ -1,14 +1,15 @@
 // tests/test_cli_scale.cpp: `glassbox scale`, run as a user runs it.
 #include <gtest/gtest.h>
 
-#include <regex>
 #include <string>
+#include <vector>
 
 #include "tests/support/command.h"
 
 namespace {
 
 using glassbox::testing::contains;
+using glassbox::testing::first_match;
 using glassbox::testing::run_command;
 
 const std::string kCli = glassbox::testing::program_path(GLASSBOX_CLI_PATH);
@@ -32,9 +33,8 @@ TEST(CliScale, ALanguageModelCountsTokens) {
   const auto r = run_command(kCli + " scale LSTMSmall --gpus 1 --batch 2 --device cpu --steps 1 --warmup 0");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, " tokens/s ")) << r.output;
-  std::smatch row;
-  ASSERT_TRUE(std::regex_search(r.output, row, std::regex("\n +1 +([0-9.]+) .* ([0-9.]+) +1, no all-reduce")))
-      << r.output;
+  const std::vector<std::string> row = first_match(r.output, "\n +1 +([0-9.]+) .* ([0-9.]+) +1, no all-reduce");
+  ASSERT_FALSE(row.empty()) << r.output;
   const double step_ms = std::stod(row[1]), rate = std::stod(row[2]);
   EXPECT_NEAR(rate, 2 * 20 / (step_ms / 1e3), 0.06 * rate + 0.1) << r.output;
 }
