@@ -153,8 +153,12 @@ TEST(BenchData, AnAnchoredFilterMatchesAndRepetitionsWriteStrictJson) {
   std::set<std::string> names;
   for (const auto& row : doc.at("benchmarks")) {
     names.insert(row.at("name").get<std::string>());
-    if (row.value("aggregate_name", "") == "cv") EXPECT_FALSE(row.contains("skipped")) << row.dump();
-    if (row.value("aggregate_name", "") == "mean") EXPECT_EQ(row.at("skipped"), 0.0) << row.dump();
+    if (row.value("aggregate_name", "") == "cv") {
+      EXPECT_FALSE(row.contains("skipped")) << row.dump();
+    }
+    if (row.value("aggregate_name", "") == "mean") {
+      EXPECT_EQ(row.at("skipped"), 0.0) << row.dump();
+    }
   }
   EXPECT_EQ(names, (std::set<std::string>{loader, loader + "_mean", loader + "_median", loader + "_stddev",
                                           loader + "_cv"}))

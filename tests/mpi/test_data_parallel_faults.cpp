@@ -125,7 +125,7 @@ TEST(DataParallelFaults, TimeRanksWithDifferentSettingsAreRefusedBeforeAStep) {
 
 // Every rank gets the same words; one help is printed, not one per rank.
 TEST(DataParallelFaults, HelpUnderMpirunIsPrintedOnce) {
-  for (const std::string& words : {" train --help", " --help"}) {
+  for (const std::string words : {" train --help", " --help"}) {
     const CommandOutcome outcome =
         run_command("timeout -k 5 90 " + std::string(MPI_LAUNCHER) + " -np 2 " + GLASSBOX_CLI_PATH + words);
     EXPECT_EQ(outcome.exit_code, 0) << words << "\n" << outcome.output;
