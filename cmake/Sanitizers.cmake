@@ -15,8 +15,8 @@
 # tests alike, but for Eigen's kernels (tests/fuzz/coverage_ignore.txt): the
 # tests' hot loops, and no parser's branches. One library instead of a second,
 # instrumented copy for the fuzzers: 399 CPU-s less compiling, for a suite
-# that took 263 s instead of 216 s (2-core EPYC; docs/sanitizers_and_fuzzing.md,
-# section 7).
+# that took 225 s in `make test` instead of 216 s (2-core EPYC;
+# docs/sanitizers_and_fuzzing.md, section 7).
 option(GLASSBOX_SANITIZE "Build with AddressSanitizer + UndefinedBehaviorSanitizer (CPU-only)" OFF)
 option(GLASSBOX_FUZZ "Build the libFuzzer targets of tests/fuzz (clang; implies GLASSBOX_SANITIZE)" OFF)
 
