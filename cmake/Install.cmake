@@ -17,7 +17,7 @@
 # it: the include directory, C++20, GLASSBOX_WITH_CUDA and
 # GLASSBOX_DETERMINISTIC as this build set them, Eigen and OpenMP (public), and
 # the static library's own dependencies (TurboJPEG, zlib, nlohmann-json; cudart,
-# cuBLAS, cuDNN, NCCL in a CUDA build; MPI's C library in an MPI build), which
+# cuDNN, NCCL in a CUDA build, where cuBLAS is opened at run time; MPI's C library in an MPI build), which
 # GlassboxConfig.cmake finds again in the program's configure (cmake/GlassboxConfig.cmake.in).
 include(CMakePackageConfigHelpers)
 

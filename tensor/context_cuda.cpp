@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "tensor/cublas_loader_cuda.h"
 #include "tensor/cuda_entry.h"
 #include "tensor/runtime_info.h"
 
@@ -126,6 +127,7 @@ std::shared_ptr<CudaResources> create_resources(int device_index) {
   resources->cudnn = CudnnHandle(cudnn);
   CUDNN_CHECK(cudnnSetStream(cudnn, stream));
 
+  require_cublas();  // Note [cuBLAS by dlopen]
   cublasHandle_t cublas = nullptr;
   CUBLAS_CHECK(cublasCreate(&cublas));
   resources->cublas = CublasHandle(cublas);
