@@ -39,6 +39,7 @@
 #include <algorithm>
 
 #include "layers/layer_cuda.h"
+#include "layers/relu_kernels_cuda.h"
 
 namespace glassbox {
 namespace {
@@ -109,7 +110,7 @@ void Dropout::backward_cuda(Context& ctx, const BackwardArgs& args) {
   if (!dx.defined()) return;
   auto& s = state_as<DropoutState>(backend_);
   if (!last_forward_masked_) {  // y = x: the gradient passes straight through
-    write_or_add_tensor(ctx, args.input_grad_modes[0], s.desc.get(), args.output_grad, dx);
+    write_or_add_tensor(ctx, args.input_grad_modes[0], args.output_grad, dx);
     return;
   }
   if (args.input_grad_modes[0] == GradMode::kWrite) {
@@ -120,7 +121,7 @@ void Dropout::backward_cuda(Context& ctx, const BackwardArgs& args) {
   void* scratch = checked_workspace(ctx);  // dx's size, for GradMode::kAdd
   CUDNN_CHECK(cudnnDropoutBackward(cudnn_of(ctx), s.dropout.get(), s.desc.get(), args.output_grad.raw(),
                                    s.desc.get(), scratch, s.reserve.raw(), s.reserve_bytes));
-  CUDNN_CHECK(cudnnAddTensor(cudnn_of(ctx), &kOne, s.desc.get(), scratch, &kOne, s.desc.get(), dx.raw()));
+  launch_add(dx.raw(), scratch, dx.raw(), dx.numel(), dx.dtype(), stream_of(ctx));  // dx += the scratch
 }
 
 }  // namespace glassbox

@@ -1,8 +1,8 @@
 // layers/flatten_cuda.cpp: Flatten as a device copy (forward, written
-// gradient) or a cuDNN add (accumulated gradient). The values are float32, or
-// bfloat16 or float16 in a mixed-precision graph (value_storage()): the copies
-// move bytes, and cudnnAddTensor takes either 16-bit type (Note [16-bit tensor
-// ops], layers/add_cuda.cpp).
+// gradient) or Glassbox's add (accumulated gradient, write_or_add_tensor). The
+// values are float32, or bfloat16 or float16 in a mixed-precision graph
+// (value_storage()): the copies move bytes, and the add sums in float and
+// rounds once (Note [16-bit tensor ops], layers/add_cuda.cpp).
 //
 // From an NHWC input (Note [Flatten of channels-last values], layers/flatten.h)
 // every pass is one cudnnTransformTensor between x's shape (N, C, H, W)
@@ -22,9 +22,6 @@ namespace glassbox {
 namespace {
 
 struct FlattenState final : BackendState {
-  // (N, F, 1, 1): x and dx have the same elements in the same order, so one
-  // descriptor serves both sides of the add. Used where no reorder is needed.
-  TensorDescriptor desc;
   // x NHWC (stored) and y NCHW (computed); needed() is false where x's bytes
   // are already in y's order.
   LayoutBridge nhwc;
@@ -34,7 +31,6 @@ struct FlattenState final : BackendState {
 
 void Flatten::prepare_cuda(Context&, const PrepareOptions&) {
   auto state = std::make_unique<FlattenState>();
-  state->desc = make_tensor_descriptor(output_shape(), value_storage());
   const Shape& x = input_shapes()[0];
   if (input_layout(0) == Layout::kNHWC && x[1] > 1 && x[2] * x[3] > 1) {
     state->nhwc = LayoutBridge(x, value_storage(), Layout::kNHWC, Layout::kNCHW);
@@ -60,7 +56,7 @@ void Flatten::backward_cuda(Context& ctx, const BackwardArgs& args) {
     s.nhwc.to_stored(ctx, args.output_grad.raw(), args.input_grads[0].raw(), beta_for(mode));
     return;
   }
-  write_or_add_tensor(ctx, mode, s.desc.get(), args.output_grad, args.input_grads[0]);
+  write_or_add_tensor(ctx, mode, args.output_grad, args.input_grads[0]);
 }
 
 }  // namespace glassbox

@@ -3,6 +3,8 @@
 
 #include <climits>
 
+#include "layers/relu_kernels_cuda.h"
+
 namespace glassbox {
 
 TensorDescriptor make_tensor_descriptor(const Shape& shape, DType dtype) {
@@ -70,12 +72,15 @@ NarrowParamGrads allocate_narrow_param_grads(Context& ctx, const Shape& weight, 
   return g;
 }
 
-void write_or_add_tensor(Context& ctx, GradMode mode, cudnnTensorDescriptor_t desc, const Tensor& dy,
-                         const Tensor& dx) {
+void write_or_add_tensor(Context& ctx, GradMode mode, const Tensor& dy, const Tensor& dx) {
+  if (dy.dtype() != dx.dtype() || dy.numel() != dx.numel()) {
+    throw ShapeError(cat("a gradient passed through: dy ", dy.shape().str(), " ", name_of(dy.dtype()), " and dx ",
+                         dx.shape().str(), " ", name_of(dx.dtype()), " differ"));
+  }
   if (mode == GradMode::kWrite) {
     CUDA_CHECK(cudaMemcpyAsync(dx.raw(), dy.raw(), dx.bytes(), cudaMemcpyDeviceToDevice, stream_of(ctx)));
   } else {
-    CUDNN_CHECK(cudnnAddTensor(cudnn_of(ctx), &kOne, desc, dy.raw(), &kOne, desc, dx.raw()));
+    launch_add(dx.raw(), dy.raw(), dx.raw(), dx.numel(), dx.dtype(), stream_of(ctx));
   }
 }
 

@@ -16,11 +16,11 @@ inline constexpr float kZero = 0.0f;
 // GradMode maps one to one onto beta: write is beta = 0, add is beta = 1.
 inline const float* beta_for(GradMode mode) { return mode == GradMode::kAdd ? &kOne : &kZero; }
 
-// dx = dy for kWrite (a device copy), dx += dy for kAdd (cudnnAddTensor),
-// on the context's stream; `desc` describes both (one shape, packed). For
-// gradients that pass straight through: Add, Flatten, Dropout at inference.
-void write_or_add_tensor(Context& ctx, GradMode mode, cudnnTensorDescriptor_t desc, const Tensor& dy,
-                         const Tensor& dx);
+// dx = dy for kWrite (a device copy), dx += dy for kAdd (layers/relu.cu's
+// add, in place: Note [16-bit tensor ops] in layers/add_cuda.cpp), on the
+// context's stream; dy and dx of one type and element count. For gradients
+// that pass straight through: Add, Flatten, Dropout at inference.
+void write_or_add_tensor(Context& ctx, GradMode mode, const Tensor& dy, const Tensor& dx);
 
 // A packed descriptor of float32 (or `dtype`: float16, bfloat16) for a shape
 // of rank 1 to 4, read as NCHW and padded with trailing ones (cuDNN wants four

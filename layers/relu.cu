@@ -5,8 +5,8 @@
 // cudnnActivationForward); and the plain add y = a + b, since cuDNN's
 // cudnnOpTensor has no bfloat16 path (its argument checks in libcudnn_ops
 // branch on float, double and half data only). Memory-bound: each thread moves 16 bytes of each
-// tensor per step where the count and the pointers allow (the memory plan
-// aligns every tensor to 256 bytes), else one value.
+// tensor per step where the pointers allow (the memory plan aligns every
+// tensor to 256 bytes), and the last count % pack values one at a time.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -83,7 +83,7 @@ __global__ void elementwise_packed_kernel(const uint4* a, const uint4* b, uint4*
   }
 }
 
-// The same one value per thread and step, for counts and pointers that do not pack.
+// The same one value per thread and step, for a tail under a pack and pointers that do not pack.
 template <typename Type, typename Op>
 __global__ void elementwise_each_kernel(const typename Type::Storage* a, const typename Type::Storage* b,
                                  typename Type::Storage* out, int64_t count) {
@@ -104,13 +104,18 @@ template <typename Type, typename Op>
 void launch_typed(const void* a, const void* b, void* out, int64_t count, cudaStream_t stream) {
   using Storage = typename Type::Storage;
   constexpr int64_t kPack = sizeof(uint4) / sizeof(Storage);
-  if (count % kPack == 0 && aligned_16(a) && aligned_16(b) && aligned_16(out)) {
-    const int64_t packs = count / kPack;
+  // Whole packs where the pointers allow, then the tail (under kPack values)
+  // one value per thread.
+  const int64_t packs = aligned_16(a) && aligned_16(b) && aligned_16(out) ? count / kPack : 0;
+  if (packs > 0) {
     elementwise_packed_kernel<Type, Op><<<blocks_for(packs), kThreads, 0, stream>>>(
         static_cast<const uint4*>(a), static_cast<const uint4*>(b), static_cast<uint4*>(out), packs);
-  } else {
-    elementwise_each_kernel<Type, Op><<<blocks_for(count), kThreads, 0, stream>>>(
-        static_cast<const Storage*>(a), static_cast<const Storage*>(b), static_cast<Storage*>(out), count);
+  }
+  const int64_t done = packs * kPack;
+  if (done < count) {
+    elementwise_each_kernel<Type, Op><<<blocks_for(count - done), kThreads, 0, stream>>>(
+        static_cast<const Storage*>(a) + done, static_cast<const Storage*>(b) + done,
+        static_cast<Storage*>(out) + done, count - done);
   }
 }
 
