@@ -16,6 +16,7 @@
 // flag itself to apply or skip).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <type_traits>
@@ -63,9 +64,14 @@ LossScaleState start_loss_scale(const LossScaleOptions& options);
 // What the gradients are multiplied by: the reciprocal computed in double and
 // rounded once, as GradScaler's `scale.double().reciprocal().float()` (a
 // float division is inexact under nvcc's fast-math options; in double it is
-// not). A scale of 0 gives inf, which makes every gradient non-finite.
+// not). A scale of 0, or one so small that its reciprocal passes float's
+// range, gives inf, which makes every gradient non-finite (the comparison
+// keeps the conversion in range: an out-of-range double-to-float conversion
+// is undefined in C++).
 GLASSBOX_HOST_DEVICE inline float inverse_loss_scale(float scale) {
-  return static_cast<float>(1.0 / static_cast<double>(scale));
+  constexpr double kRoundsToInfinity = 0x1.ffffffp127;  // FLT_MAX + 2^103, half an ulp above it
+  const double inverse = 1.0 / static_cast<double>(scale);
+  return inverse < kRoundsToInfinity ? static_cast<float>(inverse) : INFINITY;
 }
 
 // Note [Advancing the loss scale]: PyTorch's _amp_update_scale_ kernel

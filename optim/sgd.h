@@ -101,7 +101,8 @@ class Sgd {
   // takes each new rate without being captured again.
   void set_lr(float lr);
   // The gradients' L2 norm before clipping, in the last step (NaN before the
-  // first step and when not clipping). Waits for the device.
+  // first step and when not clipping). Not finite where a gradient is not:
+  // inf on the CPU, inf or NaN on a GPU (cuBLAS's nrm2). Waits for the device.
   float last_grad_norm(Context& ctx) const;
   // The momentum buffers v, laid out as the parameters (Graph::named_views
   // names them): checkpoints save and restore them.
