@@ -327,10 +327,10 @@ TEST(FusionResidual, CudnnFusesItsReluInTrainingOnNhwcValues) {
 
 // On a GPU: cuDNN runs a batch norm with a fused ReLU (forward and backward)
 // for every value type and channel count the rule fuses; a failure says the
-// rule is too wide for this cuDNN. Where the rule fuses, the layer's
-// compile-time question (the sizes only) must agree with the run: where it
-// passes a call that then fails, the step fails instead of keeping the ReLU
-// apart. Where cuDNN also
+// rule is too wide for this cuDNN. Where the rule fuses, the size question
+// and the layer's compile-time question (the sizes, then a run on two
+// samples) must agree with the run: where the layer's passes a call that then
+// fails, the step fails instead of keeping the ReLU apart. Where cuDNN also
 // runs one the rule does not fuse, the rule is only narrower than it could
 // be (a speed question, not a failure): the test names each such case in
 // its output, and cuDNN's status for each refusal.
@@ -350,6 +350,8 @@ TEST(FusionResidual, TheRuleIsWhatCudnnRuns) {
           const std::string sizes =
               cudnn_fused_batch_norm_size_refusal(ctx, Shape{4, channels, 7, 7}, values, residual);
           EXPECT_EQ(sizes.empty(), refused.empty()) << what << "; the sizes: " << (sizes.empty() ? "given" : sizes);
+          const std::string compiled = cudnn_fused_batch_norm_refusal(ctx, Shape{4, channels, 7, 7}, values, residual);
+          EXPECT_EQ(compiled.empty(), refused.empty()) << what << "; at compile time: " << compiled;
           EXPECT_TRUE(refused.empty()) << what;
         } else if (refused.empty()) {
           std::cout << "[ NOTE     ] rule narrower than cuDNN: " << what << "\n";

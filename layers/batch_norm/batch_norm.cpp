@@ -106,13 +106,13 @@ bool cudnn_fuses_batch_norm_relu(Phase phase, bool channels_last, DType values, 
 bool BatchNorm2d::can_fuse_relu(const Context& ctx, Phase phase) const {
   if (!ctx.is_cuda()) return true;
   return cudnn_fuses_batch_norm_relu(phase, input_channels_last(0), value_storage(), input_shapes()[0][1], false) &&
-         cudnn_fused_batch_norm_size_refusal(ctx, input_shapes()[0], value_storage(), false).empty();
+         cudnn_fused_batch_norm_refusal(ctx, input_shapes()[0], value_storage(), false).empty();
 }
 
 bool BatchNorm2d::can_fuse_residual_relu(const Context& ctx, Phase phase) const {
   if (!ctx.is_cuda()) return true;
   return cudnn_fuses_batch_norm_relu(phase, input_channels_last(0), value_storage(), input_shapes()[0][1], true) &&
-         cudnn_fused_batch_norm_size_refusal(ctx, input_shapes()[0], value_storage(), true).empty();
+         cudnn_fused_batch_norm_refusal(ctx, input_shapes()[0], value_storage(), true).empty();
 }
 
 std::string BatchNorm2d::describe() const {
@@ -325,8 +325,11 @@ std::vector<std::pair<int64_t, int64_t>> batch_slices(int64_t n, int64_t limit) 
 #if !GLASSBOX_WITH_CUDA
 namespace glassbox {
 GLASSBOX_LAYER_WITHOUT_CUDA(BatchNorm2d)
-std::string cudnn_batch_norm_relu_refusal(Context&, const Shape&, DType, bool) {
+std::string cudnn_batch_norm_relu_refusal(const Context&, const Shape&, DType, bool) {
   throw_not_built("cudnn_batch_norm_relu_refusal");
+}
+std::string cudnn_fused_batch_norm_refusal(const Context&, const Shape&, DType, bool) {
+  throw_not_built("cudnn_fused_batch_norm_refusal");
 }
 std::string cudnn_fused_batch_norm_size_refusal(const Context&, const Shape&, DType, bool) {
   throw_not_built("cudnn_fused_batch_norm_size_refusal");

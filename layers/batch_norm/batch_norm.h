@@ -41,7 +41,7 @@ namespace glassbox {
 // bfloat16 as well (batchnorm_relu_bwtr_nhwc_semiPersist<__nv_bfloat16, ..>
 // and <float, ..> in libcudnn_ops.so). Pure, so that the rule is tested
 // without a GPU; on a GPU the layer also asks its cuDNN
-// (cudnn_fused_batch_norm_size_refusal) before it takes a ReLU, so that a
+// (cudnn_fused_batch_norm_refusal) before it takes a ReLU, so that a
 // cuDNN without those instances keeps the ReLU apart and says so.
 bool cudnn_fuses_batch_norm_relu(Phase phase, bool channels_last, DType values, int64_t channels, bool residual);
 
@@ -50,8 +50,9 @@ bool cudnn_fuses_batch_norm_relu(Phase phase, bool channels_last, DType values, 
 // add and ReLU) on an NHWC training batch x of `values`, forward and
 // backward. Returns "" where cuDNN gives all three, else its status
 // ("CUDNN_STATUS_NOT_SUPPORTED"), or why no descriptor takes x (a size past
-// INT_MAX). Allocates and runs nothing: what BatchNorm2d asks at compile
-// time. Throws NotBuiltError in a build without CUDA.
+// INT_MAX). Allocates and runs nothing: the first half of what BatchNorm2d
+// asks at compile time (cudnn_fused_batch_norm_refusal). Throws
+// NotBuiltError in a build without CUDA.
 std::string cudnn_fused_batch_norm_size_refusal(const Context& ctx, const Shape& x, DType values, bool residual);
 
 // Asks the cuDNN of ctx (a CUDA context) whether its Ex batch norm runs with
@@ -63,7 +64,16 @@ std::string cudnn_fused_batch_norm_size_refusal(const Context& ctx, const Shape&
 // so that a refusal is told from a wrong argument. What the GPU tests check
 // cudnn_fuses_batch_norm_relu against. Throws NotBuiltError in a build
 // without CUDA.
-std::string cudnn_batch_norm_relu_refusal(Context& ctx, const Shape& x, DType values, bool residual = false);
+// Runs on buffers of its own, outside the memory plan, and waits for the device.
+std::string cudnn_batch_norm_relu_refusal(const Context& ctx, const Shape& x, DType values, bool residual = false);
+
+// What BatchNorm2d asks at compile time before it takes a ReLU (or an add and
+// a ReLU): "" where cuDNN gives the fused call's sizes for x
+// (cudnn_fused_batch_norm_size_refusal) and runs it on a batch of at most two
+// samples of x's channels and size (cudnn_batch_norm_relu_refusal), else why
+// not. The run is made once per device, shape, type and fusion in a process.
+// Throws NotBuiltError in a build without CUDA.
+std::string cudnn_fused_batch_norm_refusal(const Context& ctx, const Shape& x, DType values, bool residual);
 
 class BatchNorm2d final : public Layer {
  public:

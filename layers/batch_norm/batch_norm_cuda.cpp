@@ -70,9 +70,12 @@
 // them, and applies the ReLU's gradient before batch norm's. The reserve and
 // workspace sizes are asked for those ops. cudnn_fuses_batch_norm_relu
 // (batch_norm.h) holds the conditions, and the layer takes a ReLU only where
-// its cuDNN also gives the fused call's sizes for that shape
-// (cudnn_fused_batch_norm_size_refusal); where it does not, the ReLU runs
-// apart and the layer's algorithms() says why.
+// its cuDNN also gives the fused call's sizes for that shape and runs the
+// fused forward and backward on two samples of it
+// (cudnn_fused_batch_norm_refusal): the API reference documents these ops
+// for float16 only, and a size question alone does not prove that a call
+// runs. Where cuDNN refuses, the ReLU runs apart and the layer's
+// algorithms() says why.
 //
 // Note [A residual add fused into its batch norm] (graph/fusion.h) on cuDNN:
 // CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION, the same calls with z described as
@@ -85,6 +88,8 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
+#include <tuple>
 
 #include "layers/layer_cuda.h"
 #include "layers/relu_kernels_cuda.h"
@@ -171,7 +176,7 @@ std::string cudnn_fused_batch_norm_size_refusal(const Context& ctx, const Shape&
   }
 }
 
-std::string cudnn_batch_norm_relu_refusal(Context& ctx, const Shape& x, DType values, bool residual) {
+std::string cudnn_batch_norm_relu_refusal(const Context& ctx, const Shape& x, DType values, bool residual) {
   cudnnHandle_t handle = cudnn_of(ctx);
   const FusedCall call = fused_call(x, values, residual);
   const cudnnBatchNormOps_t ops = call.ops;
@@ -185,34 +190,55 @@ std::string cudnn_batch_norm_relu_refusal(Context& ctx, const Shape& x, DType va
     return refusal("the workspace and reserve sizes", status);
   }
   const size_t forward_bytes = sizes.forward, backward_bytes = sizes.backward, reserve_bytes = sizes.reserve;
+  // Zeroed device buffers of their own, freed on return: a probe, outside the
+  // memory plan and its accounting.
+  cudaStream_t stream = stream_of(ctx);
   auto bytes = [&](size_t n) {
-    const int64_t words = static_cast<int64_t>(std::max<size_t>(n, 1) + sizeof(float) - 1) / 4;
-    Tensor t = ctx.allocate(Shape{words}, DType::kFloat32, MemoryCategory::kWorkspace);
-    fill_zero(ctx, t);
-    return t;
+    void* data = nullptr;
+    CUDA_CHECK(cudaMalloc(&data, std::max<size_t>(n, 1)));
+    CudaBuffer buffer(data);
+    CUDA_CHECK(cudaMemsetAsync(data, 0, std::max<size_t>(n, 1), stream));
+    return buffer;
   };
   const size_t value_bytes = static_cast<size_t>(x.numel()) * size_of(values);
-  const Tensor in = bytes(value_bytes), out = bytes(value_bytes), dy = bytes(value_bytes), dx = bytes(value_bytes);
-  const Tensor z = bytes(value_bytes), dz = bytes(value_bytes);
+  const CudaBuffer in = bytes(value_bytes), out = bytes(value_bytes), dy = bytes(value_bytes), dx = bytes(value_bytes);
+  const CudaBuffer z = bytes(value_bytes), dz = bytes(value_bytes);
   const cudnnTensorDescriptor_t zd = residual ? d : nullptr;
-  const Tensor channels = bytes(6 * static_cast<size_t>(x[1]) * sizeof(float));
-  const Tensor workspace = bytes(std::max(forward_bytes, backward_bytes)), reserve = bytes(reserve_bytes);
-  float* c = channels.data<float>();
+  const CudaBuffer channels = bytes(6 * static_cast<size_t>(x[1]) * sizeof(float));
+  const CudaBuffer workspace = bytes(std::max(forward_bytes, backward_bytes)), reserve = bytes(reserve_bytes);
+  float* c = static_cast<float*>(channels.get());
   const int64_t k = x[1];
   const cudnnStatus_t forward = cudnnBatchNormalizationForwardTrainingEx(
-      handle, kNhwcTrainingMode, ops, &kOne, &kZero, d, in.raw(), zd, residual ? z.raw() : nullptr, d, out.raw(), p,
+      handle, kNhwcTrainingMode, ops, &kOne, &kZero, d, in.get(), zd, residual ? z.get() : nullptr, d, out.get(), p,
       c, c + k, 0.1,
-      c + 2 * k, c + 3 * k, 1e-5, c + 4 * k, c + 5 * k, relu.get(), workspace.raw(), forward_bytes, reserve.raw(),
+      c + 2 * k, c + 3 * k, 1e-5, c + 4 * k, c + 5 * k, relu.get(), workspace.get(), forward_bytes, reserve.get(),
       reserve_bytes);
   if (forward != CUDNN_STATUS_SUCCESS) return refusal("forward", forward);
-  const Tensor grads = bytes(2 * static_cast<size_t>(k) * sizeof(float));
+  const CudaBuffer grads = bytes(2 * static_cast<size_t>(k) * sizeof(float));
+  float* g = static_cast<float*>(grads.get());
   const cudnnStatus_t backward = cudnnBatchNormalizationBackwardEx(
-      handle, kNhwcTrainingMode, ops, &kOne, &kZero, &kOne, &kOne, d, in.raw(), d, out.raw(), d, dy.raw(), zd,
-      residual ? dz.raw() : nullptr, d, dx.raw(), p, c, c + k, grads.data<float>(), grads.data<float>() + k, 1e-5,
+      handle, kNhwcTrainingMode, ops, &kOne, &kZero, &kOne, &kOne, d, in.get(), d, out.get(), d, dy.get(), zd,
+      residual ? dz.get() : nullptr, d, dx.get(), p, c, c + k, g, g + k, 1e-5,
       c + 4 * k, c + 5 * k,
-      relu.get(), workspace.raw(), backward_bytes, reserve.raw(), reserve_bytes);
-  ctx.synchronize();
+      relu.get(), workspace.get(), backward_bytes, reserve.get(), reserve_bytes);
+  CUDA_CHECK(cudaStreamSynchronize(stream));
   return backward == CUDNN_STATUS_SUCCESS ? std::string() : refusal("backward", backward);
+}
+
+std::string cudnn_fused_batch_norm_refusal(const Context& ctx, const Shape& x, DType values, bool residual) {
+  if (std::string sizes = cudnn_fused_batch_norm_size_refusal(ctx, x, values, residual); !sizes.empty()) {
+    return sizes;
+  }
+  const Shape probe{std::min<int64_t>(x[0], 2), x[1], x[2], x[3]};
+  using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, DType, bool>;
+  static std::mutex mutex;
+  static std::map<Key, std::string> answers;
+  const Key key{ctx.device().index, probe[0], probe[1], probe[2], probe[3], values, residual};
+  const std::lock_guard lock(mutex);
+  if (const auto it = answers.find(key); it != answers.end()) return it->second;
+  std::string refused = cudnn_batch_norm_relu_refusal(ctx, probe, values, residual);
+  if (!refused.empty()) refused = cat("a run on ", probe.str(), ": ", refused);
+  return answers.emplace(key, std::move(refused)).first->second;
 }
 
 void BatchNorm2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
@@ -257,7 +283,7 @@ void BatchNorm2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
     std::string refused;
     for (const bool residual : {false, true}) {
       if (!cudnn_fuses_batch_norm_relu(options.phase, true, value_storage(), x[1], residual)) continue;
-      const std::string refusal = cudnn_fused_batch_norm_size_refusal(ctx, x, value_storage(), residual);
+      const std::string refusal = cudnn_fused_batch_norm_refusal(ctx, x, value_storage(), residual);
       if (refusal.empty()) continue;
       refused += cat(refused.empty() ? "" : "; ",
                      residual ? "CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION" : "CUDNN_BATCHNORM_OPS_BN_ACTIVATION", ": ",
