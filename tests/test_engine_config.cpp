@@ -77,7 +77,7 @@ TEST(EngineConfig, TheLimitCountsOnlyWhatTheRunAllows) {
   const auto refusal = [](const EngineConfig& c) {
     return engine_refusal(c.numerical_notes, DType::kFloat32, /*tf32=*/false, /*deterministic=*/false);
   };
-  const std::vector<SelectedConfig> picked = select_engine_configs({mode_a, fallback}, 3, refusal);
+  const std::vector<SelectedConfig> picked = select_engine_configs({mode_a, fallback}, 3, 3, refusal);
   std::vector<int64_t> engines;
   for (const SelectedConfig& p : picked) engines.push_back(p.config.engine);
   EXPECT_EQ(engines, (std::vector<int64_t>{10, 11, 13, 0, 1, 2})) << "allowed first, each once, then refused";
@@ -86,12 +86,35 @@ TEST(EngineConfig, TheLimitCountsOnlyWhatTheRunAllows) {
   }
   EXPECT_EQ(picked[3].refusal.value_or(""), "uses tensor-op math, TF32 is off");
   // Nothing refused: the heuristics' order, up to the limit.
-  const std::vector<SelectedConfig> all = select_engine_configs({mode_a}, 4, [](const EngineConfig&) {
+  const std::vector<SelectedConfig> all = select_engine_configs({mode_a}, 4, 4, [](const EngineConfig&) {
     return std::optional<std::string>();
   });
   ASSERT_EQ(all.size(), 4u);
   EXPECT_EQ(all[3].config.engine, 3);
-  EXPECT_TRUE(select_engine_configs({}, 4, refusal).empty());
+  EXPECT_TRUE(select_engine_configs({}, 4, 4, refusal).empty());
+}
+
+// Configurations that cuDNN compiles at run time: at most the limit of them
+// are allowed, in the heuristics' order; the later ones are refused by name,
+// and precompiled ones further down take their places.
+TEST(EngineConfig, ASearchBuildsFewConfigurationsCompiledAtRunTime) {
+  auto config = [](int64_t engine, bool compiled_at_run_time) {
+    return EngineConfig{.engine = engine, .behavior_notes = compiled_at_run_time ? kNoteRuntimeCompilation : 0u};
+  };
+  const std::vector<EngineConfig> offered = {config(0, true), config(1, true), config(2, false), config(3, true),
+                                             config(4, false), config(5, false)};
+  const auto none = [](const EngineConfig&) { return std::optional<std::string>(); };
+  const std::vector<SelectedConfig> picked = select_engine_configs({offered}, 4, 1, none);
+  std::vector<int64_t> engines;
+  for (const SelectedConfig& p : picked) engines.push_back(p.config.engine);
+  EXPECT_EQ(engines, (std::vector<int64_t>{0, 2, 4, 5, 1, 3}));
+  for (size_t i = 0; i < picked.size(); ++i) EXPECT_EQ(picked[i].refusal.has_value(), i >= 4) << i;
+  EXPECT_EQ(picked[4].refusal.value_or(""), "compiled at run time, past the 1 such configurations a search builds");
+  // A limit of none: only precompiled ones are built.
+  const std::vector<SelectedConfig> precompiled = select_engine_configs({offered}, 6, 0, none);
+  engines.clear();
+  for (const SelectedConfig& p : precompiled) engines.push_back(p.config.engine);
+  EXPECT_EQ(engines, (std::vector<int64_t>{2, 4, 5, 0, 1, 3}));
 }
 
 // The graph API takes the dimensions in NCHW (KCRS) order whatever the

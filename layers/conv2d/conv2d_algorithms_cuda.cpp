@@ -297,6 +297,8 @@ std::pair<cudnnStatus_t, float> time_runs(Context& ctx, Run&& run) {
 // At most this many engine configurations per pass are built and timed:
 // the heuristics' first ones that the run allows, where the fast kernels rank.
 constexpr size_t kMaxEngineConfigs = 12;
+// Of them, at most this many that cuDNN compiles at run time (select_engine_configs).
+constexpr size_t kMaxRuntimeCompiledConfigs = 2;
 
 // Why the run refuses an engine configuration for the pass, or nothing.
 std::optional<std::string> config_refusal(const PrepareOptions& options, const SearchInput& in, Pass pass,
@@ -308,7 +310,7 @@ std::optional<std::string> config_refusal(const PrepareOptions& options, const S
 // The configurations the pass's search takes from cuDNN's heuristics (select_engine_configs).
 std::vector<SelectedConfig> offered_configs(const PrepareOptions& options, const SearchInput& in, Pass pass,
                                             const ConvOperationGraph& graph, GraphFailure& failure) {
-  return select_engine_configs(graph.offered_configs(failure), kMaxEngineConfigs,
+  return select_engine_configs(graph.offered_configs(failure), kMaxEngineConfigs, kMaxRuntimeCompiledConfigs,
                                [&](const EngineConfig& c) { return config_refusal(options, in, pass, c); });
 }
 

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "tensor/dtype.h"
+#include "tensor/error.h"
 
 namespace glassbox {
 
@@ -81,15 +82,20 @@ std::optional<std::string> engine_refusal(uint32_t numerical_notes, DType data, 
 // heuristics rank by what is fastest, not by what the run allows, so in fp32
 // without TF32 mode A's first configurations are tensor-core ones, and a
 // limit counted over all of them could leave none that the run may use.
+// Of the configurations cuDNN compiles at run time (RUNTIME_COMPILATION:
+// NVRTC, seconds each to build), at most `runtime_compiled_limit` are
+// allowed; later ones are refused, so that a cold search of a network's
+// convolutions is not spent compiling (the precompiled ones take their place).
 struct SelectedConfig {
   EngineConfig config;
   std::optional<std::string> refusal;  // why the run refuses it; nothing: allowed
 };
 template <typename Refusal>  // std::optional<std::string>(const EngineConfig&)
 std::vector<SelectedConfig> select_engine_configs(const std::vector<std::vector<EngineConfig>>& lists, size_t limit,
-                                                  Refusal&& refusal) {
+                                                  size_t runtime_compiled_limit, Refusal&& refusal) {
   std::vector<SelectedConfig> allowed, refused;
   std::vector<const EngineConfig*> seen;
+  size_t runtime_compiled = 0;
   for (const std::vector<EngineConfig>& list : lists) {
     for (const EngineConfig& c : list) {
       bool repeat = false;
@@ -97,6 +103,10 @@ std::vector<SelectedConfig> select_engine_configs(const std::vector<std::vector<
       if (repeat) continue;
       seen.push_back(&c);
       std::optional<std::string> why = refusal(c);
+      if (!why && (c.behavior_notes & kNoteRuntimeCompilation) != 0 && allowed.size() < limit &&
+          runtime_compiled++ >= runtime_compiled_limit) {
+        why = cat("compiled at run time, past the ", runtime_compiled_limit, " such configurations a search builds");
+      }
       std::vector<SelectedConfig>& into = why ? refused : allowed;
       if (into.size() < limit) into.push_back({c, std::move(why)});
     }
