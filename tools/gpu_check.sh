@@ -335,11 +335,22 @@ step_tests() {
   echo "GLASSBOX_REQUIRE_GPU=1; ${#list[@]} binaries, $jobs at a time, ${test_timeout} s each"
   if [ "$dry_run" -eq 1 ]; then printf '+ %s --gtest_color=no\n' "${list[@]}"; return 0; fi
   rm -rf "$results" && mkdir -p "$results"
-  # One log per binary, run in parallel; printed in order afterwards.
+  # One log per binary, run in parallel, each within the test timeout and what
+  # is left of the budget (exit 3: none left), copied to $OUT/tests as it ends;
+  # printed in order afterwards.
   # shellcheck disable=SC2016  # expanded by the inner bash
-  printf '%s\0' "${list[@]}" | xargs -0 -P "$jobs" -I{} bash -c \
-    'log="$2/$(basename "$1").log"; timeout "$3" "$1" --gtest_color=no >"$log" 2>&1; echo $? >"$log.rc"' \
-    _ {} "$results" "$test_timeout"
+  printf '%s\0' "${list[@]}" | xargs -0 -P "$jobs" -I{} bash -c '
+    log="$2/$(basename "$1").log" limit=$3
+    if [ -n "$4" ]; then
+      left=$(( $4 - $(date +%s) - 10 ))
+      if [ "$left" -lt 10 ]; then
+        echo "SKIPPED: the budget (GPU_CHECK_BUDGET) is spent" >"$log"; echo 3 >"$log.rc"; exit 0
+      fi
+      [ "$left" -ge "$limit" ] || limit=$left
+    fi
+    timeout "$limit" "$1" --gtest_color=no >"$log" 2>&1; echo $? >"$log.rc"
+    if [ -n "${OUT:-}" ]; then mkdir -p "$OUT/tests" && cp -f "$log" "$OUT/tests/"; fi
+    exit 0' _ {} "$results" "$test_timeout" "$deadline"
   for t in "${list[@]}"; do
     name=$(basename "$t")
     echo "---- $name (exit $(cat "$results/$name.log.rc"))"
@@ -350,7 +361,10 @@ step_tests() {
     name=$(basename "$t")
     code=$(cat "$results/$name.log.rc")
     skips=$(sed -n 's/^\[  SKIPPED \] \([^ ]*\.[^ ]*\).*/\1/p' "$results/$name.log" | sort -u | wc -l)
-    case "$code" in 0) status=passed ;; 124) status="TIMED OUT after ${test_timeout} s" ;; *) status="FAILED (exit $code)" ;; esac
+    case "$code" in
+      0) status=passed ;; 3) status="SKIPPED (budget spent)" ;; 124) status="TIMED OUT" ;;
+      *) status="FAILED (exit $code)" ;;
+    esac
     [ "$skips" -eq 0 ] || status="$status, $skips skipped"
     printf '  %-28s %s\n' "$name" "$status"
     [ "$code" -eq 0 ] || rc=1
@@ -365,7 +379,7 @@ step_tests() {
 # ---- 5 memcheck -----------------------------------------------------------------------------------
 step_memcheck() {
   [ -n "$sanitizer" ] || { echo "memcheck: compute-sanitizer not found"; return 1; }
-  local t rc=0 code
+  local t rc=0 code limit
   local -a list
   mapfile -t list < <(test_binaries layer)
   [ ${#list[@]} -gt 0 ] || [ "$dry_run" -eq 0 ] || list=("$build/tests/test_* (but test_nets, test_graph, test_optim)")
@@ -380,7 +394,10 @@ step_memcheck() {
       echo "memcheck test_kernel_map: not run (the sanitizer holds CUPTI, which the kernel trace needs)"; continue
     fi
     code=0
-    show timeout "$test_timeout" "$sanitizer" --tool memcheck --error-exitcode 99 --print-limit 50 \
+    if ! limit=$(limit_for "$test_timeout"); then
+      echo "memcheck: SKIPPED from $(basename "$t") on (the $budget s budget, GPU_CHECK_BUDGET, is spent)"; rc=1; break
+    fi
+    show timeout "$limit" "$sanitizer" --tool memcheck --error-exitcode 99 --print-limit 50 \
       "$t" --gtest_color=no --gtest_brief=1 2>&1 | tee "$logs/memcheck.one" || code=${PIPESTATUS[0]}
     # A binary whose tests make no CUDA call in its own process (the CLI tests
     # run glassbox as a child) passes, and the sanitizer then exits 255 with
@@ -392,7 +409,7 @@ step_memcheck() {
     case "$code" in
       0) echo "memcheck $(basename "$t"): clean" ;;
       99) echo "memcheck $(basename "$t"): MEMORY ERRORS (above)"; rc=1 ;;
-      124) echo "memcheck $(basename "$t"): TIMED OUT after ${test_timeout} s"; rc=1 ;;
+      124) echo "memcheck $(basename "$t"): TIMED OUT after $limit s"; rc=1 ;;
       *) echo "memcheck $(basename "$t"): test FAILED under the sanitizer (exit $code)"; rc=1 ;;
     esac
   done
@@ -417,7 +434,7 @@ step_bench() {
   if [ "$dry_run" -eq 1 ] || [ -x "$build/bench_nets" ]; then
     # --cudnn-search: the PyTorch peer runs with cudnn.benchmark = True (measured
     # algorithm choice), so Glassbox measures its choices too: like for like.
-    if show "$build/bench_nets" --device=cuda --cudnn-search --benchmark_filter="$bench_filter" \
+    if bounded 1200 "$build/bench_nets" --device=cuda --cudnn-search --benchmark_filter="$bench_filter" \
          --benchmark_out="$gb_json" --benchmark_out_format=json; then
       if [ "$dry_run" -eq 0 ] && ! "$python" -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1]))["benchmarks"] else 1)' "$gb_json"; then
         echo "bench_nets: no benchmark ran (filter '$bench_filter')"; rc=1
@@ -429,12 +446,13 @@ step_bench() {
     echo "bench_nets: not built ($build/bench_nets missing)"; rc=1
   fi
   echo "---- PyTorch: bench/peers/pytorch_nets.py"
-  show "$python" bench/peers/pytorch_nets.py --device cuda --layouts nchw,channels_last --filter "$bench_filter" \
+  bounded 1200 "$python" bench/peers/pytorch_nets.py --device cuda --layouts nchw,channels_last \
+    --filter "$bench_filter" \
     --json "$pt_json" || { echo "pytorch_nets: FAILED"; rc=1; }
   echo "---- comparison"
   if [ "$dry_run" -eq 1 ] || { [ -s "$gb_json" ] && [ -s "$pt_json" ]; }; then
-    if show "$python" bench/compare.py "$gb_json" "$pt_json" --out "$results_file"; then
-      show "$python" bench/ratio_table.py --out "$results_dir/table.md" "$results_file" \
+    if bounded 60 "$python" bench/compare.py "$gb_json" "$pt_json" --out "$results_file"; then
+      bounded 60 "$python" bench/ratio_table.py --out "$results_dir/table.md" "$results_file" \
         || { echo "ratio_table: FAILED"; rc=1; }
     else
       echo "compare: FAILED"; rc=1
@@ -448,7 +466,7 @@ step_bench() {
   local precision
   for precision in fp32 tf32; do
     echo "---- ResNet50/train_step $precision, interleaved with PyTorch"
-    show "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" --rounds 3 \
+    bounded 600 "$python" bench/interleave.py --device cuda --bench "$build/bench_nets" --python "$python" --rounds 3 \
       --glassbox-autotune-cache "$autotune_cache" --modes train_step --precision "$precision" \
       --json "$results_dir/resnet50-$precision.json" ResNet50 \
       || { echo "interleave $precision: FAILED"; rc=1; }
@@ -484,8 +502,11 @@ results_out() {
     bench)
       if [ -f "$results_file" ]; then to_out "$results_file"
       else for f in "$logs/bench_nets.json" "$logs/pytorch_nets.json"; do [ -f "$f" ] && to_out "$f"; done; fi
-      for f in "$results_dir"/resnet50-{fp32,tf32}.json; do [ -f "$f" ] && to_out "$f"; done ;;
-    train) [ -f "$results_dir/resnet50-real-data.json" ] && to_out "$results_dir/resnet50-real-data.json" ;;
+      for f in "$results_dir"/{resnet50-fp32.json,resnet50-tf32.json,table.md}; do [ -f "$f" ] && to_out "$f"; done ;;
+    train)
+      for f in "$results_dir"/{resnet50-real-data.json,lenet-fashion-mnist.jsonl,resnet56-folder.jsonl}; do
+        [ -f "$f" ] && to_out "$f"
+      done ;;
     precision)
       for f in "$results_dir"/resnet50-{tf32-nchw,tf32-nhwc,bf16}.json "$results_dir"/resnet50-bf16-256-kernels.{json,md}
       do [ -f "$f" ] && to_out "$f"; done ;;

@@ -21,16 +21,16 @@ step_parallel() {
   fi
   [ "$dry_run" -eq 1 ] || { rm -f "$allreduce_file" "$one_rank_file"; mkdir -p "$results_dir"; }
   echo "---- bench_allreduce, NCCL with one rank"
-  show "$build/bench_allreduce" --device=cuda --benchmark_out="$allreduce_file" \
+  bounded 240 "$build/bench_allreduce" --device=cuda --benchmark_out="$allreduce_file" \
     --benchmark_out_format=json || { echo "bench_allreduce: FAILED"; rc=1; }
   echo "---- ResNet50/train_step batch 64: no communicator, then NCCL with one rank"
-  show "$build/bench_nets" --device=cuda --net=ResNet50 --batch=64 --data-parallel --steps=50 \
+  bounded 300 "$build/bench_nets" --device=cuda --net=ResNet50 --batch=64 --data-parallel --steps=50 \
     --benchmark_filter='ResNet50/train_step/batch:64(/ranks:1)?/iterations' \
     --benchmark_out="$one_rank_file" --benchmark_out_format=json \
     || { echo "ResNet50 NCCL one rank: FAILED"; rc=1; }
   echo "---- glassbox scale from this GPU's step"
-  show "$build/glassbox" scale ResNet50 --device cuda --batch 64 --link nvlink || rc=1
-  show "$build/glassbox" scale ResNet50 --device cuda --batch 64 --link infiniband || rc=1
-  show "$build/glassbox" scale VGG16 --device cuda --batch 64 --gpus 1,8 --link nvlink || rc=1
+  bounded 120 "$build/glassbox" scale ResNet50 --device cuda --batch 64 --link nvlink || rc=1
+  bounded 120 "$build/glassbox" scale ResNet50 --device cuda --batch 64 --link infiniband || rc=1
+  bounded 120 "$build/glassbox" scale VGG16 --device cuda --batch 64 --gpus 1,8 --link nvlink || rc=1
   return "$rc"
 }

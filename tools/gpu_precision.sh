@@ -65,7 +65,7 @@ step_precision() {
     [ "$dry_run" -eq 1 ] || rm -f "$kernels_json" "${kernels_json%.json}.md"
     if bounded 150 "$build/glassbox" kernels ResNet50 --device cuda --precision bf16 --batch 256 \
          --cudnn-search --autotune-cache "$autotune_cache" --json "$kernels_json"; then
-      show python3 tools/kernels_summary.py "$kernels_json" --layers '^layer2\.0\.' --top 15 \
+      bounded 60 "$python" tools/kernels_summary.py "$kernels_json" --layers '^layer2\.0\.' --top 15 \
         --out "${kernels_json%.json}.md" || { echo "kernels_summary: FAILED"; rc=1; }
     else
       echo "kernels bf16: FAILED"; rc=1

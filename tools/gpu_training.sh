@@ -25,20 +25,20 @@ step_train() {
   fi
   if [ -f "$fashion/train-images-idx3-ubyte.gz" ]; then
     echo "---- LeNet on Fashion-MNIST, 10 epochs"
-    show "$build/glassbox" train LeNet --data "fashion-mnist:$fashion" --epochs 10 --device cuda \
+    bounded 300 "$build/glassbox" train LeNet --data "fashion-mnist:$fashion" --epochs 10 --device cuda \
       --log "$lenet_log" || { echo "LeNet: FAILED"; rc=1; }
     echo "---- ResNet-56 on 32x32 JPEGs made from Fashion-MNIST, 2 epochs"
-    show "$build/glassbox" make-folder --from "fashion-mnist:$fashion" --size 32 --channels 3 --limit 10000 \
+    bounded 120 "$build/glassbox" make-folder --from "fashion-mnist:$fashion" --size 32 --channels 3 --limit 10000 \
       --out "$scratch/fashion-mnist-32" || rc=1
-    show "$build/glassbox" train ResNet56 --data "folder:$scratch/fashion-mnist-32" --epochs 2 --device cuda \
+    bounded 300 "$build/glassbox" train ResNet56 --data "folder:$scratch/fashion-mnist-32" --epochs 2 --device cuda \
       --log "$resnet56_log" || { echo "ResNet56: FAILED"; rc=1; }
   else
     echo "train: $fashion missing (run tools/stage_deps.sh and carry third_party/fashion-mnist): LeNet and"
     echo "       ResNet-56 not trained"; rc=1
   fi
   echo "---- ResNet-50 train_step, real JPEGs beside the synthetic batch"
-  show "$build/glassbox" make-folder --synthetic --out "$scratch/photos" --classes 10 --train 64 --val 4 || rc=1
-  show "$build/bench_nets" --device=cuda --net=ResNet50 --data="folder:$scratch/photos" \
+  bounded 60 "$build/glassbox" make-folder --synthetic --out "$scratch/photos" --classes 10 --train 64 --val 4 || rc=1
+  bounded 300 "$build/bench_nets" --device=cuda --net=ResNet50 --data="folder:$scratch/photos" \
     --benchmark_filter='ResNet50/train_step' --benchmark_out="$real_data_file" --benchmark_out_format=json \
     || { echo "ResNet50 real data: FAILED"; rc=1; }
   return "$rc"
