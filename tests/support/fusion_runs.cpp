@@ -48,11 +48,14 @@ FusionRun train_three_steps(Context& ctx, Graph graph, const CompileOptions& opt
                             const std::string& watched) {
   graph.compile(ctx, options);
   fill_synthetic_batch(ctx, graph, classes);
-  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 0.0f});
+  // The working copy too, in a bf16 or fp16 graph: the update rewrites the
+  // 16-bit weights the layers read, so that each step runs on the last's.
+  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 0.0f},
+          graph.working_parameters());
   FusionRun r;
   for (int step = 0; step < 3; ++step) {
     graph.forward(ctx, Phase::kTraining);
-    graph.backward(ctx);
+    graph.backward(ctx, Graph::ParamGrads::kReplace);
     r.losses.push_back(graph.loss(ctx));
     if (step == 0) r.gradients = to_vector<float>(ctx, graph.gradients());
     sgd.step(ctx);

@@ -33,7 +33,10 @@ LayoutRun train_three_steps(Context& ctx, const std::function<Graph()>& make_gra
                       .memory_reuse = MemoryReuse::kOff,
                       .layout = channels_last ? LayoutChoice::kNhwc : LayoutChoice::kNchw});
   fill_synthetic_batch(ctx, graph, 5);
-  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 0.0f});
+  // The working copy too, in a bf16 or fp16 graph: the update rewrites the
+  // 16-bit weights the layers read, so that each step runs on the last's.
+  Sgd sgd(ctx, graph.parameters(), graph.gradients(), {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 0.0f},
+          graph.working_parameters());
   LayoutRun r;
   for (int step = 0; step < 3; ++step) {
     if (param_grads == Graph::ParamGrads::kAccumulate) graph.zero_grad(ctx);
