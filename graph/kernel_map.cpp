@@ -16,12 +16,16 @@ KernelFamily family_of(const KernelRecord& record) {
   return record.kind == KernelRecordKind::kKernel ? kernel_family(record.name) : KernelFamily::kCopy;
 }
 
-// Adds `record` to the group of its short name in `groups`, made on first sight.
+// Adds `record` to the group of its short name in `groups`, made on first
+// sight; grouped by the uncapped short name, so that two kernels whose names
+// differ only past the cap (a tile size) stay apart.
 void add_to(std::vector<KernelGroup>& groups, const KernelRecord& record) {
-  const std::string name = short_kernel_name(record.name);
-  auto it = std::find_if(groups.begin(), groups.end(), [&](const KernelGroup& g) { return g.name == name; });
+  constexpr size_t kUncapped = std::string::npos;
+  const std::string key = short_kernel_name(record.name, kUncapped);
+  auto it = std::find_if(groups.begin(), groups.end(),
+                         [&](const KernelGroup& g) { return short_kernel_name(g.full_name, kUncapped) == key; });
   if (it == groups.end()) {
-    groups.push_back({.name = name, .full_name = record.name, .family = family_of(record)});
+    groups.push_back({.name = short_kernel_name(record.name), .full_name = record.name, .family = family_of(record)});
     it = groups.end() - 1;
   }
   ++it->count;

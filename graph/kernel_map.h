@@ -23,7 +23,8 @@
 
 namespace glassbox {
 
-// The records of one short name within a span (or within the unattributed).
+// The records of one kernel (one uncapped short name) within a span (or within
+// the unattributed).
 struct KernelGroup {
   std::string name;       // short_kernel_name
   std::string full_name;  // the demangled name of its first record

@@ -53,10 +53,42 @@ std::string bare_name(std::string_view name) {
   return out.empty() ? std::string(name) : out;  // "<unnamed>" or a name of symbols only: as given
 }
 
+// The first template argument of a name ("A<B<C>, D>(E)" -> "B<C>"), or
+// nothing where it has none.
+std::string_view first_template_argument(std::string_view name) {
+  const size_t open = name.find('<');
+  if (open == std::string_view::npos) return {};
+  int angles = 0;
+  for (size_t i = open + 1; i < name.size(); ++i) {
+    const char c = name[i];
+    if (c == '<') {
+      ++angles;
+    } else if (c == '>' || (c == ',' && angles == 0)) {
+      if (angles == 0) return name.substr(open + 1, i - open - 1);
+      --angles;
+    }
+  }
+  return {};
+}
+
+// CUTLASS launches every kernel through a wrapper template (cutlass::Kernel,
+// Kernel2, device_kernel) whose first argument says what it is
+// ("cutlass_80_tensorop_s1688gemm_128x128_16x4_nn_align4"): that argument's
+// name stands for the kernel.
+std::string named_kernel(std::string_view demangled) {
+  std::string name = bare_name(demangled);
+  if (name == "cutlass::Kernel" || name == "cutlass::Kernel2" || name == "cutlass::device_kernel") {
+    std::string_view argument = first_template_argument(demangled);
+    while (!argument.empty() && argument.front() == ' ') argument.remove_prefix(1);
+    if (!argument.empty()) return bare_name(argument);
+  }
+  return name;
+}
+
 }  // namespace
 
 std::string short_kernel_name(std::string_view demangled, size_t max_chars) {
-  std::string name = bare_name(demangled);
+  std::string name = named_kernel(demangled);
   while (name.size() > max_chars) {
     const size_t scope = name.find("::");
     if (scope == std::string::npos) break;

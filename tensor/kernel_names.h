@@ -19,7 +19,9 @@ namespace glassbox {
 // list; "(anonymous namespace)::" reads "anon::". Past `max_chars`, leading
 // namespaces go first ("cnn::conv2d_grouped_direct_kernel"), then the end is
 // cut with "...". Names without templates or parameters (extern "C" kernels,
-// "ampere_sgemm_128x64_nn", "memcpy HtoD") are only capped.
+// "ampere_sgemm_128x64_nn", "memcpy HtoD") are only capped. A CUTLASS
+// wrapper ("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_..._align4>(...)")
+// is named by its first template argument ("cutlass_80_tensorop_s1688gemm_..._align4").
 std::string short_kernel_name(std::string_view demangled, size_t max_chars = 60);
 
 // What a kernel does, by its name (kernel_family's rules, first match wins):

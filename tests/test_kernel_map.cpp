@@ -71,6 +71,16 @@ TEST(ShortKernelName, DropsTemplateArgumentsParametersAndTheReturnType) {
   EXPECT_EQ(short_kernel_name("void (anonymous namespace)::scale_kernel<float>(float*, int)"), "anon::scale_kernel");
 }
 
+TEST(ShortKernelName, ACutlassWrapperIsNamedByItsFirstTemplateArgument) {
+  EXPECT_EQ(short_kernel_name(kCutlassGemm), "cutlass_80_tensorop_s1688gemm_128x128_16x4_nn_align4");
+  EXPECT_EQ(short_kernel_name(kCutlassConv), "cutlass::conv::kernel::ImplicitGemmConvolution");
+  EXPECT_EQ(short_kernel_name("void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<A, B>, 3>(P)"),
+            "cutlass::gemm::kernel::GemmUniversal");
+  EXPECT_EQ(short_kernel_name("void cutlass::Kernel<>(P)"), "cutlass::Kernel");  // nothing to name it by
+  // Other templates keep their own name.
+  EXPECT_EQ(short_kernel_name("void other::Kernel2<cutlass_80_x>(P)"), "other::Kernel2");
+}
+
 TEST(ShortKernelName, PlainNamesAreOnlyCapped) {
   EXPECT_EQ(short_kernel_name(kSgemm), kSgemm);
   EXPECT_EQ(short_kernel_name("memcpy HtoD"), "memcpy HtoD");
@@ -237,6 +247,25 @@ TEST(KernelMap, GroupsRecordsBySpanAndShortName) {
   for (const FamilyTotal& family : map.families) shares += family.share, counts += family.count;
   EXPECT_NEAR(shares, 1.0, 1e-12);
   EXPECT_EQ(counts, 8);
+}
+
+// Two kernels whose short names are one within the 60-character cap (they
+// differ in a tile size past it) are two rows, each named as capped.
+TEST(KernelMap, KernelsWhoseNamesDifferPastTheCapStayApart) {
+  const std::string common = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_warpgroupsize1x1x1_execute_segment_k_off_";
+  const std::string tile_128 = common + "tilesize128x128x64_kernel";
+  const std::string tile_256 = common + "tilesize256x128x64_kernel";
+  ASSERT_EQ(short_kernel_name(tile_128), short_kernel_name(tile_256));
+  const KernelMap map = map_kernels(three_spans(), {record(tile_128.c_str(), 0, 100'000, 0),
+                                                    record(tile_256.c_str(), 100'000, 300'000, 0),
+                                                    record(tile_128.c_str(), 300'000, 400'000, 0)});
+  const std::vector<KernelGroup>& kernels = map.spans.at(0).kernels;
+  ASSERT_EQ(kernels.size(), 2u);
+  EXPECT_EQ(kernels[0].full_name, tile_128);
+  EXPECT_EQ(kernels[0].count, 2);
+  EXPECT_EQ(kernels[1].full_name, tile_256);
+  EXPECT_EQ(kernels[1].count, 1);
+  EXPECT_EQ(kernels[1].name, short_kernel_name(tile_256));
 }
 
 TEST(KernelMap, NoRecordsOrNoSpansIsNotAnError) {
