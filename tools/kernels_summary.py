@@ -203,15 +203,15 @@ def fused(doc):
         g = groups.setdefault(what, {"layers": 0, "kernels": OrderedDict()})
         g["layers"] += 1
         for k in s["kernels"]:
-            entry = g["kernels"].setdefault(k["name"], [k.get("family", ""), 0, 0.0])
-            entry[1] += k["count"]
-            entry[2] += k["gpu_ms"]
+            entry = g["kernels"].setdefault(kernel_key(k), [k["name"], k.get("family", ""), 0, 0.0])
+            entry[2] += k["count"]
+            entry[3] += k["gpu_ms"]
     if not groups:
         return "No layer runs another's pass: nothing is fused in this step.\n"
     rows = []
     for what, g in groups.items():
         first = True
-        for name, (family, count, gpu) in g["kernels"].items():
+        for name, family, count, gpu in g["kernels"].values():
             rows.append([what if first else "", g["layers"] if first else "", f"`{name}`", family, count, ms(gpu),
                          percent(gpu, doc["gpu_ms"])])
             first = False
@@ -219,6 +219,12 @@ def fused(doc):
             rows.append([what, g["layers"], "(no kernels)", "", 0, ms(0.0), ""])
     return table(["fused pass", "layers", "kernel", "family", "count", "GPU ms", "share"], rows,
                  right=(1, 4, 5, 6))
+
+
+def kernel_key(kernel):
+    """One kernel across spans: its full name where the file has it (two short
+    names can be one within the 60-character cut), else its short name."""
+    return kernel.get("full_name", kernel["name"])
 
 
 def families(doc):
@@ -232,14 +238,14 @@ def longest(doc, top):
     kernels = OrderedDict()
     for s in doc["spans"]:
         for k in s["kernels"]:
-            entry = kernels.setdefault(k["name"], {"family": k.get("family", ""), "count": 0, "gpu": 0.0,
-                                                   "by": OrderedDict()})
+            entry = kernels.setdefault(kernel_key(k), {"name": k["name"], "family": k.get("family", ""), "count": 0,
+                                                       "gpu": 0.0, "by": OrderedDict()})
             entry["count"] += k["count"]
             entry["gpu"] += k["gpu_ms"]
             entry["by"][f"{s.get('type', '') or s['layer']} {s['pass']}"] = True
     rows = []
-    for name, e in sorted(kernels.items(), key=lambda item: -item[1]["gpu"])[:top]:
-        rows.append([f"`{name}`", e["family"], e["count"], ms(e["gpu"]), percent(e["gpu"], doc["gpu_ms"]),
+    for e in sorted(kernels.values(), key=lambda e: -e["gpu"])[:top]:
+        rows.append([f"`{e['name']}`", e["family"], e["count"], ms(e["gpu"]), percent(e["gpu"], doc["gpu_ms"]),
                      ", ".join(e["by"])])
     return table(["kernel", "family", "count", "GPU ms", "share", "launched by"], rows, right=(2, 3, 4))
 
