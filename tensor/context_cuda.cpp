@@ -62,9 +62,23 @@ class CudaAllocator final : public Allocator {
   Device device() const override { return Device::cuda(resources_->device); }
 
  private:
+  // Note [A second try after trimming the pool]: the pool keeps every freed
+  // block, and a request may not fit among them while the driver could give
+  // it after they go back (another size, fragments); cudaMalloc by cuDNN,
+  // NCCL or cuBLAS does not trim the pool either. So a failed request waits
+  // for the stream (frees are released only at a synchronisation), trims the
+  // pool to what is in use and tries once more. Allocations are made at
+  // compile time, never inside a captured step, so the wait is legal.
   void* raw_allocate(size_t bytes) override {
+    cudaStream_t stream = resources_->stream.get();
     void* ptr = nullptr;
-    const cudaError_t status = cudaMallocAsync(&ptr, bytes, resources_->stream.get());
+    cudaError_t status = cudaMallocAsync(&ptr, bytes, stream);
+    if (status == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();
+      CUDA_CHECK(cudaStreamSynchronize(stream));
+      CUDA_CHECK(cudaMemPoolTrimTo(resources_->pool, 0));
+      status = cudaMallocAsync(&ptr, bytes, stream);
+    }
     if (status == cudaErrorMemoryAllocation) {
       (void)cudaGetLastError();  // clear it: out of memory is reported by Allocator::allocate
       return nullptr;

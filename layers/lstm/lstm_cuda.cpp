@@ -9,7 +9,8 @@
 // the training forward fills and both backward calls read (layer state), and
 // the shared workspace: cuDNN's, then room for dx when GradMode::kAdd asks to
 // add (cudnnRNNBackwardData_v8 only writes dx, so the sum goes through
-// cudnnAddTensor, as Dropout's backward does).
+// cudnnAddTensor, on float32 values: the layer is staged in fp32 in a bf16 or
+// fp16 graph).
 // Math: kFp32 is CUDNN_FMA_MATH (no tensor cores); kTf32 is
 // CUDNN_DEFAULT_MATH, which lets cuDNN round float inputs to TF32, as the
 // convolutions do (layers/conv2d/conv2d_cuda.cpp).
