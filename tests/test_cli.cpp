@@ -149,6 +149,7 @@ TEST(Cli, TimeInBf16NamesTheElementTypesOfItsMemory) {
        {"batch 8, bf16 (mixed: 16-bit values, fp32 master weights and accumulation)",
         "float32 master weights and their bfloat16 working copy", "bfloat16, kept for backward and in flight",
         "fp32, staged from bf16",
+        "on a GPU with each 16-bit convolution's and Linear's bfloat16 scratch of its weight gradient",
         "the staging of the tensors a layer takes in another type"}) {
     EXPECT_TRUE(contains(r.output, expected)) << "missing '" << expected << "' in:\n" << r.output;
   }

@@ -20,7 +20,12 @@ std::string memory_table(const MemoryStats& memory, const MemoryPlan& plan, Phas
   Table table({{"memory"}, {"peak", Align::kRight}, {"notes"}});
   table.add_row({"parameters", bytes(peak(MemoryCategory::kParameters)),
                  mixed ? cat("float32 master weights and their ", half, " working copy") : "float32"});
-  table.add_row({"gradients", bytes(peak(MemoryCategory::kGradients)), "of the parameters, float32"});
+  // Note [16-bit parameter gradients] (layers/conv2d/conv2d_cuda.cpp): on a
+  // GPU, a 16-bit Conv2d or Linear also keeps a scratch of its weights' size.
+  table.add_row({"gradients", bytes(peak(MemoryCategory::kGradients)),
+                 mixed ? cat("of the parameters, float32; on a GPU with each 16-bit convolution's and Linear's ", half,
+                             " scratch of its weight gradient")
+                       : "of the parameters, float32"});
   table.add_row({"optimizer state", bytes(peak(MemoryCategory::kOptimizerState)),
                  "SGD momentum, where a step updates; float32"});
   std::string in_place = plan.in_place > 0 ? cat("; ", plan.in_place, " layers run in place") : "";
