@@ -40,6 +40,11 @@ class Embedding final : public Layer {
   DType input_dtype(int /*index*/) const override { return DType::kInt32; }
   // Backward reads the tokens and dy; neither the output nor the table.
   bool backward_reads_output() const override { return false; }
+  // In a bf16 or fp16 graph the table stays fp32, as autocast keeps it: the
+  // layer computes in fp32 (its values are staged), and a gather rounds each
+  // row to 16 bits as it stores the output either way, so a 16-bit copy of
+  // the table would only be widened back into staging every forward.
+  bool keeps_fp32_parameters() const override { return true; }
   Shape infer(std::span<const Shape> inputs) const override;
   std::vector<ParamSpec> param_specs() const override;
   // A gather: no multiply-accumulates (macs() = 0), and traffic that the
