@@ -20,12 +20,11 @@ KernelFamily family_of(const KernelRecord& record) {
 // sight; grouped by the uncapped short name, so that two kernels whose names
 // differ only past the cap (a tile size) stay apart.
 void add_to(std::vector<KernelGroup>& groups, const KernelRecord& record) {
-  constexpr size_t kUncapped = std::string::npos;
-  const std::string key = short_kernel_name(record.name, kUncapped);
-  auto it = std::find_if(groups.begin(), groups.end(),
-                         [&](const KernelGroup& g) { return short_kernel_name(g.full_name, kUncapped) == key; });
+  std::string key = short_kernel_name(record.name, std::string::npos);
+  auto it = std::find_if(groups.begin(), groups.end(), [&](const KernelGroup& g) { return g.key == key; });
   if (it == groups.end()) {
-    groups.push_back({.name = short_kernel_name(record.name), .full_name = record.name, .family = family_of(record)});
+    groups.push_back({.name = short_kernel_name(record.name), .key = std::move(key), .full_name = record.name,
+                      .family = family_of(record)});
     it = groups.end() - 1;
   }
   ++it->count;

@@ -27,6 +27,7 @@ namespace glassbox {
 // the unattributed).
 struct KernelGroup {
   std::string name;       // short_kernel_name
+  std::string key;        // short_kernel_name uncapped: what the group's records share
   std::string full_name;  // the demangled name of its first record
   KernelFamily family = KernelFamily::kOther;
   int count = 0;

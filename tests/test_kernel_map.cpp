@@ -266,6 +266,7 @@ TEST(KernelMap, KernelsWhoseNamesDifferPastTheCapStayApart) {
   EXPECT_EQ(kernels[1].full_name, tile_256);
   EXPECT_EQ(kernels[1].count, 1);
   EXPECT_EQ(kernels[1].name, short_kernel_name(tile_256));
+  EXPECT_EQ(kernels[1].key, tile_256);
 }
 
 TEST(KernelMap, NoRecordsOrNoSpansIsNotAnError) {

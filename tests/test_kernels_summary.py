@@ -115,6 +115,23 @@ class KernelsSummary(unittest.TestCase):
         self.assertIn("| conv other | 2 | 3.500 | 35.0% |", section(r.stdout, "Kernel families"))
         self.assertIn("| `memset` | copy/memset | 1 | 0.500 | 5.0% |", section(r.stdout, "Outside every span"))
 
+    def test_longest_kernels_are_counted_by_their_uncapped_name(self):
+        # Two spans launch one kernel ("kernel" the same, first records'
+        # full names differing): one row. Two kernels whose short names are
+        # one within the cut ("kernel" differs): two rows.
+        doc = json.loads(json.dumps(DOC))
+        capped = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_warpgroupsize1x1x1_execute_segment_k_o..."
+        for i, s in enumerate(doc["spans"][:3]):
+            one = dict(kernel("anon::elementwise_packed_kernel", "elementwise", 1, 0.01),
+                       full_name=f"void anon::elementwise_packed_kernel<T{i}>()",
+                       kernel="anon::elementwise_packed_kernel")
+            tile = dict(kernel(capped, "GEMM", 1, 0.02), kernel=capped[:-3] + f"ff_tilesize{i}_kernel")
+            s["kernels"] = s["kernels"] + [one, tile]
+        longest = section(run(doc, "--top", "20").stdout, "Longest kernels")
+        self.assertEqual(longest.count("`anon::elementwise_packed_kernel`"), 1, longest)
+        self.assertIn("| `anon::elementwise_packed_kernel` | elementwise | 3 | 0.030 |", longest)
+        self.assertEqual(longest.count(f"`{capped}`"), 3, longest)
+
     def test_layers_walk_every_kernel_in_step_order(self):
         r = run(DOC, "--layers", r"^layer1\.(bn1|relu)$")
         walk = section(r.stdout, "Every kernel of the layers matching")

@@ -222,9 +222,10 @@ def fused(doc):
 
 
 def kernel_key(kernel):
-    """One kernel across spans: its full name where the file has it (two short
-    names can be one within the 60-character cut), else its short name."""
-    return kernel.get("full_name", kernel["name"])
+    """One kernel across spans: its uncapped short name ("kernel") where the
+    file has it (two short names can be one within the 60-character cut),
+    else its short name."""
+    return kernel.get("kernel", kernel["name"])
 
 
 def families(doc):

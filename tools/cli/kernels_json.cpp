@@ -8,8 +8,13 @@ namespace glassbox::cli {
 namespace {
 
 nlohmann::json group_json(const KernelGroup& group) {
-  return {{"name", group.name}, {"full_name", group.full_name}, {"family", name_of(group.family)},
-          {"count", group.count}, {"gpu_ms", group.gpu_ms}, {"share", group.share}};
+  return {{"name", group.name},
+          {"kernel", group.key},
+          {"full_name", group.full_name},
+          {"family", name_of(group.family)},
+          {"count", group.count},
+          {"gpu_ms", group.gpu_ms},
+          {"share", group.share}};
 }
 
 const Node* node_of(const SpanKernels& span, const Graph& graph) {

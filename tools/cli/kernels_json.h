@@ -11,7 +11,8 @@
 //               "span_ms", "count", "gpu_ms", "share", "kernels": [KERNEL]}],
 //    "families": [{"family", "count", "gpu_ms", "share"}],
 //    "unattributed": [KERNEL]}
-//   KERNEL: {"name" (short), "full_name" (demangled), "family", "count", "gpu_ms", "share"}
+//   KERNEL: {"name" (short), "kernel" (short, uncapped: what the records share), "full_name" (the
+//            first record's, demangled), "family", "count", "gpu_ms", "share"}
 // The optimizer's span has type "SGD" and no precision or layout.
 // tools/kernels_summary.py makes Markdown tables of it.
 #pragma once
