@@ -131,13 +131,17 @@ struct Perf {
   cudnnMathType_t math = CUDNN_FMA_MATH;
   bool deterministic = false;
   EngineConfig engine;  // engine.engine >= 0: a graph-API engine configuration, not a legacy algorithm
+  // Why the selection refused the configuration (select_engine_configs), where
+  // it did: the run's rules, or past the runtime-compiled ones a search builds.
+  std::optional<std::string> refused;
   bool is_engine() const { return engine.engine >= 0; }
 };
 // A configuration as a candidate, before it is built or timed.
-Perf engine_perf(const EngineConfig& config) {
+Perf engine_perf(const EngineConfig& config, std::optional<std::string> refused) {
   Perf p{.algo = -1, .status = CUDNN_STATUS_SUCCESS};
   p.deterministic = (config.numerical_notes & kNoteNondeterministic) == 0;
   p.engine = config;
+  p.refused = std::move(refused);
   return p;
 }
 template <typename CudnnPerf>
@@ -524,7 +528,7 @@ std::vector<Perf> measure_engines(Context& ctx, const PrepareOptions& options, c
   std::vector<Perf> perfs;
   const cudnnHandle_t handle = in.descriptors.handle;
   for (const auto& [config, refusal] : configs) {
-    Perf p = engine_perf(config);
+    Perf p = engine_perf(config, refusal);
     if (refusal) {  // listed with its reason, not built or timed
       perfs.push_back(std::move(p));
       continue;
@@ -642,8 +646,10 @@ PassChoice choose_searched(Context& ctx, const PrepareOptions& options, const Se
                                  perf.deterministic,
                                  engine ? (perf.engine.numerical_notes & kNoteTensorCore) != 0 : is_tensor_op(perf.math),
                                  engine ? perf.engine.engine : -1};
+    // The selection's reason where it gave one (a measured list read back
+    // from the autotune cache has none: the run's rules are asked again).
     const std::optional<std::string> refused =
-        engine ? config_refusal(options, in, pass, perf.engine) : std::nullopt;
+        !engine ? std::nullopt : perf.refused ? perf.refused : config_refusal(options, in, pass, perf.engine);
     if (chosen) {
       c.verdict = "not tried";
     } else if (perf.status != CUDNN_STATUS_SUCCESS) {
@@ -794,7 +800,7 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
       GraphFailure failure;
       if (auto g = graphs.get(input, pass, search_beta(input, pass), failure)) {
         for (const SelectedConfig& selected : offered_configs(options, input, pass, *g, failure)) {
-          perfs.push_back(engine_perf(selected.config));
+          perfs.push_back(engine_perf(selected.config, selected.refusal));
         }
       }
       if (perfs.empty()) {
