@@ -191,13 +191,22 @@ std::string cudnn_batch_norm_relu_refusal(const Context& ctx, const Shape& x, DT
   }
   const size_t forward_bytes = sizes.forward, backward_bytes = sizes.backward, reserve_bytes = sizes.reserve;
   // Zeroed device buffers of their own, freed on return: a probe, outside the
-  // memory plan and its accounting.
+  // memory plan and its accounting. A buffer the device has no memory for
+  // makes the answer a refusal (the ReLU then runs apart), not an error.
   cudaStream_t stream = stream_of(ctx);
+  std::string short_of_memory;
   auto bytes = [&](size_t n) {
+    const size_t size = std::max<size_t>(n, 1);
     void* data = nullptr;
-    CUDA_CHECK(cudaMalloc(&data, std::max<size_t>(n, 1)));
+    const cudaError_t status = cudaMalloc(&data, size);
+    if (status == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();  // clear it, so that no later check reports it
+      if (short_of_memory.empty()) short_of_memory = cat("no device memory for a probe buffer of ", size, " bytes");
+      return CudaBuffer();
+    }
+    CUDA_CHECK(status);
     CudaBuffer buffer(data);
-    CUDA_CHECK(cudaMemsetAsync(data, 0, std::max<size_t>(n, 1), stream));
+    CUDA_CHECK(cudaMemsetAsync(data, 0, size, stream));
     return buffer;
   };
   const size_t value_bytes = static_cast<size_t>(x.numel()) * size_of(values);
@@ -206,6 +215,8 @@ std::string cudnn_batch_norm_relu_refusal(const Context& ctx, const Shape& x, DT
   const cudnnTensorDescriptor_t zd = residual ? d : nullptr;
   const CudaBuffer channels = bytes(6 * static_cast<size_t>(x[1]) * sizeof(float));
   const CudaBuffer workspace = bytes(std::max(forward_bytes, backward_bytes)), reserve = bytes(reserve_bytes);
+  const CudaBuffer grads = bytes(2 * static_cast<size_t>(x[1]) * sizeof(float));
+  if (!short_of_memory.empty()) return short_of_memory;
   float* c = static_cast<float*>(channels.get());
   const int64_t k = x[1];
   const cudnnStatus_t forward = cudnnBatchNormalizationForwardTrainingEx(
@@ -214,7 +225,6 @@ std::string cudnn_batch_norm_relu_refusal(const Context& ctx, const Shape& x, DT
       c + 2 * k, c + 3 * k, 1e-5, c + 4 * k, c + 5 * k, relu.get(), workspace.get(), forward_bytes, reserve.get(),
       reserve_bytes);
   if (forward != CUDNN_STATUS_SUCCESS) return refusal("forward", forward);
-  const CudaBuffer grads = bytes(2 * static_cast<size_t>(k) * sizeof(float));
   float* g = static_cast<float*>(grads.get());
   const cudnnStatus_t backward = cudnnBatchNormalizationBackwardEx(
       handle, kNhwcTrainingMode, ops, &kOne, &kZero, &kOne, &kOne, d, in.get(), d, out.get(), d, dy.get(), zd,
@@ -237,6 +247,8 @@ std::string cudnn_fused_batch_norm_refusal(const Context& ctx, const Shape& x, D
   const std::lock_guard lock(mutex);
   if (const auto it = answers.find(key); it != answers.end()) return it->second;
   std::string refused = cudnn_batch_norm_relu_refusal(ctx, probe, values, residual);
+  // Memory is the moment's, not cuDNN's answer: asked again next time.
+  if (refused.starts_with("no device memory")) return cat("a run on ", probe.str(), ": ", refused);
   if (!refused.empty()) refused = cat("a run on ", probe.str(), ": ", refused);
   return answers.emplace(key, std::move(refused)).first->second;
 }
