@@ -241,17 +241,14 @@ void describe(const Context& ctx, RuntimeInfo& info) {
   const size_t cudnn = cudnnGetVersion();
   info.cudnn = version_string(static_cast<int>(cudnn / 10000), static_cast<int>(cudnn % 10000 / 100),
                               static_cast<int>(cudnn % 100));
-  int major = 0, minor = 0, patch = 0;
-  if (cublasGetProperty(MAJOR_VERSION, &major) == CUBLAS_STATUS_SUCCESS &&
-      cublasGetProperty(MINOR_VERSION, &minor) == CUBLAS_STATUS_SUCCESS &&
-      cublasGetProperty(PATCH_LEVEL, &patch) == CUBLAS_STATUS_SUCCESS) {
-    info.cublas = version_string(major, minor, patch);
-  }
   int nccl = 0;
   if (ncclGetVersion(&nccl) == ncclSuccess) {
     info.nccl = version_string(nccl / 10000, nccl % 10000 / 100, nccl % 100);
   }
   if (!ctx.is_cuda()) return;
+  // Only for a GPU context: asking opens cuBLAS (Note [cuBLAS by dlopen]),
+  // which a CPU run in a CUDA build does not use.
+  info.cublas = cublas_version();
   int driver = 0;
   CUDA_CHECK(cudaDriverGetVersion(&driver));
   info.driver = version_string(driver / 1000, driver % 1000 / 10, 0);

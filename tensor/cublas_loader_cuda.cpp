@@ -129,6 +129,16 @@ const std::vector<CublasEntryPoint>& cublas_entry_points() {
 
 const std::string& cublas_load_problem() { return process_libraries().problem; }
 
+std::string cublas_version() {
+  int major = 0, minor = 0, patch = 0;
+  if (cublasGetProperty(MAJOR_VERSION, &major) != CUBLAS_STATUS_SUCCESS ||
+      cublasGetProperty(MINOR_VERSION, &minor) != CUBLAS_STATUS_SUCCESS ||
+      cublasGetProperty(PATCH_LEVEL, &patch) != CUBLAS_STATUS_SUCCESS) {
+    return "";
+  }
+  return cat(major, ".", minor, ".", patch);
+}
+
 void require_cublas() {
   if (const std::string& problem = cublas_load_problem(); !problem.empty()) throw Error(cat("cuBLAS: ", problem));
 }

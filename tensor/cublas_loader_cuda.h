@@ -17,6 +17,10 @@ std::string cublas_lt_library_name();  // libcublasLt.so.<major>
 // Opened, and answered, once per process.
 const std::string& cublas_load_problem();
 
+// The opened cuBLAS's version ("13.1.0", cublasGetProperty), "" where it
+// cannot be opened. Opens it.
+std::string cublas_version();
+
 // Throws Error with cublas_load_problem() where it is not "". A CUDA context
 // asks before its first cuBLAS handle, so that a missing library is named
 // once, not as the status of a later call.

@@ -26,11 +26,20 @@ bool loaded(const std::string& library) {
   return true;
 }
 
-// First in this file: each test runs in a process of its own (ctest), and
-// nothing before it may open cuBLAS.
+// The first two tests need a process that has not opened cuBLAS: under
+// CTest each test runs in a process of its own, and a run of the whole binary
+// takes them in file order, before the third opens it.
 TEST(CublasLoader, NoCublasLibraryIsLoadedAtStart) {
   EXPECT_FALSE(loaded(cublas_lt_library_name())) << cublas_lt_library_name();
   EXPECT_FALSE(loaded(cublas_library_name())) << cublas_library_name();
+}
+
+// A CPU run in a CUDA build describes its runtime without opening cuBLAS,
+// which it does not use.
+TEST(CublasLoader, ACpuContextsRuntimeInfoLeavesCublasClosed) {
+  const RuntimeInfo info = runtime_info(Context::cpu());
+  EXPECT_EQ(info.cublas, "");
+  EXPECT_FALSE(loaded(cublas_lt_library_name()));
 }
 
 TEST(CublasLoader, EveryEntryPointResolvesAndCallsGoThrough) {
@@ -40,10 +49,10 @@ TEST(CublasLoader, EveryEntryPointResolvesAndCallsGoThrough) {
   EXPECT_TRUE(loaded(cublas_library_name()));
   // cublasGetProperty through the forwarding function: the version of the
   // library opened, whose major version is in its name.
-  const RuntimeInfo info = runtime_info(Context::cpu());
+  const std::string version = cublas_version();
   const std::string name = cublas_library_name();
   const std::string major = name.substr(name.rfind('.') + 1);
-  EXPECT_EQ(info.cublas.substr(0, major.size() + 1), major + ".") << info.cublas;
+  EXPECT_EQ(version.substr(0, major.size() + 1), major + ".") << version;
 }
 
 TEST(CublasLoader, EntryPointsAreNamedOnceEach) {

@@ -38,7 +38,7 @@ for p in list(nvidia.__path__): print(p)' 2>/dev/null)
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 
   local name found
-  for name in libcudnn.so.9 libnccl.so.2 libcublas.so.13 libcudart.so.13 libcupti.so.13; do
+  for name in libcudnn.so.9 libnccl.so.2 libcublas.so.13 libcublasLt.so.13 libcudart.so.13 libcupti.so.13; do
     found=$(IFS=:; for d in $LD_LIBRARY_PATH; do [ -e "$d/$name" ] && { echo "$d/$name"; break; }; done)
     if [ -n "$found" ]; then echo "  $name: $found"; else echo "  $name: NOT FOUND"; ok=0; fi
   done
