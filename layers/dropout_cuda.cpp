@@ -8,8 +8,8 @@
 // every forward draws a fresh mask.
 //
 // cudnnDropoutBackward has no alpha/beta: it only writes dx. For
-// GradMode::kAdd it writes into the shared workspace, and cudnnAddTensor
-// (beta = 1) adds that onto dx.
+// GradMode::kAdd it writes into the shared workspace, and Glassbox's add
+// (layers/relu.cu) adds that onto dx in place.
 //
 // Note [Changing p keeps the generator]: the descriptor holds p, and
 // set_probability (no context at hand) only records the new value; the next

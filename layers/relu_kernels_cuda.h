@@ -25,7 +25,8 @@ void launch_relu_backward(const void* y, const void* dy, void* dx, int64_t count
 void launch_add_relu(const void* a, const void* b, void* y, int64_t count, DType values, cudaStream_t stream);
 
 // y = a + b over `count` values of `values` type, the sum in float and
-// rounded once, a NaN propagating: Add's first two inputs (layers/add_cuda.cpp).
+// rounded once, a NaN propagating; y may be a or b (in place). Every
+// same-shape add of a GPU layer: Note [16-bit tensor ops], layers/add_cuda.cpp.
 void launch_add(const void* a, const void* b, void* y, int64_t count, DType values, cudaStream_t stream);
 
 }  // namespace glassbox

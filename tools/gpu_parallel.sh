@@ -10,7 +10,7 @@
 #     the path itself -> bench/results/<gpu>/resnet50-nccl-one-rank.json;
 #   - glassbox scale ResNet50 and VGG16 from this GPU's measured step (logged).
 # Each run replaces the files it writes. Reads gpu_check.sh's $build, $logs,
-# $results_dir, $dry_run and show().
+# $results_dir, $dry_run and bounded().
 # shellcheck shell=bash
 # shellcheck disable=SC2154  # build, logs, results_dir, dry_run are gpu_check.sh's
 

@@ -9,7 +9,7 @@
 #     `glassbox make-folder --synthetic`, beside the synthetic batch
 #     (bench_nets --data), into bench/results/<gpu>/resnet50-real-data.json.
 # Each run replaces the files it writes. Reads gpu_check.sh's $build, $logs,
-# $results_dir, $dry_run and show(); paths are relative to the repository.
+# $results_dir, $dry_run and bounded(); paths are relative to the repository.
 # shellcheck shell=bash
 # shellcheck disable=SC2154  # build, logs, results_dir, dry_run are gpu_check.sh's
 
