@@ -68,8 +68,11 @@ LossScaleState start_loss_scale(const LossScaleOptions& options);
 // range, gives inf, which makes every gradient non-finite (the comparison
 // keeps the conversion in range: an out-of-range double-to-float conversion
 // is undefined in C++).
+// The least double that rounds to float's infinity: FLT_MAX + 2^103, half an
+// ulp above it. A double below it converts to a finite float.
+inline constexpr double kRoundsToInfinity = 0x1.ffffffp127;
+
 GLASSBOX_HOST_DEVICE inline float inverse_loss_scale(float scale) {
-  constexpr double kRoundsToInfinity = 0x1.ffffffp127;  // FLT_MAX + 2^103, half an ulp above it
   const double inverse = 1.0 / static_cast<double>(scale);
   return inverse < kRoundsToInfinity ? static_cast<float>(inverse) : INFINITY;
 }
@@ -106,7 +109,6 @@ GLASSBOX_HOST_DEVICE inline bool advance_loss_scale(LossScaleState& state, bool 
   }
   state.clean_steps += 1;
   if (state.clean_steps >= growth_interval) {
-    constexpr double kRoundsToInfinity = 0x1.ffffffp127;  // FLT_MAX + 2^103, half an ulp above it
     const double grown = static_cast<double>(state.scale) * static_cast<double>(growth_factor);
     if (grown < kRoundsToInfinity) state.scale = static_cast<float>(grown);
     state.clean_steps = 0;

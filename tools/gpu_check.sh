@@ -336,21 +336,19 @@ step_tests() {
   if [ "$dry_run" -eq 1 ]; then printf '+ %s --gtest_color=no\n' "${list[@]}"; return 0; fi
   rm -rf "$results" && mkdir -p "$results"
   # One log per binary, run in parallel, each within the test timeout and what
-  # is left of the budget (exit 3: none left), copied to $OUT/tests as it ends;
-  # printed in order afterwards.
+  # is left of the budget (limit_for; exit 3: none left), copied to $OUT/tests
+  # as it ends; printed in order afterwards.
+  export deadline
+  export -f limit_for
   # shellcheck disable=SC2016  # expanded by the inner bash
   printf '%s\0' "${list[@]}" | xargs -0 -P "$jobs" -I{} bash -c '
-    log="$2/$(basename "$1").log" limit=$3
-    if [ -n "$4" ]; then
-      left=$(( $4 - $(date +%s) - 10 ))
-      if [ "$left" -lt 10 ]; then
-        echo "SKIPPED: the budget (GPU_CHECK_BUDGET) is spent" >"$log"; echo 3 >"$log.rc"; exit 0
-      fi
-      [ "$left" -ge "$limit" ] || limit=$left
+    log="$2/$(basename "$1").log"
+    if ! limit=$(limit_for "$3"); then
+      echo "SKIPPED: the budget (GPU_CHECK_BUDGET) is spent" >"$log"; echo 3 >"$log.rc"; exit 0
     fi
     timeout "$limit" "$1" --gtest_color=no >"$log" 2>&1; echo $? >"$log.rc"
     if [ -n "${OUT:-}" ]; then mkdir -p "$OUT/tests" && cp -f "$log" "$OUT/tests/"; fi
-    exit 0' _ {} "$results" "$test_timeout" "$deadline"
+    exit 0' _ {} "$results" "$test_timeout"
   for t in "${list[@]}"; do
     name=$(basename "$t")
     echo "---- $name (exit $(cat "$results/$name.log.rc"))"

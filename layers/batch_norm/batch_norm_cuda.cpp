@@ -176,7 +176,15 @@ std::string cudnn_fused_batch_norm_size_refusal(const Context& ctx, const Shape&
   }
 }
 
-std::string cudnn_batch_norm_relu_refusal(const Context& ctx, const Shape& x, DType values, bool residual) {
+namespace {
+
+// cudnn_batch_norm_relu_refusal's answer, and whether it is the device's
+// memory at the moment rather than cuDNN's (not kept by the compile-time cache).
+struct FusedRun {
+  std::string refusal;
+  bool short_of_memory = false;
+};
+FusedRun run_fused_call(const Context& ctx, const Shape& x, DType values, bool residual) {
   cudnnHandle_t handle = cudnn_of(ctx);
   const FusedCall call = fused_call(x, values, residual);
   const cudnnBatchNormOps_t ops = call.ops;
@@ -187,21 +195,21 @@ std::string cudnn_batch_norm_relu_refusal(const Context& ctx, const Shape& x, DT
     return cat(what, ": ", cudnnGetErrorString(status));
   };
   if (const cudnnStatus_t status = ask_ex_sizes(handle, ops, d, p, relu.get(), sizes); status != CUDNN_STATUS_SUCCESS) {
-    return refusal("the workspace and reserve sizes", status);
+    return {refusal("the workspace and reserve sizes", status)};
   }
   const size_t forward_bytes = sizes.forward, backward_bytes = sizes.backward, reserve_bytes = sizes.reserve;
   // Zeroed device buffers of their own, freed on return: a probe, outside the
   // memory plan and its accounting. A buffer the device has no memory for
   // makes the answer a refusal (the ReLU then runs apart), not an error.
   cudaStream_t stream = stream_of(ctx);
-  std::string short_of_memory;
+  std::string no_memory;  // the first buffer the device had no memory for
   auto bytes = [&](size_t n) {
     const size_t size = std::max<size_t>(n, 1);
     void* data = nullptr;
     const cudaError_t status = cudaMalloc(&data, size);
     if (status == cudaErrorMemoryAllocation) {
       (void)cudaGetLastError();  // clear it, so that no later check reports it
-      if (short_of_memory.empty()) short_of_memory = cat("no device memory for a probe buffer of ", size, " bytes");
+      if (no_memory.empty()) no_memory = cat("no device memory for a probe buffer of ", size, " bytes");
       return CudaBuffer();
     }
     CUDA_CHECK(status);
@@ -216,7 +224,7 @@ std::string cudnn_batch_norm_relu_refusal(const Context& ctx, const Shape& x, DT
   const CudaBuffer channels = bytes(6 * static_cast<size_t>(x[1]) * sizeof(float));
   const CudaBuffer workspace = bytes(std::max(forward_bytes, backward_bytes)), reserve = bytes(reserve_bytes);
   const CudaBuffer grads = bytes(2 * static_cast<size_t>(x[1]) * sizeof(float));
-  if (!short_of_memory.empty()) return short_of_memory;
+  if (!no_memory.empty()) return {no_memory, true};
   float* c = static_cast<float*>(channels.get());
   const int64_t k = x[1];
   const cudnnStatus_t forward = cudnnBatchNormalizationForwardTrainingEx(
@@ -224,7 +232,7 @@ std::string cudnn_batch_norm_relu_refusal(const Context& ctx, const Shape& x, DT
       c, c + k, 0.1,
       c + 2 * k, c + 3 * k, 1e-5, c + 4 * k, c + 5 * k, relu.get(), workspace.get(), forward_bytes, reserve.get(),
       reserve_bytes);
-  if (forward != CUDNN_STATUS_SUCCESS) return refusal("forward", forward);
+  if (forward != CUDNN_STATUS_SUCCESS) return {refusal("forward", forward)};
   float* g = static_cast<float*>(grads.get());
   const cudnnStatus_t backward = cudnnBatchNormalizationBackwardEx(
       handle, kNhwcTrainingMode, ops, &kOne, &kZero, &kOne, &kOne, d, in.get(), d, out.get(), d, dy.get(), zd,
@@ -232,7 +240,13 @@ std::string cudnn_batch_norm_relu_refusal(const Context& ctx, const Shape& x, DT
       c + 4 * k, c + 5 * k,
       relu.get(), workspace.get(), backward_bytes, reserve.get(), reserve_bytes);
   CUDA_CHECK(cudaStreamSynchronize(stream));
-  return backward == CUDNN_STATUS_SUCCESS ? std::string() : refusal("backward", backward);
+  return {backward == CUDNN_STATUS_SUCCESS ? std::string() : refusal("backward", backward)};
+}
+
+}  // namespace
+
+std::string cudnn_batch_norm_relu_refusal(const Context& ctx, const Shape& x, DType values, bool residual) {
+  return run_fused_call(ctx, x, values, residual).refusal;
 }
 
 std::string cudnn_fused_batch_norm_refusal(const Context& ctx, const Shape& x, DType values, bool residual) {
@@ -246,10 +260,9 @@ std::string cudnn_fused_batch_norm_refusal(const Context& ctx, const Shape& x, D
   const Key key{ctx.device().index, probe[0], probe[1], probe[2], probe[3], values, residual};
   const std::lock_guard lock(mutex);
   if (const auto it = answers.find(key); it != answers.end()) return it->second;
-  std::string refused = cudnn_batch_norm_relu_refusal(ctx, probe, values, residual);
-  // Memory is the moment's, not cuDNN's answer: asked again next time.
-  if (refused.starts_with("no device memory")) return cat("a run on ", probe.str(), ": ", refused);
-  if (!refused.empty()) refused = cat("a run on ", probe.str(), ": ", refused);
+  const FusedRun run = run_fused_call(ctx, probe, values, residual);
+  std::string refused = run.refusal.empty() ? "" : cat("a run on ", probe.str(), ": ", run.refusal);
+  if (run.short_of_memory) return refused;  // the moment's memory, not cuDNN's answer: asked again next time
   return answers.emplace(key, std::move(refused)).first->second;
 }
 
