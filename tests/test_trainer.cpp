@@ -18,6 +18,7 @@
 #include "tensor/copy.h"
 #include "tensor/safetensors.h"
 #include "tests/support/data_files.h"
+#include "tests/support/sanitizers.h"
 #include "tests/support/temp_dir.h"
 
 namespace glassbox {
@@ -227,6 +228,10 @@ TEST(Trainer, ARunIsRefusedADirectoryAnotherRunWritesInto) {
 TEST(Trainer, LeNetLearnsFashionMnistInAThirdOfAnEpoch) {
   if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
     GTEST_SKIP() << "Debian's dataset-fashion-mnist is not installed (/usr/share/datasets/fashion-mnist)";
+  }
+  if (testing::kUnderAddressSanitizer) {
+    GTEST_SKIP() << "300 steps of LeNet take most of a minute under AddressSanitizer: the Release builds run this "
+                    "accuracy bar, and the other Trainer tests take the same loop through the sanitizers";
   }
   TrainingRun run(find_net("LeNet"), "fashion-mnist",
                   {.epochs = 1, .sgd = {.lr = 0.05f, .momentum = 0.9f, .weight_decay = 5e-4f},
