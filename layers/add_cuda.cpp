@@ -6,7 +6,8 @@
 // Note [16-bit tensor ops]: the values are float32, or bfloat16 or float16 in
 // a mixed-precision graph (value_storage(), Note [16-bit values in a layer]).
 // Every same-shape add, here and in write_or_add_tensor, is Glassbox's kernel
-// rather than cuDNN's: cudnnOpTensor has no bfloat16 path (layers/relu.cu),
+// rather than cuDNN's, as a layer's bias add is (Note [A bias add by
+// Glassbox's kernel]): cudnnOpTensor has no bfloat16 path (layers/relu.cu),
 // and cuDNN's documentation does not say that cudnnAddTensor has one. The
 // kernel sums in float and rounds once, which is exact for float32. With three
 // or more inputs y is rounded to 16 bits after each addition, as a chain of

@@ -4,7 +4,9 @@
 // max(0, a + b), where cuDNN would make two passes (cudnnOpTensor, then
 // cudnnActivationForward); and the plain add y = a + b, since cuDNN's
 // cudnnOpTensor has no bfloat16 path (its argument checks in libcudnn_ops
-// branch on float, double and half data only). Memory-bound: each thread moves 16 bytes of each
+// branch on float, double and half data only); and a layer's bias add, with
+// its ReLU where the layer's is fused (Note [A bias add by Glassbox's
+// kernel], layers/bias_add_plan.h). Memory-bound: each thread moves 16 bytes of each
 // tensor per step where the pointers allow (the memory plan aligns every
 // tensor to 256 bytes), and the last count % pack values one at a time.
 #include <cuda_bf16.h>
@@ -132,7 +134,87 @@ void launch(const char* what, const void* a, const void* b, void* out, int64_t c
   CUDA_CHECK_LAUNCH();
 }
 
+// y = y + bias[channel], then max(0, .) where kRelu (a NaN sum stays NaN, as
+// in AddRelu), the sum in float and rounded once. Each pack of y is one
+// channel's or consecutive channels' (BiasPacking); the bias is read value by
+// value, from cache after its first reads.
+template <typename Type, bool kRelu>
+__device__ typename Type::Storage biased(typename Type::Storage y, typename Type::Storage bias) {
+  const float sum = Type::widen(y) + Type::widen(bias);
+  return Type::narrow(kRelu && sum <= 0.0f ? 0.0f : sum);
+}
+
+template <typename Type, bool kRelu, BiasPacking kPacking>
+__global__ void bias_add_packed_kernel(uint4* y, const typename Type::Storage* bias, int64_t packs, int64_t run,
+                                       int64_t channels) {
+  using Storage = typename Type::Storage;
+  constexpr int kPack = static_cast<int>(sizeof(uint4) / sizeof(Storage));
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t p = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < packs; p += stride) {
+    uint4 v = y[p];
+    auto* values = reinterpret_cast<Storage*>(&v);
+#pragma unroll
+    for (int k = 0; k < kPack; ++k) {
+      values[k] = biased<Type, kRelu>(values[k], bias[bias_pack_channel(kPacking, kPack, p, k, run, channels)]);
+    }
+    y[p] = v;
+  }
+}
+
+template <typename Type, bool kRelu>
+__global__ void bias_add_each_kernel(typename Type::Storage* y, const typename Type::Storage* bias, int64_t count,
+                                     int64_t run, int64_t channels) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    y[i] = biased<Type, kRelu>(y[i], bias[bias_channel_of(i, run, channels)]);
+  }
+}
+
+template <typename Type, bool kRelu>
+void launch_bias_typed(void* y, const void* bias, const BiasAddPlan& plan, cudaStream_t stream) {
+  using Storage = typename Type::Storage;
+  const auto* b = static_cast<const Storage*>(bias);
+  // Packs only where y aligns to them; a plan's packing covers every whole pack (count is a multiple of the pack).
+  const BiasPacking packing = aligned_16(y) ? plan.packing : BiasPacking::kEachValue;
+  const int64_t packs = plan.count / plan.pack;
+  if (packing == BiasPacking::kOneChannel) {
+    bias_add_packed_kernel<Type, kRelu, BiasPacking::kOneChannel><<<blocks_for(packs), kThreads, 0, stream>>>(
+        static_cast<uint4*>(y), b, packs, plan.run, plan.channels);
+  } else if (packing == BiasPacking::kConsecutiveChannels) {
+    bias_add_packed_kernel<Type, kRelu, BiasPacking::kConsecutiveChannels>
+        <<<blocks_for(packs), kThreads, 0, stream>>>(static_cast<uint4*>(y), b, packs, plan.run, plan.channels);
+  } else {
+    bias_add_each_kernel<Type, kRelu><<<blocks_for(plan.count), kThreads, 0, stream>>>(
+        static_cast<Storage*>(y), b, plan.count, plan.run, plan.channels);
+  }
+}
+
+template <typename Type>
+void launch_bias(void* y, const void* bias, const BiasAddPlan& plan, bool relu, cudaStream_t stream) {
+  if (sizeof(uint4) / sizeof(typename Type::Storage) != static_cast<size_t>(plan.pack)) {
+    throw Error(cat("launch_bias_add: a plan for packs of ", plan.pack, " values, for values of ",
+                    sizeof(typename Type::Storage), " bytes"));
+  }
+  if (relu) {
+    launch_bias_typed<Type, true>(y, bias, plan, stream);
+  } else {
+    launch_bias_typed<Type, false>(y, bias, plan, stream);
+  }
+}
+
 }  // namespace
+
+void launch_bias_add(void* y, const void* bias, const BiasAddPlan& plan, DType values, bool relu,
+                     cudaStream_t stream) {
+  if (plan.count == 0) return;  // a grid of no blocks is a launch error
+  switch (values) {
+    case DType::kFloat32: launch_bias<Float32>(y, bias, plan, relu, stream); break;
+    case DType::kFloat16: launch_bias<Float16>(y, bias, plan, relu, stream); break;
+    case DType::kBFloat16: launch_bias<BFloat16>(y, bias, plan, relu, stream); break;
+    default: throw Error(cat("launch_bias_add: no kernel for ", name_of(values), " values"));
+  }
+  CUDA_CHECK_LAUNCH();
+}
 
 void launch_add(const void* a, const void* b, void* y, int64_t count, DType values, cudaStream_t stream) {
   launch<Add>("launch_add", a, b, y, count, values, stream);

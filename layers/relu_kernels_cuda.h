@@ -1,12 +1,13 @@
 // layers/relu_kernels_cuda.h: the element-wise kernels of layers/relu.cu,
-// launched on `stream` and checked after launch: ReLU's backward, and a
-// residual add with and without its ReLU fused.
+// launched on `stream` and checked after launch: ReLU's backward, a
+// residual add with and without its ReLU fused, and a layer's bias add.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
+#include "layers/bias_add_plan.h"
 #include "tensor/dtype.h"
 
 namespace glassbox {
@@ -28,5 +29,13 @@ void launch_add_relu(const void* a, const void* b, void* y, int64_t count, DType
 // rounded once, a NaN propagating; y may be a or b (in place). Every
 // same-shape add of a GPU layer: Note [16-bit tensor ops], layers/add_cuda.cpp.
 void launch_add(const void* a, const void* b, void* y, int64_t count, DType values, cudaStream_t stream);
+
+// y += bias[channel] in place, then y = max(0, y) where `relu` (a NaN sum
+// stays NaN), over y as `plan` lays it out (plan_bias_add), y and the bias of
+// `values` type, the sum in float and rounded once: Note [A bias add by
+// Glassbox's kernel] (layers/bias_add_plan.h). Error where the plan was made
+// for values of another size.
+void launch_bias_add(void* y, const void* bias, const BiasAddPlan& plan, DType values, bool relu,
+                     cudaStream_t stream);
 
 }  // namespace glassbox

@@ -117,7 +117,7 @@ TEST_P(FusionTest, ALinearLayerAppliesTheReluAfterIt) {
 GLASSBOX_INSTANTIATE_ON_DEVICES(FusionTest);
 
 // Note [When cuBLASLt refuses a product]: with every Linear pinned to
-// cublasGemmEx, the bias and the fused ReLU run as passes of their own and
+// cublasGemmEx, the bias and the fused ReLU run as one pass of their own and
 // the bias gradient as cuBLAS's product of dy with ones; algorithms() says
 // so, and the perceptron trains as it does on cuBLASLt's epilogues, at one
 // row and at 40.
@@ -138,7 +138,7 @@ TEST(FusionCuda, ALinearOnCublasGemmExTrainsAsOnCublasLt) {
       graph.compile(ctx, {.precision = precision});
       const std::string fc1 = graph.node("fc1").layer->algorithms();
       EXPECT_NE(fc1.find("cuBLAS GemmEx"), std::string::npos) << what << fc1;
-      EXPECT_NE(fc1.find("bias and ReLU as passes of their own"), std::string::npos) << what << fc1;
+      EXPECT_NE(fc1.find("bias and ReLU as one pass of their own"), std::string::npos) << what << fc1;
       EXPECT_NE(fc1.find("bias gradient: cuBLAS"), std::string::npos) << what << fc1;
       const std::string out = graph.node("out").layer->algorithms();
       EXPECT_NE(out.find("bias as a pass of its own"), std::string::npos) << what << out;

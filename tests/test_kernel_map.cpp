@@ -144,7 +144,7 @@ TEST(KernelFamily, ClassifiesLibraryKernelNames) {
                           "cudnnTensorStruct, float const*, cudnnTensorStruct, float const*, float, float, float, "
                           "float, dimArray, reducedDivisorArray, bool)"),
             KernelFamily::kElementwise);
-  // Glassbox's own element-wise kernels (layers/relu.cu).
+  // Glassbox's own element-wise kernels and bias add (layers/relu.cu).
   EXPECT_EQ(kernel_family("void glassbox::(anonymous namespace)::elementwise_packed_kernel<glassbox::(anonymous "
                           "namespace)::BFloat16, glassbox::(anonymous namespace)::ReluBackward<false> >(uint4 "
                           "const*, uint4 const*, uint4*, long)"),
@@ -152,6 +152,10 @@ TEST(KernelFamily, ClassifiesLibraryKernelNames) {
   EXPECT_EQ(kernel_family("void glassbox::(anonymous namespace)::elementwise_each_kernel<glassbox::(anonymous "
                           "namespace)::Float16, glassbox::(anonymous namespace)::AddRelu>(__half const*, __half "
                           "const*, __half*, long)"),
+            KernelFamily::kElementwise);
+  EXPECT_EQ(kernel_family("void glassbox::(anonymous namespace)::bias_add_packed_kernel<glassbox::(anonymous "
+                          "namespace)::BFloat16, true, (glassbox::BiasPacking)2>(uint4*, __nv_bfloat16 const*, long, "
+                          "long, long)"),
             KernelFamily::kElementwise);
   EXPECT_EQ(kernel_family(kReduce), KernelFamily::kReduction);
   EXPECT_EQ(kernel_family("void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)2>"

@@ -156,8 +156,12 @@ TEST(LinearGemmPlan, WhatAnEpilogueLeavesUndoneRunsAsPasses) {
   EXPECT_EQ(passes_left(E::kBias, E::kNone), (EpiloguePasses{.bias = true}));
   EXPECT_EQ(passes_left(E::kRelu, E::kNone), (EpiloguePasses{.relu = true}));
   EXPECT_EQ(passes_left(E::kBiasGradientOfB, E::kNone), (EpiloguePasses{.bias_gradient = true}));
-  EXPECT_EQ(describe(passes_left(E::kBiasRelu, E::kNone)), "bias and ReLU as passes of their own");
+  EXPECT_EQ(describe(passes_left(E::kBiasRelu, E::kNone)), "bias and ReLU as one pass of their own");
   EXPECT_EQ(describe(passes_left(E::kBiasRelu, E::kBias)), "ReLU as a pass of its own");
+  EXPECT_EQ(describe(passes_left(E::kBias, E::kNone)), "bias as a pass of its own");
+  EXPECT_EQ(describe(passes_left(E::kBiasGradientOfB, E::kNone)), "bias gradient as a pass of its own");
+  EXPECT_EQ(describe(EpiloguePasses{.bias = true, .relu = true, .bias_gradient = true}),
+            "bias and ReLU as one pass of their own; bias gradient as a pass of its own");
   EXPECT_EQ(describe(EpiloguePasses{}), "");
 
   // The forward with bias and ReLU, by each route: the product with the

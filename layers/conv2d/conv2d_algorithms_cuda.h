@@ -83,7 +83,7 @@ struct AlgorithmChoice {
   // fused (SearchInput::fused_forward) but cudnnConvolutionBiasActivationForward
   // runs none of the forward's candidates: why, as the search found it. The
   // forward is then chosen for the plain call, and the layer adds the bias
-  // and applies the ReLU in two more calls after it, as the summary says.
+  // and applies the ReLU in one more pass after it, as the summary says.
   std::string fused_call_refused;
 };
 

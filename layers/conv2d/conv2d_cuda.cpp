@@ -19,8 +19,10 @@
 // filter KRSC (Note [KRSC filters], conv2d.h); an input stored in the other
 // layout (the network's NCHW images) is converted in the workspace, and its
 // gradient converted back (Note [Layout bridges], layers/layer_cuda.h). The
-// bias descriptor (1, K, 1, 1) has channel stride 1, which broadcasts the same
-// over either order of y.
+// bias descriptor of the fused call (1, K, 1, 1) has channel stride 1, which
+// broadcasts the same over either order of y; a bias added after the
+// convolution is Glassbox's kernel, planned for y's layout (Note [A bias add
+// by Glassbox's kernel], layers/bias_add_plan.h).
 //
 // Note [16-bit parameter gradients]: the optimizer reads fp32 parameter
 // gradients, but cuDNN's backward-filter writes dW in the type of the filter
@@ -41,6 +43,7 @@
 #include "layers/conv2d/conv2d.h"
 #include "layers/conv2d/conv2d_algorithms_cuda.h"
 #include "layers/layer_cuda.h"
+#include "layers/relu_kernels_cuda.h"
 #include "tensor/convert.h"
 
 namespace glassbox {
@@ -60,8 +63,11 @@ struct ConvState final : BackendState {
   // call (cudnnConvolutionBiasActivationForward); unset where not fused.
   ActivationDescriptor relu;
   // Note [When cuDNN refuses the fused call] (conv2d_algorithms_cuda.h): the
-  // forward runs the plain call, then the bias add and the ReLU.
+  // forward runs the plain call, then the bias add with the ReLU.
   bool relu_apart = false;
+  // Where the bias is added after the convolution: y as the kernel reads it
+  // (Note [A bias add by Glassbox's kernel], layers/bias_add_plan.h).
+  BiasAddPlan bias_add;
   std::array<conv2d_cuda::PassChoice, 3> passes;  // per pass, see Note [Math type per pass]
   std::string summary;
   // 16-bit data in training: dW (K, C/G, R, S) in the data's type, before it
@@ -97,6 +103,10 @@ void Conv2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
   state->x = make_tensor_descriptor(xs, data, computed);
   state->y = make_tensor_descriptor(ys, data, computed);
   state->bias = make_tensor_descriptor(Shape{1, o.out_channels}, data);
+  if (o.bias) {
+    state->bias_add =
+        plan_bias_add(ys[0], ys[1], ys[2] * ys[3], computed, static_cast<int64_t>(size_of(data)));
+  }
   state->bridge = LayoutBridge(xs, data, input_layout(0), computed);
   state->w = make_descriptor<FilterDescriptor>(cudnnCreateFilterDescriptor);
   CUDNN_CHECK(cudnnSetFilter4dDescriptor(state->w.get(), cudnn_data_type(data),
@@ -178,7 +188,7 @@ void Conv2d::prepare_cuda(Context& ctx, const PrepareOptions& options) {
   } else if (fused_relu()) {
     state->relu_apart = true;
     state->summary += cat("; ReLU fused into the layer, but cudnnConvolutionBiasActivationForward runs no candidate "
-                          "(", choice.fused_call_refused, "): the bias add and the ReLU run as two more calls");
+                          "(", choice.fused_call_refused, "): the bias add and the ReLU run as one more pass");
   }
   state->bridge_offset = aligned_share(workspace);
   set_workspace_bytes(state->bridge_offset + state->bridge.bytes());
@@ -216,10 +226,11 @@ void Conv2d::forward_cuda(Context& ctx, const ForwardArgs& args) {
                                         s.y.get(), args.output.raw()));
   }
   if (options_.bias) {
-    CUDNN_CHECK(cudnnAddTensor(handle, &kOne, s.bias.get(), args.params[1].raw(), &kOne, s.y.get(),
-                               args.output.raw()));
-  }
-  if (s.relu) {  // in place: cuDNN's activation allows y to be x
+    // Note [A bias add by Glassbox's kernel]: with the ReLU in the same pass
+    // where cuDNN refused the fused call.
+    launch_bias_add(args.output.raw(), args.params[1].raw(), s.bias_add, value_storage(), static_cast<bool>(s.relu),
+                    stream_of(ctx));
+  } else if (s.relu) {  // in place: cuDNN's activation allows y to be x
     CUDNN_CHECK(cudnnActivationForward(handle, s.relu.get(), &kOne, s.y.get(), args.output.raw(), &kZero, s.y.get(),
                                        args.output.raw()));
   }

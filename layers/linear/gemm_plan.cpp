@@ -3,6 +3,8 @@
 
 #include <climits>
 
+#include "tensor/error.h"
+
 namespace glassbox {
 
 LinearGemm linear_gemm(LinearGemmPass pass, int64_t rows, int64_t in, int64_t out) {
@@ -60,17 +62,18 @@ EpiloguePasses passes_left(LinearEpilogue wanted, LinearEpilogue got) {
 }
 
 std::string describe(const EpiloguePasses& passes) {
-  std::vector<std::string_view> names;
-  if (passes.bias) names.push_back("bias");
-  if (passes.relu) names.push_back("ReLU");
-  if (passes.bias_gradient) names.push_back("bias gradient");
-  if (names.empty()) return "";
-  std::string text;
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (i > 0) text += i + 1 == names.size() ? " and " : ", ";
-    text += names[i];
+  // The bias and the ReLU run as one pass (launch_bias_add: Note [A bias add
+  // by Glassbox's kernel], layers/bias_add_plan.h).
+  std::vector<std::string> parts;
+  if (passes.bias && passes.relu) {
+    parts.emplace_back("bias and ReLU as one pass of their own");
+  } else if (passes.bias || passes.relu) {
+    parts.emplace_back(cat(passes.bias ? "bias" : "ReLU", " as a pass of its own"));
   }
-  return text + (names.size() == 1 ? " as a pass of its own" : " as passes of their own");
+  if (passes.bias_gradient) parts.emplace_back("bias gradient as a pass of its own");
+  std::string text;
+  for (const std::string& part : parts) text += text.empty() ? part : cat("; ", part);
+  return text;
 }
 
 bool fits_gemm_ex(const LinearGemm& gemm) {

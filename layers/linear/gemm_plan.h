@@ -70,9 +70,11 @@ bool bias_gradient_in_epilogue(DType data, bool tf32);
 // (Note [cuBLASLt's heuristic refusals], layers/linear/lt_matmul_cuda.cpp):
 // a Linear at batch 1 has a one-column x^T. A product then asks cuBLASLt for
 // less, in the order lt_epilogue_fallbacks() gives, and what the epilogue it
-// got leaves undone runs as a pass of its own: the bias by cudnnAddTensor,
-// the ReLU by cudnnActivationForward, the bias gradient by cuBLAS (Note [A
-// bias gradient on cuBLAS], layers/bias_gradient_plan.h). Where cuBLASLt
+// got leaves undone runs as a pass of its own: the bias, with the ReLU where
+// both are left, by Glassbox's kernel (Note [A bias add by Glassbox's
+// kernel], layers/bias_add_plan.h), the ReLU alone by cudnnActivationForward,
+// the bias gradient by cuBLAS (Note [A bias gradient on cuBLAS],
+// layers/bias_gradient_plan.h). Where cuBLASLt
 // offers nothing, cublasGemmEx, which takes every shape within int, runs the
 // product with the same compute type. algorithms() names the route, so a
 // slower path is seen, not hidden.
@@ -92,7 +94,7 @@ struct EpiloguePasses {
 // The part of `wanted` that the epilogue `got` does not do (kNone on
 // cublasGemmEx).
 EpiloguePasses passes_left(LinearEpilogue wanted, LinearEpilogue got);
-// "bias and ReLU as passes of their own"; empty where none is.
+// "bias and ReLU as one pass of their own"; empty where none is.
 std::string describe(const EpiloguePasses& passes);
 
 // Whether cublasGemmEx takes the product: its sizes and leading dimensions

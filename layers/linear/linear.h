@@ -48,7 +48,7 @@ class Linear final : public Layer {
   int64_t macs() const override;
   bool splits_backward() const override { return true; }  // dx, then dw and db
   // On a CUDA device: kGemmEx runs every product on cublasGemmEx, with the
-  // bias and a fused ReLU as passes of their own, the route of Note [When
+  // bias and a fused ReLU as one pass of their own, the route of Note [When
   // cuBLASLt refuses a product] (layers/linear/gemm_plan.h), whatever
   // cuBLASLt offers. The GPU tests compare it with cuBLASLt's; the CPU
   // ignores it.

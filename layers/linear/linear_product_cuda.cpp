@@ -2,6 +2,7 @@
 #include "layers/linear/linear_product_cuda.h"
 
 #include "layers/layer_cuda.h"
+#include "layers/relu_kernels_cuda.h"
 #include "tensor/context_cuda.h"
 #include "tensor/error.h"
 
@@ -29,10 +30,12 @@ LinearProduct LinearProduct::plan(Context& ctx, const std::string& layer, const 
                          ", and cublasGemmEx takes sizes within int only"));
   }
   p.passes_ = passes_left(wanted, p.lt_ ? p.lt_->epilogue() : LinearEpilogue::kNone);
-  if (p.passes_.bias || p.passes_.relu) {
+  if (p.passes_.bias) {
+    // D is n rows of m values, one per output feature: the bias's channels.
+    p.bias_add_ = plan_bias_add(gemm.n, gemm.m, 1, Layout::kNCHW, static_cast<int64_t>(size_of(data)));
+  } else if (p.passes_.relu) {
     p.d_desc_ = make_tensor_descriptor(Shape{gemm.n, gemm.m}, data);
-    if (p.passes_.bias) p.bias_desc_ = make_tensor_descriptor(Shape{1, gemm.m}, data);
-    if (p.passes_.relu) p.relu_ = make_relu_descriptor();
+    p.relu_ = make_relu_descriptor();
   }
   return p;
 }
@@ -65,13 +68,13 @@ void LinearProduct::run(Context& ctx, const std::string& layer, const void* a, c
                               CUBLAS_GEMM_DEFAULT));
   }
   // Note [When cuBLASLt refuses a product]: the bias, then the ReLU, on D as
-  // it was written; a forward's beta is 0, so neither sees an older D.
-  const cudnnHandle_t handle = cudnn_of(ctx);
+  // it was written; a forward's beta is 0, so neither sees an older D. The
+  // bias with its ReLU in one pass (Note [A bias add by Glassbox's kernel]).
   if (passes_.bias) {
-    CUDNN_CHECK(cudnnAddTensor(handle, &kOne, bias_desc_.get(), bias, &kOne, d_desc_.get(), d));
-  }
-  if (passes_.relu) {
-    CUDNN_CHECK(cudnnActivationForward(handle, relu_.get(), &kOne, d_desc_.get(), d, &kZero, d_desc_.get(), d));
+    launch_bias_add(d, bias, bias_add_, data_, passes_.relu, stream_of(ctx));
+  } else if (passes_.relu) {
+    CUDNN_CHECK(cudnnActivationForward(cudnn_of(ctx), relu_.get(), &kOne, d_desc_.get(), d, &kZero, d_desc_.get(),
+                                       d));
   }
 }
 

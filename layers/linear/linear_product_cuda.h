@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "layers/bias_add_plan.h"
 #include "layers/linear/gemm_plan.h"
 #include "layers/linear/lt_matmul_cuda.h"
 #include "tensor/context.h"
@@ -49,9 +50,11 @@ class LinearProduct {
   bool tf32_ = false;
   LinearEpilogue wanted_ = LinearEpilogue::kNone;
   EpiloguePasses passes_;
-  // The bias as (1, m) and D as (n, m) rows, where a pass adds the bias or
-  // applies the ReLU.
-  TensorDescriptor bias_desc_, d_desc_;
+  // Where a pass adds the bias (and applies the ReLU in the same pass): D as
+  // n rows of the bias's m values. Where a pass applies the ReLU alone: D as
+  // (n, m) rows, for cuDNN's activation.
+  BiasAddPlan bias_add_;
+  TensorDescriptor d_desc_;
   ActivationDescriptor relu_;
 };
 

@@ -1,0 +1,26 @@
+// layers/bias_add_plan.cpp: see layers/bias_add_plan.h.
+#include "layers/bias_add_plan.h"
+
+namespace glassbox {
+
+BiasAddPlan plan_bias_add(int64_t images, int64_t channels, int64_t pixels, Layout layout, int64_t value_bytes) {
+  if (images < 1 || channels < 1 || pixels < 1) {
+    throw ShapeError(cat("bias add: y of ", images, " images, ", channels, " channels and ", pixels,
+                         " pixels (each at least 1)"));
+  }
+  if (value_bytes != 4 && value_bytes != 2) {
+    throw ShapeError(cat("bias add: values of ", value_bytes, " bytes (4 or 2)"));
+  }
+  BiasAddPlan plan{.count = images * channels * pixels,
+                   .channels = channels,
+                   .run = layout == Layout::kNCHW ? pixels : 1,
+                   .pack = 16 / value_bytes};
+  if (plan.run % plan.pack == 0) {
+    plan.packing = BiasPacking::kOneChannel;
+  } else if (plan.run == 1 && plan.channels % plan.pack == 0) {
+    plan.packing = BiasPacking::kConsecutiveChannels;
+  }
+  return plan;
+}
+
+}  // namespace glassbox
