@@ -11,16 +11,10 @@ BiasAddPlan plan_bias_add(int64_t images, int64_t channels, int64_t pixels, Layo
   if (value_bytes != 4 && value_bytes != 2) {
     throw ShapeError(cat("bias add: values of ", value_bytes, " bytes (4 or 2)"));
   }
-  BiasAddPlan plan{.count = images * channels * pixels,
-                   .channels = channels,
-                   .run = layout == Layout::kNCHW ? pixels : 1,
-                   .pack = 16 / value_bytes};
-  if (plan.run % plan.pack == 0) {
-    plan.packing = BiasPacking::kOneChannel;
-  } else if (plan.run == 1 && plan.channels % plan.pack == 0) {
-    plan.packing = BiasPacking::kConsecutiveChannels;
-  }
-  return plan;
+  return {.count = images * channels * pixels,
+          .channels = channels,
+          .run = layout == Layout::kNCHW ? pixels : 1,
+          .pack = 16 / value_bytes};
 }
 
 }  // namespace glassbox

@@ -24,37 +24,41 @@
 
 namespace glassbox {
 
-// How the kernel reads y in packs of 16 bytes: each pack all of one channel
-// (run a multiple of the pack), or of consecutive channels (run 1, channels a
-// multiple of the pack); where neither holds, one value at a time.
-enum class BiasPacking { kEachValue, kOneChannel, kConsecutiveChannels };
-
 struct BiasAddPlan {
   int64_t count = 0;     // values of y
   int64_t channels = 0;  // values of the bias
   int64_t run = 1;       // consecutive values of y that share a channel
   int64_t pack = 1;      // values per 16 bytes: 4 float32, 8 float16 or bfloat16
-  BiasPacking packing = BiasPacking::kEachValue;
   bool operator==(const BiasAddPlan&) const = default;
 };
 
-// Value i's channel, as the kernel takes it one value at a time.
+// Value i's channel, as the kernel takes it one value at a time (the tail
+// under a pack, and a y that does not align to packs).
 #ifdef __CUDACC__
 __host__ __device__
 #endif
 inline int64_t bias_channel_of(int64_t i, int64_t run, int64_t channels) { return (i / run) % channels; }
 
-// The channel of value k of pack p (values p * pack + k), as the packed
-// kernel takes it: the first value's, and the next ones' where the pack holds
-// consecutive channels. Equal to bias_channel_of for a plan's packing
-// (tests/test_bias_add_plan.cpp).
+// Where value i is: its channel and its place in its run. The packed kernel
+// finds a pack's first value's once, then steps value by value, with no
+// division per value (tests/test_bias_add_plan.cpp: equal to bias_channel_of
+// at every value).
+struct BiasCursor {
+  int64_t channel = 0, place = 0;
+};
 #ifdef __CUDACC__
 __host__ __device__
 #endif
-inline int64_t bias_pack_channel(BiasPacking packing, int64_t pack, int64_t p, int64_t k, int64_t run,
-                                 int64_t channels) {
-  const int64_t first = bias_channel_of(p * pack, run, channels);
-  return packing == BiasPacking::kConsecutiveChannels ? first + k : first;
+inline BiasCursor bias_cursor_at(int64_t i, int64_t run, int64_t channels) {
+  return {bias_channel_of(i, run, channels), i % run};
+}
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+inline void step_bias_cursor(BiasCursor& cursor, int64_t run, int64_t channels) {
+  if (++cursor.place < run) return;
+  cursor.place = 0;
+  if (++cursor.channel == channels) cursor.channel = 0;
 }
 
 // The plan for y of `images` x `channels` x `pixels` values stored in

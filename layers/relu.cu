@@ -135,8 +135,7 @@ void launch(const char* what, const void* a, const void* b, void* out, int64_t c
 }
 
 // y = y + bias[channel], then max(0, .) where kRelu (a NaN sum stays NaN, as
-// in AddRelu), the sum in float and rounded once. Each pack of y is one
-// channel's or consecutive channels' (BiasPacking); the bias is read value by
+// in AddRelu), the sum in float and rounded once. The bias is read value by
 // value, from cache after its first reads.
 template <typename Type, bool kRelu>
 __device__ typename Type::Storage biased(typename Type::Storage y, typename Type::Storage bias) {
@@ -144,29 +143,36 @@ __device__ typename Type::Storage biased(typename Type::Storage y, typename Type
   return Type::narrow(kRelu && sum <= 0.0f ? 0.0f : sum);
 }
 
-template <typename Type, bool kRelu, BiasPacking kPacking>
+// 16 bytes of y per thread and step; each pack's first channel found once,
+// the rest stepped (BiasCursor).
+template <typename Type, bool kRelu>
 __global__ void bias_add_packed_kernel(uint4* y, const typename Type::Storage* bias, int64_t packs, int64_t run,
                                        int64_t channels) {
   using Storage = typename Type::Storage;
   constexpr int kPack = static_cast<int>(sizeof(uint4) / sizeof(Storage));
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t p = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; p < packs; p += stride) {
+    BiasCursor at = bias_cursor_at(p * kPack, run, channels);
     uint4 v = y[p];
     auto* values = reinterpret_cast<Storage*>(&v);
 #pragma unroll
     for (int k = 0; k < kPack; ++k) {
-      values[k] = biased<Type, kRelu>(values[k], bias[bias_pack_channel(kPacking, kPack, p, k, run, channels)]);
+      values[k] = biased<Type, kRelu>(values[k], bias[at.channel]);
+      step_bias_cursor(at, run, channels);
     }
     y[p] = v;
   }
 }
 
+// One value per thread and step, values first .. first + count - 1 of y: the
+// tail under a pack, or all of a y that does not align to packs.
 template <typename Type, bool kRelu>
-__global__ void bias_add_each_kernel(typename Type::Storage* y, const typename Type::Storage* bias, int64_t count,
-                                     int64_t run, int64_t channels) {
+__global__ void bias_add_each_kernel(typename Type::Storage* y, const typename Type::Storage* bias, int64_t first,
+                                     int64_t count, int64_t run, int64_t channels) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
-    y[i] = biased<Type, kRelu>(y[i], bias[bias_channel_of(i, run, channels)]);
+    const int64_t at = first + i;
+    y[at] = biased<Type, kRelu>(y[at], bias[bias_channel_of(at, run, channels)]);
   }
 }
 
@@ -174,18 +180,15 @@ template <typename Type, bool kRelu>
 void launch_bias_typed(void* y, const void* bias, const BiasAddPlan& plan, cudaStream_t stream) {
   using Storage = typename Type::Storage;
   const auto* b = static_cast<const Storage*>(bias);
-  // Packs only where y aligns to them; a plan's packing covers every whole pack (count is a multiple of the pack).
-  const BiasPacking packing = aligned_16(y) ? plan.packing : BiasPacking::kEachValue;
-  const int64_t packs = plan.count / plan.pack;
-  if (packing == BiasPacking::kOneChannel) {
-    bias_add_packed_kernel<Type, kRelu, BiasPacking::kOneChannel><<<blocks_for(packs), kThreads, 0, stream>>>(
-        static_cast<uint4*>(y), b, packs, plan.run, plan.channels);
-  } else if (packing == BiasPacking::kConsecutiveChannels) {
-    bias_add_packed_kernel<Type, kRelu, BiasPacking::kConsecutiveChannels>
-        <<<blocks_for(packs), kThreads, 0, stream>>>(static_cast<uint4*>(y), b, packs, plan.run, plan.channels);
-  } else {
-    bias_add_each_kernel<Type, kRelu><<<blocks_for(plan.count), kThreads, 0, stream>>>(
-        static_cast<Storage*>(y), b, plan.count, plan.run, plan.channels);
+  const int64_t packs = aligned_16(y) ? plan.count / plan.pack : 0;
+  if (packs > 0) {
+    bias_add_packed_kernel<Type, kRelu><<<blocks_for(packs), kThreads, 0, stream>>>(static_cast<uint4*>(y), b, packs,
+                                                                                     plan.run, plan.channels);
+  }
+  const int64_t done = packs * plan.pack;
+  if (done < plan.count) {
+    bias_add_each_kernel<Type, kRelu><<<blocks_for(plan.count - done), kThreads, 0, stream>>>(
+        static_cast<Storage*>(y), b, done, plan.count - done, plan.run, plan.channels);
   }
 }
 

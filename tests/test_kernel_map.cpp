@@ -154,8 +154,7 @@ TEST(KernelFamily, ClassifiesLibraryKernelNames) {
                           "const*, __half*, long)"),
             KernelFamily::kElementwise);
   EXPECT_EQ(kernel_family("void glassbox::(anonymous namespace)::bias_add_packed_kernel<glassbox::(anonymous "
-                          "namespace)::BFloat16, true, (glassbox::BiasPacking)2>(uint4*, __nv_bfloat16 const*, long, "
-                          "long, long)"),
+                          "namespace)::BFloat16, true>(uint4*, __nv_bfloat16 const*, long, long, long)"),
             KernelFamily::kElementwise);
   EXPECT_EQ(kernel_family(kReduce), KernelFamily::kReduction);
   EXPECT_EQ(kernel_family("void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)2>"
