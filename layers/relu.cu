@@ -13,6 +13,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "layers/relu_kernels_cuda.h"
 #include "tensor/checks_cuda.h"
@@ -134,13 +135,13 @@ void launch(const char* what, const void* a, const void* b, void* out, int64_t c
   CUDA_CHECK_LAUNCH();
 }
 
-// y = y + bias[channel], then max(0, .) where kRelu (a NaN sum stays NaN, as
-// in AddRelu), the sum in float and rounded once. The bias is read value by
-// value, from cache after its first reads.
+// y = y + bias[channel], with the ReLU where kRelu: Add's or AddRelu's sum,
+// rounded once. The bias is read value by value, from cache after its first
+// reads.
 template <typename Type, bool kRelu>
 __device__ typename Type::Storage biased(typename Type::Storage y, typename Type::Storage bias) {
-  const float sum = Type::widen(y) + Type::widen(bias);
-  return Type::narrow(kRelu && sum <= 0.0f ? 0.0f : sum);
+  using Op = std::conditional_t<kRelu, AddRelu, Add>;
+  return Type::narrow(Op::apply(Type::widen(y), Type::widen(bias), 0.0f));
 }
 
 // 16 bytes of y per thread and step; each pack's first channel found once,
