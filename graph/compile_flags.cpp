@@ -2,6 +2,8 @@
 // (graph/compile_flags.h).
 #include "graph/compile_flags.h"
 
+#include <string_view>
+
 #include "tensor/atomic_file.h"
 #include "tensor/error.h"
 
@@ -84,35 +86,39 @@ std::string compile_flags_deciding_bits(const CompileOptions& options, Device de
   return flags;
 }
 
+namespace {
+
+// A flag that only one kind of device reads, and what a run on the other kind
+// is told when it is given.
+struct IgnoredFlag {
+  std::string_view flag;
+  bool read_on_cuda;
+  std::string_view note;
+};
+
+constexpr IgnoredFlag kIgnoredFlags[] = {
+    {"--cudnn-search", true, "--cudnn-search chooses cuDNN algorithms; it has no effect on the CPU"},
+    {"--autotune-cache", true, "--autotune-cache keeps cuDNN's measured algorithms; it has no effect on the CPU"},
+    {"--cudnn-api", true, "--cudnn-api chooses among cuDNN's convolution APIs; it has no effect on the CPU"},
+    {"--deterministic", true, "--deterministic restricts cuDNN algorithms; the CPU path is deterministic already"},
+    {"--no-nvtx", true, "--no-nvtx leaves out the NVTX ranges of a GPU's steps; the CPU's steps have none"},
+    {"--cpu-conv", false, "--cpu-conv chooses the CPU's convolution path; it has no effect on a GPU"},
+    {"--no-winograd", false, "--no-winograd chooses the CPU's convolution kernels; it has no effect on a GPU"},
+};
+
+}  // namespace
+
 std::vector<std::string> compile_flag_notes(const std::map<std::string, std::string>& given, Device device) {
   std::vector<std::string> notes;
-  if (!device.is_cuda()) {
-    if (given.contains("--cudnn-search")) {
-      notes.push_back("--cudnn-search chooses cuDNN algorithms; it has no effect on the CPU");
+  for (const IgnoredFlag& ignored : kIgnoredFlags) {
+    if (ignored.read_on_cuda != device.is_cuda() && given.contains(std::string(ignored.flag))) {
+      notes.emplace_back(ignored.note);
     }
-    if (given.contains("--autotune-cache")) {
-      notes.push_back("--autotune-cache keeps cuDNN's measured algorithms; it has no effect on the CPU");
-    }
-    if (given.contains("--cudnn-api")) {
-      notes.push_back("--cudnn-api chooses among cuDNN's convolution APIs; it has no effect on the CPU");
-    }
-    if (given.contains("--deterministic")) {
-      notes.push_back("--deterministic restricts cuDNN algorithms; the CPU path is deterministic already");
-    }
-    if (given.contains("--no-nvtx")) {
-      notes.push_back("--no-nvtx leaves out the NVTX ranges of a GPU's steps; the CPU's steps have none");
-    }
-    if (const auto it = given.find("--precision"); it != given.end() && it->second == flag_name_of(Precision::kTf32)) {
-      notes.push_back("--precision tf32 rounds the inputs of a GPU's tensor-core products to TF32; the CPU computes "
-                      "in fp32, so a tf32 run on the CPU gives fp32's results");
-    }
-  } else {
-    if (given.contains("--cpu-conv")) {
-      notes.push_back("--cpu-conv chooses the CPU's convolution path; it has no effect on a GPU");
-    }
-    if (given.contains("--no-winograd")) {
-      notes.push_back("--no-winograd chooses the CPU's convolution kernels; it has no effect on a GPU");
-    }
+  }
+  const auto precision = given.find("--precision");
+  if (!device.is_cuda() && precision != given.end() && precision->second == flag_name_of(Precision::kTf32)) {
+    notes.emplace_back("--precision tf32 rounds the inputs of a GPU's tensor-core products to TF32; the CPU computes "
+                       "in fp32, so a tf32 run on the CPU gives fp32's results");
   }
   return notes;
 }

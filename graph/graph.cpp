@@ -206,8 +206,12 @@ void Graph::compile(Context& ctx, const CompileOptions& options) {
   // producers prepare (a fused oneDNN forward is its own primitive).
   plan_fusion(ctx, nullptr);
   const size_t parameters = parameter_bytes(nodes_, layers_);
+  // Mixed precision adds a 16-bit copy of the parameters, and on a GPU a
+  // 16-bit layer's weight-gradient scratch (Note [16-bit parameter
+  // gradients], layers/conv2d/conv2d_cuda.cpp): at most half as much again.
+  const size_t gradients = mixed && ctx.is_cuda() ? parameters + parameters / 2 : parameters;
   check_plan_fits(ctx, {{MemoryCategory::kParameters, mixed ? parameters + parameters / 2 : parameters},
-                        {MemoryCategory::kGradients, training ? parameters : 0},
+                        {MemoryCategory::kGradients, training ? gradients : 0},
                         {MemoryCategory::kData, input_bytes(nodes_)},
                         {MemoryCategory::kActivations, plan_->values.total},
                         {MemoryCategory::kActivationGrads, plan_->grads.total}});
