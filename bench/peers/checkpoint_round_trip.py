@@ -20,8 +20,10 @@ state_dicts, each loaded by the other, compared on the same images.
 
 Networks: peer_models.py's (torchvision's AlexNet, VGG11/13/16/19, GoogLeNet
 and InceptionV3 without aux heads, ResNet18..152; the peer's LeNet, Overfeat,
-ResNet56, Xception, FCN5), all with Glassbox's classes. Default: AlexNet,
-VGG11, GoogLeNet, InceptionV3, ResNet18, ResNet50; --nets all for every one.
+ResNet56, Xception, FCN5), all with Glassbox's classes, and any MLP spec
+(MLP:784,256,10: peer_custom_models.mlp, Glassbox's nets/mlp_spec.h). Default:
+AlexNet, VGG11, GoogLeNet, InceptionV3, ResNet18, ResNet50; --nets all for
+every one of peer_models.py's.
 
 Logits are compared as max |glassbox - pytorch| (abs) and that divided by
 max |pytorch| (rel, the scale of the logits); a network passes with rel <=
@@ -31,7 +33,7 @@ error.
 
 Usage (with a Python that has torch, torchvision and safetensors):
   python3 bench/peers/checkpoint_round_trip.py
-      [--glassbox build/glassbox] [--nets AlexNet,ResNet50 | all] [--parts 1,2,3]
+      [--glassbox build/glassbox] [--nets AlexNet,ResNet50,MLP:784,256,10 | all] [--parts 1,2,3]
       [--tolerance 1e-4] [--device cpu] [--threads 2] [--work DIR] [--keep]
 The pure-Python parts (parsing, comparison, the table) are tested by
 bench/peers/test_checkpoint_round_trip.py without torch.
@@ -71,15 +73,71 @@ class StepFailed(Exception):
 
 # ---- Pure parts (tested without torch) ----------------------------------------------
 
+MLP_PREFIX = "MLP:"
+
+
+class MlpNet:
+    """An MLP spec as a network of this script: its canonical name, one image's
+    shape as Glassbox's nets/mlp.cpp takes it, and its PyTorch module."""
+
+    def __init__(self, sizes):
+        self.sizes = list(sizes)
+        self.name = MLP_PREFIX + ",".join(str(n) for n in self.sizes)
+        self.sample = (1, 28, 28) if self.sizes[0] == 784 else (self.sizes[0], 1, 1)
+
+    def build(self):
+        import peer_custom_models
+        return peer_custom_models.mlp(self.sizes)
+
+
+def parse_mlp(text):
+    """An MlpNet from "MLP:784,256,10" (the prefix in any case), or None if `text` does not
+    start with "MLP:". Sizes are decimal digits separated by commas, features first and
+    classes last; Glassbox checks their limits itself and refuses by name what it does not
+    build."""
+    if text[:len(MLP_PREFIX)].upper() != MLP_PREFIX:
+        return None
+    items = text[len(MLP_PREFIX):].split(",")
+    if len(items) < 2 or not all(item.isascii() and item.isdigit() for item in items):
+        raise UsageError(f"'{text}' is no MLP spec: its sizes are whole numbers separated by commas, "
+                         f"the features first and the classes last (MLP:784,256,10)")
+    return MlpNet(int(item) for item in items)
+
+
+def split_net_names(text):
+    """--nets' names: split at commas, except that an MLP spec keeps the sizes after it
+    ("ResNet50,MLP:784,256,10,LeNet" is three names; no network's name is a number).
+    Empty names between commas are passed over."""
+    names = []
+    for word in (w.strip() for w in text.split(",")):
+        if names and names[-1][:len(MLP_PREFIX)].upper() == MLP_PREFIX and (word.isdigit() or not word):
+            names[-1] += "," + word  # an empty size stays, for parse_mlp to refuse
+        elif word:
+            names.append(word)
+    return names
+
+
+def file_stem(name):
+    """`name` as part of a file name: "MLP:784,256,10" -> "MLP-784-256-10"."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", name)
+
+
+def net_of(name):
+    """The network `name` names: peer_models' NetSpec (any case) or an MlpNet; None if neither."""
+    return parse_mlp(name) or find_net(name)
+
+
 def select_nets(text):
-    """--nets: "all", or names separated by commas (any case), in peer_models' spelling."""
+    """--nets: "all" (peer_models' networks), or names separated by commas (any case), in
+    peer_models' spelling, and MLP specs, whose own sizes are separated by commas too."""
     if text.strip().lower() == "all":
         return list(NET_NAMES)
     names = []
-    for word in filter(None, (w.strip() for w in text.split(","))):
-        spec = find_net(word)
+    for word in split_net_names(text):
+        spec = net_of(word)
         if spec is None:
-            raise UsageError(f"unknown network '{word}'; known: {', '.join(NET_NAMES)}, or all")
+            raise UsageError(f"unknown network '{word}'; known: {', '.join(NET_NAMES)}, an MLP spec "
+                             f"(MLP:784,256,10), or all")
         names.append(spec.name)
     if not names:
         raise UsageError("--nets names no network")
@@ -181,7 +239,7 @@ def run(command, what):
 
 def build_model(name):
     """The PyTorch model of `name` as peer_models builds it (torchvision's or the peer's), in eval mode."""
-    model = find_net(name).build()
+    model = net_of(name).build()
     return model.eval()
 
 
@@ -194,8 +252,8 @@ def pytorch_logits(model, images):
 
 def glassbox_logits(glassbox, name, weights, images, work, device):
     import safetensors.torch
-    images_path = os.path.join(work, f"{name}-images.safetensors")
-    logits_path = os.path.join(work, f"{name}-logits.safetensors")
+    images_path = os.path.join(work, f"{file_stem(name)}-images.safetensors")
+    logits_path = os.path.join(work, f"{file_stem(name)}-logits.safetensors")
     safetensors.torch.save_file({"images": images.contiguous()}, images_path)
     command = [glassbox, "eval", name, "--weights", weights, "--input", images_path, "--logits", logits_path]
     if device:
@@ -213,12 +271,12 @@ def compare(name, glassbox, pytorch, tolerance):
 def random_images(name, seed):
     import torch
     generator = torch.Generator().manual_seed(seed)
-    return torch.randn((2,) + tuple(find_net(name).sample), generator=generator)
+    return torch.randn((2,) + tuple(net_of(name).sample), generator=generator)
 
 
 def glassbox_to_pytorch(glassbox, name, work, args):
     import safetensors.torch
-    run_dir = os.path.join(work, f"{name}-run")
+    run_dir = os.path.join(work, f"{file_stem(name)}-run")
     shutil.rmtree(run_dir, ignore_errors=True)
     batch = 2
     command = [glassbox, "train", name, "--data", f"synthetic:{batch}", "--batch", str(batch), "--epochs", "1",
@@ -256,7 +314,7 @@ def pytorch_to_glassbox(glassbox, name, work, args):
     torch.manual_seed(2)
     model = build_model(name)
     perturb_statistics(model, 3)
-    weights = os.path.join(work, f"{name}-pytorch.safetensors")
+    weights = os.path.join(work, f"{file_stem(name)}-pytorch.safetensors")
     safetensors.torch.save_file(model.state_dict(), weights, metadata={"format": "pt"})
     images = random_images(name, 4)
     return compare(name, glassbox_logits(glassbox, name, weights, images, work, args.device),

@@ -35,6 +35,22 @@ class SelectTest(unittest.TestCase):
         with self.assertRaisesRegex(rt.UsageError, "names no network"):
             rt.select_nets(" , ")
 
+    def test_mlp_specs_keep_their_commas(self):
+        self.assertEqual(rt.select_nets("resnet50,mlp:784,256,10,LeNet"), ["ResNet50", "MLP:784,256,10", "LeNet"])
+        self.assertEqual(rt.select_nets("MLP:20,2"), ["MLP:20,2"])
+        self.assertEqual(rt.select_nets("MLP:20,2, MLP:784,10"), ["MLP:20,2", "MLP:784,10"])
+
+    def test_an_mlp_takes_glassboxs_image_shape(self):
+        self.assertEqual(rt.net_of("MLP:784,256,10").sample, (1, 28, 28))
+        self.assertEqual(rt.net_of("mlp:20,5,2").sample, (20, 1, 1))
+        self.assertEqual(rt.net_of("mlp:20,5,2").sizes, [20, 5, 2])
+        self.assertEqual(rt.file_stem("MLP:784,256,10"), "MLP-784-256-10")
+
+    def test_a_bad_mlp_spec_is_a_usage_error(self):
+        for bad in ("MLP:784", "MLP:784,,10", "MLP:784,x,10", "MLP:", "MLP:-5,10", "MLP:784,1e3"):
+            with self.subTest(spec=bad), self.assertRaisesRegex(rt.UsageError, "is no MLP spec"):
+                rt.select_nets(bad)
+
     def test_parts(self):
         self.assertEqual(rt.select_parts("3,1"), [1, 3])
         self.assertEqual(rt.select_parts("1,2,3"), [1, 2, 3])
