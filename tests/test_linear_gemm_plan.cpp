@@ -7,10 +7,14 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdint>
+#include <limits>
+#include <tuple>
 #include <vector>
 
 #include "layers/linear/gemm_plan.h"
+#include "tensor/error.h"
 
 namespace glassbox {
 namespace {
@@ -131,6 +135,52 @@ TEST(LinearGemmPlan, TheEpilogueSumsTheBiasGradientOnlyInFp32) {
   EXPECT_FALSE(bias_gradient_in_epilogue(DType::kFloat32, true)) << "TF32";
   EXPECT_FALSE(bias_gradient_in_epilogue(DType::kBFloat16, false)) << "db would be rounded to bf16";
   EXPECT_FALSE(bias_gradient_in_epilogue(DType::kFloat16, false)) << "db would be rounded to fp16";
+}
+
+// Note [A ReLU epilogue that drops NaN]: the probe plants its NaN in A's
+// first stored value and reads D's first; every pass's product, at shapes
+// with one row or column and without, carries it there through the sum.
+TEST(LinearGemmPlan, TheReluProbesNanReachesDsFirstValueInEveryPass) {
+  for (const LinearGemmPass pass : {LinearGemmPass::kForward, LinearGemmPass::kBackwardData,
+                                    LinearGemmPass::kBackwardWeights}) {
+    for (const auto& [rows, in, out] : {std::tuple<int64_t, int64_t, int64_t>{3, 5, 4}, {1, 2, 3}, {4, 1, 1}}) {
+      const LinearGemm g = linear_gemm(pass, rows, in, out);
+      Floats a(static_cast<size_t>(g.a_rows * g.a_columns), 0.0f), b(static_cast<size_t>(g.b_rows * g.b_columns));
+      a[0] = std::numeric_limits<float>::quiet_NaN();
+      Floats bias(static_cast<size_t>(g.m), 0.0f);
+      const Floats d = run(g, LinearEpilogue::kBias, a, b, bias);
+      EXPECT_TRUE(std::isnan(d[0])) << name_of(pass) << " at " << rows << " x " << in << " -> " << out;
+    }
+  }
+  EXPECT_TRUE(applies_relu(LinearEpilogue::kRelu));
+  EXPECT_TRUE(applies_relu(LinearEpilogue::kBiasRelu));
+  EXPECT_FALSE(applies_relu(LinearEpilogue::kBias));
+  EXPECT_FALSE(applies_relu(LinearEpilogue::kBiasGradientOfB));
+}
+
+TEST(LinearGemmPlan, TheReluProbesNanIsANanInEachType) {
+  for (const DType data : {DType::kFloat32, DType::kBFloat16, DType::kFloat16}) {
+    const std::vector<uint8_t> nan = nan_bytes(data);
+    ASSERT_EQ(nan.size(), size_of(data)) << name_of(data);
+    EXPECT_TRUE(is_nan_bytes(data, nan)) << name_of(data);
+    const std::vector<uint8_t> zero(size_of(data), 0);
+    EXPECT_FALSE(is_nan_bytes(data, zero)) << name_of(data);
+  }
+  // What an fmaxf(x, 0) epilogue gives back is 0; an infinity is no NaN either.
+  const uint16_t bf16_inf = 0x7f80, fp16_inf = 0x7c00;
+  EXPECT_FALSE(is_nan_bytes(DType::kBFloat16, std::vector<uint8_t>{bf16_inf & 0xff, bf16_inf >> 8}));
+  EXPECT_FALSE(is_nan_bytes(DType::kFloat16, std::vector<uint8_t>{fp16_inf & 0xff, fp16_inf >> 8}));
+  EXPECT_TRUE(is_nan_bytes(DType::kFloat16, std::vector<uint8_t>{0x01, 0x7c})) << "a signalling NaN";
+  EXPECT_THROW(
+      {
+        try {
+          is_nan_bytes(DType::kFloat32, std::vector<uint8_t>{0, 0});
+        } catch (const Error& e) {
+          EXPECT_STREQ(e.what(), "is_nan_bytes: 2 bytes are not one float32 value");
+          throw;
+        }
+      },
+      Error);
 }
 
 // Note [When cuBLASLt refuses a product]: each product asks cuBLASLt for less,

@@ -2,7 +2,11 @@
 #include "layers/linear/gemm_plan.h"
 
 #include <climits>
+#include <cmath>
+#include <cstring>
+#include <limits>
 
+#include "tensor/convert.h"
 #include "tensor/error.h"
 
 namespace glassbox {
@@ -48,10 +52,34 @@ std::vector<LinearEpilogue> lt_epilogue_fallbacks(LinearEpilogue wanted) {
   return {LinearEpilogue::kNone};
 }
 
+bool applies_relu(LinearEpilogue e) { return e == LinearEpilogue::kRelu || e == LinearEpilogue::kBiasRelu; }
+
+std::vector<uint8_t> nan_bytes(DType data) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  if (is_16_bit_float(data)) {
+    const uint16_t bits = to_16_bit(nan, data);
+    return {static_cast<uint8_t>(bits & 0xff), static_cast<uint8_t>(bits >> 8)};
+  }
+  std::vector<uint8_t> bytes(sizeof(float));
+  std::memcpy(bytes.data(), &nan, sizeof(float));
+  return bytes;
+}
+
+bool is_nan_bytes(DType data, std::span<const uint8_t> bytes) {
+  if (bytes.size() != size_of(data)) {
+    throw Error(cat("is_nan_bytes: ", bytes.size(), " bytes are not one ", name_of(data), " value"));
+  }
+  if (is_16_bit_float(data)) {
+    return std::isnan(from_16_bit(static_cast<uint16_t>(bytes[0] | (bytes[1] << 8)), data));
+  }
+  float value = 0;
+  std::memcpy(&value, bytes.data(), sizeof(float));
+  return std::isnan(value);
+}
+
 namespace {
 
 bool adds_bias(LinearEpilogue e) { return e == LinearEpilogue::kBias || e == LinearEpilogue::kBiasRelu; }
-bool applies_relu(LinearEpilogue e) { return e == LinearEpilogue::kRelu || e == LinearEpilogue::kBiasRelu; }
 
 }  // namespace
 

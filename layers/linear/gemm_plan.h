@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -79,6 +80,22 @@ bool bias_gradient_in_epilogue(DType data, bool tf32);
 // product with the same compute type. algorithms() names the route, so a
 // slower path is seen, not hidden.
 std::vector<LinearEpilogue> lt_epilogue_fallbacks(LinearEpilogue wanted);
+
+// Note [A ReLU epilogue that drops NaN]: Glassbox's ReLU passes a NaN on
+// (Note [A ReLU keeps a NaN], layers/relu.h), so that a non-finite value is
+// found where it starts. cublasLt.h does not say what its ReLU epilogues do
+// with a NaN, and a max written as fmaxf(x, 0) returns 0. So a product
+// planned with a ReLU epilogue runs once at prepare on zeroed operands of its
+// own shapes with one NaN, A's first value (D's first value sums it whatever
+// the transposes: op(A)(0,0) op(B)(0,0) = NaN x 0); where D's first value
+// comes back a number, the product takes the next epilogue of
+// lt_epilogue_fallbacks() without the ReLU, the ReLU runs as a pass of its
+// own, and algorithms() says why.
+bool applies_relu(LinearEpilogue epilogue);
+// The probe's NaN as `data`'s bytes (4 for float32, 2 for the 16-bit types),
+// and whether one value's bytes read back are a NaN.
+std::vector<uint8_t> nan_bytes(DType data);
+bool is_nan_bytes(DType data, std::span<const uint8_t> bytes);
 
 // Which library a product may run on: kAuto is cuBLASLt where it offers an
 // algorithm, else cublasGemmEx; kGemmEx is cublasGemmEx whatever cuBLASLt

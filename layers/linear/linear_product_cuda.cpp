@@ -19,6 +19,12 @@ LinearProduct LinearProduct::plan(Context& ctx, const std::string& layer, const 
   if (library == LinearLibrary::kAuto) {
     for (LinearEpilogue epilogue : lt_epilogue_fallbacks(wanted)) {
       p.lt_ = LtMatmul::plan(ctx, gemm, data, tf32, epilogue, workspace_limit);
+      // Note [A ReLU epilogue that drops NaN] (gemm_plan.h)
+      if (p.lt_ && applies_relu(epilogue) && !p.lt_->relu_keeps_nan(ctx, gemm, data)) {
+        p.relu_epilogue_drops_nan_ = true;
+        p.lt_.reset();
+        continue;
+      }
       if (p.lt_) break;
     }
   }
@@ -47,7 +53,11 @@ std::string LinearProduct::describe() const {
   const std::string passes = glassbox::describe(passes_);
   if (!passes.empty()) {
     text += cat("; ", passes);
-    if (lt_) text += cat(" (cuBLASLt offers no ", name_of(wanted_), " epilogue for these shapes)");
+    if (relu_epilogue_drops_nan_) {
+      text += " (cuBLASLt's ReLU epilogue returns a number for a NaN at these shapes)";
+    } else if (lt_) {
+      text += cat(" (cuBLASLt offers no ", name_of(wanted_), " epilogue for these shapes)");
+    }
   }
   return text;
 }

@@ -1,7 +1,12 @@
 // layers/linear/lt_matmul_cuda.cpp: see layers/linear/lt_matmul_cuda.h.
 #include "layers/linear/lt_matmul_cuda.h"
 
+#include <array>
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
 
 #include "layers/layer_cuda.h"
 #include "tensor/context_cuda.h"
@@ -120,6 +125,50 @@ void LtMatmul::run(Context& ctx, const std::string& layer, const void* a, const 
   CUBLAS_CHECK(cublasLtMatmul(cublas_lt_of(ctx), desc_.get(), &kOne, a, a_.get(), b, b_.get(), beta, d, d_.get(), d,
                               d_.get(), &algo_, workspace_bytes_ > 0 ? workspace : nullptr, workspace_bytes_,
                               stream_of(ctx)));
+}
+
+bool LtMatmul::relu_keeps_nan(Context& ctx, const LinearGemm& gemm, DType data) {
+  using Key = std::tuple<int, int64_t, int64_t, int64_t, bool, bool, DType, LinearEpilogue, int, size_t>;
+  static std::mutex mutex;
+  static std::map<Key, bool> answers;
+  const Key key{ctx.device().index, gemm.m,      gemm.n, gemm.k, gemm.transpose_a, gemm.transpose_b,
+                data,               epilogue_,   algorithm_id_, workspace_bytes_};
+  const std::lock_guard lock(mutex);
+  if (const auto it = answers.find(key); it != answers.end()) return it->second;
+
+  // Zeroed device buffers of its own, freed on return: a probe, outside the
+  // memory plan and its accounting.
+  const cudaStream_t stream = stream_of(ctx);
+  bool short_of_memory = false;
+  auto zeroed = [&](size_t bytes) {
+    const size_t size = std::max<size_t>(bytes, 1);
+    void* pointer = nullptr;
+    const cudaError_t status = cudaMalloc(&pointer, size);
+    if (status == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();  // clear it, so that no later check reports it
+      short_of_memory = true;
+      return CudaBuffer();
+    }
+    CUDA_CHECK(status);
+    CudaBuffer buffer(pointer);
+    CUDA_CHECK(cudaMemsetAsync(pointer, 0, size, stream));
+    return buffer;
+  };
+  const size_t value = size_of(data);
+  auto count = [](int64_t rows, int64_t columns) { return static_cast<size_t>(rows) * static_cast<size_t>(columns); };
+  const CudaBuffer a = zeroed(count(gemm.a_rows, gemm.a_columns) * value);
+  const CudaBuffer b = zeroed(count(gemm.b_rows, gemm.b_columns) * value);
+  const CudaBuffer d = zeroed(count(gemm.m, gemm.n) * value);
+  const CudaBuffer bias = zeroed(static_cast<size_t>(gemm.m) * value);
+  const CudaBuffer workspace = zeroed(workspace_bytes_);
+  if (short_of_memory) return false;
+  const std::vector<uint8_t> nan = nan_bytes(data);
+  CUDA_CHECK(cudaMemcpyAsync(a.get(), nan.data(), nan.size(), cudaMemcpyHostToDevice, stream));
+  run(ctx, "a probe of cuBLASLt's ReLU epilogue", a.get(), b.get(), &kZero, d.get(), bias.get(), workspace.get());
+  std::array<uint8_t, sizeof(float)> first{};
+  CUDA_CHECK(cudaMemcpyAsync(first.data(), d.get(), value, cudaMemcpyDeviceToHost, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  return answers.emplace(key, is_nan_bytes(data, std::span<const uint8_t>(first.data(), value))).first->second;
 }
 
 }  // namespace glassbox

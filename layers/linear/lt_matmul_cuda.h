@@ -34,6 +34,15 @@ class LtMatmul {
   void run(Context& ctx, const std::string& layer, const void* a, const void* b, const float* beta, void* d,
            void* bias, void* workspace);
 
+  // Note [A ReLU epilogue that drops NaN] (layers/linear/gemm_plan.h):
+  // whether a run of this product, planned for `gemm` on `data` values,
+  // passes A's NaN on through its ReLU epilogue. Runs it once on device
+  // buffers of its own and waits for it; the answer is kept per device, shape
+  // and algorithm. False where the device has no memory for the run (asked
+  // again next time): the ReLU then runs apart, which is right whatever the
+  // epilogue does.
+  bool relu_keeps_nan(Context& ctx, const LinearGemm& gemm, DType data);
+
  private:
   LtMatmul() = default;
 
