@@ -307,7 +307,10 @@ TEST(CliTrain, UsageErrorsNameTheFlagAndExitTwo) {
       {"train AlexNet --data fashion-mnist", "(1, 28, 28)"},
       {"eval LeNet --data synthetic", "glassbox: eval needs --weights FILE (a model file)"},
       {"eval LeNet --weights w", "glassbox: eval needs one of --data SPEC (score a test set) or --input FILE"},
-      {"eval LeNet --weights w --data synthetic --input x", "glassbox: eval needs one of --data SPEC"},
+      {"eval LeNet --weights w --data synthetic --input x", "glassbox: eval needs only one of --data SPEC"},
+      {"eval LeNet --weights w --input x --batch 2",
+       "glassbox: --batch goes with --data SPEC: --input FILE is scored as one batch of all its images"},
+      {"eval LeNet --weights w --input x --workers 2", "glassbox: --workers goes with --data SPEC"},
       {"eval LeNet --weights w --data synthetic --logits x",
        "glassbox: --logits goes with --input FILE: it writes the logits of those images"},
       {"eval LeNet --weights w --input x --logits w",
@@ -354,19 +357,21 @@ TEST(CliTrain, ALogThatCannotBeWrittenIsAFailure) {
       << r.output;
   // A write that fails: the log is at the file size limit (ulimit -f, in
   // KiB), and SIGXFSZ is ignored, so that write() fails with EFBIG.
+  // One log line of `size` bytes (a log's file begins as a log line does).
+  auto log_line = [](size_t size) { return "{\"pad\":\"" + std::string(size - 10, ' ') + "\"}"; };
   const std::string full = dir.file("full.jsonl");
-  std::ofstream(full) << std::string(65535, ' ') << '\n';
+  std::ofstream(full) << log_line(65535) << '\n';
   r = run_command("bash -c \"trap '' XFSZ; ulimit -f 64; exec " + kCli + " " + args + full + "\"");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "glassbox: --log " + full + ": write failed: File too large")) << r.output;
   // Room for 10 bytes of the first line: they are cut off again, and the
   // file ends where it did, with a whole line.
   const std::string nearly = dir.file("nearly.jsonl");
-  std::ofstream(nearly) << std::string(65535 - 10, ' ') << '\n';
+  std::ofstream(nearly) << log_line(65535 - 10) << '\n';
   r = run_command("bash -c \"trap '' XFSZ; ulimit -f 64; exec " + kCli + " " + args + nearly + "\"");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_TRUE(contains(r.output, "glassbox: --log " + nearly + ": write failed: File too large")) << r.output;
-  EXPECT_EQ(testing::read_whole_file(nearly), std::string(65535 - 10, ' ') + "\n") << "half a line was left";
+  EXPECT_EQ(testing::read_whole_file(nearly), log_line(65535 - 10) + "\n") << "half a line was left";
 }
 
 // --log is a regular file, or a new one: a named pipe would block the run
@@ -388,6 +393,66 @@ TEST(CliTrain, ALogThatIsNotARegularFileIsRefused) {
         << r.output;
     EXPECT_FALSE(contains(r.output, " step 1/")) << "it trained\n" << r.output;
   }
+}
+
+// --log appends to a log: a file that is no log (a checkpoint, `latest`) is
+// refused before it is touched, and a log named as a file the checkpoints
+// write would be replaced by a save. Either refusal comes before the
+// checkpoint directory is claimed or anything trained.
+TEST(CliTrain, ALogThatIsAnotherFileOrACheckpointsNameIsRefused) {
+  testing::TempDir dir;
+  const std::string run = dir.file("run");
+  const std::string train = "train LeNet --data synthetic:64 --batch 16 --device cpu --workers 1 --steps-per-epoch 2 ";
+  testing::CommandOutcome r = glassbox(train + "--epochs 1 --checkpoint-dir " + run);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string weights = run + "/epoch-0001.safetensors";
+  const auto size = std::filesystem::file_size(weights);
+  // Outside the checkpoint directory: a checkpoint and a copy of `latest`.
+  const std::string copy = dir.file("latest-copy");
+  std::filesystem::copy_file(run + "/latest", copy);
+  for (const std::string& log : {weights, copy}) {
+    r = glassbox(train + "--epochs 1 --log " + log);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_TRUE(contains(r.output, "glassbox: --log " + log + " holds something other than a training log (a log's "
+                                   "lines begin {\"): lines appended to it would damage it; give a new file, or "
+                                   "the log of the run resumed")) << r.output;
+    EXPECT_FALSE(contains(r.output, "1/1 ")) << "it trained\n" << r.output;
+  }
+  EXPECT_EQ(std::filesystem::file_size(weights), size) << "a refused log wrote into the checkpoint";
+  EXPECT_EQ(testing::read_whole_file(copy), "epoch-0001\n");
+  // In the directory a resume writes into, by name.
+  r = glassbox(train + "--epochs 2 --resume " + run + " --log " + run + "/latest");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: --log " + run + "/latest: the run's checkpoints write a file of that "
+                                 "name into --checkpoint-dir " + run + ", and a save would replace the log")) << r.output;
+  EXPECT_EQ(testing::read_whole_file(run + "/latest"), "epoch-0001\n");
+
+  const std::string fresh = dir.file("fresh");
+  for (const char* name : {"latest", "epoch-0002.safetensors", ".lock"}) {
+    r = glassbox(train + "--epochs 2 --checkpoint-dir " + fresh + "/ --log " + fresh + "/" + name);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_TRUE(contains(r.output, "glassbox: --log " + fresh + "/" + name + ": the run's checkpoints write a file of "
+                                   "that name into --checkpoint-dir " + fresh + "/, and a save would replace the "
+                                   "log; give the log another name")) << r.output;
+    EXPECT_FALSE(std::filesystem::exists(fresh)) << "a refused run made its checkpoint directory";
+  }
+  r = glassbox(train + "--epochs 1 --checkpoint-dir " + fresh + " --log " + fresh + "/log.jsonl");
+  EXPECT_EQ(r.exit_code, 0) << "a log of its own name beside the checkpoints\n" << r.output;
+}
+
+// A refused checkpoint directory is refused before the log is opened: a
+// refused run writes nothing.
+TEST(CliTrain, ARefusedCheckpointDirectoryLeavesNoLog) {
+  testing::TempDir dir;
+  const std::string file = dir.file("not-a-dir");
+  std::ofstream(file) << "x";
+  const std::string log = dir.file("log.jsonl");
+  const testing::CommandOutcome r = glassbox("train LeNet --data synthetic:64 --batch 16 --device cpu --workers 1 "
+                                             "--epochs 1 --checkpoint-dir " + file + " --log " + log);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "cannot make the checkpoint directory '" + file + "'")) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(log)) << "the refused run wrote its log";
+  EXPECT_FALSE(contains(r.output, "SGD: lr")) << "the banner came before the refusal\n" << r.output;
 }
 
 // A test image that cannot be read is left out of the closing accuracy and

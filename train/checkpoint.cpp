@@ -249,6 +249,11 @@ void remove_stale_temporaries(const std::string& dir) {
 
 }  // namespace
 
+bool is_checkpoint_dir_file(std::string_view name) {
+  return is_checkpoint_name(name) || is_stale_temporary(name) || name == kLock || name == kWriteCheck ||
+         temporary_of(name) == kWriteCheck;
+}
+
 std::string new_run_id() {
   std::random_device device;
   const uint64_t id = (static_cast<uint64_t>(device()) << 32) ^ device();  // device() gives 32 bits

@@ -31,6 +31,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graph/graph.h"
@@ -102,6 +103,11 @@ void save_checkpoint(const std::string& dir, Context& ctx, const Graph& graph, c
 // temporaries a killed writer left of them ("<name>.tmp.XXXXXX"), sorted; not
 // `.lock` nor any other file; none where `dir` does not exist.
 std::vector<std::string> checkpoint_files(const std::string& dir);
+
+// Whether a run that writes checkpoints into a directory writes, replaces or
+// removes a file of this name there: `latest`, the epochs' files, their
+// temporaries, `.lock` and the write check.
+bool is_checkpoint_dir_file(std::string_view name);
 
 // An advisory lock on a checkpoint directory, held while a run writes into
 // it: flock(LOCK_EX | LOCK_NB) on DIR/.lock, which holds the holder's

@@ -314,16 +314,16 @@ void Trainer::check_job() {
     for (const auto& setting : options_.rank_zero_settings) replica.settings.push_back(setting);
     check_replicas(ctx_, graph_, *options_.communicator, replica);
   }
+  if (!options_.checkpoint_dir.empty() && !checkpoint_dir_ready_) {
+    claim_checkpoint_dir(writes_checkpoints());
+    checkpoint_dir_ready_ = true;
+  }
   job_checked_ = true;
 }
 
 void Trainer::run(const TrainerHooks& hooks) {
   if (!job_checked_) check_job();
-  const bool writes = !data_parallel() || options_.communicator->rank() == 0;  // the replicas are the same
-  if (!options_.checkpoint_dir.empty() && !checkpoint_dir_ready_) {
-    claim_checkpoint_dir(writes);
-    checkpoint_dir_ready_ = true;
-  }
+  const bool writes = writes_checkpoints();
   if (state_.environment.empty()) state_.environment = run_environment(ctx_, graph_);
   for (int epoch = state_.epoch + 1; epoch <= options_.epochs; ++epoch) {
     EpochReport report = train_epoch(epoch, hooks);

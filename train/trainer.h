@@ -183,10 +183,12 @@ class Trainer {
   const TrainingState& state() const { return state_; }
 
   // Data-parallel: that every rank holds the same replica and will take the
-  // same steps, with the same settings (optim/replica_check.h); a no-op for
-  // one process. Blocking: every rank calls it, after any resume. run() calls
-  // it first where it was not called: call it before writing anything of the
-  // run (a log), so that a refused job writes nothing.
+  // same steps, with the same settings (optim/replica_check.h); then, with a
+  // checkpoint directory, claims it (the one it resumed from, or one that
+  // holds no other run's, locked by the writer). Blocking: every rank calls
+  // it, after any resume. run() calls it first where it was not called: call
+  // it before writing anything of the run (a log), so that a refused job
+  // writes nothing.
   void check_job();
   // Epochs state().epoch + 1 .. options.epochs.
   void run(const TrainerHooks& hooks = {});
@@ -201,6 +203,8 @@ class Trainer {
   void claim_checkpoint_dir(bool writes);
   EpochReport train_epoch(int epoch, const TrainerHooks& hooks);
   bool data_parallel() const { return options_.communicator != nullptr && options_.communicator->size() > 1; }
+  // Rank 0 writes the checkpoints of a data-parallel run: the replicas are the same.
+  bool writes_checkpoints() const { return !data_parallel() || options_.communicator->rank() == 0; }
   Evaluation summed_over_ranks(const Evaluation& mine) const;
 
   Context& ctx_;

@@ -100,8 +100,12 @@ int run_train(const std::vector<std::string>& words) {
   }
   Trainer& trainer = *trainer_storage;
   if (!resume_dir.empty()) trainer.resume(resume_dir);
-  // Every rank's replica and settings (--log among them) agree before rank 0
-  // opens the log: a refused job writes nothing.
+  // Every rank's replica and settings (--log among them) agree, and the
+  // checkpoint directory is claimed, before rank 0 opens the log: a refused
+  // job writes nothing.
+  if (!run.log_path.empty() && !options.checkpoint_dir.empty()) {
+    refuse_log_among_checkpoints(run.log_path, options.checkpoint_dir);
+  }
   trainer.check_job();
   std::optional<TrainingLog> log;
   if (!run.log_path.empty() && speaks) {

@@ -8,11 +8,13 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
 #include "tensor/atomic_file.h"
 #include "tensor/parse.h"
+#include "train/checkpoint.h"
 
 namespace glassbox::cli {
 namespace {
@@ -56,6 +58,15 @@ TrainingLog::TrainingLog(const std::string& path, int every_steps, Units units)
     ::close(fd);
     refuse_not_regular(path, info.st_mode);
   }
+  // A log's every line begins {" (one JSON object of named values); a file
+  // that begins otherwise is some other file (a checkpoint, `latest`, data),
+  // which the appended lines would damage.
+  char first[2] = {};
+  if (info.st_size > 0 && (::pread(fd, first, 2, 0) != 2 || first[0] != '{' || first[1] != '"')) {
+    ::close(fd);
+    throw ConfigError(cat("--log ", path, " holds something other than a training log (a log's lines begin {\"): "
+                          "lines appended to it would damage it; give a new file, or the log of the run resumed"));
+  }
   // Blocking writes from here on: O_NONBLOCK was for the open only.
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
@@ -74,6 +85,21 @@ TrainingLog::TrainingLog(const std::string& path, int every_steps, Units units)
       ::close(fd_);
       throw;
     }
+  }
+}
+
+void refuse_log_among_checkpoints(const std::string& log, const std::string& checkpoint_dir) {
+  const std::filesystem::path path(log);
+  const std::filesystem::path parent = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  // Either may not exist yet: a new checkpoint directory is made after this.
+  std::error_code log_error, dir_error;
+  const std::filesystem::path log_dir = std::filesystem::weakly_canonical(parent, log_error);
+  const std::filesystem::path dir = std::filesystem::weakly_canonical(checkpoint_dir, dir_error);
+  // Through "/x": a trailing separator ("ck/") names the same directory.
+  const bool same_dir = !log_error && !dir_error && log_dir / "x" == dir / "x";
+  if (same_dir && is_checkpoint_dir_file(path.filename().string())) {
+    throw ConfigError(cat("--log ", log, ": the run's checkpoints write a file of that name into --checkpoint-dir ",
+                          checkpoint_dir, ", and a save would replace the log; give the log another name"));
   }
 }
 

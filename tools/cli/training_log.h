@@ -24,12 +24,18 @@
 
 namespace glassbox::cli {
 
+// ConfigError where `log` is in `checkpoint_dir` under a name the run's
+// checkpoints write (`latest`, an epoch's file, `.lock`): a save would
+// replace it.
+void refuse_log_among_checkpoints(const std::string& log, const std::string& checkpoint_dir);
+
 class TrainingLog {
  public:
   // Opens `path` for appending (a resumed run continues its log), ending a
   // last line that a killed run left unfinished. Throws ConfigError for a
-  // path that is there but not a regular file (a named pipe, a device), and
-  // Error naming the path and the system's reason if it cannot be opened.
+  // path that is there but not a regular file (a named pipe, a device) or
+  // not a log (its first bytes are not a log line's), and Error naming the
+  // path and the system's reason if it cannot be opened.
   // `units`: what a rate counts, and a language model's perplexities.
   enum class Units { kImages, kTokens };
   TrainingLog(const std::string& path, int every_steps, Units units = Units::kImages);
