@@ -78,6 +78,7 @@ std::string regular_file_at(const std::string& path) {
   struct stat there {};
   const bool trailing_slash = !path.empty() && path.back() == '/';
   const bool exists = !trailing_slash && ::stat(path.c_str(), &there) == 0;
+  const int stat_error = errno;
   if (trailing_slash || (exists && !S_ISREG(there.st_mode))) {
     throw Error(cat("cannot write '", path, "': it is ",
                     trailing_slash || S_ISDIR(there.st_mode) ? "a directory" : "not a regular file",
@@ -85,6 +86,10 @@ std::string regular_file_at(const std::string& path) {
   }
   struct stat entry {};
   if (::lstat(path.c_str(), &entry) != 0 || !S_ISLNK(entry.st_mode)) return path;
+  if (!exists && stat_error != ENOENT) {  // a loop of links (ELOOP), a link into a place it may not search
+    throw Error(cat("cannot write '", path, "': it is a symbolic link that cannot be followed: ",
+                    std::strerror(stat_error)));
+  }
   if (!exists) throw Error(cat("cannot write '", path, "': it is a symbolic link to a file that does not exist"));
   char* resolved = ::realpath(path.c_str(), nullptr);
   if (resolved == nullptr) throw Error(cat("cannot write '", path, "': ", std::strerror(errno)));

@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -173,7 +175,18 @@ TEST(AtomicFile, APipeIsRefusedAndALinkIsFollowed) {
               "cannot write '" + dangling + "': it is a symbolic link to a file that does not exist");
   }
   EXPECT_TRUE(std::filesystem::is_symlink(dangling));
-  std::vector<std::string> expected = {"dangling.json", "link.json", "pipe", "real.json"};
+  // Two links that name each other: the system's reason, not "does not exist".
+  const std::string loop_a = dir.path + "/loop-a", loop_b = dir.path + "/loop-b";
+  std::filesystem::create_symlink(loop_b, loop_a);
+  std::filesystem::create_symlink(loop_a, loop_b);
+  try {
+    write_file_atomically(loop_a, "x");
+    FAIL() << "wrote through a loop of links";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "cannot write '" + loop_a + "': it is a symbolic link that cannot be followed: " +
+                                         std::strerror(ELOOP));
+  }
+  std::vector<std::string> expected = {"dangling.json", "link.json", "loop-a", "loop-b", "pipe", "real.json"};
   EXPECT_EQ(dir.entries(), expected) << "a temporary file was left behind";
 }
 

@@ -125,7 +125,7 @@ TEST(MakeFolder, UsageErrorsNameTheFlagAndExitTwo) {
     std::string message;
   } cases[] = {
       {"", "glassbox: make-folder needs one of --from SPEC (fashion-mnist, fashion-mnist:DIR, mnist:DIR) and --synthetic"},
-      {"--from fashion-mnist --synthetic" + out, "glassbox: make-folder needs one of --from SPEC"},
+      {"--from fashion-mnist --synthetic" + out, "glassbox: make-folder needs only one of --from SPEC"},
       {"--synthetic", "glassbox: make-folder needs --out DIR, the folder to make"},
       {"VGG16 --synthetic" + out, "glassbox: make-folder takes no network or other word without a flag (got 'VGG16')"},
       {"--synthetic --size 32" + out, "glassbox: make-folder: --size is for --from, not --synthetic"},

@@ -172,7 +172,8 @@ int run_eval(const std::vector<std::string>& words) {
   const NetSpec net = network_arg(args, "eval");
   if (!args.has("--weights")) throw ConfigError("eval needs --weights FILE (a model file)");
   if (args.has("--data") == args.has("--input")) {
-    throw ConfigError("eval needs one of --data SPEC (score a test set) or --input FILE (logits of given images)");
+    throw ConfigError(cat("eval needs ", args.has("--data") ? "only " : "", "one of --data SPEC (score a test set) or "
+                          "--input FILE (logits of given images)"));
   }
   if (net.language_model && args.has("--input")) {
     throw ConfigError(cat(net.name, " is a language model: eval scores it on a text's test split (--data text:PATH "
@@ -180,6 +181,11 @@ int run_eval(const std::vector<std::string>& words) {
   }
   if (args.has("--logits") && !args.has("--input")) {
     throw ConfigError("--logits goes with --input FILE: it writes the logits of those images");
+  }
+  for (const char* flag : {"--batch", "--workers"}) {
+    if (args.has(flag) && !args.has("--data")) {
+      throw ConfigError(cat(flag, " goes with --data SPEC: --input FILE is scored as one batch of all its images"));
+    }
   }
   if (args.has("--on-bad-sample") && !args.has("--data")) {
     throw ConfigError("--on-bad-sample goes with --data SPEC: it says what to do with an image of the data that "

@@ -243,8 +243,8 @@ int run_make_folder(const std::vector<std::string>& words) {
   }
   const bool synthetic = args.has("--synthetic");
   if (synthetic == args.has("--from")) {
-    throw ConfigError("make-folder needs one of --from SPEC (fashion-mnist, fashion-mnist:DIR, mnist:DIR) and "
-                      "--synthetic");
+    throw ConfigError(cat("make-folder needs ", synthetic ? "only " : "", "one of --from SPEC (fashion-mnist, "
+                          "fashion-mnist:DIR, mnist:DIR) and --synthetic"));
   }
   if (!args.has("--out")) throw ConfigError("make-folder needs --out DIR, the folder to make");
   refuse_flags_of_the_other_form(args, synthetic);
