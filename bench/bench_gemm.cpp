@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <new>
@@ -170,36 +171,67 @@ void time_product(benchmark::State& state, const GemmShape& s) {
   state.SetLabel(cat(label_of(s), "; ", product.ran_on()));
 }
 
+// One request of --serve: a product's shape and how long to time it.
+struct ServeRequest {
+  int64_t m = 0, n = 0, k = 0;
+  double window = 0.0;
+};
+
+// The largest side --serve takes: operands past it are terabytes, and every
+// size product below stays far inside int64_t.
+constexpr int64_t kMaxServedSide = int64_t{1} << 20;
+constexpr double kMaxServedWindow = 3600.0;  // seconds
+
+// "m n k seconds", separated by spaces or tabs, nothing else. ConfigError
+// naming what is wrong.
+ServeRequest parse_serve_request(std::string_view line) {
+  std::vector<std::string_view> words;
+  for (size_t at = 0; at < line.size();) {
+    const size_t start = line.find_first_not_of(" \t", at);
+    if (start == std::string_view::npos) break;
+    const size_t stop = std::min(line.find_first_of(" \t", start), line.size());
+    words.push_back(line.substr(start, stop - start));
+    at = stop;
+  }
+  if (words.size() != 4) throw ConfigError(cat(words.size(), words.size() == 1 ? " word" : " words", " where 4 are"));
+  return {.m = parse_int("m", words[0], 1, kMaxServedSide),
+          .n = parse_int("n", words[1], 1, kMaxServedSide),
+          .k = parse_int("k", words[2], 1, kMaxServedSide),
+          .window = parse_number("seconds", words[3], 1e-6, kMaxServedWindow)};
+}
+
 // --serve: for bench/gemm_vs_torch.py, which alternates short windows of this
 // and of the PyTorch peer. Reads "m n k seconds" per line, answers
-// "GFLOP/s library" per line; the operands of the last shape are kept.
+// "GFLOP/s library", or "error: ..." on one line, per line, whatever the
+// line holds (its text quoted as an excerpt); the operands of the last
+// shape are kept.
 void serve() {
   std::printf("ready: %s\n", cpu_blas_description().c_str());
   std::fflush(stdout);
   std::unique_ptr<TimedProduct> product;
-  char text[256];
-  while (std::fgets(text, sizeof text, stdin) != nullptr) {
-    long long m = 0, n = 0, k = 0;
-    double window = 0.0;
-    if (std::sscanf(text, "%lld %lld %lld %lf", &m, &n, &k, &window) != 4 || m < 1 || n < 1 || k < 1 ||
-        !(window > 0.0 && window < 1e6)) {
-      std::printf("error: expected 'm n k seconds' (seconds above 0 and finite), got '%s'\n", text);
-    } else {
+  for (std::string line; std::getline(std::cin, line);) {
+    if (line.ends_with('\r')) line.pop_back();
+    try {
+      const ServeRequest r = parse_serve_request(line);
       // A shape too large for the host's memory is answered, and the next
       // request served, as for a malformed line.
       try {
-        if (!product || !product->is(m, n, k)) {
+        if (!product || !product->is(r.m, r.n, r.k)) {
           product.reset();
-          product = std::make_unique<TimedProduct>(m, n, k);
+          product = std::make_unique<TimedProduct>(r.m, r.n, r.k);
         }
-        std::printf("%.3f %s\n", product->gflops_over(window), product->ran_on().c_str());
+        std::printf("%.3f %s\n", product->gflops_over(r.window), product->ran_on().c_str());
       } catch (const std::bad_alloc&) {
         product.reset();
-        std::printf("error: out of host memory for the operands of %lld x %lld x %lld\n", m, n, k);
-      } catch (const Error& e) {
-        product.reset();
-        std::printf("error: %s\n", e.what());
+        std::printf("error: out of host memory for the operands of %lld x %lld x %lld\n", static_cast<long long>(r.m),
+                    static_cast<long long>(r.n), static_cast<long long>(r.k));
       }
+    } catch (const ConfigError& e) {
+      std::printf("error: expected 'm n k seconds' (sides from 1 to %lld, seconds up to %g), got '%s': %s\n",
+                  static_cast<long long>(kMaxServedSide), kMaxServedWindow, excerpt(line, 80).c_str(), e.what());
+    } catch (const Error& e) {
+      product.reset();
+      std::printf("error: %s\n", e.what());
     }
     std::fflush(stdout);
   }

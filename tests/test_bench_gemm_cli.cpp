@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/support/command.h"
 #include "tests/support/data_files.h"
@@ -57,11 +59,32 @@ TEST(BenchGemm, ServeAnswersEveryLineAndGoesOn) {
   const Outcome r = run("printf '8 8 8 nan\\n100000 100000 100000 0.01\\n8 8 8 0.01\\n' | "
                         "(ulimit -v 3000000; " + kBench + " --serve --threads=1)");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(contains(r.output, "error: expected 'm n k seconds' (seconds above 0 and finite), got '8 8 8 nan"))
+  EXPECT_TRUE(contains(r.output, "error: expected 'm n k seconds' (sides from 1 to 1048576, seconds up to 3600), "
+                                 "got '8 8 8 nan': seconds must be a number from "))
       << r.output;
   EXPECT_TRUE(contains(r.output, "error: out of host memory for the operands of 100000 x 100000 x 100000")) << r.output;
   const std::string last = r.output.substr(r.output.rfind("error: out of host memory"));
   EXPECT_TRUE(contains_match(last, "\n[0-9]+\\.[0-9]{3} ")) << "no rate after the errors:\n" << r.output;
+}
+
+// Each request line gets one answer line, whatever it holds: extra words,
+// a number past the limits, a line longer than any buffer, a control byte
+// (quoted escaped, so the answer stays one line).
+TEST(BenchGemm, ServeAnswersEachLineWithOneLine) {
+  const std::string long_line(300, '7');
+  const Outcome r = run("printf '8 8 8 0.01 extra\\n" + long_line + " 1 1 0.01\\n1 1 1 100000\\n8\\t8 8 0.01\\r\\n"
+                        "\\033[2J\\n8 8 8 0.01\\n' | " + kBench + " --serve --threads=1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  std::vector<std::string> lines;
+  std::istringstream stream(r.output);
+  for (std::string line; std::getline(stream, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 7u) << "one banner and one answer per request:\n" << r.output;
+  EXPECT_TRUE(contains(lines[1], "got '8 8 8 0.01 extra': 5 words where 4 are")) << lines[1];
+  EXPECT_TRUE(contains(lines[2], ": m must be an integer from 1 to 1048576, got '7777")) << lines[2];
+  EXPECT_TRUE(contains(lines[3], "got '1 1 1 100000': seconds must be a number from ")) << lines[3];
+  EXPECT_TRUE(contains_match(lines[4], "^[0-9]+\\.[0-9]{3} ")) << "tabs and a CRLF end are a request\n" << lines[4];
+  EXPECT_TRUE(contains(lines[5], "got '\\x1b[2J': 1 word where 4 are")) << lines[5];
+  EXPECT_TRUE(contains_match(lines[6], "^[0-9]+\\.[0-9]{3} ")) << lines[6];
 }
 
 // Google Benchmark reads its flags from the environment too: they are taken
