@@ -68,9 +68,17 @@ class CudaAllocator final : public Allocator {
   // NCCL or cuBLAS does not trim the pool either. So a failed request waits
   // for the stream (frees are released only at a synchronisation), trims the
   // pool to what is in use and tries once more. Allocations are made at
-  // compile time, never inside a captured step, so the wait is legal.
+  // compile time, never inside a captured step, so the wait is legal; an
+  // allocation during a capture is refused by name, since CUDA would make it
+  // a node of the graph, memory outside the plan (Note [Capturing a stream]).
   void* raw_allocate(size_t bytes) override {
     cudaStream_t stream = resources_->stream.get();
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
+    if (capturing != cudaStreamCaptureStatusNone) {
+      throw Error(cat("an allocation of ", bytes, " bytes inside a step being captured: a step's memory is "
+                      "allocated when its graph is compiled, before the capture"));
+    }
     void* ptr = nullptr;
     cudaError_t status = cudaMallocAsync(&ptr, bytes, stream);
     if (status == cudaErrorMemoryAllocation) {

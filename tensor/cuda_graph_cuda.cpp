@@ -47,7 +47,10 @@ std::shared_ptr<CapturedGraph> capture_graph(const CudaResources& resources, con
                     failure ? *failure : cat("cudaStreamEndCapture: ", cudaGetErrorString(ended))));
   }
   CUDA_CHECK(cudaGraphGetNodes(result->graph, nullptr, &result->nodes));
-  CUDA_CHECK(cudaGraphInstantiate(&result->exec, result->graph, 0));
+  if (const cudaError_t made = cudaGraphInstantiate(&result->exec, result->graph, 0); made != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw Error(cat("while capturing a CUDA graph: cudaGraphInstantiate: ", cudaGetErrorString(made)));
+  }
   return result;
 }
 
