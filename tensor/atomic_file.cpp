@@ -19,10 +19,26 @@
 namespace glassbox {
 namespace {
 
-// An open temporary file "<path>.tmp.XXXXXX", removed unless kept.
+// "<path>.tmp.XXXXXX", mkstemp's pattern; where the file's name is too long
+// for the suffix (a name of up to 255 bytes is valid, and the suffix is 11),
+// the name is cut in the temporary's name only, so that every valid path can
+// be written. A checkpoint's names are short: the cut never hides one of
+// their temporaries from the save that removes a killed run's.
+std::string temporary_pattern(const std::string& path) {
+  constexpr size_t kSuffix = 11;  // ".tmp.XXXXXX"
+  const size_t slash = path.find_last_of('/');
+  const size_t name_start = slash == std::string::npos ? 0 : slash + 1;
+  const long name_max = ::pathconf(name_start == 0 ? "." : path.substr(0, name_start).c_str(), _PC_NAME_MAX);
+  const size_t limit = name_max > static_cast<long>(kSuffix) ? static_cast<size_t>(name_max) : 255;
+  std::string kept = path;
+  if (path.size() - name_start + kSuffix > limit) kept.resize(name_start + (limit - kSuffix));
+  return kept + ".tmp.XXXXXX";
+}
+
+// An open temporary file (temporary_pattern), removed unless kept.
 class TemporaryFile {
  public:
-  explicit TemporaryFile(const std::string& path) : name_(path + ".tmp.XXXXXX") {
+  explicit TemporaryFile(const std::string& path) : name_(temporary_pattern(path)) {
     std::vector<char> pattern(name_.begin(), name_.end());
     pattern.push_back('\0');
     fd_ = ::mkstemp(pattern.data());

@@ -98,6 +98,22 @@ TEST(AtomicFile, ADirectoryIsNotWritableAsAFile) {
   EXPECT_NO_THROW(check_writable(dir.path + "/new.json"));
 }
 
+// A file's name may be as long as the file system takes (255 bytes here):
+// the temporary beside it, 11 bytes longer, is cut to fit, and the file is
+// written whole under its own name, twice (a second write replaces the first).
+TEST(AtomicFile, ANameOfTheLongestLengthIsWritten) {
+  TemporaryDirectory dir;
+  ASSERT_FALSE(dir.path.empty());
+  for (const size_t length : {245u, 250u, 255u}) {
+    const std::string name(length, 'a' + static_cast<char>(length % 26));
+    const std::string path = dir.path + "/" + name;
+    write_file_atomically(path, "first\n");
+    write_file_atomically(path, "second\n");
+    EXPECT_EQ(contents_of(path), "second\n") << length << " bytes";
+  }
+  EXPECT_EQ(dir.entries().size(), 3u) << "a temporary file was left behind";
+}
+
 // A directory is refused before a temporary file is made, and left as it was.
 TEST(AtomicFile, WritingOverADirectoryIsRefusedAndLeavesNothingBehind) {
   TemporaryDirectory dir;
