@@ -389,6 +389,9 @@ TEST(Report, CommandErrorsNameTheFileAndExitOneOrTwo) {
        "glassbox: report takes one JSON file (got 0): what glassbox time --json, glassbox sweep or "
        "glassbox trace wrote"},
       {"report a.json b.json", 2, "glassbox: report takes one JSON file (got 2)"},
+      {"report /dev/stdin", 2,
+       "glassbox: report /dev/stdin: an input read from /dev or /proc has no folder for the page beside it: give "
+       "--out FILE"},
       {"report " + kData + "time.json --out", 2, "glassbox: --out needs a value (--out FILE)"},
       {"report " + (dir / "none.json"), 1,
        "glassbox: " + (dir / "none.json") + ": cannot read: No such file or directory"},

@@ -4,6 +4,7 @@
 // not at all (tensor/atomic_file.h); by default beside the input, FILE.html.
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "tensor/atomic_file.h"
@@ -46,6 +47,13 @@ int run_report(const std::vector<std::string>& words) {
                           "): what glassbox time --json, glassbox sweep or glassbox trace wrote"));
   }
   const std::string& in = args.positionals()[0];
+  // The default page goes beside its input; a stream (/dev/stdin,
+  // /proc/self/fd/0) has no folder for it, and the page would land in /dev.
+  const std::string where = std::filesystem::absolute(in).lexically_normal().string();
+  if (!args.has("--out") && (where.starts_with("/dev/") || where.starts_with("/proc/"))) {
+    throw ConfigError(cat("report ", in, ": an input read from /dev or /proc has no folder for the page beside it: "
+                          "give --out FILE"));
+  }
   const std::string out = args.get("--out", default_out(in));
   if (same_file(out, in)) {
     throw ConfigError(cat("report --out ", out, " is also the input file: the page would replace the data it is made "
