@@ -551,6 +551,9 @@ TEST(CliTrain, AResumedRunTakesEverySettingFromItsCheckpointOrRefusesIt) {
       {"config.data", "synthetic:abc", ": __metadata__ \"config.data\": synthetic:N must be an integer"},
       {"config.dropout", "0.5", ": __metadata__ \"config.dropout\" = '0.5' is not a setting of this fp32 run of "
                                 "glassbox train, which cannot continue it as it started"},
+      {"config.warmup_epochs", "5", ": __metadata__ \"config.warmup_epochs\" = 5 leaves none of the 2 epochs for "
+                                    "the schedule"},
+      {"config.data", "folder:" + dir.file("gone"), ": __metadata__ \"config.data\": " + dir.file("gone")},
   };
   for (const auto& c : cases) {
     std::filesystem::copy_file(kept, train, std::filesystem::copy_options::overwrite_existing);

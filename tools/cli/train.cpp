@@ -75,12 +75,15 @@ int run_train(const std::vector<std::string>& words) {
   graph.compile(ctx, compile);
   std::optional<Trainer> trainer_storage;
   std::string data_line = data_spec;
-  // A data spec the checkpoint saved that does not open is the file's error.
+  // A data spec the checkpoint saved that does not open (a bad spec, a
+  // folder that is gone) is the file's error, naming it.
   auto opened = [&](const auto& open) {
     try {
       return open();
-    } catch (const ConfigError& e) {
-      if (run.data_spec_source.empty()) throw;
+    } catch (const Error& e) {
+      const bool spec_or_data = dynamic_cast<const ConfigError*>(&e) != nullptr ||
+                                dynamic_cast<const DataError*>(&e) != nullptr;
+      if (run.data_spec_source.empty() || !spec_or_data) throw;
       throw DataError(cat(run.data_spec_source, ": ", e.what()));
     }
   };

@@ -219,6 +219,10 @@ TrainSettings train_settings(const Args& args, const NetSpec& net, Device device
   run.parallel = data_parallel_args(args);
   options.sync = run.parallel.sync;
   if (options.warmup_epochs >= options.epochs) {
+    if (!run.resume_dir.empty() && !args.has("--warmup-epochs")) {  // the checkpoint's own setting
+      throw DataError(cat(saved.file, ": __metadata__ \"config.warmup_epochs\" = ", options.warmup_epochs,
+                          " leaves none of the ", options.epochs, " epochs for the schedule"));
+    }
     throw ConfigError(cat("--warmup-epochs ", options.warmup_epochs, " leaves none of the ", options.epochs,
                           " epochs for the schedule; give fewer warm-up epochs"));
   }
