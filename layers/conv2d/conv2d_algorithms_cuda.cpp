@@ -481,11 +481,13 @@ std::optional<std::string> legacy_refusal(const PrepareOptions& options, const S
 // asks whether it runs one. So a fused forward chosen without a measured
 // search runs its candidates once on scratch tensors, in the heuristics'
 // order, until one succeeds; each that fails takes cuDNN's status, and the
-// one that succeeds goes first, ahead of any whose workspace the trial could
-// not have (untried, so not known to run in the fused call). A candidate the
+// one that succeeds goes first. One whose workspace the trial could not have
+// is not known to run in the fused call: it takes the status of a failed
+// allocation, so that the choice never takes it untried. A candidate the
 // choice would refuse anyway (legacy_refusal, or a workspace past the limit)
 // is not tried, so that the one that succeeds is one the choice takes. Where
-// the scratch cannot be had, the candidates stay untried and `note` says so.
+// the scratch cannot be had, no candidate is tried, each takes the status of
+// a failed allocation, and `note` says so: the plain call runs instead.
 void try_fused_call(Context& ctx, const PrepareOptions& options, const SearchInput& in, std::vector<Perf>& perfs,
                     std::string& note) {
   std::optional<Scratch> scratch;
@@ -493,6 +495,9 @@ void try_fused_call(Context& ctx, const PrepareOptions& options, const SearchInp
     scratch = scratch_tensors(ctx, in);
   } catch (const OutOfMemoryError&) {
     note = "not tried through the fused call: no memory for its scratch tensors";
+    for (Perf& p : perfs) {
+      if (p.status == CUDNN_STATUS_SUCCESS) p.status = CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;
+    }
     return;
   }
   for (auto p = perfs.begin(); p != perfs.end(); ++p) {
@@ -503,7 +508,10 @@ void try_fused_call(Context& ctx, const PrepareOptions& options, const SearchInp
     size_t bytes = 0;
     if (workspace_size(in.descriptors, conv.get(), Pass::kForward, p->algo, bytes) != CUDNN_STATUS_SUCCESS) continue;
     if (bytes > options.workspace_limit) continue;
-    if (!ensure_workspace(ctx, *scratch, bytes)) continue;  // untried; the choice names the memory if it is chosen
+    if (!ensure_workspace(ctx, *scratch, bytes)) {
+      p->status = CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED;  // untried: not taken
+      continue;
+    }
     p->status = run_legacy(in, conv.get(), Pass::kForward, p->algo, *scratch, bytes, 0.0f);
     if (p->status == CUDNN_STATUS_SUCCESS) {
       std::rotate(perfs.begin(), p, p + 1);
