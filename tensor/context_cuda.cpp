@@ -206,12 +206,12 @@ void fill_zero(const CudaResources& resources, void* dst, size_t bytes) {
   CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, resources.stream.get()));
 }
 
-std::shared_ptr<EventSet> create_events(const CudaResources& resources, int count) {
+std::shared_ptr<EventSet> create_events(const CudaResources& resources, int count, bool timing) {
   CUDA_CHECK(cudaSetDevice(resources.device));
   auto set = std::make_shared<EventSet>();
   for (int i = 0; i < count; ++i) {
     cudaEvent_t event = nullptr;
-    CUDA_CHECK(cudaEventCreate(&event));
+    CUDA_CHECK(cudaEventCreateWithFlags(&event, timing ? cudaEventDefault : cudaEventDisableTiming));
     set->events.emplace_back(event);
   }
   return set;

@@ -30,7 +30,7 @@ void accumulate_widened(const CudaResources&, const void*, DType, float*, int64_
   not_built("accumulate_widened");
 }
 void scale(const CudaResources&, float*, int64_t, float, const float*) { not_built("scale"); }
-std::shared_ptr<EventSet> create_events(const CudaResources&, int) { not_built("EventTimer"); }
+std::shared_ptr<EventSet> create_events(const CudaResources&, int, bool) { not_built("EventTimer"); }
 void record_event(const CudaResources&, EventSet&, int) { not_built("EventTimer"); }
 float elapsed_ms(EventSet&, int, int) { not_built("EventTimer"); }
 void wait_event(EventSet&, int) { not_built("wait_event"); }

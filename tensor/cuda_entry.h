@@ -41,8 +41,11 @@ void accumulate_widened(const CudaResources& resources, const void* src, DType s
 void scale(const CudaResources& resources, float* data, int64_t count, float factor, const float* device_factor);
 
 // A set of CUDA events recorded on the resources' stream (tensor/event_timer.h).
+// Without `timing` (events only waited on, never measured between: the step
+// read-back's) they are made with cudaEventDisableTiming, which records and
+// waits on faster; elapsed_ms needs timing.
 struct EventSet;
-std::shared_ptr<EventSet> create_events(const CudaResources& resources, int count);
+std::shared_ptr<EventSet> create_events(const CudaResources& resources, int count, bool timing = true);
 void record_event(const CudaResources& resources, EventSet& events, int index);
 float elapsed_ms(EventSet& events, int from, int to);  // waits for `to`
 void wait_event(EventSet& events, int index);  // the host waits for the event
