@@ -1,6 +1,7 @@
 // layers/layer_cuda.cpp: descriptors from shapes, gradients passed through.
 #include "layers/layer_cuda.h"
 
+#include <algorithm>
 #include <climits>
 
 #include "layers/relu_kernels_cuda.h"
@@ -61,6 +62,23 @@ void LayoutBridge::to_computed(Context& ctx, const void* stored, void* computed,
 
 void LayoutBridge::to_stored(Context& ctx, const void* computed, void* stored, const float* beta) const {
   CUDNN_CHECK(cudnnTransformTensor(cudnn_of(ctx), &kOne, computed_.get(), computed, beta, stored_.get(), stored));
+}
+
+ProbeBuffers::ProbeBuffers(const Context& ctx) : stream_(stream_of(ctx)) {}
+
+CudaBuffer ProbeBuffers::zeroed(size_t bytes) {
+  const size_t size = std::max<size_t>(bytes, 1);
+  void* data = nullptr;
+  const cudaError_t status = cudaMalloc(&data, size);
+  if (status == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();  // clear it, so that no later check reports it
+    if (short_of_memory_.empty()) short_of_memory_ = cat("no device memory for a probe buffer of ", size, " bytes");
+    return CudaBuffer();
+  }
+  CUDA_CHECK(status);
+  CudaBuffer buffer(data);
+  CUDA_CHECK(cudaMemsetAsync(data, 0, size, stream_));
+  return buffer;
 }
 
 NarrowParamGrads allocate_narrow_param_grads(Context& ctx, const Shape& weight, int64_t bias, DType dtype) {

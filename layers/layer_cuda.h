@@ -3,6 +3,7 @@
 
 #include <array>
 #include <memory>
+#include <string>
 
 #include "layers/layer.h"
 #include "tensor/context_cuda.h"
@@ -77,6 +78,22 @@ struct NarrowParamGrads {
   Tensor weight, bias;  // bias undefined where `bias` is 0
 };
 NarrowParamGrads allocate_narrow_param_grads(Context& ctx, const Shape& weight, int64_t bias, DType dtype);
+
+// Zeroed device buffers a prepare-time probe runs a library call on (the
+// fused batch norm's, cuBLASLt's ReLU epilogue's), outside the memory plan
+// and its accounting, each freed with its CudaBuffer. A buffer the device has
+// no memory for is an empty CudaBuffer and `short_of_memory` names the first
+// such size: the probe's answer is then "not known", not an error.
+class ProbeBuffers {
+ public:
+  explicit ProbeBuffers(const Context& ctx);
+  CudaBuffer zeroed(size_t bytes);  // at least 1 byte, 256-byte aligned (cudaMalloc)
+  const std::string& short_of_memory() const { return short_of_memory_; }
+
+ private:
+  cudaStream_t stream_;
+  std::string short_of_memory_;
+};
 
 // The layer's BackendState as the concrete type its x_cuda.cpp defined.
 template <typename State>

@@ -424,7 +424,8 @@ TEST(CliTrain, ALogThatIsAnotherFileOrACheckpointsNameIsRefused) {
   r = glassbox(train + "--epochs 2 --resume " + run + " --log " + run + "/latest");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "glassbox: --log " + run + "/latest: the run's checkpoints write a file of that "
-                                 "name into --checkpoint-dir " + run + ", and a save would replace the log")) << r.output;
+                                 "name into --checkpoint-dir " + run + ", and a save would replace the log"))
+      << r.output;
   EXPECT_EQ(testing::read_whole_file(run + "/latest"), "epoch-0001\n");
 
   const std::string fresh = dir.file("fresh");

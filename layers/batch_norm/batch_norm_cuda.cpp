@@ -198,25 +198,11 @@ FusedRun run_fused_call(const Context& ctx, const Shape& x, DType values, bool r
     return {refusal("the workspace and reserve sizes", status)};
   }
   const size_t forward_bytes = sizes.forward, backward_bytes = sizes.backward, reserve_bytes = sizes.reserve;
-  // Zeroed device buffers of their own, freed on return: a probe, outside the
-  // memory plan and its accounting. A buffer the device has no memory for
-  // makes the answer a refusal (the ReLU then runs apart), not an error.
+  // Buffers of its own, freed on return. A buffer the device has no memory
+  // for makes the answer a refusal (the ReLU then runs apart), not an error.
   cudaStream_t stream = stream_of(ctx);
-  std::string no_memory;  // the first buffer the device had no memory for
-  auto bytes = [&](size_t n) {
-    const size_t size = std::max<size_t>(n, 1);
-    void* data = nullptr;
-    const cudaError_t status = cudaMalloc(&data, size);
-    if (status == cudaErrorMemoryAllocation) {
-      (void)cudaGetLastError();  // clear it, so that no later check reports it
-      if (no_memory.empty()) no_memory = cat("no device memory for a probe buffer of ", size, " bytes");
-      return CudaBuffer();
-    }
-    CUDA_CHECK(status);
-    CudaBuffer buffer(data);
-    CUDA_CHECK(cudaMemsetAsync(data, 0, size, stream));
-    return buffer;
-  };
+  ProbeBuffers probe(ctx);
+  auto bytes = [&](size_t n) { return probe.zeroed(n); };
   const size_t value_bytes = static_cast<size_t>(x.numel()) * size_of(values);
   const CudaBuffer in = bytes(value_bytes), out = bytes(value_bytes), dy = bytes(value_bytes), dx = bytes(value_bytes);
   const CudaBuffer z = bytes(value_bytes), dz = bytes(value_bytes);
@@ -224,7 +210,7 @@ FusedRun run_fused_call(const Context& ctx, const Shape& x, DType values, bool r
   const CudaBuffer channels = bytes(6 * static_cast<size_t>(x[1]) * sizeof(float));
   const CudaBuffer workspace = bytes(std::max(forward_bytes, backward_bytes)), reserve = bytes(reserve_bytes);
   const CudaBuffer grads = bytes(2 * static_cast<size_t>(x[1]) * sizeof(float));
-  if (!no_memory.empty()) return {no_memory, true};
+  if (!probe.short_of_memory().empty()) return {probe.short_of_memory(), true};
   float* c = static_cast<float*>(channels.get());
   const int64_t k = x[1];
   const cudnnStatus_t forward = cudnnBatchNormalizationForwardTrainingEx(

@@ -136,32 +136,17 @@ bool LtMatmul::relu_keeps_nan(Context& ctx, const LinearGemm& gemm, DType data) 
   const std::lock_guard lock(mutex);
   if (const auto it = answers.find(key); it != answers.end()) return it->second;
 
-  // Zeroed device buffers of its own, freed on return: a probe, outside the
-  // memory plan and its accounting.
+  // Buffers of its own, freed on return.
   const cudaStream_t stream = stream_of(ctx);
-  bool short_of_memory = false;
-  auto zeroed = [&](size_t bytes) {
-    const size_t size = std::max<size_t>(bytes, 1);
-    void* pointer = nullptr;
-    const cudaError_t status = cudaMalloc(&pointer, size);
-    if (status == cudaErrorMemoryAllocation) {
-      (void)cudaGetLastError();  // clear it, so that no later check reports it
-      short_of_memory = true;
-      return CudaBuffer();
-    }
-    CUDA_CHECK(status);
-    CudaBuffer buffer(pointer);
-    CUDA_CHECK(cudaMemsetAsync(pointer, 0, size, stream));
-    return buffer;
-  };
+  ProbeBuffers probe(ctx);
   const size_t value = size_of(data);
   auto count = [](int64_t rows, int64_t columns) { return static_cast<size_t>(rows) * static_cast<size_t>(columns); };
-  const CudaBuffer a = zeroed(count(gemm.a_rows, gemm.a_columns) * value);
-  const CudaBuffer b = zeroed(count(gemm.b_rows, gemm.b_columns) * value);
-  const CudaBuffer d = zeroed(count(gemm.m, gemm.n) * value);
-  const CudaBuffer bias = zeroed(static_cast<size_t>(gemm.m) * value);
-  const CudaBuffer workspace = zeroed(workspace_bytes_);
-  if (short_of_memory) return false;
+  const CudaBuffer a = probe.zeroed(count(gemm.a_rows, gemm.a_columns) * value);
+  const CudaBuffer b = probe.zeroed(count(gemm.b_rows, gemm.b_columns) * value);
+  const CudaBuffer d = probe.zeroed(count(gemm.m, gemm.n) * value);
+  const CudaBuffer bias = probe.zeroed(static_cast<size_t>(gemm.m) * value);
+  const CudaBuffer workspace = probe.zeroed(workspace_bytes_);
+  if (!probe.short_of_memory().empty()) return false;
   const std::vector<uint8_t> nan = nan_bytes(data);
   CUDA_CHECK(cudaMemcpyAsync(a.get(), nan.data(), nan.size(), cudaMemcpyHostToDevice, stream));
   run(ctx, "a probe of cuBLASLt's ReLU epilogue", a.get(), b.get(), &kZero, d.get(), bias.get(), workspace.get());
