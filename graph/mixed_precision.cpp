@@ -179,15 +179,34 @@ void PrecisionStaging::backward(Context& ctx, Node& node, GradMode param_grad_mo
   const Tensor output = stager.stage_value(node.value, layer.backward_reads_output() || layer.fused_relu_backward());
   const Tensor output_grad = stager.stage_value(node.grad, true);
   const std::vector<Tensor> params = stager.stage_params(node.params);
+  // An fp32 gradient that a 16-bit layer adds its share to (an fp32 graph
+  // input's, read by several layers) is summed in fp32: the layer writes its
+  // share into the 16-bit staging, which is then added widened. Staged and
+  // added in 16 bits, the sum so far would be rounded at each reader. Not
+  // where the layer gets the same gradient twice (Add(x, x)): its own modes
+  // order the two writes.
+  std::vector<GradMode> modes = node.input_grad_modes;
+  std::vector<bool> added_widened(modes.size(), false);
+  for (size_t i = 0; i < modes.size(); ++i) {
+    const Tensor& g = node.input_grads[i];
+    if (!g.defined() || modes[i] != GradMode::kAdd || g.dtype() != DType::kFloat32 ||
+        !is_16_bit_float(value_target(layer, g))) {
+      continue;
+    }
+    const auto same = [&](const Tensor& other) { return other.defined() && other.raw() == g.raw(); };
+    if (std::count_if(node.input_grads.begin(), node.input_grads.end(), same) != 1) continue;
+    modes[i] = GradMode::kWrite;
+    added_widened[i] = true;
+  }
   std::vector<Tensor> input_grads;
   for (size_t i = 0; i < node.input_grads.size(); ++i) {
-    input_grads.push_back(stager.stage_value(node.input_grads[i], node.input_grad_modes[i] == GradMode::kAdd));
+    input_grads.push_back(stager.stage_value(node.input_grads[i], modes[i] == GradMode::kAdd));
   }
   node.layer->backward(ctx, {.inputs = inputs,
                              .output = output,
                              .output_grad = output_grad,
                              .input_grads = input_grads,
-                             .input_grad_modes = node.input_grad_modes,
+                             .input_grad_modes = modes,
                              .params = params,
                              .param_grads = node.param_grads,
                              .param_grad_mode = param_grad_mode});
@@ -196,7 +215,11 @@ void PrecisionStaging::backward(Context& ctx, Node& node, GradMode param_grad_mo
     // In fp32, before rounding: what fp16's loss scale is for. A loss layer
     // never computes in 16 bits (Layer::prepare), so its gradients here are fp32.
     if (layer.is_loss()) apply_loss_scale(ctx, input_grads[i], loss_scale);
-    stager.write_back(node.input_grads[i], input_grads[i]);
+    if (added_widened[i]) {
+      accumulate_widened(ctx, input_grads[i], node.input_grads[i]);
+    } else {
+      stager.write_back(node.input_grads[i], input_grads[i]);
+    }
   }
 }
 

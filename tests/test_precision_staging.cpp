@@ -23,7 +23,7 @@ namespace {
 //   y = round(w * x);  dx (= or +=) round(w * dy);  dw += sum(x * dy) in fp32.
 class Scale16 final : public Layer {
  public:
-  Scale16() : Layer("scale") {}
+  explicit Scale16(std::string name = "scale") : Layer(std::move(name)) {}
   std::string_view type() const override { return "Scale16"; }
   std::string describe() const override { return "y = w * x in 16 bits"; }
   Shape infer(std::span<const Shape> inputs) const override { return inputs[0]; }
@@ -201,6 +201,50 @@ TEST(PrecisionStaging, ALayerThatPacksItsParametersTakesThemInFp32OrComputesIn16
   EXPECT_EQ(testing::message_of<Error>([&] { bf16.compile(ctx, {.precision = Precision::kBf16}); }),
             "packed: a PackedFp32 packs its parameters, so in a bf16 graph it must take its fp32 master weights or "
             "compute in bfloat16 itself");
+}
+
+// An fp32 graph input read by two 16-bit layers: its gradient is summed in
+// fp32. Each layer's share is rounded to 16 bits once (it is computed in the
+// layer's type), then added widened; not rounded again as a 16-bit sum.
+TEST(PrecisionStaging, AnFp32InputsGradientFromTwo16BitReadersIsSummedInFp32) {
+  for (Precision precision : {Precision::kBf16, Precision::kFp16}) {
+    SCOPED_TRACE(flag_name_of(precision));
+    const DType half = value_dtype(precision);
+    GraphBuilder g;
+    const Value x = g.input("images", {2, 6});
+    const Value labels = g.input("labels", {2}, DType::kInt32);
+    const Value a = g.append(std::make_unique<Scale16>("a"), {x});
+    const Value b = g.append(std::make_unique<Scale16>("b"), {x});
+    Graph graph =
+        std::move(g).build(g.softmax_cross_entropy(g.linear(g.add({a, b}, "sum"), {.out_features = 3}, "fc"), labels));
+    Context ctx = Context::cpu(2);
+    graph.compile(ctx, {.precision = precision, .seed = 7, .memory_reuse = MemoryReuse::kOff,
+                        .input_gradients = {"images"}});
+    // w_a = 0.3, w_b = 3.7 (as their 16-bit working copies round them): shares of unlike size.
+    for (const auto& [name, w] : {std::pair<const char*, float>{"a", 0.3f}, {"b", 3.7f}}) {
+      const size_t element = static_cast<size_t>(static_cast<const char*>(graph.node(name).params[0].raw()) -
+                                                 static_cast<const char*>(graph.working_parameters().raw())) / 2;
+      graph.parameters().data<float>()[element] = w;
+    }
+    graph.refresh_working_parameters(ctx);
+    from_vector<float>(ctx, kImages, graph.node("images").value);
+    from_vector<int32_t>(ctx, kLabels, graph.node("labels").value);
+    graph.forward(ctx, Phase::kTraining);
+    graph.backward(ctx, Graph::ParamGrads::kReplace);
+
+    const float w_a = round_to_16_bit(0.3f, half), w_b = round_to_16_bit(3.7f, half);
+    const std::vector<float> dy_a = to_float_vector(ctx, graph.node("a").grad);
+    const std::vector<float> dy_b = to_float_vector(ctx, graph.node("b").grad);
+    const std::vector<float> dx = to_vector<float>(ctx, graph.input_gradient("images"));
+    ASSERT_EQ(dx.size(), kImages.size());
+    int rounded_twice_differs = 0;
+    for (size_t i = 0; i < dx.size(); ++i) {
+      const float share_a = round_to_16_bit(w_a * dy_a[i], half), share_b = round_to_16_bit(w_b * dy_b[i], half);
+      EXPECT_EQ(dx[i], share_a + share_b) << i;
+      rounded_twice_differs += round_to_16_bit(share_a + share_b, half) != share_a + share_b ? 1 : 0;
+    }
+    EXPECT_GT(rounded_twice_differs, 0) << "no value tells a 16-bit sum from an fp32 one";
+  }
 }
 
 }  // namespace
