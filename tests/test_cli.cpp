@@ -343,6 +343,12 @@ TEST(Cli, ThreadsIsOneFlagForEveryCommandAndTimeSaysIt) {
   EXPECT_EQ(summary.exit_code, 0) << summary.output;
   const Outcome joined = run(kCli + " summary LeNet --threads=1");
   EXPECT_EQ(joined.exit_code, 0) << joined.output;
+  // --help wins over a --threads without its value, wherever it stands.
+  for (const char* words : {" summary --help --threads", " summary --threads --help"}) {
+    const Outcome help = run(kCli + words);
+    EXPECT_EQ(help.exit_code, 0) << words << "\n" << help.output;
+    EXPECT_TRUE(contains(help.output, "usage: glassbox summary <network> [flags]")) << words << "\n" << help.output;
+  }
 }
 
 // Note [Threads on a shared machine]: a measuring run takes no more threads

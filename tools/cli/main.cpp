@@ -179,12 +179,13 @@ int main(int argc, char** argv) {
     }
     const std::string& verb = words[0];
     std::vector<std::string> rest(words.begin() + 1, words.end());
-    apply_thread_flag(rest);
+    // Help first: whatever else the words hold, even a flag without its value.
     if (const auto* flags = flags_of(verb);
         flags != nullptr && std::find(rest.begin(), rest.end(), "--help") != rest.end()) {
       if (speaks) print_flags(verb, *flags);
       return 0;
     }
+    apply_thread_flag(rest);
     // time and train are the data-parallel verbs; under mpirun every rank
     // would run any other whole, racing to print and to write one file.
     if (const JobPlacement placement = job_placement();
