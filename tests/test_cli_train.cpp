@@ -397,8 +397,8 @@ TEST(CliTrain, ALogThatIsNotARegularFileIsRefused) {
 
 // --log appends to a log: a file that is no log (a checkpoint, `latest`) is
 // refused before it is touched, and a log named as a file the checkpoints
-// write would be replaced by a save. Either refusal comes before the
-// checkpoint directory is claimed or anything trained.
+// write would be replaced by a save. Every refusal of the log comes before
+// the checkpoint directory is claimed (or emptied) or anything trained.
 TEST(CliTrain, ALogThatIsAnotherFileOrACheckpointsNameIsRefused) {
   testing::TempDir dir;
   const std::string run = dir.file("run");
@@ -424,7 +424,7 @@ TEST(CliTrain, ALogThatIsAnotherFileOrACheckpointsNameIsRefused) {
   r = glassbox(train + "--epochs 2 --resume " + run + " --log " + run + "/latest");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_TRUE(contains(r.output, "glassbox: --log " + run + "/latest: the run's checkpoints write a file of that "
-                                 "name into --checkpoint-dir " + run + ", and a save would replace the log"))
+                                 "name into their directory " + run + ", and a save would replace the log"))
       << r.output;
   EXPECT_EQ(testing::read_whole_file(run + "/latest"), "epoch-0001\n");
 
@@ -433,12 +433,33 @@ TEST(CliTrain, ALogThatIsAnotherFileOrACheckpointsNameIsRefused) {
     r = glassbox(train + "--epochs 2 --checkpoint-dir " + fresh + "/ --log " + fresh + "/" + name);
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_TRUE(contains(r.output, "glassbox: --log " + fresh + "/" + name + ": the run's checkpoints write a file of "
-                                   "that name into --checkpoint-dir " + fresh + "/, and a save would replace the "
+                                   "that name into their directory " + fresh + "/, and a save would replace the "
                                    "log; give the log another name")) << r.output;
     EXPECT_FALSE(std::filesystem::exists(fresh)) << "a refused run made its checkpoint directory";
   }
+  // The same directory named relatively and absolutely, before it exists.
+  r = run_command("cd " + dir.path() + " && " + kCli + " " + train + "--epochs 2 --checkpoint-dir fresh --log " +
+                  fresh + "/latest");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "the run's checkpoints write a file of that name into their directory fresh"))
+      << r.output;
   r = glassbox(train + "--epochs 1 --checkpoint-dir " + fresh + " --log " + fresh + "/log.jsonl");
   EXPECT_EQ(r.exit_code, 0) << "a log of its own name beside the checkpoints\n" << r.output;
+
+  // Every refusal of the log comes before --overwrite empties the directory
+  // it would replace: a log that is no log, and one in a folder that is not there.
+  const std::string kept = run + "/epoch-0001.safetensors";
+  for (const std::string& log : {copy, dir.file("missing/log.jsonl")}) {
+    r = glassbox(train + "--epochs 1 --checkpoint-dir " + run + " --overwrite --log " + log);
+    EXPECT_NE(r.exit_code, 0) << log << "\n" << r.output;
+    EXPECT_TRUE(contains(r.output, "glassbox: --log " + log)) << r.output;
+    EXPECT_TRUE(std::filesystem::exists(kept)) << "a refused run emptied its checkpoint directory";
+  }
+  // A log killed after its first byte is still a log.
+  const std::string one_byte = dir.file("one-byte.jsonl");
+  std::ofstream(one_byte) << "{";
+  r = glassbox(train + "--epochs 1 --log " + one_byte);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
 // A refused checkpoint directory is refused before the log is opened: a
@@ -552,8 +573,6 @@ TEST(CliTrain, AResumedRunTakesEverySettingFromItsCheckpointOrRefusesIt) {
       {"config.data", "synthetic:abc", ": __metadata__ \"config.data\": synthetic:N must be an integer"},
       {"config.dropout", "0.5", ": __metadata__ \"config.dropout\" = '0.5' is not a setting of this fp32 run of "
                                 "glassbox train, which cannot continue it as it started"},
-      {"config.warmup_epochs", "5", ": __metadata__ \"config.warmup_epochs\" = 5 leaves none of the 2 epochs for "
-                                    "the schedule"},
       {"config.data", "folder:" + dir.file("gone"), ": __metadata__ \"config.data\": " + dir.file("gone")},
   };
   for (const auto& c : cases) {
@@ -570,6 +589,18 @@ TEST(CliTrain, AResumedRunTakesEverySettingFromItsCheckpointOrRefusesIt) {
     EXPECT_TRUE(contains(r.output, "glassbox: " + train + c.message)) << c.key << "\n" << r.output;
     EXPECT_FALSE(contains(r.output, "--")) << "a flag was blamed for the file\n" << r.output;
   }
+  // The checkpoint's warm-up against its own epochs is the file's error;
+  // against --epochs, the flag's.
+  std::filesystem::copy_file(kept, train, std::filesystem::copy_options::overwrite_existing);
+  edit_file(train, [&](SafetensorsFile& f) { f.metadata["config.warmup_epochs"] = "5"; });
+  r = glassbox("train LeNet --resume " + run + " --device cpu --workers 1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: " + train + ": __metadata__ \"config.warmup_epochs\" = 5 leaves none of "
+                                 "its 1 epochs for the schedule")) << r.output;
+  r = glassbox(resume);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(contains(r.output, "glassbox: --epochs 2 leaves no epoch for the schedule after the checkpoint's 5 "
+                                 "warm-up epochs; a resume's epochs may only grow")) << r.output;
 
   // Another precision is named as that, not as fp16's loss-scaling
   // settings missing from the checkpoint.

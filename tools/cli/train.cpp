@@ -106,9 +106,7 @@ int run_train(const std::vector<std::string>& words) {
   // Every rank's replica and settings (--log among them) agree, and the
   // checkpoint directory is claimed, before rank 0 opens the log: a refused
   // job writes nothing.
-  if (!run.log_path.empty() && !options.checkpoint_dir.empty()) {
-    refuse_log_among_checkpoints(run.log_path, options.checkpoint_dir);
-  }
+  if (!run.log_path.empty() && speaks) check_log_path(run.log_path, options.checkpoint_dir);
   trainer.check_job();
   std::optional<TrainingLog> log;
   if (!run.log_path.empty() && speaks) {

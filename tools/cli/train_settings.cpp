@@ -219,9 +219,15 @@ TrainSettings train_settings(const Args& args, const NetSpec& net, Device device
   run.parallel = data_parallel_args(args);
   options.sync = run.parallel.sync;
   if (options.warmup_epochs >= options.epochs) {
-    if (!run.resume_dir.empty() && !args.has("--warmup-epochs")) {  // the checkpoint's own setting
-      throw DataError(cat(saved.file, ": __metadata__ \"config.warmup_epochs\" = ", options.warmup_epochs,
-                          " leaves none of the ", options.epochs, " epochs for the schedule"));
+    // The checkpoint's own warm-up: against its own epochs, the file's
+    // error; against --epochs, the flag's (a resume's epochs may only grow).
+    if (!run.resume_dir.empty() && !args.has("--warmup-epochs")) {
+      if (!args.has("--epochs")) {
+        throw DataError(cat(saved.file, ": __metadata__ \"config.warmup_epochs\" = ", options.warmup_epochs,
+                            " leaves none of its ", options.epochs, " epochs for the schedule"));
+      }
+      throw ConfigError(cat("--epochs ", options.epochs, " leaves no epoch for the schedule after the checkpoint's ",
+                            options.warmup_epochs, " warm-up epochs; a resume's epochs may only grow"));
     }
     throw ConfigError(cat("--warmup-epochs ", options.warmup_epochs, " leaves none of the ", options.epochs,
                           " epochs for the schedule; give fewer warm-up epochs"));

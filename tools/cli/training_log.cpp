@@ -5,10 +5,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -38,7 +40,58 @@ const char* what_it_is(mode_t mode) {
   throw Error(cat("--log ", path, ": cannot open for appending: ", std::strerror(error)));
 }
 
+// A log's every line begins {" (one JSON object of named values); a file
+// that begins otherwise is some other file (a checkpoint, `latest`, data),
+// which the appended lines would damage. A run killed after the first byte
+// leaves "{": a log too. Closes `fd` before it throws.
+void refuse_if_not_a_log(int fd, const std::string& path, off_t size) {
+  char first[2] = {};
+  const size_t want = static_cast<size_t>(std::min<off_t>(size, 2));
+  if (want > 0 && (::pread(fd, first, want, 0) != static_cast<ssize_t>(want) ||
+                   std::string_view(first, want) != std::string_view("{\"", want))) {
+    ::close(fd);
+    throw ConfigError(cat("--log ", path, " holds something other than a training log (a log's lines begin {\"): "
+                          "lines appended to it would damage it; give a new file, or the log of the run resumed"));
+  }
+}
+
+// `path` made absolute, then canonical as far as it exists.
+std::filesystem::path resolved(const std::filesystem::path& path, std::error_code& error) {
+  const std::filesystem::path absolute = std::filesystem::absolute(path, error);
+  return error ? std::filesystem::path() : std::filesystem::weakly_canonical(absolute, error);
+}
+
 }  // namespace
+
+void check_log_path(const std::string& log, const std::string& checkpoint_dir) {
+  const std::filesystem::path path(log);
+  const std::filesystem::path parent = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  // Either may not exist yet: a new checkpoint directory is made after this.
+  bool in_checkpoint_dir = false;
+  if (!checkpoint_dir.empty()) {
+    std::error_code log_error, dir_error;
+    const std::filesystem::path log_dir = resolved(parent, log_error), dir = resolved(checkpoint_dir, dir_error);
+    // Through "/x": a trailing separator ("ck/") names the same directory.
+    in_checkpoint_dir = !log_error && !dir_error && log_dir / "x" == dir / "x";
+  }
+  if (in_checkpoint_dir && is_checkpoint_dir_file(path.filename().string())) {
+    throw ConfigError(cat("--log ", log, ": the run's checkpoints write a file of that name into their directory ",
+                          checkpoint_dir, ", and a save would replace the log; give the log another name"));
+  }
+  struct stat info {};
+  if (::stat(log.c_str(), &info) == 0) {
+    if (!S_ISREG(info.st_mode)) refuse_not_regular(log, info.st_mode);
+    const int fd = ::open(log.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) cannot_open(log, errno);
+    refuse_if_not_a_log(fd, log, info.st_size);
+    ::close(fd);
+    if (::access(log.c_str(), W_OK) != 0) cannot_open(log, errno);
+  } else if (errno != ENOENT) {
+    cannot_open(log, errno);
+  } else if (!in_checkpoint_dir && ::access(parent.c_str(), W_OK | X_OK) != 0) {
+    cannot_open(log, errno);  // a folder that is not there; a new checkpoint directory is made by the run
+  }
+}
 
 TrainingLog::TrainingLog(const std::string& path, int every_steps, Units units)
     : path_(path), every_steps_(every_steps), units_(units) {
@@ -58,15 +111,7 @@ TrainingLog::TrainingLog(const std::string& path, int every_steps, Units units)
     ::close(fd);
     refuse_not_regular(path, info.st_mode);
   }
-  // A log's every line begins {" (one JSON object of named values); a file
-  // that begins otherwise is some other file (a checkpoint, `latest`, data),
-  // which the appended lines would damage.
-  char first[2] = {};
-  if (info.st_size > 0 && (::pread(fd, first, 2, 0) != 2 || first[0] != '{' || first[1] != '"')) {
-    ::close(fd);
-    throw ConfigError(cat("--log ", path, " holds something other than a training log (a log's lines begin {\"): "
-                          "lines appended to it would damage it; give a new file, or the log of the run resumed"));
-  }
+  refuse_if_not_a_log(fd, path, info.st_size);
   // Blocking writes from here on: O_NONBLOCK was for the open only.
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
@@ -85,21 +130,6 @@ TrainingLog::TrainingLog(const std::string& path, int every_steps, Units units)
       ::close(fd_);
       throw;
     }
-  }
-}
-
-void refuse_log_among_checkpoints(const std::string& log, const std::string& checkpoint_dir) {
-  const std::filesystem::path path(log);
-  const std::filesystem::path parent = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-  // Either may not exist yet: a new checkpoint directory is made after this.
-  std::error_code log_error, dir_error;
-  const std::filesystem::path log_dir = std::filesystem::weakly_canonical(parent, log_error);
-  const std::filesystem::path dir = std::filesystem::weakly_canonical(checkpoint_dir, dir_error);
-  // Through "/x": a trailing separator ("ck/") names the same directory.
-  const bool same_dir = !log_error && !dir_error && log_dir / "x" == dir / "x";
-  if (same_dir && is_checkpoint_dir_file(path.filename().string())) {
-    throw ConfigError(cat("--log ", log, ": the run's checkpoints write a file of that name into --checkpoint-dir ",
-                          checkpoint_dir, ", and a save would replace the log; give the log another name"));
   }
 }
 

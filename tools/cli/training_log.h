@@ -24,10 +24,14 @@
 
 namespace glassbox::cli {
 
-// ConfigError where `log` is in `checkpoint_dir` under a name the run's
-// checkpoints write (`latest`, an epoch's file, `.lock`): a save would
-// replace it.
-void refuse_log_among_checkpoints(const std::string& log, const std::string& checkpoint_dir);
+// What TrainingLog's constructor refuses, found without making or changing
+// anything, so that a run checks its --log before it claims its checkpoint
+// directory (which --overwrite empties): ConfigError where `log` is not a
+// regular file, not a log, or in `checkpoint_dir` under a name the run's
+// checkpoints write (`latest`, an epoch's file, `.lock`: a save would
+// replace it); Error where it cannot be written (a folder that is not there,
+// unless it is the checkpoint directory the run makes).
+void check_log_path(const std::string& log, const std::string& checkpoint_dir);
 
 class TrainingLog {
  public:
