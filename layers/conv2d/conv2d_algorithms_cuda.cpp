@@ -487,7 +487,8 @@ std::optional<std::string> legacy_refusal(const PrepareOptions& options, const S
 // choice would refuse anyway (legacy_refusal, or a workspace past the limit)
 // is not tried, so that the one that succeeds is one the choice takes. Where
 // the scratch cannot be had, no candidate is tried, each takes the status of
-// a failed allocation, and `note` says so: the plain call runs instead.
+// a failed allocation, and `note` says so: the plain call runs instead, and
+// the layer names `note` as the reason.
 void try_fused_call(Context& ctx, const PrepareOptions& options, const SearchInput& in, std::vector<Perf>& perfs,
                     std::string& note) {
   std::optional<Scratch> scratch;
@@ -832,7 +833,8 @@ AlgorithmChoice choose_algorithms(Context& ctx, const PrepareOptions& options, c
     } catch (const OutOfMemoryError&) {
       throw;
     } catch (const Error& refused) {
-      choice.fused_call_refused = refused.what();
+      // Where the trial could not run (no memory for its scratch), that is why.
+      choice.fused_call_refused = fused_trial.empty() ? std::string(refused.what()) : fused_trial;
       candidates[i].clear();
       notes[i].clear();
       fused_trial.clear();

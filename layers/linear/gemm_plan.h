@@ -88,9 +88,10 @@ std::vector<LinearEpilogue> lt_epilogue_fallbacks(LinearEpilogue wanted);
 // planned with a ReLU epilogue runs once at prepare on zeroed operands of its
 // own shapes with one NaN, A's first value (D's first value sums it whatever
 // the transposes: op(A)(0,0) op(B)(0,0) = NaN x 0); where D's first value
-// comes back a number, the product takes the next epilogue of
-// lt_epilogue_fallbacks() without the ReLU, the ReLU runs as a pass of its
-// own, and algorithms() says why.
+// comes back a number, or the run cannot be had (no device memory for its
+// buffers), the product takes the next epilogue of lt_epilogue_fallbacks()
+// without the ReLU, the ReLU runs as a pass of its own, and algorithms()
+// says why.
 bool applies_relu(LinearEpilogue epilogue);
 // The probe's NaN as `data`'s bytes (4 for float32, 2 for the 16-bit types),
 // and whether one value's bytes read back are a NaN.

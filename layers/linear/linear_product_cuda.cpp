@@ -20,10 +20,15 @@ LinearProduct LinearProduct::plan(Context& ctx, const std::string& layer, const 
     for (LinearEpilogue epilogue : lt_epilogue_fallbacks(wanted)) {
       p.lt_ = LtMatmul::plan(ctx, gemm, data, tf32, epilogue, workspace_limit);
       // Note [A ReLU epilogue that drops NaN] (gemm_plan.h)
-      if (p.lt_ && applies_relu(epilogue) && !p.lt_->relu_keeps_nan(ctx, gemm, data)) {
-        p.relu_epilogue_drops_nan_ = true;
-        p.lt_.reset();
-        continue;
+      if (p.lt_ && applies_relu(epilogue)) {
+        std::string why;
+        const std::optional<bool> keeps = p.lt_->relu_keeps_nan(ctx, gemm, data, why);
+        if (keeps != true) {
+          p.relu_epilogue_refused_ = keeps ? "cuBLASLt's ReLU epilogue returns a number for a NaN at these shapes"
+                                           : cat("cuBLASLt's ReLU epilogue not probed for NaN: ", why);
+          p.lt_.reset();
+          continue;
+        }
       }
       if (p.lt_) break;
     }
@@ -53,8 +58,8 @@ std::string LinearProduct::describe() const {
   const std::string passes = glassbox::describe(passes_);
   if (!passes.empty()) {
     text += cat("; ", passes);
-    if (relu_epilogue_drops_nan_) {
-      text += " (cuBLASLt's ReLU epilogue returns a number for a NaN at these shapes)";
+    if (!relu_epilogue_refused_.empty()) {
+      text += cat(" (", relu_epilogue_refused_, ")");
     } else if (lt_) {
       text += cat(" (cuBLASLt offers no ", name_of(wanted_), " epilogue for these shapes)");
     }

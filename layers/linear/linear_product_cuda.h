@@ -33,7 +33,7 @@ class LinearProduct {
   // "epilogue bias, algorithm 21; ReLU as a pass of its own (cuBLASLt offers
   // no bias + ReLU epilogue for these shapes)", or "cuBLAS GemmEx (...)";
   // where the ReLU epilogue lost a NaN, "(cuBLASLt's ReLU epilogue returns a
-  // number for a NaN at these shapes)".
+  // number for a NaN at these shapes)", or was not probed, why.
   std::string describe() const;
 
   // D = op(A) op(B) + beta D, then the epilogue, then the bias and the ReLU
@@ -52,9 +52,10 @@ class LinearProduct {
   bool tf32_ = false;
   LinearEpilogue wanted_ = LinearEpilogue::kNone;
   EpiloguePasses passes_;
-  // Note [A ReLU epilogue that drops NaN]: a ReLU epilogue was offered but
-  // turned the probe's NaN into a number.
-  bool relu_epilogue_drops_nan_ = false;
+  // Note [A ReLU epilogue that drops NaN]: why a ReLU epilogue cuBLASLt
+  // offered is not used (it turned the probe's NaN into a number, or could
+  // not be probed); empty where none was refused so.
+  std::string relu_epilogue_refused_;
   // Where a pass adds the bias (and applies the ReLU in the same pass): D as
   // n rows of the bias's m values. Where a pass applies the ReLU alone: D as
   // (n, m) rows, for cuDNN's activation.

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -61,6 +62,7 @@ std::optional<LtMatmul> LtMatmul::plan(Context& ctx, const LinearGemm& gemm, DTy
                                        LinearEpilogue epilogue, size_t workspace_limit) {
   LtMatmul m;
   m.epilogue_ = epilogue;
+  m.tf32_ = data == DType::kFloat32 && tf32;
   const cudaDataType_t type = cuda_data_type(data);
   const cublasComputeType_t compute =
       data == DType::kFloat32 && tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
@@ -127,12 +129,17 @@ void LtMatmul::run(Context& ctx, const std::string& layer, const void* a, const 
                               stream_of(ctx)));
 }
 
-bool LtMatmul::relu_keeps_nan(Context& ctx, const LinearGemm& gemm, DType data) {
-  using Key = std::tuple<int, int64_t, int64_t, int64_t, bool, bool, DType, LinearEpilogue, int, size_t>;
+std::optional<bool> LtMatmul::relu_keeps_nan(Context& ctx, const LinearGemm& gemm, DType data, std::string& why) {
+  // The whole algorithm (its id, tile, stages, split-K: the opaque words
+  // cuBLASLt fills in), not its id alone.
+  using AlgoWords = std::array<uint64_t, sizeof(cublasLtMatmulAlgo_t) / sizeof(uint64_t)>;
+  using Key = std::tuple<int, int64_t, int64_t, int64_t, bool, bool, DType, LinearEpilogue, bool, AlgoWords, size_t>;
   static std::mutex mutex;
   static std::map<Key, bool> answers;
-  const Key key{ctx.device().index, gemm.m,      gemm.n, gemm.k, gemm.transpose_a, gemm.transpose_b,
-                data,               epilogue_,   algorithm_id_, workspace_bytes_};
+  AlgoWords words{};
+  std::memcpy(words.data(), &algo_, sizeof(algo_));
+  const Key key{ctx.device().index, gemm.m, gemm.n, gemm.k, gemm.transpose_a, gemm.transpose_b, data, epilogue_,
+                tf32_, words, workspace_bytes_};
   const std::lock_guard lock(mutex);
   if (const auto it = answers.find(key); it != answers.end()) return it->second;
 
@@ -146,7 +153,10 @@ bool LtMatmul::relu_keeps_nan(Context& ctx, const LinearGemm& gemm, DType data) 
   const CudaBuffer d = probe.zeroed(count(gemm.m, gemm.n) * value);
   const CudaBuffer bias = probe.zeroed(static_cast<size_t>(gemm.m) * value);
   const CudaBuffer workspace = probe.zeroed(workspace_bytes_);
-  if (!probe.short_of_memory().empty()) return false;
+  if (!probe.short_of_memory().empty()) {
+    why = probe.short_of_memory();
+    return std::nullopt;
+  }
   const std::vector<uint8_t> nan = nan_bytes(data);
   CUDA_CHECK(cudaMemcpyAsync(a.get(), nan.data(), nan.size(), cudaMemcpyHostToDevice, stream));
   run(ctx, "a probe of cuBLASLt's ReLU epilogue", a.get(), b.get(), &kZero, d.get(), bias.get(), workspace.get());

@@ -37,11 +37,11 @@ class LtMatmul {
   // Note [A ReLU epilogue that drops NaN] (layers/linear/gemm_plan.h):
   // whether a run of this product, planned for `gemm` on `data` values,
   // passes A's NaN on through its ReLU epilogue. Runs it once on device
-  // buffers of its own and waits for it; the answer is kept per device, shape
-  // and algorithm. False where the device has no memory for the run (asked
-  // again next time): the ReLU then runs apart, which is right whatever the
-  // epilogue does.
-  bool relu_keeps_nan(Context& ctx, const LinearGemm& gemm, DType data);
+  // buffers of its own and waits for it; the answer is kept per device,
+  // shape, compute type and algorithm. nullopt where the device has no memory
+  // for the run (asked again next time), and `why` says so: the ReLU then
+  // runs apart, which is right whatever the epilogue does.
+  std::optional<bool> relu_keeps_nan(Context& ctx, const LinearGemm& gemm, DType data, std::string& why);
 
  private:
   LtMatmul() = default;
@@ -51,6 +51,7 @@ class LtMatmul {
   cublasLtMatmulAlgo_t algo_{};
   size_t workspace_bytes_ = 0;
   LinearEpilogue epilogue_ = LinearEpilogue::kNone;
+  bool tf32_ = false;  // float32 data on TF32 tensor cores
   int algorithm_id_ = -1;
 };
 
