@@ -17,13 +17,12 @@
 #include "tensor/error.h"
 
 namespace glassbox {
-namespace {
 
-// "<path>.tmp.XXXXXX", mkstemp's pattern; where the file's name is too long
-// for the suffix (a name of up to 255 bytes is valid, and the suffix is 11),
-// the name is cut in the temporary's name only, so that every valid path can
-// be written. A checkpoint's names are short: the cut never hides one of
-// their temporaries from the save that removes a killed run's.
+// Where the file's name is too long for the suffix (a name of up to 255
+// bytes is valid, and the suffix is 11), the name is cut in the temporary's
+// name only, so that every valid path can be written. A checkpoint's names
+// are short: the cut never hides one of their temporaries from the save that
+// removes a killed run's.
 std::string temporary_pattern(const std::string& path) {
   constexpr size_t kSuffix = 11;  // ".tmp.XXXXXX"
   const size_t slash = path.find_last_of('/');
@@ -31,9 +30,16 @@ std::string temporary_pattern(const std::string& path) {
   const long name_max = ::pathconf(name_start == 0 ? "." : path.substr(0, name_start).c_str(), _PC_NAME_MAX);
   const size_t limit = name_max > static_cast<long>(kSuffix) ? static_cast<size_t>(name_max) : 255;
   std::string kept = path;
-  if (path.size() - name_start + kSuffix > limit) kept.resize(name_start + (limit - kSuffix));
+  if (path.size() - name_start + kSuffix > limit) {
+    size_t cut = name_start + (limit - kSuffix);
+    // Not inside a UTF-8 character: some file systems take UTF-8 names only.
+    while (cut > name_start && (static_cast<unsigned char>(path[cut]) & 0xC0) == 0x80) --cut;
+    kept.resize(cut);
+  }
   return kept + ".tmp.XXXXXX";
 }
+
+namespace {
 
 // An open temporary file (temporary_pattern), removed unless kept.
 class TemporaryFile {

@@ -27,6 +27,11 @@ bool same_file(const std::string& a, const std::string& b);
 // that went in either way.
 bool write_all(int fd, std::string_view bytes, size_t& written);
 
+// The temporary file's name for `path`, as mkstemp's pattern:
+// "<path>.tmp.XXXXXX", the name cut where the file system's name limit
+// leaves no room for the suffix (between UTF-8 characters, never in one).
+std::string temporary_pattern(const std::string& path);
+
 // Writes `contents` to a temporary file beside `path`, flushes it to disk and
 // renames it over `path`. Throws Error naming the path and the reason; on
 // failure the temporary file is removed and `path` is untouched.

@@ -111,7 +111,19 @@ TEST(AtomicFile, ANameOfTheLongestLengthIsWritten) {
     write_file_atomically(path, "second\n");
     EXPECT_EQ(contents_of(path), "second\n") << length << " bytes";
   }
-  EXPECT_EQ(dir.entries().size(), 3u) << "a temporary file was left behind";
+  // "x" and 127 two-byte characters, 255 bytes: the 244 bytes the suffix
+  // leaves end inside a character; the cut falls before it.
+  std::string accented = "x";
+  for (int i = 0; i < 127; ++i) accented += "\xc3\xa9";
+  const std::string pattern = temporary_pattern(dir.path + "/" + accented);
+  const std::string kept = pattern.substr(dir.path.size() + 1, pattern.size() - dir.path.size() - 1 - 11);
+  EXPECT_EQ(kept.size(), 243u) << "255 bytes less the suffix, less the half character";
+  EXPECT_EQ(kept, accented.substr(0, 243));
+  EXPECT_EQ(pattern.substr(pattern.size() - 11), ".tmp.XXXXXX");
+  EXPECT_EQ(temporary_pattern(dir.path + "/short"), dir.path + "/short.tmp.XXXXXX");
+  write_file_atomically(dir.path + "/" + accented, "third\n");
+  EXPECT_EQ(contents_of(dir.path + "/" + accented), "third\n");
+  EXPECT_EQ(dir.entries().size(), 4u) << "a temporary file was left behind";
 }
 
 // A directory is refused before a temporary file is made, and left as it was.

@@ -48,9 +48,12 @@ int run_report(const std::vector<std::string>& words) {
   }
   const std::string& in = args.positionals()[0];
   // The default page goes beside its input; a stream (/dev/stdin,
-  // /proc/self/fd/0) has no folder for it, and the page would land in /dev.
-  const std::string where = std::filesystem::absolute(in).lexically_normal().string();
-  if (!args.has("--out") && (where.starts_with("/dev/") || where.starts_with("/proc/"))) {
+  // /proc/self/fd/0) has no folder for it, and the page would land in /dev
+  // (/dev/shm is a folder of files).
+  std::error_code error;
+  const std::string where = std::filesystem::absolute(in, error).lexically_normal().string();
+  const bool stream = (where.starts_with("/dev/") && !where.starts_with("/dev/shm/")) || where.starts_with("/proc/");
+  if (!args.has("--out") && !error && stream) {
     throw ConfigError(cat("report ", in, ": an input read from /dev or /proc has no folder for the page beside it: "
                           "give --out FILE"));
   }
