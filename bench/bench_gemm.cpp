@@ -201,16 +201,17 @@ ServeRequest parse_serve_request(std::string_view line) {
 }
 
 // --serve: for bench/gemm_vs_torch.py, which alternates short windows of this
-// and of the PyTorch peer. Reads "m n k seconds" per line, answers
-// "GFLOP/s library", or "error: ..." on one line, per line, whatever the
-// line holds (its text quoted as an excerpt); the operands of the last
-// shape are kept.
+// and of the PyTorch peer (bench/peers/torch_gemm.py, the same protocol).
+// Reads "m n k seconds" per line, answers "GFLOP/s library", or "error: ..."
+// on one line, per line, whatever the line holds (its text quoted as an
+// excerpt); a blank line is no request. The operands of the last shape are kept.
 void serve() {
   std::printf("ready: %s\n", cpu_blas_description().c_str());
   std::fflush(stdout);
   std::unique_ptr<TimedProduct> product;
   for (std::string line; std::getline(std::cin, line);) {
     if (line.ends_with('\r')) line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;  // a blank line is no request
     try {
       const ServeRequest r = parse_serve_request(line);
       // A shape too large for the host's memory is answered, and the next

@@ -435,19 +435,31 @@ class SideBySideTest(unittest.TestCase):
 # ---- torch_gemm.py ------------------------------------------------------------------------
 
 class GemmRequestsTest(unittest.TestCase):
+    PREFIX = "error: expected 'm n k seconds' (sides from 1 to 1048576, seconds up to 3600), got "
+
     def test_requests(self):
         self.assertEqual(torch_gemm.parse_request("8 16 32 0.01\n"), (8, 16, 32, 0.01))
-        for line in ("8 8 8 0", "8 8 8 -1", "8 8 8 nan", "8 8 8 inf", "8 8 8 1e6", "-1 8 8 0.01", "8 0 8 0.01",
-                     "8 8", "a b c d", "8.5 8 8 0.01"):
+        self.assertEqual(torch_gemm.parse_request("8\t16 32 3600\r\n"), (8, 16, 32, 3600.0))
+        cases = {
+            "8 8 8 0": "seconds must be a number from 1e-06 to 3600, got '0'",
+            "8 8 8 nan": "seconds must be a number from 1e-06 to 3600, got 'nan'",
+            "8 8 8 1e6": "seconds must be a number from 1e-06 to 3600, got '1e6'",
+            "-1 8 8 0.01": "m must be an integer from 1 to 1048576, got '-1'",
+            "8 0 8 0.01": "n must be an integer from 1 to 1048576, got '0'",
+            "8 8 1048577 0.01": "k must be an integer from 1 to 1048576, got '1048577'",
+            "8.5 8 8 0.01": "m must be an integer from 1 to 1048576, got '8.5'",
+            "8 8": "2 words where 4 are",
+            "8 8 8 0.01 extra": "5 words where 4 are",
+        }
+        for line, why in cases.items():
             with self.subTest(line=line):
                 with self.assertRaises(ValueError) as caught:
                     torch_gemm.parse_request(line + "\n")
-                self.assertEqual(str(caught.exception),
-                                 f"error: expected 'm n k seconds' (seconds above 0 and finite), got {line!r}")
+                self.assertEqual(str(caught.exception), f"{self.PREFIX}{line!r}: {why}")
 
     def test_every_bad_line_is_answered_and_blank_lines_are_not(self):
         self.assertEqual(torch_gemm.answer("8 8 8 0\n"),
-                         "error: expected 'm n k seconds' (seconds above 0 and finite), got '8 8 8 0'")
+                         f"{self.PREFIX}'8 8 8 0': seconds must be a number from 1e-06 to 3600, got '0'")
         self.assertIsNone(torch_gemm.answer("  \n"))
 
     def test_threads_must_be_one_or_more(self):

@@ -12,13 +12,16 @@ time.
     python bench/peers/torch_gemm.py --threads 2
     stdin:  "m n k seconds" per line      stdout: "GFLOP/s" per line
 
-A line it cannot serve (not four numbers; m, n or k below 1; seconds not
-above 0 and below 10^6, as bench_gemm takes them; operands the memory cannot
-hold) is answered with a line "error: ...", and the next line served.
+A line it cannot serve (not four words; m, n or k not a whole number from 1
+to 2^20; seconds not a number from 1e-6 to 3600, as bench_gemm takes them;
+operands the memory cannot hold) is answered with a line "error: ...", and
+the next line served. A blank line is no request: it is not answered.
 """
 
 import argparse
+import math
 import os
+import re
 import sys
 import time
 
@@ -27,19 +30,33 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 from results_io import positive_int  # noqa: E402
 
 OPERANDS = {}  # the last shape's (a, b, c)
-MAX_WINDOW = 1e6  # seconds: bench_gemm --serve's limit
+MAX_SIDE = 1 << 20  # bench_gemm --serve's limits
+MIN_WINDOW, MAX_WINDOW = 1e-6, 3600.0
 
 
 def parse_request(line):
     """(m, n, k, seconds) from a request line, or ValueError with the answer "error: ..."."""
-    words = line.split()
+    text = line.rstrip("\r\n")
+    words = text.split()
+
+    def refuse(why):
+        return ValueError(f"error: expected 'm n k seconds' (sides from 1 to {MAX_SIDE}, seconds up to "
+                          f"{MAX_WINDOW:g}), got {text!r}: {why}")
+
+    if len(words) != 4:
+        raise refuse(f"{len(words)} word{'' if len(words) == 1 else 's'} where 4 are")
+    sides = []
+    for name, word in zip("mnk", words[:3]):
+        if not re.fullmatch(r"-?[0-9]+", word) or not 1 <= int(word) <= MAX_SIDE:
+            raise refuse(f"{name} must be an integer from 1 to {MAX_SIDE}, got {word!r}")
+        sides.append(int(word))
     try:
-        m, n, k, window = int(words[0]), int(words[1]), int(words[2]), float(words[3])
-    except (IndexError, ValueError):
-        m = n = k = window = 0
-    if min(m, n, k) < 1 or not 0.0 < window < MAX_WINDOW:  # (a NaN window fails the comparison)
-        raise ValueError(f"error: expected 'm n k seconds' (seconds above 0 and finite), got {line.strip()!r}")
-    return m, n, k, window
+        window = float(words[3])
+    except ValueError:
+        window = math.nan
+    if not MIN_WINDOW <= window <= MAX_WINDOW:  # (a NaN window fails the comparison)
+        raise refuse(f"seconds must be a number from {MIN_WINDOW:g} to {MAX_WINDOW:g}, got {words[3]!r}")
+    return sides[0], sides[1], sides[2], window
 
 
 def gflops(m, n, k, window):
