@@ -72,8 +72,9 @@ TEST(BenchGemm, ServeAnswersEveryLineAndGoesOn) {
 // (quoted escaped, so the answer stays one line); a blank line gets none.
 TEST(BenchGemm, ServeAnswersEachLineWithOneLine) {
   const std::string long_line(300, '7');
-  const Outcome r = run("printf '8 8 8 0.01 extra\\n\\n  \\n" + long_line + " 1 1 0.01\\n1 1 1 100000\\n8\\t8 8 0.01\\r\\n"
-                        "\\033[2J\\n8 8 8 0.01\\n' | " + kBench + " --serve --threads=1");
+  const Outcome r = run("printf '8 8 8 0.01 extra\\n\\n  \\n" + long_line +
+                        " 1 1 0.01\\n1 1 1 100000\\n8\\t8 8 0.01\\r\\n\\033[2J\\n8 8 8 0.01\\n' | " + kBench +
+                        " --serve --threads=1");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   std::vector<std::string> lines;
   std::istringstream stream(r.output);
