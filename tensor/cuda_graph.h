@@ -30,7 +30,8 @@ class CudaGraph {
   // Captures what `queue` launches on ctx's stream, runs none of it, and
   // instantiates the graph. Throws ConfigError for a CPU context; Error
   // ("while capturing a CUDA graph: ...") where a call cannot be captured or
-  // `queue` throws (its error's message follows).
+  // `queue` throws: then the kind of error it threw, its message following
+  // (rethrow_with_context, tensor/error.h).
   static CudaGraph capture(Context& ctx, const std::function<void()>& queue);
 
   // Runs the captured work, queued on ctx's stream; does not wait for it.

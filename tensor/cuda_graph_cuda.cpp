@@ -3,8 +3,8 @@
 #include <cuda_runtime.h>
 
 #include <exception>
-#include <optional>
 #include <string>
+#include <string_view>
 
 #include "tensor/context_cuda.h"
 #include "tensor/cuda_entry.h"
@@ -30,21 +30,20 @@ std::shared_ptr<CapturedGraph> capture_graph(const CudaResources& resources, con
   CUDA_CHECK(cudaSetDevice(resources.device));
   CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   auto result = std::make_shared<CapturedGraph>();
-  std::optional<std::string> failure;
+  std::exception_ptr thrown;
   try {
     queue();
-  } catch (const std::exception& e) {
-    failure = e.what();
   } catch (...) {
-    failure = "the step threw something that is not a std::exception";
+    thrown = std::current_exception();
   }
   // Ends the capture whatever happened: the stream must leave capture mode
   // before anything else is queued on it.
   const cudaError_t ended = cudaStreamEndCapture(stream, &result->graph);
-  if (failure || ended != cudaSuccess) {
+  if (thrown || ended != cudaSuccess) {
     (void)cudaGetLastError();  // the refusal is reported here, not by the next launch
-    throw Error(cat("while capturing a CUDA graph: ",
-                    failure ? *failure : cat("cudaStreamEndCapture: ", cudaGetErrorString(ended))));
+    constexpr std::string_view kContext = "while capturing a CUDA graph: ";
+    if (thrown) rethrow_with_context(thrown, kContext);  // as the kind of error the step threw
+    throw Error(cat(kContext, "cudaStreamEndCapture: ", cudaGetErrorString(ended)));
   }
   CUDA_CHECK(cudaGraphGetNodes(result->graph, nullptr, &result->nodes));
   if (const cudaError_t made = cudaGraphInstantiate(&result->exec, result->graph, 0); made != cudaSuccess) {

@@ -21,6 +21,32 @@ LibraryError::LibraryError(std::string_view context, const LibraryError& cause)
       expression_(cause.expression_),
       status_(cause.status_) {}
 
+void rethrow_with_context(const std::exception_ptr& thrown, std::string_view context) {
+  try {
+    std::rethrow_exception(thrown);
+  } catch (const LibraryError& e) {
+    throw LibraryError(context, e);
+  } catch (const SizeError& e) {  // before ShapeError, which it is too
+    throw SizeError(cat(context, e.what()));
+  } catch (const ShapeError& e) {
+    throw ShapeError(cat(context, e.what()));
+  } catch (const ConfigError& e) {
+    throw ConfigError(cat(context, e.what()));
+  } catch (const NumericalError& e) {
+    throw NumericalError(cat(context, e.what()));
+  } catch (const DataError& e) {
+    throw DataError(cat(context, e.what()));
+  } catch (const OutOfMemoryError& e) {
+    throw OutOfMemoryError(cat(context, e.what()));
+  } catch (const NotBuiltError& e) {
+    throw NotBuiltError(cat(context, e.what()));
+  } catch (const std::exception& e) {
+    throw Error(cat(context, e.what()));
+  } catch (...) {
+    throw Error(cat(context, "something that is not a std::exception was thrown"));
+  }
+}
+
 void throw_library_error(std::string_view library, std::string_view expression,
                          std::string_view file, int line, int status, std::string_view message) {
   throw LibraryError(std::string(library), std::string(expression), cat(file, ":", line), status,

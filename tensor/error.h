@@ -6,6 +6,7 @@
 // and the library's own message. Nothing in Glassbox aborts or exits on error.
 #pragma once
 
+#include <exception>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -101,6 +102,13 @@ std::string cat(const Parts&... parts) {
 // never echoed raw: a control byte could rewrite the terminal, a megabyte of
 // text would bury the message.
 std::string excerpt(std::string_view bytes, size_t max_chars = 40);
+
+// Throws what `thrown` holds again, its message after `context` ("while
+// capturing a CUDA graph: "), as the same kind of Glassbox error (a caller's
+// catch of OutOfMemoryError or ConfigError, and a program's exit code, still
+// see it as that); any other std::exception as Error, and anything else as
+// Error saying so.
+[[noreturn]] void rethrow_with_context(const std::exception_ptr& thrown, std::string_view context);
 
 [[noreturn]] void throw_library_error(std::string_view library, std::string_view expression,
                                       std::string_view file, int line, int status,

@@ -2,8 +2,13 @@
 // through (GLASSBOX_CHECK_STATUS, tensor/error.h), with a made-up library so
 // that its message is checked without a GPU: the library, the status and the
 // library's text for it, the failed expression, and where it was. And
-// excerpt(), through which every message quotes what a file holds.
+// excerpt(), through which every message quotes what a file holds, and
+// rethrow_with_context(), which keeps an error's kind.
 #include <gtest/gtest.h>
+
+#include <exception>
+#include <stdexcept>
+#include <string>
 
 #include "tensor/error.h"
 #include "tensor/json_error.h"
@@ -40,6 +45,61 @@ TEST(CheckStatus, SuccessPassesAfterOneCall) {
   calls = 0;
   EXPECT_NO_THROW(GLASSBOX_CHECK_STATUS(fake_call(kFakeOk), kFakeOk, fake_error_string, "FakeLib"));
   EXPECT_EQ(calls, 1);
+}
+
+// Each kind of Glassbox error comes back as that kind, its message after
+// the context; a library error keeps its status; anything else is an Error.
+TEST(RethrowWithContext, KeepsTheKindOfErrorAndPutsTheContextFirst) {
+  const std::string context = "while capturing a CUDA graph: ";
+  auto again = [&](auto&& throwing) {
+    try {
+      throwing();
+    } catch (...) {
+      rethrow_with_context(std::current_exception(), context);
+    }
+  };
+  auto expect = [&]<typename E>(E thrown) {
+    try {
+      again([&] { throw thrown; });
+      ADD_FAILURE() << "nothing thrown";
+    } catch (const E& e) {
+      EXPECT_EQ(std::string(e.what()), context + thrown.what());
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "another kind: " << e.what();
+    }
+  };
+  expect(ConfigError("a bad flag"));
+  expect(OutOfMemoryError("no memory"));
+  expect(NumericalError("loss is nan"));
+  expect(DataError("a truncated file"));
+  expect(SizeError("too many elements"));
+  expect(NotBuiltError("no CUDA"));
+  try {
+    again([] { throw ShapeError("a shape"); });
+  } catch (const SizeError&) {
+    ADD_FAILURE() << "a ShapeError became a SizeError";
+  } catch (const ShapeError& e) {
+    EXPECT_EQ(std::string(e.what()), context + "a shape");
+  }
+  try {
+    again([] { throw LibraryError("cuDNN", "cudnnFoo(h)", "x.cpp:1", 3, "CUDNN_STATUS_BAD_PARAM"); });
+  } catch (const LibraryError& e) {
+    EXPECT_TRUE(std::string(e.what()).starts_with(context)) << e.what();
+    EXPECT_EQ(e.status(), 3);
+    EXPECT_EQ(e.library(), "cuDNN");
+  }
+  try {
+    again([] { throw std::runtime_error("plain"); });
+  } catch (const ConfigError&) {
+    ADD_FAILURE() << "a plain exception became a ConfigError";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), context + "plain");
+  }
+  try {
+    again([] { throw 7; });
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), context + "something that is not a std::exception was thrown");
+  }
 }
 
 TEST(Excerpt, PrintableTextIsKeptAndEveryOtherByteEscaped) {
