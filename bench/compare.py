@@ -38,8 +38,9 @@ the rows.
 
 The two sides' precision must read the same; both write Glassbox's
 spelling (tensor/context.cpp): "fp32 (TF32 off)", "tf32", "bf16 (mixed:
-16-bit values, fp32 master weights and accumulation)" and "fp16 (mixed,
-dynamic loss scaling)". The peer's older spellings of fp32 and tf32 are read
+16-bit values, fp32 master weights and accumulation)" and "fp16 (mixed:
+16-bit values, fp32 master weights and accumulation; a training step scales
+the loss)". The peer's older spellings of fp32 and tf32 are read
 as those. A device, precision or CPU thread count (Glassbox's cpu_threads,
 the peer's torch_num_threads) that differs between the two sides is warned
 about on stderr; unequal thread counts are also said under the table's

@@ -135,7 +135,7 @@ GLASSBOX_PRECISION = {  # Glassbox's spelling in its bench_nets context (tensor/
     "fp32": "fp32 (TF32 off)",
     "tf32": "tf32",
     "bf16": "bf16 (mixed: 16-bit values, fp32 master weights and accumulation)",
-    "fp16": "fp16 (mixed, dynamic loss scaling)",
+    "fp16": "fp16 (mixed: 16-bit values, fp32 master weights and accumulation; a training step scales the loss)",
 }
 
 

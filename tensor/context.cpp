@@ -14,7 +14,8 @@ std::string_view name_of(Precision precision) {
     case Precision::kFp32: return "fp32 (TF32 off)";
     case Precision::kTf32: return "tf32";
     case Precision::kBf16: return "bf16 (mixed: 16-bit values, fp32 master weights and accumulation)";
-    case Precision::kFp16: return "fp16 (mixed, dynamic loss scaling)";
+    case Precision::kFp16:
+      return "fp16 (mixed: 16-bit values, fp32 master weights and accumulation; a training step scales the loss)";
   }
   return "?";
 }

@@ -34,7 +34,7 @@ struct CudaResources;  // tensor/context_cuda.h
 enum class Precision { kFp32, kTf32, kBf16, kFp16 };
 // What reports and benchmark contexts print: "fp32 (TF32 off)", "tf32",
 // "bf16 (mixed: 16-bit values, fp32 master weights and accumulation)",
-// "fp16 (mixed, dynamic loss scaling)".
+// "fp16 (mixed: 16-bit values, fp32 master weights and accumulation; a training step scales the loss)".
 std::string_view name_of(Precision precision);
 // The flag's spelling: "fp32", "tf32", "bf16", "fp16" (benchmark names end in
 // "/" and this, except for fp32).

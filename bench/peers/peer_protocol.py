@@ -53,7 +53,7 @@ CONTEXT_PRECISION = {
     "fp32": "fp32 (TF32 off)",
     "tf32": "tf32",
     "bf16": "bf16 (mixed: 16-bit values, fp32 master weights and accumulation)",
-    "fp16": "fp16 (mixed, dynamic loss scaling)",
+    "fp16": "fp16 (mixed: 16-bit values, fp32 master weights and accumulation; a training step scales the loss)",
 }
 
 
