@@ -163,7 +163,7 @@ int Loader::next(const Tensor& images, const Tensor& labels) {
       std::string names;
       for (const int64_t index : slot.skipped) names += cat(names.empty() ? "" : "; ", p.unreadable.at(index));
       p.error = std::make_exception_ptr(DataError(
-          cat(dataset_->describe(), ": batch ", slot.batch, " of epoch ", p.epoch, " on rank ", options_.shard,
+          cat(dataset_->describe(), ": batch ", slot.batch + 1, " of epoch ", p.epoch + 1, " on rank ", options_.shard,
               " has no readable sample (", names, "); the ranks of a data-parallel run must take the same steps, "
               "so the run stops")));
       p.halt = true;

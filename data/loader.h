@@ -9,6 +9,9 @@
 //     loader.stats();  // seconds waited for data, unreadable samples skipped
 //   }
 //
+// Messages count epochs and batches from 1, as `glassbox train` prints them:
+// start_epoch(0) starts epoch 1.
+//
 // Order: epoch e visits the samples in a permutation drawn from (seed, e)
 // (0, 1, 2, ... without shuffle); sample i of epoch e draws its augmentation
 // from an RNG seeded with (seed, e, i). So a run is the same whatever the

@@ -225,7 +225,7 @@ bool Loader::Pipeline::load_replacement(int64_t skipped, int64_t job_epoch, std:
 
 // On the consumer's thread, at the end of the epoch.
 void Loader::Pipeline::throw_all_unreadable() const {
-  throw DataError(cat(dataset.describe(), ": epoch ", epoch, ": all ", stats.skipped,
+  throw DataError(cat(dataset.describe(), ": epoch ", epoch + 1, ": all ", stats.skipped,
                       " samples are unreadable (each was reported "
                       "by the loader's warn)"));
 }

@@ -117,7 +117,7 @@ TEST(LoaderSkipping, WhenEverySampleIsUnreadableNextSaysSo) {
     loader.start_epoch(0);
     testing::BatchTensors tensors(ctx, 2);
     const std::string message = message_of<DataError>([&] { loader.next(tensors.images, tensors.labels); });
-    EXPECT_EQ(message, "fake (6 samples): epoch 0: all 6 samples are unreadable (each was reported by the loader's "
+    EXPECT_EQ(message, "fake (6 samples): epoch 1: all 6 samples are unreadable (each was reported by the loader's "
                        "warn)") << "drop_last " << drop_last;
     EXPECT_EQ(warned, 6);  // each said once, before the error
   }
@@ -134,7 +134,7 @@ TEST(LoaderSkipping, InADataParallelShardABatchWithNoReadableSampleStopsTheRun) 
   rank0.start_epoch(0);
   testing::BatchTensors tensors(ctx, 2);
   const std::string expected =
-      "fake (8 samples): batch 0 of epoch 0 on rank 0 has no readable sample (/fake/0.png: not a PNG; /fake/1.png: "
+      "fake (8 samples): batch 1 of epoch 1 on rank 0 has no readable sample (/fake/0.png: not a PNG; /fake/1.png: "
       "not a PNG); the ranks of a data-parallel run must take the same steps, so the run stops";
   EXPECT_EQ(message_of<DataError>([&] { rank0.next(tensors.images, tensors.labels); }), expected);
   EXPECT_EQ(message_of<DataError>([&] { rank0.next(tensors.images, tensors.labels); }), expected);  // it stays
