@@ -45,10 +45,19 @@
 #include "tensor/checks_cuda.h"
 #include "tensor/context_cuda.h"
 
-#define NCCL_CHECK(expr) GLASSBOX_CHECK_STATUS(expr, ncclSuccess, ncclGetErrorString, "NCCL")
+#define NCCL_CHECK(expr) GLASSBOX_CHECK_STATUS(expr, ncclSuccess, nccl_error_text, "NCCL")
 
 namespace glassbox::communicator_backends {
 namespace {
+
+// ncclGetErrorString names only the kind of a failure ("unhandled system
+// error", "invalid usage"); ncclGetLastError keeps the last one's reason (the
+// peer, the transport, the argument), so an error says both.
+std::string nccl_error_text(ncclResult_t status, ncclComm_t comm = nullptr) {
+  const char* reason = ncclGetLastError(comm);
+  if (reason == nullptr || *reason == '\0') return ncclGetErrorString(status);
+  return cat(ncclGetErrorString(status), ": ", reason);
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -233,8 +242,9 @@ class NcclCommunicator final : public Communicator {
       ncclResult_t async = ncclSuccess;
       NCCL_CHECK(ncclCommGetAsyncError(comm_, &async));
       if (async != ncclSuccess && async != ncclInProgress) {
+        const std::string reason = nccl_error_text(async, comm_);  // before the abort clears it
         abort();
-        throw CommunicationError(cat(who_, what, " failed: ", ncclGetErrorString(async), " (NCCL)"));
+        throw CommunicationError(cat(who_, what, " failed: ", reason, " (NCCL)"));
       }
       if (Clock::now() - start > std::chrono::duration<double>(timeout_)) {
         abort();

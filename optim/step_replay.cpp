@@ -33,7 +33,9 @@ StepReplay::StepReplay(const Context& ctx, int warmup) : policy_(warmup) {
 }
 
 void StepReplay::run(Context& ctx, const ReplayKey& key, const std::function<void()>& queue_step) {
-  switch (policy_.next(key)) {
+  ReplayKey held = key;
+  held.workspace = ctx.workspace();
+  switch (policy_.next(held)) {
     case ReplayAction::kEager:
       graph_.reset();  // captured for another key: its buffers may be gone
       queue_step();

@@ -46,6 +46,7 @@ struct ReplayKey {
   uint64_t scaler = 0;     // LossScaler::serial(), 0: none
   // Context::workspace(): the captured kernels hold its address, and a graph
   // compiled later on the same context may replace it with a larger one.
+  // StepReplay::run sets it from its context, whatever the caller gave.
   const void* workspace = nullptr;
   bool operator==(const ReplayKey&) const = default;
 };

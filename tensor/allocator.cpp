@@ -50,6 +50,7 @@ constexpr size_t kCheckAvailableFrom = size_t{1} << 20;
 void* Allocator::allocate(size_t bytes, MemoryCategory category) {
   if (bytes == 0) bytes = 1;  // a valid, distinct pointer even for empty requests
   const auto request = [&] { return cat("allocating ", format_bytes(static_cast<int64_t>(bytes)), " of ", name_of(category)); };
+  check_can_allocate(bytes);
   const bool check = bytes >= kCheckAvailableFrom || limit_ > 0;
   if (check && (bytes > static_cast<size_t>(std::numeric_limits<int64_t>::max()) ||
                 static_cast<int64_t>(bytes) > available().available)) {

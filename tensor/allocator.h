@@ -76,6 +76,9 @@ class Allocator {
   std::string out_of_memory_message(const std::string& request) const;
 
  private:
+  // Throws where no allocation may be made now (a GPU stream being captured),
+  // before anything asks the device what it has.
+  virtual void check_can_allocate(size_t /*bytes*/) const {}
   virtual void* raw_allocate(size_t bytes) = 0;  // returns nullptr when out of memory
   virtual void raw_deallocate(void* ptr) noexcept = 0;
   virtual DeviceMemory device_memory() const = 0;

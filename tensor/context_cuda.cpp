@@ -71,14 +71,16 @@ class CudaAllocator final : public Allocator {
   // compile time, never inside a captured step, so the wait is legal; an
   // allocation during a capture is refused by name, since CUDA would make it
   // a node of the graph, memory outside the plan (Note [Capturing a stream]).
-  void* raw_allocate(size_t bytes) override {
-    cudaStream_t stream = resources_->stream.get();
+  void check_can_allocate(size_t bytes) const override {
     cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-    CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
+    CUDA_CHECK(cudaStreamIsCapturing(resources_->stream.get(), &capturing));
     if (capturing != cudaStreamCaptureStatusNone) {
       throw Error(cat("an allocation of ", bytes, " bytes inside a step being captured: a step's memory is "
                       "allocated when its graph is compiled, before the capture"));
     }
+  }
+  void* raw_allocate(size_t bytes) override {
+    cudaStream_t stream = resources_->stream.get();
     void* ptr = nullptr;
     cudaError_t status = cudaMallocAsync(&ptr, bytes, stream);
     if (status == cudaErrorMemoryAllocation) {

@@ -16,6 +16,7 @@
 #include "nets/registry.h"
 #include "tensor/host_memory.h"
 #include "tests/support/address_space_limit.h"
+#include "tests/support/data_files.h"
 #include "tests/support/sanitizers.h"
 
 namespace glassbox {
@@ -170,6 +171,40 @@ TEST(MemoryChecks, ARefusedAllocationIsAnOutOfMemoryErrorSayingSo) {
     EXPECT_STREQ(e.what(), "cpu: out of memory allocating 400 B of data; the device refused it; Glassbox holds 0 B");
   }
   EXPECT_EQ(allocator.stats().peak_total, 0) << "a refused allocation is not counted";
+}
+
+// A device that allows no allocation now (as a GPU whose stream is being
+// captured) and counts what it is asked.
+class ClosedAllocator final : public Allocator {
+ public:
+  Device device() const override { return Device::cpu(); }
+  mutable int memory_asked = 0, allocated = 0;
+
+ private:
+  void check_can_allocate(size_t bytes) const override { throw Error(cat("no allocation of ", bytes, " now")); }
+  void* raw_allocate(size_t) override {
+    ++allocated;
+    return nullptr;
+  }
+  void raw_deallocate(void*) noexcept override {}
+  DeviceMemory device_memory() const override {
+    ++memory_asked;
+    return {};
+  }
+};
+
+// The refusal comes first: a request large enough to be checked against the
+// device's free memory does not ask the device first (a GPU may refuse that
+// question during a capture, with its own, vaguer error).
+TEST(MemoryChecks, AnAllocatorThatAllowsNoAllocationRefusesBeforeAskingTheDevice) {
+  for (const size_t bytes : {size_t{400}, size_t{64} << 20}) {
+    ClosedAllocator allocator;
+    EXPECT_EQ(testing::message_of<Error>([&] { allocator.allocate(bytes, MemoryCategory::kData); }),
+              cat("no allocation of ", bytes, " now"));
+    EXPECT_EQ(allocator.memory_asked, 0) << bytes;
+    EXPECT_EQ(allocator.allocated, 0) << bytes;
+    EXPECT_EQ(allocator.stats().peak_total, 0) << bytes;
+  }
 }
 
 TEST(MemoryChecks, CpuMemoryIsWrittenWhenAllocated) {
