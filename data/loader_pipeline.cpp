@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <new>
+#include <system_error>
 #include <utility>
 
 #include "data/loader_order.h"
@@ -81,7 +82,14 @@ Loader::Pipeline::~Pipeline() {
 }
 
 void Loader::Pipeline::start_workers(int count) {
-  for (int i = 0; i < count; ++i) threads.emplace_back([this] { run_worker(); });
+  for (int i = 0; i < count; ++i) {
+    try {
+      threads.emplace_back([this] { run_worker(); });
+    } catch (const std::system_error& e) {  // the system's limit on threads, or its memory for their stacks
+      throw Error(cat("Loader: cannot start worker thread ", i + 1, " of ", count, ": ", e.what(),
+                      "; fewer workers (Loader options' workers, the --workers flag) may start"));
+    }
+  }
 }
 
 // A worker never lets an exception out of its thread (that would be

@@ -179,6 +179,7 @@ void Graph::compile(Context& ctx, const CompileOptions& options) {
                       "graph again to compile it with other options");
   }
   last_forward_.reset();
+  forward_stopped_ = false;
   input_gradient_nodes_ = input_gradient_nodes(nodes_, options.input_gradients, options.phase);  // checked first
   options_ = options;
   options_.layers.phase = options.phase;
@@ -421,6 +422,7 @@ void Graph::allocate_activations(Context& ctx) {
     if (nodes_[i].is_input()) input_offset[i] = input_plan.reserve(bytes_of(nodes_[i].shape, nodes_[i].dtype));
   }
   const Tensor inputs = allocate_arena(ctx, input_plan.total(), MemoryCategory::kData);
+  fill_zero(ctx, inputs);  // a forward before the caller writes them reads zeros, not the heap's old bytes
   const Tensor values = allocate_arena(ctx, plan.values.total, MemoryCategory::kActivations);
   const Tensor grads =
       plan.grads.total > 0 ? allocate_arena(ctx, plan.grads.total, MemoryCategory::kActivationGrads) : Tensor();
@@ -533,6 +535,8 @@ void Graph::check_training(std::string_view what) const {
 void Graph::forward(Context& ctx, Phase phase, const std::function<void(const Node&)>& after_each_layer) {
   check_context(ctx, "forward");
   if (phase == Phase::kTraining) check_training("a training-phase forward");
+  last_forward_.reset();
+  forward_stopped_ = true;  // until its last layer has run
   const bool spans = spans_->active();
   if (spans) spans_->start_step();
   for (size_t k = 0; k < layers_.size(); ++k) {
@@ -550,7 +554,16 @@ void Graph::forward(Context& ctx, Phase phase, const std::function<void(const No
     if (options_.sync_each_layer) after_layer(ctx, node, "forward");
     if (after_each_layer) after_each_layer(node);
   }
+  forward_stopped_ = false;
   last_forward_ = phase;
+}
+
+std::string Graph::no_forward(std::string_view what, std::string_view so) const {
+  if (forward_stopped_) {
+    return cat(what, ": the last forward stopped with an error before its end, so the values are not one forward's; "
+               "run forward again");
+  }
+  return cat(what, ": no forward has run since compile, so ", so, "; run forward first");
 }
 
 void Graph::zero_grad(Context& ctx) {
@@ -566,10 +579,7 @@ void Graph::backward(Context& ctx, ParamGrads param_grads,
   // After an inference-phase forward too: the gradient of the inference
   // loss (dropout off), which the gradient checks take; a layer whose
   // backward needs a training forward (batch norm's batch statistics) says so.
-  if (!last_forward_) {
-    throw Error("backward: no forward has run since compile, so there is nothing to differentiate; run forward "
-                "first");
-  }
+  if (!last_forward_) throw Error(no_forward("backward", "there is nothing to differentiate"));
   // Note [A step's backward writes the parameter gradients]
   const bool replace = param_grads == ParamGrads::kReplace;
   if (replace && ctx.is_cuda()) zero_grad(ctx);  // all at once: cuDNN and cuBLAS add
@@ -623,7 +633,7 @@ void Graph::backward(Context& ctx, ParamGrads param_grads,
 
 float Graph::loss(Context& ctx) const {
   check_context(ctx, "loss");
-  if (!last_forward_) throw Error("loss: no forward has run since compile, so there is no loss yet; run forward first");
+  if (!last_forward_) throw Error(no_forward("loss", "there is no loss yet"));
   return to_vector<float>(ctx, nodes_[static_cast<size_t>(loss_)].value)[0];
 }
 

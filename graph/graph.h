@@ -328,8 +328,14 @@ class Graph final {
   int loss_ = -1;
   bool compiled_ = false;
   // The phase of the last forward since compile (none yet: empty). backward
-  // and loss() need one: before it the values hold nothing.
+  // and loss() need one: before it the values hold nothing. A forward that
+  // throws leaves none, and forward_stopped_ says so: the values are then
+  // part that forward's and part an earlier one's, or the plan's reuse.
   std::optional<Phase> last_forward_;
+  bool forward_stopped_ = false;
+  // Why backward or loss() has no forward to read: "no forward has run since
+  // compile" or "the last forward stopped ...".
+  std::string no_forward(std::string_view what, std::string_view so) const;
   uint64_t replay_generation_ = next_serial();
   Device device_;
   const Allocator* compiled_allocator_ = nullptr;  // the compiling context's: who it was (check_context)

@@ -278,6 +278,53 @@ TEST(Graph, UseBeforeCompileAndWrongDeviceAreErrors) {
   }
 }
 
+// A forward that throws part-way (a label out of range, a callback's error)
+// leaves values that are not one forward's: the loss and backward refuse
+// them, not read the loss of the forward before, until a forward runs whole.
+TEST(Graph, AForwardThatThrowsLeavesNothingToReadUntilOneRunsWhole) {
+  Context ctx = Context::cpu();
+  Graph graph = residual_net();
+  graph.compile(ctx);
+  fill(ctx, graph);
+  graph.forward(ctx);
+  const float before = graph.loss(ctx);
+  from_vector<int>(ctx, std::vector<int>{0, 7, 1, 2}, graph.input("labels"));  // 7: outside [0, 3)
+  EXPECT_THROW(graph.forward(ctx), Error);
+  const std::string stopped = "the last forward stopped with an error before its end, so the values are not one "
+                              "forward's; run forward again";
+  EXPECT_EQ(testing::message_of<Error>([&] { (void)graph.loss(ctx); }), "loss: " + stopped);
+  EXPECT_EQ(testing::message_of<Error>([&] { graph.backward(ctx); }), "backward: " + stopped);
+  // A callback's error part-way through is the same.
+  fill(ctx, graph);
+  graph.forward(ctx);
+  EXPECT_EQ(graph.loss(ctx), before);
+  EXPECT_THROW(graph.forward(ctx, Phase::kTraining,
+                             [](const Node& node) {
+                               if (node.name == "fc2") throw Error("stop");
+                             }),
+               Error);
+  EXPECT_EQ(testing::message_of<Error>([&] { graph.backward(ctx); }), "backward: " + stopped);
+  graph.forward(ctx);
+  EXPECT_EQ(graph.loss(ctx), before) << "a whole forward again";
+  EXPECT_NO_THROW(graph.backward(ctx));
+}
+
+// A graph's inputs hold zeros from compile, not the heap's old bytes: a
+// forward before the caller writes them computes on zeros. (The graph before
+// it leaves its inputs' bytes in the heap, where the next one's may land.)
+TEST(Graph, InputsAreZeroAfterCompile) {
+  Context ctx = Context::cpu();
+  {
+    Graph before = residual_net();
+    before.compile(ctx);
+    fill(ctx, before);
+  }
+  Graph graph = residual_net();
+  graph.compile(ctx);
+  for (const float v : to_vector<float>(ctx, graph.input("images"))) ASSERT_EQ(v, 0.0f);
+  for (const int label : to_vector<int>(ctx, graph.input("labels"))) ASSERT_EQ(label, 0);
+}
+
 // What has no meaning is refused, not run on whatever the buffers hold: a
 // backward or a loss before any forward, a second compile (which would leave
 // the first's tensors and optimizers behind), a dropout p outside [0, 1) on

@@ -13,6 +13,7 @@
 #include "tests/support/address_space_limit.h"
 #include "tests/support/fake_dataset.h"
 #include "tests/support/sanitizers.h"
+#include "tests/support/strings.h"
 
 namespace glassbox {
 namespace {
@@ -300,6 +301,28 @@ TEST(LoaderErrors, StagingBuffersPastTheHostsMemoryAreAnOutOfMemoryError) {
   }
   EXPECT_EQ(message, "Loader: 3 staging buffers of a batch of 16777216 (1.19 GiB each) do not fit in the host's "
                      "memory");
+}
+
+// Worker threads the host cannot start (their stacks do not fit) are an
+// Error naming the worker and the count, not a bare std::system_error; the
+// workers already started are stopped and joined.
+TEST(LoaderErrors, WorkersTheHostCannotStartAreAnErrorNamingThem) {
+  if (testing::kUnderAddressSanitizer) GTEST_SKIP() << "AddressSanitizer maps terabytes of shadow memory";
+  Context ctx = Context::cpu();
+  auto dataset = fake({.size = 20});
+  std::string message;
+  {
+    const testing::AddressSpaceLimit limit(int64_t{64} << 20);
+    ASSERT_TRUE(limit.held());
+    message = message_of<Error>([&] { Loader loader(ctx, dataset, {.batch = 2, .workers = kMaxLoaderThreads}); });
+  }
+  EXPECT_TRUE(testing::contains_match(message, "^Loader: cannot start worker thread [0-9]+ of 1024: .+; fewer workers "
+                                               "\\(Loader options' workers, the --workers flag\\) may start$"))
+      << message;
+  Loader loader(ctx, dataset, {.batch = 2, .workers = 2});  // the host has its threads back
+  loader.start_epoch(0);
+  testing::BatchTensors tensors(ctx, 2);
+  EXPECT_EQ(loader.next(tensors.images, tensors.labels), 2);
 }
 
 // A data set of more samples than the host can keep a flag or an epoch's
