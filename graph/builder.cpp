@@ -1,6 +1,7 @@
 // graph/builder.cpp
 #include "graph/builder.h"
 
+#include <algorithm>
 #include <atomic>
 
 #include "layers/add.h"
@@ -16,15 +17,31 @@ std::atomic<uint32_t> next_builder_id{1};
 
 GraphBuilder::GraphBuilder() : id_(next_builder_id++) {}
 
-void GraphBuilder::claim(const std::string& name) {
+void check_node_name(std::string_view name) {
   if (name.empty()) throw ConfigError("a graph node needs a name");
+  const bool control = std::any_of(name.begin(), name.end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return byte < 0x20 || byte == 0x7f;
+  });
+  if (control || name.size() > kMaxNodeNameBytes) {
+    throw ConfigError(cat("a graph node's name is ", kMaxNodeNameBytes, " bytes at most, with no control character "
+                          "(it heads its layer's messages and names its parameters in checkpoints), got '",
+                          excerpt(name), "' (", name.size(), " bytes)"));
+  }
+}
+
+void GraphBuilder::claim(const std::string& name) {
+  check_node_name(name);
   if (!names_.emplace(name, static_cast<int>(nodes_.size())).second) {
     throw ConfigError(cat("the name '", name, "' is used twice in one graph"));
   }
 }
 
 std::string GraphBuilder::name_or_default(std::string name, std::string_view prefix) {
-  if (!name.empty()) return name;
+  if (!name.empty()) {
+    check_node_name(name);  // before the layer's own checks quote it
+    return name;
+  }
   // The next free numbered name: relu1, relu2, ... (skipping names given explicitly).
   int& counter = counters_[std::string(prefix)];
   std::string candidate;
@@ -141,6 +158,7 @@ Value GraphBuilder::embedding(Value tokens, Embedding::Options options, std::str
   return append(std::make_unique<Embedding>(name_or_default(std::move(name), "embed"), options), {tokens});
 }
 Value GraphBuilder::softmax_cross_entropy(Value logits, Value labels, std::string name) {
+  check_node_name(name);
   return append(std::make_unique<SoftmaxCrossEntropy>(std::move(name)), {logits, labels});
 }
 

@@ -30,6 +30,14 @@
 
 namespace glassbox {
 
+// The longest name a graph node may have: it heads each of its layer's
+// messages and, with ".weight" and the like, names its parameters.
+inline constexpr size_t kMaxNodeNameBytes = 256;
+// Throws ConfigError for a node name that is empty, longer than
+// kMaxNodeNameBytes or holds a control character (a NUL would cut a message
+// short, an escape sequence rewrite the terminal that shows it).
+void check_node_name(std::string_view name);
+
 class GraphBuilder {
  public:
   GraphBuilder();

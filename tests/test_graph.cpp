@@ -91,6 +91,29 @@ TEST(GraphBuilder, RejectsANonLossEnd) {
   }
 }
 
+// A name heads its layer's messages and names its parameters: one with a
+// control character (a NUL cut the message that quoted it; an escape
+// sequence would rewrite the terminal) or past 256 bytes is refused, quoted
+// escaped and cut, before a layer's own checks quote it.
+TEST(GraphBuilder, NamesWithControlCharactersOrPast256BytesAreRefused) {
+  GraphBuilder g;
+  const Value x = g.input("images", {2, 4});
+  const std::string rule = "a graph node's name is 256 bytes at most, with no control character (it heads its "
+                           "layer's messages and names its parameters in checkpoints), got '";
+  EXPECT_EQ(testing::message_of<ConfigError>(
+                [&] { g.conv(x, {.out_channels = 0}, std::string("evil\x1b[2J\0tail", 13)); }),
+            rule + "evil\\x1b[2J\\x00tail' (13 bytes)");
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { g.input("line\nbreak", {2}); }),
+            rule + "line\\nbreak' (10 bytes)");
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { g.relu(x, std::string(257, 'a')); }),
+            rule + std::string(40, 'a') + "... (257 bytes)' (257 bytes)");
+  EXPECT_EQ(testing::message_of<ConfigError>(
+                [&] { g.softmax_cross_entropy(x, g.input("labels", {2}, DType::kInt32), "loss\t"); }),
+            rule + "loss\\t' (5 bytes)");
+  EXPECT_NO_THROW(g.relu(x, std::string(256, 'a')));
+  EXPECT_NO_THROW(g.relu(x, "\xcf\x83-relu"));  // UTF-8 is a name's
+}
+
 TEST(GraphBuilder, RejectsDuplicateNamesAndForeignValues) {
   GraphBuilder g;
   const Value x = g.input("images", {2, 4});
