@@ -520,8 +520,9 @@ void Graph::check_context(const Context& ctx, std::string_view what) const {
 void Graph::after_layer(Context& ctx, const Node& node, std::string_view pass) const {
   try {
     ctx.synchronize();
-  } catch (const Error& e) {
-    throw Error(cat("after the ", pass, " of ", node.name, " (", node.layer->type(), "): ", e.what()));
+  } catch (const Error&) {  // a kernel's fault, found at the wait: the same kind of error, naming the layer
+    rethrow_with_context(std::current_exception(), cat("after the ", pass, " of ", node.name, " (",
+                                                       node.layer->type(), "): "));
   }
 }
 

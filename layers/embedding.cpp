@@ -63,7 +63,7 @@ void Embedding::check_tokens(const Tensor& tokens) const {
   const int64_t count = tokens.numel();
   for (int64_t p = 0; p < count; ++p) {
     if (token[p] < 0 || token[p] >= options_.vocabulary) {
-      throw Error(cat(name(), " (Embedding): the token at position ", input_shapes()[0].index_str(p), " is ",
+      throw DataError(cat(name(), " (Embedding): the token at position ", input_shapes()[0].index_str(p), " is ",
                       token[p], ", outside [0, ", options_.vocabulary, ")"));
     }
   }

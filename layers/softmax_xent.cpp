@@ -47,7 +47,8 @@ void SoftmaxCrossEntropy::check_labels(const Tensor& labels) const {
   for (int64_t i = 0; i < n; ++i) {
     if (label[i] < 0 || label[i] >= k) {
       const std::string where = shape.rank() == 1 ? cat("sample ", i) : cat("position ", shape.index_str(i));
-      throw Error(cat(name(), " (SoftmaxCrossEntropy): ", where, " has label ", label[i], ", outside [0, ", k, ")"));
+      throw DataError(
+          cat(name(), " (SoftmaxCrossEntropy): ", where, " has label ", label[i], ", outside [0, ", k, ")"));
     }
   }
 }
