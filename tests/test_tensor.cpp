@@ -125,6 +125,14 @@ TEST(Tensor, ViewErrorsNameTheShapesAndSizes) {
   const Tensor second_row = t.view(6 * sizeof(float), Shape{6}, DType::kFloat32);
   EXPECT_THROW(second_row.view(SIZE_MAX - 20, Shape{1}, DType::kFloat32), Error);
   EXPECT_THROW(second_row.view(24, Shape{1}, DType::kFloat32), Error) << "at the end: no room for one float";
+  // A view whose elements would straddle its buffer's is refused: a float at byte 1 of a float buffer.
+  EXPECT_EQ(testing::message_of<Error>([&] { t.view(1, Shape{4}, DType::kFloat32); }),
+            "a view at byte 1 of float32 (2, 6) on cpu (itself at byte 0) does not start on a 4-byte boundary, which "
+            "its float32 elements need");
+  EXPECT_EQ(testing::message_of<Error>([&] { second_row.view(2, Shape{2}, DType::kFloat32); }),
+            "a view at byte 2 of float32 (6) on cpu (itself at byte 24) does not start on a 4-byte boundary, which "
+            "its float32 elements need");
+  EXPECT_NO_THROW(t.view(2, Shape{2}, DType::kBFloat16)) << "a 16-bit view at an even byte";
   try {
     t.reshaped(Shape{5});
     FAIL() << "12 elements were viewed as 5";
