@@ -314,6 +314,15 @@ TEST(Pool2d, RejectsBadWindowsAsOptionsAndBadInputsAsShapes) {
   EXPECT_EQ(option_error(Mode::kAverage, {.kernel = 3, .stride = 2, .ceil_mode = true}),
             "pool1 (AvgPool2d): ceil mode is for max pooling only (an average window past the padding has no "
             "divisor both PyTorch and cuDNN agree on)");
+  // A global window is the input's plane: a kernel, stride, padding or ceil mode beside it is refused, not ignored.
+  const std::string global = "global pooling's window is the input's plane, stride 1, no padding: leave kernel, "
+                             "stride, padding and ceil mode unset, got ";
+  EXPECT_EQ(option_error(Mode::kMax, {.ceil_mode = true, .global = true}),
+            "pool1 (MaxPool2d): " + global + "kernel 2x2, stride 0, padding 0, ceil mode");
+  EXPECT_EQ(option_error(Mode::kAverage, {.kernel = 5, .pad = 9, .global = true}),
+            "pool1 (AvgPool2d): " + global + "kernel 5x5, stride 0, padding 9");
+  EXPECT_EQ(option_error(Mode::kAverage, {.stride = {1, 2}, .global = true}),
+            "pool1 (AvgPool2d): " + global + "kernel 2x2, stride 1x2, padding 0");
   EXPECT_EQ(bind_error(Mode::kMax, {.kernel = 5}, Shape{1, 1, 3, 8}),
             "pool1 (MaxPool2d): the 5x5 window does not fit the 3x8 input plane padded by 0x0");
   EXPECT_EQ(bind_error(Mode::kMax, {.kernel = {2, 6}, .pad = {0, 1}}, Shape{1, 1, 3, 3}),

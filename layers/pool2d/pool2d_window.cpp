@@ -29,7 +29,17 @@ Pool2d::Pool2d(std::string name, Mode mode, Window window)
         "ceil mode is for max pooling only (an average window past the padding has no divisor "
         "both PyTorch and cuDNN agree on)");
   }
-  if (window_.global) return;  // the input's plane, known at bind
+  if (window_.global) {  // the input's plane, known at bind
+    const Window unset;
+    if (window_.kernel != unset.kernel || window_.stride != unset.stride || window_.pad != unset.pad ||
+        window_.ceil_mode) {
+      fail_option(cat("global pooling's window is the input's plane, stride 1, no padding: leave kernel, stride, "
+                      "padding and ceil mode unset, got kernel ", by(window_.kernel.h, window_.kernel.w),
+                      ", stride ", window_.stride.str(), ", padding ", window_.pad.str(),
+                      window_.ceil_mode ? ", ceil mode" : ""));
+    }
+    return;
+  }
   const Window w = resolve(nullptr);
   const Size2& k = w.kernel;
   if (k.h <= 0 || k.w <= 0) fail_option(cat("kernel must be positive, got ", by(k.h, k.w)));
