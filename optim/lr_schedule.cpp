@@ -12,6 +12,7 @@
 namespace glassbox {
 
 float LrSchedule::at(float base_lr, int64_t step, int64_t total_steps, int64_t steps_per_epoch) const {
+  if (step < 0) throw ConfigError(cat("learning-rate schedule: step ", step, ": steps count from 0"));
   if (step < warmup_steps) return base_lr * static_cast<float>(step + 1) / static_cast<float>(warmup_steps);
   switch (kind) {
     case Kind::kConstant:
@@ -30,6 +31,10 @@ float LrSchedule::at(float base_lr, int64_t step, int64_t total_steps, int64_t s
 }
 
 void check_lr_schedule(const LrSchedule& schedule) {
+  if (schedule.warmup_steps < 0) {
+    throw ConfigError(cat("learning-rate schedule ", schedule.str(), ": ", schedule.warmup_steps,
+                          " warm-up steps; there are 0 or more"));
+  }
   if (schedule.kind != LrSchedule::Kind::kStep) return;
   if (schedule.step_epochs < 1 || !(schedule.gamma > 0.0f && schedule.gamma <= 1.0f)) {
     throw ConfigError(cat("learning-rate schedule step:", schedule.step_epochs, ":", schedule.gamma,

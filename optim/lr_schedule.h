@@ -25,15 +25,17 @@ struct LrSchedule {
   float gamma = 0.1f;     // kStep
   int64_t warmup_steps = 0;
 
-  // The rate of step `step` of a run of `total_steps` with `steps_per_epoch`.
+  // The rate of step `step` (0 or more: ConfigError otherwise) of a run of
+  // `total_steps` with `steps_per_epoch`.
   float at(float base_lr, int64_t step, int64_t total_steps, int64_t steps_per_epoch) const;
   // As parse_lr_schedule reads it: "constant", "step:30:0.1", "cosine" (warm-up apart).
   std::string str() const;
   bool operator==(const LrSchedule&) const = default;
 };
 
-// ConfigError for a schedule at() cannot follow: a step schedule needs
-// step_epochs >= 1 and gamma in (0, 1] (parse_lr_schedule gives only such).
+// ConfigError for a schedule at() cannot follow: warm-up steps are 0 or
+// more, and a step schedule needs step_epochs >= 1 and gamma in (0, 1]
+// (parse_lr_schedule gives only such).
 void check_lr_schedule(const LrSchedule& schedule);
 
 // "constant", "cosine" or "step:EPOCHS:GAMMA" (step:30:0.1: a tenth every 30

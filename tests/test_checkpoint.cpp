@@ -121,7 +121,7 @@ TEST(Checkpoint, AModelFileRestoresParametersAndStatisticsBitForBit) {
   TinyRun trained(ctx, net, 1);
   for (int i = 0; i < 3; ++i) trained.step(ctx);
   const std::string path = dir.file("tiny.safetensors");
-  save_model(path, ctx, trained.graph, net, 3, {{"note", "three steps"}, {"format", "mine"}});
+  save_model(path, ctx, trained.graph, net, 3, {{"note", "three steps"}});
 
   // The file: PyTorch's state_dict order and names, the int64 scalar, the metadata.
   const SafetensorsFile file = read_safetensors(path);
@@ -651,6 +651,14 @@ TEST(Checkpoint, ASaveNoLoadWouldTakeIsRefusedAndWritesNothing) {
   EXPECT_FALSE(std::filesystem::exists(ckpt + "/epoch-0001.safetensors"));
   EXPECT_EQ(error_of([&] { save_model(dir.file("m.safetensors"), ctx, run.graph, net, -5); }),
             "save_model: " + dir.file("m.safetensors") + ": batches_tracked -5 is negative; it counts optimizer steps");
+  // The file's own keys are not the caller's to set: they would be overwritten, silently.
+  for (const char* own : {"net", "format"}) {
+    EXPECT_EQ(error_of([&] { save_model(dir.file("m.safetensors"), ctx, run.graph, net, 0, {{own, "mine"}}); }),
+              cat("save_model: ", dir.file("m.safetensors"), ": the metadata key '", own, "' is the file's own "
+                  "(\"format\": \"pt\", \"net\": the network's name); give the caller's value another key"));
+  }
+  EXPECT_EQ(error_of([] { (void)checkpoint_model_path("ck", -1); }), "a checkpoint's epoch is 0 or more, got -1");
+  EXPECT_EQ(error_of([] { (void)checkpoint_train_path("ck", -1); }), "a checkpoint's epoch is 0 or more, got -1");
   EXPECT_EQ(error_of([&] { save_model(dir.file("m.safetensors"), ctx, run.graph, tiny_net(5), 0); }),
             "the graph is not Tiny's: its node 2 is conv1 (Conv2d, weight (3, 1, 3, 3), bias (3)), where Tiny has "
             "conv1 (Conv2d, weight (5, 1, 3, 3), bias (5))");

@@ -7,6 +7,7 @@
 
 #include "optim/lr_schedule.h"
 #include "tensor/error.h"
+#include "tests/support/data_files.h"
 
 namespace glassbox {
 namespace {
@@ -59,6 +60,19 @@ TEST(LrSchedule, AStepScheduleThatCannotDecayIsRefused) {
     EXPECT_EQ(std::string(e.what()), std::string("learning-rate schedule step:0:0.1") + why);
   }
   EXPECT_THROW(check_lr_schedule({.kind = LrSchedule::Kind::kStep, .step_epochs = 3, .gamma = 1.5f}), ConfigError);
+  // A negative warm-up would make at() divide by it: rates of the wrong sign.
+  EXPECT_EQ(testing::message_of<ConfigError>(
+                [] { check_lr_schedule({.kind = LrSchedule::Kind::kCosine, .warmup_steps = -4}); }),
+            "learning-rate schedule cosine: -4 warm-up steps; there are 0 or more");
+  EXPECT_NO_THROW(check_lr_schedule({.warmup_steps = 0}));
+}
+
+// Steps count from 0: a negative one has no rate (it gave -inf in a warm-up).
+TEST(LrSchedule, ANegativeStepHasNoRate) {
+  const LrSchedule warm{.warmup_steps = 5};
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { (void)warm.at(0.1f, -1, 100, 10); }),
+            "learning-rate schedule: step -1: steps count from 0");
+  EXPECT_FLOAT_EQ(warm.at(0.1f, 0, 100, 10), 0.02f);
 }
 
 TEST(LrSchedule, NamesRoundTrip) {

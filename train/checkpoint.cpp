@@ -70,6 +70,12 @@ SafetensorsFile model_contents(const std::string& path, Context& ctx, const Grap
     throw ConfigError(cat("save_model: ", path, ": batches_tracked ", batches_tracked,
                           " is negative; it counts optimizer steps"));
   }
+  for (const char* own : {"format", "net"}) {
+    if (metadata.contains(own)) {
+      throw ConfigError(cat("save_model: ", path, ": the metadata key '", own, "' is the file's own (\"format\": "
+                            "\"pt\", \"net\": the network's name); give the caller's value another key"));
+    }
+  }
   SafetensorsFile file{.metadata = metadata};
   file.metadata["format"] = "pt";  // what transformers' loaders look for; ours, not the caller's
   file.metadata["net"] = net.name;
@@ -274,8 +280,19 @@ void load_model(const std::string& path, Context& ctx, Graph& graph, const NetSp
   graph.refresh_working_parameters(ctx);  // Note [Mixed precision]: the layers of a 16-bit graph read the copy
 }
 
-std::string checkpoint_model_path(const std::string& dir, int epoch) { return model_path(dir, epoch_stem(epoch)); }
-std::string checkpoint_train_path(const std::string& dir, int epoch) { return train_path(dir, epoch_stem(epoch)); }
+namespace {
+std::string checked_epoch_stem(int epoch) {
+  if (epoch < 0) throw ConfigError(cat("a checkpoint's epoch is 0 or more, got ", epoch));
+  return epoch_stem(epoch);
+}
+}  // namespace
+
+std::string checkpoint_model_path(const std::string& dir, int epoch) {
+  return model_path(dir, checked_epoch_stem(epoch));
+}
+std::string checkpoint_train_path(const std::string& dir, int epoch) {
+  return train_path(dir, checked_epoch_stem(epoch));
+}
 
 namespace {
 

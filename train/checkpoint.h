@@ -73,7 +73,8 @@ std::string new_run_id();
 
 // Writes the model file. `batches_tracked` fills num_batches_tracked. Extra
 // `metadata` goes into the file's __metadata__ beside "format" ("pt", as
-// transformers' loaders expect) and "net" (net.name), which it cannot replace.
+// transformers' loaders expect) and "net" (net.name): a `metadata` with
+// either key is a ConfigError.
 void save_model(const std::string& path, Context& ctx, const Graph& graph, const NetSpec& net,
                 int64_t batches_tracked, const std::map<std::string, std::string>& metadata = {});
 
@@ -160,7 +161,8 @@ bool has_checkpoint(const std::string& dir);
 // the metadata.
 TrainingState read_training_state(const std::string& dir);
 
-// The model file of epoch `epoch`'s checkpoint in `dir`: "DIR/epoch-0003.safetensors".
+// The model file of epoch `epoch`'s checkpoint in `dir`: "DIR/epoch-0003.safetensors"
+// (ConfigError for a negative epoch).
 std::string checkpoint_model_path(const std::string& dir, int epoch);
 // Its train file: "DIR/epoch-0003.train.safetensors".
 std::string checkpoint_train_path(const std::string& dir, int epoch);
