@@ -210,6 +210,10 @@ bool Loader::Pipeline::load_sample(int64_t index, int64_t job_epoch, std::span<f
     std::lock_guard lock(mutex);
     if (!bad[static_cast<size_t>(index)].exchange(true)) unreadable.emplace(index, e.what());
     return false;
+  } catch (const Error&) {
+    throw;  // Glassbox's own: it names its file or sample
+  } catch (...) {  // a program's own Dataset that throws something else: named by its sample, kept its kind
+    rethrow_with_context(std::current_exception(), cat(dataset.describe(), ": loading sample ", index, ": "));
   }
   if (label < 0 || label >= dataset.classes()) {
     throw DataError(cat(dataset.describe(), ": sample ", index, " has label ", label, ", outside [0, ",

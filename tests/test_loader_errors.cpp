@@ -144,6 +144,21 @@ TEST(LoaderSkipping, InADataParallelShardABatchWithNoReadableSampleStopsTheRun) 
   EXPECT_EQ(indices_of(other), (std::vector<int64_t>{2, 3, 6, 7}));
 }
 
+// A program's own Dataset may throw what is not Glassbox's: it comes out of
+// next() named by the data set and the sample, as an Error.
+TEST(LoaderErrors, AnErrorThatIsNotGlassboxsIsNamedByItsSample) {
+  Context ctx = Context::cpu();
+  testing::BatchTensors tensors(ctx, 4);
+  Loader foreign(ctx, fake({.size = 8, .foreign = 5}), {.batch = 4, .workers = 2, .shuffle = false});
+  foreign.start_epoch(0);
+  EXPECT_EQ(message_of<Error>([&] { while (foreign.next(tensors.images, tensors.labels) > 0) {} }),
+            "fake (8 samples): loading sample 5: the disk is on fire");
+  Loader odd(ctx, fake({.size = 8, .not_an_exception = 2}), {.batch = 4, .workers = 1, .shuffle = false});
+  odd.start_epoch(0);
+  EXPECT_EQ(message_of<Error>([&] { while (odd.next(tensors.images, tensors.labels) > 0) {} }),
+            "fake (8 samples): loading sample 2: something that is not a std::exception was thrown");
+}
+
 TEST(LoaderErrors, AWorkersDataErrorComesOutOfNextWithItsMessageAndStaysThere) {
   Context ctx = Context::cpu();
   Loader loader(ctx, fake({.size = 40, .broken = 13}), {.batch = 4, .workers = 2, .shuffle = false});

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,6 +30,8 @@ struct FakeDatasetOptions {
   std::set<int64_t> unreadable;  // SampleError("/fake/<i>.png", "not a PNG")
   int64_t broken = -1;           // DataError("/fake/<i>.png: truncated at byte 12")
   int64_t bad_label = -1;        // returns `classes`
+  int64_t foreign = -1;          // std::runtime_error("the disk is on fire"), as a program's own Dataset may throw
+  int64_t not_an_exception = -1; // throws the int 42
   std::chrono::milliseconds delay{0};
 };
 
@@ -51,6 +54,8 @@ class FakeDataset final : public Dataset {
     --loading_;
     if (options_.unreadable.count(index)) throw SampleError(cat("/fake/", index, ".png"), "not a PNG");
     if (index == options_.broken) throw DataError(cat("/fake/", index, ".png: truncated at byte 12"));
+    if (index == options_.foreign) throw std::runtime_error("the disk is on fire");
+    if (index == options_.not_an_exception) throw 42;
     for (float& p : pixels) p = static_cast<float>(index + 1);
     pixels[1] = static_cast<float>(rng() >> 40);
     if (index == options_.bad_label) return options_.classes;
