@@ -70,6 +70,10 @@ const Shape& GraphBuilder::shape(Value v) const { return at(v, "shape").shape; }
 
 Value GraphBuilder::input(std::string name, Shape shape, DType dtype) {
   check_unspent("input");
+  if (static_cast<int>(dtype) < 0 || static_cast<int>(dtype) > static_cast<int>(DType::kBFloat16)) {
+    throw ConfigError(
+        cat("input '", excerpt(name), "': dtype ", static_cast<int>(dtype), " is none of DType's values"));
+  }
   claim(name);
   Node node;
   node.name = std::move(name);

@@ -19,6 +19,27 @@
 namespace glassbox {
 namespace {
 
+// An option of an enumeration type that holds none of its values (cast from
+// a number) is refused by name, not read as whichever branch takes the rest.
+template <typename E>
+void check_enum(E value, E last, std::string_view option) {
+  const auto v = static_cast<int64_t>(value);
+  if (v < 0 || v > static_cast<int64_t>(last)) {
+    throw ConfigError(cat("compile: CompileOptions::", option, " is ", v, ", none of its values (0 to ",
+                          static_cast<int64_t>(last), ")"));
+  }
+}
+
+void check_enums(const CompileOptions& o) {
+  check_enum(o.precision, Precision::kFp16, "precision");
+  check_enum(o.phase, Phase::kInference, "phase");
+  check_enum(o.memory_reuse, MemoryReuse::kOff, "memory_reuse");
+  check_enum(o.layout, LayoutChoice::kNhwc, "layout");
+  check_enum(o.layers.algo_search, AlgoSearch::kMeasured, "layers.algo_search");
+  check_enum(o.layers.cudnn_api, CudnnApi::kGraph, "layers.cudnn_api");
+  check_enum(o.layers.cpu_conv, CpuConvPath::kOneDnn, "layers.cpu_conv");
+}
+
 // Places tensors back to back in one allocation: first reserve() each, then
 // allocate(), then view() each at its offset, a multiple of `alignment`.
 class ArenaPlan {
@@ -178,6 +199,7 @@ void Graph::compile(Context& ctx, const CompileOptions& options) {
                       "and input buffers and leave every tensor and optimizer taken from the first behind: build the "
                       "graph again to compile it with other options");
   }
+  check_enums(options);
   last_forward_.reset();
   forward_stopped_ = false;
   input_gradient_nodes_ = input_gradient_nodes(nodes_, options.input_gradients, options.phase);  // checked first

@@ -332,6 +332,30 @@ TEST(Graph, AForwardThatThrowsLeavesNothingToReadUntilOneRunsWhole) {
   EXPECT_NO_THROW(graph.backward(ctx));
 }
 
+// Options cast from numbers that are none of their enumeration's values are
+// refused by name at compile (phase 5 compiled as inference), and so is a
+// dtype that is none of DType's at an input.
+TEST(Graph, OptionsOutsideTheirEnumerationsAreRefused) {
+  Context ctx = Context::cpu();
+  const auto refused = [&](const CompileOptions& options) {
+    Graph graph = residual_net();
+    return testing::message_of<ConfigError>([&] { graph.compile(ctx, options); });
+  };
+  EXPECT_EQ(refused({.phase = static_cast<Phase>(5)}),
+            "compile: CompileOptions::phase is 5, none of its values (0 to 1)");
+  EXPECT_EQ(refused({.precision = static_cast<Precision>(9)}),
+            "compile: CompileOptions::precision is 9, none of its values (0 to 3)");
+  EXPECT_EQ(refused({.memory_reuse = static_cast<MemoryReuse>(-1)}),
+            "compile: CompileOptions::memory_reuse is -1, none of its values (0 to 1)");
+  EXPECT_EQ(refused({.layout = static_cast<LayoutChoice>(7)}),
+            "compile: CompileOptions::layout is 7, none of its values (0 to 2)");
+  EXPECT_EQ(refused({.layers = {.cpu_conv = static_cast<CpuConvPath>(3)}}),
+            "compile: CompileOptions::layers.cpu_conv is 3, none of its values (0 to 2)");
+  GraphBuilder g;
+  EXPECT_EQ(testing::message_of<ConfigError>([&] { g.input("x", {2}, static_cast<DType>(77)); }),
+            "input 'x': dtype 77 is none of DType's values");
+}
+
 // A graph's inputs hold zeros from compile, not the heap's old bytes: a
 // forward before the caller writes them computes on zeros. (The graph before
 // it leaves its inputs' bytes in the heap, where the next one's may land.)
