@@ -79,7 +79,13 @@ void Dropout::prepare_cuda(Context& ctx, const PrepareOptions& options) {
   // generator cannot draw one process's masks by global element, so on a
   // GPU the replicas' masks are independent rather than one process's.
   state->seed = ctx.rng()() + static_cast<unsigned long long>(ctx.replica().index) * 0x9E3779B97F4A7C15ull;
-  state->descriptor_p = options_.p;
+  // Note [Dropout's states are filled at prepare]: at p = 0,
+  // cudnnSetDropoutDescriptor may leave the states unfilled (PyTorch gives
+  // it none then), and a later p > 0 only restores them (Note [Changing p
+  // keeps the generator]): masks from memory no seed wrote. So they are
+  // filled at a p above 0 whatever the layer's; its first masked forward
+  // restores its own p.
+  state->descriptor_p = options_.p > 0.0f ? options_.p : 0.5f;
   CUDNN_CHECK(cudnnSetDropoutDescriptor(state->dropout.get(), cudnn_of(ctx), state->descriptor_p,
                                         state->states.raw(), state->state_bytes, state->seed));
   CUDNN_CHECK(cudnnDropoutGetReserveSpaceSize(state->desc.get(), &state->reserve_bytes));

@@ -326,6 +326,26 @@ TEST_P(DropoutDeviceTest, ChangingPKeepsTheGeneratorGoing) {
   EXPECT_NEAR(static_cast<double>(newly_dropped) / static_cast<double>(before.size()), 0.5 * 0.4, 0.01);
 }
 
+// Prepared at p = 0 (a schedule that turns dropout on later), then at 0.5:
+// masks drawn from a generator its seed filled (Note [Dropout's states are
+// filled at prepare] in layers/dropout_cuda.cpp): about half kept, and each
+// forward's mask independent of the last, so about a quarter of the elements
+// are dropped by the second after being kept by the first.
+TEST_P(DropoutDeviceTest, PreparedAtPZeroThenTurnedOnDrawsFreshMasks) {
+  Dropout drop("drop", {.p = 0.0f});
+  testing::LayerHarness h(ctx(), drop, {Shape{64, 1001}});
+  h.randomize(7);
+  drop.set_probability(0.5f);
+  h.forward(Phase::kTraining);
+  const std::vector<float> first = h.read(h.output);
+  EXPECT_NEAR(expect_dropout_structure(h.read(h.inputs[0]), first, 0.5f), 0.5, 0.01);
+  h.forward(Phase::kTraining);
+  const std::vector<float> second = h.read(h.output);
+  size_t newly_dropped = 0;
+  for (size_t i = 0; i < first.size(); ++i) newly_dropped += first[i] != 0.0f && second[i] == 0.0f;
+  EXPECT_NEAR(static_cast<double>(newly_dropped) / static_cast<double>(first.size()), 0.25, 0.01);
+}
+
 GLASSBOX_INSTANTIATE_ON_DEVICES(DropoutDeviceTest);
 
 // At p = 0 both backends compute the identity in training too, so they can be compared.
