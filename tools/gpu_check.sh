@@ -203,6 +203,13 @@ gpu_interleave() {
     --glassbox-autotune-cache "$autotune_cache" --json "$json" "$@"
 }
 
+# The tests' cuBLAS workspace configuration, unless the caller set one:
+# cuDNN's RNN calls run cuBLAS on streams of their own, where cuBLAS gives
+# the same bits run to run only with a fixed configuration (its "Results
+# reproducibility"), which the LSTM's replay and determinism tests compare.
+# Not for the benchmarks: the PyTorch peer would inherit it.
+export_cublas_workspace_config() { export CUBLAS_WORKSPACE_CONFIG=${CUBLAS_WORKSPACE_CONFIG:-:4096:8}; }
+
 # run_tests TEST...: runs the named test binaries of $build/tests with
 # GLASSBOX_REQUIRE_GPU=1 (a GPU test that skips fails), all at once (one GPU
 # runs several test processes), each within 240 s and the budget; prints each
@@ -213,6 +220,7 @@ run_tests() {
   local -a list=()
   local -A filters=()
   export GLASSBOX_REQUIRE_GPU=1  # for the rest of the step, which runs in a subshell of its own
+  export_cublas_workspace_config
   for t in "$@"; do
     case "$t" in *@*) filters[${t%%@*}]=${t#*@}; t=${t%%@*} ;; esac
     if [ "$dry_run" -eq 0 ] && [ ! -x "$build/tests/$t" ]; then echo "$t: not built"; rc=1; continue; fi
@@ -332,6 +340,7 @@ step_tests() {
   [ ${#list[@]} -gt 0 ] || [ "$dry_run" -eq 0 ] || list=("$build/tests/test_*")
   [ ${#list[@]} -gt 0 ] || { echo "tests: no test binaries in $build/tests"; return 1; }
   export GLASSBOX_REQUIRE_GPU=1
+  export_cublas_workspace_config
   echo "GLASSBOX_REQUIRE_GPU=1; ${#list[@]} binaries, $jobs at a time, ${test_timeout} s each"
   if [ "$dry_run" -eq 1 ]; then printf '+ %s --gtest_color=no\n' "${list[@]}"; return 0; fi
   rm -rf "$results" && mkdir -p "$results"

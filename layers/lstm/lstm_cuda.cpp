@@ -11,17 +11,19 @@
 // add (cudnnRNNBackwardData_v8 only writes dx, so the sum goes through
 // cudnnAddTensor, on float32 values: the layer is staged in fp32 in a bf16 or
 // fp16 graph).
-// Math: kFp32 is CUDNN_FMA_MATH (no tensor cores); kTf32 is
-// CUDNN_DEFAULT_MATH, which lets cuDNN round float inputs to TF32, as the
-// convolutions do (layers/conv2d/conv2d_cuda.cpp).
+// Math: kFp32 is CUDNN_FMA_MATH (no tensor cores); kTf32, and a bf16 or fp16
+// graph's staged fp32 LSTM, CUDNN_DEFAULT_MATH, which lets cuDNN round float
+// inputs to TF32, as the convolutions do (layers/conv2d/conv2d_cuda.cpp): in
+// 16 bits the inputs are rounded to 16 bits already, and PyTorch's autocast
+// runs the LSTM on tensor cores.
 // Backward: cudnnRNNBackwardData_v8 (dx, and the gate gradients it leaves in
 // the reserve space) must run before cudnnRNNBackwardWeights_v8
 // (CUDNN_WGRAD_MODE_ADD: Glassbox's parameter gradients accumulate), which is
 // the split between the two passes. Neither gets dhy, dcy (nothing flows back
 // from the final state) nor computes dhx, dcx (the initial state is detached).
-// Determinism: docs/determinism.md does not cover the RNN calls; whether
-// CUDNN_RNN_ALGO_STANDARD's backward weights are bitwise reproducible is
-// unchecked.
+// Determinism: cuDNN runs the products through cuBLAS on streams of its
+// own, which give the same bits run to run only under a fixed
+// CUBLAS_WORKSPACE_CONFIG (docs/determinism.md).
 //
 // Note [One backward per forward]: cudnnRNNBackwardData_v8 takes the reserve
 // space, which the training forward filled, as input and output (a non-const
@@ -206,7 +208,7 @@ void Lstm::prepare_cuda(Context& ctx, const PrepareOptions& options) {
     CUDNN_CHECK(cudnnSetDropoutDescriptor(s->dropout.get(), handle, 0.0f, nullptr, 0, 0));
   }
 
-  const cudnnMathType_t math = ctx.precision() == Precision::kTf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+  const cudnnMathType_t math = ctx.precision() == Precision::kFp32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
   s->rnn = make_descriptor<RnnDescriptor>(cudnnCreateRNNDescriptor);
   CUDNN_CHECK(cudnnSetRNNDescriptor_v8(s->rnn.get(), CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM,
                                        options_.bias ? CUDNN_RNN_DOUBLE_BIAS : CUDNN_RNN_NO_BIAS,
@@ -289,11 +291,11 @@ void Lstm::backward_cuda(Context& ctx, const BackwardArgs& args) {
     fail("a second backward after one forward: cuDNN's backward uses up what the forward kept in its reserve "
          "space (Note [One backward per forward] in layers/lstm/lstm_cuda.cpp); run the forward again first");
   }
-  s.reserve_consumed = true;
   if (const int k = unpacked_index(args.param_grads, s.offsets); k >= 0) {
     fail_option(cat("gradient of ", param_specs()[static_cast<size_t>(k)].name,
                     " is not where cuDNN's weight space has it: the gradients must be packed as the parameters"));
   }
+  s.reserve_consumed = true;  // from here on cuDNN's backward changes it
   cudnnHandle_t handle = cudnn_of(ctx);
   auto* work = static_cast<std::byte*>(checked_workspace(ctx));
   const auto* seq_lengths = static_cast<const int32_t*>(s.seq_lengths.raw());
