@@ -40,7 +40,10 @@ class Dropout final : public Layer {
   const Options& options() const { return options_; }
   // The probability from the next training forward on, before or after
   // prepare; the next backward still follows the last forward's mask. p in
-  // [0, 1), else a ConfigError naming the layer, and p stays as it was.
+  // [0, 1), else a ConfigError naming the layer, and p stays as it was. In
+  // a compiled graph, change it through Graph::set_dropout: a step replayed
+  // as a CUDA graph (optim/step_replay.h) keeps the p it was captured with
+  // until the graph's replay generation says that p changed.
   void set_probability(float p);
 
  private:
