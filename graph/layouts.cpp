@@ -127,7 +127,8 @@ std::string layout_path(const std::vector<Node>& nodes, const Node& node) {
   const char* written = node.channels_last ? "NHWC" : "NCHW";
   for (int producer : node.inputs) {
     const Node& input = nodes[static_cast<size_t>(producer)];
-    if (input.shape.rank() == 4 && input.dtype == DType::kFloat32 && input.channels_last != node.channels_last) {
+    if (input.shape.rank() == 4 && input.dtype == DType::kFloat32 && input.channels_last != node.channels_last &&
+        !layouts_share_bytes(input.shape)) {
       return cat(written, " from ", input.channels_last ? "NHWC" : "NCHW");
     }
   }

@@ -32,9 +32,7 @@ struct FlattenState final : BackendState {
 void Flatten::prepare_cuda(Context&, const PrepareOptions&) {
   auto state = std::make_unique<FlattenState>();
   const Shape& x = input_shapes()[0];
-  if (input_layout(0) == Layout::kNHWC && x[1] > 1 && x[2] * x[3] > 1) {
-    state->nhwc = LayoutBridge(x, value_storage(), Layout::kNHWC, Layout::kNCHW);
-  }
+  state->nhwc = LayoutBridge(x, value_storage(), input_layout(0), Layout::kNCHW);
   backend_ = std::move(state);
 }
 

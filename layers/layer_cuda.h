@@ -52,7 +52,9 @@ class LayoutBridge {
  public:
   LayoutBridge() = default;
   LayoutBridge(const Shape& shape, DType dtype, Layout stored, Layout computed);
-  // Whether the two layouts differ (else the layer reads the value as it is).
+  // Whether the two layouts differ and place the value's elements apart
+  // (layouts_share_bytes: one channel or one pixel; else the layer reads the
+  // value as it is).
   bool needed() const { return needed_; }
   // The bytes of the value in the computed layout (its workspace share), 0 where not needed.
   size_t bytes() const { return needed_ ? bytes_ : 0; }

@@ -73,6 +73,10 @@ Tensor Tensor::with_layout(Layout layout) const {
 
 std::string_view name_of(Layout layout) { return layout == Layout::kNHWC ? "NHWC" : "NCHW"; }
 
+bool layouts_share_bytes(const Shape& shape) {
+  return shape.rank() == 4 && (shape[1] == 1 || shape[2] * shape[3] == 1);
+}
+
 std::array<int64_t, 4> packed_strides(const Shape& shape, Layout layout) {
   if (shape.rank() < 1 || shape.rank() > 4 || (layout == Layout::kNHWC && shape.rank() != 4)) {
     throw ShapeError(cat("packed strides: ", name_of(layout), " describes ",

@@ -33,6 +33,12 @@ std::string_view name_of(Layout layout);  // "NCHW", "NHWC"
 // shape of rank 1 to 3 is read as NCHW padded with trailing ones, which only
 // NCHW may describe. ShapeError for any other rank, or NHWC below rank 4.
 std::array<int64_t, 4> packed_strides(const Shape& shape, Layout layout);
+// Whether NCHW and NHWC put every element of a rank-4 `shape` at the same
+// place: where C is 1 or H*W is 1, the one stride that differs never
+// multiplies an index above 0, so a value stored in one layout is already
+// the other (a layer reads it as it is, with no conversion). False for any
+// other rank.
+bool layouts_share_bytes(const Shape& shape);
 
 // One allocation, returned to its allocator when the last view of it goes.
 class Buffer {

@@ -51,6 +51,23 @@ Graph net(int batch) {
   return std::move(g).build(loss);
 }
 
+// The layout column names a conversion only where the two layouts place the
+// input's elements apart: one channel (LeNet's images) or one pixel is the
+// same bytes either way, and a CUDA layer reads it as it is (LayoutBridge).
+TEST(ChannelsLast, ALayoutPathNamesAConversionOnlyWhereTheBytesDiffer) {
+  std::vector<Node> nodes(2);
+  nodes[0].dtype = nodes[1].dtype = DType::kFloat32;
+  nodes[1].shape = Shape{8, 6, 24, 24};
+  nodes[1].channels_last = true;
+  nodes[1].inputs = {0};
+  const std::pair<Shape, const char*> cases[] = {
+      {Shape{8, 1, 28, 28}, "NHWC"}, {Shape{8, 64, 1, 1}, "NHWC"}, {Shape{8, 3, 28, 28}, "NHWC from NCHW"}};
+  for (const auto& [input, path] : cases) {
+    nodes[0].shape = input;
+    EXPECT_EQ(layout_path(nodes, nodes[1]), path) << input.str();
+  }
+}
+
 TEST(ChannelsLast, TheGraphStoresNhwcWhereEveryWriterAndReaderCan) {
   if (!GLASSBOX_WITH_ONEDNN) GTEST_SKIP() << "built without oneDNN (-DGLASSBOX_CPU_CONV=im2col): every value is NCHW";
   for (Phase phase : {Phase::kTraining, Phase::kInference}) {

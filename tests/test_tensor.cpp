@@ -109,6 +109,34 @@ TEST(Tensor, AccessErrorsNameTheTensor) {
   }
 }
 
+// NCHW and NHWC agree on every element's place exactly where C or H*W is 1
+// (checked against the strides over every index of small shapes).
+TEST(Layout, TheTwoLayoutsShareBytesExactlyWithOneChannelOrOnePixel) {
+  for (int64_t n : {1, 2}) {
+    for (int64_t c : {1, 3}) {
+      for (int64_t h : {1, 2}) {
+        for (int64_t w : {1, 3}) {
+          const Shape shape{n, c, h, w};
+          const auto nchw = packed_strides(shape, Layout::kNCHW), nhwc = packed_strides(shape, Layout::kNHWC);
+          bool same = true;
+          for (int64_t i = 0; i < n; ++i) {
+            for (int64_t j = 0; j < c; ++j) {
+              for (int64_t k = 0; k < h; ++k) {
+                for (int64_t l = 0; l < w; ++l) {
+                  same = same && i * nchw[0] + j * nchw[1] + k * nchw[2] + l * nchw[3] ==
+                                     i * nhwc[0] + j * nhwc[1] + k * nhwc[2] + l * nhwc[3];
+                }
+              }
+            }
+          }
+          EXPECT_EQ(layouts_share_bytes(shape), same) << shape.str();
+        }
+      }
+    }
+  }
+  EXPECT_FALSE(layouts_share_bytes(Shape{1, 1, 1})) << "rank 3: NHWC describes rank 4 only";
+}
+
 TEST(Tensor, ViewErrorsNameTheShapesAndSizes) {
   Context ctx = Context::cpu();
   const Tensor t = ctx.allocate(Shape{2, 6}, DType::kFloat32, MemoryCategory::kActivations);  // 48 bytes
