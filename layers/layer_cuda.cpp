@@ -50,7 +50,8 @@ TensorDescriptor make_strided_descriptor(const Shape& sizes, const std::array<in
 }
 
 LayoutBridge::LayoutBridge(const Shape& shape, DType dtype, Layout stored, Layout computed)
-    : needed_(stored != computed && !layouts_share_bytes(shape)), bytes_(static_cast<size_t>(shape.numel()) * size_of(dtype)) {
+    : needed_(stored != computed && !layouts_share_bytes(shape)),
+      bytes_(static_cast<size_t>(shape.numel()) * size_of(dtype)) {
   if (!needed_) return;
   stored_ = make_tensor_descriptor(shape, dtype, stored);
   computed_ = make_tensor_descriptor(shape, dtype, computed);

@@ -59,8 +59,9 @@ Tensor Tensor::view(size_t byte_offset, Shape shape, DType dtype) const {
                     ") starts past the end of its buffer of ", buffer_->bytes(), " bytes"));
   }
   if ((offset_ + byte_offset) % size_of(dtype) != 0) {  // its elements would straddle the buffer's
-    throw Error(cat("a view at byte ", byte_offset, " of ", str(), " (itself at byte ", offset_, ") does not start on a ",
-                    size_of(dtype), "-byte boundary, which its ", name_of(dtype), " elements need"));
+    throw Error(cat("a view at byte ", byte_offset, " of ", str(), " (itself at byte ", offset_,
+                    ") does not start on a ", size_of(dtype), "-byte boundary, which its ", name_of(dtype),
+                    " elements need"));
   }
   return Tensor(buffer_, offset_ + byte_offset, std::move(shape), dtype, layout_);
 }
