@@ -85,7 +85,8 @@ void Loader::Pipeline::start_workers(int count) {
   for (int i = 0; i < count; ++i) {
     try {
       threads.emplace_back([this] { run_worker(); });
-    } catch (const std::system_error& e) {  // the system's limit on threads, or its memory for their stacks
+    } catch (const std::exception& e) {  // std::system_error: the system's limit on threads, or its memory for
+                                         // their stacks; std::bad_alloc: its memory for a thread's state
       throw Error(cat("Loader: cannot start worker thread ", i + 1, " of ", count, ": ", e.what(),
                       "; fewer workers (Loader options' workers, the --workers flag) may start"));
     }
@@ -212,7 +213,7 @@ bool Loader::Pipeline::load_sample(int64_t index, int64_t job_epoch, std::span<f
     return false;
   } catch (const Error&) {
     throw;  // Glassbox's own: it names its file or sample
-  } catch (...) {  // a program's own Dataset that throws something else: named by its sample, kept its kind
+  } catch (...) {  // a program's own Dataset that throws something else: named by its sample
     rethrow_with_context(std::current_exception(), cat(dataset.describe(), ": loading sample ", index, ": "));
   }
   if (label < 0 || label >= dataset.classes()) {

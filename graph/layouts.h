@@ -29,7 +29,8 @@
 // channels-last keeps its filter KRSC (Note [KRSC filters], layers/conv2d/conv2d.h),
 // and a layer handed a value in the other layout converts it in its
 // workspace (Note [Layout bridges], layers/layer_cuda.h): a network's first
-// convolution reads the NCHW images so. CompileOptions::layout says where the
+// convolution reads the NCHW images so, unless they have one channel, which
+// is the same bytes in either order (layouts_share_bytes). CompileOptions::layout says where the
 // plan runs (plans_channels_last): by default on the CPU, and on a GPU in
 // tf32, bf16 and fp16; fp32 on a GPU stays NCHW, where cuDNN's NHWC kernels
 // are no faster (PyTorch's fp32 channels_last is slower there too).
@@ -53,8 +54,9 @@ std::vector<float> channels_last_from_nchw(const std::vector<float>& nchw, const
 
 // What `node` (a layer) writes, and reads where that differs: "NHWC",
 // "NCHW", "NCHW from NHWC" (a layer that converts, or reads one order and
-// writes the other), "" for an output of rank other than 4: `glassbox time`'s
-// and `kernels`' layout column.
+// writes the other, where the two place the input's elements apart:
+// layouts_share_bytes), "" for an output of rank other than 4: `glassbox
+// time`'s and `kernels`' layout column.
 std::string layout_path(const std::vector<Node>& nodes, const Node& node);
 // Whether any value of a compiled graph is stored NHWC (the column is shown then).
 bool any_channels_last(const std::vector<Node>& nodes);

@@ -51,12 +51,13 @@ namespace glassbox::communicator_backends {
 namespace {
 
 // ncclGetErrorString names only the kind of a failure ("unhandled system
-// error", "invalid usage"); ncclGetLastError keeps the last one's reason (the
-// peer, the transport, the argument), so an error says both.
+// error", "invalid usage"); ncclGetLastError keeps the text of NCCL's last
+// warning (the peer, the transport, the argument), which it never clears, so
+// it may be an earlier warning's: an error gives it as that.
 std::string nccl_error_text(ncclResult_t status, ncclComm_t comm = nullptr) {
   const char* reason = ncclGetLastError(comm);
   if (reason == nullptr || *reason == '\0') return ncclGetErrorString(status);
-  return cat(ncclGetErrorString(status), ": ", reason);
+  return cat(ncclGetErrorString(status), " (NCCL's last warning: ", reason, ")");
 }
 
 using Clock = std::chrono::steady_clock;
@@ -242,7 +243,7 @@ class NcclCommunicator final : public Communicator {
       ncclResult_t async = ncclSuccess;
       NCCL_CHECK(ncclCommGetAsyncError(comm_, &async));
       if (async != ncclSuccess && async != ncclInProgress) {
-        const std::string reason = nccl_error_text(async, comm_);  // before the abort clears it
+        const std::string reason = nccl_error_text(async, comm_);  // before the abort's own warnings
         abort();
         throw CommunicationError(cat(who_, what, " failed: ", reason, " (NCCL)"));
       }

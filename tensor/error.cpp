@@ -3,6 +3,7 @@
 #include "tensor/error.h"
 
 #include <cstdio>
+#include <new>
 
 #include "tensor/grouped.h"
 
@@ -40,6 +41,8 @@ void rethrow_with_context(const std::exception_ptr& thrown, std::string_view con
     throw OutOfMemoryError(cat(context, e.what()));
   } catch (const NotBuiltError& e) {
     throw NotBuiltError(cat(context, e.what()));
+  } catch (const std::bad_alloc& e) {  // the host's memory: what max-batch and sweep catch as out of memory
+    throw OutOfMemoryError(cat(context, "out of host memory (", e.what(), ")"));
   } catch (const std::exception& e) {
     throw Error(cat(context, e.what()));
   } catch (...) {

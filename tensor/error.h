@@ -106,8 +106,8 @@ std::string excerpt(std::string_view bytes, size_t max_chars = 40);
 // Throws what `thrown` holds again, its message after `context` ("while
 // capturing a CUDA graph: "), as the same kind of Glassbox error (a caller's
 // catch of OutOfMemoryError or ConfigError, and a program's exit code, still
-// see it as that); any other std::exception as Error, and anything else as
-// Error saying so.
+// see it as that); std::bad_alloc as OutOfMemoryError, any other
+// std::exception as Error, and anything else as Error saying so.
 [[noreturn]] void rethrow_with_context(const std::exception_ptr& thrown, std::string_view context);
 
 [[noreturn]] void throw_library_error(std::string_view library, std::string_view expression,

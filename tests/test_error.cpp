@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <exception>
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -94,6 +95,11 @@ TEST(RethrowWithContext, KeepsTheKindOfErrorAndPutsTheContextFirst) {
     ADD_FAILURE() << "a plain exception became a ConfigError";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), context + "plain");
+  }
+  try {
+    again([] { throw std::bad_alloc(); });
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_EQ(std::string(e.what()), context + "out of host memory (std::bad_alloc)");
   }
   try {
     again([] { throw 7; });

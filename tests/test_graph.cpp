@@ -92,8 +92,8 @@ TEST(GraphBuilder, RejectsANonLossEnd) {
 }
 
 // A name heads its layer's messages and names its parameters: one with a
-// control character (a NUL cut the message that quoted it; an escape
-// sequence would rewrite the terminal) or past 256 bytes is refused, quoted
+// control character (a NUL would cut the message that quotes it, an escape
+// sequence rewrite the terminal) or past 256 bytes is refused, quoted
 // escaped and cut, before a layer's own checks quote it.
 TEST(GraphBuilder, NamesWithControlCharactersOrPast256BytesAreRefused) {
   GraphBuilder g;

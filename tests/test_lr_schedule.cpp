@@ -67,7 +67,7 @@ TEST(LrSchedule, AStepScheduleThatCannotDecayIsRefused) {
   EXPECT_NO_THROW(check_lr_schedule({.warmup_steps = 0}));
 }
 
-// Steps count from 0: a negative one has no rate (it gave -inf in a warm-up).
+// Steps count from 0: a negative one has no rate (a warm-up would give it -inf).
 TEST(LrSchedule, ANegativeStepHasNoRate) {
   const LrSchedule warm{.warmup_steps = 5};
   EXPECT_EQ(testing::message_of<ConfigError>([&] { (void)warm.at(0.1f, -1, 100, 10); }),

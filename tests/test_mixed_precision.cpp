@@ -341,8 +341,8 @@ TEST(MixedPrecision, LanguageModelMatchesFp32WithinTheTolerance) {
 }
 
 // The same on a GPU, against the CPU's fp32: the embedding and the loss
-// staged, the LSTM in fp32 on cuDNN's weight space, from its fp32 master
-// weights (Lstm::keeps_fp32_parameters).
+// staged, the LSTM staged too, on cuDNN's weight space from its fp32 master
+// weights (Lstm::keeps_fp32_parameters), in TF32 math.
 TEST(MixedPrecision, LanguageModelOnCudaMatchesFp32WithinTheTolerance) {
   GLASSBOX_REQUIRE_CUDA();
   expect_language_model_close_to_fp32(Device::cuda(0));

@@ -13,9 +13,10 @@
 // fp16 graph).
 // Math: kFp32 is CUDNN_FMA_MATH (no tensor cores); kTf32, and a bf16 or fp16
 // graph's staged fp32 LSTM, CUDNN_DEFAULT_MATH, which lets cuDNN round float
-// inputs to TF32, as the convolutions do (layers/conv2d/conv2d_cuda.cpp): in
-// 16 bits the inputs are rounded to 16 bits already, and PyTorch's autocast
-// runs the LSTM on tensor cores.
+// inputs to TF32, as the convolutions do (layers/conv2d/conv2d_cuda.cpp). In
+// a 16-bit graph that rounds the fp32 master weights and the fp32 recurrent
+// state too; it is the precision such a graph asks for, as PyTorch's
+// autocast runs the LSTM on tensor cores.
 // Backward: cudnnRNNBackwardData_v8 (dx, and the gate gradients it leaves in
 // the reserve space) must run before cudnnRNNBackwardWeights_v8
 // (CUDNN_WGRAD_MODE_ADD: Glassbox's parameter gradients accumulate), which is
